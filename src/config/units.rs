@@ -1,0 +1,181 @@
+//! Human units used on the command line and in suite files: durations ("10s", "500ms",
+//! "1m30s", a bare number means seconds as in wrk), sizes ("1KiB", "4k", "100MiB") and
+//! counts ("10k", "1.5M"). Pure functions; the caller names the flag in its error.
+
+use std::time::Duration;
+
+/// Parses a duration such as `10s`, `250ms`, `1m30s`, `2h`, `1.5s` or a bare `10` (seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let s = text.trim();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(secs) = s.parse::<f64>() {
+        return secs_to_duration(secs, text);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(format!(
+                "`{text}` is not a duration (expected e.g. 10s, 500ms, 1m30s)"
+            ));
+        }
+        let value: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("`{text}` is not a duration (bad number)"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" | "sec" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "" => {
+                return Err(format!(
+                    "`{text}`: a unit is needed after {value} (s, ms, m, h)"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "`{text}`: unknown duration unit `{other}` (use ns, us, ms, s, m, h)"
+                ))
+            }
+        };
+        total += value * scale;
+    }
+    secs_to_duration(total, text)
+}
+
+fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("`{text}` is not a non-negative duration"));
+    }
+    if secs > 365.0 * 24.0 * 3600.0 {
+        return Err(format!("`{text}` is longer than a year"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a byte size: `1024`, `1KiB`, `4k` (= 4 KiB), `1KB` (= 1000), `100MiB`, `1GiB`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let s = text.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (expected e.g. 1024, 1KiB, 4MiB)"))?;
+    let scale: f64 = match unit.trim() {
+        "" | "B" | "b" => 1.0,
+        "k" | "K" | "KiB" | "kiB" | "Ki" => 1024.0,
+        "KB" | "kB" => 1000.0,
+        "m" | "M" | "MiB" | "Mi" => 1024.0 * 1024.0,
+        "MB" => 1e6,
+        "g" | "G" | "GiB" | "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "GB" => 1e9,
+        other => {
+            return Err(format!(
+                "`{text}`: unknown size unit `{other}` (use B, KiB, MiB, GiB, KB, MB, GB)"
+            ))
+        }
+    };
+    let bytes = value * scale;
+    if !bytes.is_finite() || !(0.0..=1e15).contains(&bytes) {
+        return Err(format!("`{text}` is out of range"));
+    }
+    if bytes.fract() != 0.0 {
+        return Err(format!("`{text}` is not a whole number of bytes"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Parses a count: `1000`, `10k`, `1.5M`, `2G` (decimal multipliers, as k6 and oha read them).
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let v = parse_decimal(text)?;
+    if v.fract() != 0.0 {
+        return Err(format!("`{text}` is not a whole number"));
+    }
+    Ok(v as u64)
+}
+
+/// Parses a non-negative decimal with an optional k/M/G multiplier (`20000`, `20k`, `0.5`).
+pub fn parse_decimal(text: &str) -> Result<f64, String> {
+    let s = text.trim();
+    if s.starts_with('-') {
+        return Err(format!("`{text}` is negative"));
+    }
+    let (num, mul) = match s.chars().last() {
+        Some('k') | Some('K') => (&s[..s.len() - 1], 1e3),
+        Some('M') | Some('m') => (&s[..s.len() - 1], 1e6),
+        Some('G') | Some('g') => (&s[..s.len() - 1], 1e9),
+        _ => (s, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number (expected e.g. 1000, 10k, 1.5M)"))?;
+    let v = v * mul;
+    if !v.is_finite() || !(0.0..=1e15).contains(&v) {
+        return Err(format!("`{text}` is out of range"));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("100us").unwrap(), Duration::from_micros(100));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("10x")
+            .unwrap_err()
+            .contains("unknown duration unit"));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("1s5").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1024").unwrap(), 1024);
+        assert_eq!(parse_size("1KiB").unwrap(), 1024);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("1KB").unwrap(), 1000);
+        assert_eq!(parse_size("100MiB").unwrap(), 100 << 20);
+        assert_eq!(parse_size("0").unwrap(), 0);
+        assert!(parse_size("1.5B").is_err());
+        assert!(parse_size("1XB").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("-1").is_err());
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("10k").unwrap(), 10_000);
+        assert_eq!(parse_count("1.5M").unwrap(), 1_500_000);
+        assert_eq!(parse_count("7").unwrap(), 7);
+        assert!(parse_count("1.5").is_err());
+        assert!(parse_count("-3").is_err());
+        assert_eq!(parse_decimal("0.5").unwrap(), 0.5);
+        assert!(parse_decimal("x").is_err());
+    }
+}

@@ -1,0 +1,126 @@
+//! One connection's state: the socket, the requests in flight on it (a sliding window of at
+//! most `--pipeline`), how far their bytes are written, and the response parser.
+
+use std::collections::VecDeque;
+
+use mio::net::TcpStream;
+
+use super::response::ResponseParser;
+
+/// The phase a request belongs to (DESIGN §3: the phase it was due or sent in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Warm-up: counted only in the warm-up line.
+    Warmup,
+    /// The measured window.
+    Measured,
+}
+
+/// A request from the moment it is taken from the schedule until it ends.
+#[derive(Debug, Clone, Copy)]
+pub struct InFlight {
+    /// Latency origin: the due time (open loop) or the moment it was taken (closed loop).
+    pub start_ns: u64,
+    /// When its first byte was written on the current connection (0: not yet).
+    pub write_ns: u64,
+    /// Offset of its first byte in the connection's request stream.
+    pub stream_pos: u64,
+    /// Its phase.
+    pub phase: Phase,
+    /// Already counted as sent (a resend is not counted twice).
+    pub sent_counted: bool,
+    /// Already resent once after a silent close.
+    pub resent: bool,
+}
+
+impl InFlight {
+    /// A request taken at `start_ns`.
+    pub fn new(start_ns: u64, phase: Phase) -> Self {
+        InFlight {
+            start_ns,
+            write_ns: 0,
+            stream_pos: 0,
+            phase,
+            sent_counted: false,
+            resent: false,
+        }
+    }
+}
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnState {
+    /// No socket; may connect now.
+    Closed,
+    /// No socket; waits until this time after failed connects.
+    Backoff {
+        /// Run-clock ns when it may try again.
+        until_ns: u64,
+    },
+    /// A non-blocking connect is in progress.
+    Connecting {
+        /// When it started.
+        since_ns: u64,
+    },
+    /// Connected.
+    Open,
+}
+
+/// One connection slot, owned by one worker for the whole run.
+#[derive(Debug)]
+pub struct Conn {
+    /// The socket while there is one.
+    pub stream: Option<TcpStream>,
+    /// Life-cycle state.
+    pub state: ConnState,
+    /// Requests on this connection, oldest first.
+    pub inflight: VecDeque<InFlight>,
+    /// Response parser (keeps only an incomplete head).
+    pub parser: ResponseParser,
+    /// Bytes of the request stream written so far on this socket.
+    pub write_pos: u64,
+    /// Bytes of the request stream queued so far on this socket.
+    pub write_end: u64,
+    /// Complete responses on this socket (a silent close after one allows a resend).
+    pub responses: u64,
+    /// Consecutive failed connects (for the back-off).
+    pub connect_failures: u32,
+    /// Ever connected during the run (for the warning about connections that never opened).
+    pub ever_connected: bool,
+    /// Listed in the worker's free list.
+    pub in_free: bool,
+}
+
+impl Conn {
+    /// An unconnected slot.
+    pub fn new(head_request: bool, pipeline: usize) -> Self {
+        Conn {
+            stream: None,
+            state: ConnState::Closed,
+            inflight: VecDeque::with_capacity(pipeline),
+            parser: ResponseParser::new(head_request),
+            write_pos: 0,
+            write_end: 0,
+            responses: 0,
+            connect_failures: 0,
+            ever_connected: false,
+            in_free: false,
+        }
+    }
+
+    /// Drops the socket and everything tied to it (the in-flight list is the caller's to drain).
+    pub fn reset_socket(&mut self) {
+        self.stream = None;
+        self.parser.reset();
+        self.write_pos = 0;
+        self.write_end = 0;
+        self.responses = 0;
+    }
+
+    /// Back-off after `failures` consecutive failed connects: 1 ms doubling to 100 ms, so a
+    /// refused port is retried steadily rather than flooded.
+    pub fn backoff_ns(failures: u32) -> u64 {
+        let ms = 1u64 << failures.saturating_sub(1).min(7);
+        ms.min(100) * 1_000_000
+    }
+}

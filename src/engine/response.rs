@@ -1,0 +1,406 @@
+//! Streaming HTTP/1.1 response parser: the head through `httparse`, the body framed by
+//! Content-Length, chunked encoding (with trailers) or the end of the connection.
+//! Bodies are counted, never buffered; only an incomplete head is kept between reads.
+//! Pure (no I/O) so it can be tested and fuzzed on byte strings.
+
+/// Largest response head (or chunked trailer section) accepted before the response is refused.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 128;
+
+/// A complete response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    /// Status code (1xx interim responses are skipped, never reported).
+    pub status: u16,
+    /// The connection may carry another request after this response.
+    pub keep_alive: bool,
+    /// Body bytes (decoded: chunk framing excluded).
+    pub body_bytes: u64,
+    /// Bytes of the wire response, head and framing included.
+    pub wire_bytes: u64,
+}
+
+/// Why a response could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// The status line or a header is malformed.
+    #[error("malformed response head: {0}")]
+    Head(String),
+    /// The head is larger than `MAX_HEAD_BYTES`.
+    #[error("response head larger than {MAX_HEAD_BYTES} bytes")]
+    HeadTooLarge,
+    /// Content-Length is invalid or contradictory.
+    #[error("invalid Content-Length")]
+    ContentLength,
+    /// A chunk-size line or chunk terminator is malformed.
+    #[error("invalid chunked encoding: {0}")]
+    Chunked(&'static str),
+    /// The connection ended before the response was complete.
+    #[error("connection closed before the response was complete")]
+    Truncated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    Size { value: u64, digits: u8 },
+    Ext { value: u64, len: usize },
+    SizeLf { value: u64 },
+    Data { remaining: u64 },
+    DataCr,
+    DataLf,
+    TrailerLineStart,
+    TrailerLine,
+    TrailerEndLf,
+    TrailerLineLf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Length { remaining: u64 },
+    Chunked(Chunk),
+    UntilClose,
+}
+
+/// Parser for the responses of one connection, in order.
+#[derive(Debug)]
+pub struct ResponseParser {
+    state: State,
+    head: Vec<u8>,
+    head_request: bool,
+    status: u16,
+    keep_alive: bool,
+    body_bytes: u64,
+    wire_bytes: u64,
+    trailer_bytes: usize,
+}
+
+impl ResponseParser {
+    /// A parser for responses to `HEAD` requests (`head_request`) or to any other method.
+    pub fn new(head_request: bool) -> Self {
+        ResponseParser {
+            state: State::Head,
+            head: Vec::new(),
+            head_request,
+            status: 0,
+            keep_alive: true,
+            body_bytes: 0,
+            wire_bytes: 0,
+            trailer_bytes: 0,
+        }
+    }
+
+    /// True when no byte of the next response has arrived.
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Head && self.head.is_empty() && self.wire_bytes == 0
+    }
+
+    /// Discards any partial response (the connection is being replaced).
+    pub fn reset(&mut self) {
+        *self = ResponseParser::new(self.head_request);
+    }
+
+    /// Consumes a prefix of `input`. Returns the bytes consumed and, when a response ended
+    /// within them, that response; call again with the rest.
+    pub fn feed(&mut self, input: &[u8]) -> Result<(usize, Option<Response>), ParseError> {
+        match self.state {
+            State::Head => self.feed_head(input),
+            State::Length { remaining } => {
+                let n = remaining.min(input.len() as u64);
+                self.body_bytes += n;
+                self.wire_bytes += n;
+                if n == remaining {
+                    Ok((n as usize, Some(self.finish())))
+                } else {
+                    self.state = State::Length {
+                        remaining: remaining - n,
+                    };
+                    Ok((n as usize, None))
+                }
+            }
+            State::Chunked(c) => self.feed_chunked(c, input),
+            State::UntilClose => {
+                self.body_bytes += input.len() as u64;
+                self.wire_bytes += input.len() as u64;
+                Ok((input.len(), None))
+            }
+        }
+    }
+
+    /// The connection ended. A close-delimited body completes here; anything else
+    /// unfinished is `Truncated`. `Ok(None)` means it ended cleanly between responses.
+    pub fn eof(&mut self) -> Result<Option<Response>, ParseError> {
+        match self.state {
+            State::UntilClose => Ok(Some(self.finish())),
+            State::Head if self.head.is_empty() && self.wire_bytes == 0 => Ok(None),
+            _ => Err(ParseError::Truncated),
+        }
+    }
+
+    fn finish(&mut self) -> Response {
+        let r = Response {
+            status: self.status,
+            keep_alive: self.keep_alive && self.state != State::UntilClose,
+            body_bytes: self.body_bytes,
+            wire_bytes: self.wire_bytes,
+        };
+        self.state = State::Head;
+        self.body_bytes = 0;
+        self.wire_bytes = 0;
+        self.trailer_bytes = 0;
+        r
+    }
+
+    fn feed_head(&mut self, input: &[u8]) -> Result<(usize, Option<Response>), ParseError> {
+        // Fast path: the whole head is in this read, parse it in place without copying.
+        if self.head.is_empty() {
+            match self.parse_head(input)? {
+                Some(n) => {
+                    self.wire_bytes += n as u64;
+                    return self.after_head(n);
+                }
+                None => {
+                    if input.len() > MAX_HEAD_BYTES {
+                        return Err(ParseError::HeadTooLarge);
+                    }
+                    self.head.extend_from_slice(input);
+                    return Ok((input.len(), None));
+                }
+            }
+        }
+        // Slow path: the head arrived in pieces. Only re-parse once a blank line may be present.
+        let old = self.head.len();
+        let take = input
+            .len()
+            .min(MAX_HEAD_BYTES + 1 - old.min(MAX_HEAD_BYTES));
+        self.head.extend_from_slice(&input[..take]);
+        let scan_from = old.saturating_sub(3);
+        if !has_blank_line(&self.head[scan_from..]) {
+            if self.head.len() > MAX_HEAD_BYTES {
+                return Err(ParseError::HeadTooLarge);
+            }
+            return Ok((take, None));
+        }
+        let head = std::mem::take(&mut self.head);
+        let parsed = self.parse_head(&head);
+        self.head = head;
+        match parsed? {
+            Some(n) => {
+                self.head.clear();
+                self.wire_bytes += n as u64;
+                let consumed = n - old;
+                self.after_head(consumed)
+            }
+            None if self.head.len() > MAX_HEAD_BYTES => Err(ParseError::HeadTooLarge),
+            None => Ok((take, None)),
+        }
+    }
+
+    /// Parses a head at the start of `buf`; `Ok(None)` if incomplete. Sets status and framing.
+    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(e) => return Err(ParseError::Head(e.to_string())),
+        };
+        let status = resp.code.unwrap_or(0);
+        let version = resp.version.unwrap_or(1);
+        let mut content_length: Option<u64> = None;
+        let mut chunked = false;
+        let mut close = false;
+        let mut keep_alive_token = false;
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = std::str::from_utf8(h.value)
+                    .map_err(|_| ParseError::ContentLength)?
+                    .trim();
+                if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(ParseError::ContentLength);
+                }
+                let v: u64 = v.parse().map_err(|_| ParseError::ContentLength)?;
+                if content_length.is_some_and(|c| c != v) {
+                    return Err(ParseError::ContentLength);
+                }
+                content_length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                let v = String::from_utf8_lossy(h.value);
+                chunked = v
+                    .rsplit(',')
+                    .next()
+                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                for token in String::from_utf8_lossy(h.value).split(',') {
+                    let t = token.trim();
+                    close |= t.eq_ignore_ascii_case("close");
+                    keep_alive_token |= t.eq_ignore_ascii_case("keep-alive");
+                }
+            }
+        }
+        self.status = status;
+        self.keep_alive = !close && (version == 1 || keep_alive_token);
+        self.body_bytes = 0;
+        self.state = if (100..200).contains(&status) {
+            if status == 101 {
+                return Err(ParseError::Head(
+                    "101 Switching Protocols is not supported".into(),
+                ));
+            }
+            // An interim response: the real one follows on the same stream.
+            State::Head
+        } else if self.head_request || status == 204 || status == 304 {
+            State::Length { remaining: 0 }
+        } else if chunked {
+            State::Chunked(Chunk::Size {
+                value: 0,
+                digits: 0,
+            })
+        } else if let Some(len) = content_length {
+            State::Length { remaining: len }
+        } else {
+            State::UntilClose
+        };
+        Ok(Some(n))
+    }
+
+    fn after_head(&mut self, consumed: usize) -> Result<(usize, Option<Response>), ParseError> {
+        match self.state {
+            State::Length { remaining: 0 } => Ok((consumed, Some(self.finish()))),
+            State::Head => {
+                // Interim 1xx: the final response follows; its bytes count on the same response.
+                Ok((consumed, None))
+            }
+            _ => Ok((consumed, None)),
+        }
+    }
+
+    fn feed_chunked(
+        &mut self,
+        mut c: Chunk,
+        input: &[u8],
+    ) -> Result<(usize, Option<Response>), ParseError> {
+        let mut i = 0;
+        while i < input.len() {
+            if let Chunk::Data { remaining } = c {
+                let n = remaining.min((input.len() - i) as u64);
+                self.body_bytes += n;
+                i += n as usize;
+                c = if n == remaining {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data {
+                        remaining: remaining - n,
+                    }
+                };
+                continue;
+            }
+            let b = input[i];
+            i += 1;
+            c = match c {
+                Chunk::Size { value, digits } => match b {
+                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                        if digits >= 15 {
+                            return Err(ParseError::Chunked("chunk size too large"));
+                        }
+                        let d = (b as char).to_digit(16).unwrap_or(0) as u64;
+                        Chunk::Size {
+                            value: value * 16 + d,
+                            digits: digits + 1,
+                        }
+                    }
+                    _ if digits == 0 => return Err(ParseError::Chunked("missing chunk size")),
+                    b';' | b' ' | b'\t' => Chunk::Ext { value, len: 0 },
+                    b'\r' => Chunk::SizeLf { value },
+                    b'\n' => self.size_line_done(value),
+                    _ => return Err(ParseError::Chunked("invalid character in chunk size")),
+                },
+                Chunk::Ext { value, len } => match b {
+                    b'\r' => Chunk::SizeLf { value },
+                    b'\n' => self.size_line_done(value),
+                    _ if len >= MAX_HEAD_BYTES => {
+                        return Err(ParseError::Chunked("chunk extension too long"))
+                    }
+                    _ => Chunk::Ext {
+                        value,
+                        len: len + 1,
+                    },
+                },
+                Chunk::SizeLf { value } => match b {
+                    b'\n' => self.size_line_done(value),
+                    _ => return Err(ParseError::Chunked("expected LF after chunk size")),
+                },
+                Chunk::DataCr => match b {
+                    b'\r' => Chunk::DataLf,
+                    b'\n' => Chunk::Size {
+                        value: 0,
+                        digits: 0,
+                    },
+                    _ => return Err(ParseError::Chunked("chunk data longer than its size")),
+                },
+                Chunk::DataLf => match b {
+                    b'\n' => Chunk::Size {
+                        value: 0,
+                        digits: 0,
+                    },
+                    _ => return Err(ParseError::Chunked("expected LF after chunk data")),
+                },
+                Chunk::TrailerLineStart => match b {
+                    b'\r' => Chunk::TrailerEndLf,
+                    b'\n' => {
+                        self.wire_bytes += i as u64;
+                        return Ok((i, Some(self.finish())));
+                    }
+                    _ => {
+                        self.trailer_byte()?;
+                        Chunk::TrailerLine
+                    }
+                },
+                Chunk::TrailerLine => {
+                    self.trailer_byte()?;
+                    match b {
+                        b'\r' => Chunk::TrailerLineLf,
+                        b'\n' => Chunk::TrailerLineStart,
+                        _ => Chunk::TrailerLine,
+                    }
+                }
+                Chunk::TrailerLineLf => match b {
+                    b'\n' => Chunk::TrailerLineStart,
+                    _ => return Err(ParseError::Chunked("expected LF in trailer")),
+                },
+                Chunk::TrailerEndLf => match b {
+                    b'\n' => {
+                        self.wire_bytes += i as u64;
+                        return Ok((i, Some(self.finish())));
+                    }
+                    _ => return Err(ParseError::Chunked("expected LF after trailers")),
+                },
+                Chunk::Data { .. } => unreachable!("handled above"),
+            };
+        }
+        self.state = State::Chunked(c);
+        self.wire_bytes += i as u64;
+        Ok((i, None))
+    }
+
+    fn size_line_done(&mut self, value: u64) -> Chunk {
+        if value == 0 {
+            self.trailer_bytes = 0;
+            Chunk::TrailerLineStart
+        } else {
+            Chunk::Data { remaining: value }
+        }
+    }
+
+    fn trailer_byte(&mut self) -> Result<(), ParseError> {
+        self.trailer_bytes += 1;
+        if self.trailer_bytes > MAX_HEAD_BYTES {
+            return Err(ParseError::HeadTooLarge);
+        }
+        Ok(())
+    }
+}
+
+fn has_blank_line(buf: &[u8]) -> bool {
+    buf.windows(2).any(|w| w == b"\n\n") || buf.windows(3).any(|w| w == b"\n\r\n")
+}

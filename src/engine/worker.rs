@@ -1,0 +1,769 @@
+//! A worker thread: one epoll loop driving its own connections. The loop is the same for every
+//! mode; the pacer says when the next request is due. Nothing here is shared with other
+//! threads except the stop flag and the report channel (one message per second).
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+
+use super::clock::{tighten_timer_slack, TimerFd};
+use super::conn::{Conn, ConnState, InFlight, Phase};
+use super::transport::{self, ConnectState};
+use super::{Shared, STOP_ABORT, STOP_DRAIN};
+use crate::plan::{Due, Pacer};
+use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, Report, WorkerEnd};
+
+const TIMER: Token = Token(usize::MAX - 1);
+/// Token of the waker that interrupts `poll` on Ctrl-C.
+pub const WAKER: Token = Token(usize::MAX - 2);
+/// Timeouts, back-offs and the phase clock are checked this often at the least.
+const HOUSEKEEPING_NS: u64 = 10_000_000;
+/// One read buffer per thread; connections keep only an incomplete response head.
+const READ_BUF_BYTES: usize = 256 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stage {
+    Warmup,
+    Measured,
+    /// Nothing new is sent; in-flight requests finish or time out until the deadline.
+    Draining {
+        deadline_ns: u64,
+    },
+}
+
+/// One worker's state.
+pub struct Worker {
+    id: usize,
+    shared: Arc<Shared>,
+    poll: Poll,
+    conns: Vec<Conn>,
+    free: Vec<usize>,
+    /// Requests taken from the schedule that must go (again) before any new one.
+    requeue: VecDeque<InFlight>,
+    pacer: Pacer,
+    measured_pacer: Option<Pacer>,
+    stage: Stage,
+    /// End of the send window (run-clock ns) once known.
+    window_end_ns: u64,
+    rec: Recorder,
+    timer: TimerFd,
+    read_buf: Vec<u8>,
+    next_housekeeping_ns: u64,
+    last_response_ns: u64,
+    last_send_ns: u64,
+    unsent: u64,
+}
+
+impl Worker {
+    /// Prepares worker `id` with `connections` slots and its measured-phase pacer.
+    pub fn new(
+        id: usize,
+        shared: Arc<Shared>,
+        poll: Poll,
+        connections: usize,
+        pacer: Pacer,
+        tx: std::sync::mpsc::Sender<Report>,
+    ) -> io::Result<Self> {
+        let timer = TimerFd::new()?;
+        poll.registry().register(
+            &mut SourceFd(&std::os::fd::AsRawFd::as_raw_fd(&timer)),
+            TIMER,
+            Interest::READABLE,
+        )?;
+        let head = shared.template.is_head();
+        let conns = (0..connections)
+            .map(|_| Conn::new(head, shared.pipeline))
+            .collect();
+        let warm = shared.t0_ns > 0;
+        let mut warm_pacer = pacer.unlimited();
+        warm_pacer.restart(0);
+        let mut measured = pacer;
+        if !warm {
+            measured.restart(0);
+        }
+        let rec = Recorder::new(id, tx, shared.t0_ns);
+        Ok(Worker {
+            id,
+            poll,
+            conns,
+            free: Vec::with_capacity(connections),
+            requeue: VecDeque::new(),
+            pacer: if warm { warm_pacer } else { measured.clone() },
+            measured_pacer: if warm { Some(measured) } else { None },
+            stage: if warm { Stage::Warmup } else { Stage::Measured },
+            window_end_ns: shared.end_ns.unwrap_or(u64::MAX),
+            rec,
+            timer,
+            read_buf: vec![0; READ_BUF_BYTES],
+            next_housekeeping_ns: 0,
+            last_response_ns: 0,
+            last_send_ns: 0,
+            unsent: 0,
+            shared,
+        })
+    }
+
+    /// Runs until the measured window and its drain are over (or the run is stopped).
+    pub fn run(mut self) {
+        tighten_timer_slack();
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        self.rec.send(Report::Started {
+            thread: self.id,
+            tid,
+        });
+        let now = self.shared.clock.now_ns();
+        for i in 0..self.conns.len() {
+            if self.shared.keepalive {
+                self.connect(i, now);
+            } else {
+                self.mark_free(i);
+            }
+        }
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let now = self.shared.clock.now_ns();
+            if !self.advance_stage(now) {
+                break;
+            }
+            self.dispatch(now);
+            if now >= self.next_housekeeping_ns {
+                self.housekeeping(now);
+                self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
+            }
+            let timeout = self.poll_timeout(now);
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    eprintln!("volley: worker {}: epoll failed: {e}", self.id);
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    TIMER => self.timer.clear(),
+                    WAKER => {}
+                    Token(i) => {
+                        if ev.is_writable() {
+                            self.on_writable(i);
+                        }
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.on_readable(i);
+                        }
+                    }
+                }
+            }
+        }
+        self.finish();
+    }
+
+    /// Moves between warm-up, measured window and drain. False when the worker is done.
+    fn advance_stage(&mut self, now: u64) -> bool {
+        let stop = self.shared.stop.load(Ordering::Relaxed);
+        if stop >= STOP_ABORT {
+            if self.stage != Stage::Warmup {
+                self.window_end_ns = self.window_end_ns.min(now);
+            }
+            return false;
+        }
+        if self.stage == Stage::Warmup && now >= self.shared.t0_ns && stop == 0 {
+            self.begin_measured();
+        }
+        match self.stage {
+            Stage::Warmup if stop >= STOP_DRAIN => return false,
+            Stage::Warmup => {}
+            Stage::Measured => {
+                let exhausted = self.pacer.peek() == Due::Exhausted
+                    && !self.requeue.iter().any(|r| !r.sent_counted);
+                if stop >= STOP_DRAIN || now >= self.window_end_ns || exhausted {
+                    self.window_end_ns = if exhausted && now < self.window_end_ns {
+                        self.last_send_ns.max(self.shared.t0_ns)
+                    } else {
+                        self.window_end_ns.min(now)
+                    };
+                    let drain = if stop >= STOP_DRAIN {
+                        self.shared.timeout_ns.min(1_000_000_000)
+                    } else {
+                        2 * self.shared.timeout_ns + 100_000_000
+                    };
+                    self.stage = Stage::Draining {
+                        deadline_ns: now + drain,
+                    };
+                    self.drop_unwritten_requeue();
+                }
+            }
+            Stage::Draining { deadline_ns } => {
+                let deadline_ns = if stop >= STOP_DRAIN {
+                    deadline_ns.min(now + self.shared.timeout_ns.min(1_000_000_000))
+                } else {
+                    deadline_ns
+                };
+                self.stage = Stage::Draining { deadline_ns };
+                let idle =
+                    self.requeue.is_empty() && self.conns.iter().all(|c| c.inflight.is_empty());
+                if idle || now >= deadline_ns {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn begin_measured(&mut self) {
+        if let Some(mut p) = self.measured_pacer.take() {
+            p.restart(self.shared.t0_ns);
+            self.pacer = p;
+        }
+        // Warm-up requests not yet written are dropped; written ones finish and count as warm-up.
+        self.requeue.retain(|r| r.sent_counted);
+        self.stage = Stage::Measured;
+        let counts = std::mem::take(&mut self.rec.warmup);
+        if self.shared.t0_ns > 0 {
+            self.rec.send(Report::Warmup {
+                thread: self.id,
+                counts: Box::new(counts),
+            });
+        }
+    }
+
+    /// Requests that were taken but never written cannot go after the window: they are unsent.
+    fn drop_unwritten_requeue(&mut self) {
+        let before = self.requeue.len();
+        self.requeue.retain(|r| r.sent_counted);
+        self.unsent += (before - self.requeue.len()) as u64;
+    }
+
+    fn poll_timeout(&mut self, now: u64) -> Option<Duration> {
+        let mut wake = self.next_housekeeping_ns;
+        match self.stage {
+            Stage::Warmup => wake = wake.min(self.shared.t0_ns),
+            Stage::Measured => wake = wake.min(self.window_end_ns),
+            Stage::Draining { deadline_ns } => wake = wake.min(deadline_ns),
+        }
+        // Open loop: a free connection waits for the next due time. epoll's timeout has
+        // millisecond resolution, so the due time is armed on the timerfd instead.
+        if !self.is_draining() && !self.free.is_empty() && self.requeue.is_empty() {
+            if let Due::At(t) = self.pacer.peek() {
+                if t > now && t < wake {
+                    self.timer.arm(self.shared.clock.to_monotonic(t));
+                }
+            }
+        }
+        Some(Duration::from_nanos(wake.saturating_sub(now)))
+    }
+
+    fn is_draining(&self) -> bool {
+        matches!(self.stage, Stage::Draining { .. })
+    }
+
+    fn phase(&self) -> Phase {
+        if self.stage == Stage::Warmup {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        }
+    }
+
+    fn mark_free(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.in_free {
+            c.in_free = true;
+            self.free.push(i);
+        }
+    }
+
+    /// Whether slot `i` can take another request now.
+    fn can_take(&self, i: usize) -> bool {
+        let c = &self.conns[i];
+        if self.shared.keepalive {
+            c.state == ConnState::Open && c.inflight.len() < self.shared.pipeline
+        } else {
+            c.state == ConnState::Closed && c.inflight.is_empty()
+        }
+    }
+
+    /// Hands due requests to free connections: first anything waiting to be (re)sent, then
+    /// the schedule. In the open loop a request waiting for a connection is late, and that counts.
+    fn dispatch(&mut self, now: u64) {
+        while let Some(&i) = self.free.last() {
+            if !self.can_take(i) {
+                self.free.pop();
+                self.conns[i].in_free = false;
+                continue;
+            }
+            let req = if let Some(r) = self.requeue.pop_front() {
+                if self.is_draining() && !r.sent_counted {
+                    // Taken before the window closed but never written: it is unsent.
+                    if r.phase == Phase::Measured {
+                        self.unsent += 1;
+                    }
+                    continue;
+                }
+                r
+            } else {
+                if self.is_draining() {
+                    break;
+                }
+                let start = match self.pacer.peek() {
+                    Due::Now => now,
+                    Due::At(t) if t <= now => t,
+                    Due::At(_) | Due::Exhausted => break,
+                };
+                self.pacer.advance();
+                InFlight::new(start, self.phase())
+            };
+            self.assign(i, req, now);
+        }
+    }
+
+    fn assign(&mut self, i: usize, mut req: InFlight, now: u64) {
+        let len = self.shared.template.bytes.len() as u64;
+        let c = &mut self.conns[i];
+        req.write_ns = 0;
+        req.stream_pos = c.write_end;
+        c.write_end += len;
+        c.inflight.push_back(req);
+        if self.shared.keepalive {
+            self.write(i, now);
+        } else {
+            self.connect(i, now);
+        }
+    }
+
+    fn connect(&mut self, i: usize, now: u64) {
+        match transport::connect(self.shared.addr) {
+            Ok(mut s) => {
+                if let Err(e) = self.poll.registry().register(
+                    &mut s,
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    self.connect_failed(i, now, e);
+                    return;
+                }
+                let c = &mut self.conns[i];
+                c.stream = Some(s);
+                c.state = ConnState::Connecting { since_ns: now };
+            }
+            Err(e) => self.connect_failed(i, now, e),
+        }
+    }
+
+    fn connect_failed(&mut self, i: usize, now: u64, _e: io::Error) {
+        let phase = self.phase();
+        let c = &mut self.conns[i];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        c.reset_socket();
+        c.connect_failures += 1;
+        c.state = ConnState::Backoff {
+            until_ns: now + Conn::backoff_ns(c.connect_failures),
+        };
+        // Without keep-alive the connect belongs to a request: that request is lost to `connect`.
+        // With keep-alive no request was on the socket yet; the failed attempt itself is counted.
+        let lost: Vec<InFlight> = c.inflight.drain(..).collect();
+        if lost.is_empty() {
+            self.count_error(phase, ErrorKind::Connect, now);
+        }
+        for r in lost {
+            if r.sent_counted {
+                // A resend whose new connection failed: it was sent once, so it is `closed`.
+                self.count_error(r.phase, ErrorKind::Closed, now);
+            } else {
+                self.count_error(r.phase, ErrorKind::Connect, now);
+            }
+        }
+    }
+
+    fn count_error(&mut self, phase: Phase, kind: ErrorKind, now: u64) {
+        match phase {
+            Phase::Warmup => self.rec.warmup.errors.add(kind),
+            Phase::Measured => self.rec.counts(now).errors.add(kind),
+        }
+    }
+
+    fn on_writable(&mut self, i: usize) {
+        let now = self.shared.clock.now_ns();
+        let c = &mut self.conns[i];
+        if let ConnState::Connecting { .. } = c.state {
+            let Some(s) = c.stream.as_ref() else { return };
+            match transport::connect_state(s) {
+                ConnectState::Pending => return,
+                ConnectState::Failed(e) => {
+                    self.connect_failed(i, now, e);
+                    return;
+                }
+                ConnectState::Ready => {
+                    c.state = ConnState::Open;
+                    c.connect_failures = 0;
+                    c.ever_connected = true;
+                    match self.phase() {
+                        Phase::Warmup => self.rec.warmup.connections_opened += 1,
+                        Phase::Measured => self.rec.counts(now).connections_opened += 1,
+                    }
+                    if self.shared.keepalive {
+                        self.mark_free(i);
+                    }
+                }
+            }
+        }
+        if self.conns[i].state == ConnState::Open {
+            self.write(i, now);
+        }
+    }
+
+    /// Writes as much of the queued request stream as the socket takes. All requests on a
+    /// connection are the same bytes, so the stream is the template repeated; a buffer of
+    /// `pipeline` copies lets one write carry a whole window of pipelined requests.
+    fn write(&mut self, i: usize, now: u64) {
+        let shared = Arc::clone(&self.shared);
+        let len = shared.template.bytes.len() as u64;
+        loop {
+            let c = &mut self.conns[i];
+            if c.state != ConnState::Open || c.write_pos >= c.write_end {
+                return;
+            }
+            let Some(s) = c.stream.as_mut() else { return };
+            let off = (c.write_pos % len) as usize;
+            let avail = ((c.write_end - c.write_pos) as usize).min(shared.stream_bytes.len() - off);
+            match s.write(&shared.stream_bytes[off..off + avail]) {
+                Ok(0) => {
+                    self.fail(i, ErrorKind::Closed, now, true);
+                    return;
+                }
+                Ok(n) => {
+                    c.write_pos += n as u64;
+                    let write_pos = c.write_pos;
+                    let mut newly_sent = 0u64;
+                    for r in c.inflight.iter_mut() {
+                        if r.stream_pos >= write_pos {
+                            break;
+                        }
+                        if r.write_ns != 0 {
+                            continue;
+                        }
+                        r.write_ns = now.max(1);
+                        if r.sent_counted {
+                            continue; // a resend: sent once already
+                        }
+                        r.sent_counted = true;
+                        match r.phase {
+                            Phase::Measured => {
+                                newly_sent += 1;
+                                if shared.open_loop {
+                                    self.rec.lag(ns_to_us(now.saturating_sub(r.start_ns)));
+                                }
+                            }
+                            Phase::Warmup => self.rec.warmup.sent += 1,
+                        }
+                    }
+                    if self.stage == Stage::Warmup {
+                        self.rec.warmup.bytes_sent += n as u64;
+                    } else {
+                        let cnt = self.rec.counts(now);
+                        cnt.sent += newly_sent;
+                        cnt.bytes_sent += n as u64;
+                        if newly_sent > 0 {
+                            self.last_send_ns = now;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let kind = if is_reset(&e) {
+                        ErrorKind::Reset
+                    } else {
+                        ErrorKind::Closed
+                    };
+                    self.fail(i, kind, now, true);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_readable(&mut self, i: usize) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(s) = c.stream.as_mut() else { return };
+            if matches!(c.state, ConnState::Connecting { .. }) {
+                // A refused connect is reported as readable + error: let the writable path decide.
+                self.on_writable(i);
+                if !matches!(self.conns[i].state, ConnState::Open) {
+                    return;
+                }
+                continue;
+            }
+            match s.read(&mut self.read_buf) {
+                Ok(0) => {
+                    let now = self.shared.clock.now_ns();
+                    self.on_eof(i, now);
+                    return;
+                }
+                Ok(n) => {
+                    let now = self.shared.clock.now_ns();
+                    if !self.on_bytes(i, n, now) {
+                        return;
+                    }
+                    if n < self.read_buf.len() {
+                        // A short read drained the socket (edge-triggered: no more data until the
+                        // next event), saving the read() that would return EAGAIN.
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let now = self.shared.clock.now_ns();
+                    let kind = if is_reset(&e) {
+                        ErrorKind::Reset
+                    } else {
+                        ErrorKind::Closed
+                    };
+                    self.fail(i, kind, now, true);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Parses `n` bytes from the read buffer. False when the connection was closed meanwhile.
+    fn on_bytes(&mut self, i: usize, n: usize, now: u64) -> bool {
+        let mut off = 0;
+        while off < n {
+            let c = &mut self.conns[i];
+            if c.inflight.is_empty() {
+                // Bytes nobody asked for (e.g. a 408 on an idle connection): the connection is
+                // no longer trustworthy; replace it.
+                self.close_and_replace(i, now, true);
+                return false;
+            }
+            match c.parser.feed(&self.read_buf[off..n]) {
+                Ok((used, done)) => {
+                    off += used;
+                    if let Some(resp) = done {
+                        let c = &mut self.conns[i];
+                        c.responses += 1;
+                        let req = c.inflight.pop_front().expect("checked non-empty above");
+                        self.complete(req, resp.status, resp.wire_bytes, now);
+                        if !resp.keep_alive || !self.shared.keepalive {
+                            self.close_and_replace(i, now, !self.shared.template.asks_close);
+                            return false;
+                        }
+                        self.mark_free(i);
+                    }
+                }
+                Err(_) => {
+                    self.fail(i, ErrorKind::Protocol, now, false);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn complete(&mut self, req: InFlight, status: u16, bytes: u64, now: u64) {
+        match req.phase {
+            Phase::Warmup => {
+                self.rec.warmup.completed += 1;
+                self.rec.warmup.bytes_received += bytes;
+            }
+            Phase::Measured => {
+                let latency = ns_to_us(now.saturating_sub(req.start_ns));
+                let write = if req.write_ns == 0 { now } else { req.write_ns };
+                let service = ns_to_us(now.saturating_sub(write));
+                self.rec.response(now, latency, service, status, bytes);
+                self.last_response_ns = now;
+            }
+        }
+    }
+
+    fn on_eof(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        match c.parser.eof() {
+            Ok(Some(resp)) => {
+                // A close-delimited body ends here.
+                if let Some(req) = c.inflight.pop_front() {
+                    c.responses += 1;
+                    self.complete(req, resp.status, resp.wire_bytes, now);
+                }
+                self.close_and_replace(i, now, !self.shared.template.asks_close);
+            }
+            Ok(None) => self.fail(i, ErrorKind::Closed, now, true),
+            Err(_) => self.fail(i, ErrorKind::Closed, now, true),
+        }
+    }
+
+    /// The connection failed with requests on it. A silent close of a reused connection before
+    /// any byte of the next response lets idempotent requests go once more on a new connection
+    /// (latency still from their original start); everything else ends with `kind`.
+    fn fail(&mut self, i: usize, kind: ErrorKind, now: u64, by_server: bool) {
+        let idempotent = self.shared.template.idempotent;
+        let c = &mut self.conns[i];
+        let silent = by_server
+            && c.responses > 0
+            && c.parser.is_idle()
+            && matches!(kind, ErrorKind::Closed | ErrorKind::Reset);
+        let reqs: Vec<InFlight> = c.inflight.drain(..).collect();
+        let mut back = Vec::new();
+        for mut r in reqs {
+            if !r.sent_counted {
+                back.push(r);
+            } else if silent && idempotent && !r.resent {
+                r.resent = true;
+                back.push(r);
+            } else {
+                self.count_error(r.phase, kind, now);
+            }
+        }
+        for r in back.into_iter().rev() {
+            self.requeue.push_front(r);
+        }
+        self.close_and_replace(i, now, by_server);
+    }
+
+    /// Closes the socket and, with keep-alive, opens a new one at once.
+    fn close_and_replace(&mut self, i: usize, now: u64, by_server: bool) {
+        let phase = self.phase();
+        let c = &mut self.conns[i];
+        let had_socket = c.stream.is_some();
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        // Requests still queued behind a response that closed the connection go again.
+        let rest: Vec<InFlight> = c.inflight.drain(..).collect();
+        c.reset_socket();
+        c.state = ConnState::Closed;
+        if had_socket && by_server && self.shared.keepalive {
+            match phase {
+                Phase::Warmup => self.rec.warmup.closed_by_server += 1,
+                Phase::Measured => self.rec.counts(now).closed_by_server += 1,
+            }
+        }
+        if !rest.is_empty() {
+            let idempotent = self.shared.template.idempotent;
+            let mut back = Vec::new();
+            for mut r in rest {
+                if !r.sent_counted {
+                    back.push(r);
+                } else if idempotent && !r.resent {
+                    r.resent = true;
+                    back.push(r);
+                } else {
+                    self.count_error(r.phase, ErrorKind::Closed, now);
+                }
+            }
+            for r in back.into_iter().rev() {
+                self.requeue.push_front(r);
+            }
+        }
+        if self.shared.keepalive {
+            if !self.is_draining() || !self.requeue.is_empty() {
+                self.connect(i, now);
+            }
+        } else {
+            self.mark_free(i);
+        }
+    }
+
+    /// Timeouts, connect deadlines and back-offs; also rolls the per-second interval.
+    fn housekeeping(&mut self, now: u64) {
+        if self.stage != Stage::Warmup {
+            self.rec.tick(now);
+        }
+        let timeout = self.shared.timeout_ns;
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            match c.state {
+                ConnState::Connecting { since_ns } if now.saturating_sub(since_ns) > timeout => {
+                    self.connect_failed(i, now, io::Error::from(io::ErrorKind::TimedOut));
+                }
+                ConnState::Backoff { until_ns } if now >= until_ns => {
+                    self.conns[i].state = ConnState::Closed;
+                    if self.shared.keepalive {
+                        if !self.is_draining() || !self.requeue.is_empty() {
+                            self.connect(i, now);
+                        }
+                    } else {
+                        self.mark_free(i);
+                    }
+                }
+                ConnState::Open => {
+                    if let Some(front) = c.inflight.front() {
+                        if front.write_ns > 0 && now.saturating_sub(front.write_ns) > timeout {
+                            self.fail(i, ErrorKind::Timeout, now, false);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(mut self) {
+        let now = self.shared.clock.now_ns();
+        let mut unfinished = 0u64;
+        for c in &self.conns {
+            unfinished += c
+                .inflight
+                .iter()
+                .filter(|r| r.phase == Phase::Measured && r.sent_counted)
+                .count() as u64;
+            self.unsent += c
+                .inflight
+                .iter()
+                .filter(|r| r.phase == Phase::Measured && !r.sent_counted)
+                .count() as u64;
+        }
+        for r in &self.requeue {
+            if r.phase == Phase::Measured {
+                if r.sent_counted {
+                    unfinished += 1;
+                } else {
+                    self.unsent += 1;
+                }
+            }
+        }
+        if self.stage != Stage::Warmup && self.pacer.is_open() {
+            let end = self.window_end_ns.min(now);
+            self.unsent += self.pacer.count_due_before(end);
+        }
+        if self.stage == Stage::Warmup {
+            let counts = std::mem::take(&mut self.rec.warmup);
+            self.rec.send(Report::Warmup {
+                thread: self.id,
+                counts: Box::new(counts),
+            });
+        } else {
+            self.rec.flush();
+        }
+        let never_connected = self
+            .conns
+            .iter()
+            .filter(|c| !c.ever_connected && c.connect_failures > 0)
+            .count() as u64;
+        self.rec.send(Report::Done(Box::new(WorkerEnd {
+            thread: self.id,
+            unfinished,
+            unsent: self.unsent,
+            last_response_ns: self.last_response_ns,
+            last_send_ns: self.last_send_ns,
+            never_connected,
+        })));
+    }
+}
+
+fn is_reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+    )
+}

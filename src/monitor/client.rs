@@ -1,0 +1,242 @@
+//! The client self-check: volley watches its own CPU once a second, so a run can say when the
+//! numbers describe the load generator rather than the server (DESIGN §3 "Client saturation"),
+//! and the machine's CPU split from /proc/stat.
+
+use serde::{Deserialize, Serialize};
+
+use super::procfs::{self, CpuTimes};
+
+/// One second of the machine view (percent of all CPUs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineSample {
+    /// Seconds from t0.
+    pub t_s: f64,
+    /// user + nice.
+    pub user_pct: f64,
+    /// system.
+    pub system_pct: f64,
+    /// softirq (network processing lands here).
+    pub softirq_pct: f64,
+    /// iowait.
+    pub iowait_pct: f64,
+    /// idle.
+    pub idle_pct: f64,
+}
+
+/// One second of volley's own CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClientSample {
+    /// Whole process, percent of one core.
+    pub cpu_pct: f64,
+    /// The busiest worker thread, percent of one core.
+    pub max_thread_pct: f64,
+}
+
+/// Process CPU time from getrusage, in seconds (user, system), and peak RSS in bytes.
+pub fn rusage_self() -> (f64, f64, u64) {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (
+        secs(ru.ru_utime),
+        secs(ru.ru_stime),
+        ru.ru_maxrss as u64 * 1024,
+    )
+}
+
+/// Samples volley's CPU (process and worker threads) and the machine once a second.
+pub struct ClientSampler {
+    tids: Vec<i32>,
+    last_thread_ns: Vec<Option<u64>>,
+    last_proc_s: f64,
+    last_machine: Option<CpuTimes>,
+    last_t_ns: u64,
+    /// Process CPU at the start of the measured window (user, sys seconds).
+    pub start_rusage: (f64, f64),
+    /// Samples so far.
+    pub samples: Vec<ClientSample>,
+    /// Machine samples so far.
+    pub machine: Vec<MachineSample>,
+}
+
+impl ClientSampler {
+    /// Starts sampling at run time `now_ns` (the measured window's start).
+    pub fn new(now_ns: u64) -> Self {
+        let (u, s, _) = rusage_self();
+        ClientSampler {
+            tids: Vec::new(),
+            last_thread_ns: Vec::new(),
+            last_proc_s: u + s,
+            last_machine: read_proc_stat(),
+            last_t_ns: now_ns,
+            start_rusage: (u, s),
+            samples: Vec::new(),
+            machine: Vec::new(),
+        }
+    }
+
+    /// Registers a worker thread.
+    pub fn add_thread(&mut self, tid: i32) {
+        self.tids.push(tid);
+        self.last_thread_ns.push(read_thread_ns(tid));
+    }
+
+    /// Takes a sample; `t_s` is its time from t0. Ignored if less than 0.5 s passed.
+    pub fn sample(&mut self, now_ns: u64, t_s: f64) {
+        let dt_ns = now_ns.saturating_sub(self.last_t_ns);
+        if dt_ns < 500_000_000 {
+            return;
+        }
+        let dt = dt_ns as f64 / 1e9;
+        let (u, s, _) = rusage_self();
+        let cpu_pct = ((u + s) - self.last_proc_s) / dt * 100.0;
+        self.last_proc_s = u + s;
+        let mut max_thread_pct = 0f64;
+        for (k, tid) in self.tids.iter().enumerate() {
+            let now = read_thread_ns(*tid);
+            if let (Some(a), Some(b)) = (self.last_thread_ns[k], now) {
+                max_thread_pct =
+                    max_thread_pct.max(b.saturating_sub(a) as f64 / dt_ns as f64 * 100.0);
+            }
+            self.last_thread_ns[k] = now;
+        }
+        self.samples.push(ClientSample {
+            cpu_pct,
+            max_thread_pct,
+        });
+        if let (Some(a), Some(b)) = (self.last_machine, read_proc_stat()) {
+            self.machine.push(machine_sample(&a, &b, t_s));
+            self.last_machine = Some(b);
+        }
+        self.last_t_ns = now_ns;
+    }
+}
+
+/// Percentages between two /proc/stat readings.
+pub fn machine_sample(a: &CpuTimes, b: &CpuTimes, t_s: f64) -> MachineSample {
+    let total = b.total().saturating_sub(a.total()).max(1) as f64;
+    let pct = |x: u64, y: u64| (y.saturating_sub(x) as f64 / total * 1000.0).round() / 10.0;
+    MachineSample {
+        t_s: (t_s * 1000.0).round() / 1000.0,
+        user_pct: pct(a.user, b.user),
+        system_pct: pct(a.system, b.system),
+        softirq_pct: pct(a.softirq, b.softirq),
+        iowait_pct: pct(a.iowait, b.iowait),
+        idle_pct: pct(a.idle, b.idle),
+    }
+}
+
+/// DESIGN §3: a sample is saturated when volley used ≥ 90% of its capacity or one worker used
+/// ≥ 95% of a core; the client is saturated when more than half of the samples are.
+/// Returns (fraction of saturated samples, saturated by CPU).
+pub fn saturation(samples: &[ClientSample], capacity_cores: f64) -> (f64, bool) {
+    if samples.is_empty() {
+        return (0.0, false);
+    }
+    let hot = samples
+        .iter()
+        .filter(|s| s.cpu_pct >= 90.0 * capacity_cores || s.max_thread_pct >= 95.0)
+        .count();
+    let frac = hot as f64 / samples.len() as f64;
+    (frac, frac > 0.5)
+}
+
+fn read_proc_stat() -> Option<CpuTimes> {
+    procfs::parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+fn read_thread_ns(tid: i32) -> Option<u64> {
+    procfs::parse_schedstat(
+        &std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?,
+    )
+}
+
+/// CPUs this process may run on, as a list string like "0-1" or "0,2".
+pub fn allowed_cpus() -> (usize, String) {
+    // SAFETY: sched_getaffinity fills the set we own.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
+    if !ok {
+        let n = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        return (n, format!("0-{}", n - 1));
+    }
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|c| unsafe { libc::CPU_ISSET(*c, &set) })
+        .collect();
+    (cpus.len().max(1), cpu_list(&cpus))
+}
+
+/// Formats CPU numbers as a kernel-style list ("0-3,6").
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturation_rule() {
+        let s = |cpu, thread| ClientSample {
+            cpu_pct: cpu,
+            max_thread_pct: thread,
+        };
+        // Two threads on two cores: 185% of 200% is 92.5% of capacity.
+        assert_eq!(
+            saturation(&[s(185.0, 93.0), s(185.0, 93.0), s(50.0, 25.0)], 2.0),
+            (2.0 / 3.0, true)
+        );
+        // One thread pegged at 97% while the process uses half the capacity.
+        assert!(saturation(&[s(100.0, 97.0), s(100.0, 97.0)], 2.0).1);
+        // Half the samples is not more than half.
+        assert!(!saturation(&[s(195.0, 97.0), s(10.0, 5.0)], 2.0).1);
+        assert_eq!(saturation(&[], 2.0), (0.0, false));
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(cpu_list(&[3]), "3");
+        assert_eq!(cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn machine_percentages() {
+        let a = CpuTimes {
+            user: 100,
+            system: 100,
+            idle: 800,
+            ..Default::default()
+        };
+        let b = CpuTimes {
+            user: 150,
+            system: 130,
+            idle: 820,
+            softirq: 0,
+            ..Default::default()
+        };
+        let m = machine_sample(&a, &b, 1.0);
+        assert_eq!((m.user_pct, m.system_pct, m.idle_pct), (50.0, 30.0, 20.0));
+    }
+}

@@ -1,0 +1,73 @@
+//! The plan: pure decisions made before the engine starts — each thread's share of
+//! connections, requests and rate, and the request bytes.
+
+pub mod pacer;
+pub mod request;
+
+pub use pacer::{Due, Pacer};
+pub use request::RequestTemplate;
+
+use crate::cli::Arrivals;
+use crate::config::LoadConfig;
+
+/// What one worker thread does.
+#[derive(Debug, Clone)]
+pub struct ThreadPlan {
+    /// Connections owned by this thread for the whole run.
+    pub connections: usize,
+    /// Schedule of the measured phase.
+    pub pacer: Pacer,
+}
+
+/// The whole run's plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// One entry per worker thread.
+    pub threads: Vec<ThreadPlan>,
+    /// The request every connection sends.
+    pub template: RequestTemplate,
+}
+
+impl Plan {
+    /// Splits the configured load over threads.
+    pub fn new(cfg: &LoadConfig) -> Self {
+        let conns = pacer::split_evenly(cfg.connections as u64, cfg.threads);
+        // Closed loop with -n: each thread's share of requests follows its share of connections.
+        let closed_limits: Vec<Option<u64>> = match cfg.requests {
+            Some(n) => {
+                let mut shares = vec![0u64; cfg.threads];
+                let mut given = 0;
+                for (k, c) in conns.iter().enumerate() {
+                    shares[k] = n * c / cfg.connections as u64;
+                    given += shares[k];
+                }
+                for share in shares.iter_mut().take((n - given) as usize) {
+                    *share += 1;
+                }
+                shares.into_iter().map(Some).collect()
+            }
+            None => vec![None; cfg.threads],
+        };
+        let threads = (0..cfg.threads)
+            .map(|k| {
+                let pacer = match (cfg.rate_rps, cfg.arrivals) {
+                    (None, _) => Pacer::closed(closed_limits[k]),
+                    (Some(r), Arrivals::Uniform) => {
+                        Pacer::constant(r, k, cfg.threads, cfg.requests)
+                    }
+                    (Some(r), Arrivals::Poisson) => {
+                        Pacer::poisson(r, k, cfg.threads, cfg.requests, cfg.seed)
+                    }
+                };
+                ThreadPlan {
+                    connections: conns[k] as usize,
+                    pacer,
+                }
+            })
+            .collect();
+        Plan {
+            threads,
+            template: RequestTemplate::build(cfg),
+        }
+    }
+}

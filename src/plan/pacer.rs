@@ -1,0 +1,317 @@
+//! The pacer decides when the next request of one worker thread is due. The engine has one
+//! loop for every mode; the mode lives here, as data (closed loop, constant rate, Poisson).
+//!
+//! Times are nanoseconds on the run's monotonic clock, so the maths is testable with plain numbers.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// When the next request may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// As soon as a connection is free (closed loop).
+    Now,
+    /// At this time (open loop), possibly already past: then it is late.
+    At(u64),
+    /// Nothing more to send in this phase.
+    Exhausted,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Closed,
+    /// Request i (global) is due at origin + i / rate; this thread owns i = thread + j * threads.
+    Constant {
+        ns_per_request: f64,
+    },
+    /// Exponential gaps at rate / threads.
+    Poisson {
+        mean_gap_ns: f64,
+        rng: SmallRng,
+        next_due: u64,
+    },
+}
+
+/// Per-thread schedule of one phase (warm-up or measured).
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    kind: Kind,
+    thread: u64,
+    threads: u64,
+    origin_ns: u64,
+    /// Requests of this thread taken so far in this phase.
+    taken: u64,
+    /// This thread's share of `-n`, if any.
+    limit: Option<u64>,
+    seed: u64,
+}
+
+impl Pacer {
+    /// Closed loop: a request whenever a connection is free; `limit` is this thread's share of `-n`.
+    pub fn closed(limit: Option<u64>) -> Self {
+        Pacer {
+            kind: Kind::Closed,
+            thread: 0,
+            threads: 1,
+            origin_ns: 0,
+            taken: 0,
+            limit,
+            seed: 0,
+        }
+    }
+
+    /// Open loop at `rate_rps` overall; this is thread `thread` of `threads`.
+    /// `total` is the run's `-n` (this thread owns the indices i < total with i ≡ thread mod threads).
+    pub fn constant(rate_rps: f64, thread: usize, threads: usize, total: Option<u64>) -> Self {
+        let (thread, threads) = (thread as u64, threads as u64);
+        Pacer {
+            kind: Kind::Constant {
+                ns_per_request: 1e9 / rate_rps,
+            },
+            thread,
+            threads,
+            origin_ns: 0,
+            taken: 0,
+            limit: total.map(|n| share_of_indices(n, thread, threads)),
+            seed: 0,
+        }
+    }
+
+    /// Open loop with Poisson arrivals at `rate_rps` overall (each thread runs a Poisson process
+    /// at rate/threads; their sum is again Poisson at the full rate).
+    pub fn poisson(
+        rate_rps: f64,
+        thread: usize,
+        threads: usize,
+        total: Option<u64>,
+        seed: u64,
+    ) -> Self {
+        let (thread, threads) = (thread as u64, threads as u64);
+        let seed = seed.wrapping_add(thread.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut p = Pacer {
+            kind: Kind::Poisson {
+                mean_gap_ns: 1e9 * threads as f64 / rate_rps,
+                rng: SmallRng::seed_from_u64(seed),
+                next_due: 0,
+            },
+            thread,
+            threads,
+            origin_ns: 0,
+            taken: 0,
+            limit: total.map(|n| share_of_indices(n, thread, threads)),
+            seed,
+        };
+        p.restart(0);
+        p
+    }
+
+    /// Starts a phase at `origin_ns`: indices restart at 0 (the warm-up and the measured window
+    /// each have their own schedule). `limit` applies to the measured phase only.
+    pub fn restart(&mut self, origin_ns: u64) {
+        self.origin_ns = origin_ns;
+        self.taken = 0;
+        if let Kind::Poisson {
+            mean_gap_ns,
+            rng,
+            next_due,
+        } = &mut self.kind
+        {
+            *rng = SmallRng::seed_from_u64(self.seed);
+            *next_due = origin_ns + exp_gap(rng, *mean_gap_ns);
+        }
+    }
+
+    /// A copy without a request limit (for the warm-up phase).
+    pub fn unlimited(&self) -> Self {
+        Pacer {
+            limit: None,
+            ..self.clone()
+        }
+    }
+
+    /// True for an open-loop schedule.
+    pub fn is_open(&self) -> bool {
+        !matches!(self.kind, Kind::Closed)
+    }
+
+    /// When this thread's next request is due.
+    pub fn peek(&self) -> Due {
+        if let Some(limit) = self.limit {
+            if self.taken >= limit {
+                return Due::Exhausted;
+            }
+        }
+        match &self.kind {
+            Kind::Closed => Due::Now,
+            Kind::Constant { ns_per_request } => {
+                let i = self.thread + self.taken * self.threads;
+                Due::At(self.origin_ns + (i as f64 * ns_per_request) as u64)
+            }
+            Kind::Poisson { next_due, .. } => Due::At(*next_due),
+        }
+    }
+
+    /// Marks the request returned by `peek` as taken.
+    pub fn advance(&mut self) {
+        self.taken += 1;
+        if let Kind::Poisson {
+            mean_gap_ns,
+            rng,
+            next_due,
+        } = &mut self.kind
+        {
+            *next_due += exp_gap(rng, *mean_gap_ns);
+        }
+    }
+
+    /// Requests taken in this phase.
+    pub fn taken(&self) -> u64 {
+        self.taken
+    }
+
+    /// Open loop: how many requests due before `end_ns` were never taken (the `unsent` counter).
+    /// Consumes the schedule.
+    pub fn count_due_before(&mut self, end_ns: u64) -> u64 {
+        let mut n = 0;
+        loop {
+            match self.peek() {
+                Due::At(t) if t < end_ns => {
+                    n += 1;
+                    self.advance();
+                }
+                _ => return n,
+            }
+        }
+    }
+}
+
+/// How many of the indices 0..total are ≡ thread (mod threads).
+fn share_of_indices(total: u64, thread: u64, threads: u64) -> u64 {
+    if thread >= total {
+        0
+    } else {
+        (total - thread).div_ceil(threads)
+    }
+}
+
+fn exp_gap(rng: &mut SmallRng, mean_ns: f64) -> u64 {
+    // 1 - u lies in (0, 1], so the logarithm is finite.
+    let u: f64 = rng.gen();
+    (-(1.0 - u).ln() * mean_ns) as u64
+}
+
+/// Splits `total` into `parts` shares that differ by at most one (earlier parts get the extra).
+pub fn split_evenly(total: u64, parts: usize) -> Vec<u64> {
+    let parts = parts.max(1) as u64;
+    (0..parts)
+        .map(|k| total / parts + u64::from(k < total % parts))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_loop_is_always_due_until_its_limit() {
+        let mut p = Pacer::closed(Some(2));
+        assert_eq!(p.peek(), Due::Now);
+        p.advance();
+        p.advance();
+        assert_eq!(p.peek(), Due::Exhausted);
+        assert_eq!(Pacer::closed(None).peek(), Due::Now);
+    }
+
+    #[test]
+    fn constant_rate_interleaves_threads() {
+        // 1000 req/s over 2 threads: thread 0 owns 0, 2, 4 ... due every 2 ms; thread 1 owns 1, 3, 5 ...
+        let mut a = Pacer::constant(1000.0, 0, 2, None);
+        let mut b = Pacer::constant(1000.0, 1, 2, None);
+        a.restart(5_000_000);
+        b.restart(5_000_000);
+        let mut due = Vec::new();
+        for _ in 0..3 {
+            for p in [&mut a, &mut b] {
+                if let Due::At(t) = p.peek() {
+                    due.push(t - 5_000_000);
+                }
+                p.advance();
+            }
+        }
+        assert_eq!(
+            due,
+            vec![0, 1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000]
+        );
+    }
+
+    #[test]
+    fn request_limit_is_split_by_index() {
+        // -n 5 over 2 threads: thread 0 sends 0, 2, 4 and thread 1 sends 1, 3.
+        let mut a = Pacer::constant(100.0, 0, 2, Some(5));
+        let mut b = Pacer::constant(100.0, 1, 2, Some(5));
+        let count = |p: &mut Pacer| {
+            let mut n = 0;
+            while p.peek() != Due::Exhausted {
+                p.advance();
+                n += 1;
+            }
+            n
+        };
+        assert_eq!((count(&mut a), count(&mut b)), (3, 2));
+        assert_eq!(share_of_indices(1, 3, 4), 0);
+    }
+
+    #[test]
+    fn unsent_counts_only_requests_due_inside_the_window() {
+        // 10 req/s for 1 s: due at 0, 100 ms, ... 900 ms. Three taken, seven never sent.
+        let mut p = Pacer::constant(10.0, 0, 1, None);
+        p.restart(0);
+        for _ in 0..3 {
+            p.advance();
+        }
+        assert_eq!(p.count_due_before(1_000_000_000), 7);
+    }
+
+    #[test]
+    fn poisson_has_the_right_mean_and_is_reproducible() {
+        let mut p = Pacer::poisson(1000.0, 0, 1, None, 42);
+        p.restart(0);
+        let n = 20_000;
+        let mut last = 0;
+        let mut first = Vec::new();
+        for i in 0..n {
+            if let Due::At(t) = p.peek() {
+                assert!(t >= last);
+                last = t;
+                if i < 5 {
+                    first.push(t);
+                }
+            }
+            p.advance();
+        }
+        let mean_gap_ms = last as f64 / n as f64 / 1e6;
+        assert!(
+            (mean_gap_ms - 1.0).abs() < 0.05,
+            "mean gap {mean_gap_ms} ms"
+        );
+        let mut q = Pacer::poisson(1000.0, 0, 1, None, 42);
+        q.restart(0);
+        let again: Vec<u64> = (0..5)
+            .map(|_| {
+                let t = match q.peek() {
+                    Due::At(t) => t,
+                    _ => unreachable!(),
+                };
+                q.advance();
+                t
+            })
+            .collect();
+        assert_eq!(first, again);
+    }
+
+    #[test]
+    fn even_split() {
+        assert_eq!(split_evenly(10, 3), vec![4, 3, 3]);
+        assert_eq!(split_evenly(2, 4), vec![1, 1, 0, 0]);
+    }
+}

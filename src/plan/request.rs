@@ -1,0 +1,69 @@
+//! Request templates: the bytes of a request are serialized once and written as-is.
+
+use crate::config::LoadConfig;
+
+/// One pre-serialized request.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    /// Full request bytes (head + body).
+    pub bytes: Vec<u8>,
+    /// The method (HEAD responses carry no body).
+    pub method: String,
+    /// May be resent after a silent close (RFC 9110 idempotent methods).
+    pub idempotent: bool,
+    /// The request carries `Connection: close`: the server closing afterwards is expected.
+    pub asks_close: bool,
+}
+
+impl RequestTemplate {
+    /// Serializes the request for `cfg`. Default headers (`Host`, `User-Agent`, `Content-Length`
+    /// with a body, `Connection: close` without keep-alive) give way to a user `-H` of the same name.
+    pub fn build(cfg: &LoadConfig) -> Self {
+        let user_has = |name: &str| {
+            cfg.headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        let mut head = format!("{} {} HTTP/1.1\r\n", cfg.method, cfg.target.path);
+        let mut defaults: Vec<(&str, String)> = vec![
+            ("Host", cfg.target.host_header.clone()),
+            (
+                "User-Agent",
+                format!("volley/{}", env!("CARGO_PKG_VERSION")),
+            ),
+        ];
+        if !cfg.body.is_empty() || cfg.method == "POST" || cfg.method == "PUT" {
+            defaults.push(("Content-Length", cfg.body.len().to_string()));
+        }
+        if !cfg.keepalive {
+            defaults.push(("Connection", "close".to_string()));
+        }
+        for (name, value) in defaults {
+            if !user_has(name) {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+        }
+        for (name, value) in &cfg.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&cfg.body);
+        let asks_close = !cfg.keepalive
+            || cfg.headers.iter().any(|(n, v)| {
+                n.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close")
+            });
+        let m = cfg.method.as_str();
+        RequestTemplate {
+            bytes,
+            method: cfg.method.clone(),
+            idempotent: matches!(m, "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"),
+            asks_close,
+        }
+    }
+
+    /// True for HEAD: responses have a head only.
+    pub fn is_head(&self) -> bool {
+        self.method == "HEAD"
+    }
+}

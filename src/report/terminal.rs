@@ -1,0 +1,274 @@
+//! The terminal summary: what a wrk user reads at a glance, plus what wrk leaves out
+//! (corrected vs service time, every percentile to 99.999, errors by kind, warnings), and the
+//! live one-line progress display.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use super::format::{bytes, micros, micros_f, opt_micros, rate, seconds, thousands};
+use super::Reporter;
+use crate::engine::Progress;
+use crate::result::RunResult;
+use crate::stats::histogram::QUANTILES;
+use crate::stats::{Percentiles, TimePoint};
+
+/// Terminal summary reporter.
+pub struct TerminalReporter;
+
+impl Reporter for TerminalReporter {
+    fn render(&self, r: &RunResult) -> String {
+        let mut o = String::new();
+        let l = &r.load;
+        let _ = writeln!(
+            o,
+            "volley {}  {} {}  ({})",
+            r.volley_version, r.target.method, r.target.url, r.target.addr
+        );
+        let mut how = match l.mode.as_str() {
+            "open" => format!(
+                "open loop at {} req/s ({})",
+                rate(l.rate_rps.unwrap_or(0.0)),
+                l.arrivals.as_deref().unwrap_or("uniform")
+            ),
+            other => format!("{other} loop"),
+        };
+        let _ = write!(
+            how,
+            ", {} connections, {} threads",
+            l.connections, l.threads
+        );
+        match (l.duration_s, l.requests) {
+            (Some(d), _) => {
+                let _ = write!(how, ", {}", seconds(d));
+            }
+            (None, Some(n)) => {
+                let _ = write!(how, ", {} requests", thousands(n));
+            }
+            _ => {}
+        }
+        if l.warmup_s > 0.0 {
+            let _ = write!(how, " after {} warm-up", seconds(l.warmup_s));
+        }
+        how.push_str(if l.keepalive {
+            ", keep-alive"
+        } else {
+            ", new connection per request"
+        });
+        if l.pipeline > 1 {
+            let _ = write!(how, ", pipeline {}", l.pipeline);
+        }
+        if r.target.body_bytes > 0 {
+            let _ = write!(how, ", body {}", bytes(r.target.body_bytes));
+        }
+        let _ = writeln!(o, "{how}");
+        if r.interrupted {
+            let _ = writeln!(o, "INTERRUPTED: results cover the run up to Ctrl-C");
+        }
+        let _ = writeln!(o);
+
+        let _ = writeln!(
+            o,
+            "  Throughput   {} req/s   ({} responses in {})",
+            rate(r.throughput_rps),
+            thousands(r.requests.completed),
+            format_elapsed(r.elapsed_s)
+        );
+        let el = r.elapsed_s.max(1e-9);
+        let _ = writeln!(
+            o,
+            "  Transfer     received {} ({}/s), sent {}",
+            bytes(r.bytes.received),
+            bytes((r.bytes.received as f64 / el) as u64),
+            bytes(r.bytes.sent)
+        );
+        let _ = writeln!(o);
+
+        // Percentile table: one column in closed loop, corrected/service/lag in open loop.
+        let mut cols: Vec<(&str, &Percentiles)> = Vec::new();
+        if l.mode == "closed" {
+            cols.push(("latency", &r.latency_us));
+        } else {
+            cols.push(("corrected", &r.latency_us));
+            cols.push(("service", &r.service_time_us));
+            if let Some(lag) = &r.schedule_lag_us {
+                cols.push(("send lag", lag));
+            }
+        }
+        let _ = write!(o, "  {:<10}", "Latency");
+        for (name, _) in &cols {
+            let _ = write!(o, "{name:>12}");
+        }
+        let _ = writeln!(o);
+        let mut row = |label: &str, f: &dyn Fn(&Percentiles) -> String| {
+            let _ = write!(o, "    {label:<8}");
+            for (_, p) in &cols {
+                let _ = write!(o, "{:>12}", f(p));
+            }
+            let _ = writeln!(o);
+        };
+        row("min", &|p| opt_micros(p.min));
+        for (k, (_, label)) in QUANTILES.iter().enumerate() {
+            row(label, &|p| opt_micros(p.quantile_values()[k]));
+        }
+        row("max", &|p| opt_micros(p.max));
+        row("mean", &|p| {
+            p.mean.map(micros_f).unwrap_or_else(|| "-".into())
+        });
+        row("stdev", &|p| {
+            p.stdev.map(micros_f).unwrap_or_else(|| "-".into())
+        });
+        let _ = writeln!(o);
+
+        let q = &r.requests;
+        let _ = writeln!(
+            o,
+            "  Requests     sent {} · completed {} · errors {} · unfinished {} · unsent {}",
+            thousands(q.sent),
+            thousands(q.completed),
+            thousands(q.errors),
+            thousands(q.unfinished),
+            thousands(q.unsent)
+        );
+        let status: Vec<String> = r
+            .status_codes
+            .iter()
+            .map(|(code, n)| {
+                let flag = if code.starts_with('4') || code.starts_with('5') {
+                    " (!)"
+                } else {
+                    ""
+                };
+                format!("{code}: {}{flag}", thousands(*n))
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "  Status       {}",
+            if status.is_empty() {
+                "no responses".into()
+            } else {
+                status.join(" · ")
+            }
+        );
+        let e = &r.errors;
+        let errs: Vec<String> = [
+            ("connect", e.connect),
+            ("timeout", e.timeout),
+            ("reset", e.reset),
+            ("protocol", e.protocol),
+            ("closed", e.closed),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {}", thousands(*n)))
+        .collect();
+        let _ = writeln!(
+            o,
+            "  Errors       {}",
+            if errs.is_empty() {
+                "none".to_string()
+            } else {
+                errs.join(" · ")
+            }
+        );
+        let _ = writeln!(
+            o,
+            "  Connections  opened {} · closed by server {}",
+            thousands(r.connections.opened),
+            thousands(r.connections.closed_by_server)
+        );
+        let c = &r.client;
+        let cpu = c.cpu_user_s + c.cpu_sys_s;
+        let per_million = if q.completed > 0 {
+            format!(
+                ", {:.2} CPU-s per million responses",
+                cpu / q.completed as f64 * 1e6
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "  Client       CPU {:.2} s ({:.0}% user) = {:.2} cores{per_million}, RSS {}",
+            cpu,
+            if cpu > 0.0 {
+                c.cpu_user_s / cpu * 100.0
+            } else {
+                0.0
+            },
+            cpu / el,
+            bytes(c.rss_max_bytes)
+        );
+        if let Some(w) = &r.warmup {
+            let _ = writeln!(
+                o,
+                "  Warm-up      {}: {} responses, {} errors (excluded from everything above)",
+                seconds(w.duration_s),
+                thousands(w.completed),
+                thousands(w.errors)
+            );
+        }
+        if !r.warnings.is_empty() {
+            let _ = writeln!(o);
+            for w in &r.warnings {
+                let _ = writeln!(o, "  ! {w}");
+            }
+        }
+        o
+    }
+}
+
+fn format_elapsed(s: f64) -> String {
+    format!("{s:.2} s")
+}
+
+/// The live one-line display on a terminal (stderr), redrawn every second.
+pub struct LiveLine {
+    enabled: bool,
+    total_s: Option<f64>,
+    drawn: bool,
+}
+
+impl LiveLine {
+    /// A live line; `enabled` is false with `--quiet` or when stderr is not a terminal.
+    pub fn new(enabled: bool, total_s: Option<f64>) -> Self {
+        LiveLine {
+            enabled,
+            total_s,
+            drawn: false,
+        }
+    }
+}
+
+impl Progress for LiveLine {
+    fn second(&mut self, p: &TimePoint, elapsed_s: f64) {
+        if !self.enabled {
+            return;
+        }
+        let of = self
+            .total_s
+            .map(|t| format!("/{}", seconds(t)))
+            .unwrap_or_default();
+        let line = format!(
+            "  {:.0} s{of}   {} req/s   p50 {}   p99 {}   max {}   errors {}",
+            elapsed_s,
+            rate(p.completed as f64 / p.interval_s.max(1e-9)),
+            opt_micros(p.latency_p50_us),
+            opt_micros(p.latency_p99_us),
+            p.latency_max_us.map(micros).unwrap_or_else(|| "-".into()),
+            thousands(p.errors)
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{line}");
+        let _ = err.flush();
+        self.drawn = true;
+    }
+
+    fn done(&mut self) {
+        if self.drawn {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! RunResult: the versioned artifact of one run (DESIGN §4, `"schema": "volley.run/1"`).
+//! Keys carry their units. Readers must ignore unknown keys; new optional keys may appear
+//! without a schema bump.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::monitor::client::MachineSample;
+use crate::stats::{ErrorCounts, Percentiles, TimePoint};
+
+/// Schema identifier of `RunResult`.
+pub const RUN_SCHEMA: &str = "volley.run/1";
+
+/// The result of one `volley run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Always `volley.run/1`.
+    pub schema: String,
+    /// Version of volley that produced it.
+    pub volley_version: String,
+    /// The command line.
+    pub argv: Vec<String>,
+    /// Wall clock at t0 (end of warm-up), RFC 3339 with microseconds.
+    pub started_at: String,
+    /// Stopped by Ctrl-C (results up to then).
+    pub interrupted: bool,
+    /// Where it ran.
+    pub env: Env,
+    /// What was loaded.
+    pub target: TargetInfo,
+    /// How it was loaded.
+    pub load: LoadInfo,
+    /// From t0 to the later of the send-window end and the last measured response.
+    pub elapsed_s: f64,
+    /// completed / elapsed_s, all statuses.
+    pub throughput_rps: f64,
+    /// Request counters; sent = completed + (errors − errors.connect) + unfinished.
+    pub requests: Requests,
+    /// Bytes on the wire.
+    pub bytes: Bytes,
+    /// Responses per status code.
+    pub status_codes: BTreeMap<String, u64>,
+    /// Errors by kind.
+    pub errors: ErrorCounts,
+    /// Connection counters.
+    pub connections: Connections,
+    /// Corrected latency (open loop: from the due time; closed loop: the service time).
+    pub latency_us: Percentiles,
+    /// From the first byte written to the last byte read.
+    pub service_time_us: Percentiles,
+    /// Open loop: how late requests left compared with their due time; null in closed loop.
+    pub schedule_lag_us: Option<Percentiles>,
+    /// `latency_us` histogram, HdrHistogram V2 compressed, base64.
+    pub latency_hdr: String,
+    /// `service_time_us` histogram, same encoding.
+    pub service_time_hdr: String,
+    /// Per-second summary.
+    pub timeseries: Vec<TimePoint>,
+    /// The load generator's own resource use.
+    pub client: ClientInfo,
+    /// Machine CPU split, one sample a second.
+    pub machine: Machine,
+    /// Server monitor (`--pid`); null when not monitored.
+    pub server: Option<serde_json::Value>,
+    /// Warm-up counters (excluded from everything above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Warmup>,
+    /// Human-readable warnings the summary showed.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// Environment of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Env {
+    /// CPU model name.
+    pub cpu_model: Option<String>,
+    /// Cores volley may use.
+    pub cores: usize,
+    /// Kernel release.
+    pub kernel: Option<String>,
+    /// CPU pinning.
+    pub pinning: Pinning,
+}
+
+/// CPUs the client (and, in a suite, the server) were allowed to use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pinning {
+    /// The client's CPU list, e.g. "0-1".
+    pub client_cpus: String,
+    /// The server's CPU list when volley pinned it.
+    pub server_cpus: Option<String>,
+}
+
+/// Target of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// URL as given.
+    pub url: String,
+    /// Address used for the whole run.
+    pub addr: String,
+    /// HTTP method.
+    pub method: String,
+    /// Request body size.
+    pub body_bytes: u64,
+}
+
+/// Load parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadInfo {
+    /// "closed", "open" or "ramp".
+    pub mode: String,
+    /// Connections.
+    pub connections: u64,
+    /// Worker threads.
+    pub threads: u64,
+    /// Open-loop rate; null in closed loop.
+    pub rate_rps: Option<f64>,
+    /// "uniform" or "poisson" (open loop); null in closed loop.
+    pub arrivals: Option<String>,
+    /// Seed of Poisson arrivals; null otherwise.
+    pub seed: Option<u64>,
+    /// Measured send window; null with `-n`.
+    pub duration_s: Option<f64>,
+    /// Requests (`-n`); null with a duration.
+    #[serde(default)]
+    pub requests: Option<u64>,
+    /// Warm-up length.
+    pub warmup_s: f64,
+    /// Connections reused.
+    pub keepalive: bool,
+    /// Requests outstanding per connection.
+    pub pipeline: u64,
+    /// Per-request timeout.
+    pub timeout_s: f64,
+}
+
+/// Request counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Requests {
+    /// First byte written.
+    pub sent: u64,
+    /// Complete responses, any status.
+    pub completed: u64,
+    /// Σ errors.
+    pub errors: u64,
+    /// Still in flight after the drain.
+    pub unfinished: u64,
+    /// Due but never written (open loop).
+    pub unsent: u64,
+}
+
+/// Bytes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bytes {
+    /// Request bytes written.
+    pub sent: u64,
+    /// Response bytes read.
+    pub received: u64,
+}
+
+/// Connection counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connections {
+    /// TCP connections established in the measured window.
+    pub opened: u64,
+    /// Connections the server closed (with `Connection: close`, silently, or by reset).
+    pub closed_by_server: u64,
+}
+
+/// Volley's own resource use over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientInfo {
+    /// User CPU seconds.
+    pub cpu_user_s: f64,
+    /// System CPU seconds.
+    pub cpu_sys_s: f64,
+    /// Peak resident memory.
+    pub rss_max_bytes: u64,
+    /// Highest 1 s CPU use, percent of one core.
+    pub cpu_pct_max: f64,
+    /// The numbers may describe the client rather than the server.
+    pub saturated: bool,
+    /// Fraction of 1 s samples that were saturated.
+    pub saturated_fraction: f64,
+}
+
+/// Machine view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// One sample a second.
+    pub samples: Vec<MachineSample>,
+}
+
+/// Warm-up counters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Warmup {
+    /// Warm-up length.
+    pub duration_s: f64,
+    /// Requests written.
+    pub sent: u64,
+    /// Responses.
+    pub completed: u64,
+    /// Errors.
+    pub errors: u64,
+}
+
+impl RunResult {
+    /// Parses a RunResult, checking the schema identifier.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let r: RunResult = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if r.schema != RUN_SCHEMA {
+            return Err(format!("schema `{}` is not {RUN_SCHEMA}", r.schema));
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,306 @@
+//! `volley run`: flags -> config -> plan -> engine -> RunResult -> reporters, with the exit
+//! codes of DESIGN §4.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::sync::atomic::AtomicUsize;
+
+use crate::cli::RunArgs;
+use crate::config::{JsonOut, LoadConfig};
+use crate::engine::{self, limits, transport, EngineOutput};
+use crate::monitor::client::{allowed_cpus, saturation};
+use crate::monitor::procfs;
+use crate::plan::Plan;
+use crate::report::Format;
+use crate::result::*;
+use crate::stats::histogram::encode;
+use crate::stats::Percentiles;
+use crate::ExitCode;
+
+/// Runs `volley run` and returns the exit code. `interrupts` counts Ctrl-C presses.
+pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
+    let (cores, cpu_list) = allowed_cpus();
+    let cfg = match LoadConfig::from_args(args, cores, argv) {
+        Ok(c) => c,
+        Err(e) => return fail(ExitCode::Usage, &e.to_string()),
+    };
+    if let Err(e) = limits::ensure_nofile(cfg.connections as u64) {
+        return fail(ExitCode::Usage, &format!("-c/--connections: {e}"));
+    }
+    let addrs = match transport::resolve(&cfg.target.host, cfg.target.port) {
+        Ok(a) => a,
+        Err(e) => return fail(ExitCode::Usage, &e.to_string()),
+    };
+    let probe = transport::pick_address(&addrs, cfg.timeout.min(std::time::Duration::from_secs(2)));
+    let addr = probe.unwrap_or(addrs[0]);
+    if probe.is_none() {
+        let tried: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+        eprintln!("volley: warning: nothing accepts connections at {} (tried {}); running anyway, failures count as connect errors", cfg.target.url, tried.join(", "));
+    }
+    // Output files are opened before the load, so a bad path costs nothing.
+    let json_file = match &cfg.json {
+        Some(JsonOut::File(p)) => match File::create(p) {
+            Ok(f) => Some(f),
+            Err(e) => return fail(ExitCode::Usage, &format!("--json {}: {e}", p.display())),
+        },
+        _ => None,
+    };
+    let hdr_log: Option<Box<dyn Write + Send>> = match &cfg.hdr_log {
+        Some(p) => match File::create(p) {
+            Ok(f) => Some(Box::new(BufWriter::new(f))),
+            Err(e) => return fail(ExitCode::Usage, &format!("--hdr-log {}: {e}", p.display())),
+        },
+        None => None,
+    };
+    let plan = Plan::new(&cfg);
+    let live = !cfg.quiet && std::io::stderr().is_terminal();
+    let mut progress =
+        crate::report::terminal::LiveLine::new(live, cfg.duration.map(|d| d.as_secs_f64()));
+    let out = match engine::run(&cfg, plan, addr, interrupts, hdr_log, &mut progress) {
+        Ok(o) => o,
+        Err(e) => {
+            return fail(
+                ExitCode::Failed,
+                &format!("could not start the engine: {e}"),
+            )
+        }
+    };
+    let result = build_result(&cfg, addr, cores, &cpu_list, &out);
+
+    let summary = Format::Terminal.reporter().render(&result);
+    let mut code = if result.requests.completed > 0 {
+        ExitCode::Ok
+    } else {
+        ExitCode::NoResponse
+    };
+    if out.interrupted {
+        code = ExitCode::Interrupted;
+    }
+    match &cfg.json {
+        Some(JsonOut::Stdout) => {
+            eprint!("{summary}");
+            let json = Format::Json.reporter().render(&result);
+            let mut so = std::io::stdout().lock();
+            if so
+                .write_all(json.as_bytes())
+                .and_then(|_| so.flush())
+                .is_err()
+            {
+                code = code.max_precedence(ExitCode::Failed);
+            }
+        }
+        _ => {
+            print!("{summary}");
+            let _ = std::io::stdout().flush();
+        }
+    }
+    if let (Some(mut f), Some(JsonOut::File(p))) = (json_file, &cfg.json) {
+        let json = Format::Json.reporter().render(&result);
+        if let Err(e) = f.write_all(json.as_bytes()).and_then(|_| f.sync_all()) {
+            eprintln!("volley: --json {}: {e}", p.display());
+            code = code.max_precedence(ExitCode::Failed);
+        }
+    }
+    if let Some(e) = &out.hdr_log_error {
+        eprintln!("volley: --hdr-log: {e}");
+        code = code.max_precedence(ExitCode::Failed);
+    }
+    if result.requests.completed == 0 && !out.interrupted {
+        eprintln!(
+            "volley: no response from {} ({})",
+            cfg.target.url,
+            if result.errors.connect > 0 {
+                "connection refused or unreachable"
+            } else {
+                "see errors above"
+            }
+        );
+    }
+    code
+}
+
+fn fail(code: ExitCode, msg: &str) -> ExitCode {
+    eprintln!("volley: {msg}");
+    code
+}
+
+/// Assembles the RunResult from the engine's output.
+pub fn build_result(
+    cfg: &LoadConfig,
+    addr: std::net::SocketAddr,
+    cores: usize,
+    cpu_list: &str,
+    out: &EngineOutput,
+) -> RunResult {
+    let agg = &out.agg;
+    let c = &agg.counts;
+    let unfinished: u64 = out.ends.iter().map(|e| e.unfinished).sum();
+    let unsent: u64 = out.ends.iter().map(|e| e.unsent).sum();
+    let never_connected: u64 = out.ends.iter().map(|e| e.never_connected).sum();
+    let open = cfg.rate_rps.is_some();
+    let mode = if open { "open" } else { "closed" };
+    let lag = open.then(|| Percentiles::of(&agg.lag));
+    let threads = cfg.threads;
+    let capacity = threads.min(cores).max(1) as f64;
+    let samples = out
+        .sampler
+        .as_ref()
+        .map(|s| s.samples.clone())
+        .unwrap_or_default();
+    let (frac, sat_cpu) = saturation(&samples, capacity);
+    let lag_hot = lag.as_ref().and_then(|l| l.p99).is_some_and(|p| p > 1000);
+    let saturated = sat_cpu || lag_hot;
+    let cpu_pct_max = samples.iter().map(|s| s.cpu_pct).fold(0.0f64, f64::max);
+    let elapsed_s = out.elapsed_s;
+    let throughput = if elapsed_s > 0.0 {
+        c.completed as f64 / elapsed_s
+    } else {
+        0.0
+    };
+
+    let mut warnings = Vec::new();
+    if !open {
+        warnings.push(
+            "closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency".to_string(),
+        );
+    }
+    if saturated {
+        let why = if lag_hot && !sat_cpu {
+            "requests left more than 1 ms after their due time (send lag p99)".to_string()
+        } else {
+            format!("volley used ≥90% of its {capacity} core(s) or one worker ≥95% of a core in {:.0}% of seconds", frac * 100.0)
+        };
+        warnings.push(format!("client saturated: {why}; these numbers may describe volley, not the server (add threads/cores, or pin server and client apart)"));
+    }
+    if never_connected > 0 {
+        warnings.push(format!(
+            "{never_connected} of {} connections could not be opened at all ({} connect errors)",
+            cfg.connections, c.errors.connect
+        ));
+    } else if c.errors.connect > 0 {
+        warnings.push(format!("{} connection attempts failed", c.errors.connect));
+    }
+    let bad: u64 = c
+        .status_codes()
+        .iter()
+        .filter(|(s, _)| *s >= 400)
+        .map(|(_, n)| n)
+        .sum();
+    if bad > 0 {
+        warnings.push(format!(
+            "{bad} responses had a 4xx/5xx status (counted as completed, not as errors)"
+        ));
+    }
+    if c.errors.total() > 0 {
+        warnings.push(format!(
+            "{} errors are not in the latency statistics",
+            c.errors.total()
+        ));
+    }
+    if unsent > 0 {
+        warnings.push(format!(
+            "{unsent} requests were due but never sent (the connections were busy or down)"
+        ));
+    }
+    let status_codes: BTreeMap<String, u64> = c
+        .status_codes()
+        .into_iter()
+        .map(|(s, n)| (s.to_string(), n))
+        .collect();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_string());
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| procfs::parse_cpu_model(&t));
+    let warm = &agg.warmup;
+    RunResult {
+        schema: RUN_SCHEMA.to_string(),
+        volley_version: env!("CARGO_PKG_VERSION").to_string(),
+        argv: cfg.argv.clone(),
+        started_at: humantime::format_rfc3339_micros(out.started_at).to_string(),
+        interrupted: out.interrupted,
+        env: Env {
+            cpu_model,
+            cores,
+            kernel,
+            pinning: Pinning {
+                client_cpus: cpu_list.to_string(),
+                server_cpus: None,
+            },
+        },
+        target: TargetInfo {
+            url: cfg.target.url.clone(),
+            addr: addr.to_string(),
+            method: cfg.method.clone(),
+            body_bytes: cfg.body.len() as u64,
+        },
+        load: LoadInfo {
+            mode: mode.to_string(),
+            connections: cfg.connections as u64,
+            threads: threads as u64,
+            rate_rps: cfg.rate_rps,
+            arrivals: open.then(|| format!("{:?}", cfg.arrivals).to_lowercase()),
+            seed: (open && cfg.arrivals == crate::cli::Arrivals::Poisson).then_some(cfg.seed),
+            duration_s: cfg.duration.map(|d| d.as_secs_f64()),
+            requests: cfg.requests,
+            warmup_s: cfg.warmup.as_secs_f64(),
+            keepalive: cfg.keepalive,
+            pipeline: cfg.pipeline as u64,
+            timeout_s: cfg.timeout.as_secs_f64(),
+        },
+        elapsed_s: (elapsed_s * 1e6).round() / 1e6,
+        throughput_rps: (throughput * 100.0).round() / 100.0,
+        requests: Requests {
+            sent: c.sent,
+            completed: c.completed,
+            errors: c.errors.total(),
+            unfinished,
+            unsent,
+        },
+        bytes: Bytes {
+            sent: c.bytes_sent,
+            received: c.bytes_received,
+        },
+        status_codes,
+        errors: c.errors,
+        connections: Connections {
+            opened: c.connections_opened,
+            closed_by_server: c.closed_by_server,
+        },
+        latency_us: Percentiles::of(&agg.latency),
+        service_time_us: Percentiles::of(&agg.service),
+        schedule_lag_us: lag,
+        latency_hdr: encode(&agg.latency),
+        service_time_hdr: encode(&agg.service),
+        timeseries: agg.series.clone(),
+        client: ClientInfo {
+            cpu_user_s: round3(out.client_rusage.0),
+            cpu_sys_s: round3(out.client_rusage.1),
+            rss_max_bytes: out.client_rusage.2,
+            cpu_pct_max: (cpu_pct_max * 10.0).round() / 10.0,
+            saturated,
+            saturated_fraction: (frac * 1000.0).round() / 1000.0,
+        },
+        machine: Machine {
+            samples: out
+                .sampler
+                .as_ref()
+                .map(|s| s.machine.clone())
+                .unwrap_or_default(),
+        },
+        server: None,
+        warmup: (cfg.warmup.as_nanos() > 0).then(|| Warmup {
+            duration_s: cfg.warmup.as_secs_f64(),
+            sent: warm.sent,
+            completed: warm.completed,
+            errors: warm.errors.total(),
+        }),
+        warnings,
+    }
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,259 @@
+//! `volley serve`: the reference server contract (DESIGN §4) built in, so volley can be tried
+//! with nothing else installed and tests have a target. One thread per connection with
+//! blocking I/O: simple, and enough for a demo target (use nginx or a reference server for
+//! serious comparisons).
+//!
+//! `GET /` -> `.`; `POST /` -> `length:N`; `GET /hello` -> `Hello, World!`;
+//! `GET /delay?ms=N` -> waits N ms, then `.`; `GET /bytes?n=N` -> N bytes.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest `/bytes?n=` and `/delay?ms=` values served.
+const MAX_BYTES: u64 = 1 << 30;
+const MAX_DELAY_MS: u64 = 60_000;
+
+/// A running server.
+pub struct Server {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Requests answered so far.
+    pub requests: Arc<AtomicU64>,
+}
+
+/// Binds `addr` and serves on background threads. Returns once it listens.
+pub fn spawn(addr: &str) -> io::Result<Server> {
+    let listener = TcpListener::bind(addr)?;
+    let local = listener.local_addr()?;
+    let requests = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&requests);
+    std::thread::Builder::new()
+        .name("volley-serve".into())
+        .spawn(move || accept_loop(listener, counter))?;
+    Ok(Server {
+        addr: local,
+        requests,
+    })
+}
+
+/// Serves in the foreground until the process ends (`volley serve`).
+pub fn run(bind: &str, port: u16) -> io::Result<()> {
+    let listener = TcpListener::bind((bind, port))?;
+    let local = listener.local_addr()?;
+    println!("volley serve: listening on http://{local}/ (endpoints: / POST / /hello /delay?ms=N /bytes?n=N)");
+    let _ = io::stdout().flush();
+    accept_loop(listener, Arc::new(AtomicU64::new(0)));
+    Ok(())
+}
+
+fn accept_loop(listener: TcpListener, requests: Arc<AtomicU64>) {
+    for stream in listener.incoming() {
+        match stream {
+            Ok(s) => {
+                let counter = Arc::clone(&requests);
+                let _ = std::thread::Builder::new()
+                    .stack_size(128 * 1024)
+                    .spawn(move || {
+                        let _ = serve_connection(s, &counter);
+                    });
+            }
+            // Out of descriptors or similar: back off briefly rather than spin.
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    query: String,
+    keep_alive: bool,
+    body_len: u64,
+}
+
+fn serve_connection(stream: TcpStream, requests: &AtomicU64) -> io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let mut reader = BufReader::with_capacity(16 * 1024, stream.try_clone()?);
+    let mut writer = stream;
+    loop {
+        let req = match read_request(&mut reader)? {
+            Some(r) => r,
+            None => return Ok(()),
+        };
+        requests.fetch_add(1, Ordering::Relaxed);
+        let keep = req.keep_alive;
+        respond(&mut writer, &req)?;
+        if !keep {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads one request head and its body. `None` at a clean end of stream.
+fn read_request(r: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
+    let mut head = Vec::with_capacity(512);
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return if head.is_empty() {
+                Ok(None)
+            } else {
+                Err(io::ErrorKind::UnexpectedEof.into())
+            };
+        }
+        // Copy up to and including the blank line.
+        let start = head.len();
+        head.extend_from_slice(buf);
+        let scan_from = start.saturating_sub(3);
+        if let Some(pos) = find_blank_line(&head[scan_from..]) {
+            let end = scan_from + pos;
+            let used = end - start;
+            r.consume(used);
+            head.truncate(end);
+            break;
+        }
+        let n = buf.len();
+        r.consume(n);
+        if head.len() > 64 * 1024 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request head too large",
+            ));
+        }
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(&head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "bad request")),
+    }
+    let version = req.version.unwrap_or(1);
+    let mut keep_alive = version == 1;
+    let mut body_len = 0u64;
+    let mut chunked = false;
+    for h in req.headers.iter() {
+        let v = String::from_utf8_lossy(h.value);
+        if h.name.eq_ignore_ascii_case("connection") {
+            if v.to_ascii_lowercase().contains("close") {
+                keep_alive = false;
+            } else if v.to_ascii_lowercase().contains("keep-alive") {
+                keep_alive = true;
+            }
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            body_len = v
+                .trim()
+                .parse()
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad length"))?;
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+            && v.to_ascii_lowercase().contains("chunked")
+        {
+            chunked = true;
+        }
+    }
+    let target = req.path.unwrap_or("/").to_string();
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p.to_string(), q.to_string()),
+        None => (target, String::new()),
+    };
+    let method = req.method.unwrap_or("GET").to_string();
+    if chunked {
+        body_len = read_chunked_body(r)?;
+    } else {
+        io::copy(&mut r.by_ref().take(body_len), &mut io::sink())?;
+    }
+    Ok(Some(Request {
+        method,
+        path,
+        query,
+        keep_alive,
+        body_len,
+    }))
+}
+
+fn read_chunked_body(r: &mut BufReader<TcpStream>) -> io::Result<u64> {
+    let mut total = 0;
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        let size = u64::from_str_radix(line.trim().split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
+        if size == 0 {
+            // Trailers until a blank line.
+            loop {
+                line.clear();
+                if r.read_line(&mut line)? == 0 || line.trim().is_empty() {
+                    return Ok(total);
+                }
+            }
+        }
+        io::copy(&mut r.by_ref().take(size), &mut io::sink())?;
+        total += size;
+        line.clear();
+        r.read_line(&mut line)?;
+    }
+}
+
+fn find_blank_line(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+fn query_u64(query: &str, key: &str) -> Option<u64> {
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+}
+
+fn respond(w: &mut TcpStream, req: &Request) -> io::Result<()> {
+    let head_only = req.method == "HEAD";
+    let get = req.method == "GET" || head_only;
+    let conn = if req.keep_alive {
+        ""
+    } else {
+        "Connection: close\r\n"
+    };
+    let small = |w: &mut TcpStream, status: &str, body: &[u8]| -> io::Result<()> {
+        let mut out = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{conn}\r\n",
+            body.len()
+        )
+        .into_bytes();
+        if !head_only {
+            out.extend_from_slice(body);
+        }
+        w.write_all(&out)
+    };
+    match (req.path.as_str(), get, req.method.as_str()) {
+        ("/", true, _) => small(w, "200 OK", b"."),
+        ("/", _, "POST") => small(w, "200 OK", format!("length:{}", req.body_len).as_bytes()),
+        ("/hello", true, _) => small(w, "200 OK", b"Hello, World!"),
+        ("/delay", true, _) => {
+            let ms = query_u64(&req.query, "ms").unwrap_or(0).min(MAX_DELAY_MS);
+            std::thread::sleep(Duration::from_millis(ms));
+            small(w, "200 OK", b".")
+        }
+        ("/bytes", true, _) => {
+            let n = query_u64(&req.query, "n").unwrap_or(0).min(MAX_BYTES);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {n}\r\n{conn}\r\n"
+            );
+            w.write_all(head.as_bytes())?;
+            if !head_only {
+                let block = [b'x'; 64 * 1024];
+                let mut left = n;
+                while left > 0 {
+                    let k = left.min(block.len() as u64) as usize;
+                    w.write_all(&block[..k])?;
+                    left -= k as u64;
+                }
+            }
+            Ok(())
+        }
+        (_, _, _) if ["/", "/hello", "/delay", "/bytes"].contains(&req.path.as_str()) => {
+            small(w, "405 Method Not Allowed", b"method not allowed")
+        }
+        _ => small(w, "404 Not Found", b"not found"),
+    }
+}

@@ -1,0 +1,241 @@
+//! The aggregator merges every worker's per-second intervals into run totals and a per-second
+//! summary. It keeps only the totals and one small record per finished second.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::histogram::{new_hist, Hist};
+use super::recorder::{Counters, Interval};
+
+/// One second of the time series (DESIGN §4 `timeseries`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimePoint {
+    /// Seconds from t0 at the bucket's start.
+    pub t_s: u64,
+    /// Bucket length (1 except for a partial last bucket).
+    pub interval_s: f64,
+    /// Requests written in the bucket.
+    pub sent: u64,
+    /// Responses completed in the bucket.
+    pub completed: u64,
+    /// Errors in the bucket.
+    pub errors: u64,
+    /// Median corrected latency of the bucket's responses.
+    pub latency_p50_us: Option<u64>,
+    /// 99th percentile.
+    pub latency_p99_us: Option<u64>,
+    /// Maximum.
+    pub latency_max_us: Option<u64>,
+    /// Active virtual users (ramp mode only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub users: Option<u64>,
+}
+
+/// A finished bucket, with the merged histogram for the interval log.
+#[derive(Debug)]
+pub struct FinishedBucket {
+    /// The summary kept in the time series.
+    pub point: TimePoint,
+    /// All threads' corrected latency for this bucket.
+    pub latency: Hist,
+}
+
+struct Pending {
+    reported: usize,
+    latency: Hist,
+    counts: Counters,
+}
+
+/// Run totals and time series.
+pub struct Aggregator {
+    threads: usize,
+    pending: BTreeMap<u64, Pending>,
+    /// Corrected latency over the measured window.
+    pub latency: Hist,
+    /// Service time over the measured window.
+    pub service: Hist,
+    /// Schedule lag over the measured window.
+    pub lag: Hist,
+    /// Measured counters.
+    pub counts: Counters,
+    /// Warm-up counters.
+    pub warmup: Counters,
+    /// Finished seconds.
+    pub series: Vec<TimePoint>,
+}
+
+impl Aggregator {
+    /// An aggregator expecting intervals from `threads` workers.
+    pub fn new(threads: usize) -> Self {
+        Aggregator {
+            threads,
+            pending: BTreeMap::new(),
+            latency: new_hist(),
+            service: new_hist(),
+            lag: new_hist(),
+            counts: Counters::default(),
+            warmup: Counters::default(),
+            series: Vec::new(),
+        }
+    }
+
+    /// Adds one worker's interval. Returns the buckets every worker has now reported.
+    pub fn add(&mut self, iv: Interval) -> Vec<FinishedBucket> {
+        self.latency
+            .add(&iv.latency)
+            .expect("auto-resizing histograms accept any value");
+        self.service
+            .add(&iv.service)
+            .expect("auto-resizing histograms accept any value");
+        self.lag
+            .add(&iv.lag)
+            .expect("auto-resizing histograms accept any value");
+        self.counts.merge(&iv.counts);
+        let p = self.pending.entry(iv.bucket).or_insert_with(|| Pending {
+            reported: 0,
+            latency: new_hist(),
+            counts: Counters::default(),
+        });
+        p.reported += 1;
+        p.latency
+            .add(&iv.latency)
+            .expect("auto-resizing histograms accept any value");
+        p.counts.merge(&iv.counts);
+        // A worker sends each bucket at most once and in order, so a bucket every worker has
+        // passed is complete; so is every earlier one.
+        let mut done = Vec::new();
+        if self
+            .pending
+            .get(&iv.bucket)
+            .is_some_and(|p| p.reported >= self.threads)
+        {
+            let keys: Vec<u64> = self.pending.range(..=iv.bucket).map(|(k, _)| *k).collect();
+            for k in keys {
+                done.push(self.finish_bucket(k, 1.0));
+            }
+        }
+        done
+    }
+
+    /// Finishes every bucket still open; `elapsed_s` sets the length of the last one.
+    pub fn finish(&mut self, elapsed_s: f64) -> Vec<FinishedBucket> {
+        let keys: Vec<u64> = self.pending.keys().copied().collect();
+        keys.into_iter()
+            .map(|k| {
+                let len = (elapsed_s - k as f64).clamp(0.0, 1.0);
+                self.finish_bucket(k, if len > 0.0 { len } else { 1.0 })
+            })
+            .collect()
+    }
+
+    fn finish_bucket(&mut self, k: u64, interval_s: f64) -> FinishedBucket {
+        let p = self.pending.remove(&k).expect("bucket is pending");
+        let nonempty = !p.latency.is_empty();
+        let point = TimePoint {
+            t_s: k,
+            interval_s: (interval_s * 1e6).round() / 1e6,
+            sent: p.counts.sent,
+            completed: p.counts.completed,
+            errors: p.counts.errors.total(),
+            latency_p50_us: nonempty.then(|| p.latency.value_at_quantile(0.5)),
+            latency_p99_us: nonempty.then(|| p.latency.value_at_quantile(0.99)),
+            latency_max_us: nonempty.then(|| p.latency.max()),
+            users: None,
+        };
+        // Seconds in which no worker recorded anything still appear, as zeros, so the series
+        // has no holes.
+        while let Some(last) = self.series.last() {
+            if last.t_s + 1 >= k {
+                break;
+            }
+            let t = last.t_s + 1;
+            self.series.push(TimePoint {
+                t_s: t,
+                interval_s: 1.0,
+                sent: 0,
+                completed: 0,
+                errors: 0,
+                latency_p50_us: None,
+                latency_p99_us: None,
+                latency_max_us: None,
+                users: None,
+            });
+        }
+        if self.series.is_empty() {
+            for t in 0..k {
+                self.series.push(TimePoint {
+                    t_s: t,
+                    interval_s: 1.0,
+                    sent: 0,
+                    completed: 0,
+                    errors: 0,
+                    latency_p50_us: None,
+                    latency_p99_us: None,
+                    latency_max_us: None,
+                    users: None,
+                });
+            }
+        }
+        self.series.push(point.clone());
+        FinishedBucket {
+            point,
+            latency: p.latency,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(thread: usize, bucket: u64, values: &[u64]) -> Interval {
+        let mut latency = new_hist();
+        let mut counts = Counters::default();
+        for v in values {
+            latency.record(*v).unwrap();
+            counts.completed += 1;
+        }
+        Interval {
+            thread,
+            bucket,
+            latency,
+            service: new_hist(),
+            lag: new_hist(),
+            counts,
+        }
+    }
+
+    #[test]
+    fn buckets_finish_when_every_thread_reported() {
+        let mut a = Aggregator::new(2);
+        assert!(a.add(interval(0, 0, &[10, 20])).is_empty());
+        let done = a.add(interval(1, 0, &[30]));
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].point.completed, 3);
+        assert_eq!(done[0].point.latency_max_us, Some(30));
+        // Thread 0 skips bucket 1 (nothing happened) and reports 2; thread 1 reports 2.
+        assert!(a.add(interval(0, 2, &[5])).is_empty());
+        let done = a
+            .add(interval(1, 2, &[]))
+            .into_iter()
+            .map(|b| b.point.t_s)
+            .collect::<Vec<_>>();
+        assert_eq!(done, vec![2]);
+        let ts: Vec<u64> = a.series.iter().map(|p| p.t_s).collect();
+        assert_eq!(ts, vec![0, 1, 2], "the empty second is filled in");
+        assert_eq!(a.series[1].latency_p50_us, None);
+        assert_eq!(a.latency.len(), 4);
+        assert_eq!(a.counts.completed, 4);
+    }
+
+    #[test]
+    fn finish_sets_the_partial_last_bucket() {
+        let mut a = Aggregator::new(2);
+        a.add(interval(0, 3, &[7]));
+        let done = a.finish(3.25);
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].point.interval_s, 0.25);
+        assert_eq!(a.series.len(), 4);
+    }
+}

@@ -1,0 +1,154 @@
+//! HDR histogram helpers: one shape for every latency histogram (µs, 3 significant digits),
+//! the percentile summary of DESIGN §4, and the lossless V2-compressed base64 encoding.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Latency histogram in microseconds.
+pub type Hist = Histogram<u64>;
+
+/// A new empty histogram: 1 µs .. 60 s at 3 significant digits, growing if a value is larger
+/// (open-loop latency from the due time can exceed any fixed bound when the server stalls).
+pub fn new_hist() -> Hist {
+    let mut h =
+        Histogram::new_with_bounds(1, 60_000_000, 3).expect("static histogram bounds are valid");
+    h.auto(true);
+    h
+}
+
+/// Percentiles, min, mean, stdev and max in µs; every field is null for an empty histogram.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Smallest recorded value.
+    pub min: Option<u64>,
+    /// Arithmetic mean.
+    pub mean: Option<f64>,
+    /// Standard deviation.
+    pub stdev: Option<f64>,
+    /// Largest recorded value.
+    pub max: Option<u64>,
+    /// Median.
+    pub p50: Option<u64>,
+    /// 75th percentile.
+    pub p75: Option<u64>,
+    /// 90th percentile.
+    pub p90: Option<u64>,
+    /// 95th percentile.
+    pub p95: Option<u64>,
+    /// 99th percentile.
+    pub p99: Option<u64>,
+    /// 99.9th percentile.
+    pub p99_9: Option<u64>,
+    /// 99.99th percentile.
+    pub p99_99: Option<u64>,
+    /// 99.999th percentile.
+    pub p99_999: Option<u64>,
+}
+
+/// The quantiles reported everywhere, with their JSON key suffix and display label.
+pub const QUANTILES: [(f64, &str); 8] = [
+    (0.50, "p50"),
+    (0.75, "p75"),
+    (0.90, "p90"),
+    (0.95, "p95"),
+    (0.99, "p99"),
+    (0.999, "p99.9"),
+    (0.9999, "p99.99"),
+    (0.99999, "p99.999"),
+];
+
+impl Percentiles {
+    /// Summarizes `h` (all null when it is empty).
+    pub fn of(h: &Hist) -> Self {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        let q = |p: f64| Some(h.value_at_quantile(p));
+        Percentiles {
+            min: Some(h.min()),
+            mean: Some(round2(h.mean())),
+            stdev: Some(round2(h.stdev())),
+            max: Some(h.max()),
+            p50: q(0.50),
+            p75: q(0.75),
+            p90: q(0.90),
+            p95: q(0.95),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            p99_99: q(0.9999),
+            p99_999: q(0.99999),
+        }
+    }
+
+    /// The percentile values in `QUANTILES` order.
+    pub fn quantile_values(&self) -> [Option<u64>; 8] {
+        [
+            self.p50,
+            self.p75,
+            self.p90,
+            self.p95,
+            self.p99,
+            self.p99_9,
+            self.p99_99,
+            self.p99_999,
+        ]
+    }
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+/// Encodes `h` in HdrHistogram's V2 compressed format, base64 (as the Java, C, Go and Python
+/// implementations read it).
+pub fn encode(h: &Hist) -> String {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("serializing into memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes a histogram written by `encode` or by another HdrHistogram implementation.
+pub fn decode(text: &str) -> Result<Hist, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    let mut h: Hist = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("not an HdrHistogram: {e:?}"))?;
+    h.auto(true);
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_histogram_has_null_statistics() {
+        let p = Percentiles::of(&new_hist());
+        assert_eq!(p, Percentiles::default());
+        assert!(p.p50.is_none() && p.mean.is_none());
+    }
+
+    #[test]
+    fn percentiles_and_round_trip() {
+        let mut h = new_hist();
+        for v in 1..=1000u64 {
+            h.record(v).unwrap();
+        }
+        h.record(120_000_000).unwrap(); // beyond the initial bound: auto-resize
+        let p = Percentiles::of(&h);
+        assert_eq!(p.min, Some(1));
+        assert_eq!(p.p50, Some(501));
+        assert!(p.max.unwrap() >= 120_000_000);
+        let back = decode(&encode(&h)).unwrap();
+        assert_eq!(back.len(), h.len());
+        assert_eq!(Percentiles::of(&back), p);
+        assert!(decode("not base64!").is_err());
+        assert!(decode("aGVsbG8=").is_err());
+    }
+}

@@ -1,0 +1,11 @@
+//! Statistics: per-thread recorders, HDR histogram helpers and the aggregator that turns
+//! per-second intervals into totals and a time series. Everything merges.
+
+pub mod aggregate;
+pub mod hdrlog;
+pub mod histogram;
+pub mod recorder;
+
+pub use aggregate::{Aggregator, TimePoint};
+pub use histogram::{new_hist, Hist, Percentiles};
+pub use recorder::{Counters, ErrorCounts, ErrorKind, Recorder, Report};

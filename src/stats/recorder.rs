@@ -1,0 +1,294 @@
+//! Per-thread recorder. A worker records into its own interval histograms and counters with
+//! no locks or atomics; at every second boundary of the measured window it sends the interval
+//! to the aggregator and starts a fresh one. Warm-up requests only touch warm-up counters.
+
+use std::sync::mpsc::Sender;
+
+use super::histogram::{new_hist, Hist};
+
+/// Error kinds of DESIGN §3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The TCP connection could not be opened (the request was never sent).
+    Connect,
+    /// No complete response within `--timeout` of the write.
+    Timeout,
+    /// The connection was reset.
+    Reset,
+    /// The response could not be parsed.
+    Protocol,
+    /// The connection closed before a complete response.
+    Closed,
+}
+
+/// Counts per error kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorCounts {
+    /// Connections that could not be opened.
+    pub connect: u64,
+    /// Requests without a response within the timeout.
+    pub timeout: u64,
+    /// Connections reset by the peer.
+    pub reset: u64,
+    /// Unparsable responses.
+    pub protocol: u64,
+    /// Connections closed before a complete response.
+    pub closed: u64,
+}
+
+impl ErrorCounts {
+    /// Adds one error.
+    pub fn add(&mut self, kind: ErrorKind) {
+        match kind {
+            ErrorKind::Connect => self.connect += 1,
+            ErrorKind::Timeout => self.timeout += 1,
+            ErrorKind::Reset => self.reset += 1,
+            ErrorKind::Protocol => self.protocol += 1,
+            ErrorKind::Closed => self.closed += 1,
+        }
+    }
+    /// All errors.
+    pub fn total(&self) -> u64 {
+        self.connect + self.timeout + self.reset + self.protocol + self.closed
+    }
+    /// Adds another set of counts.
+    pub fn merge(&mut self, o: &ErrorCounts) {
+        self.connect += o.connect;
+        self.timeout += o.timeout;
+        self.reset += o.reset;
+        self.protocol += o.protocol;
+        self.closed += o.closed;
+    }
+}
+
+/// Status codes are three digits (100-999 after parsing).
+const STATUS_SLOTS: usize = 1000;
+
+/// Counters of one interval (or of the warm-up).
+#[derive(Debug, Clone)]
+pub struct Counters {
+    /// Requests whose first byte was written.
+    pub sent: u64,
+    /// Complete responses (any status).
+    pub completed: u64,
+    /// Errors by kind.
+    pub errors: ErrorCounts,
+    /// Responses by status code, indexed by code.
+    pub status: Box<[u64; STATUS_SLOTS]>,
+    /// Request bytes written.
+    pub bytes_sent: u64,
+    /// Response bytes read.
+    pub bytes_received: u64,
+    /// TCP connections established.
+    pub connections_opened: u64,
+    /// Connections the server ended.
+    pub closed_by_server: u64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            sent: 0,
+            completed: 0,
+            errors: ErrorCounts::default(),
+            status: Box::new([0; STATUS_SLOTS]),
+            bytes_sent: 0,
+            bytes_received: 0,
+            connections_opened: 0,
+            closed_by_server: 0,
+        }
+    }
+}
+
+impl Counters {
+    /// Adds another set of counters.
+    pub fn merge(&mut self, o: &Counters) {
+        self.sent += o.sent;
+        self.completed += o.completed;
+        self.errors.merge(&o.errors);
+        for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
+            *a += *b;
+        }
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.connections_opened += o.connections_opened;
+        self.closed_by_server += o.closed_by_server;
+    }
+
+    /// Non-zero status codes in ascending order.
+    pub fn status_codes(&self) -> Vec<(u16, u64)> {
+        self.status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (code as u16, *n))
+            .collect()
+    }
+}
+
+/// One second (or the last partial second) of one worker's measured window.
+#[derive(Debug)]
+pub struct Interval {
+    /// Worker index.
+    pub thread: usize,
+    /// Bucket k covers [t0 + k s, t0 + k + 1 s).
+    pub bucket: u64,
+    /// Corrected latency (µs).
+    pub latency: Hist,
+    /// Service time (µs).
+    pub service: Hist,
+    /// Schedule lag (µs), open loop only.
+    pub lag: Hist,
+    /// Counters of the interval.
+    pub counts: Counters,
+}
+
+/// What workers tell the aggregator.
+#[derive(Debug)]
+pub enum Report {
+    /// The worker's thread id (for the client CPU self-check).
+    Started {
+        /// Worker index.
+        thread: usize,
+        /// Linux thread id.
+        tid: i32,
+    },
+    /// A finished interval.
+    Interval(Box<Interval>),
+    /// Warm-up counters, once at t0 (or at the end if the run stopped during warm-up).
+    Warmup {
+        /// Worker index.
+        thread: usize,
+        /// The warm-up's counters.
+        counts: Box<Counters>,
+    },
+    /// The worker is done; final numbers that only exist at the end.
+    Done(Box<WorkerEnd>),
+}
+
+/// End-of-run numbers of one worker.
+#[derive(Debug, Default, Clone)]
+pub struct WorkerEnd {
+    /// Worker index.
+    pub thread: usize,
+    /// Measured requests still in flight when the worker stopped.
+    pub unfinished: u64,
+    /// Measured requests due (open loop) but never written.
+    pub unsent: u64,
+    /// Last measured response, ns on the run clock (0 if none).
+    pub last_response_ns: u64,
+    /// Last measured write, ns on the run clock (0 if none).
+    pub last_send_ns: u64,
+    /// Connections that never managed to open (for the warning).
+    pub never_connected: u64,
+}
+
+/// A worker's recorder.
+pub struct Recorder {
+    thread: usize,
+    tx: Sender<Report>,
+    t0_ns: u64,
+    bucket: u64,
+    next_boundary_ns: u64,
+    latency: Hist,
+    service: Hist,
+    lag: Hist,
+    counts: Counters,
+    /// Warm-up counters (sent once at t0).
+    pub warmup: Counters,
+    dirty: bool,
+}
+
+const SECOND_NS: u64 = 1_000_000_000;
+
+impl Recorder {
+    /// A recorder for worker `thread` whose measured window starts at `t0_ns`.
+    pub fn new(thread: usize, tx: Sender<Report>, t0_ns: u64) -> Self {
+        Recorder {
+            thread,
+            tx,
+            t0_ns,
+            bucket: 0,
+            next_boundary_ns: t0_ns + SECOND_NS,
+            latency: new_hist(),
+            service: new_hist(),
+            lag: new_hist(),
+            counts: Counters::default(),
+            warmup: Counters::default(),
+            dirty: false,
+        }
+    }
+
+    /// Sends a report (a closed channel only means the run is being torn down).
+    pub fn send(&self, r: Report) {
+        let _ = self.tx.send(r);
+    }
+
+    /// Moves to the bucket containing `now_ns`, sending finished intervals. Cheap when nothing changes.
+    #[inline]
+    pub fn tick(&mut self, now_ns: u64) {
+        if now_ns >= self.next_boundary_ns {
+            self.roll(now_ns);
+        }
+    }
+
+    fn roll(&mut self, now_ns: u64) {
+        if self.dirty {
+            self.flush();
+        }
+        self.bucket = (now_ns - self.t0_ns) / SECOND_NS;
+        self.next_boundary_ns = self.t0_ns + (self.bucket + 1) * SECOND_NS;
+    }
+
+    /// Sends the current interval (also the partial last one) and starts a fresh one.
+    pub fn flush(&mut self) {
+        let interval = Interval {
+            thread: self.thread,
+            bucket: self.bucket,
+            latency: std::mem::replace(&mut self.latency, new_hist()),
+            service: std::mem::replace(&mut self.service, new_hist()),
+            lag: std::mem::replace(&mut self.lag, new_hist()),
+            counts: std::mem::take(&mut self.counts),
+        };
+        self.dirty = false;
+        self.send(Report::Interval(Box::new(interval)));
+    }
+
+    /// Measured counters of the current interval, for recording.
+    #[inline]
+    pub fn counts(&mut self, now_ns: u64) -> &mut Counters {
+        self.tick(now_ns);
+        self.dirty = true;
+        &mut self.counts
+    }
+
+    /// A complete measured response: corrected latency, service time (µs) and status.
+    #[inline]
+    pub fn response(
+        &mut self,
+        now_ns: u64,
+        latency_us: u64,
+        service_us: u64,
+        status: u16,
+        bytes: u64,
+    ) {
+        let c = self.counts(now_ns);
+        c.completed += 1;
+        c.bytes_received += bytes;
+        c.status[status as usize % STATUS_SLOTS] += 1;
+        self.latency.saturating_record(latency_us);
+        self.service.saturating_record(service_us);
+    }
+
+    /// A measured request's first byte was written `lag_us` after it was due (open loop).
+    #[inline]
+    pub fn lag(&mut self, lag_us: u64) {
+        self.lag.saturating_record(lag_us);
+    }
+}
+
+/// Convenience for the worker: histograms record whole microseconds, rounded down from ns.
+#[inline]
+pub fn ns_to_us(ns: u64) -> u64 {
+    ns / 1_000
+}
