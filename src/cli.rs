@@ -50,7 +50,7 @@ pub struct RunArgs {
     pub threads: Option<u64>,
 
     /// Measured duration, e.g. 10s, 1m [default: 10s unless -n is given].
-    #[arg(short = 'd', long = "duration", value_parser = duration)]
+    #[arg(short = 'd', long = "duration", value_parser = duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
 
     /// Total measured requests instead of a duration, e.g. 100000 or 100k.
@@ -70,7 +70,7 @@ pub struct RunArgs {
     pub seed: Option<u64>,
 
     /// Warm-up before measuring, excluded from every statistic, e.g. 2s.
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub warmup: Option<Duration>,
 
     /// HTTP method [default: GET, or POST when a body is given].
@@ -102,7 +102,7 @@ pub struct RunArgs {
     pub pipeline: u64,
 
     /// Per-request timeout, counted from the write.
-    #[arg(long, value_parser = duration, default_value = "2s")]
+    #[arg(long, value_parser = duration, default_value = "2s", allow_hyphen_values = true)]
     pub timeout: Duration,
 
     /// Write the RunResult JSON to PATH, or to stdout with `-` (the summary then goes to stderr).

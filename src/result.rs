@@ -163,7 +163,8 @@ pub struct Bytes {
 /// Connection counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Connections {
-    /// TCP connections established in the measured window.
+    /// TCP connections established in the measured window (those from the warm-up are in
+    /// `warmup.connections_opened`).
     pub opened: u64,
     /// Connections the server closed (with `Connection: close`, silently, or by reset).
     pub closed_by_server: u64,
@@ -204,6 +205,9 @@ pub struct Warmup {
     pub completed: u64,
     /// Errors.
     pub errors: u64,
+    /// Connections opened during the warm-up (kept for the measured window).
+    #[serde(default)]
+    pub connections_opened: u64,
 }
 
 impl RunResult {

@@ -151,7 +151,20 @@ pub fn build_result(
     let (frac, sat_cpu) = saturation(&samples, capacity);
     let lag_hot = lag.as_ref().and_then(|l| l.p99).is_some_and(|p| p > 1000);
     let saturated = sat_cpu || lag_hot;
-    let cpu_pct_max = samples.iter().map(|s| s.cpu_pct).fold(0.0f64, f64::max);
+    // Runs shorter than a sample still get their average as the peak.
+    let window_avg_pct = if out.elapsed_s > 0.0 {
+        (out.client_rusage.0 + out.client_rusage.1) / out.elapsed_s * 100.0
+    } else {
+        0.0
+    };
+    let cpu_pct_max = samples.iter().map(|s| s.cpu_pct).fold(
+        if samples.is_empty() {
+            window_avg_pct
+        } else {
+            0.0
+        },
+        f64::max,
+    );
     let elapsed_s = out.elapsed_s;
     let throughput = if elapsed_s > 0.0 {
         c.completed as f64 / elapsed_s
@@ -296,6 +309,7 @@ pub fn build_result(
             sent: warm.sent,
             completed: warm.completed,
             errors: warm.errors.total(),
+            connections_opened: warm.connections_opened,
         }),
         warnings,
     }

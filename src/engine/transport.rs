@@ -77,3 +77,27 @@ pub fn connect_state(s: &TcpStream) -> ConnectState {
         Err(e) => ConnectState::Failed(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_address_that_accepts_is_picked() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let open_addr = open.local_addr().unwrap();
+        let picked = pick_address(&[closed, open_addr], Duration::from_secs(1));
+        assert_eq!(picked, Some(open_addr));
+        assert_eq!(pick_address(&[closed], Duration::from_secs(1)), None);
+    }
+
+    #[test]
+    fn unresolvable_names_are_an_error() {
+        assert!(resolve("name.that.does.not.exist.invalid", 80).is_err());
+        assert_eq!(resolve("127.0.0.1", 8080).unwrap()[0].port(), 8080);
+    }
+}

@@ -152,7 +152,7 @@ impl Worker {
                             self.on_writable(i);
                         }
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.on_readable(i);
+                            self.on_readable(i, ev.is_read_closed() || ev.is_error());
                         }
                     }
                 }
@@ -278,11 +278,13 @@ impl Worker {
 
     /// Whether slot `i` can take another request now.
     fn can_take(&self, i: usize) -> bool {
+        // A closed slot takes a request too: its connect then belongs to that request, so a
+        // server that refuses connections ends requests with `connect` (and `-n` terminates).
         let c = &self.conns[i];
-        if self.shared.keepalive {
-            c.state == ConnState::Open && c.inflight.len() < self.shared.pipeline
-        } else {
-            c.state == ConnState::Closed && c.inflight.is_empty()
+        match c.state {
+            ConnState::Open => self.shared.keepalive && c.inflight.len() < self.shared.pipeline,
+            ConnState::Closed => c.inflight.is_empty(),
+            _ => false,
         }
     }
 
@@ -327,7 +329,7 @@ impl Worker {
         req.stream_pos = c.write_end;
         c.write_end += len;
         c.inflight.push_back(req);
-        if self.shared.keepalive {
+        if c.state == ConnState::Open {
             self.write(i, now);
         } else {
             self.connect(i, now);
@@ -488,7 +490,9 @@ impl Worker {
         }
     }
 
-    fn on_readable(&mut self, i: usize) {
+    /// `hangup`: epoll saw the peer's FIN (or an error) with this event, so a short read does
+    /// not mean the socket is drained: the end of stream must still be read.
+    fn on_readable(&mut self, i: usize, hangup: bool) {
         loop {
             let c = &mut self.conns[i];
             let Some(s) = c.stream.as_mut() else { return };
@@ -511,7 +515,7 @@ impl Worker {
                     if !self.on_bytes(i, n, now) {
                         return;
                     }
-                    if n < self.read_buf.len() {
+                    if n < self.read_buf.len() && !hangup {
                         // A short read drained the socket (edge-triggered: no more data until the
                         // next event), saving the read() that would return EAGAIN.
                         return;
@@ -685,14 +689,9 @@ impl Worker {
                     self.connect_failed(i, now, io::Error::from(io::ErrorKind::TimedOut));
                 }
                 ConnState::Backoff { until_ns } if now >= until_ns => {
+                    // After failed connects the next attempt waits for a request to carry.
                     self.conns[i].state = ConnState::Closed;
-                    if self.shared.keepalive {
-                        if !self.is_draining() || !self.requeue.is_empty() {
-                            self.connect(i, now);
-                        }
-                    } else {
-                        self.mark_free(i);
-                    }
+                    self.mark_free(i);
                 }
                 ConnState::Open => {
                     if let Some(front) = c.inflight.front() {

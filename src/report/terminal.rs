@@ -171,10 +171,16 @@ impl Reporter for TerminalReporter {
                 errs.join(" · ")
             }
         );
+        let warm_conns = r.warmup.as_ref().map(|w| w.connections_opened).unwrap_or(0);
         let _ = writeln!(
             o,
-            "  Connections  opened {} · closed by server {}",
+            "  Connections  opened {}{} · closed by server {}",
             thousands(r.connections.opened),
+            if warm_conns > 0 {
+                format!(" (+{} in the warm-up)", thousands(warm_conns))
+            } else {
+                String::new()
+            },
             thousands(r.connections.closed_by_server)
         );
         let c = &r.client;

@@ -121,12 +121,22 @@ impl Aggregator {
     /// Finishes every bucket still open; `elapsed_s` sets the length of the last one.
     pub fn finish(&mut self, elapsed_s: f64) -> Vec<FinishedBucket> {
         let keys: Vec<u64> = self.pending.keys().copied().collect();
-        keys.into_iter()
+        let done = keys
+            .into_iter()
             .map(|k| {
                 let len = (elapsed_s - k as f64).clamp(0.0, 1.0);
                 self.finish_bucket(k, if len > 0.0 { len } else { 1.0 })
             })
-            .collect()
+            .collect();
+        // The last bucket may have been finished early (every worker had reported it) before
+        // the run's length was known: give it its partial length now.
+        if let Some(last) = self.series.last_mut() {
+            let len = elapsed_s - last.t_s as f64;
+            if len > 0.0 && len < 1.0 {
+                last.interval_s = (len * 1e6).round() / 1e6;
+            }
+        }
+        done
     }
 
     fn finish_bucket(&mut self, k: u64, interval_s: f64) -> FinishedBucket {
@@ -237,5 +247,10 @@ mod tests {
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].point.interval_s, 0.25);
         assert_eq!(a.series.len(), 4);
+        // A last bucket that every worker already reported still gets its partial length.
+        let mut a = Aggregator::new(1);
+        a.add(interval(0, 0, &[7]));
+        assert!(a.finish(0.4).is_empty());
+        assert_eq!(a.series[0].interval_s, 0.4);
     }
 }

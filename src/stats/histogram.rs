@@ -116,11 +116,46 @@ pub fn decode(text: &str) -> Result<Hist, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("not base64: {e}"))?;
-    let mut h: Hist = Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("not an HdrHistogram: {e:?}"))?;
+    let mut h: Hist = match Deserializer::new().deserialize(&mut bytes.as_slice()) {
+        Ok(h) => h,
+        Err(e) => lenient_v2(&bytes).ok_or_else(|| format!("not an HdrHistogram: {e:?}"))?,
+    };
     h.auto(true);
     Ok(h)
+}
+
+// V2 cookies carry the word size in bits 4-7 (0x1c849314 for 8-byte counts); compare without it.
+const COOKIE_MASK: u32 = 0xffff_ff0f;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304;
+const V2_COOKIE: u32 = 0x1c84_9303;
+const V2_HEADER_BYTES: usize = 40;
+
+/// HdrHistogram_c (and writers following it) declare a payload length that includes the
+/// 40-byte header; the C and Python readers accept that, so volley does too: inflate, clamp the
+/// length to the bytes present, and read the result as an uncompressed V2 histogram.
+fn lenient_v2(bytes: &[u8]) -> Option<Hist> {
+    use std::io::Read as _;
+    let cookie = u32::from_be_bytes(bytes.get(0..4)?.try_into().ok()?);
+    if cookie & COOKIE_MASK != V2_COMPRESSED_COOKIE {
+        return None;
+    }
+    let mut inner = Vec::new();
+    flate2::read::ZlibDecoder::new(bytes.get(8..)?)
+        .take(1 << 30)
+        .read_to_end(&mut inner)
+        .ok()?;
+    if inner.len() < V2_HEADER_BYTES
+        || u32::from_be_bytes(inner[0..4].try_into().ok()?) & COOKIE_MASK != V2_COOKIE
+    {
+        return None;
+    }
+    let present = (inner.len() - V2_HEADER_BYTES) as u32;
+    let declared = u32::from_be_bytes(inner[4..8].try_into().ok()?);
+    if declared <= present {
+        return None; // not the known quirk: the strict reader's error stands
+    }
+    inner[4..8].copy_from_slice(&present.to_be_bytes());
+    Deserializer::new().deserialize(&mut inner.as_slice()).ok()
 }
 
 #[cfg(test)]

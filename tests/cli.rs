@@ -1,0 +1,237 @@
+//! Bad input exits 2 with a message naming the flag or file; refused connections and
+//! no responses exit 1; Ctrl-C exits 130 with the results so far.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn expect(args: &[&str], code: i32, needle: &str) {
+    let out = volley(args, LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "volley {args:?}\nstderr: {stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "volley {args:?}: stderr does not name `{needle}`:\n{stderr}"
+    );
+}
+
+#[test]
+fn bad_flags_exit_2_naming_the_flag() {
+    let url = "http://127.0.0.1:9/";
+    expect(&["run", "127.0.0.1:8080"], 2, "URL");
+    expect(&["run", "http://"], 2, "URL");
+    expect(&["run", "ftp://x/"], 2, "unsupported scheme");
+    expect(&["run", "https://127.0.0.1/"], 2, "https is not supported");
+    expect(&["run", "http://127.0.0.1:99999/"], 2, "port");
+    expect(&["run", url, "-c", "0"], 2, "-c/--connections");
+    expect(&["run", url, "-t", "0"], 2, "-t/--threads");
+    expect(&["run", url, "-d", "5s", "-n", "100"], 2, "-n/--requests");
+    expect(&["run", url, "-d", "10x"], 2, "--duration");
+    expect(&["run", url, "--timeout", "soon"], 2, "--timeout");
+    expect(&["run", url, "--warmup", "-1s"], 2, "--warmup");
+    expect(&["run", url, "--body-size", "1XB"], 2, "--body-size");
+    expect(
+        &["run", url, "--body-file", "/nonexistent/body.bin"],
+        2,
+        "--body-file /nonexistent/body.bin",
+    );
+    expect(&["run", url, "-R", "-5"], 2, "-R/--rate");
+    expect(&["run", url, "-R", "0"], 2, "-R/--rate");
+    expect(&["run", url, "-R", "fast"], 2, "-R/--rate");
+    expect(&["run", url, "--arrivals", "poisson"], 2, "--arrivals");
+    expect(&["run", url, "--pipeline", "0"], 2, "--pipeline");
+    expect(
+        &["run", url, "--pipeline", "4", "--no-keepalive"],
+        2,
+        "--pipeline",
+    );
+    expect(&["run", url, "-H", "NoColon"], 2, "-H/--header");
+    expect(&["run", url, "-m", "GE T"], 2, "-m/--method");
+    expect(
+        &["run", url, "--body", "a", "--body-size", "1k"],
+        2,
+        "--body",
+    );
+    expect(
+        &["run", url, "--json", "/nonexistent/dir/out.json"],
+        2,
+        "--json /nonexistent/dir/out.json",
+    );
+    expect(
+        &["run", url, "--hdr-log", "/nonexistent/dir/h.log"],
+        2,
+        "--hdr-log",
+    );
+    expect(
+        &["run", "http://name.that.does.not.exist.invalid/"],
+        2,
+        "cannot resolve",
+    );
+    expect(&["bogus"], 2, "unrecognized subcommand");
+}
+
+#[test]
+fn too_many_connections_for_the_descriptor_limit_exits_2() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volley"));
+    cmd.args(["run", "http://127.0.0.1:9/", "-c", "5000", "-d", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; it only lowers this child's own limit.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 1024,
+                rlim_max: 1024,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("-c/--connections") && stderr.contains("5064") && stderr.contains("1024"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn soft_descriptor_limit_is_raised_by_volley() {
+    let s = normal();
+    let url = s.url("/");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volley"));
+    cmd.args([
+        "run", &url, "-c", "1500", "-n", "3000", "--quiet", "--json", "-",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    // SAFETY: as above; soft 1024, hard high enough.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 1024,
+                rlim_max: 8192,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["requests"]["completed"], 3000);
+    assert_eq!(j["errors"]["connect"], 0, "{}", j["errors"]);
+}
+
+#[test]
+fn refused_connection_exits_1_with_a_clear_message() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, j, stderr) = volley_json(&["run", &url, "-c", "2", "-d", "500ms"], LIMIT);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("nothing accepts connections") && stderr.contains("no response"),
+        "{stderr}"
+    );
+    assert!(j["errors"]["connect"].as_u64().unwrap() > 0);
+    assert_eq!(j["requests"]["completed"], 0);
+}
+
+#[test]
+fn ctrl_c_keeps_what_was_measured_and_exits_130() {
+    let s = normal();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args([
+            "run",
+            &s.url("/"),
+            "-c",
+            "4",
+            "-d",
+            "30s",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("INTERRUPTED"), "{stdout}");
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(j["interrupted"], true);
+    assert!(j["requests"]["completed"].as_u64().unwrap() > 0);
+    let el = j["elapsed_s"].as_f64().unwrap();
+    assert!((1.0..4.0).contains(&el), "elapsed {el}");
+    assert_invariant(&j);
+}
+
+#[test]
+fn hdr_log_has_a_line_per_second() {
+    let s = normal();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("lat.hlog");
+    let out = volley(
+        &[
+            "run",
+            &s.url("/"),
+            "-c",
+            "2",
+            "-d",
+            "2s",
+            "--quiet",
+            "--hdr-log",
+            log.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read(&log).unwrap();
+    let intervals = hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&text)
+        .filter_map(|e| match e.unwrap() {
+            hdrhistogram::serialization::interval_log::LogEntry::Interval(iv) => {
+                Some(iv.start_timestamp())
+            }
+            _ => None,
+        })
+        .count();
+    assert!((2..=3).contains(&intervals), "{intervals} intervals");
+}

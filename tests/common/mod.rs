@@ -1,0 +1,239 @@
+//! In-process test servers on ephemeral ports (normal, stalling, faulty) and a helper that
+//! runs the real `volley` binary with a hard time limit.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A test server: its address and how many requests it has read.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub requests: Arc<AtomicU64>,
+}
+
+impl TestServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+/// Per-connection context handed to a behaviour.
+pub struct Ctx {
+    pub stream: TcpStream,
+    pub requests: Arc<AtomicU64>,
+    pub started: Instant,
+    buf: Vec<u8>,
+}
+
+impl Ctx {
+    /// Reads one request (head + Content-Length body). False at end of stream.
+    pub fn read_request(&mut self) -> bool {
+        loop {
+            if let Some(end) = find(&self.buf, b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&self.buf[..end]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap_or(0))
+                    })
+                    .unwrap_or(0);
+                let total = end + 4 + len;
+                while self.buf.len() < total {
+                    if !self.fill() {
+                        return false;
+                    }
+                }
+                self.buf.drain(..total);
+                self.requests.fetch_add(1, Ordering::SeqCst);
+                return true;
+            }
+            if !self.fill() {
+                return false;
+            }
+        }
+    }
+
+    fn fill(&mut self) -> bool {
+        let mut tmp = [0u8; 16 * 1024];
+        match self.stream.read(&mut tmp) {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                true
+            }
+        }
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) -> bool {
+        self.stream.write_all(bytes).is_ok()
+    }
+
+    /// Closes with a TCP reset (SO_LINGER 0).
+    pub fn reset(self) {
+        let _ = socket_linger_zero(&self.stream);
+        drop(self.stream);
+    }
+}
+
+fn socket_linger_zero(s: &TcpStream) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt with a correctly sized linger struct.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &l as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Starts a server whose every connection runs `behaviour` on its own thread.
+pub fn spawn<F>(behaviour: F) -> TestServer
+where
+    F: Fn(Ctx, u64) + Send + Sync + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let requests = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&requests);
+    let behaviour = Arc::new(behaviour);
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        let mut n = 0u64;
+        for s in listener.incoming() {
+            let Ok(stream) = s else { continue };
+            let _ = stream.set_nodelay(true);
+            let b = Arc::clone(&behaviour);
+            let ctx = Ctx {
+                stream,
+                requests: Arc::clone(&counter),
+                started,
+                buf: Vec::new(),
+            };
+            let k = n;
+            n += 1;
+            std::thread::spawn(move || b(ctx, k));
+        }
+    });
+    TestServer { addr, requests }
+}
+
+pub const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n.";
+
+/// Answers every request with 200 `.`.
+pub fn normal() -> TestServer {
+    spawn(|mut c, _| {
+        while c.read_request() {
+            if !c.write(OK) {
+                return;
+            }
+        }
+    })
+}
+
+/// Global pauses: every `every`, the server stops answering for `pause` (like a GC pause);
+/// requests arriving then are answered when it ends.
+pub fn stalling(every: Duration, pause: Duration) -> TestServer {
+    spawn(move |mut c, _| {
+        while c.read_request() {
+            let t = c.started.elapsed();
+            let phase = Duration::from_nanos((t.as_nanos() % every.as_nanos()) as u64);
+            if phase < pause {
+                std::thread::sleep(pause - phase);
+            }
+            if !c.write(OK) {
+                return;
+            }
+        }
+    })
+}
+
+/// Runs volley with `args`, killing it after `limit` (a hang is a failure, not a stuck CI).
+pub fn volley(args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("volley binary runs");
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "volley {:?} did not finish within {limit:?}\nstderr: {}",
+                args,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs volley with `--json -` and returns (exit code, parsed JSON, stderr).
+pub fn volley_json(args: &[&str], limit: Duration) -> (i32, serde_json::Value, String) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend_from_slice(&["--json", "-", "--quiet"]);
+    let out = volley(&all, limit);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON on stdout ({e}); stderr:\n{stderr}"));
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+/// Checks DESIGN §3's counter invariant: sent = completed + (errors − errors.connect) + unfinished.
+pub fn assert_invariant(j: &serde_json::Value) {
+    let r = &j["requests"];
+    let g = |v: &serde_json::Value| v.as_u64().unwrap();
+    let (sent, completed, errors, unfinished) = (
+        g(&r["sent"]),
+        g(&r["completed"]),
+        g(&r["errors"]),
+        g(&r["unfinished"]),
+    );
+    let connect = g(&j["errors"]["connect"]);
+    assert_eq!(
+        sent,
+        completed + (errors - connect) + unfinished,
+        "invariant broken: requests {r} errors {}",
+        j["errors"]
+    );
+}
+
+/// A context for a connection accepted outside `spawn`.
+pub fn ctx(stream: TcpStream) -> Ctx {
+    Ctx {
+        stream,
+        requests: Arc::new(AtomicU64::new(0)),
+        started: Instant::now(),
+        buf: Vec::new(),
+    }
+}

@@ -1,0 +1,85 @@
+//! Coordinated omission: against a server that stalls every response for 500 ms every 5 s,
+//! an open-loop run at 1000 req/s must report the stall in the corrected latency (p99 near
+//! 450 ms: 10% of requests fall in a pause, waiting uniformly 0-500 ms) while the service
+//! time, measured from the actual write, stays far below.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+#[test]
+fn stalls_show_in_corrected_latency_not_in_service_time() {
+    let s = stalling(Duration::from_secs(5), Duration::from_millis(500));
+    let (code, j, stderr) = volley_json(
+        &[
+            "run",
+            &s.url("/"),
+            "-R",
+            "1000",
+            "-c",
+            "20",
+            "-t",
+            "1",
+            "-d",
+            "10s",
+        ],
+        Duration::from_secs(40),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_invariant(&j);
+    let lat = &j["latency_us"];
+    let svc = &j["service_time_us"];
+    let p99 = lat["p99"].as_u64().unwrap();
+    let svc_p99 = svc["p99"].as_u64().unwrap();
+    eprintln!(
+        "corrected p50 {} p99 {} max {}; service p50 {} p99 {}",
+        lat["p50"], p99, lat["max"], svc["p50"], svc_p99
+    );
+    assert!(
+        (380_000..=520_000).contains(&p99),
+        "corrected p99 {p99} µs, expected about 450 ms"
+    );
+    assert!(
+        svc_p99 < 100_000,
+        "service p99 {svc_p99} µs should be far below the stall"
+    );
+    assert!(lat["max"].as_u64().unwrap() >= 450_000);
+    // The rate was held: ~10,000 requests, none lost.
+    let completed = j["requests"]["completed"].as_u64().unwrap();
+    assert!(
+        (9_900..=10_010).contains(&completed),
+        "completed {completed}"
+    );
+    assert_eq!(j["requests"]["unsent"], 0);
+    assert!(
+        j["schedule_lag_us"]["p99"].as_u64().unwrap() > 100_000,
+        "requests waited for a free connection"
+    );
+    assert_eq!(s.requests(), j["requests"]["sent"].as_u64().unwrap());
+    // The time series has every second, and the stalled seconds show it.
+    let ts = j["timeseries"].as_array().unwrap();
+    assert!(ts.len() >= 10, "{} buckets", ts.len());
+    let worst = ts
+        .iter()
+        .filter_map(|p| p["latency_max_us"].as_u64())
+        .max()
+        .unwrap();
+    assert!(worst >= 400_000);
+}
+
+#[test]
+fn closed_loop_hides_the_same_stall() {
+    // The same server in closed loop: every connection simply waits, so few requests are
+    // slow, and the summary warns that closed-loop latency hides queueing.
+    let s = stalling(Duration::from_secs(5), Duration::from_millis(500));
+    let (_, j, stderr) = volley_json(
+        &["run", &s.url("/"), "-c", "20", "-t", "1", "-d", "6s"],
+        Duration::from_secs(40),
+    );
+    let p99 = j["latency_us"]["p99"].as_u64().unwrap();
+    assert!(p99 < 100_000, "closed-loop p99 {p99}");
+    assert!(stderr.contains("coordinated omission"), "{stderr}");
+    assert!(j["schedule_lag_us"].is_null());
+}

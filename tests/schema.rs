@@ -1,0 +1,373 @@
+//! Real `volley run --json -` output checked against `schema/run.schema.json` (DESIGN §4:
+//! "A JSON Schema for it lives in the repo and a test checks real output against it"), plus the
+//! counter invariant and the lossless histogram encoding.
+
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::{json, Value};
+
+const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/run.schema.json");
+
+fn validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| {
+        let text = std::fs::read_to_string(SCHEMA_PATH).expect("schema/run.schema.json exists");
+        let schema: Value = serde_json::from_str(&text).expect("the schema is JSON");
+        jsonschema::draft202012::new(&schema).expect("the schema is a valid draft 2020-12 schema")
+    })
+}
+
+/// All validation errors of `doc`, one line each (empty when valid).
+fn errors(doc: &Value) -> Vec<String> {
+    validator()
+        .iter_errors(doc)
+        .map(|e| format!("{}: {}", e.instance_path, e))
+        .collect()
+}
+
+fn assert_valid(doc: &Value, what: &str) {
+    let errs = errors(doc);
+    assert!(
+        errs.is_empty(),
+        "{what}: real output violates the schema:\n{}",
+        errs.join("\n")
+    );
+}
+
+fn assert_invalid(doc: &Value, what: &str) {
+    assert!(
+        !validator().is_valid(doc),
+        "{what}: a broken document passed the schema"
+    );
+}
+
+/// Runs `volley run http://ADDR/ -c 2 <extra> --quiet --json -` against an in-process server
+/// and returns the parsed stdout. Runs are serialized so they do not compete for the CPU.
+fn run_volley(extra: &[&str]) -> Value {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = volley::serve::spawn("127.0.0.1:0").expect("built-in server starts");
+    let url = format!("http://{}/", server.addr);
+    let mut args = vec!["run", url.as_str(), "-c", "2"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--quiet", "--json", "-"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(&args)
+        .output()
+        .expect("volley binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "volley {args:?} exited with {}; stderr:\n{stderr}",
+        out.status
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout of volley {args:?} is not JSON ({e}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert!(
+        server.requests.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "the server saw no request"
+    );
+    doc
+}
+
+fn closed_loop_output() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| run_volley(&["-d", "1s"]))
+}
+
+fn u(doc: &Value, ptr: &str) -> u64 {
+    doc.pointer(ptr)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{ptr} is not an unsigned integer: {:?}", doc.pointer(ptr)))
+}
+
+/// The checks every real output must pass.
+fn check_real_output(doc: &Value, what: &str) {
+    assert_valid(doc, what);
+
+    // DESIGN §4 / result.rs: sent = completed + (errors - errors.connect) + unfinished.
+    let sent = u(doc, "/requests/sent");
+    let completed = u(doc, "/requests/completed");
+    let errors_total = u(doc, "/requests/errors");
+    let connect = u(doc, "/errors/connect");
+    let unfinished = u(doc, "/requests/unfinished");
+    assert_eq!(
+        sent,
+        completed + (errors_total - connect) + unfinished,
+        "{what}: requests.sent != completed + (errors - errors.connect) + unfinished in {}",
+        doc["requests"]
+    );
+    // requests.errors is the sum of the error kinds.
+    let kinds: u64 = ["connect", "timeout", "reset", "protocol", "closed"]
+        .iter()
+        .map(|k| u(doc, &format!("/errors/{k}")))
+        .sum();
+    assert_eq!(errors_total, kinds, "{what}: requests.errors != Σ errors");
+    // Every complete response has exactly one status.
+    let by_status: u64 = doc["status_codes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        by_status, completed,
+        "{what}: Σ status_codes != requests.completed"
+    );
+    assert!(completed > 0, "{what}: no response at all");
+
+    // The histograms are lossless: they decode, hold one value per completed response, and
+    // reproduce the percentile summaries printed next to them.
+    for (hdr_key, summary_key) in [
+        ("latency_hdr", "latency_us"),
+        ("service_time_hdr", "service_time_us"),
+    ] {
+        let text = doc[hdr_key].as_str().unwrap();
+        let h = volley::stats::histogram::decode(text)
+            .unwrap_or_else(|e| panic!("{what}: {hdr_key} does not decode: {e}"));
+        assert_eq!(
+            h.len(),
+            completed,
+            "{what}: {hdr_key} count != requests.completed"
+        );
+        let summary = serde_json::to_value(volley::stats::Percentiles::of(&h)).unwrap();
+        assert_eq!(
+            summary, doc[summary_key],
+            "{what}: {summary_key} disagrees with {hdr_key}"
+        );
+    }
+}
+
+#[test]
+fn schema_file_compiles_and_is_draft_2020_12() {
+    let text = std::fs::read_to_string(SCHEMA_PATH).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(
+        schema["properties"]["schema"]["const"],
+        volley::result::RUN_SCHEMA
+    );
+    let _ = validator();
+}
+
+#[test]
+fn closed_loop_output_matches_schema() {
+    let doc = closed_loop_output();
+    check_real_output(doc, "closed loop");
+    assert_eq!(doc["load"]["mode"], "closed");
+    assert!(doc["schedule_lag_us"].is_null());
+}
+
+#[test]
+fn open_loop_output_matches_schema() {
+    let doc = run_volley(&["-d", "1s", "-R", "500"]);
+    check_real_output(&doc, "open loop");
+    assert_eq!(doc["load"]["mode"], "open");
+    assert_eq!(doc["load"]["rate_rps"], json!(500.0));
+    assert!(
+        doc["schedule_lag_us"].is_object(),
+        "open loop reports schedule lag"
+    );
+}
+
+#[test]
+fn warmup_and_request_count_output_matches_schema() {
+    let doc = run_volley(&["--warmup", "1s", "-n", "200"]);
+    check_real_output(&doc, "warm-up + -n");
+    assert_eq!(u(&doc, "/requests/completed"), 200);
+    assert_eq!(u(&doc, "/load/requests"), 200);
+    assert!(
+        doc["load"]["duration_s"].is_null(),
+        "-n run has no duration"
+    );
+    assert!(
+        doc["warmup"].is_object(),
+        "a warm-up run reports its warm-up counters"
+    );
+    assert!(u(&doc, "/warmup/completed") > 0);
+}
+
+/// Returns a copy of `doc` with `f` applied.
+fn broken(doc: &Value, f: impl FnOnce(&mut Value)) -> Value {
+    let mut d = doc.clone();
+    f(&mut d);
+    d
+}
+
+#[test]
+fn schema_rejects_broken_documents() {
+    let good = closed_loop_output();
+    assert_valid(good, "baseline");
+
+    let cases: Vec<(&str, Value)> = vec![
+        (
+            "latency_us.p99 as a string",
+            broken(good, |d| d["latency_us"]["p99"] = json!("85")),
+        ),
+        (
+            "requests missing",
+            broken(good, |d| {
+                d.as_object_mut().unwrap().remove("requests");
+            }),
+        ),
+        (
+            "requests.unsent missing",
+            broken(good, |d| {
+                d["requests"].as_object_mut().unwrap().remove("unsent");
+            }),
+        ),
+        (
+            "wrong schema id",
+            broken(good, |d| d["schema"] = json!("volley.run/2")),
+        ),
+        (
+            "load.mode outside the enum",
+            broken(good, |d| d["load"]["mode"] = json!("burst")),
+        ),
+        (
+            "percentile as a float",
+            broken(good, |d| d["service_time_us"]["p50"] = json!(27.5)),
+        ),
+        (
+            "mean as a string",
+            broken(good, |d| d["latency_us"]["mean"] = json!("29.8")),
+        ),
+        (
+            "percentile key missing",
+            broken(good, |d| {
+                d["latency_us"].as_object_mut().unwrap().remove("p99_999");
+            }),
+        ),
+        (
+            "status code key not 3 digits",
+            broken(good, |d| d["status_codes"]["OK"] = json!(1)),
+        ),
+        (
+            "status count negative",
+            broken(good, |d| d["status_codes"]["200"] = json!(-1)),
+        ),
+        (
+            "unknown error kind",
+            broken(good, |d| d["errors"]["dns"] = json!(0)),
+        ),
+        (
+            "error kind missing",
+            broken(good, |d| {
+                d["errors"].as_object_mut().unwrap().remove("reset");
+            }),
+        ),
+        (
+            "started_at without microseconds",
+            broken(good, |d| d["started_at"] = json!("2024-01-02T03:04:05Z")),
+        ),
+        (
+            "started_at with milliseconds",
+            broken(good, |d| {
+                d["started_at"] = json!("2024-01-02T03:04:05.123Z")
+            }),
+        ),
+        (
+            "timeseries latency as a string",
+            broken(good, |d| d["timeseries"][0]["latency_p99_us"] = json!("85")),
+        ),
+        (
+            "timeseries point missing t_s",
+            broken(good, |d| {
+                d["timeseries"][0].as_object_mut().unwrap().remove("t_s");
+            }),
+        ),
+        (
+            "server neither null nor object",
+            broken(good, |d| d["server"] = json!("none")),
+        ),
+        (
+            "server missing",
+            broken(good, |d| {
+                d.as_object_mut().unwrap().remove("server");
+            }),
+        ),
+        (
+            "histogram not V2 compressed base64",
+            broken(good, |d| d["latency_hdr"] = json!("aGVsbG8=")),
+        ),
+        (
+            "closed loop with schedule lag",
+            broken(good, |d| d["schedule_lag_us"] = d["latency_us"].clone()),
+        ),
+        (
+            "warmup without counters",
+            broken(good, |d| d["warmup"] = json!({"duration_s": 1.0})),
+        ),
+        (
+            "warnings not strings",
+            broken(good, |d| d["warnings"] = json!([1])),
+        ),
+    ];
+    for (what, doc) in &cases {
+        assert_invalid(doc, what);
+    }
+
+    // What the contract allows must pass: unknown keys anywhere, empty histograms (all null),
+    // a monitored server, optional `users`.
+    let allowed: Vec<(&str, Value)> = vec![
+        (
+            "unknown top-level key",
+            broken(good, |d| d["future_key"] = json!({"x": 1})),
+        ),
+        (
+            "unknown nested key",
+            broken(good, |d| d["requests"]["retried"] = json!(0)),
+        ),
+        (
+            "empty histogram statistics are null",
+            broken(good, |d| {
+                for k in [
+                    "min", "mean", "stdev", "max", "p50", "p75", "p90", "p95", "p99", "p99_9",
+                    "p99_99", "p99_999",
+                ] {
+                    d["latency_us"][k] = Value::Null;
+                }
+            }),
+        ),
+        (
+            "ramp users in the time series",
+            broken(good, |d| d["timeseries"][0]["users"] = json!(10)),
+        ),
+        (
+            "started_at with an offset",
+            broken(good, |d| {
+                d["started_at"] = json!("2024-01-02T03:04:05.123456+02:00")
+            }),
+        ),
+        (
+            "monitored server",
+            broken(good, |d| {
+                d["server"] = json!({
+                    "pids": [1234], "cpu_user_s": 0.5, "cpu_sys_s": 0.25, "rss_max_bytes": 1048576,
+                    "threads_max": 4, "ctx_switches_voluntary": 10, "ctx_switches_involuntary": 2,
+                    "syscalls": null, "syscalls_top": [{"name": "epoll_wait", "count": 3}],
+                    "io_calls_read": 1, "io_calls_write": 1, "io_bytes_read": 10, "io_bytes_written": 10,
+                    "per_request": {"cpu_us": 1.5, "user_us": 1.0, "sys_us": 0.5, "ctx_switches": 0.01, "syscalls": null},
+                    "samples": [{"t_s": 1.0, "cpu_user_pct": 150.0, "cpu_sys_pct": 20.0, "rss_bytes": 1048576, "threads": 4}],
+                    "extra": true
+                })
+            }),
+        ),
+    ];
+    for (what, doc) in &allowed {
+        let errs = errors(doc);
+        assert!(
+            errs.is_empty(),
+            "{what}: rejected although allowed:\n{}",
+            errs.join("\n")
+        );
+    }
+}
