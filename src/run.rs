@@ -91,8 +91,9 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
             }
         }
         _ => {
-            print!("{summary}");
-            let _ = std::io::stdout().flush();
+            // A closed pipe (`volley run ... | head`) must not turn into a panic.
+            let mut so = std::io::stdout().lock();
+            let _ = so.write_all(summary.as_bytes()).and_then(|_| so.flush());
         }
     }
     if let (Some(mut f), Some(JsonOut::File(p))) = (json_file, &cfg.json) {
