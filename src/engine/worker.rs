@@ -128,10 +128,18 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = self.shared.clock.now_ns();
+            if self.stage == Stage::Warmup
+                && now >= self.shared.t0_ns
+                && self.shared.stop.load(Ordering::Relaxed) == 0
+            {
+                self.begin_measured();
+            }
+            // Dispatch before the end-of-window check: requests due inside the window go even
+            // when the worker woke a little after it (they are late, and that is recorded).
+            self.dispatch(now);
             if !self.advance_stage(now) {
                 break;
             }
-            self.dispatch(now);
             if now >= self.next_housekeeping_ns {
                 self.housekeeping(now);
                 self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
@@ -169,9 +177,6 @@ impl Worker {
                 self.window_end_ns = self.window_end_ns.min(now);
             }
             return false;
-        }
-        if self.stage == Stage::Warmup && now >= self.shared.t0_ns && stop == 0 {
-            self.begin_measured();
         }
         match self.stage {
             Stage::Warmup if stop >= STOP_DRAIN => return false,
@@ -310,10 +315,11 @@ impl Worker {
                 if self.is_draining() {
                     break;
                 }
+                // Nothing due at or after the end of the send window is taken.
                 let start = match self.pacer.peek() {
-                    Due::Now => now,
-                    Due::At(t) if t <= now => t,
-                    Due::At(_) | Due::Exhausted => break,
+                    Due::Now if now < self.window_end_ns => now,
+                    Due::At(t) if t <= now && t < self.window_end_ns => t,
+                    _ => break,
                 };
                 self.pacer.advance();
                 InFlight::new(start, self.phase())
