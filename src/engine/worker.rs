@@ -484,12 +484,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    let kind = if is_reset(&e) {
-                        ErrorKind::Reset
-                    } else {
-                        ErrorKind::Closed
-                    };
-                    self.fail(i, kind, now, true);
+                    self.fail(i, error_kind(&e), now, true);
                     return;
                 }
             }
@@ -531,12 +526,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     let now = self.shared.clock.now_ns();
-                    let kind = if is_reset(&e) {
-                        ErrorKind::Reset
-                    } else {
-                        ErrorKind::Closed
-                    };
-                    self.fail(i, kind, now, true);
+                    self.fail(i, error_kind(&e), now, true);
                     return;
                 }
             }
@@ -621,11 +611,18 @@ impl Worker {
             && c.parser.is_idle()
             && matches!(kind, ErrorKind::Closed | ErrorKind::Reset);
         let reqs: Vec<InFlight> = c.inflight.drain(..).collect();
+        self.retry_or_end(reqs, silent && idempotent, kind, now);
+        self.close_and_replace(i, now, by_server);
+    }
+
+    /// Requests taken off a connection that is going away: those never written go again
+    /// first (in order); written ones go again once if `may_resend`, otherwise end with `kind`.
+    fn retry_or_end(&mut self, reqs: Vec<InFlight>, may_resend: bool, kind: ErrorKind, now: u64) {
         let mut back = Vec::new();
         for mut r in reqs {
             if !r.sent_counted {
                 back.push(r);
-            } else if silent && idempotent && !r.resent {
+            } else if may_resend && !r.resent {
                 r.resent = true;
                 back.push(r);
             } else {
@@ -635,7 +632,6 @@ impl Worker {
         for r in back.into_iter().rev() {
             self.requeue.push_front(r);
         }
-        self.close_and_replace(i, now, by_server);
     }
 
     /// Closes the socket and, with keep-alive, opens a new one at once.
@@ -656,23 +652,8 @@ impl Worker {
                 Phase::Measured => self.rec.counts(now).closed_by_server += 1,
             }
         }
-        if !rest.is_empty() {
-            let idempotent = self.shared.template.idempotent;
-            let mut back = Vec::new();
-            for mut r in rest {
-                if !r.sent_counted {
-                    back.push(r);
-                } else if idempotent && !r.resent {
-                    r.resent = true;
-                    back.push(r);
-                } else {
-                    self.count_error(r.phase, ErrorKind::Closed, now);
-                }
-            }
-            for r in back.into_iter().rev() {
-                self.requeue.push_front(r);
-            }
-        }
+        let idempotent = self.shared.template.idempotent;
+        self.retry_or_end(rest, idempotent, ErrorKind::Closed, now);
         if self.shared.keepalive {
             if !self.is_draining() || !self.requeue.is_empty() {
                 self.connect(i, now);
@@ -764,11 +745,12 @@ impl Worker {
     }
 }
 
-fn is_reset(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
+/// How a failed read or write ends the requests on the connection.
+fn error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
         io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::BrokenPipe
-    )
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe => ErrorKind::Reset,
+        _ => ErrorKind::Closed,
+    }
 }

@@ -32,6 +32,23 @@ pub struct TimePoint {
     pub users: Option<u64>,
 }
 
+impl TimePoint {
+    /// A full second in which nothing happened.
+    pub fn empty(t_s: u64) -> Self {
+        TimePoint {
+            t_s,
+            interval_s: 1.0,
+            sent: 0,
+            completed: 0,
+            errors: 0,
+            latency_p50_us: None,
+            latency_p99_us: None,
+            latency_max_us: None,
+            users: None,
+        }
+    }
+}
+
 /// A finished bucket, with the merged histogram for the interval log.
 #[derive(Debug)]
 pub struct FinishedBucket {
@@ -155,37 +172,9 @@ impl Aggregator {
         };
         // Seconds in which no worker recorded anything still appear, as zeros, so the series
         // has no holes.
-        while let Some(last) = self.series.last() {
-            if last.t_s + 1 >= k {
-                break;
-            }
-            let t = last.t_s + 1;
-            self.series.push(TimePoint {
-                t_s: t,
-                interval_s: 1.0,
-                sent: 0,
-                completed: 0,
-                errors: 0,
-                latency_p50_us: None,
-                latency_p99_us: None,
-                latency_max_us: None,
-                users: None,
-            });
-        }
-        if self.series.is_empty() {
-            for t in 0..k {
-                self.series.push(TimePoint {
-                    t_s: t,
-                    interval_s: 1.0,
-                    sent: 0,
-                    completed: 0,
-                    errors: 0,
-                    latency_p50_us: None,
-                    latency_p99_us: None,
-                    latency_max_us: None,
-                    users: None,
-                });
-            }
+        let first_missing = self.series.last().map_or(0, |last| last.t_s + 1);
+        for t in first_missing..k {
+            self.series.push(TimePoint::empty(t));
         }
         self.series.push(point.clone());
         FinishedBucket {
