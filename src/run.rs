@@ -185,7 +185,7 @@ pub fn build_result(
         } else {
             format!("volley used ≥90% of its {capacity} core(s) or one worker ≥95% of a core in {:.0}% of seconds", frac * 100.0)
         };
-        warnings.push(format!("client saturated: {why}; these numbers may describe volley, not the server (add threads/cores, or pin server and client apart)"));
+        warnings.push(format!("client saturated: {why}; these numbers may describe volley, not the server (give volley more cores, or a lighter share of the load)"));
     }
     if never_connected > 0 {
         warnings.push(format!(
@@ -237,7 +237,7 @@ pub fn build_result(
         interrupted: out.interrupted,
         env: Env {
             cpu_model,
-            cores,
+            cores: online_cpus().unwrap_or(cores),
             kernel,
             pinning: Pinning {
                 client_cpus: cpu_list.to_string(),
@@ -314,6 +314,13 @@ pub fn build_result(
         }),
         warnings,
     }
+}
+
+/// CPUs online on the machine (volley may be allowed fewer: see `env.pinning`).
+fn online_cpus() -> Option<usize> {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n > 0).then_some(n as usize)
 }
 
 fn round3(v: f64) -> f64 {

@@ -34,15 +34,18 @@ impl Reporter for TerminalReporter {
         };
         let _ = write!(
             how,
-            ", {} connections, {} threads",
-            l.connections, l.threads
+            ", {} connection{}, {} thread{}",
+            l.connections,
+            plural(l.connections),
+            l.threads,
+            plural(l.threads)
         );
         match (l.duration_s, l.requests) {
             (Some(d), _) => {
                 let _ = write!(how, ", {}", seconds(d));
             }
             (None, Some(n)) => {
-                let _ = write!(how, ", {} requests", thousands(n));
+                let _ = write!(how, ", {} request{}", thousands(n), plural(n));
             }
             _ => {}
         }
@@ -221,6 +224,14 @@ impl Reporter for TerminalReporter {
             }
         }
         o
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 
