@@ -408,3 +408,38 @@ fn refused_connections_end_requests_with_connect_errors() {
     assert_eq!(u(&j, "requests.sent"), 0);
     assert_invariant(&j);
 }
+
+#[test]
+fn delayed_server_latency_includes_the_delay() {
+    let s = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/delay?ms=20", s.addr);
+    let (code, j, _) = volley_json(&["run", &url, "-c", "2", "-n", "20"], LIMIT);
+    assert_eq!(code, 0);
+    let p50 = u(&j, "latency_us.p50");
+    assert!(
+        (20_000..40_000).contains(&p50),
+        "p50 {p50} µs for a 20 ms delay"
+    );
+    assert!(u(&j, "latency_us.min") >= 20_000);
+}
+
+#[test]
+fn built_in_server_endpoints() {
+    let s = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let get = |path: &str, extra: &[&str]| {
+        let url = format!("http://{}{path}", s.addr);
+        let mut args = vec!["run", url.as_str(), "-c", "1", "-n", "3"];
+        args.extend_from_slice(extra);
+        volley_json(&args, LIMIT).1
+    };
+    let j = get("/hello", &[]);
+    assert_eq!(u(&j, "status_codes.200"), 3);
+    let j = get("/bytes?n=100000", &[]);
+    assert!(u(&j, "bytes.received") >= 300_000, "{}", j["bytes"]);
+    let j = get("/nope", &[]);
+    assert_eq!(u(&j, "status_codes.404"), 3);
+    let j = get("/", &["-m", "HEAD"]);
+    assert_eq!(u(&j, "status_codes.200"), 3);
+    let j = get("/", &["-m", "DELETE"]);
+    assert_eq!(u(&j, "status_codes.405"), 3);
+}
