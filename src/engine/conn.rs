@@ -89,6 +89,8 @@ pub struct Conn {
     pub ever_connected: bool,
     /// Listed in the worker's free list.
     pub in_free: bool,
+    /// Listed in the worker's list of connections to write.
+    pub flush_pending: bool,
 }
 
 impl Conn {
@@ -105,6 +107,7 @@ impl Conn {
             connect_failures: 0,
             ever_connected: false,
             in_free: false,
+            flush_pending: false,
         }
     }
 

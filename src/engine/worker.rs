@@ -43,6 +43,8 @@ pub struct Worker {
     poll: Poll,
     conns: Vec<Conn>,
     free: Vec<usize>,
+    /// Open connections with requests queued by `dispatch` and not yet written.
+    to_flush: Vec<usize>,
     /// Requests taken from the schedule that must go (again) before any new one.
     requeue: VecDeque<InFlight>,
     pacer: Pacer,
@@ -92,6 +94,7 @@ impl Worker {
             poll,
             conns,
             free: Vec::with_capacity(connections),
+            to_flush: Vec::new(),
             requeue: VecDeque::new(),
             pacer: if warm { warm_pacer } else { measured.clone() },
             measured_pacer: if warm { Some(measured) } else { None },
@@ -326,6 +329,12 @@ impl Worker {
             };
             self.assign(i, req, now);
         }
+        // One write per connection for everything just queued on it: a pipelined window
+        // refilled by a batch of responses goes out in a single syscall.
+        while let Some(i) = self.to_flush.pop() {
+            self.conns[i].flush_pending = false;
+            self.write(i, now);
+        }
     }
 
     fn assign(&mut self, i: usize, mut req: InFlight, now: u64) {
@@ -336,7 +345,10 @@ impl Worker {
         c.write_end += len;
         c.inflight.push_back(req);
         if c.state == ConnState::Open {
-            self.write(i, now);
+            if !c.flush_pending {
+                c.flush_pending = true;
+                self.to_flush.push(i);
+            }
         } else {
             self.connect(i, now);
         }
