@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# bench/compare.sh: volley vs wrk against one pinned nginx worker on loopback.
+# bench/compare.sh: volley against wrk, oha and h2load on one pinned nginx worker (loopback).
 #
-# Both clients run closed loop (1 thread, 50 connections) against an nginx
-# that answers `GET /` with 200 "." from memory. nginx is pinned to one core,
-# the clients to the other; runs are interleaved (rep 1: wrk then volley,
-# rep 2: volley then wrk, ...) and the medians are reported. Each client's
-# CPU time comes from /usr/bin/time (user + sys), measured the same way for
-# both.
+# One session, one nginx (one worker, `return 200 '.'`, DESIGN §4 config)
+# pinned to SERVER_CPU, every client pinned to CLIENT_CPU, and these tables,
+# each rewritten between its own markers in BENCHMARKS.md:
 #
-# Usage:  bench/compare.sh                       # 3 reps x 10 s, about 2 minutes
-#         REPS=1 DURATION=3s bench/compare.sh    # quick run
+#   keepalive  closed loop, 50 keep-alive connections, GET:
+#              wrk -t1 -c50 · volley -t 1 -c 50 · oha -c 50 · h2load --h1 -c 50 -t 1
+#   pipeline   volley --pipeline 16 -c 50 -t 1 · h2load --h1 -m 16 -c 50 -t 1
+#   close      a new connection per request: volley --no-keepalive -c 50 -t 1 ·
+#              wrk -t1 -c50 -H "Connection: close"
+#   openloop   volley -R 20000 -c 50 -t 1 (achieved rate, schedule lag) and
+#              volley -R 1000 -c 50 -t 1 (corrected p50 vs service-time p50)
+#   syscalls   syscalls per request, keep-alive case, each client once under
+#              `strace -c -f` (and, where perf works, once under `perf stat`
+#              with syscall tracepoints, which does not slow the client down)
+#
+# Runs are interleaved: every repetition runs every table, and within a table
+# the tools' order rotates from one repetition to the next. Figures are the
+# medians of REPS repetitions; every raw run is listed. Client CPU is user +
+# sys from /usr/bin/time, measured the same way for every tool.
+#
+# Usage:  bench/compare.sh                       # 3 reps x 10 s: about 8 minutes on an idle machine
+#         REPS=1 DURATION=3s bench/compare.sh    # quick run, about 1.5 minutes
+#         TABLES="keepalive syscalls" bench/compare.sh
 #
 # Environment (all optional):
 #   REPS=3  DURATION=10s  CONNECTIONS=50  CLIENT_CPU=0  SERVER_CPU=1
+#   TABLES="keepalive pipeline close openloop syscalls"   which tables to measure and rewrite
+#   PIPELINE=16         requests in flight per connection in the pipeline table
+#   OPEN_RATE=20000     open-loop rate whose achieved rate and schedule lag are checked
+#   SLOW_RATE=1000      open-loop rate whose corrected p50 is compared with the service time
+#   SYSCALL_DURATION=3s length of each strace / perf run
 #   PORT=<free port picked automatically>
 #   VOLLEY=<path>       use this binary instead of building target/release/volley
+#   OHA=<path>          use this oha instead of target/bench-tools/bin/oha (cargo install'ed)
+#   TOOLS_DIR=<dir>     where `cargo install --root` puts oha (default target/bench-tools)
 #   OUT_DIR=<dir>       raw outputs (default target/bench-compare/<UTC time>)
-#   BENCH_MD=<file>     Markdown file whose compare section is rewritten
-#                       (default BENCHMARKS.md at the repository root)
+#   BENCH_MD=<file>     Markdown file whose sections are rewritten (default BENCHMARKS.md)
 #   UPDATE_MD=0         print the results, leave BENCH_MD alone
+#   REPORT_FROM=<dir>   re-render the raw outputs of an earlier run, measure nothing
 #   BUSY_MAX=20         before each run, wait while more than this % of all CPUs
 #   WAIT_QUIET=120      is busy with other work, for at most this many seconds
 #                       (then run anyway; the table flags such runs)
@@ -34,6 +55,11 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-50}
 CLIENT_CPU=${CLIENT_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
+TABLES=${TABLES:-keepalive pipeline close openloop syscalls}
+PIPELINE=${PIPELINE:-16}
+OPEN_RATE=${OPEN_RATE:-20000}
+SLOW_RATE=${SLOW_RATE:-1000}
+SYSCALL_DURATION=${SYSCALL_DURATION:-3s}
 UPDATE_MD=${UPDATE_MD:-1}
 BUSY_MAX=${BUSY_MAX:-20}
 WAIT_QUIET=${WAIT_QUIET:-120}
@@ -42,217 +68,45 @@ RETRIES=${RETRIES:-2}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_MD=${BENCH_MD:-$ROOT/BENCHMARKS.md}
+TOOLS_DIR=${TOOLS_DIR:-$ROOT/target/bench-tools}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT_DIR=${OUT_DIR:-$ROOT/target/bench-compare/$STAMP}
 
 log() { printf '[compare] %s\n' "$*" >&2; }
 die() { local code=$1; shift; printf '[compare] error: %s\n' "$*" >&2; exit "$code"; }
 
-[[ $REPS =~ ^[1-9][0-9]*$ ]] || die 2 "REPS must be a positive integer, got '$REPS'"
-[[ $CONNECTIONS =~ ^[1-9][0-9]*$ ]] || die 2 "CONNECTIONS must be a positive integer, got '$CONNECTIONS'"
-for v in BUSY_MAX WAIT_QUIET OTHER_MAX RETRIES; do [[ ${!v} =~ ^[0-9]+$ ]] || die 2 "$v must be a non-negative integer"; done
-[[ $DURATION =~ ^[0-9]+[smh]$ ]] || die 2 "DURATION must look like 10s, 2m or 1h (wrk and volley both accept it), got '$DURATION'"
-
-# ---------------------------------------------------------------- report
-report() { # render $OUT_DIR (raw outputs + meta.json) as Markdown; rewrite the BENCH_MD section
-    export OUT_DIR BENCH_MD UPDATE_MD ROOT
-    python3 - <<'PYEOF'
-import json, os, re, statistics, sys
-
-out_dir = os.environ["OUT_DIR"]
-try:
-    E = json.load(open(os.path.join(out_dir, "meta.json")))
-except Exception as ex:
-    print(f"[compare] error: cannot read {out_dir}/meta.json: {ex}", file=sys.stderr)
-    sys.exit(1)
-E.update({k: os.environ[k] for k in ("BENCH_MD", "UPDATE_MD", "ROOT")})
-reps = int(E["REPS"])
-
-def fail(msg):
-    print(f"[compare] error: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-def read_time(base):
-    try:
-        u, s, e, m = open(base + ".time").read().split()[-4:]
-        return float(u), float(s), float(e), int(m) * 1024
-    except Exception as ex:
-        fail(f"cannot read {base}.time: {ex}")
-
-def to_us(v, unit):
-    return float(v) * {"us": 1, "ms": 1e3, "s": 1e6, "m": 6e7}[unit]
-
-HZ = os.sysconf("SC_CLK_TCK")
-def during(base, client_cpu):
-    """nginx CPU and the CPU used by everything else while the client ran (% of one core)."""
-    try:
-        (b0, t0, n0), (b1, t1, n1) = [map(int, l.split()) for l in open(base + ".ticks").read().splitlines()[:2]]
-    except Exception as ex:
-        fail(f"cannot read {base}.ticks: {ex}")
-    ncpu = int(E["NCPU"])
-    wall = (t1 - t0) / HZ / ncpu
-    nginx = (n1 - n0) / HZ
-    other = (b1 - b0) / HZ - nginx - client_cpu
-    return dict(nginx_pct=100 * nginx / wall, other_pct=max(0.0, 100 * other / wall))
-
-def parse_wrk(base):
-    text = open(base + ".out").read()
-    m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m),", text)
-    r = re.search(r"Requests/sec:\s*([\d.]+)", text)
-    lat = dict(re.findall(r"^\s*(50|99)%\s+([\d.]+\w+)", text, re.M))
-    if not (m and r and "50" in lat and "99" in lat):
-        fail(f"cannot parse wrk output {base}.out")
-    def lat_us(s):
-        v, unit = re.match(r"([\d.]+)(\w+)", s).groups()
-        return to_us(v, unit)
-    notes = [l.strip() for l in text.splitlines() if re.search(r"Socket errors|Non-2xx", l)]
-    return dict(requests=int(m.group(1)), rps=float(r.group(1)), p50=lat_us(lat["50"]),
-                p99=lat_us(lat["99"]), notes=notes, self_cpu=None)
-
-def parse_volley(base):
-    try:
-        d = json.load(open(base + ".json"))
-    except Exception as ex:
-        fail(f"cannot read {base}.json: {ex}")
-    notes = []
-    errs = d["requests"]["errors"]
-    if errs:
-        notes.append(f"errors {errs}: {d['errors']}")
-    if d["requests"].get("unfinished"):
-        notes.append(f"unfinished {d['requests']['unfinished']}")
-    non200 = {k: v for k, v in d.get("status_codes", {}).items() if k != "200"}
-    if non200:
-        notes.append(f"statuses {non200}")
-    c = d.get("client", {})
-    if c.get("saturated"):
-        notes.append(f"volley says client saturated ({c.get('saturated_fraction', 0):.0%} of seconds)")
-    for w in d.get("warnings", []):
-        if not w.startswith(("closed loop:", "client saturated")):
-            notes.append("volley warning: " + w)
-    c = d.get("client", {})
-    self_cpu = (c.get("cpu_user_s") or 0) + (c.get("cpu_sys_s") or 0)
-    return dict(requests=d["requests"]["completed"], rps=d["throughput_rps"],
-                p50=d["latency_us"]["p50"], p99=d["latency_us"]["p99"], notes=notes, self_cpu=self_cpu)
-
-runs = []
-for rep in range(1, reps + 1):
-    order = ["wrk", "volley"] if rep % 2 else ["volley", "wrk"]
-    for pos, tool in enumerate(order, 1):
-        base = os.path.join(out_dir, f"{tool}-rep{rep}")
-        r = parse_wrk(base) if tool == "wrk" else parse_volley(base)
-        u, s, e, rss = read_time(base)
-        if r["requests"] <= 0:
-            fail(f"{tool} rep {rep}: no requests completed")
-        r.update(tool=tool, rep=rep, pos=pos, user=u, sys=s, wall=e, rss=rss,
-                 busy=int(open(base + ".busy").read()),
-                 **during(base, u + s),
-                 cpu_per_m=(u + s) / r["requests"] * 1e6)
-        runs.append(r)
-
-med = statistics.median
-def tool_runs(t): return [r for r in runs if r["tool"] == t]
-summary = {}
-for t in ("wrk", "volley"):
-    rs = tool_runs(t)
-    summary[t] = {k: med([r[k] for r in rs]) for k in ("rps", "cpu_per_m", "p50", "p99")}
-
-# Requests per client CPU-second, volley / wrk, paired within each repetition.
-pair = {}
-for rep in range(1, reps + 1):
-    w = next(r for r in runs if r["tool"] == "wrk" and r["rep"] == rep)
-    v = next(r for r in runs if r["tool"] == "volley" and r["rep"] == rep)
-    pair[rep] = (w["cpu_per_m"] / v["cpu_per_m"], v["rps"] / w["rps"])
-eff = [p[0] for p in pair.values()]
-thr = [p[1] for p in pair.values()]
-
-def us(v): return f"{v:,.0f} µs"
-def rng(xs): return f"{min(xs):.2f}–{max(xs):.2f}" if len(xs) > 1 else f"{xs[0]:.2f}"
-
-L = []
-L.append(f"Run {E['DATE']} by `bench/compare.sh` (REPS={reps}, DURATION={E['DURATION']}, "
-         f"CONNECTIONS={E['CONNECTIONS']}); raw outputs were in `{os.path.relpath(out_dir, E['ROOT'])}/`.")
-L.append("")
-L.append(f"- Machine: {E['CPU_MODEL'] or 'unknown CPU'}, {E['NCPU']} CPUs, {E['KERNEL']}; "
-         f"server on CPU {E['SERVER_CPU']}, clients on CPU {E['CLIENT_CPU']}")
-L.append(f"- Versions: {E['WRK_VERSION']} · {E['NGINX_VERSION']} · {E['VOLLEY_VERSION']}")
-OTHER_MAX = int(E["OTHER_MAX"])  # % of one core used by neither client nor nginx
-busy_runs = [r for r in runs if r["busy"] > int(E["BUSY_MAX"]) or r["other_pct"] > OTHER_MAX]
-if busy_runs:
-    L.append(f"- **Warning:** {len(busy_runs)} of {len(runs)} runs had other work on the machine "
-             f"(over {E['BUSY_MAX']} % busy just before, or over {OTHER_MAX} % of a core used by neither client "
-             "nor nginx during the run); their numbers are noisy.")
-L.append("")
-L.append("```sh")
-L.append(E["CMD_NGINX"] + "   # $TMP/nginx.conf as generated by bench/compare.sh")
-L.append(E["CMD_WRK"])
-L.append(E["CMD_VOLLEY"])
-L.append("```")
-L.append("")
-L.append(f"Medians of {reps} run{'s' if reps > 1 else ''} per tool (client CPU = user + sys from `/usr/bin/time`; "
-         "latency: wrk `--latency`, volley `latency_us`):")
-L.append("")
-L.append("| tool | req/s | CPU-s per million requests | p50 | p99 |")
-L.append("|---|---:|---:|---:|---:|")
-for t in ("wrk", "volley"):
-    s = summary[t]
-    L.append(f"| {t} | {s['rps']:,.0f} | {s['cpu_per_m']:.2f} | {us(s['p50'])} | {us(s['p99'])} |")
-L.append("")
-L.append(f"**volley / wrk, requests per client CPU-second: {med(eff):.2f}** "
-         f"(median of the per-repetition ratios; range {rng(eff)}). "
-         f"Throughput ratio volley / wrk: {med(thr):.2f} (range {rng(thr)}).")
-L.append("")
-L.append("All runs, in the order they ran:")
-L.append("")
-L.append("| rep | tool | req/s | requests | user s | sys s | CPU-s per M req | p50 | p99 | max RSS | nginx CPU | other CPU | notes |")
-L.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-for r in runs:
-    notes = list(r["notes"])
-    if r["busy"] > int(E["BUSY_MAX"]):
-        notes.insert(0, f"**machine {r['busy']} % busy before the run**")
-    if r["other_pct"] > OTHER_MAX:
-        notes.insert(0, "**other work during the run**")
-    if r["self_cpu"] is not None:
-        notes.insert(0, f"self-reported CPU {r['self_cpu']:.2f} s")
-    L.append(f"| {r['rep']} | {r['tool']} | {r['rps']:,.0f} | {r['requests']:,} | {r['user']:.2f} | {r['sys']:.2f} | "
-             f"{r['cpu_per_m']:.2f} | {us(r['p50'])} | {us(r['p99'])} | {r['rss'] / 2**20:.1f} MiB | "
-             f"{r['nginx_pct']:.0f} % | {r['other_pct']:.0f} % | {'; '.join(notes)} |")
-body = "\n".join(L)
-
-print()
-print(body)
-json.dump(dict(summary=summary, runs=runs, ratio_cpu_efficiency=eff, ratio_throughput=thr),
-          open(os.path.join(out_dir, "summary.json"), "w"), indent=2)
-
-if E["UPDATE_MD"] != "0":
-    path = E["BENCH_MD"]
-    begin, end = "<!-- compare:begin -->", "<!-- compare:end -->"
-    text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    section = f"{begin}\n{body}\n{end}"
-    if begin in text and end in text and text.index(begin) < text.index(end):
-        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    tmp = path + ".tmp"
-    open(tmp, "w").write(text)
-    os.replace(tmp, path)
-    print(f"\n[compare] rewrote the compare section of {path}", file=sys.stderr)
-PYEOF
+report() { # render $OUT_DIR as Markdown and rewrite the measured sections of BENCH_MD
+    OUT_DIR="$OUT_DIR" BENCH_MD="$BENCH_MD" UPDATE_MD="$UPDATE_MD" ROOT="$ROOT" \
+        python3 "$ROOT/bench/compare_report.py"
 }
 
 if [[ -n ${REPORT_FROM:-} ]]; then   # re-render an earlier run without measuring again
     [[ -f $REPORT_FROM/meta.json ]] || die 2 "REPORT_FROM=$REPORT_FROM has no meta.json"
     OUT_DIR=$(cd "$REPORT_FROM" && pwd)
     report
-    exit 0
+    exit
 fi
 
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || die 2 "REPS must be a positive integer, got '$REPS'"
+for v in CONNECTIONS PIPELINE OPEN_RATE SLOW_RATE; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die 2 "$v must be a positive integer, got '${!v}'"; done
+for v in BUSY_MAX WAIT_QUIET OTHER_MAX RETRIES; do [[ ${!v} =~ ^[0-9]+$ ]] || die 2 "$v must be a non-negative integer"; done
+for v in DURATION SYSCALL_DURATION; do
+    [[ ${!v} =~ ^[1-9][0-9]*[smh]$ ]] || die 2 "$v must look like 10s, 2m or 1h (every client accepts it), got '${!v}'"
+done
+to_seconds() { local n=${1%?}; case ${1: -1} in s) echo "$n" ;; m) echo $((n * 60)) ;; h) echo $((n * 3600)) ;; esac; }
+DURATION_S=$(to_seconds "$DURATION")
+SYSCALL_DURATION_S=$(to_seconds "$SYSCALL_DURATION")
+for t in $TABLES; do
+    [[ $t =~ ^(keepalive|pipeline|close|openloop|syscalls)$ ]] || die 2 "unknown table '$t' in TABLES (keepalive pipeline close openloop syscalls)"
+done
+want() { [[ " $TABLES " == *" $1 "* ]]; }
+
 # ---------------------------------------------------------------- prerequisites
+# Debian packages: command -> package
+declare -A PKG=([wrk]=wrk [h2load]=nghttp2-client [strace]=strace [taskset]=util-linux [python3]=python3 [/usr/bin/time]=time)
 missing=()
-command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+for c in "${!PKG[@]}"; do command -v "$c" >/dev/null 2>&1 || missing+=("${PKG[$c]}"); done
 command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
-[[ -x /usr/bin/time ]] || missing+=(time)
-command -v taskset >/dev/null 2>&1 || missing+=(util-linux)
-command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if ((${#missing[@]})); then
     [[ $(id -u) -eq 0 ]] || die 2 "missing ${missing[*]}; run as root to install them, or install them yourself"
     command -v apt-get >/dev/null 2>&1 || die 2 "missing ${missing[*]} and apt-get is not available"
@@ -274,6 +128,44 @@ fi
 NGINX=$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)
 [[ -x $NGINX ]] || die 2 "nginx not found after installation"
 
+# oha comes from crates.io, built once into TOOLS_DIR (a few minutes on 2 cores).
+# Without it the keep-alive table simply has no oha row.
+OHA_NOTE=
+if [[ -n ${OHA:-} ]]; then
+    [[ -x $OHA ]] || die 2 "OHA=$OHA is not executable"
+elif [[ -x $TOOLS_DIR/bin/oha ]]; then
+    OHA=$TOOLS_DIR/bin/oha
+elif want keepalive || want syscalls; then
+    if command -v cargo >/dev/null 2>&1; then
+        log "cargo install oha --locked --root $TOOLS_DIR (once; a few minutes)"
+        mkdir -p "$TOOLS_DIR"
+        if cargo install oha --locked --root "$TOOLS_DIR" >"$TOOLS_DIR/oha-install.log" 2>&1; then
+            OHA=$TOOLS_DIR/bin/oha
+        else
+            OHA_NOTE="oha could not be installed (cargo install oha --locked failed; see $TOOLS_DIR/oha-install.log)"
+            log "warning: $OHA_NOTE"
+        fi
+    else
+        OHA_NOTE="oha not measured: cargo not found"
+    fi
+fi
+OHA=${OHA:-}
+# oha's JSON flag and its worker-thread flag changed between releases; use what this one has.
+OHA_FLAGS=()
+if [[ -n $OHA ]]; then
+    oha_help=$("$OHA" --help 2>&1) || die 2 "$OHA --help failed"
+    if grep -q -- '--output-format' <<<"$oha_help"; then OHA_FLAGS+=(--output-format json); else OHA_FLAGS+=(-j); fi
+    grep -q -- '--no-tui' <<<"$oha_help" && OHA_FLAGS+=(--no-tui)
+    # one worker thread, as every other client here gets
+    if grep -q -- '--threads' <<<"$oha_help"; then OHA_FLAGS+=(--threads 1); fi
+fi
+
+PERF_OK=0
+if want syscalls && command -v perf >/dev/null 2>&1 \
+    && perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true >/dev/null 2>&1; then
+    PERF_OK=1
+fi
+
 ncpu=$(nproc --all)
 taskset -c "$CLIENT_CPU" true 2>/dev/null || die 2 "cannot pin to CLIENT_CPU=$CLIENT_CPU (this machine has $ncpu CPUs)"
 taskset -c "$SERVER_CPU" true 2>/dev/null || die 2 "cannot pin to SERVER_CPU=$SERVER_CPU (this machine has $ncpu CPUs)"
@@ -294,11 +186,15 @@ if [[ $VOLLEY == "$ROOT/target/release/volley" ]] && git -C "$ROOT" rev-parse --
     VOLLEY_VERSION+=")"
 fi
 WRK_VERSION=$( (wrk -v 2>&1 || true) | head -n1 | sed 's/ *Copyright.*//')
+H2LOAD_VERSION=$(h2load --version 2>&1 | head -n1)
+OHA_VERSION=$([[ -n $OHA ]] && "$OHA" --version 2>&1 | head -n1 || echo "oha: not installed")
 NGINX_VERSION=$("$NGINX" -v 2>&1 | head -n1 | sed 's/^nginx version: //')
+STRACE_VERSION=$(strace -V 2>&1 | head -n1)
+PERF_VERSION=$( ((PERF_OK)) && perf --version 2>&1 | head -n1 || echo "")
 
 # ---------------------------------------------------------------- nginx
 TMP=$(mktemp -d -t volley-compare.XXXXXX)
-# Run a private copy, so a rebuild of target/release/volley during the runs
+# Run private copies, so a rebuild of target/release/volley during the runs
 # cannot mix two binaries in one comparison.
 cp "$VOLLEY" "$TMP/volley"
 VOLLEY_SRC=$VOLLEY
@@ -307,7 +203,7 @@ NGINX_PID=
 CLIENT_PID=
 cleanup() {
     local rc=$? p
-    if [[ -n $CLIENT_PID ]]; then   # /usr/bin/time and the client it runs
+    if [[ -n $CLIENT_PID ]]; then   # /usr/bin/time (or strace / perf) and the client it runs
         for p in $(pgrep -P "$CLIENT_PID" || true) "$CLIENT_PID"; do kill -TERM "$p" 2>/dev/null || true; done
         wait "$CLIENT_PID" 2>/dev/null || true
     fi
@@ -367,11 +263,37 @@ if ((!ready)); then
 fi
 log "$NGINX_VERSION (pid $NGINX_PID) on $URL, pinned to CPU $SERVER_CPU"
 
-# ---------------------------------------------------------------- runs
+# ---------------------------------------------------------------- cells
 mkdir -p "$OUT_DIR"
 cp "$TMP/nginx.conf" "$OUT_DIR/nginx.conf"
-WRK_CMD=(taskset -c "$CLIENT_CPU" wrk -t1 "-c$CONNECTIONS" "-d$DURATION" --latency "$URL")
-VOLLEY_CMD=(taskset -c "$CLIENT_CPU" "$VOLLEY" run "$URL" -t 1 -c "$CONNECTIONS" -d "$DURATION" --quiet --json)
+: >"$OUT_DIR/runs.tsv"   # the order things ran: seq rep cell attempts
+
+# cell_cmd CELL BASE [DURATION]: the client command of one cell (unpinned) in CMD.
+# BASE is the raw-output path without extension (volley writes BASE.json).
+cell_cmd() {
+    local cell=$1 base=$2 dur=${3:-$DURATION} c=$CONNECTIONS
+    local dur_s
+    dur_s=$(to_seconds "$dur")
+    case $cell in
+    ka-wrk) CMD=(wrk -t1 "-c$c" "-d$dur" --latency "$URL") ;;
+    ka-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" -d "$dur" --quiet --json "$base.json") ;;
+    ka-oha) CMD=("$OHA" -z "$dur" -c "$c" "${OHA_FLAGS[@]}" "$URL") ;;
+    ka-h2load) CMD=(h2load --h1 -c "$c" -t 1 -D "$dur_s" "$URL") ;;
+    pipe-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --pipeline "$PIPELINE" -d "$dur" --quiet --json "$base.json") ;;
+    pipe-h2load) CMD=(h2load --h1 -m "$PIPELINE" -c "$c" -t 1 -D "$dur_s" "$URL") ;;
+    close-wrk) CMD=(wrk -t1 "-c$c" "-d$dur" --latency -H "Connection: close" "$URL") ;;
+    close-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --no-keepalive -d "$dur" --quiet --json "$base.json") ;;
+    open-fast) CMD=("$VOLLEY" run "$URL" -R "$OPEN_RATE" -c "$c" -t 1 -d "$dur" --quiet --json "$base.json") ;;
+    open-slow) CMD=("$VOLLEY" run "$URL" -R "$SLOW_RATE" -c "$c" -t 1 -d "$dur" --quiet --json "$base.json") ;;
+    *) die 1 "unknown cell $cell" ;;
+    esac
+}
+
+GROUP_keepalive=(ka-wrk ka-volley ka-oha ka-h2load)
+[[ -n $OHA ]] || GROUP_keepalive=(ka-wrk ka-volley ka-h2load)
+GROUP_pipeline=(pipe-volley pipe-h2load)
+GROUP_close=(close-wrk close-volley)
+GROUP_openloop=(open-fast open-slow)
 
 busy_pct() { # % of all CPUs busy over the next second (our own clients are not running then)
     local a b
@@ -402,6 +324,7 @@ ticks_nginx() { # utime + stime of the nginx master and its workers, in clock ti
     done
     echo "$sum"
 }
+time_wait() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "tw") print $(i + 1) }' /proc/net/sockstat; }
 
 wait_quiet() { # wait (bounded) until other work uses at most BUSY_MAX % of the machine; print the last reading
     local busy waited=0
@@ -416,25 +339,28 @@ wait_quiet() { # wait (bounded) until other work uses at most BUSY_MAX % of the 
     echo "$busy"
 }
 
-run_client() { # tool rep
-    local tool=$1 rep=$2 base="$OUT_DIR/$1-rep$2" cmd rc attempt other
-    if [[ $tool == wrk ]]; then cmd=("${WRK_CMD[@]}"); else cmd=("${VOLLEY_CMD[@]}" "$base.json"); fi
+SEQ=0
+run_cell() { # cell rep
+    local cell=$1 rep=$2 base="$OUT_DIR/$1-rep$2" rc attempt other
+    cell_cmd "$cell" "$base"
     for ((attempt = 0; ; attempt++)); do
         wait_quiet >"$base.busy"
-        log "rep $rep/$REPS: $tool"
+        log "rep $rep/$REPS: $cell"
         rc=0
+        time_wait >"$base.tw"
         echo "$(ticks_machine) $(ticks_nginx)" >"$base.ticks"
         # In the background plus wait, so that a signal to this script is handled at once.
-        /usr/bin/time -f '%U %S %e %M' -o "$base.time" "${cmd[@]}" >"$base.out" 2>&1 &
+        /usr/bin/time -f '%U %S %e %M' -o "$base.time" taskset -c "$CLIENT_CPU" "${CMD[@]}" >"$base.out" 2>"$base.err" &
         CLIENT_PID=$!
         wait "$CLIENT_PID" || rc=$?
         CLIENT_PID=
         echo "$(ticks_machine) $(ticks_nginx)" >>"$base.ticks"
+        time_wait >>"$base.tw"
         if ((rc != 0)); then
-            tail -n 20 "$base.out" >&2
-            die 1 "$tool exited with $rc in rep $rep (output: $base.out)"
+            tail -n 20 "$base.out" "$base.err" >&2
+            die 1 "$cell exited with $rc in rep $rep (output: $base.out, $base.err)"
         fi
-        kill -0 "$NGINX_PID" 2>/dev/null || die 1 "nginx died during the $tool run of rep $rep"
+        kill -0 "$NGINX_PID" 2>/dev/null || die 1 "nginx died during the $cell run of rep $rep"
         # % of one core used by neither the client nor nginx while the client ran
         other=$(awk -v hz="$(getconf CLK_TCK)" -v n="$ncpu" '
             NR == 1 { b0 = $1; t0 = $2; n0 = $3 } NR == 2 { b1 = $1; t1 = $2; n1 = $3 }
@@ -444,12 +370,62 @@ run_client() { # tool rep
         ((other > OTHER_MAX && attempt < RETRIES)) || break
         log "other work used ${other}% of a core during this run; repeating it ($((attempt + 1))/$RETRIES)"
     done
+    SEQ=$((SEQ + 1))
+    printf '%s\t%s\t%s\t%s\n' "$SEQ" "$rep" "$cell" "$((attempt + 1))" >>"$OUT_DIR/runs.tsv"
 }
 
+# ---------------------------------------------------------------- timed runs
 for ((rep = 1; rep <= REPS; rep++)); do
-    if ((rep % 2)); then order=(wrk volley); else order=(volley wrk); fi
-    for tool in "${order[@]}"; do run_client "$tool" "$rep"; done
+    for table in keepalive pipeline close openloop; do
+        want "$table" || continue
+        declare -n group="GROUP_$table"
+        n=${#group[@]}
+        for ((i = 0; i < n; i++)); do   # rotate the order by one per repetition
+            run_cell "${group[(i + rep - 1) % n]}" "$rep"
+        done
+        unset -n group
+    done
 done
+
+# ---------------------------------------------------------------- syscalls per request
+# Each client once, keep-alive, under strace -c -f (ptrace: slow, only the
+# counts matter) and, where perf works, once under perf stat counting the
+# syscall tracepoints that strace saw (no ptrace stops: the client runs at
+# full speed, so the batching is the real one).
+SYSCALL_TOOLS=()
+if want syscalls; then
+    SYSCALL_TOOLS=(volley wrk h2load)
+    [[ -n $OHA ]] && SYSCALL_TOOLS+=(oha)
+    for tool in "${SYSCALL_TOOLS[@]}"; do
+        base="$OUT_DIR/sys-$tool-strace"
+        cell_cmd "ka-$tool" "$base" "$SYSCALL_DURATION"
+        wait_quiet >"$base.busy"
+        log "syscalls: $tool under strace -c -f for $SYSCALL_DURATION"
+        rc=0
+        taskset -c "$CLIENT_CPU" strace -c -f -o "$base.strace" "${CMD[@]}" >"$base.out" 2>"$base.err" &
+        CLIENT_PID=$!
+        wait "$CLIENT_PID" || rc=$?
+        CLIENT_PID=
+        ((rc == 0)) || { tail -n 20 "$base.out" "$base.err" >&2; die 1 "$tool under strace exited with $rc"; }
+        if ((PERF_OK)); then
+            events=raw_syscalls:sys_enter
+            for name in $(awk 'NF >= 5 && $NF != "total" && $1 ~ /^[0-9.]+$/ { print $NF }' "$base.strace"); do
+                [[ -d /sys/kernel/tracing/events/syscalls/sys_enter_$name || -d /sys/kernel/debug/tracing/events/syscalls/sys_enter_$name ]] \
+                    && events+=",syscalls:sys_enter_$name"
+            done
+            base="$OUT_DIR/sys-$tool-perf"
+            cell_cmd "ka-$tool" "$base" "$SYSCALL_DURATION"
+            wait_quiet >"$base.busy"
+            log "syscalls: $tool under perf stat for $SYSCALL_DURATION"
+            rc=0
+            taskset -c "$CLIENT_CPU" perf stat -x, -o "$base.perf" -e "$events" -- "${CMD[@]}" >"$base.out" 2>"$base.err" &
+            CLIENT_PID=$!
+            wait "$CLIENT_PID" || rc=$?
+            CLIENT_PID=
+            ((rc == 0)) || { tail -n 20 "$base.out" "$base.err" >&2; die 1 "$tool under perf stat exited with $rc"; }
+        fi
+    done
+fi
 
 # ---------------------------------------------------------------- metadata
 quote() { # for display: single quotes where needed (no argument here contains one)
@@ -459,20 +435,39 @@ quote() { # for display: single quotes where needed (no argument here contains o
     done
     printf '%s' "${out% }"
 }
-short() { sed -e "s#$ROOT/##g" -e "s#$TMP#\$TMP#g"; }
-CMD_NGINX=$(quote "${NGINX_CMD[@]}" | short)
-CMD_WRK=$(quote "${WRK_CMD[@]}" | short)
-CMD_VOLLEY="$(quote "${VOLLEY_CMD[@]}" | short) volley-repN.json   # \$TMP/volley: a copy of $(printf '%s' "$VOLLEY_SRC" | short)"
+short() { sed -e "s#$OUT_DIR/##g" -e "s#$ROOT/##g" -e "s#$TMP#\$TMP#g"; }
+declare -A SHOWN=()
+for cell in "${GROUP_keepalive[@]}" "${GROUP_pipeline[@]}" "${GROUP_close[@]}" "${GROUP_openloop[@]}"; do
+    cell_cmd "$cell" "$cell-repN"
+    SHOWN[$cell]=$(quote taskset -c "$CLIENT_CPU" "${CMD[@]}" | short)
+done
+for tool in "${SYSCALL_TOOLS[@]}"; do
+    cell_cmd "ka-$tool" "sys-$tool-strace" "$SYSCALL_DURATION"
+    SHOWN[sys-$tool-strace]=$(quote taskset -c "$CLIENT_CPU" strace -c -f -o "sys-$tool.strace" "${CMD[@]}" | short)
+    cell_cmd "ka-$tool" "sys-$tool-perf" "$SYSCALL_DURATION"
+    SHOWN[sys-$tool-perf]=$(quote taskset -c "$CLIENT_CPU" perf stat -x, -e 'raw_syscalls:sys_enter,syscalls:sys_enter_<each syscall strace saw>' -- "${CMD[@]}" | short)
+done
+for k in "${!SHOWN[@]}"; do printf '%s\t%s\n' "$k" "${SHOWN[$k]}"; done >"$OUT_DIR/commands.tsv"
+
+CMD_NGINX="$(quote "${NGINX_CMD[@]}" | short)   # \$TMP/nginx.conf: $(printf '%s' "$OUT_DIR/nginx.conf" | sed "s#$ROOT/##")"
+CMD_VOLLEY_NOTE="\$TMP/volley is a copy of $(printf '%s' "$VOLLEY_SRC" | short)"
 CPU_MODEL=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/^[^:]*: *//' || true)
 KERNEL=$(uname -sr)
 NCPU=$ncpu
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-export CMD_NGINX CMD_WRK CMD_VOLLEY CPU_MODEL KERNEL NCPU DATE WRK_VERSION NGINX_VERSION VOLLEY_VERSION \
-    REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX
+PORT_RANGE=$(sysctl -n net.ipv4.ip_local_port_range 2>/dev/null | tr -s '\t ' ' ' || true)
+TW_REUSE=$(sysctl -n net.ipv4.tcp_tw_reuse 2>/dev/null || true)
+TW_MAX=$(sysctl -n net.ipv4.tcp_max_tw_buckets 2>/dev/null || true)
+export CMD_NGINX CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE WRK_VERSION NGINX_VERSION VOLLEY_VERSION \
+    H2LOAD_VERSION OHA_VERSION OHA_NOTE STRACE_VERSION PERF_VERSION PERF_OK PORT_RANGE TW_REUSE TW_MAX \
+    REPS DURATION SYSCALL_DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX TABLES \
+    PIPELINE OPEN_RATE SLOW_RATE
 python3 - "$OUT_DIR/meta.json" <<'EOF'
 import json, os, sys
-keys = ("CMD_NGINX CMD_WRK CMD_VOLLEY CPU_MODEL KERNEL NCPU DATE WRK_VERSION NGINX_VERSION VOLLEY_VERSION "
-        "REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX").split()
+keys = ("CMD_NGINX CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE WRK_VERSION NGINX_VERSION VOLLEY_VERSION "
+        "H2LOAD_VERSION OHA_VERSION OHA_NOTE STRACE_VERSION PERF_VERSION PERF_OK PORT_RANGE TW_REUSE TW_MAX "
+        "REPS DURATION SYSCALL_DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX TABLES "
+        "PIPELINE OPEN_RATE SLOW_RATE").split()
 json.dump({k: os.environ[k] for k in keys}, open(sys.argv[1], "w"), indent=2)
 EOF
 report

@@ -41,9 +41,9 @@ pub struct RunArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/
     pub url: String,
 
-    /// Connections to keep open (closed loop: requests in flight).
-    #[arg(short = 'c', long = "connections", default_value_t = 10)]
-    pub connections: u64,
+    /// Connections to keep open (closed loop: requests in flight) [default: 10].
+    #[arg(short = 'c', long = "connections")]
+    pub connections: Option<u64>,
 
     /// Worker threads, each with its own event loop [default: cores volley may use].
     #[arg(short = 't', long = "threads")]
@@ -68,6 +68,22 @@ pub struct RunArgs {
     /// Seed for --arrivals poisson [default: from the clock; recorded in the JSON].
     #[arg(long)]
     pub seed: Option<u64>,
+
+    /// Virtual users, each holding a connection and looping (locust-style); -d includes the ramp.
+    #[arg(long, value_parser = count)]
+    pub users: Option<u64>,
+
+    /// Users added per second with --users [default: all at once].
+    #[arg(long, allow_negative_numbers = true)]
+    pub spawn_rate: Option<String>,
+
+    /// k6-style stages "DUR:USERS,...", e.g. "30s:1000,60s:1000,10s:0" (excludes -d and -n).
+    #[arg(long)]
+    pub stages: Option<String>,
+
+    /// Pause of each user (or connection) between a response and its next request.
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub think_time: Option<Duration>,
 
     /// Warm-up before measuring, excluded from every statistic, e.g. 2s.
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]

@@ -134,6 +134,27 @@ pub struct LoadInfo {
     pub pipeline: u64,
     /// Per-request timeout.
     pub timeout_s: f64,
+    /// Ramp mode: the most virtual users (each holds one connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<u64>,
+    /// Ramp mode with `--users`: users added per second (null: all at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn_rate: Option<f64>,
+    /// Ramp mode with `--stages`: each stage's length and users at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<StageInfo>>,
+    /// Pause between a response and the connection's next request.
+    #[serde(default)]
+    pub think_time_s: f64,
+}
+
+/// One `--stages` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageInfo {
+    /// Stage length.
+    pub duration_s: f64,
+    /// Users at the end of the stage.
+    pub users: u64,
 }
 
 /// Request counters.

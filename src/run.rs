@@ -140,7 +140,11 @@ pub fn build_result(
     let unsent: u64 = out.ends.iter().map(|e| e.unsent).sum();
     let never_connected: u64 = out.ends.iter().map(|e| e.never_connected).sum();
     let open = cfg.rate_rps.is_some();
-    let mode = if open { "open" } else { "closed" };
+    let mode = match (&cfg.ramp, open) {
+        (Some(_), _) => "ramp",
+        (None, true) => "open",
+        (None, false) => "closed",
+    };
     let lag = open.then(|| Percentiles::of(&agg.lag));
     let threads = cfg.threads;
     let capacity = threads.min(cores).max(1) as f64;
@@ -175,6 +179,7 @@ pub fn build_result(
 
     let mut warnings = Vec::new();
     if !open {
+        // Virtual users are closed loop too.
         warnings.push(
             "closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency".to_string(),
         );
@@ -263,6 +268,17 @@ pub fn build_result(
             keepalive: cfg.keepalive,
             pipeline: cfg.pipeline as u64,
             timeout_s: cfg.timeout.as_secs_f64(),
+            users: cfg.ramp.as_ref().map(|r| r.ramp.max_users()),
+            spawn_rate: cfg.ramp.as_ref().and_then(|r| r.spawn_rate),
+            stages: cfg.ramp.as_ref().and_then(|r| r.stages.as_ref()).map(|st| {
+                st.iter()
+                    .map(|s| StageInfo {
+                        duration_s: s.duration.as_secs_f64(),
+                        users: s.users,
+                    })
+                    .collect()
+            }),
+            think_time_s: cfg.think_time.as_secs_f64(),
         },
         elapsed_s: (elapsed_s * 1e6).round() / 1e6,
         throughput_rps: (throughput * 100.0).round() / 100.0,

@@ -81,6 +81,69 @@ fn bad_flags_exit_2_naming_the_flag() {
 }
 
 #[test]
+fn ramp_flag_rules_exit_2() {
+    let url = "http://127.0.0.1:9/";
+    expect(
+        &[
+            "run",
+            url,
+            "--users",
+            "100",
+            "--spawn-rate",
+            "10",
+            "-d",
+            "5s",
+        ],
+        2,
+        "shorter than the ramp",
+    );
+    expect(
+        &["run", url, "--users", "10", "-c", "5"],
+        2,
+        "-c/--connections",
+    );
+    expect(&["run", url, "--users", "10", "-R", "100"], 2, "-R/--rate");
+    expect(
+        &["run", url, "--users", "10", "--warmup", "1s"],
+        2,
+        "--warmup",
+    );
+    expect(
+        &["run", url, "--users", "10", "-n", "100"],
+        2,
+        "-n/--requests",
+    );
+    expect(&["run", url, "--users", "0"], 2, "--users");
+    expect(&["run", url, "--spawn-rate", "5"], 2, "needs --users");
+    expect(
+        &["run", url, "--users", "10", "--spawn-rate", "-1"],
+        2,
+        "--spawn-rate",
+    );
+    expect(
+        &["run", url, "--stages", "10s:5", "-d", "10s"],
+        2,
+        "-d/--duration",
+    );
+    expect(
+        &["run", url, "--stages", "10s:5", "--users", "5"],
+        2,
+        "--users",
+    );
+    expect(&["run", url, "--stages", "10s"], 2, "--stages: stage 1");
+    expect(
+        &["run", url, "--stages", "1s:0"],
+        2,
+        "no stage has any users",
+    );
+    expect(
+        &["run", url, "-R", "10", "--think-time", "1s"],
+        2,
+        "--think-time",
+    );
+}
+
+#[test]
 fn too_many_connections_for_the_descriptor_limit_exits_2() {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_volley"));
     cmd.args(["run", "http://127.0.0.1:9/", "-c", "5000", "-d", "1s"])

@@ -443,3 +443,63 @@ fn built_in_server_endpoints() {
     let j = get("/", &["-m", "DELETE"]);
     assert_eq!(u(&j, "status_codes.405"), 3);
 }
+
+#[test]
+fn virtual_users_ramp_up_and_down_with_think_time() {
+    let s = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", s.addr);
+    let (code, j, _) = volley_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "1s:4,1s:4,1s:0",
+            "--think-time",
+            "50ms",
+            "-t",
+            "2",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0);
+    assert_invariant(&j);
+    assert_eq!(j["load"]["mode"], "ramp");
+    assert_eq!(u(&j, "load.users"), 4);
+    assert_eq!(
+        u(&j, "connections.opened"),
+        4,
+        "each user holds one connection"
+    );
+    assert_eq!(u(&j, "requests.errors"), 0);
+    let users: Vec<u64> = j["timeseries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["users"].as_u64().unwrap())
+        .collect();
+    assert!(users.contains(&4), "{users:?}");
+    assert!(*users.last().unwrap() <= 1, "ramped down: {users:?}");
+    // Four users thinking 50 ms between requests cannot exceed 4 × 20 per second.
+    let peak = j["timeseries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["completed"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(peak <= 80, "peak {peak} req/s with think time");
+    assert_eq!(
+        s.requests.load(std::sync::atomic::Ordering::SeqCst),
+        u(&j, "requests.sent")
+    );
+}
+
+#[test]
+fn users_without_spawn_rate_start_at_once() {
+    let s = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", s.addr);
+    let (code, j, _) = volley_json(&["run", &url, "--users", "6", "-d", "1s"], LIMIT);
+    assert_eq!(code, 0);
+    assert_eq!(j["timeseries"][0]["users"], 6);
+    assert!(j["load"]["spawn_rate"].is_null());
+}

@@ -45,11 +45,18 @@ fn assert_invalid(doc: &Value, what: &str) {
 /// Runs `volley run http://ADDR/ -c 2 <extra> --quiet --json -` against an in-process server
 /// and returns the parsed stdout. Runs are serialized so they do not compete for the CPU.
 fn run_volley(extra: &[&str]) -> Value {
+    let mut args = vec!["-c", "2"];
+    args.extend_from_slice(extra);
+    run_volley_args(&args)
+}
+
+/// Runs `volley run URL ARGS --quiet --json -` against the built-in server.
+fn run_volley_args(extra: &[&str]) -> Value {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = volley::serve::spawn("127.0.0.1:0").expect("built-in server starts");
     let url = format!("http://{}/", server.addr);
-    let mut args = vec!["run", url.as_str(), "-c", "2"];
+    let mut args = vec!["run", url.as_str()];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--quiet", "--json", "-"]);
     let out = Command::new(env!("CARGO_BIN_EXE_volley"))
@@ -176,6 +183,17 @@ fn open_loop_output_matches_schema() {
         doc["schedule_lag_us"].is_object(),
         "open loop reports schedule lag"
     );
+}
+
+#[test]
+fn ramp_output_matches_schema() {
+    let doc = run_volley_args(&["--stages", "500ms:2,500ms:2"]);
+    check_real_output(&doc, "ramp");
+    assert_eq!(doc["load"]["mode"], "ramp");
+    assert!(doc["timeseries"][0]["users"].is_u64());
+    let mut no_users = doc.clone();
+    no_users["load"].as_object_mut().unwrap().remove("users");
+    assert_invalid(&no_users, "ramp without load.users");
 }
 
 #[test]

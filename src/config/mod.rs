@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::{Arrivals, RunArgs};
+use crate::plan::ramp::Ramp;
+use units::StageSpec;
 
 /// A configuration problem found before any load is sent.
 #[derive(Debug, thiserror::Error)]
@@ -197,6 +199,138 @@ pub struct LoadConfig {
     pub quiet: bool,
     /// The command line, for the result.
     pub argv: Vec<String>,
+    /// Pause between a response and the connection's next request.
+    pub think_time: Duration,
+    /// Virtual-user ramp (`--users` / `--stages`); `None` for plain closed or open loop.
+    pub ramp: Option<RampConfig>,
+}
+
+/// A virtual-user run: the schedule and how it was asked for.
+#[derive(Debug, Clone)]
+pub struct RampConfig {
+    /// Users over time.
+    pub ramp: Ramp,
+    /// `--users`, when given.
+    pub users: Option<u64>,
+    /// `--spawn-rate`, when given.
+    pub spawn_rate: Option<f64>,
+    /// `--stages`, when given.
+    pub stages: Option<Vec<StageSpec>>,
+}
+
+/// DESIGN §3's flag rules for ramps: `--users` takes `-d` (which includes the ramp and may not
+/// be shorter than it); `--stages` excludes `-d`, `-n` and `--users`; neither mixes with `-R`,
+/// `-c`, `-n`, `--pipeline` or `--warmup`.
+fn ramp_from_args(a: &RunArgs) -> Result<Option<RampConfig>, ConfigError> {
+    if a.users.is_none() && a.stages.is_none() {
+        if a.spawn_rate.is_some() {
+            return Err(ConfigError::flag("--spawn-rate", "needs --users"));
+        }
+        return Ok(None);
+    }
+    let flag = if a.stages.is_some() {
+        "--stages"
+    } else {
+        "--users"
+    };
+    let conflict =
+        |other: &str| ConfigError::flag(flag, format!("cannot be combined with {other}"));
+    if a.rate.is_some() {
+        return Err(conflict(
+            "-R/--rate (virtual users are closed loop; use -c with -R for open loop)",
+        ));
+    }
+    if a.connections.is_some() {
+        return Err(conflict(
+            "-c/--connections (each user holds one connection)",
+        ));
+    }
+    if a.requests.is_some() {
+        return Err(conflict("-n/--requests"));
+    }
+    if a.warmup.is_some() {
+        return Err(conflict("--warmup (make the first stage the warm-up)"));
+    }
+    if a.pipeline > 1 {
+        return Err(conflict("--pipeline"));
+    }
+    if let Some(spec) = &a.stages {
+        if a.users.is_some() || a.spawn_rate.is_some() {
+            return Err(conflict(
+                "--users/--spawn-rate (the stages say how many users, when)",
+            ));
+        }
+        if a.duration.is_some() {
+            return Err(conflict(
+                "-d/--duration (the stages' durations add up to the run)",
+            ));
+        }
+        let stages = units::parse_stages(spec).map_err(|m| ConfigError::flag("--stages", m))?;
+        let ramp = Ramp::from_stages(&stages);
+        if ramp.max_users() == 0 {
+            return Err(ConfigError::flag("--stages", "no stage has any users"));
+        }
+        check_users(ramp.max_users(), "--stages")?;
+        return Ok(Some(RampConfig {
+            ramp,
+            users: None,
+            spawn_rate: None,
+            stages: Some(stages),
+        }));
+    }
+    let users = a.users.unwrap_or(0);
+    if users == 0 {
+        return Err(ConfigError::flag("--users", "must be at least 1"));
+    }
+    check_users(users, "--users")?;
+    let spawn_rate = match &a.spawn_rate {
+        Some(r) => {
+            let v = units::parse_decimal(r).map_err(|m| ConfigError::flag("--spawn-rate", m))?;
+            if v <= 0.0 {
+                return Err(ConfigError::flag(
+                    "--spawn-rate",
+                    "must be above 0 users per second",
+                ));
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    // Without a spawn rate every user starts at once (like k6's --vus).
+    let ramp_s = spawn_rate.map_or(0.0, |r| users as f64 / r);
+    let total = match a.duration {
+        Some(d) if d.as_secs_f64() + 1e-9 < ramp_s => {
+            return Err(ConfigError::flag(
+                "-d/--duration",
+                format!(
+                    "{} s is shorter than the ramp: {users} users at {} per second take {ramp_s:.1} s (-d includes the ramp)",
+                    d.as_secs_f64(),
+                    spawn_rate.unwrap_or(0.0)
+                ),
+            ))
+        }
+        Some(d) => d,
+        // No -d: the ramp plus 10 s at full strength.
+        None => Duration::from_secs_f64(ramp_s + 10.0),
+    };
+    let ramp = Ramp::spawn(
+        users,
+        spawn_rate.unwrap_or(f64::INFINITY),
+        total.as_nanos() as u64,
+    );
+    Ok(Some(RampConfig {
+        ramp,
+        users: Some(users),
+        spawn_rate,
+        stages: None,
+    }))
+}
+
+fn check_users(users: u64, flag: &'static str) -> Result<(), ConfigError> {
+    if users > 1_000_000 {
+        return Err(ConfigError::flag(flag, "more than 1,000,000 users"));
+    }
+    Ok(())
 }
 
 /// Largest request body volley builds in memory.
@@ -206,10 +340,12 @@ impl LoadConfig {
     /// Validates `volley run` flags. `cores` is how many CPUs volley may use.
     pub fn from_args(a: &RunArgs, cores: usize, argv: Vec<String>) -> Result<Self, ConfigError> {
         let target = parse_url(&a.url)?;
-        if a.connections == 0 {
+        let ramp = ramp_from_args(a)?;
+        let connections_flag = a.connections.unwrap_or(10);
+        if connections_flag == 0 {
             return Err(ConfigError::flag("-c/--connections", "must be at least 1"));
         }
-        if a.connections > 1_000_000 {
+        if connections_flag > 1_000_000 {
             return Err(ConfigError::flag(
                 "-c/--connections",
                 "more than 1,000,000 connections",
@@ -327,16 +463,26 @@ impl LoadConfig {
             }
             headers.push((name.to_string(), value.to_string()));
         }
-        let mut connections = a.connections as usize;
+        let mut connections = match &ramp {
+            Some(r) => r.ramp.max_users() as usize,
+            None => connections_flag as usize,
+        };
         if let Some(n) = a.requests {
             connections = connections.min(n.min(usize::MAX as u64) as usize);
+        }
+        if a.think_time.is_some() && rate_rps.is_some() {
+            return Err(ConfigError::flag(
+                "--think-time",
+                "applies to users and closed loop, not to -R",
+            ));
         }
         let threads = (a.threads.map(|t| t as usize).unwrap_or(cores.max(1)))
             .min(connections)
             .max(1);
-        let duration = match (a.duration, a.requests) {
-            (None, None) => Some(Duration::from_secs(10)),
-            (d, _) => d,
+        let duration = match (&ramp, a.duration, a.requests) {
+            (Some(r), _, _) => Some(Duration::from_nanos(r.ramp.total_ns())),
+            (None, None, None) => Some(Duration::from_secs(10)),
+            (None, d, _) => d,
         };
         let json = a.json.as_ref().map(|j| {
             if j == "-" {
@@ -371,6 +517,8 @@ impl LoadConfig {
             hdr_log: a.hdr_log.clone(),
             quiet: a.quiet,
             argv,
+            think_time: a.think_time.unwrap_or(Duration::ZERO),
+            ramp,
         })
     }
 }

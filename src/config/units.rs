@@ -179,3 +179,56 @@ mod tests {
         assert!(parse_decimal("x").is_err());
     }
 }
+
+/// One k6-style stage: ramp linearly from the previous stage's users to `users` over `duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageSpec {
+    /// How long the stage lasts.
+    pub duration: Duration,
+    /// Users at the end of the stage.
+    pub users: u64,
+}
+
+/// Parses `--stages "30s:1000,60s:1000,10s:0"` (DURATION:USERS, comma-separated).
+pub fn parse_stages(text: &str) -> Result<Vec<StageSpec>, String> {
+    let mut out = Vec::new();
+    for (k, part) in text.split(',').enumerate() {
+        let part = part.trim();
+        let (d, u) = part.split_once(':').ok_or_else(|| {
+            format!(
+                "stage {} `{part}` is not DURATION:USERS (e.g. 30s:1000)",
+                k + 1
+            )
+        })?;
+        let duration = parse_duration(d).map_err(|e| format!("stage {} `{part}`: {e}", k + 1))?;
+        let users = parse_count(u).map_err(|e| format!("stage {} `{part}`: {e}", k + 1))?;
+        out.push(StageSpec { duration, users });
+    }
+    if out.iter().all(|s| s.duration.is_zero()) {
+        return Err("the stages last 0 s in total".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod stage_tests {
+    use super::*;
+
+    #[test]
+    fn stages() {
+        let s = parse_stages("30s:1000, 1m:1k,10s:0").unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(
+            s[1],
+            StageSpec {
+                duration: Duration::from_secs(60),
+                users: 1000
+            }
+        );
+        assert!(parse_stages("30s").unwrap_err().contains("stage 1"));
+        assert!(parse_stages("30s:10,x:5").unwrap_err().contains("stage 2"));
+        assert!(parse_stages("30s:-5").is_err());
+        assert!(parse_stages("0s:5").is_err());
+        assert!(parse_stages("").is_err());
+    }
+}

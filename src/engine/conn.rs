@@ -91,6 +91,8 @@ pub struct Conn {
     pub in_free: bool,
     /// Listed in the worker's list of connections to write.
     pub flush_pending: bool,
+    /// Run-clock ns before which this connection's user is thinking (`--think-time`).
+    pub ready_ns: u64,
 }
 
 impl Conn {
@@ -108,6 +110,7 @@ impl Conn {
             ever_connected: false,
             in_free: false,
             flush_pending: false,
+            ready_ns: 0,
         }
     }
 

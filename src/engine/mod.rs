@@ -57,6 +57,12 @@ pub struct Shared {
     pub clock: Clock,
     /// STOP_NONE / STOP_DRAIN / STOP_ABORT.
     pub stop: AtomicU8,
+    /// Worker threads.
+    pub threads: usize,
+    /// Virtual users over time (ramp mode).
+    pub ramp: Option<crate::plan::ramp::Ramp>,
+    /// `--think-time` in ns.
+    pub think_ns: u64,
 }
 
 /// Destination of the live progress line.
@@ -113,6 +119,9 @@ pub fn run(
         end_ns: cfg.duration.map(|d| t0_ns + d.as_nanos() as u64),
         clock,
         stop: AtomicU8::new(STOP_NONE),
+        threads: plan.threads.len(),
+        ramp: cfg.ramp.as_ref().map(|r| r.ramp.clone()),
+        think_ns: cfg.think_time.as_nanos() as u64,
     });
     let (tx, rx) = mpsc::channel::<Report>();
     let threads = plan.threads.len();
@@ -138,7 +147,7 @@ pub fn run(
     drop(tx);
 
     let started_at = wall_start + Duration::from_nanos(t0_ns);
-    let mut agg = Aggregator::new(threads);
+    let mut agg = Aggregator::new(threads, cfg.ramp.is_some());
     let mut ends: Vec<WorkerEnd> = Vec::new();
     let mut sampler: Option<ClientSampler> = None;
     let mut tids = Vec::new();

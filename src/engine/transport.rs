@@ -2,10 +2,11 @@
 //! (TLS and Unix sockets will sit behind this seam.)
 
 use std::io;
-use std::net::{SocketAddr, TcpStream as StdTcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream as StdTcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use mio::net::TcpStream;
+use socket2::{Domain, Protocol, Socket, Type};
 
 /// Why the target cannot be reached before the run starts.
 #[derive(Debug, thiserror::Error)]
@@ -48,11 +49,48 @@ pub fn pick_address(addrs: &[SocketAddr], timeout: Duration) -> Option<SocketAdd
         .copied()
 }
 
-/// Starts a non-blocking connect with Nagle off (requests are written whole).
-pub fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
-    let s = TcpStream::connect(addr)?;
+/// Starts a non-blocking connect with Nagle off (requests are written whole). With `source`,
+/// the socket is bound to that local address first (any port).
+pub fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
+    let s = match source {
+        None => TcpStream::connect(addr)?,
+        Some(ip) => {
+            let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+            sock.set_nonblocking(true)?;
+            sock.bind(&SocketAddr::new(ip, 0).into())?;
+            match sock.connect(&addr.into()) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+                Err(e) => return Err(e),
+            }
+            TcpStream::from_std(std::net::TcpStream::from(sock))
+        }
+    };
     let _ = s.set_nodelay(true);
     Ok(s)
+}
+
+/// Local source addresses to spread connections over when a loopback target runs out of
+/// ephemeral ports (each source address has its own port range): 127.0.0.2, 127.0.0.3, ...
+/// `None` for targets outside 127.0.0.0/8.
+pub fn next_loopback_source(target: SocketAddr, current: Option<IpAddr>) -> Option<IpAddr> {
+    let IpAddr::V4(t) = target.ip() else {
+        return None;
+    };
+    if !t.is_loopback() {
+        return None;
+    }
+    let next = match current {
+        None => 2,
+        Some(IpAddr::V4(c)) => u32::from(c.octets()[3]) + 1,
+        Some(_) => return None,
+    };
+    (next <= 254).then(|| IpAddr::V4(Ipv4Addr::new(127, 0, 0, next as u8)))
+}
+
+/// The connect failed because no local port was free.
+pub fn is_port_exhaustion(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EADDRNOTAVAIL)
 }
 
 /// Result of checking a connection that epoll reported writable.
@@ -93,6 +131,40 @@ mod tests {
         let picked = pick_address(&[closed, open_addr], Duration::from_secs(1));
         assert_eq!(picked, Some(open_addr));
         assert_eq!(pick_address(&[closed], Duration::from_secs(1)), None);
+    }
+
+    #[test]
+    fn loopback_sources_rotate_and_end() {
+        let lo: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        assert_eq!(
+            next_loopback_source(lo, None),
+            Some("127.0.0.2".parse().unwrap())
+        );
+        assert_eq!(
+            next_loopback_source(lo, Some("127.0.0.9".parse().unwrap())),
+            Some("127.0.0.10".parse().unwrap())
+        );
+        assert_eq!(
+            next_loopback_source(lo, Some("127.0.0.254".parse().unwrap())),
+            None
+        );
+        assert_eq!(
+            next_loopback_source("10.0.0.1:80".parse().unwrap(), None),
+            None
+        );
+        assert_eq!(
+            next_loopback_source("[::1]:80".parse().unwrap(), None),
+            None
+        );
+    }
+
+    #[test]
+    fn connects_from_another_loopback_source() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let _s = connect(addr, Some("127.0.0.2".parse().unwrap())).unwrap();
+        let (_, peer) = l.accept().unwrap();
+        assert_eq!(peer.ip().to_string(), "127.0.0.2");
     }
 
     #[test]

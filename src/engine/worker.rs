@@ -15,6 +15,7 @@ use super::clock::{tighten_timer_slack, TimerFd};
 use super::conn::{Conn, ConnState, InFlight, Phase};
 use super::transport::{self, ConnectState};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
+use crate::plan::pacer::share_of_indices;
 use crate::plan::{Due, Pacer};
 use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, Report, WorkerEnd};
 
@@ -43,6 +44,10 @@ pub struct Worker {
     poll: Poll,
     conns: Vec<Conn>,
     free: Vec<usize>,
+    /// Local address connections are bound to once the default ran out of ports.
+    source: Option<std::net::IpAddr>,
+    /// Slots `0..active` are in use (all of them unless virtual users ramp).
+    active: usize,
     /// Open connections with requests queued by `dispatch` and not yet written.
     to_flush: Vec<usize>,
     /// Requests taken from the schedule that must go (again) before any new one.
@@ -95,6 +100,8 @@ impl Worker {
             conns,
             free: Vec::with_capacity(connections),
             to_flush: Vec::new(),
+            active: 0,
+            source: None,
             requeue: VecDeque::new(),
             pacer: if warm { warm_pacer } else { measured.clone() },
             measured_pacer: if warm { Some(measured) } else { None },
@@ -121,12 +128,10 @@ impl Worker {
             tid,
         });
         let now = self.shared.clock.now_ns();
-        for i in 0..self.conns.len() {
-            if self.shared.keepalive {
-                self.connect(i, now);
-            } else {
-                self.mark_free(i);
-            }
+        if self.shared.ramp.is_some() {
+            self.update_users(now);
+        } else {
+            self.activate(0, self.conns.len(), now);
         }
         let mut events = Events::with_capacity(1024);
         loop {
@@ -285,10 +290,13 @@ impl Worker {
     }
 
     /// Whether slot `i` can take another request now.
-    fn can_take(&self, i: usize) -> bool {
+    fn can_take(&self, i: usize, now: u64) -> bool {
         // A closed slot takes a request too: its connect then belongs to that request, so a
         // server that refuses connections ends requests with `connect` (and `-n` terminates).
         let c = &self.conns[i];
+        if i >= self.active || now < c.ready_ns {
+            return false; // a retired user, or one thinking
+        }
         match c.state {
             ConnState::Open => self.shared.keepalive && c.inflight.len() < self.shared.pipeline,
             ConnState::Closed => c.inflight.is_empty(),
@@ -300,7 +308,7 @@ impl Worker {
     /// the schedule. In the open loop a request waiting for a connection is late, and that counts.
     fn dispatch(&mut self, now: u64) {
         while let Some(&i) = self.free.last() {
-            if !self.can_take(i) {
+            if !self.can_take(i, now) {
                 self.free.pop();
                 self.conns[i].in_free = false;
                 continue;
@@ -355,7 +363,22 @@ impl Worker {
     }
 
     fn connect(&mut self, i: usize, now: u64) {
-        match transport::connect(self.shared.addr) {
+        let mut attempt = transport::connect(self.shared.addr, self.source);
+        // Out of ephemeral ports towards a loopback target: move on to the next source
+        // address (127.0.0.2, .3, ...), each with a port range of its own.
+        while let Err(e) = &attempt {
+            if !transport::is_port_exhaustion(e) {
+                break;
+            }
+            match transport::next_loopback_source(self.shared.addr, self.source) {
+                Some(ip) => {
+                    self.source = Some(ip);
+                    attempt = transport::connect(self.shared.addr, self.source);
+                }
+                None => break,
+            }
+        }
+        match attempt {
             Ok(mut s) => {
                 if let Err(e) = self.poll.registry().register(
                     &mut s,
@@ -562,10 +585,15 @@ impl Worker {
                     if let Some(resp) = done {
                         let c = &mut self.conns[i];
                         c.responses += 1;
+                        c.ready_ns = now + self.shared.think_ns;
                         let req = c.inflight.pop_front().expect("checked non-empty above");
                         self.complete(req, resp.status, resp.wire_bytes, now);
                         if !resp.keep_alive || !self.shared.keepalive {
                             self.close_and_replace(i, now, !self.shared.template.asks_close);
+                            return false;
+                        }
+                        if i >= self.active && self.conns[i].inflight.is_empty() {
+                            self.retire(i);
                             return false;
                         }
                         self.mark_free(i);
@@ -666,6 +694,9 @@ impl Worker {
         }
         let idempotent = self.shared.template.idempotent;
         self.retry_or_end(rest, idempotent, ErrorKind::Closed, now);
+        if i >= self.active {
+            return; // a retired user's slot stays closed
+        }
         if self.shared.keepalive {
             if !self.is_draining() || !self.requeue.is_empty() {
                 self.connect(i, now);
@@ -675,13 +706,68 @@ impl Worker {
         }
     }
 
+    /// Brings slots `from..to` into use: with keep-alive they connect at once.
+    fn activate(&mut self, from: usize, to: usize, now: u64) {
+        self.active = self.active.max(to);
+        for i in from..to {
+            if self.shared.keepalive && self.conns[i].state == ConnState::Closed {
+                self.connect(i, now);
+            } else {
+                self.mark_free(i);
+            }
+        }
+    }
+
+    /// A user leaves (ramp down): its connection closes once it has nothing in flight.
+    fn retire(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        c.reset_socket();
+        c.state = ConnState::Closed;
+    }
+
+    /// Follows the ramp: this thread's share of the users active now.
+    fn update_users(&mut self, now: u64) {
+        let Some(ramp) = self.shared.ramp.as_ref() else {
+            return;
+        };
+        let users = ramp.users_at(now.saturating_sub(self.shared.t0_ns));
+        let target = (share_of_indices(users, self.id as u64, self.shared.threads as u64) as usize)
+            .min(self.conns.len());
+        if target > self.active {
+            self.activate(self.active, target, now);
+        } else if target < self.active {
+            let old = self.active;
+            self.active = target;
+            for i in target..old {
+                if self.conns[i].inflight.is_empty() {
+                    self.retire(i);
+                }
+            }
+        }
+        self.rec.users = target as u64;
+    }
+
     /// Timeouts, connect deadlines and back-offs; also rolls the per-second interval.
     fn housekeeping(&mut self, now: u64) {
+        if self.shared.ramp.is_some() && !self.is_draining() {
+            self.update_users(now);
+        }
         if self.stage != Stage::Warmup {
             self.rec.tick(now);
         }
         let timeout = self.shared.timeout_ns;
         for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if !c.in_free
+                && c.inflight.is_empty()
+                && self.shared.think_ns > 0
+                && self.can_take(i, now)
+            {
+                self.mark_free(i); // its think time is over
+            }
             let c = &self.conns[i];
             match c.state {
                 ConnState::Connecting { since_ns } if now.saturating_sub(since_ns) > timeout => {

@@ -2,6 +2,7 @@
 //! connections, requests and rate, and the request bytes.
 
 pub mod pacer;
+pub mod ramp;
 pub mod request;
 
 pub use pacer::{Due, Pacer};

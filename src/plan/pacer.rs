@@ -185,8 +185,9 @@ impl Pacer {
     }
 }
 
-/// How many of the indices 0..total are ≡ thread (mod threads).
-fn share_of_indices(total: u64, thread: u64, threads: u64) -> u64 {
+/// How many of the indices 0..total are ≡ thread (mod threads): a thread's share of requests
+/// (open loop) or of virtual users dealt round-robin.
+pub fn share_of_indices(total: u64, thread: u64, threads: u64) -> u64 {
     if thread >= total {
         0
     } else {

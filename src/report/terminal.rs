@@ -30,16 +30,38 @@ impl Reporter for TerminalReporter {
                 rate(l.rate_rps.unwrap_or(0.0)),
                 l.arrivals.as_deref().unwrap_or("uniform")
             ),
+            "ramp" => match (&l.stages, l.spawn_rate) {
+                (Some(st), _) => {
+                    let parts: Vec<String> = st
+                        .iter()
+                        .map(|s| format!("{}:{}", seconds(s.duration_s), thousands(s.users)))
+                        .collect();
+                    format!("virtual users in stages {}", parts.join(", "))
+                }
+                (None, Some(r)) => format!(
+                    "{} virtual users, {} added per second",
+                    thousands(l.users.unwrap_or(0)),
+                    rate(r)
+                ),
+                (None, None) => format!("{} virtual users", thousands(l.users.unwrap_or(0))),
+            },
             other => format!("{other} loop"),
         };
-        let _ = write!(
-            how,
-            ", {} connection{}, {} thread{}",
-            l.connections,
-            plural(l.connections),
-            l.threads,
-            plural(l.threads)
-        );
+        if l.think_time_s > 0.0 {
+            let _ = write!(how, ", think time {}", seconds(l.think_time_s));
+        }
+        if l.mode == "ramp" {
+            let _ = write!(how, ", {} thread{}", l.threads, plural(l.threads));
+        } else {
+            let _ = write!(
+                how,
+                ", {} connection{}, {} thread{}",
+                l.connections,
+                plural(l.connections),
+                l.threads,
+                plural(l.threads)
+            );
+        }
         match (l.duration_s, l.requests) {
             (Some(d), _) => {
                 let _ = write!(how, ", {}", seconds(d));

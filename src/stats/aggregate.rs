@@ -60,6 +60,7 @@ pub struct FinishedBucket {
 
 struct Pending {
     reported: usize,
+    users: u64,
     latency: Hist,
     counts: Counters,
 }
@@ -67,6 +68,7 @@ struct Pending {
 /// Run totals and time series.
 pub struct Aggregator {
     threads: usize,
+    ramp: bool,
     pending: BTreeMap<u64, Pending>,
     /// Corrected latency over the measured window.
     pub latency: Hist,
@@ -83,10 +85,11 @@ pub struct Aggregator {
 }
 
 impl Aggregator {
-    /// An aggregator expecting intervals from `threads` workers.
-    pub fn new(threads: usize) -> Self {
+    /// An aggregator expecting intervals from `threads` workers; `ramp` adds users to the series.
+    pub fn new(threads: usize, ramp: bool) -> Self {
         Aggregator {
             threads,
+            ramp,
             pending: BTreeMap::new(),
             latency: new_hist(),
             service: new_hist(),
@@ -111,10 +114,12 @@ impl Aggregator {
         self.counts.merge(&iv.counts);
         let p = self.pending.entry(iv.bucket).or_insert_with(|| Pending {
             reported: 0,
+            users: 0,
             latency: new_hist(),
             counts: Counters::default(),
         });
         p.reported += 1;
+        p.users += iv.users;
         p.latency
             .add(&iv.latency)
             .expect("auto-resizing histograms accept any value");
@@ -168,7 +173,7 @@ impl Aggregator {
             latency_p50_us: nonempty.then(|| p.latency.value_at_quantile(0.5)),
             latency_p99_us: nonempty.then(|| p.latency.value_at_quantile(0.99)),
             latency_max_us: nonempty.then(|| p.latency.max()),
-            users: None,
+            users: self.ramp.then_some(p.users),
         };
         // Seconds in which no worker recorded anything still appear, as zeros, so the series
         // has no holes.
@@ -202,12 +207,13 @@ mod tests {
             service: new_hist(),
             lag: new_hist(),
             counts,
+            users: 2,
         }
     }
 
     #[test]
     fn buckets_finish_when_every_thread_reported() {
-        let mut a = Aggregator::new(2);
+        let mut a = Aggregator::new(2, false);
         assert!(a.add(interval(0, 0, &[10, 20])).is_empty());
         let done = a.add(interval(1, 0, &[30]));
         assert_eq!(done.len(), 1);
@@ -226,18 +232,23 @@ mod tests {
         assert_eq!(a.series[1].latency_p50_us, None);
         assert_eq!(a.latency.len(), 4);
         assert_eq!(a.counts.completed, 4);
+        assert_eq!(a.series[0].users, None, "users only in ramp mode");
+        let mut r = Aggregator::new(2, true);
+        r.add(interval(0, 0, &[1]));
+        r.add(interval(1, 0, &[1]));
+        assert_eq!(r.series[0].users, Some(4), "users summed over workers");
     }
 
     #[test]
     fn finish_sets_the_partial_last_bucket() {
-        let mut a = Aggregator::new(2);
+        let mut a = Aggregator::new(2, false);
         a.add(interval(0, 3, &[7]));
         let done = a.finish(3.25);
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].point.interval_s, 0.25);
         assert_eq!(a.series.len(), 4);
         // A last bucket that every worker already reported still gets its partial length.
-        let mut a = Aggregator::new(1);
+        let mut a = Aggregator::new(1, false);
         a.add(interval(0, 0, &[7]));
         assert!(a.finish(0.4).is_empty());
         assert_eq!(a.series[0].interval_s, 0.4);

@@ -141,6 +141,8 @@ pub struct Interval {
     pub lag: Hist,
     /// Counters of the interval.
     pub counts: Counters,
+    /// Virtual users of this worker at the end of the interval (ramp mode).
+    pub users: u64,
 }
 
 /// What workers tell the aggregator.
@@ -196,6 +198,8 @@ pub struct Recorder {
     counts: Counters,
     /// Warm-up counters (sent once at t0).
     pub warmup: Counters,
+    /// Active virtual users (ramp mode); reported with every interval.
+    pub users: u64,
     dirty: bool,
 }
 
@@ -215,6 +219,7 @@ impl Recorder {
             lag: new_hist(),
             counts: Counters::default(),
             warmup: Counters::default(),
+            users: 0,
             dirty: false,
         }
     }
@@ -233,7 +238,8 @@ impl Recorder {
     }
 
     fn roll(&mut self, now_ns: u64) {
-        if self.dirty {
+        // With users active the second is reported even if nothing completed in it.
+        if self.dirty || self.users > 0 {
             self.flush();
         }
         self.bucket = (now_ns - self.t0_ns) / SECOND_NS;
@@ -249,6 +255,7 @@ impl Recorder {
             service: std::mem::replace(&mut self.service, new_hist()),
             lag: std::mem::replace(&mut self.lag, new_hist()),
             counts: std::mem::take(&mut self.counts),
+            users: self.users,
         };
         self.dirty = false;
         self.send(Report::Interval(Box::new(interval)));
