@@ -34,6 +34,8 @@
 #   SYSCALL_DURATION=3s length of each strace / perf run
 #   PORT=<free port picked automatically>
 #   VOLLEY=<path>       use this binary instead of building target/release/volley
+#   VOLLEY_REV=<rev>    build this commit (git archive into TOOLS_DIR, own target dir)
+#                       instead of the work tree, e.g. VOLLEY_REV=HEAD while src/ is mid-edit
 #   OHA=<path>          use this oha instead of target/bench-tools/bin/oha (cargo install'ed)
 #   TOOLS_DIR=<dir>     where `cargo install --root` puts oha (default target/bench-tools)
 #   OUT_DIR=<dir>       raw outputs (default target/bench-compare/<UTC time>)
@@ -157,7 +159,8 @@ if [[ -n $OHA ]]; then
     if grep -q -- '--output-format' <<<"$oha_help"; then OHA_FLAGS+=(--output-format json); else OHA_FLAGS+=(-j); fi
     grep -q -- '--no-tui' <<<"$oha_help" && OHA_FLAGS+=(--no-tui)
     # one worker thread, as every other client here gets
-    if grep -q -- '--threads' <<<"$oha_help"; then OHA_FLAGS+=(--threads 1); fi
+    if grep -q -- "--worker-threads" <<<"$oha_help"; then OHA_FLAGS+=(--worker-threads 1)
+    elif grep -q -- "--threads" <<<"$oha_help"; then OHA_FLAGS+=(--threads 1); fi
 fi
 
 PERF_OK=0
@@ -171,7 +174,19 @@ taskset -c "$CLIENT_CPU" true 2>/dev/null || die 2 "cannot pin to CLIENT_CPU=$CL
 taskset -c "$SERVER_CPU" true 2>/dev/null || die 2 "cannot pin to SERVER_CPU=$SERVER_CPU (this machine has $ncpu CPUs)"
 [[ $CLIENT_CPU != "$SERVER_CPU" ]] || die 2 "CLIENT_CPU and SERVER_CPU must differ"
 
-if [[ -n ${VOLLEY:-} ]]; then
+VOLLEY_REV_SHORT=
+if [[ -n ${VOLLEY_REV:-} ]]; then
+    # Build a committed revision on its own (git archive into TOOLS_DIR, own target
+    # dir), so uncommitted edits in the work tree neither break nor leak into the run.
+    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$VOLLEY_REV^{commit}") || die 2 "VOLLEY_REV=$VOLLEY_REV is not a commit"
+    VOLLEY_REV_SHORT=$(git -C "$ROOT" rev-parse --short "$rev")
+    src=$TOOLS_DIR/volley-src
+    log "building volley at git $VOLLEY_REV_SHORT in $src"
+    rm -rf "$src" && mkdir -p "$src"
+    git -C "$ROOT" archive "$rev" | tar -x -C "$src" || die 2 "git archive $rev failed"
+    (cd "$src" && CARGO_TARGET_DIR=$TOOLS_DIR/volley-target cargo build --release --quiet) || die 2 "cargo build --release of $VOLLEY_REV_SHORT failed"
+    VOLLEY=$TOOLS_DIR/volley-target/release/volley
+elif [[ -n ${VOLLEY:-} ]]; then
     [[ -x $VOLLEY ]] || die 2 "VOLLEY=$VOLLEY is not executable"
 else
     command -v cargo >/dev/null 2>&1 || die 2 "cargo not found (or set VOLLEY=/path/to/volley)"
@@ -180,7 +195,9 @@ else
     VOLLEY=$ROOT/target/release/volley
 fi
 VOLLEY_VERSION=$("$VOLLEY" --version) || die 2 "$VOLLEY --version failed"
-if [[ $VOLLEY == "$ROOT/target/release/volley" ]] && git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
+if [[ -n $VOLLEY_REV_SHORT ]]; then
+    VOLLEY_VERSION+=" (built from git $VOLLEY_REV_SHORT)"
+elif [[ $VOLLEY == "$ROOT/target/release/volley" ]] && git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
     VOLLEY_VERSION+=" (built from git $(git -C "$ROOT" rev-parse --short HEAD)"
     [[ -z $(git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null) ]] || VOLLEY_VERSION+=" with uncommitted changes"
     VOLLEY_VERSION+=")"

@@ -123,8 +123,11 @@ def parse_oha(base):
     s = d["summary"]
     codes = {str(k): v for k, v in (d.get("statusCodeDistribution") or {}).items()}
     n = sum(codes.values())
-    errs = d.get("errorDistribution") or {}
+    errs = dict(d.get("errorDistribution") or {})
     notes = []
+    aborted = errs.pop("aborted due to deadline", 0)
+    if aborted:  # in flight at the deadline: neither completed nor an error (oha counts them in its req/s)
+        notes.append(f"aborted at the deadline {aborted}")
     if errs:
         notes.append("errors: " + ", ".join(f"{k} {v}" for k, v in errs.items()))
     non200 = {k: v for k, v in codes.items() if k != "200"}
@@ -132,7 +135,7 @@ def parse_oha(base):
         notes.append(f"statuses {non200}")
     pct = d.get("latencyPercentiles") or {}
     sec = lambda v: None if v is None else v * 1e6
-    return dict(requests=n, connections=None, rps=s["requestsPerSec"], p50=sec(pct.get("p50")), p99=sec(pct.get("p99")),
+    return dict(requests=n, connections=None, rps=n / s["total"], p50=sec(pct.get("p50")), p99=sec(pct.get("p99")),
                 mean=sec(s.get("average")), notes=notes, self_cpu=None)
 
 

@@ -21,6 +21,8 @@
 #   MODE=all  USERS=10000  SPAWN_RATE=100  DURATION=150s  SAMPLE_EVERY=5
 #   MEM_RATE=20000  MEM_CONNECTIONS=50  MEM_DURATION=60s
 #   CLIENT_CPU=0  SERVER_CPU=1  PORT=<free port>  VOLLEY=<path>  OUT_DIR=<dir>
+#   VOLLEY_REV=<git rev>  build that commit (git archive into TOOLS_DIR=target/bench-tools)
+#                         instead of the work tree
 #   BENCH_MD=<file>  UPDATE_MD=0  REPORT_FROM=<dir>
 #   BUSY_MAX=20  WAIT_QUIET=120   wait (bounded) for a quiet machine before each run
 #
@@ -47,6 +49,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_MD=${BENCH_MD:-$ROOT/BENCHMARKS.md}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT_DIR=${OUT_DIR:-$ROOT/target/bench-scale/$STAMP}
+TOOLS_DIR=${TOOLS_DIR:-$ROOT/target/bench-tools}
 
 log() { printf '[scale] %s\n' "$*" >&2; }
 die() { local code=$1; shift; printf '[scale] error: %s\n' "$*" >&2; exit "$code"; }
@@ -244,7 +247,19 @@ ncpu=$(nproc --all)
 taskset -c "$CLIENT_CPU" true 2>/dev/null || die 2 "cannot pin to CLIENT_CPU=$CLIENT_CPU"
 taskset -c "$SERVER_CPU" true 2>/dev/null || die 2 "cannot pin to SERVER_CPU=$SERVER_CPU"
 
-if [[ -n ${VOLLEY:-} ]]; then
+VOLLEY_REV_SHORT=
+if [[ -n ${VOLLEY_REV:-} ]]; then
+    # Build a committed revision on its own (git archive into TOOLS_DIR, own target
+    # dir), so uncommitted edits in the work tree neither break nor leak into the run.
+    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$VOLLEY_REV^{commit}") || die 2 "VOLLEY_REV=$VOLLEY_REV is not a commit"
+    VOLLEY_REV_SHORT=$(git -C "$ROOT" rev-parse --short "$rev")
+    src=$TOOLS_DIR/volley-src
+    log "building volley at git $VOLLEY_REV_SHORT in $src"
+    rm -rf "$src" && mkdir -p "$src"
+    git -C "$ROOT" archive "$rev" | tar -x -C "$src" || die 2 "git archive $rev failed"
+    (cd "$src" && CARGO_TARGET_DIR=$TOOLS_DIR/volley-target cargo build --release --quiet) || die 2 "cargo build --release of $VOLLEY_REV_SHORT failed"
+    VOLLEY=$TOOLS_DIR/volley-target/release/volley
+elif [[ -n ${VOLLEY:-} ]]; then
     [[ -x $VOLLEY ]] || die 2 "VOLLEY=$VOLLEY is not executable"
 else
     log "cargo build --release"
@@ -255,7 +270,9 @@ if want users && ! "$VOLLEY" run --help 2>&1 | grep -q -- '--users'; then
     die 2 "$VOLLEY run has no --users flag yet (MODE=memory runs the memory part alone)"
 fi
 VOLLEY_VERSION=$("$VOLLEY" --version)
-if [[ $VOLLEY == "$ROOT/target/release/volley" ]] && git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
+if [[ -n $VOLLEY_REV_SHORT ]]; then
+    VOLLEY_VERSION+=" (built from git $VOLLEY_REV_SHORT)"
+elif [[ $VOLLEY == "$ROOT/target/release/volley" ]] && git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
     VOLLEY_VERSION+=" (built from git $(git -C "$ROOT" rev-parse --short HEAD)"
     [[ -z $(git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null) ]] || VOLLEY_VERSION+=" with uncommitted changes"
     VOLLEY_VERSION+=")"

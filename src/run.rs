@@ -184,13 +184,18 @@ pub fn build_result(
             "closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency".to_string(),
         );
     }
-    if saturated {
-        let why = if lag_hot && !sat_cpu {
-            "requests left more than 1 ms after their due time (send lag p99)".to_string()
-        } else {
-            format!("volley used ≥90% of its {capacity} core(s) or one worker ≥95% of a core in {:.0}% of seconds", frac * 100.0)
-        };
-        warnings.push(format!("client saturated: {why}; these numbers may describe volley, not the server (give volley more cores, or a lighter share of the load)"));
+    if sat_cpu {
+        warnings.push(format!(
+            "client saturated: volley used ≥90% of its {capacity} core(s), or one worker ≥95% of a core, in {:.0}% of seconds; these numbers may describe volley, not the server (give volley more cores, or a lighter share of the load)",
+            frac * 100.0
+        ));
+    }
+    if lag_hot {
+        let p99 = lag.as_ref().and_then(|l| l.p99).unwrap_or(0);
+        warnings.push(format!(
+            "send lag p99 is {:.2} ms (> 1 ms): volley itself sent requests late, so the client, not the server, shaped part of the latency",
+            p99 as f64 / 1000.0
+        ));
     }
     if never_connected > 0 {
         warnings.push(format!(

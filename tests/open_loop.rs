@@ -53,10 +53,10 @@ fn stalls_show_in_corrected_latency_not_in_service_time() {
         "completed {completed}"
     );
     assert_eq!(j["requests"]["unsent"], 0);
-    assert!(
-        j["schedule_lag_us"]["p99"].as_u64().unwrap() > 100_000,
-        "requests waited for a free connection"
-    );
+    // Requests waited for a free connection during the stall: that wait is in the corrected
+    // latency, not in the pacer's own lag, which stays far below the stall.
+    let lag_p99 = j["schedule_lag_us"]["p99"].as_u64().unwrap();
+    assert!(lag_p99 < 100_000, "schedule lag p99 {lag_p99} µs");
     assert_eq!(s.requests(), j["requests"]["sent"].as_u64().unwrap());
     // The time series has every second, and the stalled seconds show it.
     let ts = j["timeseries"].as_array().unwrap();

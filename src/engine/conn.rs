@@ -25,6 +25,8 @@ pub struct InFlight {
     pub write_ns: u64,
     /// Offset of its first byte in the connection's request stream.
     pub stream_pos: u64,
+    /// When it was both due and had a free connection: the origin of the schedule lag.
+    pub lag_origin_ns: u64,
     /// Its phase.
     pub phase: Phase,
     /// Already counted as sent (a resend is not counted twice).
@@ -40,6 +42,7 @@ impl InFlight {
             start_ns,
             write_ns: 0,
             stream_pos: 0,
+            lag_origin_ns: start_ns,
             phase,
             sent_counted: false,
             resent: false,

@@ -349,6 +349,9 @@ impl Worker {
         let len = self.shared.template.bytes.len() as u64;
         let c = &mut self.conns[i];
         req.write_ns = 0;
+        // The pacer's own lag counts from when both the request was due and a connection was
+        // free for it: waiting for a busy server's connection is latency, not client lag.
+        req.lag_origin_ns = req.start_ns.max(c.ready_ns).min(now);
         req.stream_pos = c.write_end;
         c.write_end += len;
         c.inflight.push_back(req);
@@ -443,6 +446,7 @@ impl Worker {
                 }
                 ConnectState::Ready => {
                     c.state = ConnState::Open;
+                    c.ready_ns = c.ready_ns.max(now);
                     c.connect_failures = 0;
                     c.ever_connected = true;
                     match self.phase() {
@@ -499,7 +503,7 @@ impl Worker {
                             Phase::Measured => {
                                 newly_sent += 1;
                                 if shared.open_loop {
-                                    self.rec.lag(ns_to_us(now.saturating_sub(r.start_ns)));
+                                    self.rec.lag(ns_to_us(now.saturating_sub(r.lag_origin_ns)));
                                 }
                             }
                             Phase::Warmup => self.rec.warmup.sent += 1,
@@ -686,6 +690,7 @@ impl Worker {
         let rest: Vec<InFlight> = c.inflight.drain(..).collect();
         c.reset_socket();
         c.state = ConnState::Closed;
+        c.ready_ns = c.ready_ns.max(now);
         if had_socket && by_server && self.shared.keepalive {
             match phase {
                 Phase::Warmup => self.rec.warmup.closed_by_server += 1,
@@ -776,6 +781,7 @@ impl Worker {
                 ConnState::Backoff { until_ns } if now >= until_ns => {
                     // After failed connects the next attempt waits for a request to carry.
                     self.conns[i].state = ConnState::Closed;
+                    self.conns[i].ready_ns = now;
                     self.mark_free(i);
                 }
                 ConnState::Open => {

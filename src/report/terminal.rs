@@ -110,7 +110,7 @@ impl Reporter for TerminalReporter {
 
         // Percentile table: one column in closed loop, corrected/service/lag in open loop.
         let mut cols: Vec<(&str, &Percentiles)> = Vec::new();
-        if l.mode == "closed" {
+        if l.mode != "open" {
             cols.push(("latency", &r.latency_us));
         } else {
             cols.push(("corrected", &r.latency_us));
