@@ -6,6 +6,7 @@
 pub mod clock;
 pub mod conn;
 pub mod limits;
+pub mod poller;
 pub mod response;
 pub mod transport;
 pub mod worker;

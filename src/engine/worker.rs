@@ -6,13 +6,13 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Poll, Token};
 
 use super::clock::{tighten_timer_slack, TimerFd};
 use super::conn::{Conn, ConnState, InFlight, Phase};
+use super::poller::Poller;
 use super::transport::{self, ConnectState};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
@@ -24,6 +24,8 @@ const TIMER: Token = Token(usize::MAX - 1);
 pub const WAKER: Token = Token(usize::MAX - 2);
 /// Timeouts, back-offs and the phase clock are checked this often at the least.
 const HOUSEKEEPING_NS: u64 = 10_000_000;
+/// Events taken per wait.
+const EVENTS: usize = 1024;
 /// One read buffer per thread; connections keep only an incomplete response head.
 const READ_BUF_BYTES: usize = 256 * 1024;
 
@@ -41,7 +43,7 @@ enum Stage {
 pub struct Worker {
     id: usize,
     shared: Arc<Shared>,
-    poll: Poll,
+    poll: Poller,
     conns: Vec<Conn>,
     free: Vec<usize>,
     /// Local address connections are bound to once the default ran out of ports.
@@ -77,6 +79,7 @@ impl Worker {
         tx: std::sync::mpsc::Sender<Report>,
     ) -> io::Result<Self> {
         let timer = TimerFd::new()?;
+        let poll = Poller::new(poll, EVENTS);
         poll.registry().register(
             &mut SourceFd(&std::os::fd::AsRawFd::as_raw_fd(&timer)),
             TIMER,
@@ -133,7 +136,7 @@ impl Worker {
         } else {
             self.activate(0, self.conns.len(), now);
         }
-        let mut events = Events::with_capacity(1024);
+        let mut events = Vec::with_capacity(EVENTS);
         loop {
             let now = self.shared.clock.now_ns();
             if self.stage == Stage::Warmup
@@ -153,22 +156,20 @@ impl Worker {
                 self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
             }
             let timeout = self.poll_timeout(now);
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    eprintln!("volley: worker {}: epoll failed: {e}", self.id);
-                    break;
-                }
+            if let Err(e) = self.poll.wait(Some(timeout), &mut events) {
+                eprintln!("volley: worker {}: epoll failed: {e}", self.id);
+                break;
             }
-            for ev in events.iter() {
-                match ev.token() {
+            for ev in &events {
+                match ev.token {
                     TIMER => self.timer.clear(),
                     WAKER => {}
                     Token(i) => {
-                        if ev.is_writable() {
+                        if ev.writable {
                             self.on_writable(i);
                         }
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.on_readable(i, ev.is_read_closed() || ev.is_error());
+                        if ev.readable || ev.hangup {
+                            self.on_readable(i, ev.hangup);
                         }
                     }
                 }
@@ -250,23 +251,28 @@ impl Worker {
         self.unsent += (before - self.requeue.len()) as u64;
     }
 
-    fn poll_timeout(&mut self, now: u64) -> Option<Duration> {
+    /// Nanoseconds until the loop must wake: the next phase boundary or housekeeping tick, or
+    /// (open loop) the next due time when a connection is free for it.
+    fn poll_timeout(&mut self, now: u64) -> u64 {
         let mut wake = self.next_housekeeping_ns;
         match self.stage {
             Stage::Warmup => wake = wake.min(self.shared.t0_ns),
             Stage::Measured => wake = wake.min(self.window_end_ns),
             Stage::Draining { deadline_ns } => wake = wake.min(deadline_ns),
         }
-        // Open loop: a free connection waits for the next due time. epoll's timeout has
-        // millisecond resolution, so the due time is armed on the timerfd instead.
         if !self.is_draining() && !self.free.is_empty() && self.requeue.is_empty() {
             if let Due::At(t) = self.pacer.peek() {
                 if t > now && t < wake {
-                    self.timer.arm(self.shared.clock.to_monotonic(t));
+                    if self.poll.is_precise() {
+                        wake = t;
+                    } else {
+                        // epoll_wait's timeout is in milliseconds: arm the timerfd instead.
+                        self.timer.arm(self.shared.clock.to_monotonic(t));
+                    }
                 }
             }
         }
-        Some(Duration::from_nanos(wake.saturating_sub(now)))
+        wake.saturating_sub(now)
     }
 
     fn is_draining(&self) -> bool {
