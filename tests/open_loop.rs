@@ -83,3 +83,41 @@ fn closed_loop_hides_the_same_stall() {
     assert!(stderr.contains("coordinated omission"), "{stderr}");
     assert!(j["schedule_lag_us"].is_null());
 }
+
+#[test]
+fn the_timerfd_fallback_paces_too() {
+    // Without epoll_pwait2 the due times go through a timerfd; the rate must hold the same.
+    let s = normal();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args([
+            "run",
+            &s.url("/"),
+            "-R",
+            "400",
+            "-n",
+            "200",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--quiet",
+            "--json",
+            "-",
+        ])
+        .env("VOLLEY_EPOLL_WAIT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["requests"]["completed"], 200);
+    let el = j["elapsed_s"].as_f64().unwrap();
+    assert!(
+        (0.45..0.75).contains(&el),
+        "200 requests at 400/s took {el} s"
+    );
+}
