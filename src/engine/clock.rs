@@ -1,6 +1,7 @@
 //! The run clock (nanoseconds of CLOCK_MONOTONIC since the run began) and a timerfd for
-//! microsecond-precise open-loop pacing: epoll's millisecond timeout is too coarse (wrk2's
-//! 1 ms sleeps inflate low latencies), so due times are armed as absolute timerfd deadlines.
+//! microsecond-precise open-loop pacing where `epoll_pwait2` is missing: epoll_wait's
+//! millisecond timeout is too coarse (wrk2's 1 ms sleeps inflate low latencies), so there the
+//! due times are armed as absolute timerfd deadlines.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
