@@ -85,7 +85,12 @@ def parse_volley(base):
         notes.append(f"statuses {non200}")
     c = d.get("client", {})
     if c.get("saturated"):
-        notes.append(f"volley: client saturated ({c.get('saturated_fraction', 0):.0%} of seconds)")
+        frac = c.get("saturated_fraction") or 0
+        lag99 = (d.get("schedule_lag_us") or {}).get("p99")
+        why = [f"{frac:.0%} of seconds at ≥ 90 % CPU"] if frac else []
+        if lag99 is not None and lag99 > 1000:
+            why.append(f"schedule lag p99 {lag99:,} µs > 1 ms")
+        notes.append("volley flags client saturated" + (f" ({'; '.join(why)})" if why else ""))
     for w in d.get("warnings", []):
         if not w.startswith(("closed loop:", "client saturated")):
             notes.append("volley warning: " + w)
@@ -240,7 +245,7 @@ def raw_table(cells, conn_col=False):
     cols = "| # | rep | tool | req/s | requests |" + (" connections |" if conn_col else "") + \
         " user s | sys s | CPU-s per M req | p50 | p99 | max RSS | nginx CPU | other CPU | TIME_WAIT | notes |"
     L.append(cols)
-    L.append("|" + "---:|" * 2 + "---|" + "---:|" * (2 + conn_col + 10) + "---|")
+    L.append("|" + "---:|" * 2 + "---|" + "---:|" * (11 + conn_col) + "---|")
     for r in sorted((r for r in RUNS if r["cell"] in cells), key=lambda r: r["seq"]):
         conn = f" {r['connections']:,} |" if conn_col and r["connections"] is not None else (" — |" if conn_col else "")
         L.append(f"| {r['seq']} | {r['rep']} | {label(r['cell'])} | {r['rps']:,.0f} | {r['requests']:,} |{conn} "
@@ -269,7 +274,7 @@ def paired_ratio(vcell, pcell, key="cpu_per_m"):
 
 
 def verdict(x, target):
-    return "met" if x >= target else "**not met**"
+    return "met" if x >= target else "NOT met"
 
 
 # ---------------------------------------------------------------- sections
@@ -390,11 +395,11 @@ if "openloop" in TABLES:
     off = med([abs(r["off_pct"]) for r in F])
     gap = med([abs(r["p50_gap"]) for r in S])
     L += ["", f"**Target: at {fast:,} req/s the achieved rate is within 1 % of the target: median |off| "
-          f"{off:.2f} %, {'met' if off <= 1 else '**not met**'}** (worst {max(abs(r['off_pct']) for r in F):.2f} %); "
+          f"{off:.2f} %, {'met' if off <= 1 else 'NOT met'}** (worst {max(abs(r['off_pct']) for r in F):.2f} %); "
           f"schedule lag p50 {us(medof(F, 'lag_p50'))}, p99 {us(medof(F, 'lag_p99'))} (medians).",
           "",
           f"**Target: at {slow:,} req/s the corrected p50 is within 0.1 ms of the service-time p50: median gap "
-          f"{gap:.0f} µs, {'met' if gap <= 100 else '**not met**'}** (worst {max(abs(r['p50_gap']) for r in S):.0f} µs; "
+          f"{gap:.0f} µs, {'met' if gap <= 100 else 'NOT met'}** (worst {max(abs(r['p50_gap']) for r in S):.0f} µs; "
           f"corrected p50 {us(medof(S, 'p50'))} vs service p50 {us(medof(S, 'svc_p50'))}, schedule lag p50 "
           f"{us(medof(S, 'lag_p50'))}, p99 {us(medof(S, 'lag_p99'))}).", ""]
     L += raw_table(cells)

@@ -368,7 +368,7 @@ sample() { # t rss_kib hwm_kib threads fds established, of process $1 started at
     hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || return 0
     thr=$(awk '/^Threads:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || return 0
     [[ -n $rss ]] || return 0
-    fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+    fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l) || return 0   # the process may exit between two reads
     printf '%d.%d %s %s %s %s %s\n' $(((now - t0) / 1000000)) $(((now - t0) % 1000000 / 100000)) \
         "$rss" "$hwm" "$thr" "$fds" "$(established)"
 }
@@ -391,13 +391,13 @@ run_sampled() { # kind every duration_s cmd...: run the client pinned, sample it
     while kill -0 "$CLIENT_PID" 2>/dev/null; do
         el=$((($(now_us) - t0) / 1000000))
         if ((el >= next)); then
-            sample "$CLIENT_PID" "$t0" >>"$OUT_DIR/$kind.samples"
+            sample "$CLIENT_PID" "$t0" >>"$OUT_DIR/$kind.samples" || true
             next=$((next + every))
         fi
         # Two snapshots of every socket's segs_out, 10 s apart, near the end of the plateau
         if [[ $kind == users ]]; then
-            if ((snap1 == 0 && el >= dur - 25)); then segs >"$OUT_DIR/users.segs1"; snap1=1; fi
-            if ((snap2 == 0 && el >= dur - 15)); then segs >"$OUT_DIR/users.segs2"; snap2=1; fi
+            if ((snap1 == 0 && el >= dur - 25)); then segs >"$OUT_DIR/users.segs1" || true; snap1=1; fi
+            if ((snap2 == 0 && el >= dur - 15)); then segs >"$OUT_DIR/users.segs2" || true; snap2=1; fi
         fi
         sleep 0.2
     done

@@ -288,8 +288,12 @@ impl Progress for LiveLine {
             .total_s
             .map(|t| format!("/{}", seconds(t)))
             .unwrap_or_default();
+        let users = p
+            .users
+            .map(|u| format!("   {} users", thousands(u)))
+            .unwrap_or_default();
         let line = format!(
-            "  {:.0} s{of}   {} req/s   p50 {}   p99 {}   max {}   errors {}",
+            "  {:.0} s{of}{users}   {} req/s   p50 {}   p99 {}   max {}   errors {}",
             elapsed_s,
             rate(p.completed as f64 / p.interval_s.max(1e-9)),
             opt_micros(p.latency_p50_us),
