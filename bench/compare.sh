@@ -79,7 +79,7 @@ die() { local code=$1; shift; printf '[compare] error: %s\n' "$*" >&2; exit "$co
 
 report() { # render $OUT_DIR as Markdown and rewrite the measured sections of BENCH_MD
     OUT_DIR="$OUT_DIR" BENCH_MD="$BENCH_MD" UPDATE_MD="$UPDATE_MD" ROOT="$ROOT" \
-        python3 "$ROOT/bench/compare_report.py"
+        python3 "$(dirname "${BASH_SOURCE[0]}")/compare_report.py"
 }
 
 if [[ -n ${REPORT_FROM:-} ]]; then   # re-render an earlier run without measuring again
@@ -96,8 +96,6 @@ for v in DURATION SYSCALL_DURATION; do
     [[ ${!v} =~ ^[1-9][0-9]*[smh]$ ]] || die 2 "$v must look like 10s, 2m or 1h (every client accepts it), got '${!v}'"
 done
 to_seconds() { local n=${1%?}; case ${1: -1} in s) echo "$n" ;; m) echo $((n * 60)) ;; h) echo $((n * 3600)) ;; esac; }
-DURATION_S=$(to_seconds "$DURATION")
-SYSCALL_DURATION_S=$(to_seconds "$SYSCALL_DURATION")
 for t in $TABLES; do
     [[ $t =~ ^(keepalive|pipeline|close|openloop|syscalls)$ ]] || die 2 "unknown table '$t' in TABLES (keepalive pipeline close openloop syscalls)"
 done
@@ -460,9 +458,9 @@ for cell in "${GROUP_keepalive[@]}" "${GROUP_pipeline[@]}" "${GROUP_close[@]}" "
 done
 for tool in "${SYSCALL_TOOLS[@]}"; do
     cell_cmd "ka-$tool" "sys-$tool-strace" "$SYSCALL_DURATION"
-    SHOWN[sys-$tool-strace]=$(quote taskset -c "$CLIENT_CPU" strace -c -f -o "sys-$tool.strace" "${CMD[@]}" | short)
+    SHOWN[sys-$tool-strace]=$(quote taskset -c "$CLIENT_CPU" strace -c -f -o "sys-$tool-strace.strace" "${CMD[@]}" | short)
     cell_cmd "ka-$tool" "sys-$tool-perf" "$SYSCALL_DURATION"
-    SHOWN[sys-$tool-perf]=$(quote taskset -c "$CLIENT_CPU" perf stat -x, -e 'raw_syscalls:sys_enter,syscalls:sys_enter_<each syscall strace saw>' -- "${CMD[@]}" | short)
+    SHOWN[sys-$tool-perf]=$(quote taskset -c "$CLIENT_CPU" perf stat -x, -o "sys-$tool-perf.perf" -e 'raw_syscalls:sys_enter,syscalls:sys_enter_<each syscall strace saw>' -- "${CMD[@]}" | short)
 done
 for k in "${!SHOWN[@]}"; do printf '%s\t%s\n' "$k" "${SHOWN[$k]}"; done >"$OUT_DIR/commands.tsv"
 

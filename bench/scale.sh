@@ -19,6 +19,12 @@
 #
 # Environment (all optional):
 #   MODE=all  USERS=10000  SPAWN_RATE=100  DURATION=150s  SAMPLE_EVERY=5
+#   THINK_TIME=<dur>    give every user this pause between response and next request
+#                       (locust-style users; default none: every user loops flat out)
+#   SCALE_SECTION=scale the BENCHMARKS.md section the users run rewrites
+#   USERS_FLAGS="..."   extra volley flags for the users run, e.g. "--timeout 10s"
+#   NGINX_EVENTS="..."  extra nginx events{} directives, e.g. "multi_accept on;" (default none:
+#                       the DESIGN §4 config, the same as bench/compare.sh)
 #   MEM_RATE=20000  MEM_CONNECTIONS=50  MEM_DURATION=60s
 #   CLIENT_CPU=0  SERVER_CPU=1  PORT=<free port>  VOLLEY=<path>  OUT_DIR=<dir>
 #   VOLLEY_REV=<git rev>  build that commit (git archive into TOOLS_DIR=target/bench-tools)
@@ -36,6 +42,10 @@ USERS=${USERS:-10000}
 SPAWN_RATE=${SPAWN_RATE:-100}
 DURATION=${DURATION:-150s}
 SAMPLE_EVERY=${SAMPLE_EVERY:-5}
+THINK_TIME=${THINK_TIME:-}
+USERS_FLAGS=${USERS_FLAGS:-}
+NGINX_EVENTS=${NGINX_EVENTS:-}
+SCALE_SECTION=${SCALE_SECTION:-scale}
 MEM_RATE=${MEM_RATE:-20000}
 MEM_CONNECTIONS=${MEM_CONNECTIONS:-50}
 MEM_DURATION=${MEM_DURATION:-60s}
@@ -65,13 +75,16 @@ mib = lambda b: f"{b / 2**20:.1f} MiB"
 def fail(msg):
     print(f"[scale] error: {msg}", file=sys.stderr); sys.exit(1)
 
-def samples(path):  # t_s rss_kib hwm_kib threads fds established
+def samples(path):  # t_s rss_kib hwm_kib threads fds established [accept_queue listen_overflows]
     rows = []
     for line in open(path):
         f = line.split()
         if len(f) >= 6:
-            rows.append(dict(t=float(f[0]), rss=int(f[1]) * 1024, hwm=int(f[2]) * 1024, threads=int(f[3]),
-                             fds=int(f[4]), est=int(f[5])))
+            r = dict(t=float(f[0]), rss=int(f[1]) * 1024, hwm=int(f[2]) * 1024, threads=int(f[3]),
+                     fds=int(f[4]), est=int(f[5]), aq=None, lo=None)
+            if len(f) >= 8 and f[6].isdigit() and f[7].isdigit():
+                r.update(aq=int(f[6]), lo=int(f[7]))
+            rows.append(r)
     return rows
 
 def head(kind):
@@ -98,46 +111,60 @@ if os.path.exists(os.path.join(out_dir, "users.json")):
     d = load("users")
     S = samples(os.path.join(out_dir, "users.samples"))
     users = int(E["USERS"])
+    dur = d["load"]["duration_s"]
     ts = d.get("timeseries") or []
     umax = max((b.get("users") or 0 for b in ts), default=0)
     reach = next((b["t_s"] for b in ts if (b.get("users") or 0) >= users), None)
-    plateau = [b for b in ts if (b.get("users") or 0) >= users and b.get("interval_s", 1) >= 0.999]
+    plateau = [b for b in ts if (b.get("users") or 0) >= users and b["t_s"] + b.get("interval_s", 1) <= dur + 1e-6]
+    late_sent = sum(b["sent"] for b in ts if b["t_s"] >= dur)
     opened = d["connections"]["opened"]
     errs = d["requests"]["errors"]
-    at_full = [s for s in S if s["est"] >= users]
-    rss_full = max((s["rss"] for s in at_full), default=None)
-    active = open(os.path.join(out_dir, "users.active")).read().split() if os.path.exists(os.path.join(out_dir, "users.active")) else None
+    full = [s for s in S if s["fds"] >= users]          # volley holds a socket for every user
+    on_plateau = [s for s in S if reach is not None and s["t"] >= reach + 2 and s["t"] <= dur - 1]
+    rss_full = max((s["rss"] for s in full), default=None)
+    p = os.path.join(out_dir, "users.active")
+    active = open(p).read().split() if os.path.exists(p) else None
+    ok = lambda c: "met" if c else "**not met**"
     L = head("users")
-    L.append(f"{users:,} virtual users added at {E['SPAWN_RATE']}/s, each holding one keep-alive connection and "
-             "sending its next GET as soon as the previous response is in (no think time); `-d` includes the ramp.")
+    think = E.get("THINK_TIME") or ""
+    L.append(f"{users:,} virtual users added at {E['SPAWN_RATE']}/s, each holding one keep-alive connection and sending "
+             + (f"its next GET {think} after the previous response (`--think-time {think}`)" if think else
+                "its next GET as soon as the previous response is in (no think time)")
+             + f"; `-d` includes the ramp, so the last {dur - users / float(E['SPAWN_RATE']):.0f} s run at {users:,} users.")
     L.append("")
     L.append("| check | result | target |")
     L.append("|---|---|---|")
-    ok = lambda c: "met" if c else "**not met**"
     L.append(f"| users in the time series | max {umax:,}" + (f", reached at t = {reach} s" if reach is not None else "")
              + f" | {users:,} · {ok(umax >= users)} |")
     L.append(f"| `connections.opened` | {opened:,} (closed by server: {d['connections']['closed_by_server']:,}) | "
              f"{users:,} · {ok(opened == users)} |")
-    est_max = max((s["est"] for s in S), default=0)
-    L.append(f"| client sockets ESTABLISHED to nginx (ss, every {E['SAMPLE_EVERY']} s) | max {est_max:,} | "
-             f"{users:,} · {ok(est_max >= users)} |")
+    est = [s["est"] for s in on_plateau]
+    L.append(f"| client sockets ESTABLISHED to nginx (ss, every {E['SAMPLE_EVERY']} s) | max {max((s['est'] for s in S), default=0):,}"
+             + (f"; at {users:,} users min {min(est):,}, median {sorted(est)[len(est) // 2]:,}" if est else "")
+             + f" | {users:,} · {ok(bool(est) and min(est) >= users)} |")
     if active:
         a, n = int(active[0]), int(active[1])
-        L.append(f"| connections that carried requests between two snapshots 10 s apart on the plateau "
+        L.append(f"| ESTABLISHED connections that carried requests between two snapshots 10 s apart at {users:,} users "
                  f"(ss `segs_out` grew) | {a:,} of {n:,} | {users:,} · {ok(a >= users)} |")
     if plateau:
         cps = [b["completed"] for b in plateau]
-        L.append(f"| responses per second at {users:,} users ({len(plateau)} full seconds) | min {min(cps):,}, "
+        L.append(f"| responses per second at {users:,} users ({len(plateau)} full seconds inside `-d`) | min {min(cps):,}, "
                  f"median {sorted(cps)[len(cps) // 2]:,}, max {max(cps):,} | > 0 every second · {ok(min(cps) > 0)} |")
     L.append(f"| client-side errors (`requests.errors`) | {errs:,}"
-             + (" (" + ", ".join(f"{k} {v}" for k, v in d["errors"].items() if v) + ")" if errs else "")
+             + (" (" + ", ".join(f"{k} {v:,}" for k, v in d["errors"].items() if v) + ")" if errs else "")
              + f" | 0 · {ok(errs == 0)} |")
+    L.append(f"| requests sent after the send window (time-series buckets t ≥ {dur:.0f} s) | {late_sent:,} | 0 · {ok(late_sent == 0)} |")
     if rss_full is not None:
-        L.append(f"| client RSS with {users:,} connections open (VmRSS, max of the samples) | {mib(rss_full)} | "
+        L.append(f"| client RSS while volley held ≥ {users:,} sockets (VmRSS, max of {len(full)} samples) | {mib(rss_full)} | "
                  f"≤ 64 MiB · {ok(rss_full <= 64 * 2**20)} |")
     else:
-        L.append(f"| client RSS with {users:,} connections open | never had {users:,} ESTABLISHED | ≤ 64 MiB · **not met** |")
+        L.append(f"| client RSS with {users:,} sockets | volley never held {users:,} descriptors | ≤ 64 MiB · **not met** |")
     L.append(f"| `client.rss_max_bytes` | {mib(d['client']['rss_max_bytes'])} | ≤ 64 MiB · {ok(d['client']['rss_max_bytes'] <= 64 * 2**20)} |")
+    if S and S[0].get("lo") is not None:
+        aq = max(s["aq"] for s in S)
+        lo = S[-1]["lo"] - S[0]["lo"]
+        L.append(f"| nginx's accept queue (ss Recv-Q of the listening socket; its backlog is 511) | max {aq:,} | — |")
+        L.append(f"| SYNs dropped because an accept queue was full (`ListenOverflows`, machine-wide, during the run) | {lo:,} | — |")
     L.append("")
     c = d["client"]
     L.append(f"Totals: {d['requests']['completed']:,} responses in {d['elapsed_s']:.1f} s ({d['throughput_rps']:,.0f} req/s "
@@ -146,24 +173,25 @@ if os.path.exists(os.path.join(out_dir, "users.json")):
              f"{c['cpu_sys_s']:.1f} s sys; status codes {d.get('status_codes')}; unfinished "
              f"{d['requests']['unfinished']:,}.")
     for w in d.get("warnings", []):
-        L.append(f"volley warned: {w}")
+        if not w.startswith("closed loop:"):
+            L.append(f"volley warned: {w}.")
     L.append("")
-    L.append("Every 10th second of the time series, with the /proc sample nearest to it:")
+    L.append("Every 10th second of the time series, with the /proc and ss sample nearest to its end:")
     L.append("")
-    L.append("| t (s) | users | sent/s | responses/s | errors/s | p50 | p99 | VmRSS | fds | ESTABLISHED |")
-    L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    L.append("| t (s) | users | sent/s | responses/s | errors/s | p50 | p99 | VmRSS | volley fds | ESTABLISHED | nginx accept queue |")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    fmt = lambda v: "—" if v is None else f"{v:,} µs"
     for b in ts:
         if b["t_s"] % 10 and b is not ts[-1]:
             continue
         s = min(S, key=lambda s: abs(s["t"] - b["t_s"] - 1)) if S else None
         L.append(f"| {b['t_s']} | {b.get('users', '—')} | {b['sent']:,} | {b['completed']:,} | {b['errors']:,} | "
-                 f"{b['latency_p50_us'] if b['latency_p50_us'] is not None else '—'} µs | "
-                 f"{b['latency_p99_us'] if b['latency_p99_us'] is not None else '—'} µs | "
-                 + (f"{mib(s['rss'])} | {s['fds']:,} | {s['est']:,} |" if s else "— | — | — |"))
+                 f"{fmt(b['latency_p50_us'])} | {fmt(b['latency_p99_us'])} | "
+                 + (f"{mib(s['rss'])} | {s['fds']:,} | {s['est']:,} | {s['aq'] if s.get('aq') is not None else '—'} |" if s else "— | — | — | — |"))
     L.append("")
-    L.append(f"(VmRSS, open descriptors and ESTABLISHED sockets were sampled every {E['SAMPLE_EVERY']} s from the "
-             "start of the process; the time series starts at t0.)")
-    SECTIONS["scale"] = L
+    L.append(f"(VmRSS, volley's open descriptors, client sockets ESTABLISHED to nginx and nginx's accept queue were sampled "
+             f"every {E['SAMPLE_EVERY']} s from the start of the process; the time series starts at t0.)")
+    SECTIONS[E.get("SCALE_SECTION") or "scale"] = L
 
 if os.path.exists(os.path.join(out_dir, "memory.json")):
     d = load("memory")
@@ -220,6 +248,8 @@ if [[ -n ${REPORT_FROM:-} ]]; then
 fi
 
 [[ $MODE =~ ^(all|users|memory)$ ]] || die 2 "MODE must be all, users or memory, got '$MODE'"
+[[ -z $THINK_TIME || $THINK_TIME =~ ^[0-9]+(ms|s)$ ]] || die 2 "THINK_TIME must look like 500ms or 1s, got '$THINK_TIME'"
+[[ $SCALE_SECTION =~ ^[a-z0-9-]+$ ]] || die 2 "SCALE_SECTION must be a plain name"
 for v in USERS SPAWN_RATE SAMPLE_EVERY MEM_RATE MEM_CONNECTIONS; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die 2 "$v must be a positive integer"; done
 for v in DURATION MEM_DURATION; do [[ ${!v} =~ ^[1-9][0-9]*s$ ]] || die 2 "$v must be whole seconds like 150s, got '${!v}'"; done
 DURATION_S=${DURATION%s}
@@ -317,7 +347,7 @@ worker_processes 1;
 worker_rlimit_nofile 20000;
 pid $TMP/nginx.pid;
 error_log $TMP/error.log;
-events { worker_connections 16384; }
+events { worker_connections 16384; $NGINX_EVENTS }
 http {
     access_log off;
     keepalive_requests 1000000;
@@ -360,8 +390,13 @@ wait_quiet() {
     echo "$busy"
 }
 established() { ss -Htn state established "( dport = :$PORT )" 2>/dev/null | wc -l; }
+accept_queue() { ss -Hltn "( sport = :$PORT )" 2>/dev/null | awk '{ print $2; exit }'; }   # nginx's accept queue now
+listen_overflows() { # SYNs dropped machine-wide because an accept queue was full (cumulative)
+    awk '$1 == "TcpExt:" { if (!h) { for (i = 2; i <= NF; i++) n[i] = $i; h = 1; next }
+                           for (i = 2; i <= NF; i++) if (n[i] == "ListenOverflows") print $i }' /proc/net/netstat
+}
 now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
-sample() { # t rss_kib hwm_kib threads fds established, of process $1 started at $2 (epoch µs)
+sample() { # t rss_kib hwm_kib threads fds established accept_queue listen_overflows, of process $1 started at $2 (epoch µs)
     local pid=$1 t0=$2 now rss hwm thr fds
     now=$(now_us)
     rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || return 0
@@ -369,8 +404,8 @@ sample() { # t rss_kib hwm_kib threads fds established, of process $1 started at
     thr=$(awk '/^Threads:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || return 0
     [[ -n $rss ]] || return 0
     fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l) || return 0   # the process may exit between two reads
-    printf '%d.%d %s %s %s %s %s\n' $(((now - t0) / 1000000)) $(((now - t0) % 1000000 / 100000)) \
-        "$rss" "$hwm" "$thr" "$fds" "$(established)"
+    printf '%d.%d %s %s %s %s %s %s %s\n' $(((now - t0) / 1000000)) $(((now - t0) % 1000000 / 100000)) \
+        "$rss" "$hwm" "$thr" "$fds" "$(established)" "$(accept_queue)" "$(listen_overflows)"
 }
 segs() { # local port -> segs_out of every client socket to nginx
     ss -Htin state established "( dport = :$PORT )" 2>/dev/null | awk '
@@ -413,7 +448,11 @@ short() { sed -e "s#$OUT_DIR/##g" -e "s#$ROOT/##g" -e "s#$TMP#\$TMP#g"; }
 CMD_USERS=
 CMD_MEMORY=
 if want users; then
-    USERS_CMD=("$VOLLEY" run "$URL" --users "$USERS" --spawn-rate "$SPAWN_RATE" -d "$DURATION" --quiet --json "$OUT_DIR/users.json")
+    USERS_CMD=("$VOLLEY" run "$URL" --users "$USERS" --spawn-rate "$SPAWN_RATE" -d "$DURATION")
+    [[ -z $THINK_TIME ]] || USERS_CMD+=(--think-time "$THINK_TIME")
+    # shellcheck disable=SC2206  # USERS_FLAGS is split on purpose
+    [[ -z $USERS_FLAGS ]] || USERS_CMD+=($USERS_FLAGS)
+    USERS_CMD+=(--quiet --json "$OUT_DIR/users.json")
     CMD_USERS="$(quote taskset -c "$CLIENT_CPU" "${USERS_CMD[@]}" | short)   # \$TMP/volley: a copy of $(echo "$VOLLEY_SRC" | short)"
     run_sampled users "$SAMPLE_EVERY" "$DURATION_S" "${USERS_CMD[@]}"
     if [[ -s $OUT_DIR/users.segs1 && -s $OUT_DIR/users.segs2 ]]; then
@@ -428,16 +467,16 @@ if want memory; then
     run_sampled memory 1 "$MEM_DURATION_S" "${MEM_CMD[@]}"
 fi
 
-CMD_NGINX="$(quote "${NGINX_CMD[@]}" | short)   # nginx.conf: the one bench/compare.sh writes"
+CMD_NGINX="$(quote "${NGINX_CMD[@]}" | short)   # nginx.conf: the one bench/compare.sh writes${NGINX_EVENTS:+, plus events { $NGINX_EVENTS \}}"
 CPU_MODEL=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/^[^:]*: *//' || true)
 KERNEL=$(uname -sr)
 NCPU=$ncpu
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-export MODE USERS SPAWN_RATE SAMPLE_EVERY CMD_NGINX CMD_USERS CMD_MEMORY CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION \
+export THINK_TIME SCALE_SECTION MODE USERS SPAWN_RATE SAMPLE_EVERY CMD_NGINX CMD_USERS CMD_MEMORY CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION \
     NGINX_VERSION PORT_RANGE NOFILE_SOFT NOFILE_HARD CLIENT_CPU SERVER_CPU BUSY_MAX
 python3 - "$OUT_DIR/meta.json" <<'EOF'
 import json, os, sys
-keys = ("MODE USERS SPAWN_RATE SAMPLE_EVERY CMD_NGINX CMD_USERS CMD_MEMORY CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION "
+keys = ("THINK_TIME SCALE_SECTION MODE USERS SPAWN_RATE SAMPLE_EVERY CMD_NGINX CMD_USERS CMD_MEMORY CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION "
         "NGINX_VERSION PORT_RANGE NOFILE_SOFT NOFILE_HARD CLIENT_CPU SERVER_CPU BUSY_MAX").split()
 json.dump({k: os.environ[k] for k in keys}, open(sys.argv[1], "w"), indent=2)
 EOF
