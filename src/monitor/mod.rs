@@ -4,4 +4,6 @@
 pub mod client;
 pub mod perf;
 pub mod procfs;
+pub mod server;
 pub mod tree;
+pub mod watch;
