@@ -584,7 +584,7 @@ impl TreeSampler {
             ));
         }
         let syscalls_unavailable_reason = self.perf.as_ref().err().cloned();
-        ServerInfo {
+        let info = ServerInfo {
             pids,
             cpu_user_s: round(cpu_user_s, 3),
             cpu_sys_s: round(cpu_sys_s, 3),
@@ -612,7 +612,10 @@ impl TreeSampler {
             samples: std::mem::take(&mut self.samples),
             exited_at_s: self.root_exited_at_s.map(|t| round(t, 3)),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
-        }
+        };
+        // Dropping the counters hands them to a detached process (see SyscallCounters' Drop).
+        drop(std::mem::replace(&mut self.perf, Err(String::new())));
+        info
     }
 }
 
