@@ -29,17 +29,7 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     if let Err(e) = limits::ensure_nofile(cfg.connections as u64) {
         return fail(ExitCode::Usage, &format!("-c/--connections: {e}"));
     }
-    let addrs = match transport::resolve(&cfg.target.host, cfg.target.port) {
-        Ok(a) => a,
-        Err(e) => return fail(ExitCode::Usage, &e.to_string()),
-    };
-    let probe = transport::pick_address(&addrs, cfg.timeout.min(std::time::Duration::from_secs(2)));
-    let addr = probe.unwrap_or(addrs[0]);
-    if probe.is_none() {
-        let tried: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
-        eprintln!("volley: warning: nothing accepts connections at {} (tried {}); running anyway, failures count as connect errors", cfg.target.url, tried.join(", "));
-    }
-    // The server monitor attaches before anything is written: a bad --pid costs nothing.
+    // The server monitor attaches before anything is probed or written: a bad --pid costs nothing.
     let sampler = match cfg.monitor {
         Some(m) => {
             let budget = server::perf_fd_budget(cfg.connections as u64);
@@ -50,6 +40,16 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         }
         None => None,
     };
+    let addrs = match transport::resolve(&cfg.target.host, cfg.target.port) {
+        Ok(a) => a,
+        Err(e) => return fail(ExitCode::Usage, &e.to_string()),
+    };
+    let probe = transport::pick_address(&addrs, cfg.timeout.min(std::time::Duration::from_secs(2)));
+    let addr = probe.unwrap_or(addrs[0]);
+    if probe.is_none() {
+        let tried: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+        eprintln!("volley: warning: nothing accepts connections at {} (tried {}); running anyway, failures count as connect errors", cfg.target.url, tried.join(", "));
+    }
     // Output files are opened before the load, so a bad path costs nothing.
     let json_file = match &cfg.json {
         Some(JsonOut::File(p)) => match File::create(p) {

@@ -311,3 +311,23 @@ fn monitor_prints_a_line_a_second_and_stops_at_the_duration() {
     assert!(stdout.contains("usr%") && stdout.contains("syscalls/s"));
     assert!(stdout.contains("Server"), "totals at the end:\n{stdout}");
 }
+
+#[test]
+fn monitor_stops_on_ctrl_c_with_exit_0() {
+    let tree = ServerTree::start();
+    let child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(["monitor", "--pid", &tree.pid()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1300));
+    // SAFETY: kill(2) on the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}");
+    assert!(started.elapsed() < Duration::from_secs(5), "slow to stop");
+    assert!(stdout.contains("Server"), "totals at the end:\n{stdout}");
+}
