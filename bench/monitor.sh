@@ -308,6 +308,16 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+quote() { # for display: quotes only where a shell needs them
+    local out="" a
+    for a in "$@"; do
+        if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then out+="$a "
+        elif [[ $a != *\'* ]]; then out+="'$a' "
+        else a=${a//\\/\\\\}; a=${a//\"/\\\"}; a=${a//\$/\\\$}; out+="\"$a\" "; fi
+    done
+    printf '%s' "${out% }"
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 busy_pct() { # % of all CPUs busy over the next second
@@ -397,7 +407,7 @@ for name in $SERVERS; do
     port=$(free_port)
     url="http://127.0.0.1:$port/"
     start_server "$name" "$port" "$TMP"
-    CMDS[$name]=$(printf '%q ' "${CMD[@]}" | sed -e "s#$TMP#\$TMP#g")
+    CMDS[$name]=$(quote "${CMD[@]}" | sed -e "s#$TMP#\$TMP#g")
     [[ $name == nginx ]] && cp "$TMP/nginx.conf" "$d/nginx.conf"
     c=${CONNS[$name]}
     log "$name (pid $SERVER_PID, tree $(tree_pids)) on $url"
