@@ -4,7 +4,8 @@
 //! serious comparisons).
 //!
 //! `GET /` -> `.`; `POST /` -> `length:N`; `GET /hello` -> `Hello, World!`;
-//! `GET /delay?ms=N` -> waits N ms, then `.`; `GET /bytes?n=N` -> N bytes.
+//! `GET /delay?ms=N` -> waits N ms, then `.`; `GET /bytes?n=N` -> N bytes. Not in the
+//! contract: `GET /burn?us=N` spends N µs of CPU, then `.` (the server monitor's tests).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
