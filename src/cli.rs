@@ -23,6 +23,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve the reference contract (/, POST /, /hello, /delay?ms=N, /bytes?n=N) for trying volley.
     Serve(ServeArgs),
+    /// Watch a server process and its descendants, one vmstat-like line a second (any load tool).
+    Monitor(MonitorArgs),
 }
 
 /// How request arrivals are spread in an open-loop (`-R`) run.
@@ -129,6 +131,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub hdr_log: Option<PathBuf>,
 
+    /// Monitor this server process and all its descendants over the measured window: CPU
+    /// user/sys, memory, threads, context switches, syscalls, and their cost per request.
+    #[arg(long, allow_negative_numbers = true)]
+    pub pid: Option<i64>,
+
+    /// Sampling interval of the server monitor [default: 100ms].
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub monitor_interval: Option<Duration>,
+
     /// No live progress line.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -144,6 +155,22 @@ pub struct ServeArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
+}
+
+/// `volley monitor` flags.
+#[derive(Debug, Args, Clone)]
+pub struct MonitorArgs {
+    /// The process to watch (its descendants are included).
+    #[arg(long, allow_negative_numbers = true)]
+    pub pid: i64,
+
+    /// Stop after this long, e.g. 30s [default: until Ctrl-C or the process exits].
+    #[arg(short = 'd', long = "duration", value_parser = duration, allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+
+    /// Sampling interval (lines are printed once a second, or once per interval when longer).
+    #[arg(long, value_parser = duration, default_value = "100ms", allow_hyphen_values = true)]
+    pub monitor_interval: Duration,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {

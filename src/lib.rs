@@ -2,7 +2,8 @@
 //!
 //! The pipeline (DESIGN §1): `config` validates flags, `plan` splits the load over threads,
 //! `engine` drives the connections, `stats` aggregates histograms, `result` is the versioned
-//! artifact and `report` renders it. `serve` is the built-in reference server.
+//! artifact and `report` renders it. `serve` is the built-in reference server; `monitor`
+//! watches volley itself, the machine and (`--pid`) the server's process tree.
 
 pub mod cli;
 pub mod config;
@@ -64,6 +65,12 @@ pub fn run(cli: cli::Cli, argv: Vec<String>) -> ExitCode {
                 INTERRUPTS.fetch_add(1, Ordering::SeqCst);
             });
             run::execute(&args, argv, &INTERRUPTS)
+        }
+        cli::Command::Monitor(args) => {
+            let _ = ctrlc::set_handler(|| {
+                INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+            });
+            monitor::watch::execute(&args, &INTERRUPTS)
         }
         cli::Command::Serve(args) => match serve::run(&args.bind, args.port) {
             Ok(()) => ExitCode::Ok,

@@ -62,7 +62,7 @@ pub struct RunResult {
     /// Machine CPU split, one sample a second.
     pub machine: Machine,
     /// Server monitor (`--pid`); null when not monitored.
-    pub server: Option<serde_json::Value>,
+    pub server: Option<ServerInfo>,
     /// Warm-up counters (excluded from everything above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Warmup>,
@@ -213,6 +213,103 @@ pub struct ClientInfo {
 pub struct Machine {
     /// One sample a second.
     pub samples: Vec<MachineSample>,
+}
+
+/// The monitored server's process tree over the measured window (DESIGN §3 "Server monitor").
+/// CPU, context switches, syscalls and I/O are deltas between the window's edges (t0 and
+/// the end); memory and threads are maxima of the 10 Hz samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// Every process of the tree seen in the window (the first 256).
+    pub pids: Vec<i32>,
+    /// User CPU time of the tree.
+    pub cpu_user_s: f64,
+    /// System CPU time of the tree.
+    pub cpu_sys_s: f64,
+    /// Peak Σ RSS (pages shared between processes count once per process).
+    pub rss_max_bytes: u64,
+    /// Peak number of threads.
+    pub threads_max: u64,
+    /// Voluntary context switches, Σ over every thread seen.
+    pub ctx_switches_voluntary: u64,
+    /// Involuntary context switches (preemptions), Σ over every thread seen.
+    pub ctx_switches_involuntary: u64,
+    /// Syscalls entered (perf `raw_syscalls:sys_enter`); null when they cannot be counted.
+    pub syscalls: Option<u64>,
+    /// Why `syscalls` is null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls_unavailable_reason: Option<String>,
+    /// The most frequent syscalls (at most 10) among those counted by name.
+    pub syscalls_top: Vec<SyscallCount>,
+    /// /proc/PID/io `syscr`: read-type calls (not recv/epoll/accept/futex: not "syscalls").
+    pub io_calls_read: u64,
+    /// /proc/PID/io `syscw`: write-type calls.
+    pub io_calls_write: u64,
+    /// /proc/PID/io `rchar`.
+    pub io_bytes_read: u64,
+    /// /proc/PID/io `wchar`.
+    pub io_bytes_written: u64,
+    /// Window totals divided by `requests.completed`.
+    pub per_request: PerRequest,
+    /// One sample a second (or per interval when longer), time from t0 at the sample's end.
+    pub samples: Vec<ServerSample>,
+    /// Peak number of live processes.
+    #[serde(default)]
+    pub processes_max: u64,
+    /// From the first edge (t0) to the last, seconds.
+    #[serde(default)]
+    pub window_s: f64,
+    /// Sampling interval (`--monitor-interval`), seconds.
+    #[serde(default)]
+    pub sample_interval_s: f64,
+    /// When the monitored process exited, seconds from t0; absent while it lived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited_at_s: Option<f64>,
+    /// Processes of the tree that exited during the window, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One entry of the syscall top list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyscallCount {
+    /// Kernel name (`sys_enter_<name>` tracepoint), e.g. `writev`, `newfstatat`.
+    pub name: String,
+    /// Calls in the window.
+    pub count: u64,
+}
+
+/// Server cost per completed request; every value is null when nothing completed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerRequest {
+    /// CPU time (user + system), µs.
+    pub cpu_us: Option<f64>,
+    /// User CPU time, µs.
+    pub user_us: Option<f64>,
+    /// System CPU time, µs.
+    pub sys_us: Option<f64>,
+    /// Context switches (voluntary + involuntary).
+    pub ctx_switches: Option<f64>,
+    /// Syscalls; null also when syscalls are not counted.
+    pub syscalls: Option<f64>,
+}
+
+/// One point of the server's series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSample {
+    /// End of the sample's interval, seconds from t0.
+    pub t_s: f64,
+    /// User CPU over the interval, percent of one core (above 100 with several busy cores).
+    pub cpu_user_pct: f64,
+    /// System CPU over the interval, percent of one core.
+    pub cpu_sys_pct: f64,
+    /// Peak Σ RSS in the interval.
+    pub rss_bytes: u64,
+    /// Peak threads in the interval.
+    pub threads: u64,
+    /// Σ open descriptors at the interval's end (absent when unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fds: Option<u64>,
 }
 
 /// Warm-up counters.

@@ -11,6 +11,7 @@ use crate::config::{JsonOut, LoadConfig};
 use crate::engine::{self, limits, transport, EngineOutput};
 use crate::monitor::client::{allowed_cpus, saturation};
 use crate::monitor::procfs;
+use crate::monitor::server::{self, ServerMonitor};
 use crate::plan::Plan;
 use crate::report::Format;
 use crate::result::*;
@@ -28,6 +29,17 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     if let Err(e) = limits::ensure_nofile(cfg.connections as u64) {
         return fail(ExitCode::Usage, &format!("-c/--connections: {e}"));
     }
+    // The server monitor attaches before anything is probed or written: a bad --pid costs nothing.
+    let sampler = match cfg.monitor {
+        Some(m) => {
+            let budget = server::perf_fd_budget(cfg.connections as u64);
+            match server::attach(m.pid, m.interval, budget) {
+                Ok(s) => Some(s),
+                Err(e) => return fail(ExitCode::Usage, &e.to_string()),
+            }
+        }
+        None => None,
+    };
     let addrs = match transport::resolve(&cfg.target.host, cfg.target.port) {
         Ok(a) => a,
         Err(e) => return fail(ExitCode::Usage, &e.to_string()),
@@ -57,6 +69,20 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     let live = !cfg.quiet && std::io::stderr().is_terminal();
     let mut progress =
         crate::report::terminal::LiveLine::new(live, cfg.duration.map(|d| d.as_secs_f64()));
+    let monitor = match sampler.map(ServerMonitor::spawn).transpose() {
+        Ok(m) => m,
+        Err(e) => {
+            return fail(
+                ExitCode::Failed,
+                &format!("could not start the server monitor: {e}"),
+            )
+        }
+    };
+    // The engine's t0 is `warmup` after it starts its clock, the first thing engine::run does;
+    // the monitor reads its first edge then, on its own thread (nothing on the hot path).
+    if let Some(m) = &monitor {
+        m.arm(std::time::Instant::now() + cfg.warmup);
+    }
     let out = match engine::run(&cfg, plan, addr, interrupts, hdr_log, &mut progress) {
         Ok(o) => o,
         Err(e) => {
@@ -66,7 +92,13 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
             )
         }
     };
-    let result = build_result(&cfg, addr, cores, &cpu_list, &out);
+    // The last edge is read as soon as the engine returns: right after the last response (or
+    // timeout) of the drain.
+    let server_info = monitor.map(|m| m.finish(out.agg.counts.completed));
+    let server_died = server_info
+        .as_ref()
+        .is_some_and(|s| s.exited_at_s.is_some());
+    let result = build_result(&cfg, addr, cores, &cpu_list, &out, server_info);
 
     let summary = Format::Terminal.reporter().render(&result);
     let mut code = if result.requests.completed > 0 {
@@ -76,6 +108,11 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     };
     if out.interrupted {
         code = ExitCode::Interrupted;
+    }
+    if server_died {
+        // DESIGN §4: 3 = failure after the start, such as the server dying; results are
+        // still written.
+        code = code.max_precedence(ExitCode::Failed);
     }
     match &cfg.json {
         Some(JsonOut::Stdout) => {
@@ -133,6 +170,7 @@ pub fn build_result(
     cores: usize,
     cpu_list: &str,
     out: &EngineOutput,
+    server: Option<ServerInfo>,
 ) -> RunResult {
     let agg = &out.agg;
     let c = &agg.counts;
@@ -226,6 +264,19 @@ pub fn build_result(
         warnings.push(format!(
             "{unsent} requests were due but never sent (the connections were busy or down)"
         ));
+    }
+    if let Some(s) = &server {
+        if let Some(t) = s.exited_at_s {
+            warnings.push(format!(
+                "the monitored server (pid {}) exited {t:.2} s into the measured window; its figures stop there",
+                cfg.monitor.map(|m| m.pid).unwrap_or_default()
+            ));
+        } else if let Some(note) = &s.note {
+            warnings.push(format!("server: {note}"));
+        }
+        if let Some(reason) = &s.syscalls_unavailable_reason {
+            warnings.push(format!("server syscalls not counted: {reason}"));
+        }
     }
     let status_codes: BTreeMap<String, u64> = c
         .status_codes()
@@ -325,7 +376,7 @@ pub fn build_result(
                 .map(|s| s.machine.clone())
                 .unwrap_or_default(),
         },
-        server: None,
+        server,
         warmup: (cfg.warmup.as_nanos() > 0).then(|| Warmup {
             duration_s: cfg.warmup.as_secs_f64(),
             sent: warm.sent,

@@ -213,6 +213,55 @@ fn warmup_and_request_count_output_matches_schema() {
     assert!(u(&doc, "/warmup/completed") > 0);
 }
 
+#[test]
+fn monitored_output_matches_schema() {
+    // The in-process server runs in this test process, so --pid is our own pid.
+    let pid = std::process::id().to_string();
+    let doc = run_volley(&["-d", "1500ms", "--pid", &pid]);
+    check_real_output(&doc, "--pid");
+    let s = &doc["server"];
+    assert!(s.is_object(), "server block present");
+    assert_eq!(s["pids"][0].as_u64(), Some(std::process::id() as u64));
+    assert!(!s["samples"].as_array().unwrap().is_empty());
+    // Syscalls: counted, or null with the reason.
+    assert!(s["syscalls"].is_u64() || s["syscalls_unavailable_reason"].is_string());
+    for (what, broken_doc) in [
+        (
+            "server.per_request.cpu_us as a string",
+            broken(&doc, |d| {
+                d["server"]["per_request"]["cpu_us"] = json!("8.2")
+            }),
+        ),
+        (
+            "server without cpu_user_s",
+            broken(&doc, |d| {
+                d["server"].as_object_mut().unwrap().remove("cpu_user_s");
+            }),
+        ),
+        (
+            "server sample without t_s",
+            broken(&doc, |d| {
+                d["server"]["samples"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("t_s");
+            }),
+        ),
+        (
+            "syscalls_top entry without a count",
+            broken(&doc, |d| {
+                d["server"]["syscalls_top"] = json!([{"name": "read"}]);
+            }),
+        ),
+        (
+            "negative context switches",
+            broken(&doc, |d| d["server"]["ctx_switches_voluntary"] = json!(-1)),
+        ),
+    ] {
+        assert_invalid(&broken_doc, what);
+    }
+}
+
 /// Returns a copy of `doc` with `f` applied.
 fn broken(doc: &Value, f: impl FnOnce(&mut Value)) -> Value {
     let mut d = doc.clone();

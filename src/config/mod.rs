@@ -158,6 +158,54 @@ pub enum JsonOut {
     File(PathBuf),
 }
 
+/// The server monitor's settings (`--pid`, `--monitor-interval`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonitorConfig {
+    /// The server process (its descendants are monitored too).
+    pub pid: i32,
+    /// Sampling interval.
+    pub interval: Duration,
+}
+
+/// Default `--monitor-interval`: 10 Hz.
+pub const DEFAULT_MONITOR_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Validates `--pid` and `--monitor-interval` (whether the process exists is checked when the
+/// monitor attaches).
+pub fn monitor_config(
+    pid: Option<i64>,
+    interval: Option<Duration>,
+) -> Result<Option<MonitorConfig>, ConfigError> {
+    let Some(pid) = pid else {
+        return match interval {
+            Some(_) => Err(ConfigError::flag(
+                "--monitor-interval",
+                "needs --pid (the process to monitor)",
+            )),
+            None => Ok(None),
+        };
+    };
+    if pid <= 0 || pid > i32::MAX as i64 {
+        return Err(ConfigError::flag(
+            "--pid",
+            format!("`{pid}` is not a process id (a number from 1 up)"),
+        ));
+    }
+    let interval = interval.unwrap_or(DEFAULT_MONITOR_INTERVAL);
+    if interval < crate::monitor::server::MIN_INTERVAL
+        || interval > crate::monitor::server::MAX_INTERVAL
+    {
+        return Err(ConfigError::flag(
+            "--monitor-interval",
+            "must be from 10ms to 10s",
+        ));
+    }
+    Ok(Some(MonitorConfig {
+        pid: pid as i32,
+        interval,
+    }))
+}
+
 /// Everything a `volley run` needs, validated.
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -197,6 +245,8 @@ pub struct LoadConfig {
     pub hdr_log: Option<PathBuf>,
     /// Suppress the live progress line.
     pub quiet: bool,
+    /// Server monitor (`--pid`).
+    pub monitor: Option<MonitorConfig>,
     /// The command line, for the result.
     pub argv: Vec<String>,
     /// Pause between a response and the connection's next request.
@@ -491,6 +541,7 @@ impl LoadConfig {
                 JsonOut::File(PathBuf::from(j))
             }
         });
+        let monitor = monitor_config(a.pid, a.monitor_interval)?;
         let seed = a.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -516,6 +567,7 @@ impl LoadConfig {
             json,
             hdr_log: a.hdr_log.clone(),
             quiet: a.quiet,
+            monitor,
             argv,
             think_time: a.think_time.unwrap_or(Duration::ZERO),
             ramp,
@@ -566,5 +618,32 @@ mod tests {
         assert!(parse_url("http://h:99999/").is_err());
         assert!(parse_url("http://h:0/").is_err());
         assert!(parse_url("http://h/a b").is_err());
+    }
+
+    #[test]
+    fn monitor_flags() {
+        let ms = Duration::from_millis;
+        assert_eq!(monitor_config(None, None).unwrap(), None);
+        assert_eq!(
+            monitor_config(Some(42), None).unwrap(),
+            Some(MonitorConfig {
+                pid: 42,
+                interval: ms(100)
+            })
+        );
+        assert_eq!(
+            monitor_config(Some(42), Some(ms(250)))
+                .unwrap()
+                .unwrap()
+                .interval,
+            ms(250)
+        );
+        let err = |p, i| monitor_config(p, i).unwrap_err().to_string();
+        assert!(err(None, Some(ms(100))).starts_with("--monitor-interval: needs --pid"));
+        assert!(err(Some(0), None).starts_with("--pid:"));
+        assert!(err(Some(-5), None).starts_with("--pid:"));
+        assert!(err(Some(1 << 40), None).starts_with("--pid:"));
+        assert!(err(Some(1), Some(ms(1))).starts_with("--monitor-interval:"));
+        assert!(err(Some(1), Some(ms(60_000))).starts_with("--monitor-interval:"));
     }
 }

@@ -1,5 +1,9 @@
-//! Monitoring: procfs parsers (pure) and samplers for volley itself and the machine.
-//! (The server-side monitor, `--pid`, grows here too.)
+//! Monitoring: procfs parsers (pure), the server monitor (`--pid`: a sampler over a process
+//! tree with perf syscall counters), and the client self-check with the machine view.
 
 pub mod client;
+pub mod perf;
 pub mod procfs;
+pub mod server;
+pub mod tree;
+pub mod watch;

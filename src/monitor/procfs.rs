@@ -63,6 +63,139 @@ pub fn parse_cpu_model(text: &str) -> Option<String> {
         .map(|(_, v)| v.trim().to_string())
 }
 
+/// The fields volley uses from /proc/PID/stat (or /proc/PID/task/TID/stat), man proc(5).
+/// CPU times are in clock ticks (`sysconf(_SC_CLK_TCK)`, usually 100 per second); the kernel
+/// scales them so that user + system equals the precisely measured run time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PidStat {
+    /// Process id (field 1).
+    pub pid: i32,
+    /// State letter (field 3): R, S, D, Z (zombie), X (dead), T, t, I ...
+    pub state: char,
+    /// Parent process id (field 4).
+    pub ppid: i32,
+    /// User time of the whole thread group, exited threads included (field 14), ticks.
+    pub utime_ticks: u64,
+    /// System time, same scope (field 15), ticks.
+    pub stime_ticks: u64,
+    /// User time of children this process has waited for (field 16), ticks.
+    pub cutime_ticks: u64,
+    /// System time of children this process has waited for (field 17), ticks.
+    pub cstime_ticks: u64,
+    /// Threads (field 20).
+    pub threads: u64,
+    /// Start time after boot (field 22), ticks: with the pid, it tells a process from a later
+    /// one that reused its pid.
+    pub starttime_ticks: u64,
+    /// Resident set size (field 24), pages.
+    pub rss_pages: u64,
+}
+
+impl PidStat {
+    /// The process has exited (zombie or dead) and uses no CPU or memory any more.
+    pub fn exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// Parses /proc/PID/stat. The command name (field 2) may contain spaces and parentheses, so
+/// the fields are counted from its last `)`. Needs the first 24 fields (every kernel since
+/// 2.6 has them); returns `None` for anything shorter or unparsable.
+pub fn parse_pid_stat(text: &str) -> Option<PidStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    if close < open {
+        return None;
+    }
+    let pid = text[..open].trim().parse().ok()?;
+    // Fields from 3 (state) on.
+    let f: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let n = |field: usize| -> Option<u64> { f.get(field - 3)?.parse().ok() };
+    let state = f.first()?.chars().next()?;
+    Some(PidStat {
+        pid,
+        state,
+        ppid: f.get(1)?.parse().ok()?,
+        utime_ticks: n(14)?,
+        stime_ticks: n(15)?,
+        cutime_ticks: f.get(16 - 3)?.parse::<i64>().ok()?.max(0) as u64,
+        cstime_ticks: f.get(17 - 3)?.parse::<i64>().ok()?.max(0) as u64,
+        threads: n(20)?,
+        starttime_ticks: n(22)?,
+        rss_pages: f.get(24 - 3)?.parse::<i64>().ok()?.max(0) as u64,
+    })
+}
+
+/// Context switches of one thread from /proc/PID/task/TID/status. (In /proc/PID/status these
+/// are the main thread's only, not the process's.) `None` where the kernel does not report
+/// them (before 2.6.23).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CtxSwitches {
+    /// The thread gave up the CPU (blocked, slept, waited).
+    pub voluntary: u64,
+    /// The thread was preempted.
+    pub involuntary: u64,
+}
+
+/// Parses `voluntary_ctxt_switches` / `nonvoluntary_ctxt_switches` of a status file.
+pub fn parse_status_ctx(text: &str) -> Option<CtxSwitches> {
+    let mut vol = None;
+    let mut invol = None;
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("voluntary_ctxt_switches:") {
+            vol = v.trim().parse().ok();
+        } else if let Some(v) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
+            invol = v.trim().parse().ok();
+        }
+    }
+    Some(CtxSwitches {
+        voluntary: vol?,
+        involuntary: invol?,
+    })
+}
+
+/// /proc/PID/io: I/O through read/write-type calls of the whole process (exited threads and
+/// waited-for children included). `syscr`/`syscw` count read/write/pread/readv/sendfile...
+/// calls but not recv/send/epoll/accept/futex, so they are never "syscalls".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    /// `syscr`: read-type calls.
+    pub calls_read: u64,
+    /// `syscw`: write-type calls.
+    pub calls_write: u64,
+    /// `rchar`: bytes passed to read-type calls (including page cache and sockets).
+    pub bytes_read: u64,
+    /// `wchar`: bytes passed to write-type calls.
+    pub bytes_written: u64,
+}
+
+/// Parses /proc/PID/io. Keys the kernel does not report count as 0 (a kernel without
+/// CONFIG_TASK_IO_ACCOUNTING has no file at all: the caller gets `None` from the read).
+pub fn parse_io(text: &str) -> IoCounters {
+    let mut io = IoCounters::default();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v: u64 = v.trim().parse().unwrap_or(0);
+        match k.trim() {
+            "syscr" => io.calls_read = v,
+            "syscw" => io.calls_write = v,
+            "rchar" => io.bytes_read = v,
+            "wchar" => io.bytes_written = v,
+            _ => {}
+        }
+    }
+    io
+}
+
+/// Parses /proc/PID/task/TID/children: the child process ids of that thread.
+pub fn parse_children(text: &str) -> Vec<i32> {
+    text.split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +232,102 @@ mod tests {
             parse_cpu_model(info).as_deref(),
             Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
         );
+    }
+
+    fn fixture(path: &str) -> String {
+        let p = format!("{}/tests/fixtures/proc/{path}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+    }
+
+    #[test]
+    fn pid_stat_of_nginx_master_and_worker() {
+        let m = parse_pid_stat(&fixture("nginx-master/stat")).unwrap();
+        assert_eq!((m.pid, m.state, m.ppid, m.threads), (20657, 'S', 1, 1));
+        let w = parse_pid_stat(&fixture("nginx-worker/stat")).unwrap();
+        assert_eq!((w.pid, w.ppid, w.threads), (20658, 20657, 1));
+        assert_eq!((w.utime_ticks, w.stime_ticks), (3, 39));
+        assert_eq!((w.cutime_ticks, w.cstime_ticks), (0, 0));
+        assert_eq!((w.starttime_ticks, w.rss_pages), (247032, 1034));
+        assert!(!w.exited());
+        assert_eq!(
+            parse_children(&fixture("nginx-master/children")),
+            vec![20658]
+        );
+        assert!(parse_children(&fixture("nginx-worker/children")).is_empty());
+    }
+
+    #[test]
+    fn pid_stat_with_parentheses_in_the_name_and_threads() {
+        // comm is "srv (x) 1": naive splitting on spaces or the first ')' would shift fields.
+        let t = parse_pid_stat(&fixture("threaded/stat")).unwrap();
+        assert_eq!((t.pid, t.state, t.ppid, t.threads), (30728, 'S', 30723, 4));
+        assert_eq!((t.utime_ticks, t.stime_ticks), (20, 2));
+        assert_eq!((t.cutime_ticks, t.cstime_ticks), (5, 1));
+        assert_eq!(t.rss_pages, 3478);
+        assert_eq!(
+            parse_children(&fixture("threaded/children")),
+            vec![30773, 30774]
+        );
+    }
+
+    #[test]
+    fn zombie() {
+        let z = parse_pid_stat(&fixture("zombie/stat")).unwrap();
+        assert_eq!(
+            (z.pid, z.state, z.ppid, z.rss_pages),
+            (30773, 'Z', 30728, 0)
+        );
+        assert!(z.exited());
+        // A zombie still reports its final context switches, but no memory lines.
+        let status = fixture("zombie/status");
+        assert!(!status.contains("VmRSS"));
+        assert_eq!(
+            parse_status_ctx(&status),
+            Some(CtxSwitches {
+                voluntary: 1,
+                involuntary: 0
+            })
+        );
+        assert_eq!(parse_io(&fixture("zombie/io")), IoCounters::default());
+    }
+
+    #[test]
+    fn context_switches_are_per_thread() {
+        let main = parse_status_ctx(&fixture("threaded/status")).unwrap();
+        let other = parse_status_ctx(&fixture("threaded/task-status")).unwrap();
+        assert_eq!((main.voluntary, main.involuntary), (81, 11));
+        assert_eq!((other.voluntary, other.involuntary), (40, 28));
+        let w = parse_status_ctx(&fixture("nginx-worker/status")).unwrap();
+        assert_eq!((w.voluntary, w.involuntary), (8738, 6181));
+    }
+
+    #[test]
+    fn io_counters() {
+        let io = parse_io(&fixture("nginx-worker/io"));
+        assert_eq!(
+            io,
+            IoCounters {
+                calls_read: 6,
+                calls_write: 38796,
+                bytes_read: 3108,
+                bytes_written: 5741618
+            }
+        );
+    }
+
+    #[test]
+    fn a_kernel_with_missing_fields() {
+        // stat cut after field 44 still has everything volley reads.
+        let s = parse_pid_stat(&fixture("old-kernel/stat")).unwrap();
+        assert_eq!((s.utime_ticks, s.stime_ticks, s.rss_pages), (3, 39, 1034));
+        // No context switch lines: unknown, not zero.
+        assert_eq!(parse_status_ctx(&fixture("old-kernel/status")), None);
+        // io without syscr/syscw: the calls count as 0.
+        let io = parse_io(&fixture("old-kernel/io"));
+        assert_eq!((io.calls_read, io.bytes_written), (0, 5741618));
+        // Too short or garbage: refused rather than misread.
+        assert_eq!(parse_pid_stat("1 (init) S 0 1 1"), None);
+        assert_eq!(parse_pid_stat(""), None);
+        assert_eq!(parse_pid_stat("x (a) S"), None);
     }
 }

@@ -8,7 +8,7 @@ use std::io::Write as _;
 use super::format::{bytes, micros, micros_f, opt_micros, rate, seconds, thousands};
 use super::Reporter;
 use crate::engine::Progress;
-use crate::result::RunResult;
+use crate::result::{RunResult, ServerInfo};
 use crate::stats::histogram::QUANTILES;
 use crate::stats::{Percentiles, TimePoint};
 
@@ -230,6 +230,12 @@ impl Reporter for TerminalReporter {
             cpu / el,
             bytes(c.rss_max_bytes)
         );
+        if let Some(srv) = &r.server {
+            for (k, line) in server_lines(srv, q.completed).iter().enumerate() {
+                let label = if k == 0 { "Server" } else { "" };
+                let _ = writeln!(o, "  {label:<13}{line}");
+            }
+        }
         if let Some(w) = &r.warmup {
             let _ = writeln!(
                 o,
@@ -247,6 +253,121 @@ impl Reporter for TerminalReporter {
         }
         o
     }
+}
+
+/// A per-request figure with the precision its size deserves: 12, 2.1, 0.05.
+fn per_req(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else if v >= 0.1 || v == 0.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The "Server" block (`--pid`): what the server spent, per request and in all. `completed`
+/// is the number of completed requests (0 from `volley monitor`: no per-request figures).
+pub fn server_lines(s: &ServerInfo, completed: u64) -> Vec<String> {
+    let cpu = s.cpu_user_s + s.cpu_sys_s;
+    let (user_pct, sys_pct) = if cpu > 0.0 {
+        (s.cpu_user_s / cpu * 100.0, s.cpu_sys_s / cpu * 100.0)
+    } else {
+        (0.0, 0.0)
+    };
+    let cores = if s.window_s > 0.0 {
+        cpu / s.window_s
+    } else {
+        0.0
+    };
+    let mut first = vec![format!(
+        "CPU {cores:.2} cores ({user_pct:.0}% user / {sys_pct:.0}% sys)"
+    )];
+    let top = |div: f64| -> String {
+        let names: Vec<String> = s
+            .syscalls_top
+            .iter()
+            .take(3)
+            .map(|t| format!("{} {}", t.name, per_req(t.count as f64 / div)))
+            .collect();
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        }
+    };
+    let p = &s.per_request;
+    let mut second = Vec::new();
+    if completed > 0 {
+        if let Some(cpu_us) = p.cpu_us {
+            first.push(format!("{} CPU per request", micros_f(cpu_us)));
+        }
+        match (s.syscalls, p.syscalls) {
+            (Some(_), Some(per)) => first.push(format!(
+                "{} syscalls per request{}",
+                per_req(per),
+                top(completed as f64)
+            )),
+            _ => first.push("syscalls not counted".to_string()),
+        }
+        if let Some(ctx) = p.ctx_switches {
+            second.push(format!("{ctx:.2} context switches per request"));
+        }
+    } else {
+        match s.syscalls {
+            Some(n) if s.window_s > 0.0 => first.push(format!(
+                "{} syscalls/s{}",
+                thousands((n as f64 / s.window_s).round() as u64),
+                top(s.window_s)
+            )),
+            _ => first.push("syscalls not counted".to_string()),
+        }
+        let ctx = s.ctx_switches_voluntary + s.ctx_switches_involuntary;
+        if s.window_s > 0.0 {
+            second.push(format!(
+                "{} context switches/s",
+                thousands((ctx as f64 / s.window_s).round() as u64)
+            ));
+        }
+    }
+    let processes = s.processes_max.max(1);
+    second.push(format!("RSS max {}", bytes(s.rss_max_bytes)));
+    second.push(format!(
+        "{} process{} / {} thread{}",
+        processes,
+        if processes == 1 { "" } else { "es" },
+        s.threads_max,
+        plural(s.threads_max)
+    ));
+    let mut third = vec![format!(
+        "in {}: {:.2} CPU-s ({:.2} user, {:.2} sys)",
+        format_elapsed(s.window_s),
+        cpu,
+        s.cpu_user_s,
+        s.cpu_sys_s
+    )];
+    if let Some(n) = s.syscalls {
+        third.push(format!("{} syscalls", thousands(n)));
+    }
+    third.push(format!(
+        "{} context switches ({} voluntary)",
+        thousands(s.ctx_switches_voluntary + s.ctx_switches_involuntary),
+        thousands(s.ctx_switches_voluntary)
+    ));
+    third.push(format!(
+        "I/O calls {} read / {} write",
+        thousands(s.io_calls_read),
+        thousands(s.io_calls_write)
+    ));
+    let mut lines = vec![
+        format!("{},", first.join(", ")),
+        second.join(", "),
+        third.join(", "),
+    ];
+    if let Some(note) = &s.note {
+        lines.push(format!("note: {note}"));
+    }
+    lines
 }
 
 fn plural(n: u64) -> &'static str {

@@ -4,7 +4,8 @@
 //! serious comparisons).
 //!
 //! `GET /` -> `.`; `POST /` -> `length:N`; `GET /hello` -> `Hello, World!`;
-//! `GET /delay?ms=N` -> waits N ms, then `.`; `GET /bytes?n=N` -> N bytes.
+//! `GET /delay?ms=N` -> waits N ms, then `.`; `GET /bytes?n=N` -> N bytes. Not in the
+//! contract: `GET /burn?us=N` spends N µs of CPU, then `.` (the server monitor's tests).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -15,6 +16,30 @@ use std::time::Duration;
 /// Largest `/bytes?n=` and `/delay?ms=` values served.
 const MAX_BYTES: u64 = 1 << 30;
 const MAX_DELAY_MS: u64 = 60_000;
+const MAX_BURN_US: u64 = 1_000_000;
+
+/// CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID): unlike wall time it does not
+/// advance while the thread waits for a core, so a burn costs the same CPU on a busy machine.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn burn_cpu(d: Duration) {
+    let end = thread_cpu_time() + d;
+    // Reading a thread's CPU clock is a real syscall (the vDSO does not serve it): check it
+    // every few microseconds only, so the burn stays user time.
+    while thread_cpu_time() < end {
+        for _ in 0..1000 {
+            std::hint::spin_loop();
+        }
+    }
+}
 
 /// A running server.
 pub struct Server {
@@ -232,6 +257,14 @@ fn respond(w: &mut TcpStream, req: &Request) -> io::Result<()> {
         ("/delay", true, _) => {
             let ms = query_u64(&req.query, "ms").unwrap_or(0).min(MAX_DELAY_MS);
             std::thread::sleep(Duration::from_millis(ms));
+            small(w, "200 OK", b".")
+        }
+        // Hidden test aid (not in the reference contract): spends N µs of this thread's CPU
+        // time in a busy loop, so the server monitor's per-request CPU can be checked.
+        ("/burn", true, _) => {
+            burn_cpu(Duration::from_micros(
+                query_u64(&req.query, "us").unwrap_or(0).min(MAX_BURN_US),
+            ));
             small(w, "200 OK", b".")
         }
         ("/bytes", true, _) => {

@@ -1,0 +1,699 @@
+//! The server monitor (DESIGN §3, `--pid`): a sampler over a process and all its descendants.
+//!
+//! Use: `attach(pid, ..)` before the load (a missing or unreadable pid is a usage error), then
+//! either drive the `TreeSampler` yourself (`volley monitor`) or hand it to `ServerMonitor`,
+//! which samples on its own thread: `arm(t0)` reads the window's first edge exactly at t0,
+//! then every `interval` (10 Hz by default), and `finish(completed)` reads the last edge and
+//! returns the `server` block of the RunResult. The JSON series keeps one sample per second
+//! (per interval when that is longer): averages of CPU, maxima of memory, threads and
+//! descriptors, so memory follows the run's length in seconds like the latency time series.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::perf::{self, SyscallCounters, SyscallReading};
+use super::procfs::{self, CtxSwitches};
+use super::tree::{
+    Accountant, Cumulative, Point, ProcKey, ProcReading, Snapshot, TaskReading, WindowTotals,
+};
+use crate::result::{PerRequest, ServerInfo, ServerSample, SyscallCount};
+
+/// Why a pid cannot be monitored (exit code 2: found before the load starts).
+#[derive(Debug, thiserror::Error)]
+pub enum MonitorError {
+    /// Nothing runs under that pid.
+    #[error("--pid {pid}: no such process")]
+    NoSuchProcess {
+        /// The pid given.
+        pid: i32,
+    },
+    /// The process has exited and waits for its parent to reap it.
+    #[error("--pid {pid}: the process has already exited (a zombie waiting for its parent)")]
+    Exited {
+        /// The pid given.
+        pid: i32,
+    },
+    /// A /proc file of the process cannot be read (usually another user's process).
+    #[error("--pid {pid}: cannot read {path}: {source} (monitor a process of your own user, or run as root)")]
+    Unreadable {
+        /// The pid given.
+        pid: i32,
+        /// The file.
+        path: String,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+    /// A /proc file has a format volley does not understand.
+    #[error("--pid {pid}: {path} is not in the format volley knows")]
+    Unparsable {
+        /// The pid given.
+        pid: i32,
+        /// The file.
+        path: String,
+    },
+}
+
+/// Shortest and longest `--monitor-interval`.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// See `MIN_INTERVAL`.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Final partial series buckets shorter than this are dropped: CPU times come in 10 ms ticks,
+/// so a shorter bucket's percentages would be mostly rounding.
+const MIN_PARTIAL_BUCKET_S: f64 = 0.25;
+
+/// Kernel constants the readings are converted with.
+#[derive(Debug, Clone, Copy)]
+struct Units {
+    ticks_per_s: f64,
+    page_bytes: u64,
+    /// /proc/PID/task/TID/children exists (CONFIG_PROC_CHILDREN); otherwise all of /proc is
+    /// scanned for parents.
+    children_files: bool,
+}
+
+impl Units {
+    fn detect() -> Self {
+        // SAFETY: sysconf has no preconditions.
+        let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        // SAFETY: as above.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let me = std::process::id();
+        Units {
+            ticks_per_s: if tck > 0 { tck as f64 } else { 100.0 },
+            page_bytes: if page > 0 { page as u64 } else { 4096 },
+            children_files: fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok(),
+        }
+    }
+}
+
+/// One closed bucket of the series plus the rates `volley monitor` prints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tick {
+    /// The JSON sample.
+    pub sample: ServerSample,
+    /// Bucket length, seconds.
+    pub interval_s: f64,
+    /// Context switches in the bucket.
+    pub ctx: CtxSwitches,
+    /// Syscalls in the bucket (null when not counted).
+    pub syscalls: Option<u64>,
+    /// Live processes at the end of the bucket.
+    pub processes: u64,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    start: Instant,
+    totals: WindowTotals,
+    syscalls: Option<u64>,
+    rss_bytes: u64,
+    threads: u64,
+    fds: Option<u64>,
+    readings: u32,
+}
+
+/// The sampler over one process tree. Not thread-bound: `ServerMonitor` runs it on a thread of
+/// its own, `volley monitor` on the main thread.
+pub struct TreeSampler {
+    root: ProcKey,
+    interval: Duration,
+    bucket_len: Duration,
+    units: Units,
+    known: Vec<ProcKey>,
+    perf: Result<SyscallCounters, String>,
+    perf_base: Option<SyscallReading>,
+    acct: Option<Accountant>,
+    t0: Option<Instant>,
+    bucket: Option<Bucket>,
+    last_point: Point,
+    samples: Vec<ServerSample>,
+    root_exited_at_s: Option<f64>,
+    tree_gone: bool,
+}
+
+/// Checks that `pid` can be monitored and opens its syscall counters (at most `perf_fd_budget`
+/// descriptors). Nothing is counted yet: the window starts with `TreeSampler::baseline`.
+pub fn attach(
+    pid: i32,
+    interval: Duration,
+    perf_fd_budget: usize,
+) -> Result<TreeSampler, MonitorError> {
+    let units = Units::detect();
+    let stat_path = format!("/proc/{pid}/stat");
+    let text = fs::read_to_string(&stat_path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => MonitorError::NoSuchProcess { pid },
+        _ => MonitorError::Unreadable {
+            pid,
+            path: stat_path.clone(),
+            source: e,
+        },
+    })?;
+    let stat = procfs::parse_pid_stat(&text).ok_or(MonitorError::Unparsable {
+        pid,
+        path: stat_path,
+    })?;
+    if stat.exited() {
+        return Err(MonitorError::Exited { pid });
+    }
+    // /proc/PID/io needs the same permission as ptrace-reading the process: the first thing
+    // to fail for another user's process.
+    for file in ["io", "status"] {
+        let path = format!("/proc/{pid}/{file}");
+        if let Err(e) = fs::read_to_string(&path) {
+            return Err(match e.kind() {
+                io::ErrorKind::NotFound => MonitorError::NoSuchProcess { pid },
+                _ => MonitorError::Unreadable {
+                    pid,
+                    path,
+                    source: e,
+                },
+            });
+        }
+    }
+    let root = ProcKey {
+        pid,
+        starttime_ticks: stat.starttime_ticks,
+    };
+    let snap = read_tree(&[root], units, false);
+    let known: Vec<ProcKey> = snap.procs.iter().map(|r| r.key).collect();
+    let tids: Vec<i32> = snap
+        .procs
+        .iter()
+        .filter(|r| !r.exited)
+        .flat_map(|r| r.tasks.iter().map(|t| t.tid))
+        .collect();
+    let perf = perf::tracepoints().and_then(|tp| SyscallCounters::open(&tp, &tids, perf_fd_budget));
+    Ok(TreeSampler {
+        root,
+        interval,
+        bucket_len: interval.max(Duration::from_secs(1)),
+        units,
+        known,
+        perf,
+        perf_base: None,
+        acct: None,
+        t0: None,
+        bucket: None,
+        last_point: Point::default(),
+        samples: Vec::new(),
+        root_exited_at_s: None,
+        tree_gone: false,
+    })
+}
+
+/// Descriptors volley can spend on perf counters next to `connections` sockets: the soft
+/// RLIMIT_NOFILE is raised towards the hard one for them (never above `perf::DEFAULT_FD_BUDGET`).
+pub fn perf_fd_budget(connections: u64) -> usize {
+    let reserved = connections + crate::engine::limits::FD_SLACK;
+    let want = reserved + perf::DEFAULT_FD_BUDGET as u64;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    if lim.rlim_cur < want {
+        let raised = libc::rlimit {
+            rlim_cur: want.min(lim.rlim_max),
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct; failure leaves the old limit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim.rlim_cur = raised.rlim_cur;
+        }
+    }
+    lim.rlim_cur
+        .saturating_sub(reserved)
+        .min(perf::DEFAULT_FD_BUDGET as u64) as usize
+}
+
+fn count_fds(pid: i32) -> Option<u64> {
+    let dir = format!("/proc/{pid}/fd");
+    // Since Linux 6.2 the size of /proc/PID/fd is the number of open descriptors.
+    let size = fs::metadata(&dir).ok()?.len();
+    if size > 0 {
+        return Some(size);
+    }
+    Some(fs::read_dir(&dir).ok()?.count() as u64)
+}
+
+/// Reads one process (and the pids of its children) or `None` when it is gone, or when its pid
+/// now belongs to a process that started at another time than `expect_start`.
+fn read_process(
+    pid: i32,
+    expect_start: Option<u64>,
+    units: Units,
+    with_fds: bool,
+    children: &mut Vec<i32>,
+) -> Option<ProcReading> {
+    let stat = procfs::parse_pid_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    if expect_start.is_some_and(|s| s != stat.starttime_ticks) {
+        return None;
+    }
+    let io = fs::read_to_string(format!("/proc/{pid}/io"))
+        .map(|t| procfs::parse_io(&t))
+        .unwrap_or_default();
+    let mut tasks = Vec::new();
+    if let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) {
+        for e in dir.flatten() {
+            let Some(tid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
+                continue;
+            };
+            let ctx = fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
+                .ok()
+                .and_then(|t| procfs::parse_status_ctx(&t));
+            tasks.push(TaskReading { tid, ctx });
+            if units.children_files {
+                if let Ok(t) = fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")) {
+                    children.extend(procfs::parse_children(&t));
+                }
+            }
+        }
+    }
+    let exited = stat.exited();
+    Some(ProcReading {
+        key: ProcKey {
+            pid,
+            starttime_ticks: stat.starttime_ticks,
+        },
+        ppid: stat.ppid,
+        exited,
+        cumulative: Cumulative {
+            user_ticks: stat.utime_ticks + stat.cutime_ticks,
+            sys_ticks: stat.stime_ticks + stat.cstime_ticks,
+            io,
+        },
+        rss_bytes: stat.rss_pages * units.page_bytes,
+        threads: if exited { 0 } else { stat.threads },
+        fds: if with_fds && !exited {
+            count_fds(pid)
+        } else {
+            None
+        },
+        tasks,
+    })
+}
+
+/// Reads the processes in `known` that still exist and all their descendants.
+fn read_tree(known: &[ProcKey], units: Units, with_fds: bool) -> Snapshot {
+    let mut queue: Vec<(i32, Option<u64>)> = known
+        .iter()
+        .rev()
+        .map(|k| (k.pid, Some(k.starttime_ticks)))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut procs = Vec::new();
+    let mut children = Vec::new();
+    loop {
+        while let Some((pid, start)) = queue.pop() {
+            if !seen.insert(pid) {
+                continue;
+            }
+            children.clear();
+            if let Some(r) = read_process(pid, start, units, with_fds, &mut children) {
+                procs.push(r);
+                queue.extend(
+                    children
+                        .iter()
+                        .filter(|c| !seen.contains(*c))
+                        .map(|c| (*c, None)),
+                );
+            }
+        }
+        if units.children_files {
+            break;
+        }
+        // No children files: find processes whose parent is in the tree, until none is new.
+        let parents: HashSet<i32> = procs.iter().map(|r| r.key.pid).collect();
+        if let Ok(dir) = fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                    continue;
+                };
+                if seen.contains(&pid) {
+                    continue;
+                }
+                let ppid = fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|t| procfs::parse_pid_stat(&t))
+                    .map(|s| s.ppid);
+                if ppid.is_some_and(|p| parents.contains(&p)) {
+                    queue.push((pid, None));
+                }
+            }
+        }
+        if queue.is_empty() {
+            break;
+        }
+    }
+    Snapshot { procs }
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    let m = 10f64.powi(digits);
+    (v * m).round() / m
+}
+
+impl TreeSampler {
+    /// The pid being monitored.
+    pub fn pid(&self) -> i32 {
+        self.root.pid
+    }
+
+    /// Sampling interval.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Why syscalls are not counted, if they are not.
+    pub fn syscalls_unavailable_reason(&self) -> Option<&str> {
+        self.perf.as_ref().err().map(|s| s.as_str())
+    }
+
+    /// When the monitored process itself exited, seconds after t0.
+    pub fn root_exited_at_s(&self) -> Option<f64> {
+        self.root_exited_at_s
+    }
+
+    /// Nothing of the tree is left to sample.
+    pub fn tree_gone(&self) -> bool {
+        self.tree_gone
+    }
+
+    fn read_syscalls(&self, by_name: bool) -> Option<SyscallReading> {
+        self.perf.as_ref().ok().map(|c| c.read(by_name))
+    }
+
+    fn snapshot(&mut self, now: Instant, with_fds: bool) -> (Snapshot, f64) {
+        let snap = read_tree(&self.known, self.units, with_fds);
+        let t_s = self.t0.map(|t0| (now - t0).as_secs_f64()).unwrap_or(0.0);
+        if self.root_exited_at_s.is_none()
+            && !snap.procs.iter().any(|r| r.key == self.root && !r.exited)
+        {
+            self.root_exited_at_s = Some(t_s);
+        }
+        self.known = snap.procs.iter().map(|r| r.key).collect();
+        self.tree_gone = snap.procs.iter().all(|r| r.exited);
+        (snap, t_s)
+    }
+
+    /// Reads the window's first edge; `now` is t0. Everything is counted from here.
+    pub fn baseline(&mut self, now: Instant) {
+        self.t0 = Some(now);
+        let (snap, _) = self.snapshot(now, true);
+        let acct = Accountant::new(&snap);
+        self.perf_base = self.read_syscalls(true);
+        let p = acct.max();
+        self.last_point = p;
+        self.bucket = Some(Bucket {
+            start: now,
+            totals: WindowTotals::default(),
+            syscalls: self.perf_base.as_ref().map(|r| r.total),
+            rss_bytes: p.rss_bytes,
+            threads: p.threads,
+            fds: p.fds,
+            readings: 1,
+        });
+        self.acct = Some(acct);
+    }
+
+    /// Takes one sample (call every `interval`); returns the series bucket it closes, if any.
+    pub fn sample(&mut self, now: Instant) -> Option<Tick> {
+        if self.acct.is_none() {
+            self.baseline(now);
+            return None;
+        }
+        if self.tree_gone {
+            return None;
+        }
+        let start = self.bucket.as_ref().map(|b| b.start).unwrap_or(now);
+        // Descriptors are counted once per bucket, at its end: listing /proc/PID/fd of a
+        // server with many connections ten times a second would cost more than it tells.
+        let closing = now + self.interval / 2 >= start + self.bucket_len;
+        let (snap, t_s) = self.snapshot(now, closing);
+        let point = self
+            .acct
+            .as_mut()
+            .expect("baseline taken")
+            .update(&snap, t_s);
+        self.last_point = point;
+        if let Some(b) = self.bucket.as_mut() {
+            if point.processes > 0 {
+                b.rss_bytes = b.rss_bytes.max(point.rss_bytes);
+                b.threads = b.threads.max(point.threads);
+                b.fds = point.fds.or(b.fds);
+                b.readings += 1;
+            }
+        }
+        if closing || self.tree_gone {
+            self.close_bucket(now, t_s)
+        } else {
+            None
+        }
+    }
+
+    fn close_bucket(&mut self, now: Instant, t_s: f64) -> Option<Tick> {
+        let acct = self.acct.as_ref()?;
+        let totals = acct.totals();
+        let syscalls = self.read_syscalls(false).map(|r| r.total);
+        let b = self.bucket.replace(Bucket {
+            start: now,
+            totals,
+            syscalls,
+            rss_bytes: 0,
+            threads: 0,
+            fds: None,
+            readings: 0,
+        })?;
+        let dur = (now - b.start).as_secs_f64();
+        if dur <= 0.0 || b.readings == 0 {
+            return None;
+        }
+        let pct = |a: u64, b: u64| {
+            round(
+                a.saturating_sub(b) as f64 / self.units.ticks_per_s / dur * 100.0,
+                1,
+            )
+        };
+        let sample = ServerSample {
+            t_s: round(t_s, 3),
+            cpu_user_pct: pct(totals.user_ticks, b.totals.user_ticks),
+            cpu_sys_pct: pct(totals.sys_ticks, b.totals.sys_ticks),
+            rss_bytes: b.rss_bytes,
+            threads: b.threads,
+            fds: b.fds,
+        };
+        self.samples.push(sample.clone());
+        Some(Tick {
+            sample,
+            interval_s: dur,
+            ctx: CtxSwitches {
+                voluntary: totals.ctx.voluntary.saturating_sub(b.totals.ctx.voluntary),
+                involuntary: totals
+                    .ctx
+                    .involuntary
+                    .saturating_sub(b.totals.ctx.involuntary),
+            },
+            syscalls: match (syscalls, b.syscalls) {
+                (Some(a), Some(b)) => Some(a.saturating_sub(b)),
+                _ => None,
+            },
+            processes: self.last_point.processes,
+        })
+    }
+
+    /// Reads the window's last edge (`now`) and summarizes the window; per-request figures
+    /// divide by `completed` (null when it is 0).
+    pub fn finish(mut self, now: Instant, completed: u64) -> ServerInfo {
+        if self.acct.is_none() {
+            self.baseline(now);
+        }
+        let t0 = self.t0.expect("baseline taken");
+        let t_s = (now - t0).as_secs_f64();
+        if !self.tree_gone {
+            let (snap, t_s) = self.snapshot(now, true);
+            let point = self.acct.as_mut().expect("baseline").update(&snap, t_s);
+            if let Some(b) = self.bucket.as_mut() {
+                if point.processes > 0 {
+                    b.rss_bytes = b.rss_bytes.max(point.rss_bytes);
+                    b.threads = b.threads.max(point.threads);
+                    b.fds = point.fds.or(b.fds);
+                    b.readings += 1;
+                }
+            }
+            let partial = self
+                .bucket
+                .as_ref()
+                .map(|b| (now - b.start).as_secs_f64())
+                .unwrap_or(0.0);
+            if partial >= MIN_PARTIAL_BUCKET_S || self.samples.is_empty() && partial > 0.0 {
+                self.close_bucket(now, t_s);
+            }
+        }
+        let end = self.read_syscalls(true);
+        let acct = self.acct.as_ref().expect("baseline");
+        let totals = acct.totals();
+        let max = acct.max();
+        let (pids, _) = acct.pids();
+        let tps = self.units.ticks_per_s;
+        let cpu_user_s = totals.user_ticks as f64 / tps;
+        let cpu_sys_s = totals.sys_ticks as f64 / tps;
+        let (syscalls, syscalls_top) = match (&self.perf, &self.perf_base, &end) {
+            (Ok(c), Some(a), Some(b)) => {
+                let mut top: Vec<SyscallCount> = c
+                    .names()
+                    .iter()
+                    .zip(a.by_name.iter().zip(&b.by_name))
+                    .map(|(n, (x, y))| SyscallCount {
+                        name: n.to_string(),
+                        count: y.saturating_sub(*x),
+                    })
+                    .filter(|s| s.count > 0)
+                    .collect();
+                top.sort_by(|x, y| y.count.cmp(&x.count).then(x.name.cmp(&y.name)));
+                top.truncate(10);
+                (Some(b.total.saturating_sub(a.total)), top)
+            }
+            _ => (None, Vec::new()),
+        };
+        let per = |v: f64| (completed > 0).then(|| round(v / completed as f64, 3));
+        let ctx_total = totals.ctx.voluntary + totals.ctx.involuntary;
+        let mut notes = Vec::new();
+        let (exits, exits_total) = acct.exits();
+        for e in exits {
+            if e.pid == self.root.pid {
+                notes.push(format!(
+                    "pid {} (the monitored process) exited at {:.2} s; the series ends there",
+                    e.pid, e.t_s
+                ));
+            } else {
+                notes.push(format!("pid {} exited at {:.2} s", e.pid, e.t_s));
+            }
+        }
+        if exits_total > exits.len() as u64 {
+            notes.push(format!(
+                "{} more processes exited",
+                exits_total - exits.len() as u64
+            ));
+        }
+        let syscalls_unavailable_reason = self.perf.as_ref().err().cloned();
+        let info = ServerInfo {
+            pids,
+            cpu_user_s: round(cpu_user_s, 3),
+            cpu_sys_s: round(cpu_sys_s, 3),
+            rss_max_bytes: max.rss_bytes,
+            threads_max: max.threads,
+            processes_max: max.processes,
+            ctx_switches_voluntary: totals.ctx.voluntary,
+            ctx_switches_involuntary: totals.ctx.involuntary,
+            syscalls,
+            syscalls_unavailable_reason,
+            syscalls_top,
+            io_calls_read: totals.io.calls_read,
+            io_calls_write: totals.io.calls_write,
+            io_bytes_read: totals.io.bytes_read,
+            io_bytes_written: totals.io.bytes_written,
+            per_request: PerRequest {
+                cpu_us: per((cpu_user_s + cpu_sys_s) * 1e6),
+                user_us: per(cpu_user_s * 1e6),
+                sys_us: per(cpu_sys_s * 1e6),
+                ctx_switches: per(ctx_total as f64),
+                syscalls: syscalls.and_then(|s| per(s as f64)),
+            },
+            window_s: round(t_s, 6),
+            sample_interval_s: self.interval.as_secs_f64(),
+            samples: std::mem::take(&mut self.samples),
+            exited_at_s: self.root_exited_at_s.map(|t| round(t, 3)),
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+        };
+        // Dropping the counters hands them to a detached process (see SyscallCounters' Drop).
+        drop(std::mem::replace(&mut self.perf, Err(String::new())));
+        info
+    }
+}
+
+enum Control {
+    Arm(Instant),
+    Stop,
+}
+
+/// A `TreeSampler` on a thread of its own (`volley run --pid`, and the suite harness).
+pub struct ServerMonitor {
+    control: mpsc::Sender<Control>,
+    handle: JoinHandle<TreeSampler>,
+}
+
+impl ServerMonitor {
+    /// Starts the sampling thread; it waits for `arm`.
+    pub fn spawn(sampler: TreeSampler) -> io::Result<Self> {
+        let (tx, rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("volley-monitor".into())
+            .spawn(move || sampling_loop(sampler, rx))?;
+        Ok(ServerMonitor {
+            control: tx,
+            handle,
+        })
+    }
+
+    /// Sets t0: the first edge is read then (at once if it has passed).
+    pub fn arm(&self, t0: Instant) {
+        let _ = self.control.send(Control::Arm(t0));
+    }
+
+    /// Reads the last edge now and returns the summary (see `TreeSampler::finish`).
+    pub fn finish(self, completed: u64) -> ServerInfo {
+        let _ = self.control.send(Control::Stop);
+        match self.handle.join() {
+            Ok(sampler) => sampler.finish(Instant::now(), completed),
+            Err(_) => ServerInfo {
+                note: Some("the monitor thread failed; no server figures".into()),
+                syscalls_unavailable_reason: Some("the monitor thread failed".into()),
+                ..ServerInfo::default()
+            },
+        }
+    }
+}
+
+fn sampling_loop(mut s: TreeSampler, rx: mpsc::Receiver<Control>) -> TreeSampler {
+    let t0 = match rx.recv() {
+        Ok(Control::Arm(t0)) => t0,
+        Ok(Control::Stop) | Err(_) => return s,
+    };
+    let wait = t0.saturating_duration_since(Instant::now());
+    if !wait.is_zero() {
+        match rx.recv_timeout(wait) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Stopped before t0 (an engine error or Ctrl-C in the warm-up): an empty window.
+            _ => {
+                s.baseline(Instant::now());
+                return s;
+            }
+        }
+    }
+    let base = Instant::now().max(t0);
+    s.baseline(base);
+    let mut next = base + s.interval;
+    loop {
+        let wait = next.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(wait) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                s.sample(now);
+                next += s.interval;
+                if next < now {
+                    // Fell behind (a huge tree, a stalled machine): skip, do not burst.
+                    next = now + s.interval;
+                }
+            }
+            _ => return s,
+        }
+    }
+}
