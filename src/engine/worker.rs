@@ -50,6 +50,8 @@ pub struct Worker {
     source: Option<std::net::IpAddr>,
     /// Slots `0..active` are in use (all of them unless virtual users ramp).
     active: usize,
+    /// Users thinking (`--think-time`): (ready time, slot), oldest first.
+    thinking: VecDeque<(u64, usize)>,
     /// Open connections with requests queued by `dispatch` and not yet written.
     to_flush: Vec<usize>,
     /// Requests taken from the schedule that must go (again) before any new one.
@@ -103,6 +105,7 @@ impl Worker {
             conns,
             free: Vec::with_capacity(connections),
             to_flush: Vec::new(),
+            thinking: VecDeque::new(),
             active: 0,
             source: None,
             requeue: VecDeque::new(),
@@ -208,6 +211,11 @@ impl Worker {
                         deadline_ns: now + drain,
                     };
                     self.drop_unwritten_requeue();
+                    if !exhausted {
+                        // The window closed (or Ctrl-C): what -n already took still goes,
+                        // anything else not yet written stays unsent.
+                        self.drop_unwritten_inflight();
+                    }
                 }
             }
             Stage::Draining { deadline_ns } => {
@@ -244,6 +252,36 @@ impl Worker {
         }
     }
 
+    /// Nothing new is sent after the window: requests queued on a connection (or waiting for
+    /// it to connect) whose first byte is not written are taken back and count as unsent.
+    fn drop_unwritten_inflight(&mut self) {
+        let len = self.shared.template.bytes.len() as u64;
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            let mut dropped = 0u64;
+            while c
+                .inflight
+                .back()
+                .is_some_and(|r| !r.sent_counted && r.stream_pos >= c.write_pos)
+            {
+                let r = c.inflight.pop_back().expect("checked above");
+                c.write_end -= len;
+                if r.phase == Phase::Measured {
+                    dropped += 1;
+                }
+            }
+            self.unsent += dropped;
+            let c = &self.conns[i];
+            if !self.shared.keepalive
+                && c.inflight.is_empty()
+                && matches!(c.state, ConnState::Connecting { .. })
+            {
+                // The connect was for a request that will not go now.
+                self.retire(i);
+            }
+        }
+    }
+
     /// Requests that were taken but never written cannot go after the window: they are unsent.
     fn drop_unwritten_requeue(&mut self) {
         let before = self.requeue.len();
@@ -259,6 +297,9 @@ impl Worker {
             Stage::Warmup => wake = wake.min(self.shared.t0_ns),
             Stage::Measured => wake = wake.min(self.window_end_ns),
             Stage::Draining { deadline_ns } => wake = wake.min(deadline_ns),
+        }
+        if let Some(&(ready, _)) = self.thinking.front() {
+            wake = wake.min(ready.max(now));
         }
         if !self.is_draining() && !self.free.is_empty() && self.requeue.is_empty() {
             if let Due::At(t) = self.pacer.peek() {
@@ -313,6 +354,15 @@ impl Worker {
     /// Hands due requests to free connections: first anything waiting to be (re)sent, then
     /// the schedule. In the open loop a request waiting for a connection is late, and that counts.
     fn dispatch(&mut self, now: u64) {
+        while let Some(&(ready, i)) = self.thinking.front() {
+            if ready > now {
+                break;
+            }
+            self.thinking.pop_front();
+            if self.can_take(i, now) {
+                self.mark_free(i);
+            }
+        }
         while let Some(&i) = self.free.last() {
             if !self.can_take(i, now) {
                 self.free.pop();
@@ -505,6 +555,11 @@ impl Worker {
                             continue; // a resend: sent once already
                         }
                         r.sent_counted = true;
+                        if !shared.open_loop && shared.keepalive {
+                            // Closed loop measures from the write (DESIGN §3): a request that
+                            // had to wait for its slot to reconnect does not carry the connect.
+                            r.start_ns = r.write_ns;
+                        }
                         match r.phase {
                             Phase::Measured => {
                                 newly_sent += 1;
@@ -596,6 +651,10 @@ impl Worker {
                         let c = &mut self.conns[i];
                         c.responses += 1;
                         c.ready_ns = now + self.shared.think_ns;
+                        if self.shared.think_ns > 0 {
+                            // Think times are all equal, so wake-ups come in completion order.
+                            self.thinking.push_back((c.ready_ns, i));
+                        }
                         let req = c.inflight.pop_front().expect("checked non-empty above");
                         self.complete(req, resp.status, resp.wire_bytes, now);
                         if !resp.keep_alive || !self.shared.keepalive {
@@ -641,6 +700,10 @@ impl Worker {
                 // A close-delimited body ends here.
                 if let Some(req) = c.inflight.pop_front() {
                     c.responses += 1;
+                    c.ready_ns = now + self.shared.think_ns;
+                    if self.shared.think_ns > 0 {
+                        self.thinking.push_back((c.ready_ns, i));
+                    }
                     self.complete(req, resp.status, resp.wire_bytes, now);
                 }
                 self.close_and_replace(i, now, !self.shared.template.asks_close);
@@ -771,14 +834,6 @@ impl Worker {
         }
         let timeout = self.shared.timeout_ns;
         for i in 0..self.conns.len() {
-            let c = &self.conns[i];
-            if !c.in_free
-                && c.inflight.is_empty()
-                && self.shared.think_ns > 0
-                && self.can_take(i, now)
-            {
-                self.mark_free(i); // its think time is over
-            }
             let c = &self.conns[i];
             match c.state {
                 ConnState::Connecting { since_ns } if now.saturating_sub(since_ns) > timeout => {
