@@ -665,7 +665,11 @@ impl Worker {
                             self.retire(i);
                             return false;
                         }
-                        self.mark_free(i);
+                        // A pipelined window is refilled once half of it is free, so refills
+                        // go out several requests per write instead of one write per response.
+                        if self.conns[i].inflight.len() <= self.shared.pipeline / 2 {
+                            self.mark_free(i);
+                        }
                     }
                 }
                 Err(_) => {
