@@ -5,6 +5,14 @@
 use std::time::Duration;
 
 /// Parses a duration such as `10s`, `250ms`, `1m30s`, `2h`, `1.5s` or a bare `10` (seconds).
+///
+/// ```
+/// use std::time::Duration;
+/// use volley::config::units::parse_duration;
+/// assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+/// assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+/// assert!(parse_duration("10x").is_err());
+/// ```
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let s = text.trim();
     if s.is_empty() {
@@ -67,6 +75,10 @@ fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
 }
 
 /// Parses a byte size: `1024`, `1KiB`, `4k` (= 4 KiB), `1KB` (= 1000), `100MiB`, `1GiB`.
+///
+/// ```
+/// assert_eq!(volley::config::units::parse_size("4KiB"), Ok(4096));
+/// ```
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let s = text.trim();
     let split = s
