@@ -74,8 +74,9 @@ TOOLS_DIR=${TOOLS_DIR:-$ROOT/target/bench-tools}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT_DIR=${OUT_DIR:-$ROOT/target/bench-compare/$STAMP}
 
-log() { printf '[compare] %s\n' "$*" >&2; }
-die() { local code=$1; shift; printf '[compare] error: %s\n' "$*" >&2; exit "$code"; }
+BENCH_TAG=compare
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 report() { # render $OUT_DIR as Markdown and rewrite the measured sections of BENCH_MD
     OUT_DIR="$OUT_DIR" BENCH_MD="$BENCH_MD" UPDATE_MD="$UPDATE_MD" ROOT="$ROOT" \
@@ -172,34 +173,7 @@ taskset -c "$CLIENT_CPU" true 2>/dev/null || die 2 "cannot pin to CLIENT_CPU=$CL
 taskset -c "$SERVER_CPU" true 2>/dev/null || die 2 "cannot pin to SERVER_CPU=$SERVER_CPU (this machine has $ncpu CPUs)"
 [[ $CLIENT_CPU != "$SERVER_CPU" ]] || die 2 "CLIENT_CPU and SERVER_CPU must differ"
 
-VOLLEY_REV_SHORT=
-if [[ -n ${VOLLEY_REV:-} ]]; then
-    # Build a committed revision on its own (git archive into TOOLS_DIR, own target
-    # dir), so uncommitted edits in the work tree neither break nor leak into the run.
-    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$VOLLEY_REV^{commit}") || die 2 "VOLLEY_REV=$VOLLEY_REV is not a commit"
-    VOLLEY_REV_SHORT=$(git -C "$ROOT" rev-parse --short "$rev")
-    src=$TOOLS_DIR/volley-src
-    log "building volley at git $VOLLEY_REV_SHORT in $src"
-    rm -rf "$src" && mkdir -p "$src"
-    git -C "$ROOT" archive "$rev" | tar -x -C "$src" || die 2 "git archive $rev failed"
-    (cd "$src" && CARGO_TARGET_DIR=$TOOLS_DIR/volley-target cargo build --release --quiet) || die 2 "cargo build --release of $VOLLEY_REV_SHORT failed"
-    VOLLEY=$TOOLS_DIR/volley-target/release/volley
-elif [[ -n ${VOLLEY:-} ]]; then
-    [[ -x $VOLLEY ]] || die 2 "VOLLEY=$VOLLEY is not executable"
-else
-    command -v cargo >/dev/null 2>&1 || die 2 "cargo not found (or set VOLLEY=/path/to/volley)"
-    log "cargo build --release"
-    (cd "$ROOT" && cargo build --release --quiet) || die 2 "cargo build --release failed"
-    VOLLEY=$ROOT/target/release/volley
-fi
-VOLLEY_VERSION=$("$VOLLEY" --version) || die 2 "$VOLLEY --version failed"
-if [[ -n $VOLLEY_REV_SHORT ]]; then
-    VOLLEY_VERSION+=" (built from git $VOLLEY_REV_SHORT)"
-elif [[ $VOLLEY == "$ROOT/target/release/volley" ]] && git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
-    VOLLEY_VERSION+=" (built from git $(git -C "$ROOT" rev-parse --short HEAD)"
-    [[ -z $(git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null) ]] || VOLLEY_VERSION+=" with uncommitted changes"
-    VOLLEY_VERSION+=")"
-fi
+build_volley
 WRK_VERSION=$( (wrk -v 2>&1 || true) | head -n1 | sed 's/ *Copyright.*//')
 H2LOAD_VERSION=$(h2load --version 2>&1 | head -n1)
 OHA_VERSION=$([[ -n $OHA ]] && "$OHA" --version 2>&1 | head -n1 || echo "oha: not installed")
@@ -310,17 +284,6 @@ GROUP_pipeline=(pipe-volley pipe-h2load)
 GROUP_close=(close-wrk close-volley)
 GROUP_openloop=(open-fast open-slow)
 
-busy_pct() { # % of all CPUs busy over the next second (our own clients are not running then)
-    local a b
-    read -r -a a < <(head -n1 /proc/stat)
-    sleep 1
-    read -r -a b < <(head -n1 /proc/stat)
-    local total=0 idle i
-    for ((i = 1; i < ${#a[@]}; i++)); do total=$((total + b[i] - a[i])); done
-    idle=$((b[4] - a[4] + b[5] - a[5]))
-    ((total > 0)) || total=1
-    echo $(((total - idle) * 100 / total))
-}
 
 ticks_machine() { # busy and total clock ticks of all CPUs so far
     local a i busy=0 total=0
@@ -341,18 +304,6 @@ ticks_nginx() { # utime + stime of the nginx master and its workers, in clock ti
 }
 time_wait() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "tw") print $(i + 1) }' /proc/net/sockstat; }
 
-wait_quiet() { # wait (bounded) until other work uses at most BUSY_MAX % of the machine; print the last reading
-    local busy waited=0
-    busy=$(busy_pct)
-    while ((busy > BUSY_MAX && waited < WAIT_QUIET)); do
-        ((waited == 0)) && log "machine is ${busy}% busy with other work; waiting up to ${WAIT_QUIET}s for it to drop to ${BUSY_MAX}%"
-        sleep 4
-        waited=$((waited + 5))
-        busy=$(busy_pct)
-    done
-    ((busy <= BUSY_MAX)) || log "warning: still ${busy}% busy; running anyway (flagged in the table)"
-    echo "$busy"
-}
 
 SEQ=0
 run_cell() { # cell rep
@@ -443,13 +394,6 @@ if want syscalls; then
 fi
 
 # ---------------------------------------------------------------- metadata
-quote() { # for display: single quotes where needed (no argument here contains one)
-    local out="" a
-    for a in "$@"; do
-        if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then out+="$a "; else out+="'$a' "; fi
-    done
-    printf '%s' "${out% }"
-}
 short() { sed -e "s#$OUT_DIR/##g" -e "s#$ROOT/##g" -e "s#$TMP#\$TMP#g"; }
 declare -A SHOWN=()
 for cell in "${GROUP_keepalive[@]}" "${GROUP_pipeline[@]}" "${GROUP_close[@]}" "${GROUP_openloop[@]}"; do

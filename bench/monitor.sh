@@ -17,6 +17,7 @@
 # Environment (all optional):
 #   SERVERS="nginx python node"  DURATION=10s  STRACE_DURATION=3s  CLIENT_CPU=0  SERVER_CPU=1
 #   VOLLEY=<path>     use this binary instead of building target/release/volley
+#   VOLLEY_REV=<rev>  build that commit (git archive into TOOLS_DIR=target/bench-tools)
 #   OUT_DIR=<dir>     raw outputs (default target/bench-monitor/<UTC time>)
 #   BENCH_MD=<file>   Markdown file whose monitor section is rewritten (default BENCHMARKS.md)
 #   UPDATE_MD=0       print the section, leave BENCH_MD alone
@@ -46,8 +47,10 @@ BENCH_MD=${BENCH_MD:-$ROOT/BENCHMARKS.md}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT_DIR=${OUT_DIR:-$ROOT/target/bench-monitor/$STAMP}
 
-log() { printf '[monitor] %s\n' "$*" >&2; }
-die() { local code=$1; shift; printf '[monitor] error: %s\n' "$*" >&2; exit "$code"; }
+BENCH_TAG=monitor
+TOOLS_DIR=${TOOLS_DIR:-$ROOT/target/bench-tools}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 # ---------------------------------------------------------------- report
 report() { # render $OUT_DIR as Markdown; rewrite the BENCH_MD section
@@ -274,13 +277,7 @@ taskset -c "$CLIENT_CPU" true 2>/dev/null && taskset -c "$SERVER_CPU" true 2>/de
     || die 2 "cannot pin to CPUs $CLIENT_CPU and $SERVER_CPU (this machine has $ncpu)"
 [[ $CLIENT_CPU != "$SERVER_CPU" ]] || die 2 "CLIENT_CPU and SERVER_CPU must differ"
 
-if [[ -n ${VOLLEY:-} ]]; then
-    [[ -x $VOLLEY ]] || die 2 "VOLLEY=$VOLLEY is not executable"
-else
-    log "cargo build --release"
-    (cd "$ROOT" && cargo build --release --quiet) || die 2 "cargo build --release failed"
-    VOLLEY=$ROOT/target/release/volley
-fi
+build_volley
 
 TMP=$(mktemp -d -t volley-monitor.XXXXXX)
 cp "$VOLLEY" "$TMP/volley"
@@ -308,34 +305,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-quote() { # for display: quotes only where a shell needs them
-    local out="" a
-    for a in "$@"; do
-        if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then out+="$a "
-        elif [[ $a != *\'* ]]; then out+="'$a' "
-        else a=${a//\\/\\\\}; a=${a//\"/\\\"}; a=${a//\$/\\\$}; out+="\"$a\" "; fi
-    done
-    printf '%s' "${out% }"
-}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-busy_pct() { # % of all CPUs busy over the next second
-    local a b total=0 idle i
-    read -r -a a < <(head -n1 /proc/stat); sleep 1; read -r -a b < <(head -n1 /proc/stat)
-    for ((i = 1; i < ${#a[@]}; i++)); do total=$((total + b[i] - a[i])); done
-    idle=$((b[4] - a[4] + b[5] - a[5])); ((total > 0)) || total=1
-    echo $(((total - idle) * 100 / total))
-}
-wait_quiet() {
-    local busy waited=0
-    busy=$(busy_pct)
-    while ((busy > BUSY_MAX && waited < WAIT_QUIET)); do
-        ((waited == 0)) && log "machine is ${busy}% busy with other work; waiting up to ${WAIT_QUIET}s"
-        sleep 4; waited=$((waited + 5)); busy=$(busy_pct)
-    done
-    ((busy <= BUSY_MAX)) || log "warning: still ${busy}% busy; running anyway"
-}
 
 start_server() { # name port dir -> SERVER_PID, CMD
     local name=$1 port=$2 dir=$3
@@ -414,7 +386,7 @@ for name in $SERVERS; do
     taskset -c "$CLIENT_CPU" "$V" run "$url" -t 1 -c "$c" -d 2s --quiet >/dev/null   # warm up
 
     for ((attempt = 0; ; attempt++)); do
-        wait_quiet
+        wait_quiet >/dev/null
         log "$name: run 1 ($DURATION with vmstat)"
         vmstat -n 1 >"$d/vmstat.txt" & vm=$!; BG_PIDS+=("$vm")
         grep -E "^cpu($SERVER_CPU)? " /proc/stat >"$d/cpu.txt"
@@ -427,7 +399,7 @@ for name in $SERVERS; do
         log "$name: other work used ${other}% of a core during run 1; repeating it ($((attempt + 1))/$RETRIES)"
     done
 
-    wait_quiet
+    wait_quiet >/dev/null
     log "$name: run 2 ($STRACE_DURATION with strace -c -f)"
     pflags=(); for p in $(tree_pids); do pflags+=(-p "$p"); done
     strace -c -f -o "$d/strace.txt" "${pflags[@]}" 2>"$d/strace.err" & st=$!; BG_PIDS+=("$st")
@@ -439,7 +411,7 @@ for name in $SERVERS; do
 done
 
 NGINX_V=$("$NGINX" -v 2>&1 | sed 's/^nginx version: //')
-VERSIONS="$("$V" --version) (git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')) · $NGINX_V · Python $(python3 -c 'import sys; print(sys.version.split()[0])') · node $(node --version 2>/dev/null || echo -) · $(strace -V | head -n1) · vmstat $(vmstat -V | grep -o '[0-9.]*$' | head -n1)"
+VERSIONS="$VOLLEY_VERSION · $NGINX_V · Python $(python3 -c 'import sys; print(sys.version.split()[0])') · node $(node --version 2>/dev/null || echo -) · $(strace -V | head -n1) · vmstat $(vmstat -V | grep -o '[0-9.]*$' | head -n1)"
 export VERSIONS SERVERS DURATION STRACE_DURATION CLIENT_CPU SERVER_CPU ROOT OTHER_MAX RETRIES
 export NCPU=$ncpu KERNEL="$(uname -sr)" DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 export CPU_MODEL="$(grep -m1 '^model name' /proc/cpuinfo | sed 's/^[^:]*: *//')"

@@ -61,8 +61,9 @@ STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT_DIR=${OUT_DIR:-$ROOT/target/bench-scale/$STAMP}
 TOOLS_DIR=${TOOLS_DIR:-$ROOT/target/bench-tools}
 
-log() { printf '[scale] %s\n' "$*" >&2; }
-die() { local code=$1; shift; printf '[scale] error: %s\n' "$*" >&2; exit "$code"; }
+BENCH_TAG=scale
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 report() {
     OUT_DIR="$OUT_DIR" BENCH_MD="$BENCH_MD" UPDATE_MD="$UPDATE_MD" ROOT="$ROOT" python3 - <<'PYEOF'
@@ -277,35 +278,9 @@ ncpu=$(nproc --all)
 taskset -c "$CLIENT_CPU" true 2>/dev/null || die 2 "cannot pin to CLIENT_CPU=$CLIENT_CPU"
 taskset -c "$SERVER_CPU" true 2>/dev/null || die 2 "cannot pin to SERVER_CPU=$SERVER_CPU"
 
-VOLLEY_REV_SHORT=
-if [[ -n ${VOLLEY_REV:-} ]]; then
-    # Build a committed revision on its own (git archive into TOOLS_DIR, own target
-    # dir), so uncommitted edits in the work tree neither break nor leak into the run.
-    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$VOLLEY_REV^{commit}") || die 2 "VOLLEY_REV=$VOLLEY_REV is not a commit"
-    VOLLEY_REV_SHORT=$(git -C "$ROOT" rev-parse --short "$rev")
-    src=$TOOLS_DIR/volley-src
-    log "building volley at git $VOLLEY_REV_SHORT in $src"
-    rm -rf "$src" && mkdir -p "$src"
-    git -C "$ROOT" archive "$rev" | tar -x -C "$src" || die 2 "git archive $rev failed"
-    (cd "$src" && CARGO_TARGET_DIR=$TOOLS_DIR/volley-target cargo build --release --quiet) || die 2 "cargo build --release of $VOLLEY_REV_SHORT failed"
-    VOLLEY=$TOOLS_DIR/volley-target/release/volley
-elif [[ -n ${VOLLEY:-} ]]; then
-    [[ -x $VOLLEY ]] || die 2 "VOLLEY=$VOLLEY is not executable"
-else
-    log "cargo build --release"
-    (cd "$ROOT" && cargo build --release --quiet) || die 2 "cargo build --release failed"
-    VOLLEY=$ROOT/target/release/volley
-fi
+build_volley
 if want users && ! "$VOLLEY" run --help 2>&1 | grep -q -- '--users'; then
     die 2 "$VOLLEY run has no --users flag yet (MODE=memory runs the memory part alone)"
-fi
-VOLLEY_VERSION=$("$VOLLEY" --version)
-if [[ -n $VOLLEY_REV_SHORT ]]; then
-    VOLLEY_VERSION+=" (built from git $VOLLEY_REV_SHORT)"
-elif [[ $VOLLEY == "$ROOT/target/release/volley" ]] && git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
-    VOLLEY_VERSION+=" (built from git $(git -C "$ROOT" rev-parse --short HEAD)"
-    [[ -z $(git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null) ]] || VOLLEY_VERSION+=" with uncommitted changes"
-    VOLLEY_VERSION+=")"
 fi
 NGINX_VERSION=$("$NGINX" -v 2>&1 | head -n1 | sed 's/^nginx version: //')
 PORT_RANGE=$(sysctl -n net.ipv4.ip_local_port_range | tr -s '\t ' ' ')
@@ -373,22 +348,6 @@ log "$NGINX_VERSION (pid $NGINX_PID) on $URL, pinned to CPU $SERVER_CPU"
 mkdir -p "$OUT_DIR"
 cp "$TMP/nginx.conf" "$OUT_DIR/nginx.conf"
 
-busy_pct() {
-    local a b total=0 idle i
-    read -r -a a < <(head -n1 /proc/stat); sleep 1; read -r -a b < <(head -n1 /proc/stat)
-    for ((i = 1; i < ${#a[@]}; i++)); do total=$((total + b[i] - a[i])); done
-    idle=$((b[4] - a[4] + b[5] - a[5])); ((total > 0)) || total=1
-    echo $(((total - idle) * 100 / total))
-}
-wait_quiet() {
-    local busy waited=0
-    busy=$(busy_pct)
-    while ((busy > BUSY_MAX && waited < WAIT_QUIET)); do
-        ((waited == 0)) && log "machine is ${busy}% busy with other work; waiting up to ${WAIT_QUIET}s"
-        sleep 4; waited=$((waited + 5)); busy=$(busy_pct)
-    done
-    echo "$busy"
-}
 established() { ss -Htn state established "( dport = :$PORT )" 2>/dev/null | wc -l; }
 accept_queue() { ss -Hltn "( sport = :$PORT )" 2>/dev/null | awk '{ print $2; exit }'; }   # nginx's accept queue now
 listen_overflows() { # SYNs dropped machine-wide because an accept queue was full (cumulative)
@@ -442,7 +401,6 @@ run_sampled() { # kind every duration_s cmd...: run the client pinned, sample it
     kill -0 "$NGINX_PID" 2>/dev/null || die 1 "nginx died during the $kind run"
 }
 
-quote() { local out="" a; for a in "$@"; do if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then out+="$a "; else out+="'$a' "; fi; done; printf '%s' "${out% }"; }
 short() { sed -e "s#$OUT_DIR/##g" -e "s#$ROOT/##g" -e "s#$TMP#\$TMP#g"; }
 
 CMD_USERS=
