@@ -196,12 +196,7 @@ cleanup() {
         for p in $(pgrep -P "$CLIENT_PID" || true) "$CLIENT_PID"; do kill -TERM "$p" 2>/dev/null || true; done
         wait "$CLIENT_PID" 2>/dev/null || true
     fi
-    if [[ -n $NGINX_PID ]] && kill -0 "$NGINX_PID" 2>/dev/null; then
-        kill -TERM "$NGINX_PID" 2>/dev/null || true   # master stops its worker
-        for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NGINX_PID" 2>/dev/null || true
-        wait "$NGINX_PID" 2>/dev/null || true
-    fi
+    stop_pid "$NGINX_PID"   # the master stops its worker
     rm -rf "$TMP"
     exit "$rc"
 }
@@ -210,27 +205,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 if [[ -z ${PORT:-} ]]; then
-    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    PORT=$(free_port)
 fi
 python3 -c 'import socket, sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$PORT" 2>/dev/null \
     || die 2 "127.0.0.1:$PORT is already in use (or not a valid port); choose another PORT"
 URL="http://127.0.0.1:$PORT/"
 
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 20000;
-pid $TMP/nginx.pid;
-error_log $TMP/error.log;
-events { worker_connections 16384; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$PORT;
-        location / { return 200 '.'; }
-    }
-}
-EOF
+write_nginx_conf "$TMP" "$PORT"
 NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP/" -c "$TMP/nginx.conf" -e "$TMP/error.log" -g "daemon off;")
 "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
 NGINX_PID=$!   # taskset execs nginx, so this is the master's PID

@@ -70,3 +70,38 @@ build_volley() {
         VOLLEY_VERSION+=")"
     fi
 }
+
+# A free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# Writes DIR/nginx.conf: one worker answering `return 200 '.'` on 127.0.0.1:PORT, with the
+# settings of DESIGN §4 (worker_connections 16384, worker_rlimit_nofile 20000,
+# keepalive_requests 1000000); EXTRA_EVENTS goes into the events block (e.g. "multi_accept on;").
+write_nginx_conf() {
+    local dir=$1 port=$2 extra_events=${3:-}
+    cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+worker_rlimit_nofile 20000;
+pid $dir/nginx.pid;
+error_log $dir/error.log;
+events { worker_connections 16384;${extra_events:+ $extra_events} }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$port;
+        location / { return 200 '.'; }
+    }
+}
+CONF
+}
+
+# Stops a server we started: SIGTERM, then SIGKILL after 5 s; reaps it.
+stop_pid() {
+    local pid=$1
+    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}

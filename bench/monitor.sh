@@ -288,10 +288,7 @@ stop_server() {
     [[ -n $SERVER_PID ]] || return 0
     local p
     for p in $(pgrep -P "$SERVER_PID" || true); do kill -TERM "$p" 2>/dev/null || true; done
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
+    stop_pid "$SERVER_PID"
     SERVER_PID=
 }
 cleanup() {
@@ -306,28 +303,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 
 start_server() { # name port dir -> SERVER_PID, CMD
     local name=$1 port=$2 dir=$3
     case $name in
     nginx)
-        cat >"$dir/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 20000;
-pid $dir/nginx.pid;
-error_log $dir/error.log;
-events { worker_connections 16384; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$port;
-        location / { return 200 '.'; }
-    }
-}
-EOF
+        write_nginx_conf "$dir" "$port"
         CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log" -g "daemon off;")
         ;;
     python)

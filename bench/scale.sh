@@ -300,12 +300,7 @@ CLIENT_PID=
 cleanup() {
     local rc=$?
     if [[ -n $CLIENT_PID ]]; then kill -TERM "$CLIENT_PID" 2>/dev/null || true; wait "$CLIENT_PID" 2>/dev/null || true; fi
-    if [[ -n $NGINX_PID ]] && kill -0 "$NGINX_PID" 2>/dev/null; then
-        kill -TERM "$NGINX_PID" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NGINX_PID" 2>/dev/null || true
-        wait "$NGINX_PID" 2>/dev/null || true
-    fi
+    stop_pid "$NGINX_PID"   # the master stops its worker
     rm -rf "$TMP"
     exit "$rc"
 }
@@ -314,24 +309,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 if [[ -z ${PORT:-} ]]; then
-    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    PORT=$(free_port)
 fi
 URL="http://127.0.0.1:$PORT/"
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 20000;
-pid $TMP/nginx.pid;
-error_log $TMP/error.log;
-events { worker_connections 16384; $NGINX_EVENTS }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$PORT;
-        location / { return 200 '.'; }
-    }
-}
-EOF
+write_nginx_conf "$TMP" "$PORT" "$NGINX_EVENTS"
 NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP/" -c "$TMP/nginx.conf" -e "$TMP/error.log" -g "daemon off;")
 "${NGINX_CMD[@]}" >"$TMP/nginx.out" 2>&1 &
 NGINX_PID=$!
