@@ -103,13 +103,11 @@ fn reset_mid_response() {
 
 #[test]
 fn garbage_bytes_are_protocol_errors() {
-    let s = spawn(|mut c, _| {
-        while c.read_request() {
-            if !c.write(b"SSH-2.0-OpenSSH_9.2\r\n\r\n") {
-                return;
-            }
-        }
-    });
+    let s = answering(
+        b"SSH-2.0-OpenSSH_9.2
+
+",
+    );
     let (code, j, _) = volley_json(&["run", &s.url("/"), "-c", "2", "-d", "1s"], LIMIT);
     assert_eq!(code, 1);
     assert_invariant(&j);
@@ -167,13 +165,7 @@ fn slow_drip_completes_with_its_latency() {
 
 #[test]
 fn chunked_with_trailer_http10_and_100_continue() {
-    let chunked = spawn(|mut c, _| {
-        while c.read_request() {
-            if !c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\nX-Sum: 9\r\n\r\n") {
-                return;
-            }
-        }
-    });
+    let chunked = answering(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\nX-Sum: 9\r\n\r\n");
     let (_, j, _) = volley_json(&["run", &chunked.url("/"), "-c", "2", "-n", "50"], LIMIT);
     assert_eq!(u(&j, "requests.completed"), 50);
     assert_eq!(u(&j, "requests.errors"), 0);
@@ -192,15 +184,9 @@ fn chunked_with_trailer_http10_and_100_continue() {
     );
     assert_eq!(http10.requests(), 50);
 
-    let cont = spawn(|mut c, _| {
-        while c.read_request() {
-            if !c.write(
-                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
-            ) {
-                return;
-            }
-        }
-    });
+    let cont = answering(
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+    );
     let (_, j, _) = volley_json(
         &["run", &cont.url("/"), "-c", "2", "-n", "50", "--body", "x"],
         LIMIT,
@@ -352,12 +338,7 @@ fn localhost_uses_an_address_that_listens() {
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
             std::thread::spawn(move || {
-                let mut c = common::ctx(s);
-                while c.read_request() {
-                    if !c.write(OK) {
-                        return;
-                    }
-                }
+                common::ctx(s).answer_each(OK);
             });
         }
     });

@@ -72,6 +72,15 @@ impl Ctx {
         }
     }
 
+    /// Reads requests until the stream ends, answering each with `reply`.
+    pub fn answer_each(&mut self, reply: &[u8]) {
+        while self.read_request() {
+            if !self.write(reply) {
+                return;
+            }
+        }
+    }
+
     pub fn write(&mut self, bytes: &[u8]) -> bool {
         self.stream.write_all(bytes).is_ok()
     }
@@ -143,15 +152,14 @@ where
 
 pub const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n.";
 
+/// Answers every request with the same `reply` bytes.
+pub fn answering(reply: &'static [u8]) -> TestServer {
+    spawn(move |mut c, _| c.answer_each(reply))
+}
+
 /// Answers every request with 200 `.`.
 pub fn normal() -> TestServer {
-    spawn(|mut c, _| {
-        while c.read_request() {
-            if !c.write(OK) {
-                return;
-            }
-        }
-    })
+    answering(OK)
 }
 
 /// Global pauses: every `every`, the server stops answering for `pause` (like a GC pause);
