@@ -524,8 +524,9 @@ impl Worker {
     /// connection are the same bytes, so the stream is the template repeated; a buffer of
     /// `pipeline` copies lets one write carry a whole window of pipelined requests.
     fn write(&mut self, i: usize, now: u64) {
-        let shared = Arc::clone(&self.shared);
-        let len = shared.template.bytes.len() as u64;
+        // Fields are borrowed one by one (no Arc clone: that would be an atomic per write).
+        let len = self.shared.template.bytes.len() as u64;
+        let (open_loop, keepalive) = (self.shared.open_loop, self.shared.keepalive);
         loop {
             let c = &mut self.conns[i];
             if c.state != ConnState::Open || c.write_pos >= c.write_end {
@@ -533,8 +534,9 @@ impl Worker {
             }
             let Some(s) = c.stream.as_mut() else { return };
             let off = (c.write_pos % len) as usize;
-            let avail = ((c.write_end - c.write_pos) as usize).min(shared.stream_bytes.len() - off);
-            match s.write(&shared.stream_bytes[off..off + avail]) {
+            let avail =
+                ((c.write_end - c.write_pos) as usize).min(self.shared.stream_bytes.len() - off);
+            match s.write(&self.shared.stream_bytes[off..off + avail]) {
                 Ok(0) => {
                     self.fail(i, ErrorKind::Closed, now, true);
                     return;
@@ -555,7 +557,7 @@ impl Worker {
                             continue; // a resend: sent once already
                         }
                         r.sent_counted = true;
-                        if !shared.open_loop && shared.keepalive {
+                        if !open_loop && keepalive {
                             // Closed loop measures from the write (DESIGN §3): a request that
                             // had to wait for its slot to reconnect does not carry the connect.
                             r.start_ns = r.write_ns;
@@ -563,7 +565,7 @@ impl Worker {
                         match r.phase {
                             Phase::Measured => {
                                 newly_sent += 1;
-                                if shared.open_loop {
+                                if open_loop {
                                     self.rec.lag(ns_to_us(now.saturating_sub(r.lag_origin_ns)));
                                 }
                             }
