@@ -25,6 +25,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Watch a server process and its descendants, one vmstat-like line a second (any load tool).
     Monitor(MonitorArgs),
+    /// Run a suite: build the servers, then every server × scenario cell with a fresh server
+    /// process, the monitor attached, and every result saved at once.
+    Bench(BenchArgs),
 }
 
 /// How request arrivals are spread in an open-loop (`-R`) run.
@@ -171,6 +174,21 @@ pub struct MonitorArgs {
     /// Sampling interval (lines are printed once a second, or once per interval when longer).
     #[arg(long, value_parser = duration, default_value = "100ms", allow_hyphen_values = true)]
     pub monitor_interval: Duration,
+}
+
+/// `volley bench` flags.
+#[derive(Debug, Args, Clone)]
+pub struct BenchArgs {
+    /// The suite file (TOML: [suite], [[server]], [[scenario]]).
+    pub suite: PathBuf,
+
+    /// Run only these servers and/or scenarios (names from the suite; repeatable).
+    #[arg(long, num_args = 1..)]
+    pub only: Vec<String>,
+
+    /// Results folder [default: results/<suite>-<UTC timestamp>/]; must be new or empty.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {

@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod harness;
 pub mod monitor;
 pub mod plan;
 pub mod report;
@@ -71,6 +72,12 @@ pub fn run(cli: cli::Cli, argv: Vec<String>) -> ExitCode {
                 INTERRUPTS.fetch_add(1, Ordering::SeqCst);
             });
             monitor::watch::execute(&args, &INTERRUPTS)
+        }
+        cli::Command::Bench(args) => {
+            let _ = ctrlc::set_handler(|| {
+                INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+            });
+            harness::execute(&args, &INTERRUPTS)
         }
         cli::Command::Serve(args) => match serve::run(&args.bind, args.port) {
             Ok(()) => ExitCode::Ok,

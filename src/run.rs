@@ -65,48 +65,32 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         },
         None => None,
     };
-    let plan = Plan::new(&cfg);
     let live = !cfg.quiet && std::io::stderr().is_terminal();
-    let mut progress =
-        crate::report::terminal::LiveLine::new(live, cfg.duration.map(|d| d.as_secs_f64()));
-    let monitor = match sampler.map(ServerMonitor::spawn).transpose() {
+    let m = match measure(
+        &cfg,
+        addr,
+        sampler,
+        (cores, &cpu_list),
+        interrupts,
+        hdr_log,
+        live,
+    ) {
         Ok(m) => m,
-        Err(e) => {
-            return fail(
-                ExitCode::Failed,
-                &format!("could not start the server monitor: {e}"),
-            )
-        }
+        Err(e) => return fail(ExitCode::Failed, &e),
     };
-    // The engine's t0 is `warmup` after it starts its clock, the first thing engine::run does;
-    // the monitor reads its first edge then, on its own thread (nothing on the hot path).
-    if let Some(m) = &monitor {
-        m.arm(std::time::Instant::now() + cfg.warmup);
-    }
-    let out = match engine::run(&cfg, plan, addr, interrupts, hdr_log, &mut progress) {
-        Ok(o) => o,
-        Err(e) => {
-            return fail(
-                ExitCode::Failed,
-                &format!("could not start the engine: {e}"),
-            )
-        }
-    };
-    // The last edge is read as soon as the engine returns: right after the last response (or
-    // timeout) of the drain.
-    let server_info = monitor.map(|m| m.finish(out.agg.counts.completed));
-    let server_died = server_info
-        .as_ref()
-        .is_some_and(|s| s.exited_at_s.is_some());
-    let result = build_result(&cfg, addr, cores, &cpu_list, &out, server_info);
-
+    let Measured {
+        result,
+        interrupted,
+        server_died,
+        hdr_log_error,
+    } = m;
     let summary = Format::Terminal.reporter().render(&result);
     let mut code = if result.requests.completed > 0 {
         ExitCode::Ok
     } else {
         ExitCode::NoResponse
     };
-    if out.interrupted {
+    if interrupted {
         code = ExitCode::Interrupted;
     }
     if server_died {
@@ -140,11 +124,11 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
             code = code.max_precedence(ExitCode::Failed);
         }
     }
-    if let Some(e) = &out.hdr_log_error {
+    if let Some(e) = &hdr_log_error {
         eprintln!("volley: --hdr-log: {e}");
         code = code.max_precedence(ExitCode::Failed);
     }
-    if result.requests.completed == 0 && !out.interrupted {
+    if result.requests.completed == 0 && !interrupted {
         eprintln!(
             "volley: no response from {} ({})",
             cfg.target.url,
@@ -156,6 +140,60 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         );
     }
     code
+}
+
+/// What one measurement produced.
+pub struct Measured {
+    /// The artifact.
+    pub result: RunResult,
+    /// Ctrl-C ended the run early.
+    pub interrupted: bool,
+    /// The monitored server exited during the measured window.
+    pub server_died: bool,
+    /// Writing `--hdr-log` failed part-way.
+    pub hdr_log_error: Option<String>,
+}
+
+/// Runs the load of a validated `cfg` against `addr` (with the server monitor when `sampler`
+/// is attached) and assembles the RunResult. `cpus` is (cores volley may use, their list).
+/// Prints nothing but the live line (`live`); `volley run` and the suite harness share it.
+pub fn measure(
+    cfg: &LoadConfig,
+    addr: std::net::SocketAddr,
+    sampler: Option<server::TreeSampler>,
+    cpus: (usize, &str),
+    interrupts: &AtomicUsize,
+    hdr_log: Option<Box<dyn Write + Send>>,
+    live: bool,
+) -> Result<Measured, String> {
+    let (cores, cpu_list) = cpus;
+    let plan = Plan::new(cfg);
+    let mut progress =
+        crate::report::terminal::LiveLine::new(live, cfg.duration.map(|d| d.as_secs_f64()));
+    let monitor = sampler
+        .map(ServerMonitor::spawn)
+        .transpose()
+        .map_err(|e| format!("could not start the server monitor: {e}"))?;
+    // The engine's t0 is `warmup` after it starts its clock, the first thing engine::run does;
+    // the monitor reads its first edge then, on its own thread (nothing on the hot path).
+    if let Some(m) = &monitor {
+        m.arm(std::time::Instant::now() + cfg.warmup);
+    }
+    let out = engine::run(cfg, plan, addr, interrupts, hdr_log, &mut progress)
+        .map_err(|e| format!("could not start the engine: {e}"))?;
+    // The last edge is read as soon as the engine returns: right after the last response (or
+    // timeout) of the drain.
+    let server_info = monitor.map(|m| m.finish(out.agg.counts.completed));
+    let server_died = server_info
+        .as_ref()
+        .is_some_and(|s| s.exited_at_s.is_some());
+    let result = build_result(cfg, addr, cores, cpu_list, &out, server_info);
+    Ok(Measured {
+        result,
+        interrupted: out.interrupted,
+        server_died,
+        hdr_log_error: out.hdr_log_error.clone(),
+    })
 }
 
 fn fail(code: ExitCode, msg: &str) -> ExitCode {

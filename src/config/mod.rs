@@ -1,6 +1,7 @@
 //! Validated configuration: `LoadConfig` is what `volley run` flags mean once checked.
 //! Every error names the flag or file it came from (exit code 2).
 
+pub mod suite;
 pub mod units;
 
 use std::path::PathBuf;

@@ -74,6 +74,8 @@ pub struct PidStat {
     pub state: char,
     /// Parent process id (field 4).
     pub ppid: i32,
+    /// Process group id (field 5).
+    pub pgrp: i32,
     /// User time of the whole thread group, exited threads included (field 14), ticks.
     pub utime_ticks: u64,
     /// System time, same scope (field 15), ticks.
@@ -116,6 +118,7 @@ pub fn parse_pid_stat(text: &str) -> Option<PidStat> {
         pid,
         state,
         ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
         utime_ticks: n(14)?,
         stime_ticks: n(15)?,
         cutime_ticks: f.get(16 - 3)?.parse::<i64>().ok()?.max(0) as u64,

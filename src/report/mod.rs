@@ -3,6 +3,7 @@
 
 pub mod format;
 pub mod json;
+pub mod suite_table;
 pub mod terminal;
 
 use crate::result::RunResult;
@@ -29,5 +30,10 @@ impl Format {
             Format::Terminal => Box::new(terminal::TerminalReporter),
             Format::Json => Box::new(json::JsonReporter),
         }
+    }
+
+    /// The table `volley bench` ends with.
+    pub fn suite_table(index: &crate::result::SuiteIndex) -> String {
+        suite_table::render(index)
     }
 }

@@ -1,0 +1,1253 @@
+//! `SuiteConfig`: a suite TOML file (DESIGN §4 "Suite TOML") checked and expanded into its
+//! matrix before anything is built or started. Every error names the file, line, column and key.
+//!
+//! Scenario keys are the `volley run` long flags in snake_case; a list is a matrix axis, except
+//! `headers`, where a list of strings is several headers of one cell and a list of lists (or of
+//! tables) is an axis. Each cell is validated by the same code as `volley run`, so a suite
+//! accepts exactly what the command line accepts.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Parser};
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::{parse_url, units, LoadConfig, Target};
+use crate::cli::{Cli, Command, RunArgs};
+
+/// A suite file that cannot be used (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// The file cannot be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The suite file.
+        path: String,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// Something at a place in the file is wrong.
+    #[error("{file}:{line}:{column}: {message}")]
+    At {
+        /// The suite file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (in characters).
+        column: usize,
+        /// The key concerned, when there is one.
+        key: Option<String>,
+        /// What is wrong, starting with where in the suite (`[[scenario]] "x": key: ...`).
+        message: String,
+    },
+}
+
+/// A CPU set such as `"0"`, `"1-3"` or `"0,2-3"`, as `taskset -c` takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList {
+    /// The text as written (shown in reports).
+    pub text: String,
+    /// The CPUs, ascending.
+    pub cpus: Vec<usize>,
+}
+
+/// Parses a CPU list (`taskset -c` syntax: numbers and ranges separated by commas).
+pub fn parse_cpu_list(text: &str) -> Result<CpuList, String> {
+    let mut cpus = BTreeSet::new();
+    for part in text.split(',').map(str::trim) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let num = |s: &str| {
+            s.parse::<usize>()
+                .map_err(|_| format!("`{text}` is not a CPU list (e.g. \"0\", \"1-3\", \"0,2\")"))
+        };
+        let (a, b) = (num(a)?, num(b)?);
+        if a > b || b >= 1024 {
+            return Err(format!(
+                "`{part}` is not a CPU range (from ≤ to, below 1024)"
+            ));
+        }
+        cpus.extend(a..=b);
+    }
+    Ok(CpuList {
+        text: text.to_string(),
+        cpus: cpus.into_iter().collect(),
+    })
+}
+
+/// The whole suite, validated and expanded.
+#[derive(Debug, Clone)]
+pub struct SuiteConfig {
+    /// The suite file.
+    pub path: PathBuf,
+    /// `[suite] name`.
+    pub name: String,
+    /// Repetitions of the whole matrix (rep -> server -> cell).
+    pub repetitions: u32,
+    /// CPUs for the servers (`sched_setaffinity` in the child before it runs the start line).
+    pub server_cpus: Option<CpuList>,
+    /// CPUs for volley itself during the measurements.
+    pub client_cpus: Option<CpuList>,
+    /// Servers in file order.
+    pub servers: Vec<ServerSpec>,
+    /// Scenarios in file order, each expanded into its cells.
+    pub scenarios: Vec<Scenario>,
+    /// The file as JSON, kept in `suite.json`.
+    pub raw: serde_json::Value,
+}
+
+/// One `[[server]]`.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// Unique name.
+    pub name: String,
+    /// What volley does with it.
+    pub kind: ServerKind,
+    /// A shell command whose first output line is the stack's version (kept in `suite.json`).
+    pub version: Option<String>,
+}
+
+/// How a server is obtained.
+#[derive(Debug, Clone)]
+pub enum ServerKind {
+    /// Built once, started fresh for every cell, stopped after it.
+    Managed(Managed),
+    /// Already running: benchmark what is there (no lifecycle, no monitor).
+    Url(Target),
+    /// `control = "closed-port"`: a port nothing listens on; every request is refused.
+    ClosedPort,
+}
+
+/// The lifecycle of a managed server.
+#[derive(Debug, Clone)]
+pub struct Managed {
+    /// Working directory of build and start (relative paths are from the current directory).
+    pub dir: PathBuf,
+    /// Shell command run once per suite, before any cell.
+    pub build: Option<String>,
+    /// Shell command that runs the server in the foreground; `{port}` is substituted and
+    /// `PORT` is in the environment.
+    pub start: String,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// Path polled until the server answers.
+    pub ready_path: String,
+    /// How long to poll before giving up.
+    pub ready_timeout: Duration,
+}
+
+/// One `[[scenario]]`, expanded.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Unique name.
+    pub name: String,
+    /// The matrix of this scenario (one cell when it has no list).
+    pub cells: Vec<Cell>,
+}
+
+/// One point of a scenario's matrix: the `volley run` flags it stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// The axis values of this cell, in file order (`connections = "3"`), for names and tables.
+    pub axes: Vec<(String, String)>,
+    /// Request path (and query).
+    pub path: String,
+    /// `volley run` flags, without URL and without the flags the harness sets.
+    pub flags: Vec<String>,
+    /// Warm-up plus measured time, for the progress estimate.
+    pub planned: Duration,
+}
+
+impl Cell {
+    /// `connections=3,rate=500` (empty without axes).
+    pub fn axes_label(&self) -> String {
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Parses this cell's flags against `url` exactly as `volley run` would.
+    pub fn load_config(
+        &self,
+        url: &str,
+        extra: &[String],
+        cores: usize,
+    ) -> Result<LoadConfig, CellError> {
+        let mut argv = vec!["volley".to_string(), "run".to_string(), url.to_string()];
+        argv.extend(self.flags.iter().cloned());
+        argv.extend(extra.iter().cloned());
+        let cli = Cli::try_parse_from(&argv).map_err(|e| CellError {
+            flag: e
+                .get(clap::error::ContextKind::InvalidArg)
+                .map(|v| v.to_string()),
+            message: e.kind().to_string() + &clap_detail(&e),
+        })?;
+        let Command::Run(args) = cli.command else {
+            unreachable!("argv starts with `run`")
+        };
+        LoadConfig::from_args(&args, cores, argv).map_err(|e| CellError {
+            flag: match &e {
+                super::ConfigError::Flag { flag, .. } | super::ConfigError::File { flag, .. } => {
+                    Some(flag.to_string())
+                }
+            },
+            message: e.to_string(),
+        })
+    }
+}
+
+fn clap_detail(e: &clap::Error) -> String {
+    use clap::error::ContextKind;
+    let mut s = String::new();
+    if let Some(v) = e.get(ContextKind::InvalidValue) {
+        s += &format!(": `{v}`");
+    }
+    if let Some(v) = e.get(ContextKind::InvalidArg) {
+        s += &format!(" for {v}");
+    }
+    if let Some(v) = e.get(ContextKind::ValidValue) {
+        s += &format!(" (valid: {v})");
+    }
+    s
+}
+
+/// A cell's flags rejected by `volley run`'s own checks.
+#[derive(Debug, Clone)]
+pub struct CellError {
+    /// The flag named by the check (`-c/--connections`, `--warmup <WARMUP>`), if any.
+    pub flag: Option<String>,
+    /// The check's message.
+    pub message: String,
+}
+
+/// Keys of `[suite]`.
+const SUITE_KEYS: &[&str] = &[
+    "name",
+    "repetitions",
+    "warmup",
+    "duration",
+    "server_cpus",
+    "client_cpus",
+];
+/// Keys of `[[server]]`.
+const SERVER_KEYS: &[&str] = &[
+    "name",
+    "dir",
+    "build",
+    "start",
+    "env",
+    "ready_path",
+    "ready_timeout",
+    "url",
+    "control",
+    "version",
+];
+/// `volley run` flags a scenario may not set: the harness sets them per cell.
+const HARNESS_FLAGS: &[&str] = &["url", "json", "hdr_log", "pid", "quiet"];
+
+impl SuiteConfig {
+    /// Reads, checks and expands a suite file. `cores` is how many CPUs volley may use (for the
+    /// per-cell checks that depend on it).
+    pub fn load(path: &Path, cores: usize) -> Result<SuiteConfig, SuiteError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SuiteError::Read {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        Self::parse(&text, path, cores)
+    }
+
+    /// Checks and expands suite text; `path` is only used in messages and for `path`.
+    pub fn parse(text: &str, path: &Path, cores: usize) -> Result<SuiteConfig, SuiteError> {
+        let p = Parser_ {
+            text,
+            file: path.display().to_string(),
+        };
+        let doc = DeTable::parse(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            p.err(span, None, e.message().trim_end().to_string())
+        })?;
+        let raw_table: toml::Table = toml::from_str(text)
+            .map_err(|e| p.err(e.span().unwrap_or(0..0), None, e.message().to_string()))?;
+        let raw = serde_json::to_value(&raw_table).unwrap_or(serde_json::Value::Null);
+        let doc = doc.get_ref();
+
+        for (k, v) in doc.iter() {
+            if !["suite", "server", "scenario"].contains(&k.get_ref().as_ref()) {
+                return Err(p.err(
+                    k.span(),
+                    Some(k.get_ref()),
+                    format!(
+                        "unknown top-level key `{}` (expected [suite], [[server]], [[scenario]])",
+                        k.get_ref()
+                    ),
+                ));
+            }
+            let _ = v;
+        }
+
+        // [suite]
+        let suite = match doc.get("suite") {
+            Some(v) => p.table(v, "[suite]", "suite")?,
+            None => {
+                return Err(p.err(
+                    0..0,
+                    None,
+                    "missing [suite] table (with at least `name`)".into(),
+                ))
+            }
+        };
+        p.known(suite, SUITE_KEYS, "[suite]")?;
+        let name = p.req_str(suite, "name", "[suite]", doc.get("suite").unwrap().span())?;
+        if name.trim().is_empty() || name.contains(['/', '\\', '\0']) {
+            let v = suite.get("name").unwrap();
+            return Err(p.err(
+                v.span(),
+                Some("name"),
+                "[suite]: name must be non-empty, without `/` (it names the results folder)".into(),
+            ));
+        }
+        let repetitions = match suite.get("repetitions") {
+            Some(v) => {
+                let n = p.int(v, "[suite]", "repetitions")?;
+                if !(1..=1000).contains(&n) {
+                    return Err(p.err(
+                        v.span(),
+                        Some("repetitions"),
+                        "[suite]: repetitions must be from 1 to 1000".into(),
+                    ));
+                }
+                n as u32
+            }
+            None => 1,
+        };
+        let mut defaults = Vec::new();
+        for key in ["warmup", "duration"] {
+            if let Some(v) = suite.get(key) {
+                let s = p.str(v, "[suite]", key)?;
+                units::parse_duration(&s)
+                    .map_err(|m| p.err(v.span(), Some(key), format!("[suite]: {key}: {m}")))?;
+                defaults.push((key, s));
+            }
+        }
+        let cpus = |key: &str| -> Result<Option<CpuList>, SuiteError> {
+            match suite.get(key) {
+                Some(v) => {
+                    let s = match v.get_ref() {
+                        DeValue::Integer(i) => i.as_str().to_string(),
+                        _ => p.str(v, "[suite]", key)?,
+                    };
+                    let list = parse_cpu_list(&s)
+                        .map_err(|m| p.err(v.span(), Some(key), format!("[suite]: {key}: {m}")))?;
+                    let online = online_cpus();
+                    if let Some(bad) = list.cpus.iter().find(|c| **c >= online) {
+                        return Err(p.err(
+                            v.span(),
+                            Some(key),
+                            format!(
+                                "[suite]: {key}: CPU {bad} does not exist (this machine has CPUs 0-{})",
+                                online.saturating_sub(1)
+                            ),
+                        ));
+                    }
+                    Ok(Some(list))
+                }
+                None => Ok(None),
+            }
+        };
+        let server_cpus = cpus("server_cpus")?;
+        let client_cpus = cpus("client_cpus")?;
+        let cell_cores = client_cpus.as_ref().map_or(cores, |l| l.cpus.len());
+
+        // [[server]]
+        let servers_v = p.array_of_tables(doc.get("server"), "server")?;
+        if servers_v.is_empty() {
+            return Err(p.err(
+                text.len()..text.len(),
+                None,
+                "the suite has no [[server]]".into(),
+            ));
+        }
+        let mut servers: Vec<ServerSpec> = Vec::new();
+        for sv in &servers_v {
+            let t = p.table(sv, "[[server]]", "server")?;
+            p.known(t, SERVER_KEYS, "[[server]]")?;
+            let name = p.req_str(t, "name", "[[server]]", sv.span())?;
+            let at = format!("[[server]] \"{name}\"");
+            if servers.iter().any(|s| s.name == name) {
+                return Err(p.err(
+                    t.get("name").unwrap().span(),
+                    Some("name"),
+                    format!("{at}: a server with this name already exists"),
+                ));
+            }
+            if !safe_name(&name) {
+                return Err(p.err(
+                    t.get("name").unwrap().span(),
+                    Some("name"),
+                    format!("{at}: name may hold letters, digits, `-`, `_` and `.` only (it names result files)"),
+                ));
+            }
+            let has = |k: &str| t.get(k).is_some();
+            let lifecycle_keys = [
+                "dir",
+                "build",
+                "start",
+                "env",
+                "ready_path",
+                "ready_timeout",
+            ];
+            let kind = if let Some(v) = t.get("control") {
+                let c = p.str(v, &at, "control")?;
+                if c != "closed-port" {
+                    return Err(p.err(
+                        v.span(),
+                        Some("control"),
+                        format!("{at}: control: unknown control `{c}` (expected \"closed-port\")"),
+                    ));
+                }
+                p.exclusive(t, &at, "control", &["url", "start"])?;
+                p.exclusive(t, &at, "control", &lifecycle_keys)?;
+                ServerKind::ClosedPort
+            } else if let Some(v) = t.get("url") {
+                let u = p.str(v, &at, "url")?;
+                let target = parse_url(&u)
+                    .map_err(|e| p.err(v.span(), Some("url"), format!("{at}: url: {e}")))?;
+                p.exclusive(t, &at, "url", &lifecycle_keys)?;
+                ServerKind::Url(target)
+            } else if has("start") {
+                let start = p.req_str(t, "start", &at, sv.span())?;
+                let dir = match t.get("dir") {
+                    Some(v) => {
+                        let d = PathBuf::from(p.str(v, &at, "dir")?);
+                        if !d.is_dir() {
+                            let cwd = std::env::current_dir().unwrap_or_default();
+                            return Err(p.err(
+                                v.span(),
+                                Some("dir"),
+                                format!(
+                                    "{at}: dir `{}` is not a folder (relative paths are from the current directory, {})",
+                                    d.display(),
+                                    cwd.display()
+                                ),
+                            ));
+                        }
+                        d
+                    }
+                    None => PathBuf::from("."),
+                };
+                let build = t.get("build").map(|v| p.str(v, &at, "build")).transpose()?;
+                let mut env = Vec::new();
+                if let Some(v) = t.get("env") {
+                    let et = p.table(v, &at, "env")?;
+                    for (k, ev) in et.iter() {
+                        let key = k.get_ref().to_string();
+                        let val = match ev.get_ref() {
+                            DeValue::String(s) => s.to_string(),
+                            DeValue::Integer(i) => i.as_str().to_string(),
+                            DeValue::Float(f) => f.as_str().to_string(),
+                            DeValue::Boolean(b) => b.to_string(),
+                            _ => {
+                                return Err(p.err(
+                                    ev.span(),
+                                    Some("env"),
+                                    format!("{at}: env.{key}: must be a string"),
+                                ))
+                            }
+                        };
+                        if key.is_empty() || key.contains(['=', '\0']) {
+                            return Err(p.err(
+                                k.span(),
+                                Some("env"),
+                                format!("{at}: env: `{key}` is not a variable name"),
+                            ));
+                        }
+                        env.push((key, val));
+                    }
+                }
+                let ready_path = match t.get("ready_path") {
+                    Some(v) => {
+                        let s = p.str(v, &at, "ready_path")?;
+                        if !s.starts_with('/') || s.bytes().any(|b| b <= b' ') {
+                            return Err(p.err(
+                                v.span(),
+                                Some("ready_path"),
+                                format!("{at}: ready_path must start with `/` and hold no spaces"),
+                            ));
+                        }
+                        s
+                    }
+                    None => "/".into(),
+                };
+                let ready_timeout = match t.get("ready_timeout") {
+                    Some(v) => {
+                        let s = p.str(v, &at, "ready_timeout")?;
+                        let d = units::parse_duration(&s).map_err(|m| {
+                            p.err(
+                                v.span(),
+                                Some("ready_timeout"),
+                                format!("{at}: ready_timeout: {m}"),
+                            )
+                        })?;
+                        if d.is_zero() {
+                            return Err(p.err(
+                                v.span(),
+                                Some("ready_timeout"),
+                                format!("{at}: ready_timeout must be above 0"),
+                            ));
+                        }
+                        d
+                    }
+                    None => Duration::from_secs(30),
+                };
+                ServerKind::Managed(Managed {
+                    dir,
+                    build,
+                    start,
+                    env,
+                    ready_path,
+                    ready_timeout,
+                })
+            } else {
+                return Err(p.err(
+                    sv.span(),
+                    None,
+                    format!("{at}: needs `start` (a server volley runs), `url` (one already running) or `control = \"closed-port\"`"),
+                ));
+            };
+            let version = t
+                .get("version")
+                .map(|v| p.str(v, &at, "version"))
+                .transpose()?;
+            servers.push(ServerSpec {
+                name,
+                kind,
+                version,
+            });
+        }
+
+        // [[scenario]]
+        let run_flags = run_long_flags();
+        let scen_v = p.array_of_tables(doc.get("scenario"), "scenario")?;
+        if scen_v.is_empty() {
+            return Err(p.err(
+                text.len()..text.len(),
+                None,
+                "the suite has no [[scenario]]".into(),
+            ));
+        }
+        let mut scenarios: Vec<Scenario> = Vec::new();
+        for sv in &scen_v {
+            let t = p.table(sv, "[[scenario]]", "scenario")?;
+            let name = p.req_str(t, "name", "[[scenario]]", sv.span())?;
+            let at = format!("[[scenario]] \"{name}\"");
+            if scenarios.iter().any(|s| s.name == name) {
+                return Err(p.err(
+                    t.get("name").unwrap().span(),
+                    Some("name"),
+                    format!("{at}: a scenario with this name already exists"),
+                ));
+            }
+            if !safe_name(&name) {
+                return Err(p.err(
+                    t.get("name").unwrap().span(),
+                    Some("name"),
+                    format!("{at}: name may hold letters, digits, `-`, `_` and `.` only (it names result files)"),
+                ));
+            }
+            // Each key becomes one or more alternatives; a list is an axis.
+            struct Axis<'a> {
+                key: String,
+                span: Range<usize>,
+                choices: Vec<(String, Vec<String>)>, // (label, flags)
+                is_axis: bool,
+                value: &'a Spanned<DeValue<'a>>,
+            }
+            let mut axes: Vec<Axis> = Vec::new();
+            let mut path = "/".to_string();
+            for (k, v) in t.iter() {
+                let key = k.get_ref().to_string();
+                if key == "name" {
+                    continue;
+                }
+                let flag_name = key.replace('_', "-");
+                if HARNESS_FLAGS.contains(&key.as_str()) {
+                    return Err(p.err(
+                        k.span(),
+                        Some(&key),
+                        format!("{at}: `{key}` is set by the harness for every cell and cannot be a scenario key"),
+                    ));
+                }
+                let known = key == "path"
+                    || key == "keepalive"
+                    || key == "headers"
+                    || (key != "no_keepalive" && key != "header" && run_flags.contains(&flag_name));
+                if !known {
+                    let mut keys: Vec<String> = run_flags
+                        .iter()
+                        .filter(|f| {
+                            !["json", "hdr-log", "pid", "quiet", "header", "no-keepalive"]
+                                .contains(&f.as_str())
+                        })
+                        .map(|f| f.replace('-', "_"))
+                        .collect();
+                    keys.extend(["path".into(), "keepalive".into(), "headers".into()]);
+                    keys.sort();
+                    return Err(p.err(
+                        k.span(),
+                        Some(&key),
+                        format!("{at}: unknown key `{key}` (scenario keys are `volley run` long flags in snake_case: {})", keys.join(", ")),
+                    ));
+                }
+                // A list is an axis, except a list of strings under `headers` (several headers).
+                let list = match v.get_ref() {
+                    DeValue::Array(a)
+                        if key != "headers"
+                            || a.iter().any(|e| !matches!(e.get_ref(), DeValue::String(_))) =>
+                    {
+                        if a.is_empty() {
+                            return Err(p.err(
+                                v.span(),
+                                Some(&key),
+                                format!("{at}: {key}: an empty list leaves no cell to run"),
+                            ));
+                        }
+                        Some(a.iter().collect::<Vec<_>>())
+                    }
+                    _ => None,
+                };
+                let is_axis = list.is_some();
+                let mut choices = Vec::new();
+                for item in list.unwrap_or_else(|| vec![v]) {
+                    choices.push(p.flags_for(&key, item, &at)?);
+                }
+                if key == "path" && !is_axis {
+                    path = choices[0].0.clone();
+                }
+                axes.push(Axis {
+                    key,
+                    span: v.span(),
+                    choices,
+                    is_axis,
+                    value: v,
+                });
+            }
+            // Suite-level defaults, unless the scenario says otherwise or they cannot apply.
+            let keys: BTreeSet<String> = axes.iter().map(|a| a.key.clone()).collect();
+            let has = |k: &str| keys.contains(k);
+            let ramp = has("users") || has("stages");
+            for (key, value) in &defaults {
+                let applies = match *key {
+                    "warmup" => !ramp,
+                    "duration" => !has("requests") && !has("stages"),
+                    _ => true,
+                };
+                if applies && !has(key) {
+                    axes.push(Axis {
+                        key: key.to_string(),
+                        span: suite.get(*key).unwrap().span(),
+                        choices: vec![(value.clone(), vec![format!("--{key}={value}")])],
+                        is_axis: false,
+                        value: suite.get(*key).unwrap(),
+                    });
+                }
+            }
+            // The cartesian product, first key outermost.
+            let mut cells = vec![(
+                Vec::<(String, String)>::new(),
+                Vec::<String>::new(),
+                path.clone(),
+                Vec::<usize>::new(),
+            )];
+            for axis in &axes {
+                let mut next = Vec::new();
+                for (labels, flags, cpath, picks) in &cells {
+                    for (ci, (label, f)) in axis.choices.iter().enumerate() {
+                        let mut labels = labels.clone();
+                        if axis.is_axis {
+                            labels.push((axis.key.clone(), label.clone()));
+                        }
+                        let mut flags = flags.clone();
+                        flags.extend(f.iter().cloned());
+                        let cpath = if axis.key == "path" {
+                            label.clone()
+                        } else {
+                            cpath.clone()
+                        };
+                        let mut picks = picks.clone();
+                        picks.push(ci);
+                        next.push((labels, flags, cpath, picks));
+                    }
+                }
+                cells = next;
+            }
+            let mut out = Vec::new();
+            for (labels, flags, cpath, picks) in cells {
+                let cell = Cell {
+                    axes: labels,
+                    path: cpath,
+                    flags,
+                    planned: Duration::ZERO,
+                };
+                let url = format!("http://127.0.0.1:1{}", cell.path);
+                match cell.load_config(&url, &["--quiet".into()], cell_cores) {
+                    Ok(cfg) => {
+                        let measured = cfg
+                            .duration
+                            .or_else(|| {
+                                cfg.ramp
+                                    .as_ref()
+                                    .map(|r| Duration::from_nanos(r.ramp.total_ns()))
+                            })
+                            .unwrap_or(Duration::from_secs(10));
+                        out.push(Cell {
+                            planned: cfg.warmup + measured,
+                            ..cell
+                        });
+                    }
+                    Err(e) => {
+                        // Point at the key whose flag the check named.
+                        // Point at the key whose flag the check named; when its message
+                        // names another key's flag too (a conflict), at the later of them.
+                        let key = axes
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, a)| {
+                                e.flag.as_deref().is_some_and(|f| flag_matches(f, &a.key))
+                                    || mentions(&e.message, &a.key)
+                            })
+                            .max_by_key(|(_, a)| a.span.start)
+                            .map(|(i, _)| i);
+                        let (span, key_name) = match key {
+                            Some(i) => {
+                                let a = &axes[i];
+                                let span = if a.is_axis {
+                                    match a.value.get_ref() {
+                                        DeValue::Array(arr) => arr
+                                            .get(picks[i])
+                                            .map(|e| e.span())
+                                            .unwrap_or(a.span.clone()),
+                                        _ => a.span.clone(),
+                                    }
+                                } else {
+                                    a.span.clone()
+                                };
+                                (span, Some(a.key.clone()))
+                            }
+                            None => (sv.span(), None),
+                        };
+                        let cell_label = if labels_empty(&cell) {
+                            String::new()
+                        } else {
+                            format!(" (cell {})", cell.axes_label())
+                        };
+                        return Err(p.err(
+                            span,
+                            key_name.as_deref(),
+                            format!(
+                                "{at}{cell_label}: {}{}",
+                                key_name
+                                    .as_deref()
+                                    .map(|k| format!("{k}: "))
+                                    .unwrap_or_default(),
+                                e.message
+                            ),
+                        ));
+                    }
+                }
+            }
+            scenarios.push(Scenario { name, cells: out });
+        }
+        Ok(SuiteConfig {
+            path: path.to_path_buf(),
+            name,
+            repetitions,
+            server_cpus,
+            client_cpus,
+            servers,
+            scenarios,
+            raw,
+        })
+    }
+
+    /// Cells of one repetition: servers × every scenario's cells.
+    pub fn cells_per_rep(&self) -> usize {
+        self.servers.len() * self.scenarios.iter().map(|s| s.cells.len()).sum::<usize>()
+    }
+}
+
+fn labels_empty(c: &Cell) -> bool {
+    c.axes.is_empty()
+}
+
+/// Whether a flag named by a check (`-c/--connections`, `--body-size <BODY_SIZE>`, `URL`)
+/// comes from scenario key `key`.
+fn flag_matches(flag: &str, key: &str) -> bool {
+    let want = match key {
+        "keepalive" => "no-keepalive".to_string(),
+        "headers" => "header".to_string(),
+        k => k.replace('_', "-"),
+    };
+    if key == "path" {
+        return flag == "URL" || flag.starts_with("<URL");
+    }
+    flag.split(['/', ' ', '='])
+        .any(|part| part.strip_prefix("--") == Some(want.as_str()))
+}
+
+/// Whether a message names the flag of scenario key `key` (`--warmup`, `-d/--duration`).
+fn mentions(message: &str, key: &str) -> bool {
+    let flag = format!("--{}", key.replace('_', "-"));
+    message.match_indices(&flag).any(|(i, _)| {
+        !message[i + flag.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+    })
+}
+
+fn safe_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !s.starts_with('.')
+}
+
+/// Long names of every `volley run` flag, from the clap definition (so the suite keys never
+/// drift from the command line).
+fn run_long_flags() -> Vec<String> {
+    let cmd = RunArgs::augment_args(clap::Command::new("run"));
+    cmd.get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
+}
+
+fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    if n > 0 {
+        n as usize
+    } else {
+        1
+    }
+}
+
+/// Spans to file:line:column, and typed getters with messages that name the key.
+struct Parser_<'t> {
+    text: &'t str,
+    file: String,
+}
+
+type Val<'a> = Spanned<DeValue<'a>>;
+
+impl Parser_<'_> {
+    fn err(&self, span: Range<usize>, key: Option<&str>, message: String) -> SuiteError {
+        let (line, column) = line_col(self.text, span.start);
+        SuiteError::At {
+            file: self.file.clone(),
+            line,
+            column,
+            key: key.map(str::to_string),
+            message,
+        }
+    }
+
+    fn table<'a>(
+        &self,
+        v: &'a Val<'a>,
+        at: &str,
+        key: &str,
+    ) -> Result<&'a DeTable<'a>, SuiteError> {
+        match v.get_ref() {
+            DeValue::Table(t) => Ok(t),
+            other => Err(self.err(
+                v.span(),
+                Some(key),
+                format!("{at}: `{key}` must be a table, not a {}", other.type_str()),
+            )),
+        }
+    }
+
+    fn array_of_tables<'a>(
+        &self,
+        v: Option<&'a Val<'a>>,
+        key: &str,
+    ) -> Result<Vec<&'a Val<'a>>, SuiteError> {
+        match v {
+            None => Ok(Vec::new()),
+            Some(v) => match v.get_ref() {
+                DeValue::Array(a) => Ok(a.iter().collect()),
+                other => Err(self.err(
+                    v.span(),
+                    Some(key),
+                    format!(
+                        "`{key}` must be an array of tables ([[{key}]]), not a {}",
+                        other.type_str()
+                    ),
+                )),
+            },
+        }
+    }
+
+    fn known(&self, t: &DeTable, keys: &[&str], at: &str) -> Result<(), SuiteError> {
+        for (k, _) in t.iter() {
+            if !keys.contains(&k.get_ref().as_ref()) {
+                return Err(self.err(
+                    k.span(),
+                    Some(k.get_ref()),
+                    format!(
+                        "{at}: unknown key `{}` (expected one of: {})",
+                        k.get_ref(),
+                        keys.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn exclusive(
+        &self,
+        t: &DeTable,
+        at: &str,
+        key: &str,
+        others: &[&str],
+    ) -> Result<(), SuiteError> {
+        for o in others {
+            if let Some(v) = t.get(*o) {
+                return Err(self.err(
+                    v.span(),
+                    Some(o),
+                    format!("{at}: `{o}` cannot be combined with `{key}`"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn str(&self, v: &Val, at: &str, key: &str) -> Result<String, SuiteError> {
+        match v.get_ref() {
+            DeValue::String(s) => Ok(s.to_string()),
+            other => Err(self.err(
+                v.span(),
+                Some(key),
+                format!("{at}: {key}: must be a string, not a {}", other.type_str()),
+            )),
+        }
+    }
+
+    fn req_str(
+        &self,
+        t: &DeTable,
+        key: &str,
+        at: &str,
+        table_span: Range<usize>,
+    ) -> Result<String, SuiteError> {
+        match t.get(key) {
+            Some(v) => self.str(v, at, key),
+            None => Err(self.err(table_span, Some(key), format!("{at}: missing `{key}`"))),
+        }
+    }
+
+    fn int(&self, v: &Val, at: &str, key: &str) -> Result<i64, SuiteError> {
+        match v.get_ref() {
+            DeValue::Integer(i) => i64::from_str_radix(&i.as_str().replace('_', ""), i.radix())
+                .map_err(|_| self.err(v.span(), Some(key), format!("{at}: {key}: not an integer"))),
+            other => Err(self.err(
+                v.span(),
+                Some(key),
+                format!(
+                    "{at}: {key}: must be an integer, not a {}",
+                    other.type_str()
+                ),
+            )),
+        }
+    }
+
+    /// One value of scenario key `key` as (label, `volley run` flags).
+    fn flags_for(&self, key: &str, v: &Val, at: &str) -> Result<(String, Vec<String>), SuiteError> {
+        let bad = |what: &str| {
+            self.err(
+                v.span(),
+                Some(key),
+                format!("{at}: {key}: {what}, not a {}", v.get_ref().type_str()),
+            )
+        };
+        match key {
+            "path" => {
+                let s = match v.get_ref() {
+                    DeValue::String(s) => s.to_string(),
+                    _ => return Err(bad("must be a string such as \"/\"")),
+                };
+                if !s.starts_with('/') {
+                    return Err(self.err(
+                        v.span(),
+                        Some(key),
+                        format!("{at}: path must start with `/`"),
+                    ));
+                }
+                Ok((s, Vec::new()))
+            }
+            "keepalive" => match v.get_ref() {
+                DeValue::Boolean(true) => Ok(("true".into(), Vec::new())),
+                DeValue::Boolean(false) => Ok(("false".into(), vec!["--no-keepalive".into()])),
+                _ => Err(bad("must be true or false")),
+            },
+            "headers" => {
+                let mut flags = Vec::new();
+                let mut label = Vec::new();
+                let mut push = |h: String| {
+                    label.push(h.clone());
+                    flags.push(format!("--header={h}"));
+                };
+                match v.get_ref() {
+                    DeValue::String(s) => push(s.to_string()),
+                    DeValue::Array(a) => {
+                        for e in a.iter() {
+                            match e.get_ref() {
+                                DeValue::String(s) => push(s.to_string()),
+                                _ => {
+                                    return Err(self.err(
+                                        e.span(),
+                                        Some(key),
+                                        format!(
+                                        "{at}: headers: each header is a string \"Name: value\""
+                                    ),
+                                    ))
+                                }
+                            }
+                        }
+                    }
+                    DeValue::Table(t) => {
+                        for (k, e) in t.iter() {
+                            match e.get_ref() {
+                                DeValue::String(s) => push(format!("{}: {s}", k.get_ref())),
+                                _ => {
+                                    return Err(self.err(
+                                        e.span(),
+                                        Some(key),
+                                        format!("{at}: headers.{}: must be a string", k.get_ref()),
+                                    ))
+                                }
+                            }
+                        }
+                    }
+                    _ => {
+                        return Err(bad(
+                            "must be a string \"Name: value\", a list of them, or a table",
+                        ))
+                    }
+                }
+                Ok((label.join("; "), flags))
+            }
+            _ => {
+                let flag = format!("--{}", key.replace('_', "-"));
+                let text = match v.get_ref() {
+                    DeValue::String(s) => s.to_string(),
+                    DeValue::Integer(i) => i.as_str().replace('_', ""),
+                    DeValue::Float(f) => f.as_str().replace('_', ""),
+                    DeValue::Boolean(_) if key == "no_keepalive" => unreachable!(),
+                    _ => return Err(bad("must be a string or a number")),
+                };
+                // rate = 0 is the closed loop (DESIGN §4).
+                if key == "rate" && text.parse::<f64>() == Ok(0.0) {
+                    return Ok(("0".into(), Vec::new()));
+                }
+                // `--flag=value`, so a value starting with `-` is not read as a flag.
+                Ok((text.clone(), vec![format!("{flag}={text}")]))
+            }
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of byte offset `at`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let at = at.min(text.len());
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<SuiteConfig, SuiteError> {
+        SuiteConfig::parse(text, Path::new("s.toml"), 2)
+    }
+
+    fn err(text: &str) -> (usize, usize, Option<String>, String) {
+        match parse(text).unwrap_err() {
+            SuiteError::At {
+                line,
+                column,
+                key,
+                message,
+                ..
+            } => (line, column, key, message),
+            e => panic!("unexpected {e}"),
+        }
+    }
+
+    const BASE: &str = r#"[suite]
+name = "t"
+duration = "2s"
+[[server]]
+name = "a"
+start = "./a"
+"#;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0").unwrap().cpus, vec![0]);
+        assert_eq!(parse_cpu_list("0,2-3").unwrap().cpus, vec![0, 2, 3]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+        assert!(parse_cpu_list("").is_err());
+    }
+
+    #[test]
+    fn lists_are_axes_in_file_order() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nconnections = [3, 100]\nkeepalive = [true, false]\nrate = [0, 500]\nbody_size = \"1KiB\"\n"
+        ))
+        .unwrap();
+        let cells = &s.scenarios[0].cells;
+        assert_eq!(cells.len(), 8);
+        assert_eq!(cells[0].axes_label(), "connections=3,keepalive=true,rate=0");
+        assert_eq!(
+            cells[7].axes_label(),
+            "connections=100,keepalive=false,rate=500"
+        );
+        assert_eq!(
+            cells[0].flags,
+            vec!["--connections=3", "--body-size=1KiB", "--duration=2s"]
+        );
+        assert!(cells[7].flags.contains(&"--no-keepalive".to_string()));
+        assert!(cells[7].flags.contains(&"--rate=500".to_string()));
+        assert_eq!(cells[0].planned, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn headers_list_is_one_cell_and_list_of_lists_an_axis() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"h\"\nheaders = [\"A: 1\", \"B: 2\"]\n[[scenario]]\nname = \"h2\"\nheaders = [[\"A: 1\"], {{ B = \"2\" }}]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.scenarios[0].cells.len(), 1);
+        assert_eq!(
+            s.scenarios[0].cells[0].flags[..2],
+            ["--header=A: 1", "--header=B: 2"]
+        );
+        assert_eq!(s.scenarios[1].cells.len(), 2);
+        assert_eq!(s.scenarios[1].cells[1].flags[..1], ["--header=B: 2"]);
+    }
+
+    #[test]
+    fn suite_defaults_yield_to_ramps_and_requests() {
+        let s = parse(
+            "[suite]\nname = \"t\"\nwarmup = \"1s\"\nduration = \"3s\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[scenario]]\nname = \"u\"\nusers = 10\nspawn_rate = 5\n[[scenario]]\nname = \"s\"\nstages = \"1s:5,1s:0\"\n[[scenario]]\nname = \"n\"\nrequests = 100\n",
+        )
+        .unwrap();
+        assert_eq!(
+            s.scenarios[0].cells[0].flags,
+            vec!["--users=10", "--spawn-rate=5", "--duration=3s"]
+        );
+        assert_eq!(s.scenarios[1].cells[0].flags, vec!["--stages=1s:5,1s:0"]);
+        assert_eq!(
+            s.scenarios[2].cells[0].flags,
+            vec!["--requests=100", "--warmup=1s"]
+        );
+        assert_eq!(s.scenarios[1].cells[0].planned, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn syntax_error_has_line_and_column() {
+        let (line, col, _, _) = err("[suite]\nname = \"t\"\nduration = \n");
+        assert_eq!(line, 3);
+        assert!(col >= 11, "column {col}");
+    }
+
+    #[test]
+    fn bad_values_point_at_their_key() {
+        let (line, col, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nconnections = [3, 0]\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("connections")));
+        assert_eq!(col, 19, "the 0 in the list");
+        assert!(
+            msg.contains("connections: ") && msg.contains("at least 1"),
+            "{msg}"
+        );
+
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nconections = 3\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("conections")));
+        assert!(msg.contains("unknown key `conections`"), "{msg}");
+
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nduration = \"fast\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("duration")));
+        assert!(msg.contains("duration"), "{msg}");
+
+        let (_, _, key, msg) = err(&format!("{BASE}[[scenario]]\nname = \"p\"\npid = 3\n"));
+        assert_eq!(key.as_deref(), Some("pid"));
+        assert!(msg.contains("set by the harness"), "{msg}");
+
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nusers = 10\nwarmup = \"1s\"\n"
+        ));
+        assert_eq!(line, 10);
+        assert_eq!(key.as_deref(), Some("warmup"));
+        assert!(msg.contains("--warmup"), "{msg}");
+
+        let (line, _, key, _) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nkeepalive = \"no\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("keepalive")));
+
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\narrivals = \"bursty\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("arrivals")), "{msg}");
+    }
+
+    #[test]
+    fn server_errors() {
+        let (line, _, key, msg) =
+            err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!(line, 3);
+        assert_eq!(key, None);
+        assert!(msg.contains("needs `start`"), "{msg}");
+
+        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\nready_timeout = \"soon\"\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!((line, key.as_deref()), (6, Some("ready_timeout")), "{msg}");
+
+        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\ncontrol = \"open-port\"\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!((line, key.as_deref()), (5, Some("control")), "{msg}");
+
+        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nurl = \"https://x/\"\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!((line, key.as_deref()), (5, Some("url")), "{msg}");
+
+        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\ndir = \"/no/such/dir\"\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!((line, key.as_deref()), (6, Some("dir")), "{msg}");
+
+        let (line, _, key, _) = err("[suite]\nname = \"t\"\nserver_cpus = \"9999\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!((line, key.as_deref()), (3, Some("server_cpus")));
+
+        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[server]]\nname = \"a\"\nstart = \"y\"\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!((line, key.as_deref()), (7, Some("name")), "{msg}");
+
+        let (_, _, _, msg) = err("[suite]\nname = \"t\"\n[[scenario]]\nname = \"x\"\n");
+        assert!(msg.contains("no [[server]]"), "{msg}");
+
+        let (line, _, key, _) = err("[suite]\nname = \"t\"\nrepetitions = 0\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!((line, key.as_deref()), (3, Some("repetitions")));
+    }
+}

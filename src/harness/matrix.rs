@@ -1,0 +1,217 @@
+//! The order of a suite's cells (rep -> server -> scenario -> cell) and their names.
+
+use std::collections::BTreeSet;
+
+use crate::config::suite::{Cell, ServerKind, SuiteConfig};
+use crate::result::SuiteRow;
+
+/// One cell to run, with everything needed to name and record it.
+#[derive(Debug, Clone)]
+pub struct PlannedCell {
+    /// File-name-safe, unique: `<server>__<scenario>[__<axes>]__r<rep>`.
+    pub id: String,
+    /// Repetition, from 1.
+    pub rep: u32,
+    /// Server name.
+    pub server: String,
+    /// Index into `SuiteConfig::servers`.
+    pub server_idx: usize,
+    /// Scenario name.
+    pub scenario: String,
+    /// The cell.
+    pub cell: Cell,
+    /// A control server's cell.
+    pub control: bool,
+}
+
+impl PlannedCell {
+    /// Most connections (or users) the cell may open, for the descriptor limit.
+    pub fn connections_hint(&self, _suite: &SuiteConfig) -> u64 {
+        let mut most = 10;
+        for f in &self.cell.flags {
+            let Some((flag, value)) = f.split_once('=') else {
+                continue;
+            };
+            match flag {
+                "--connections" | "--users" => {
+                    most = crate::config::units::parse_count(value).unwrap_or(most)
+                }
+                "--stages" => {
+                    if let Ok(st) = crate::config::units::parse_stages(value) {
+                        most = st.iter().map(|s| s.users).max().unwrap_or(most);
+                    }
+                }
+                _ => {}
+            }
+        }
+        most
+    }
+
+    /// The row of `suite.json` before the cell runs.
+    pub fn pending_row(&self, _suite: &SuiteConfig) -> SuiteRow {
+        SuiteRow {
+            server: self.server.clone(),
+            scenario: self.scenario.clone(),
+            axes: self.cell.axes.iter().cloned().collect(),
+            rep: self.rep,
+            status: "pending".into(),
+            reason: None,
+            stderr_tail: Vec::new(),
+            notes: Vec::new(),
+            control: self.control,
+            path: None,
+            log: None,
+            flags: self.cell.flags.clone(),
+            headline: None,
+            wall_s: None,
+        }
+    }
+}
+
+/// Keeps only the servers and scenarios named by `--only` (a name may be either). A server
+/// filter and a scenario filter combine; a name that matches nothing is an error.
+pub fn apply_only(suite: &mut SuiteConfig, only: &[String]) -> Result<(), String> {
+    if only.is_empty() {
+        return Ok(());
+    }
+    let servers: BTreeSet<&str> = suite.servers.iter().map(|s| s.name.as_str()).collect();
+    let scenarios: BTreeSet<&str> = suite.scenarios.iter().map(|s| s.name.as_str()).collect();
+    for n in only {
+        if !servers.contains(n.as_str()) && !scenarios.contains(n.as_str()) {
+            return Err(format!(
+                "`{n}` is neither a server ({}) nor a scenario ({}) of the suite",
+                servers.iter().copied().collect::<Vec<_>>().join(", "),
+                scenarios.iter().copied().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let wanted = |name: &str| only.iter().any(|o| o == name);
+    if suite.servers.iter().any(|s| wanted(&s.name)) {
+        suite.servers.retain(|s| wanted(&s.name));
+    }
+    if suite.scenarios.iter().any(|s| wanted(&s.name)) {
+        suite.scenarios.retain(|s| wanted(&s.name));
+    }
+    Ok(())
+}
+
+/// Every cell in run order: repetition, then server, then scenario and its cells. A server
+/// gets every cell of a repetition before the next server starts, so a slow or failing
+/// server delays nobody's comparison within a repetition.
+pub fn plan(suite: &SuiteConfig) -> Vec<PlannedCell> {
+    let mut out = Vec::new();
+    let mut used = BTreeSet::new();
+    for rep in 1..=suite.repetitions {
+        for (si, server) in suite.servers.iter().enumerate() {
+            for scenario in &suite.scenarios {
+                for cell in &scenario.cells {
+                    let mut id = format!("{}__{}", server.name, scenario.name);
+                    let axes = sanitize(
+                        &cell
+                            .axes
+                            .iter()
+                            .map(|(k, v)| format!("{k}-{v}"))
+                            .collect::<Vec<_>>()
+                            .join("_"),
+                    );
+                    if !axes.is_empty() {
+                        id.push_str("__");
+                        id.push_str(&axes);
+                    }
+                    id.push_str(&format!("__r{rep}"));
+                    // Axis values that differ only in punctuation would collide.
+                    let mut unique = id.clone();
+                    let mut k = 2;
+                    while !used.insert(unique.clone()) {
+                        unique = format!("{id}-{k}");
+                        k += 1;
+                    }
+                    out.push(PlannedCell {
+                        id: unique,
+                        rep,
+                        server: server.name.clone(),
+                        server_idx: si,
+                        scenario: scenario.name.clone(),
+                        cell: cell.clone(),
+                        control: matches!(server.kind, ServerKind::ClosedPort),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Letters, digits, `.` and `-` kept; anything else becomes `-`; at most 80 characters.
+fn sanitize(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(80)
+        .collect();
+    while out.contains("--") {
+        out = out.replace("--", "-");
+    }
+    out.trim_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn suite() -> SuiteConfig {
+        SuiteConfig::parse(
+            "[suite]\nname = \"t\"\nrepetitions = 2\nduration = \"1s\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[server]]\nname = \"none\"\ncontrol = \"closed-port\"\n[[scenario]]\nname = \"get\"\nconnections = [1, 2]\n[[scenario]]\nname = \"post\"\nheaders = [[\"X: a/b\"], [\"X: a b\"]]\n",
+            Path::new("t.toml"),
+            2,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn order_is_rep_then_server_then_cell() {
+        let s = suite();
+        let p = plan(&s);
+        assert_eq!(p.len(), 2 * 2 * 4);
+        let ids: Vec<&str> = p.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids[0], "a__get__connections-1__r1");
+        assert_eq!(ids[1], "a__get__connections-2__r1");
+        assert_eq!(ids[2], "a__post__headers-X-a-b__r1");
+        assert_eq!(
+            ids[3], "a__post__headers-X-a-b__r1-2",
+            "punctuation collisions get a suffix"
+        );
+        assert_eq!(ids[4], "none__get__connections-1__r1");
+        assert!(p[4].control && !p[0].control);
+        assert_eq!(ids[8], "a__get__connections-1__r2");
+    }
+
+    #[test]
+    fn only_filters_servers_and_scenarios() {
+        let mut s = suite();
+        apply_only(&mut s, &["none".into(), "post".into()]).unwrap();
+        assert_eq!(s.servers.len(), 1);
+        assert_eq!(s.scenarios.len(), 1);
+        let mut s = suite();
+        let e = apply_only(&mut s, &["nope".into()]).unwrap_err();
+        assert!(
+            e.contains("`nope`") && e.contains("a, none") && e.contains("get, post"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn connection_hint_reads_the_flags() {
+        let s = suite();
+        let p = plan(&s);
+        assert_eq!(p[1].connections_hint(&s), 2);
+        assert_eq!(p[2].connections_hint(&s), 10);
+    }
+}

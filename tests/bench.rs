@@ -1,0 +1,365 @@
+//! `volley bench` against fake servers: one that exits at once, one that never becomes ready,
+//! one that crashes mid-run, one that ignores SIGTERM (with a descendant that leaves its
+//! process group). Each fails (or is noted) with the right reason, the other cells are saved,
+//! and no process is left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
+
+fn bench(dir: &Path, suite: &str, extra: &[&str]) -> (Output, PathBuf) {
+    let file = dir.join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let out = dir.join("out");
+    let o = Command::new(VOLLEY)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .args(extra)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (o, out)
+}
+
+fn index(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap()
+}
+
+fn rows<'a>(idx: &'a Value, server: &str) -> Vec<&'a Value> {
+    idx["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["server"] == server)
+        .collect()
+}
+
+/// Processes whose command line or environment holds `marker`.
+fn processes_with(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if pid == std::process::id() as i32 {
+            continue;
+        }
+        let hit = ["cmdline", "environ"].iter().any(|f| {
+            std::fs::read(e.path().join(f))
+                .map(|b| String::from_utf8_lossy(&b).contains(marker))
+                .unwrap_or(false)
+        });
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(true);
+        if hit && !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn serve_line() -> String {
+    format!("exec {VOLLEY} serve --port {{port}}")
+}
+
+#[test]
+fn failing_servers_fail_only_their_cells_and_leave_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("volley-bench-test-{}", std::process::id());
+    // Every server gets the marker in its environment, so leftovers can be found in /proc.
+    let env = format!("env = {{ VOLLEY_TEST_MARKER = \"{marker}\" }}");
+    let suite = format!(
+        r#"
+[suite]
+name = "faults"
+duration = "2s"
+server_cpus = "1"
+
+[[server]]
+name = "good"
+start = "grep Cpus_allowed_list /proc/self/status >&2; {serve}"
+{env}
+version = "{VOLLEY} --version"
+
+[[server]]
+name = "exits"
+start = "echo 'fatal: cannot open config' >&2; exit 4"
+{env}
+
+[[server]]
+name = "never-ready"
+start = "exec sleep 60"
+ready_timeout = "1s"
+{env}
+
+[[server]]
+name = "crashes"
+start = "{VOLLEY} serve --port {{port}} & p=$!; sleep 1; echo 'panic: out of cheese' >&2; kill -9 $p; exit 2"
+{env}
+
+[[server]]
+name = "stubborn"
+start = "trap '' TERM; setsid sh -c 'trap \"\" TERM; exec sleep 300' & {serve}"
+{env}
+
+[[server]]
+name = "none"
+control = "closed-port"
+
+[[scenario]]
+name = "get"
+connections = 2
+"#,
+        serve = serve_line(),
+    );
+    let t0 = Instant::now();
+    let (o, out) = bench(dir.path(), &suite, &[]);
+    let took = t0.elapsed();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "a failed cell exits 3\n{stderr}\n{stdout}"
+    );
+
+    let idx = index(&out);
+    assert_eq!(idx["schema"], "volley.suite/1");
+    assert_eq!(idx["state"], "done");
+    assert_eq!(idx["env"]["pinning"]["server_cpus"], "1");
+    assert!(idx["env"]["tools"]["good"]
+        .as_str()
+        .unwrap()
+        .starts_with("volley "));
+
+    // The good server's cell is saved, pinned, and its RunResult is on disk.
+    let good = rows(&idx, "good");
+    assert_eq!(good[0]["status"], "ok", "{:#}", good[0]);
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join(good[0]["path"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["schema"], "volley.run/1");
+    assert!(run["requests"]["completed"].as_u64().unwrap() > 0);
+    assert!(run["server"]["cpu_user_s"].is_number(), "the monitor ran");
+    assert_eq!(run["env"]["pinning"]["server_cpus"], "1");
+    let good_log = std::fs::read_to_string(out.join(good[0]["log"].as_str().unwrap())).unwrap();
+    assert!(
+        good_log.contains("Cpus_allowed_list:\t1\n"),
+        "the server ran on CPU 1 only: {good_log}"
+    );
+
+    let exits = rows(&idx, "exits");
+    assert_eq!(exits[0]["status"], "failed");
+    assert_eq!(
+        exits[0]["reason"],
+        "exited with status 4 before it was ready"
+    );
+    assert_eq!(exits[0]["stderr_tail"][0], "fatal: cannot open config");
+
+    let never = rows(&idx, "never-ready");
+    assert_eq!(never[0]["status"], "failed");
+    let reason = never[0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("not ready after 1s"), "{reason}");
+    assert!(
+        never[0]["wall_s"].as_f64().unwrap() < 3.0,
+        "ready_timeout is honoured"
+    );
+
+    let crashes = rows(&idx, "crashes");
+    assert_eq!(crashes[0]["status"], "failed", "{:#}", crashes[0]);
+    let reason = crashes[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("exited with status 2 during the run"),
+        "{reason}"
+    );
+    assert!(
+        crashes[0]["path"].is_string(),
+        "what was measured before the crash is kept"
+    );
+    assert!(crashes[0]["stderr_tail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l == "panic: out of cheese"));
+
+    let stubborn = rows(&idx, "stubborn");
+    assert_eq!(stubborn[0]["status"], "ok", "{:#}", stubborn[0]);
+    assert!(
+        stubborn[0]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("killed with SIGKILL")),
+        "{:#}",
+        stubborn[0]
+    );
+    assert!(stubborn[0]["wall_s"].as_f64().unwrap() >= 5.0);
+
+    let none = rows(&idx, "none");
+    assert_eq!(none[0]["status"], "ok", "a control never fails");
+    assert_eq!(none[0]["control"], true);
+    assert_eq!(none[0]["headline"]["completed"], 0);
+    assert!(none[0]["headline"]["errors"].as_u64().unwrap() > 0);
+
+    // The final table and the results path.
+    assert!(stdout.contains("good"), "{stdout}");
+    assert!(stdout.contains("failed [1]"), "{stdout}");
+    assert!(stdout.contains("suite.json"), "{stdout}");
+    assert!(stderr.contains("[1/6] good"), "progress: {stderr}");
+    assert!(stderr.contains("ETA"), "progress: {stderr}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+
+    let left = processes_with(&marker);
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}
+
+#[test]
+fn bad_suite_files_name_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, out) = bench(
+        dir.path(),
+        "[suite]\nname = \"x\"\n[[server]]\nname = \"a\"\nstart = \"true\"\n[[scenario]]\nname = \"g\"\nconnections = -3\n",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("suite.toml:8:15:"), "{e}");
+    assert!(e.contains("connections"), "{e}");
+    assert!(!out.exists(), "nothing is created for a bad suite");
+
+    let (o, _) = bench(dir.path(), "[suite\nname = 1\n", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("suite.toml:1:"), "{e}");
+
+    let missing = Command::new(VOLLEY)
+        .args(["bench", "/no/such/suite.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/no/such/suite.toml"));
+}
+
+#[test]
+fn only_and_out_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"1s\"\n[[server]]\nname = \"a\"\nstart = \"{}\"\n[[server]]\nname = \"b\"\nstart = \"exit 1\"\n[[scenario]]\nname = \"g\"\n",
+        serve_line()
+    );
+    let (o, _) = bench(dir.path(), &suite, &["--only", "zzz"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--only: `zzz`"));
+
+    // --only a: the failing server b is not run, so the suite passes.
+    let (o, out) = bench(dir.path(), &suite, &["--only", "a"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let idx = index(&out);
+    assert_eq!(idx["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(idx["only"][0], "a");
+
+    // A results folder is never overwritten.
+    let (o, _) = bench(dir.path(), &suite, &["--only", "a"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not empty"));
+}
+
+#[test]
+fn a_failed_build_fails_only_its_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"1s\"\nrepetitions = 2\n[[server]]\nname = \"broken\"\nbuild = \"echo 'error[E0425]: cannot find value' >&2; exit 101\"\nstart = \"{serve}\"\n[[server]]\nname = \"fine\"\nbuild = \"true\"\nstart = \"{serve}\"\n[[scenario]]\nname = \"g\"\n",
+        serve = serve_line()
+    );
+    let (o, out) = bench(dir.path(), &suite, &[]);
+    assert_eq!(o.status.code(), Some(3));
+    let idx = index(&out);
+    let builds = idx["builds"].as_array().unwrap();
+    assert_eq!(builds[0]["status"], "failed");
+    assert!(builds[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("exited with status 101"));
+    let log = std::fs::read_to_string(out.join(builds[0]["log"].as_str().unwrap())).unwrap();
+    assert!(log.contains("error[E0425]"));
+    assert_eq!(builds[1]["status"], "ok");
+    for r in rows(&idx, "broken") {
+        assert_eq!(r["status"], "failed");
+        assert!(r["reason"].as_str().unwrap().starts_with("build failed"));
+    }
+    for r in rows(&idx, "fine") {
+        assert_eq!(r["status"], "ok");
+    }
+    assert!(String::from_utf8_lossy(&o.stderr).contains("error[E0425]"));
+}
+
+#[test]
+fn ctrl_c_keeps_the_cell_and_skips_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("volley-bench-int-{}", std::process::id());
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"20s\"\n[[server]]\nname = \"a\"\nstart = \"{}\"\nenv = {{ M = \"{marker}\" }}\n[[scenario]]\nname = \"g\"\nconnections = [1, 2]\n",
+        serve_line()
+    );
+    let file = dir.path().join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let out = dir.path().join("out");
+    let child = Command::new(VOLLEY)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first cell is measuring.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while processes_with(&marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let idx = index(&out);
+    assert_eq!(idx["state"], "interrupted");
+    let r = idx["rows"].as_array().unwrap();
+    assert_eq!(r[0]["status"], "interrupted");
+    assert!(
+        r[0]["path"].is_string(),
+        "the interrupted measurement is saved"
+    );
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join(r[0]["path"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["interrupted"], true);
+    assert_eq!(r[1]["status"], "skipped");
+    assert!(processes_with(&marker).is_empty(), "the server was stopped");
+}
