@@ -1,9 +1,13 @@
-# The two commands that matter: `make demo` (build, start the built-in server, load it for
-# 5 s) and `make test` (what CI runs).
+# The two commands that matter: `make quick` (install what the suites need, build, run the
+# quick suite over every reference server) and `make test` (what CI runs). `make demo` loads
+# the built-in server for 5 s.
 PORT ?= 18080
 VOLLEY := target/release/volley
 
-.PHONY: build demo test bench
+.PHONY: build deps quick demo test bench
+
+deps:
+	servers/install.sh
 
 build:
 	cargo build --release --locked
@@ -13,7 +17,10 @@ demo: build
 	trap 'kill $$pid 2>/dev/null' EXIT; sleep 0.3; \
 	$(VOLLEY) run http://127.0.0.1:$(PORT)/ -c 10 -d 5s
 
-test:
+quick: deps build
+	$(VOLLEY) bench suites/quick.toml
+
+test: deps
 	cargo fmt --all -- --check
 	cargo clippy --all-targets --locked -- -D warnings
 	cargo test --locked

@@ -31,6 +31,25 @@ fn index(out: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap()
 }
 
+/// `suite.json` checked against `schema/suite.schema.json`.
+fn assert_schema(idx: &Value) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/suite.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::draft202012::new(&schema).expect("a valid draft 2020-12 schema");
+    let errs: Vec<String> = v
+        .iter_errors(idx)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect();
+    assert!(
+        errs.is_empty(),
+        "suite.json violates the schema:\n{}",
+        errs.join("\n")
+    );
+    let mut broken = idx.clone();
+    broken["rows"][0]["status"] = "fine".into();
+    assert!(!v.is_valid(&broken), "a broken index passed the schema");
+}
+
 fn rows<'a>(idx: &'a Value, server: &str) -> Vec<&'a Value> {
     idx["rows"]
         .as_array()
@@ -137,6 +156,7 @@ connections = 2
     );
 
     let idx = index(&out);
+    assert_schema(&idx);
     assert_eq!(idx["schema"], "volley.suite/1");
     assert_eq!(idx["state"], "done");
     assert_eq!(idx["env"]["pinning"]["server_cpus"], "1");
@@ -153,6 +173,19 @@ connections = 2
     )
     .unwrap();
     assert_eq!(run["schema"], "volley.run/1");
+    let run_schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schema/run.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::new(&run_schema).unwrap();
+    assert!(
+        v.is_valid(&run),
+        "a cell's RunResult is a valid volley.run/1"
+    );
     assert!(run["requests"]["completed"].as_u64().unwrap() > 0);
     assert!(run["server"]["cpu_user_s"].is_number(), "the monitor ran");
     assert_eq!(run["env"]["pinning"]["server_cpus"], "1");
@@ -293,6 +326,7 @@ fn a_failed_build_fails_only_its_server() {
     let (o, out) = bench(dir.path(), &suite, &[]);
     assert_eq!(o.status.code(), Some(3));
     let idx = index(&out);
+    assert_schema(&idx);
     let builds = idx["builds"].as_array().unwrap();
     assert_eq!(builds[0]["status"], "failed");
     assert!(builds[0]["reason"]
@@ -348,6 +382,7 @@ fn ctrl_c_keeps_the_cell_and_skips_the_rest() {
         String::from_utf8_lossy(&o.stderr)
     );
     let idx = index(&out);
+    assert_schema(&idx);
     assert_eq!(idx["state"], "interrupted");
     let r = idx["rows"].as_array().unwrap();
     assert_eq!(r[0]["status"], "interrupted");

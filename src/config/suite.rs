@@ -146,8 +146,19 @@ pub struct Managed {
 pub struct Scenario {
     /// Unique name.
     pub name: String,
+    /// `servers = [...]`: the servers this scenario runs on (default: every server).
+    pub servers: Option<Vec<String>>,
     /// The matrix of this scenario (one cell when it has no list).
     pub cells: Vec<Cell>,
+}
+
+impl Scenario {
+    /// Whether this scenario runs on server `name`.
+    pub fn runs_on(&self, name: &str) -> bool {
+        self.servers
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|s| s == name))
+    }
 }
 
 /// One point of a scenario's matrix: the `volley run` flags it stands for.
@@ -571,9 +582,14 @@ impl SuiteConfig {
             }
             let mut axes: Vec<Axis> = Vec::new();
             let mut path = "/".to_string();
+            let mut only_servers = None;
             for (k, v) in t.iter() {
                 let key = k.get_ref().to_string();
                 if key == "name" {
+                    continue;
+                }
+                if key == "servers" {
+                    only_servers = Some(p.server_names(v, &at, &servers)?);
                     continue;
                 }
                 let flag_name = key.replace('_', "-");
@@ -597,7 +613,12 @@ impl SuiteConfig {
                         })
                         .map(|f| f.replace('-', "_"))
                         .collect();
-                    keys.extend(["path".into(), "keepalive".into(), "headers".into()]);
+                    keys.extend([
+                        "path".into(),
+                        "keepalive".into(),
+                        "headers".into(),
+                        "servers".into(),
+                    ]);
                     keys.sort();
                     return Err(p.err(
                         k.span(),
@@ -762,7 +783,11 @@ impl SuiteConfig {
                     }
                 }
             }
-            scenarios.push(Scenario { name, cells: out });
+            scenarios.push(Scenario {
+                name,
+                servers: only_servers,
+                cells: out,
+            });
         }
         Ok(SuiteConfig {
             path: path.to_path_buf(),
@@ -776,9 +801,18 @@ impl SuiteConfig {
         })
     }
 
-    /// Cells of one repetition: servers × every scenario's cells.
+    /// Cells of one repetition: each scenario's cells on each of its servers.
     pub fn cells_per_rep(&self) -> usize {
-        self.servers.len() * self.scenarios.iter().map(|s| s.cells.len()).sum::<usize>()
+        self.servers
+            .iter()
+            .map(|sv| {
+                self.scenarios
+                    .iter()
+                    .filter(|sc| sc.runs_on(&sv.name))
+                    .map(|sc| sc.cells.len())
+                    .sum::<usize>()
+            })
+            .sum()
     }
 }
 
@@ -965,6 +999,46 @@ impl Parser_<'_> {
                 ),
             )),
         }
+    }
+
+    /// `servers = ["a", "b"]` of a scenario: names of servers defined above.
+    fn server_names(
+        &self,
+        v: &Val,
+        at: &str,
+        servers: &[ServerSpec],
+    ) -> Result<Vec<String>, SuiteError> {
+        let DeValue::Array(a) = v.get_ref() else {
+            return Err(self.err(
+                v.span(),
+                Some("servers"),
+                format!("{at}: servers: must be a list of server names"),
+            ));
+        };
+        let mut out = Vec::new();
+        for e in a.iter() {
+            let name = self.str(e, at, "servers")?;
+            if !servers.iter().any(|s| s.name == name) {
+                let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+                return Err(self.err(
+                    e.span(),
+                    Some("servers"),
+                    format!(
+                        "{at}: servers: no [[server]] is named `{name}` (there are: {})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            out.push(name);
+        }
+        if out.is_empty() {
+            return Err(self.err(
+                v.span(),
+                Some("servers"),
+                format!("{at}: servers: an empty list runs nothing"),
+            ));
+        }
+        Ok(out)
     }
 
     /// One value of scenario key `key` as (label, `volley run` flags).
@@ -1163,6 +1237,22 @@ start = "./a"
             vec!["--requests=100", "--warmup=1s"]
         );
         assert_eq!(s.scenarios[1].cells[0].planned, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn scenarios_may_name_their_servers() {
+        let s = parse(&format!(
+            "{BASE}[[server]]\nname = \"b\"\nstart = \"./b\"\n[[scenario]]\nname = \"p\"\nservers = [\"b\"]\n[[scenario]]\nname = \"q\"\n"
+        ))
+        .unwrap();
+        assert!(s.scenarios[0].runs_on("b") && !s.scenarios[0].runs_on("a"));
+        assert!(s.scenarios[1].runs_on("a"));
+        assert_eq!(s.cells_per_rep(), 3);
+        let (line, col, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nservers = [\"a\", \"c\"]\n"
+        ));
+        assert_eq!((line, col, key.as_deref()), (9, 17, Some("servers")));
+        assert!(msg.contains("no [[server]] is named `c`"), "{msg}");
     }
 
     #[test]

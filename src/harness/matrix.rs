@@ -103,7 +103,7 @@ pub fn plan(suite: &SuiteConfig) -> Vec<PlannedCell> {
     let mut used = BTreeSet::new();
     for rep in 1..=suite.repetitions {
         for (si, server) in suite.servers.iter().enumerate() {
-            for scenario in &suite.scenarios {
+            for scenario in suite.scenarios.iter().filter(|s| s.runs_on(&server.name)) {
                 for cell in &scenario.cells {
                     let mut id = format!("{}__{}", server.name, scenario.name);
                     let axes = sanitize(

@@ -36,6 +36,12 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
         return usage(&format!("--only: {e}"));
     }
     let cells = matrix::plan(&suite);
+    if cells.is_empty() {
+        return usage(&format!(
+            "{}: no cell to run (no scenario runs on the servers left)",
+            args.suite.display()
+        ));
+    }
     let max_conns = cells
         .iter()
         .map(|c| c.connections_hint(&suite))

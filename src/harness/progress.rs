@@ -32,17 +32,15 @@ impl Progress {
 
     /// The first line: what will run and where it goes.
     pub fn header(&self, suite: &SuiteConfig, out: &Path) -> String {
-        let per_rep = suite.cells_per_rep();
         format!(
-            "volley bench {}: {} cells ({} repetition{} × {} server{} × {} scenario cell{}), about {}; results in {}",
+            "volley bench {}: {} cells ({} per repetition × {} repetition{}, {} server{}), about {}; results in {}",
             suite.name,
             self.planned.len(),
+            suite.cells_per_rep(),
             suite.repetitions,
             if suite.repetitions == 1 { "" } else { "s" },
             suite.servers.len(),
             if suite.servers.len() == 1 { "" } else { "s" },
-            per_rep / suite.servers.len().max(1),
-            if per_rep / suite.servers.len().max(1) == 1 { "" } else { "s" },
             clock(self.eta(0)),
             out.display()
         )
