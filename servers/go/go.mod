@@ -1,0 +1,3 @@
+module volley/servers/go
+
+go 1.22

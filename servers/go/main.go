@@ -1,0 +1,85 @@
+// Reference server for volley: Go standard library net/http, production defaults.
+package main
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+)
+
+func text(w http.ResponseWriter, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
+}
+
+var dot = []byte(".")
+
+// maxBytes caps /bytes?n= (1 GiB): a larger body is refused rather than allocated.
+const maxBytes = 1 << 30
+
+func root(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		text(w, dot)
+	case http.MethodPost:
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		text(w, []byte("length:"+strconv.FormatInt(n, 10)))
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+func main() {
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	hello := []byte("Hello, World!")
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/{$}", root)
+	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {
+		text(w, hello)
+	})
+	mux.HandleFunc("GET /delay", func(w http.ResponseWriter, r *http.Request) {
+		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+		if err != nil || ms < 0 {
+			http.Error(w, "ms must be a non-negative integer", http.StatusBadRequest)
+			return
+		}
+		// Each connection has its own goroutine: sleeping here blocks no other request.
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		text(w, dot)
+	})
+	mux.HandleFunc("GET /bytes", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n < 0 || n > maxBytes {
+			http.Error(w, "n must be an integer from 0 to 2^30", http.StatusBadRequest)
+			return
+		}
+		text(w, bytes.Repeat([]byte("x"), n))
+	})
+
+	srv := &http.Server{
+		Addr:              "127.0.0.1:" + port,
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	log.Fatal(srv.ListenAndServe())
+}

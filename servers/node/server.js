@@ -1,0 +1,74 @@
+// Reference server for volley: Node.js built-in `http` module, production defaults.
+'use strict';
+
+const http = require('node:http');
+
+const port = Number(process.env.PORT || 8080);
+const DOT = Buffer.from('.');
+const HELLO = Buffer.from('Hello, World!');
+// Caps /bytes?n= (1 GiB): a larger body is refused rather than allocated.
+const MAX_BYTES = 2 ** 30;
+
+// Always send Content-Length, so responses are never chunked.
+function send(res, status, body) {
+  res.writeHead(status, {
+    'Content-Type': 'text/plain',
+    'Content-Length': body.length,
+  });
+  res.end(body);
+}
+
+function intParam(params, name) {
+  const raw = params.get(name);
+  if (raw === null || !/^\d+$/.test(raw)) return null;
+  return Number(raw);
+}
+
+const server = http.createServer((req, res) => {
+  const q = req.url.indexOf('?');
+  const path = q === -1 ? req.url : req.url.slice(0, q);
+  const params = new URLSearchParams(q === -1 ? '' : req.url.slice(q + 1));
+
+  if (path === '/' && req.method === 'POST') {
+    let length = 0;
+    req.on('data', (chunk) => { length += chunk.length; });
+    req.on('end', () => send(res, 200, Buffer.from(`length:${length}`)));
+    return;
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    send(res, 405, Buffer.from('method not allowed'));
+    return;
+  }
+  switch (path) {
+    case '/':
+      send(res, 200, DOT);
+      return;
+    case '/hello':
+      send(res, 200, HELLO);
+      return;
+    case '/delay': {
+      const ms = intParam(params, 'ms');
+      if (ms === null) return send(res, 400, Buffer.from('ms must be a non-negative integer'));
+      // A timer, not a busy wait: the event loop serves other requests meanwhile.
+      setTimeout(() => send(res, 200, DOT), ms);
+      return;
+    }
+    case '/bytes': {
+      const n = intParam(params, 'n');
+      if (n === null || n > MAX_BYTES) {
+        return send(res, 400, Buffer.from('n must be an integer from 0 to 2^30'));
+      }
+      send(res, 200, Buffer.alloc(n, 'x'));
+      return;
+    }
+    default:
+      send(res, 404, Buffer.from('not found'));
+  }
+});
+
+server.listen(port, '127.0.0.1');
+
+// Exit cleanly on SIGTERM/SIGINT (as PID 1 in a container Node would otherwise ignore them).
+for (const sig of ['SIGTERM', 'SIGINT']) {
+  process.on(sig, () => process.exit(0));
+}

@@ -1,0 +1,685 @@
+//! Contract test for the reference servers in `servers/`: builds each one with its build line,
+//! starts it with its start line on a free port, checks every endpoint of the contract
+//! byte-exactly with a raw HTTP/1.1 client, and stops it (SIGTERM to its process group, SIGKILL
+//! after 5 s) leaving no process behind.
+//!
+//! It needs the toolchains (go, node, python3, javac/java, cargo, nginx with the echo module;
+//! `servers/install.sh` installs what is missing) and PyPI and crates.io for the first build.
+//! A missing toolchain fails the test with its name: nothing is skipped.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// One reference server: where it lives and the lines that build and start it.
+struct RefServer {
+    name: &'static str,
+    /// Folder, relative to the repository root; build and start run in it.
+    dir: &'static str,
+    /// Programs that must be found on PATH (or in /usr/sbin) for the lines below.
+    needs: &'static [&'static str],
+    /// Run once with `sh -c`; empty when there is nothing to build.
+    build: &'static str,
+    /// Run with `sh -c` in its own process group, `{port}` replaced by the port.
+    start: &'static str,
+    /// Extra environment for build and start (PORT is always set).
+    env: &'static [(&'static str, &'static str)],
+}
+
+/// The reference servers. The one place that says how each is built and started: the suite
+/// (`suites/quick.toml`) carries the same lines.
+const SERVERS: &[RefServer] = &[
+    RefServer {
+        name: "go",
+        dir: "servers/go",
+        needs: &["go"],
+        build: "go build -o server .",
+        start: "exec ./server",
+        env: &[],
+    },
+    RefServer {
+        name: "node",
+        dir: "servers/node",
+        needs: &["node"],
+        build: "",
+        start: "exec node server.js",
+        env: &[],
+    },
+    RefServer {
+        name: "python",
+        dir: "servers/python",
+        needs: &["python3"],
+        build: "python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt",
+        start: "exec .venv/bin/uvicorn app:app --host 127.0.0.1 --port {port} --no-access-log",
+        env: &[("PIP_DISABLE_PIP_VERSION_CHECK", "1")],
+    },
+    RefServer {
+        name: "java",
+        dir: "servers/java",
+        needs: &["javac", "java"],
+        build: "javac -d out Server.java",
+        start: "exec java -cp out Server",
+        env: &[],
+    },
+    RefServer {
+        name: "rust",
+        dir: "servers/rust",
+        needs: &["cargo"],
+        build: "cargo build --release --locked",
+        start: "exec ./target/release/server",
+        env: &[],
+    },
+    RefServer {
+        name: "nginx",
+        dir: "servers/nginx",
+        needs: &["nginx"],
+        build: "",
+        start: "exec ./start.sh",
+        env: &[],
+    },
+];
+
+const BUILD_TIMEOUT: Duration = Duration::from_secs(900);
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const STOP_GRACE: Duration = Duration::from_secs(5);
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[test]
+fn reference_servers_meet_the_contract() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let missing: Vec<String> = SERVERS
+        .iter()
+        .flat_map(|s| s.needs.iter().map(move |p| (s.name, *p)))
+        .filter(|(_, program)| find_program(program).is_none())
+        .map(|(name, program)| format!("{program} (for the {name} server)"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "toolchains missing: {}; servers/install.sh names and installs what the reference \
+         servers need",
+        missing.join(", ")
+    );
+
+    let logs = tempfile::tempdir().expect("tempdir");
+    let started = Instant::now();
+
+    // Builds in parallel (network-bound pip next to CPU-bound cargo); servers one by one.
+    let builds: Vec<_> = SERVERS
+        .iter()
+        .map(|s| {
+            let dir = root.join(s.dir);
+            let log = logs.path().join(format!("{}-build.log", s.name));
+            thread::spawn(move || build(s, &dir, &log))
+        })
+        .collect();
+    let built: Vec<Result<Duration, String>> = builds
+        .into_iter()
+        .map(|b| {
+            b.join()
+                .unwrap_or_else(|_| Err("build thread panicked".into()))
+        })
+        .collect();
+
+    let mut failures = Vec::new();
+    for (s, built) in SERVERS.iter().zip(built) {
+        let outcome = built.and_then(|took| {
+            eprintln!("[{}] built in {:.1?}", s.name, took);
+            let t = Instant::now();
+            check_server(s, &root.join(s.dir), logs.path())?;
+            eprintln!(
+                "[{}] contract met, stopped cleanly ({:.1?})",
+                s.name,
+                t.elapsed()
+            );
+            Ok(())
+        });
+        if let Err(e) = outcome {
+            eprintln!("[{}] FAILED: {e}", s.name);
+            failures.push(format!("{}: {e}", s.name));
+        }
+    }
+    eprintln!("reference servers checked in {:.1?}", started.elapsed());
+    assert!(
+        failures.is_empty(),
+        "{} of {} reference servers failed:\n\n{}",
+        failures.len(),
+        SERVERS.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// `program` on PATH, or in /usr/sbin and /sbin (nginx lives there and ordinary users'
+/// PATH may lack them).
+fn find_program(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(program))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
+}
+
+/// A `sh -c LINE` command in `dir`, in a process group of its own, output to `log`.
+fn shell(s: &RefServer, line: &str, dir: &Path, log: &Path) -> Command {
+    let out = File::create(log).expect("log file");
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(line)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().expect("log file"))
+        .stderr(out)
+        .process_group(0)
+        // Set by whoever runs `cargo test`; it would move the Rust server's target/.
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET_DIR");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    dirs.extend([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")]);
+    cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+    for (k, v) in s.env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn build(s: &RefServer, dir: &Path, log: &Path) -> Result<Duration, String> {
+    let t = Instant::now();
+    if s.build.is_empty() {
+        return Ok(t.elapsed());
+    }
+    let child = shell(s, s.build, dir, log)
+        .spawn()
+        .map_err(|e| format!("cannot run the build line `{}`: {e}", s.build))?;
+    let mut group = Group::new(child);
+    let status = loop {
+        if let Some(status) = group.child.try_wait().expect("wait for build") {
+            break status;
+        }
+        if t.elapsed() > BUILD_TIMEOUT {
+            let _ = group.stop(Duration::ZERO);
+            return Err(format!(
+                "build line `{}` still running after {BUILD_TIMEOUT:?}:\n{}",
+                s.build,
+                tail(log)
+            ));
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    // Nothing of a build should outlive it.
+    let _ = group.stop(Duration::ZERO);
+    if status.success() {
+        Ok(t.elapsed())
+    } else {
+        Err(format!(
+            "build line `{}` failed ({status}):\n{}",
+            s.build,
+            tail(log)
+        ))
+    }
+}
+
+/// Starts the server, checks the contract, stops it.
+fn check_server(s: &RefServer, dir: &Path, logs: &Path) -> Result<(), String> {
+    let port = free_port();
+    let stdout = logs.join(format!("{}-stdout.log", s.name));
+    let stderr = logs.join(format!("{}-stderr.log", s.name));
+    let line = s.start.replace("{port}", &port.to_string());
+    let mut cmd = shell(s, &line, dir, &stderr);
+    // TMPDIR inside the test's temp dir, so run dirs (nginx's) go away with it.
+    cmd.env("PORT", port.to_string())
+        .env("TMPDIR", logs)
+        .stdout(File::create(&stdout).expect("log file"));
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run the start line `{line}`: {e}"))?;
+    let mut group = Group::new(child);
+
+    let result = wait_until_up(&mut group.child, port)
+        .map(|took| eprintln!("[{}] answering on port {port} after {took:.1?}", s.name))
+        .and_then(|()| check_contract(port))
+        .map_err(|e| format!("{e}\n--- stderr tail ---\n{}", tail(&stderr)));
+
+    let t = Instant::now();
+    let stopped = group.stop(STOP_GRACE);
+    eprintln!("[{}] stopped in {:.1?}", s.name, t.elapsed());
+    result?;
+    stopped?;
+    let printed = std::fs::read(&stdout).unwrap_or_default();
+    if !printed.is_empty() {
+        return Err(format!(
+            "wrote {} bytes to stdout while serving (no access log on stdout, please):\n{}",
+            printed.len(),
+            tail(&stdout)
+        ));
+    }
+    Ok(())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn wait_until_up(child: &mut Child, port: u16) -> Result<Duration, String> {
+    let t = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for server") {
+            return Err(format!("exited before answering ({status})"));
+        }
+        let answered = Conn::open(port)
+            .ok()
+            .and_then(|mut c| c.request("GET", "/", b"").ok())
+            .is_some_and(|r| r.status == 200 && r.body == b".");
+        if answered {
+            return Ok(t.elapsed());
+        }
+        if t.elapsed() > START_TIMEOUT {
+            return Err(format!(
+                "no `200 .` answer to GET / on port {port} within {START_TIMEOUT:?}"
+            ));
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every endpoint of the contract, byte-exactly.
+fn check_contract(port: u16) -> Result<(), String> {
+    let one = |method: &str, path: &str, body: &[u8]| one_request(port, method, path, body);
+
+    let r = one("GET", "/", b"")?;
+    r.want("GET /", b".")?;
+    let ct = r.header("content-type").unwrap_or_default();
+    if !ct.starts_with("text/plain") {
+        return Err(format!("GET /: Content-Type {ct:?}, want text/plain"));
+    }
+    one("POST", "/", &[b'p'; 1024])?.want("POST / (1024 bytes)", b"length:1024")?;
+    one("POST", "/", b"")?.want("POST / (0 bytes)", b"length:0")?;
+    one("POST", "/", &vec![b'p'; 2 << 20])?.want("POST / (2 MiB)", b"length:2097152")?;
+    one("GET", "/hello", b"")?.want("GET /hello", b"Hello, World!")?;
+
+    let t = Instant::now();
+    let r = one("GET", "/delay?ms=200", b"")?;
+    let took = t.elapsed();
+    r.want("GET /delay?ms=200", b".")?;
+    if took < Duration::from_millis(200) {
+        return Err(format!("GET /delay?ms=200 answered after {took:?}"));
+    }
+
+    let r = one("GET", "/bytes?n=10000", b"")?;
+    r.want_status("GET /bytes?n=10000", 200)?;
+    if r.body.len() != 10000 {
+        return Err(format!(
+            "GET /bytes?n=10000: {} body bytes, want 10000",
+            r.body.len()
+        ));
+    }
+    let r = one("GET", "/bytes?n=0", b"")?;
+    r.want("GET /bytes?n=0", b"")?;
+
+    // A delay holds up no other request.
+    let slow = thread::spawn(move || -> Result<Duration, String> {
+        let t = Instant::now();
+        one_request(port, "GET", "/delay?ms=1500", b"")?.want("GET /delay?ms=1500", b".")?;
+        Ok(t.elapsed())
+    });
+    thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    one("GET", "/hello", b"")?.want("GET /hello during a delay", b"Hello, World!")?;
+    let quick = t.elapsed();
+    let slow = slow.join().map_err(|_| "delay thread panicked")??;
+    if slow < Duration::from_millis(1500) {
+        return Err(format!("GET /delay?ms=1500 answered after {slow:?}"));
+    }
+    if quick > Duration::from_millis(1000) {
+        return Err(format!(
+            "GET /hello took {quick:?} while a /delay was waiting: the delay blocks other requests"
+        ));
+    }
+
+    // Keep-alive: one connection, bodies in between.
+    let mut c = Conn::open(port).map_err(|e| format!("connect: {e}"))?;
+    let big = vec![b'k'; 65536];
+    let steps: [(&str, &str, &[u8], &[u8]); 8] = [
+        ("GET", "/", b"", b"."),
+        ("POST", "/", &[b'p'; 1024], b"length:1024"),
+        ("GET", "/hello", b"", b"Hello, World!"),
+        ("POST", "/", b"", b"length:0"),
+        ("GET", "/", b"", b"."),
+        ("POST", "/", &big, b"length:65536"),
+        ("GET", "/delay?ms=10", b"", b"."),
+        ("GET", "/hello", b"", b"Hello, World!"),
+    ];
+    for (i, (method, path, body, want)) in steps.iter().enumerate() {
+        let what = format!("keep-alive request {} ({method} {path})", i + 1);
+        let r = c
+            .request(method, path, body)
+            .map_err(|e| format!("{what}: {e}"))?;
+        r.want(&what, want)?;
+        if r.closes() {
+            return Err(format!("{what}: the server closed the connection"));
+        }
+    }
+    let r = c
+        .request("GET", "/bytes?n=10000", b"")
+        .map_err(|e| format!("keep-alive GET /bytes: {e}"))?;
+    if r.status != 200 || r.body.len() != 10000 {
+        return Err(format!(
+            "keep-alive GET /bytes?n=10000: status {}, {} bytes",
+            r.status,
+            r.body.len()
+        ));
+    }
+    c.request("GET", "/", b"")
+        .map_err(|e| format!("keep-alive GET / after /bytes: {e}"))?
+        .want("keep-alive GET / after /bytes", b".")?;
+    Ok(())
+}
+
+/// One request on a connection of its own.
+fn one_request(port: u16, method: &str, path: &str, body: &[u8]) -> Result<Response, String> {
+    let mut c = Conn::open(port).map_err(|e| format!("connect: {e}"))?;
+    c.request(method, path, body)
+        .map_err(|e| format!("{method} {path}: {e}"))
+}
+
+/// A response as read off the wire.
+struct Response {
+    status: u16,
+    /// Names lower-cased.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn closes(&self) -> bool {
+        self.header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    }
+
+    fn want_status(&self, what: &str, status: u16) -> Result<(), String> {
+        if self.status == status {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what}: status {}, want {status}; body {:?}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            ))
+        }
+    }
+
+    fn want(&self, what: &str, body: &[u8]) -> Result<(), String> {
+        self.want_status(what, 200)?;
+        if self.body == body {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what}: body {:?}, want {:?}",
+                String::from_utf8_lossy(&self.body),
+                String::from_utf8_lossy(body)
+            ))
+        }
+    }
+}
+
+/// A minimal HTTP/1.1 client connection: Content-Length and chunked response bodies.
+struct Conn {
+    stream: TcpStream,
+    port: u16,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    fn open(port: u16) -> std::io::Result<Conn> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
+        stream.set_write_timeout(Some(IO_TIMEOUT))?;
+        stream.set_nodelay(true)?;
+        Ok(Conn {
+            stream,
+            port,
+            buf: Vec::new(),
+        })
+    }
+
+    fn request(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Response, String> {
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n",
+            self.port
+        );
+        if method == "POST" {
+            req.push_str("Content-Type: application/octet-stream\r\n");
+            req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        req.push_str("\r\n");
+        let mut bytes = req.into_bytes();
+        bytes.extend_from_slice(body);
+        self.stream
+            .write_all(&bytes)
+            .map_err(|e| format!("write: {e}"))?;
+        self.read_response(method == "HEAD")
+    }
+
+    fn read_response(&mut self, head_only: bool) -> Result<Response, String> {
+        let end = loop {
+            if let Some(i) = find(&self.buf, b"\r\n\r\n") {
+                break i;
+            }
+            self.fill()?;
+        };
+        let head = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+        self.buf.drain(..end + 4);
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        let mut parts = status_line.splitn(3, ' ');
+        let version = parts.next().unwrap_or_default();
+        if version != "HTTP/1.1" {
+            return Err(format!("status line {status_line:?}: want HTTP/1.1"));
+        }
+        let status: u16 = parts
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| format!("bad status line {status_line:?}"))?;
+        let mut headers = Vec::new();
+        for line in lines {
+            let (name, value) = line
+                .split_once(':')
+                .ok_or_else(|| format!("bad header line {line:?}"))?;
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+        let mut r = Response {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if (100..200).contains(&status) {
+            return Err(format!("unexpected interim response {status}"));
+        }
+        if head_only || status == 204 || status == 304 {
+            return Ok(r);
+        }
+        let chunked = r
+            .header("transfer-encoding")
+            .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
+        if chunked {
+            r.body = self.read_chunked()?;
+        } else if let Some(len) = r.header("content-length") {
+            let len: usize = len
+                .parse()
+                .map_err(|_| format!("bad Content-Length {len:?}"))?;
+            r.body = self.take(len)?;
+        } else {
+            // Neither: the body runs to the end of the connection.
+            loop {
+                match self.fill() {
+                    Ok(()) => {}
+                    Err(e) if e == "connection closed" => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            r.body = std::mem::take(&mut self.buf);
+            r.headers.push(("connection".into(), "close".into()));
+        }
+        Ok(r)
+    }
+
+    fn read_chunked(&mut self) -> Result<Vec<u8>, String> {
+        let mut body = Vec::new();
+        loop {
+            let line = self.line()?;
+            let size = line.split(';').next().unwrap_or_default().trim();
+            let size = usize::from_str_radix(size, 16)
+                .map_err(|_| format!("bad chunk size line {line:?}"))?;
+            if size == 0 {
+                // Trailer fields, then the empty line.
+                while !self.line()?.is_empty() {}
+                return Ok(body);
+            }
+            body.extend(self.take(size)?);
+            if !self.line()?.is_empty() {
+                return Err("chunk data not followed by CRLF".into());
+            }
+        }
+    }
+
+    fn line(&mut self) -> Result<String, String> {
+        loop {
+            if let Some(i) = find(&self.buf, b"\r\n") {
+                let line = String::from_utf8_lossy(&self.buf[..i]).into_owned();
+                self.buf.drain(..i + 2);
+                return Ok(line);
+            }
+            self.fill()?;
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        while self.buf.len() < n {
+            self.fill()?;
+        }
+        Ok(self.buf.drain(..n).collect())
+    }
+
+    fn fill(&mut self) -> Result<(), String> {
+        let mut tmp = [0u8; 16 * 1024];
+        match self.stream.read(&mut tmp) {
+            Ok(0) => Err("connection closed".into()),
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                Ok(())
+            }
+            Err(e) => Err(format!("read: {e}")),
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The last lines of a log file.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(30);
+    if lines.is_empty() {
+        "(empty)".into()
+    } else {
+        lines[from..].join("\n")
+    }
+}
+
+/// A child we started as the leader of its own process group (its pid is the group id).
+/// Dropping it kills whatever is left of the group, so a failing check leaves nothing behind.
+struct Group {
+    child: Child,
+    pgid: libc::pid_t,
+    done: bool,
+}
+
+impl Group {
+    fn new(child: Child) -> Group {
+        let pgid = child.id() as libc::pid_t;
+        Group {
+            child,
+            pgid,
+            done: false,
+        }
+    }
+
+    /// Whether any process of the group exists (a leader not yet reaped counts).
+    fn alive(&self) -> bool {
+        // SAFETY: signal 0 only checks that some process of the group exists.
+        unsafe { libc::kill(-self.pgid, 0) == 0 }
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: the group is ours; a group that is gone gives ESRCH, which is fine.
+        unsafe {
+            libc::kill(-self.pgid, sig);
+        }
+    }
+
+    /// SIGTERM to the group, SIGKILL after `grace` (at once when zero), reaps the leader, and
+    /// errors if any process of the group is left. Members other than the leader are reaped by
+    /// init once orphaned, so the last check polls for a moment.
+    fn stop(&mut self, grace: Duration) -> Result<(), String> {
+        self.done = true;
+        let t = Instant::now();
+        if grace > Duration::ZERO {
+            self.signal(libc::SIGTERM);
+            while t.elapsed() < grace {
+                if matches!(self.child.try_wait(), Ok(Some(_))) && !self.alive() {
+                    return Ok(());
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+            eprintln!(
+                "  (group {} still there {grace:?} after SIGTERM: SIGKILL)",
+                self.pgid
+            );
+        }
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.alive() {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "processes of group {} still exist after SIGKILL",
+                    self.pgid
+                ));
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if !self.done {
+            self.signal(libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
