@@ -16,73 +16,71 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use volley::config::suite::{ServerKind, SuiteConfig};
+
 /// One reference server: where it lives and the lines that build and start it.
 struct RefServer {
-    name: &'static str,
+    name: String,
     /// Folder, relative to the repository root; build and start run in it.
-    dir: &'static str,
+    dir: PathBuf,
     /// Programs that must be found on PATH (or in /usr/sbin) for the lines below.
     needs: &'static [&'static str],
     /// Run once with `sh -c`; empty when there is nothing to build.
-    build: &'static str,
+    build: String,
     /// Run with `sh -c` in its own process group, `{port}` replaced by the port.
-    start: &'static str,
+    start: String,
     /// Extra environment for build and start (PORT is always set).
-    env: &'static [(&'static str, &'static str)],
+    env: Vec<(String, String)>,
 }
 
-/// The reference servers. The one place that says how each is built and started: the suite
-/// (`suites/quick.toml`) carries the same lines.
-const SERVERS: &[RefServer] = &[
-    RefServer {
-        name: "go",
-        dir: "servers/go",
-        needs: &["go"],
-        build: "go build -o server .",
-        start: "exec ./server",
-        env: &[],
-    },
-    RefServer {
-        name: "node",
-        dir: "servers/node",
-        needs: &["node"],
-        build: "",
-        start: "exec node server.js",
-        env: &[],
-    },
-    RefServer {
-        name: "python",
-        dir: "servers/python",
-        needs: &["python3"],
-        build: "python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt",
-        start: "exec .venv/bin/uvicorn app:app --host 127.0.0.1 --port {port} --no-access-log",
-        env: &[("PIP_DISABLE_PIP_VERSION_CHECK", "1")],
-    },
-    RefServer {
-        name: "java",
-        dir: "servers/java",
-        needs: &["javac", "java"],
-        build: "javac -d out Server.java",
-        start: "exec java -cp out Server",
-        env: &[],
-    },
-    RefServer {
-        name: "rust",
-        dir: "servers/rust",
-        needs: &["cargo"],
-        build: "cargo build --release --locked",
-        start: "exec ./target/release/server",
-        env: &[],
-    },
-    RefServer {
-        name: "nginx",
-        dir: "servers/nginx",
-        needs: &["nginx"],
-        build: "",
-        start: "exec ./start.sh",
-        env: &[],
-    },
+/// The toolchain each reference server needs, for a clear message when one is missing.
+const NEEDS: &[(&str, &[&str])] = &[
+    ("go", &["go"]),
+    ("node", &["node"]),
+    ("python", &["python3"]),
+    ("java", &["javac", "java"]),
+    ("rust", &["cargo"]),
+    ("nginx", &["nginx"]),
 ];
+
+/// The reference servers, with the build and start lines of `suites/quick.toml` (read through
+/// volley's own suite parser), so the suite and this test cannot drift apart.
+fn servers() -> Vec<RefServer> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let suite = SuiteConfig::load(&root.join("suites/quick.toml"), 2)
+        .unwrap_or_else(|e| panic!("suites/quick.toml: {e}"));
+    let out: Vec<RefServer> = suite
+        .servers
+        .iter()
+        .map(|s| {
+            let ServerKind::Managed(m) = &s.kind else {
+                panic!("quick.toml server {} is not a managed server", s.name)
+            };
+            let needs = NEEDS
+                .iter()
+                .find(|(n, _)| *n == s.name)
+                .map(|(_, p)| *p)
+                .unwrap_or_else(|| panic!("no toolchain listed for server {}", s.name));
+            let mut env = m.env.clone();
+            env.push(("PIP_DISABLE_PIP_VERSION_CHECK".into(), "1".into()));
+            RefServer {
+                name: s.name.clone(),
+                dir: m.dir.clone(),
+                needs,
+                build: m.build.clone().unwrap_or_default(),
+                start: m.start.clone(),
+                env,
+            }
+        })
+        .collect();
+    let names: Vec<&str> = out.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        NEEDS.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        "quick.toml holds every reference server"
+    );
+    out
+}
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(900);
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -92,9 +90,10 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 #[test]
 fn reference_servers_meet_the_contract() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let missing: Vec<String> = SERVERS
+    let servers: &'static [RefServer] = Box::leak(servers().into_boxed_slice());
+    let missing: Vec<String> = servers
         .iter()
-        .flat_map(|s| s.needs.iter().map(move |p| (s.name, *p)))
+        .flat_map(|s| s.needs.iter().map(move |p| (s.name.as_str(), *p)))
         .filter(|(_, program)| find_program(program).is_none())
         .map(|(name, program)| format!("{program} (for the {name} server)"))
         .collect();
@@ -109,10 +108,10 @@ fn reference_servers_meet_the_contract() {
     let started = Instant::now();
 
     // Builds in parallel (network-bound pip next to CPU-bound cargo); servers one by one.
-    let builds: Vec<_> = SERVERS
+    let builds: Vec<_> = servers
         .iter()
         .map(|s| {
-            let dir = root.join(s.dir);
+            let dir = root.join(&s.dir);
             let log = logs.path().join(format!("{}-build.log", s.name));
             thread::spawn(move || build(s, &dir, &log))
         })
@@ -126,11 +125,11 @@ fn reference_servers_meet_the_contract() {
         .collect();
 
     let mut failures = Vec::new();
-    for (s, built) in SERVERS.iter().zip(built) {
+    for (s, built) in servers.iter().zip(built) {
         let outcome = built.and_then(|took| {
             eprintln!("[{}] built in {:.1?}", s.name, took);
             let t = Instant::now();
-            check_server(s, &root.join(s.dir), logs.path())?;
+            check_server(s, &root.join(&s.dir), logs.path())?;
             eprintln!(
                 "[{}] contract met, stopped cleanly ({:.1?})",
                 s.name,
@@ -148,7 +147,7 @@ fn reference_servers_meet_the_contract() {
         failures.is_empty(),
         "{} of {} reference servers failed:\n\n{}",
         failures.len(),
-        SERVERS.len(),
+        servers.len(),
         failures.join("\n\n")
     );
 }
@@ -186,7 +185,7 @@ fn shell(s: &RefServer, line: &str, dir: &Path, log: &Path) -> Command {
     let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
     dirs.extend([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")]);
     cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
-    for (k, v) in s.env {
+    for (k, v) in &s.env {
         cmd.env(k, v);
     }
     cmd
@@ -197,7 +196,7 @@ fn build(s: &RefServer, dir: &Path, log: &Path) -> Result<Duration, String> {
     if s.build.is_empty() {
         return Ok(t.elapsed());
     }
-    let child = shell(s, s.build, dir, log)
+    let child = shell(s, &s.build, dir, log)
         .spawn()
         .map_err(|e| format!("cannot run the build line `{}`: {e}", s.build))?;
     let mut group = Group::new(child);

@@ -94,13 +94,15 @@ fn signal_name(sig: i32) -> &'static str {
 
 /// A started server.
 pub struct Running {
-    /// The `sh -c` process (usually replaced by the server through exec); its pid is the
-    /// process group id.
+    /// The `sh -c` process (replaced by the server when the start line `exec`s it, as it
+    /// should: dash otherwise stays the server's parent); its pid is the process group id.
     pub child: Child,
     /// Where it listens.
     pub port: u16,
     /// Its stderr, for the tail shown with failures.
     pub stderr_log: std::path::PathBuf,
+    /// Its own `TMPDIR`, removed after the stop (run dirs such as nginx's go with it).
+    pub tmp: Option<std::path::PathBuf>,
 }
 
 impl Running {
@@ -135,6 +137,16 @@ pub fn start(
         .stdout(out)
         .stderr(err)
         .process_group(0);
+    // A fresh TMPDIR per cell, unless the suite sets one: what a server leaves there (nginx's
+    // run dir, say) is removed with it after the stop.
+    let tmp = if m.env.iter().any(|(k, _)| k == "TMPDIR") {
+        None
+    } else {
+        let t = std::env::temp_dir().join(format!("volley-bench-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&t).map_err(|e| format!("cannot create {}: {e}", t.display()))?;
+        cmd.env("TMPDIR", &t);
+        Some(t)
+    };
     for (k, v) in &m.env {
         cmd.env(k, substitute(v, port));
     }
@@ -159,6 +171,7 @@ pub fn start(
         child,
         port,
         stderr_log: logs.1.to_path_buf(),
+        tmp,
     })
 }
 
@@ -273,6 +286,9 @@ pub fn stop(r: &mut Running) -> Stopped {
     let (killed, left) = stop_group(&mut r.child, pgid, STOP_GRACE);
     out.killed = killed;
     out.left = left;
+    if let Some(t) = r.tmp.take() {
+        let _ = std::fs::remove_dir_all(t);
+    }
     out
 }
 
