@@ -28,6 +28,8 @@ pub enum Command {
     /// Run a suite: build the servers, then every server × scenario cell with a fresh server
     /// process, the monitor attached, and every result saved at once.
     Bench(BenchArgs),
+    /// Re-render saved results (RunResult files, suite.json files or results folders).
+    Report(ReportArgs),
 }
 
 /// How request arrivals are spread in an open-loop (`-R`) run.
@@ -143,6 +145,22 @@ pub struct RunArgs {
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub monitor_interval: Option<Duration>,
 
+    /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'rps>5000' (a broken one exits 1).
+    #[arg(long)]
+    pub threshold: Vec<String>,
+
+    /// Write the result as CSV (one row, every scalar) to PATH.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+
+    /// Write Markdown tables (throughput, percentiles, server cost) to PATH.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+
+    /// Write a self-contained HTML report (opens offline) to PATH.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+
     /// No live progress line.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -189,6 +207,26 @@ pub struct BenchArgs {
     /// Results folder [default: results/<suite>-<UTC timestamp>/]; must be new or empty.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `volley report` flags.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// RunResult JSON files, suite.json files or `volley bench` results folders.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Write a self-contained HTML report to PATH.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+
+    /// Write Markdown tables to PATH.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+
+    /// Write CSV (one row per cell) to PATH.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {

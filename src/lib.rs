@@ -79,6 +79,7 @@ pub fn run(cli: cli::Cli, argv: Vec<String>) -> ExitCode {
             });
             harness::execute(&args, &INTERRUPTS)
         }
+        cli::Command::Report(args) => report::execute(&args),
         cli::Command::Serve(args) => match serve::run(&args.bind, args.port) {
             Ok(()) => ExitCode::Ok,
             Err(e) => {

@@ -69,6 +69,9 @@ pub struct RunResult {
     /// Human-readable warnings the summary showed.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// `--threshold` criteria and whether they held (absent without thresholds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::config::threshold::Checked>,
 }
 
 /// Environment of the run.

@@ -13,7 +13,7 @@ use crate::monitor::client::{allowed_cpus, saturation};
 use crate::monitor::procfs;
 use crate::monitor::server::{self, ServerMonitor};
 use crate::plan::Plan;
-use crate::report::Format;
+use crate::report::{Format, Report};
 use crate::result::*;
 use crate::stats::histogram::encode;
 use crate::stats::Percentiles;
@@ -58,6 +58,13 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         },
         _ => None,
     };
+    let mut report_files = Vec::new();
+    for (flag, path, _) in cfg.reports.each() {
+        match File::create(path) {
+            Ok(f) => report_files.push(f),
+            Err(e) => return fail(ExitCode::Usage, &format!("{flag} {}: {e}", path.display())),
+        }
+    }
     let hdr_log: Option<Box<dyn Write + Send>> = match &cfg.hdr_log {
         Some(p) => match File::create(p) {
             Ok(f) => Some(Box::new(BufWriter::new(f))),
@@ -84,8 +91,9 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         server_died,
         hdr_log_error,
     } = m;
-    let summary = Format::Terminal.reporter().render(&result);
-    let mut code = if result.requests.completed > 0 {
+    let summary = Format::Terminal.render_run(&result);
+    let broken = result.thresholds.iter().any(|t| !t.pass);
+    let mut code = if result.requests.completed > 0 && !broken {
         ExitCode::Ok
     } else {
         ExitCode::NoResponse
@@ -101,7 +109,7 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     match &cfg.json {
         Some(JsonOut::Stdout) => {
             eprint!("{summary}");
-            let json = Format::Json.reporter().render(&result);
+            let json = Format::Json.render_run(&result);
             let mut so = std::io::stdout().lock();
             if so
                 .write_all(json.as_bytes())
@@ -118,9 +126,18 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         }
     }
     if let (Some(mut f), Some(JsonOut::File(p))) = (json_file, &cfg.json) {
-        let json = Format::Json.reporter().render(&result);
+        let json = Format::Json.render_run(&result);
         if let Err(e) = f.write_all(json.as_bytes()).and_then(|_| f.sync_all()) {
             eprintln!("volley: --json {}: {e}", p.display());
+            code = code.max_precedence(ExitCode::Failed);
+        }
+    }
+    let report = Report::single(result.clone());
+    for ((flag, path, format), file) in cfg.reports.each().into_iter().zip(report_files) {
+        let text = format.reporter().render(&report);
+        let mut f = file;
+        if let Err(e) = f.write_all(text.as_bytes()).and_then(|_| f.sync_all()) {
+            eprintln!("volley: {flag} {}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         }
     }
@@ -328,7 +345,7 @@ pub fn build_result(
         .ok()
         .and_then(|t| procfs::parse_cpu_model(&t));
     let warm = &agg.warmup;
-    RunResult {
+    let mut result = RunResult {
         schema: RUN_SCHEMA.to_string(),
         volley_version: env!("CARGO_PKG_VERSION").to_string(),
         argv: cfg.argv.clone(),
@@ -423,7 +440,10 @@ pub fn build_result(
             connections_opened: warm.connections_opened,
         }),
         warnings,
-    }
+        thresholds: Vec::new(),
+    };
+    result.thresholds = cfg.thresholds.iter().map(|t| t.check(&result)).collect();
+    result
 }
 
 /// CPUs online on the machine (volley may be allowed fewer: see `env.pinning`).

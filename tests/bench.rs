@@ -252,12 +252,52 @@ connections = 2
     assert!(stdout.contains("good"), "{stdout}");
     assert!(stdout.contains("failed [1]"), "{stdout}");
     assert!(stdout.contains("suite.json"), "{stdout}");
+    assert!(
+        stdout.contains("servers pinned to CPU 1, volley not pinned"),
+        "{stdout}"
+    );
     assert!(stderr.contains("[1/6] good"), "progress: {stderr}");
     assert!(stderr.contains("ETA"), "progress: {stderr}");
     assert!(took < Duration::from_secs(60), "took {took:?}");
 
     let left = processes_with(&marker);
     assert!(left.is_empty(), "processes left behind: {left:?}");
+}
+
+#[test]
+fn a_url_server_is_measured_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"1s\"\n[[server]]\nname = \"there\"\nurl = \"http://{}/\"\n[[scenario]]\nname = \"hello\"\npath = \"/hello\"\nconnections = 2\n",
+        server.addr
+    );
+    let (o, out) = bench(dir.path(), &suite, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let idx = index(&out);
+    let r = &idx["rows"][0];
+    assert_eq!(r["status"], "ok");
+    assert!(r["log"].is_null(), "no lifecycle, no server log");
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join(r["path"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        run["target"]["url"],
+        format!("http://{}/hello", server.addr)
+    );
+    assert!(run["server"].is_null(), "no monitor without a process");
+    assert!(run["requests"]["completed"].as_u64().unwrap() > 0);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("servers not pinned, volley not pinned"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -339,6 +379,7 @@ fn a_failed_build_fails_only_its_server() {
     for r in rows(&idx, "broken") {
         assert_eq!(r["status"], "failed");
         assert!(r["reason"].as_str().unwrap().starts_with("build failed"));
+        assert_eq!(r["stderr_tail"][0], "error[E0425]: cannot find value");
     }
     for r in rows(&idx, "fine") {
         assert_eq!(r["status"], "ok");

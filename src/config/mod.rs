@@ -2,6 +2,7 @@
 //! Every error names the flag or file it came from (exit code 2).
 
 pub mod suite;
+pub mod threshold;
 pub mod units;
 
 use std::path::PathBuf;
@@ -254,6 +255,39 @@ pub struct LoadConfig {
     pub think_time: Duration,
     /// Virtual-user ramp (`--users` / `--stages`); `None` for plain closed or open loop.
     pub ramp: Option<RampConfig>,
+    /// Pass/fail criteria (`--threshold`).
+    pub thresholds: Vec<threshold::Threshold>,
+    /// Report files to write (`--csv`, `--markdown`, `--html`).
+    pub reports: ReportPaths,
+}
+
+/// Where the report files go (`--csv`, `--markdown`, `--html`, also of `volley report`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReportPaths {
+    /// CSV, one row per cell.
+    pub csv: Option<PathBuf>,
+    /// Markdown tables.
+    pub markdown: Option<PathBuf>,
+    /// Self-contained HTML.
+    pub html: Option<PathBuf>,
+}
+
+impl ReportPaths {
+    /// (flag, path, format) of each requested file.
+    pub fn each(&self) -> Vec<(&'static str, &PathBuf, crate::report::Format)> {
+        use crate::report::Format;
+        let mut v = Vec::new();
+        if let Some(p) = &self.csv {
+            v.push(("--csv", p, Format::Csv));
+        }
+        if let Some(p) = &self.markdown {
+            v.push(("--markdown", p, Format::Markdown));
+        }
+        if let Some(p) = &self.html {
+            v.push(("--html", p, Format::Html));
+        }
+        v
+    }
 }
 
 /// A virtual-user run: the schedule and how it was asked for.
@@ -543,6 +577,16 @@ impl LoadConfig {
             }
         });
         let monitor = monitor_config(a.pid, a.monitor_interval)?;
+        let thresholds = a
+            .threshold
+            .iter()
+            .map(|t| threshold::parse(t).map_err(|m| ConfigError::flag("--threshold", m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let reports = ReportPaths {
+            csv: a.csv.clone(),
+            markdown: a.markdown.clone(),
+            html: a.html.clone(),
+        };
         let seed = a.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -572,6 +616,8 @@ impl LoadConfig {
             argv,
             think_time: a.think_time.unwrap_or(Duration::ZERO),
             ramp,
+            thresholds,
+            reports,
         })
     }
 }

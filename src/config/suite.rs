@@ -261,7 +261,9 @@ const SERVER_KEYS: &[&str] = &[
     "version",
 ];
 /// `volley run` flags a scenario may not set: the harness sets them per cell.
-const HARNESS_FLAGS: &[&str] = &["url", "json", "hdr_log", "pid", "quiet"];
+const HARNESS_FLAGS: &[&str] = &[
+    "url", "json", "hdr_log", "pid", "quiet", "csv", "markdown", "html",
+];
 
 impl SuiteConfig {
     /// Reads, checks and expands a suite file. `cores` is how many CPUs volley may use (for the
@@ -603,13 +605,26 @@ impl SuiteConfig {
                 let known = key == "path"
                     || key == "keepalive"
                     || key == "headers"
-                    || (key != "no_keepalive" && key != "header" && run_flags.contains(&flag_name));
+                    || key == "thresholds"
+                    || (!["no_keepalive", "header", "threshold"].contains(&key.as_str())
+                        && run_flags.contains(&flag_name));
                 if !known {
                     let mut keys: Vec<String> = run_flags
                         .iter()
                         .filter(|f| {
-                            !["json", "hdr-log", "pid", "quiet", "header", "no-keepalive"]
-                                .contains(&f.as_str())
+                            ![
+                                "json",
+                                "hdr-log",
+                                "pid",
+                                "quiet",
+                                "header",
+                                "no-keepalive",
+                                "threshold",
+                                "csv",
+                                "markdown",
+                                "html",
+                            ]
+                            .contains(&f.as_str())
                         })
                         .map(|f| f.replace('-', "_"))
                         .collect();
@@ -617,6 +632,7 @@ impl SuiteConfig {
                         "path".into(),
                         "keepalive".into(),
                         "headers".into(),
+                        "thresholds".into(),
                         "servers".into(),
                     ]);
                     keys.sort();
@@ -626,10 +642,11 @@ impl SuiteConfig {
                         format!("{at}: unknown key `{key}` (scenario keys are `volley run` long flags in snake_case: {})", keys.join(", ")),
                     ));
                 }
-                // A list is an axis, except a list of strings under `headers` (several headers).
+                // A list is an axis, except a list of strings under `headers` or `thresholds`
+                // (several headers or thresholds of one cell).
                 let list = match v.get_ref() {
                     DeValue::Array(a)
-                        if key != "headers"
+                        if !(key == "headers" || key == "thresholds")
                             || a.iter().any(|e| !matches!(e.get_ref(), DeValue::String(_))) =>
                     {
                         if a.is_empty() {
@@ -826,6 +843,7 @@ fn flag_matches(flag: &str, key: &str) -> bool {
     let want = match key {
         "keepalive" => "no-keepalive".to_string(),
         "headers" => "header".to_string(),
+        "thresholds" => "threshold".to_string(),
         k => k.replace('_', "-"),
     };
     if key == "path" {
@@ -1070,6 +1088,25 @@ impl Parser_<'_> {
                 DeValue::Boolean(false) => Ok(("false".into(), vec!["--no-keepalive".into()])),
                 _ => Err(bad("must be true or false")),
             },
+            "thresholds" => {
+                let mut flags = Vec::new();
+                let mut label = Vec::new();
+                let items: Vec<&Val> = match v.get_ref() {
+                    DeValue::String(_) => vec![v],
+                    DeValue::Array(a) => a.iter().collect(),
+                    _ => {
+                        return Err(bad(
+                            "must be a string such as \"p99<10ms\" or a list of them",
+                        ))
+                    }
+                };
+                for e in items {
+                    let t = self.str(e, at, key)?;
+                    label.push(t.clone());
+                    flags.push(format!("--threshold={t}"));
+                }
+                Ok((label.join("; "), flags))
+            }
             "headers" => {
                 let mut flags = Vec::new();
                 let mut label = Vec::new();
@@ -1253,6 +1290,24 @@ start = "./a"
         ));
         assert_eq!((line, col, key.as_deref()), (9, 17, Some("servers")));
         assert!(msg.contains("no [[server]] is named `c`"), "{msg}");
+    }
+
+    #[test]
+    fn thresholds_are_several_flags_of_one_cell() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nthresholds = [\"p99<10ms\", \"errors<1%\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.scenarios[0].cells.len(), 1);
+        assert_eq!(
+            s.scenarios[0].cells[0].flags[..2],
+            ["--threshold=p99<10ms", "--threshold=errors<1%"]
+        );
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nthresholds = [\"p99<10ms\", \"p98<1s\"]\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("thresholds")));
+        assert!(msg.contains("unknown metric `p98`"), "{msg}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::config::suite::{ServerKind, SuiteConfig};
 use crate::engine::{limits, transport};
 use crate::monitor::client::allowed_cpus;
 use crate::monitor::{procfs, server};
-use crate::report::Format;
+use crate::report::{Format, Report};
 use crate::result::*;
 use crate::ExitCode;
 use matrix::PlannedCell;
@@ -61,6 +61,7 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
         cells,
         interrupts,
         write_failed: false,
+        thresholds_broken: false,
     };
     if let Err(e) = h.save_index() {
         return usage(&format!("--out {}: {e}", h.out_dir.display()));
@@ -148,6 +149,7 @@ struct Harness<'a> {
     cells: Vec<PlannedCell>,
     interrupts: &'a AtomicUsize,
     write_failed: bool,
+    thresholds_broken: bool,
 }
 
 /// What one cell came to.
@@ -223,7 +225,9 @@ impl Harness<'_> {
             eprintln!("{}", prog.starting(i, &cell, t_start.elapsed()));
             let t_cell = Instant::now();
             let outcome = match failed_builds.get(&cell.server) {
-                Some(reason) => CellOutcome::failed(format!("build failed: {reason}"), Vec::new()),
+                Some((reason, tail)) => {
+                    CellOutcome::failed(format!("build failed: {reason}"), tail.clone())
+                }
                 None => self.run_cell(&cell),
             };
             let wall = t_cell.elapsed();
@@ -242,7 +246,8 @@ impl Harness<'_> {
             Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
         self.save_index_or_warn();
 
-        print!("{}", Format::suite_table(&self.index));
+        let report = Report::suite(self.index.clone(), &self.out_dir);
+        print!("{}", Format::Terminal.reporter().render(&report));
         let failed = self
             .index
             .rows
@@ -250,13 +255,22 @@ impl Harness<'_> {
             .filter(|r| !r.control && r.status == "failed")
             .count();
         println!(
-            "\n{} cells in {}: {} ok, {failed} failed. Results: {}",
+            "\n{} cells in {}: {} ok, {failed} failed{}. Results: {} (report: {})",
             self.index.rows.len(),
             progress::clock(t_start.elapsed()),
             self.index.rows.iter().filter(|r| r.status == "ok").count(),
-            self.out_dir.join("suite.json").display()
+            if self.thresholds_broken {
+                ", thresholds broken"
+            } else {
+                ""
+            },
+            self.out_dir.join("suite.json").display(),
+            self.out_dir.join("report.html").display()
         );
         let mut code = ExitCode::Ok;
+        if self.thresholds_broken {
+            code = ExitCode::NoResponse;
+        }
         if failed > 0 || self.write_failed {
             code = ExitCode::Failed;
         }
@@ -279,8 +293,9 @@ impl Harness<'_> {
         }
     }
 
-    /// Builds every managed server once; returns the failed ones with their reason.
-    fn build_all(&mut self) -> BTreeMap<String, String> {
+    /// Builds every managed server once; returns the failed ones with their reason and the
+    /// last lines of the build's output.
+    fn build_all(&mut self) -> BTreeMap<String, (String, Vec<String>)> {
         let mut failed = BTreeMap::new();
         for s in self.suite.servers.clone() {
             let ServerKind::Managed(m) = &s.kind else {
@@ -291,7 +306,7 @@ impl Harness<'_> {
                 continue;
             };
             if self.interrupted() {
-                failed.insert(s.name.clone(), "interrupted".to_string());
+                failed.insert(s.name.clone(), ("interrupted".to_string(), Vec::new()));
                 continue;
             }
             eprint!("build {}: {line} ... ", s.name);
@@ -310,12 +325,16 @@ impl Harness<'_> {
                     b.status = "failed".into();
                     b.reason = Some(reason.clone());
                     eprintln!("FAILED: {reason}");
-                    for l in lifecycle::tail(&log, lifecycle::TAIL_LINES) {
+                    let tail = lifecycle::tail(&log, lifecycle::TAIL_LINES);
+                    for l in &tail {
                         eprintln!("  | {l}");
                     }
                     failed.insert(
                         s.name.clone(),
-                        format!("{reason} (see {})", self.index.builds[bi].log),
+                        (
+                            format!("{reason} (see {})", self.index.builds[bi].log),
+                            tail,
+                        ),
                     );
                 }
             }
@@ -505,7 +524,7 @@ impl Harness<'_> {
         let mut headline = None;
         if let Some(r) = &o.result {
             let rel = format!("runs/{}.json", cell.id);
-            let json = Format::Json.reporter().render(r);
+            let json = Format::Json.render_run(r);
             match write_sync(&self.out_dir.join(&rel), json.as_bytes()) {
                 Ok(()) => path = Some(rel),
                 Err(e) => {
@@ -531,6 +550,16 @@ impl Harness<'_> {
         }
         row.path = path;
         row.headline = headline;
+        if let Some(r) = &o.result {
+            for t in r.thresholds.iter().filter(|t| !t.pass) {
+                row.notes.push(format!(
+                    "threshold broken: {} (measured {})",
+                    t.threshold,
+                    t.actual.map_or("nothing".into(), |a| a.to_string())
+                ));
+                self.thresholds_broken = true;
+            }
+        }
         row.wall_s = Some(round3(wall.as_secs_f64()));
         if matches!(
             self.suite.servers[cell.server_idx].kind,
@@ -539,6 +568,31 @@ impl Harness<'_> {
             row.log = Some(format!("logs/{}.stderr", cell.id));
         }
         self.save_index_or_warn();
+        self.write_reports();
+    }
+
+    /// `report.html`, `report.md` and `results.csv` of everything so far, after every cell, so
+    /// a crash still leaves a report.
+    fn write_reports(&mut self) {
+        let report = Report::suite(self.index.clone(), &self.out_dir);
+        for (name, format) in [
+            ("report.html", Format::Html),
+            ("report.md", Format::Markdown),
+            ("results.csv", Format::Csv),
+        ] {
+            let text = format.reporter().render(&report);
+            if let Err(e) =
+                crate::report::write_atomically(&self.out_dir.join(name), text.as_bytes())
+            {
+                if !self.write_failed {
+                    eprintln!(
+                        "volley bench: cannot write {}: {e}",
+                        self.out_dir.join(name).display()
+                    );
+                }
+                self.write_failed = true;
+            }
+        }
     }
 }
 

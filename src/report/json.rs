@@ -1,14 +1,19 @@
-//! RunResult as pretty-printed JSON.
+//! JSON: the RunResult of a single run; the suite index(es) otherwise.
 
+use super::model::Report;
 use super::Reporter;
-use crate::result::RunResult;
 
 /// JSON reporter.
 pub struct JsonReporter;
 
 impl Reporter for JsonReporter {
-    fn render(&self, result: &RunResult) -> String {
-        let mut s = serde_json::to_string_pretty(result).expect("RunResult always serializes");
+    fn render(&self, report: &Report) -> String {
+        let mut s = match (report.single_run(), report.suites.as_slice()) {
+            (Some(r), _) => serde_json::to_string_pretty(r),
+            (None, [one]) => serde_json::to_string_pretty(one),
+            (None, many) => serde_json::to_string_pretty(many),
+        }
+        .expect("results always serialize");
         s.push('\n');
         s
     }

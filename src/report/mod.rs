@@ -1,26 +1,37 @@
-//! Reporters: one format per file behind one trait (terminal summary, JSON; CSV, Markdown and
-//! HTML join here).
+//! Reporters: one format per file behind one trait (hyperfine's exporters are the model):
+//! terminal, JSON, CSV, Markdown, HTML. Each renders a `Report`: one run, or the cells of one
+//! or more suites.
 
+pub mod csv;
 pub mod format;
+pub mod html;
 pub mod json;
+pub mod markdown;
+pub mod model;
 pub mod suite_table;
 pub mod terminal;
 
-use crate::result::RunResult;
+pub use model::Report;
 
-/// Renders a RunResult in one format.
+/// Renders a report in one format.
 pub trait Reporter {
     /// The rendered text.
-    fn render(&self, result: &RunResult) -> String;
+    fn render(&self, report: &Report) -> String;
 }
 
 /// The formats volley writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// The human summary.
+    /// The human summary (one run) or the suite table.
     Terminal,
-    /// RunResult JSON.
+    /// RunResult JSON (one run) or the suite index.
     Json,
+    /// One row per cell, every scalar.
+    Csv,
+    /// Tables to paste into a README.
+    Markdown,
+    /// One self-contained page with charts and sortable tables.
+    Html,
 }
 
 impl Format {
@@ -29,11 +40,63 @@ impl Format {
         match self {
             Format::Terminal => Box::new(terminal::TerminalReporter),
             Format::Json => Box::new(json::JsonReporter),
+            Format::Csv => Box::new(csv::CsvReporter),
+            Format::Markdown => Box::new(markdown::MarkdownReporter),
+            Format::Html => Box::new(html::HtmlReporter),
         }
     }
 
-    /// The table `volley bench` ends with.
-    pub fn suite_table(index: &crate::result::SuiteIndex) -> String {
-        suite_table::render(index)
+    /// Renders one run.
+    pub fn render_run(self, r: &crate::result::RunResult) -> String {
+        self.reporter().render(&Report::single(r.clone()))
     }
+}
+
+/// `volley report INPUT... [--html P] [--markdown P] [--csv P]`: re-renders saved results.
+/// Without an output flag the terminal rendering goes to stdout.
+pub fn execute(args: &crate::cli::ReportArgs) -> crate::ExitCode {
+    use crate::ExitCode;
+    let report = match Report::load(&args.inputs) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("volley report: {e}");
+            return ExitCode::Usage;
+        }
+    };
+    let paths = crate::config::ReportPaths {
+        csv: args.csv.clone(),
+        markdown: args.markdown.clone(),
+        html: args.html.clone(),
+    };
+    let outputs = paths.each();
+    if outputs.is_empty() {
+        print!("{}", Format::Terminal.reporter().render(&report));
+        return ExitCode::Ok;
+    }
+    let mut code = ExitCode::Ok;
+    for (flag, path, format) in outputs {
+        let text = format.reporter().render(&report);
+        if let Err(e) = write_atomically(path, text.as_bytes()) {
+            eprintln!("volley report: {flag} {}: {e}", path.display());
+            code = code.max_precedence(ExitCode::Failed);
+        } else {
+            eprintln!("volley report: wrote {}", path.display());
+        }
+    }
+    code
+}
+
+/// Writes a file through a temporary neighbour and a rename, so a reader (a browser
+/// refreshing the report during a suite) never sees half of it.
+pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
 }

@@ -1,0 +1,241 @@
+//! Markdown: the tables a person pastes into a README or a blog post — throughput, latency
+//! percentiles and server cost per scenario, medians over the repetitions, with the
+//! environment and the settings underneath.
+
+use std::fmt::Write;
+
+use super::format::{bytes, micros, rate};
+use super::model::{median, Report, Series};
+use super::Reporter;
+use crate::result::RunResult;
+
+/// Markdown reporter.
+pub struct MarkdownReporter;
+
+impl Reporter for MarkdownReporter {
+    fn render(&self, report: &Report) -> String {
+        let mut o = String::new();
+        let _ = writeln!(o, "## {}\n", esc(&report.title));
+        let series = report.series();
+        let mut labels: Vec<&str> = Vec::new();
+        for s in &series {
+            if !labels.contains(&s.label.as_str()) {
+                labels.push(&s.label);
+            }
+        }
+        for label in labels {
+            let group: Vec<&Series> = series.iter().filter(|s| s.label == label).collect();
+            if report.single_run().is_none() {
+                let _ = writeln!(o, "### {}\n", esc(label));
+            }
+            if let Some(r) = group.iter().find_map(|s| s.ok().first().copied()) {
+                let _ = writeln!(o, "{}\n", esc(&describe_load(r)));
+            }
+            let _ = writeln!(
+                o,
+                "| server | req/s | min–max | p50 | p90 | p99 | p99.9 | p99.99 | max | errors | runs |"
+            );
+            let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+            for s in &group {
+                let ok = s.ok();
+                let runs = format!("{}/{}", ok.len(), s.cells.len());
+                let name = if s.control() {
+                    format!("{} (control)", s.server)
+                } else {
+                    s.server.clone()
+                };
+                if ok.is_empty() {
+                    let why = s.reason().unwrap_or_else(|| "no result".into());
+                    let _ = writeln!(
+                        o,
+                        "| {} | {} | | | | | | | | | {runs} |",
+                        esc(&name),
+                        esc(&format!("failed: {why}"))
+                    );
+                    continue;
+                }
+                let tput: Vec<f64> = ok.iter().map(|r| r.throughput_rps).collect();
+                let range = if ok.len() > 1 {
+                    format!(
+                        "{}–{}",
+                        rate(tput.iter().cloned().fold(f64::INFINITY, f64::min)),
+                        rate(tput.iter().cloned().fold(0.0, f64::max))
+                    )
+                } else {
+                    String::new()
+                };
+                let pct = |f: fn(&RunResult) -> Option<u64>| {
+                    median(
+                        &ok.iter()
+                            .filter_map(|r| f(r).map(|v| v as f64))
+                            .collect::<Vec<_>>(),
+                    )
+                    .map_or("-".into(), |v| micros(v.round() as u64))
+                };
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {range} | {} | {} | {} | {} | {} | {} | {} | {runs} |",
+                    esc(&name),
+                    median(&tput).map_or("-".into(), rate),
+                    pct(|r| r.latency_us.p50),
+                    pct(|r| r.latency_us.p90),
+                    pct(|r| r.latency_us.p99),
+                    pct(|r| r.latency_us.p99_9),
+                    pct(|r| r.latency_us.p99_99),
+                    pct(|r| r.latency_us.max),
+                    ok.iter().map(|r| r.requests.errors).sum::<u64>(),
+                );
+            }
+            o.push('\n');
+            // Server cost, where a monitor ran.
+            let costly: Vec<&&Series> = group
+                .iter()
+                .filter(|s| s.ok().iter().any(|r| r.server.is_some()))
+                .collect();
+            if !costly.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "| server | CPU µs/req | user µs/req | sys µs/req | syscalls/req | ctx switches/req | peak RSS | threads |"
+                );
+                let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|");
+                for s in costly {
+                    let ok = s.ok();
+                    let per = |f: fn(&RunResult) -> Option<f64>| {
+                        median(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+                            .map_or("-".into(), |v| format!("{v:.1}"))
+                    };
+                    let rss = ok
+                        .iter()
+                        .filter_map(|r| r.server.as_ref().map(|s| s.rss_max_bytes))
+                        .max();
+                    let threads = ok
+                        .iter()
+                        .filter_map(|r| r.server.as_ref().map(|s| s.threads_max))
+                        .max();
+                    let _ = writeln!(
+                        o,
+                        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                        esc(&s.server),
+                        per(|r| r.server.as_ref()?.per_request.cpu_us),
+                        per(|r| r.server.as_ref()?.per_request.user_us),
+                        per(|r| r.server.as_ref()?.per_request.sys_us),
+                        per(|r| r.server.as_ref()?.per_request.syscalls),
+                        per(|r| r.server.as_ref()?.per_request.ctx_switches),
+                        rss.map_or("-".into(), bytes),
+                        threads.map_or("-".into(), |t| t.to_string()),
+                    );
+                }
+                o.push('\n');
+            }
+        }
+        let _ = writeln!(o, "{}", esc(&environment(report)));
+        let _ = writeln!(
+            o,
+            "\nreq/s, percentiles and server figures are medians over the repetitions that finished (min–max: the range of req/s); latency is corrected for coordinated omission in open loop and is service time in closed loop."
+        );
+        o
+    }
+}
+
+/// `closed loop, 50 connections, 4 s, keep-alive, GET /` and the like.
+pub fn describe_load(r: &RunResult) -> String {
+    let l = &r.load;
+    let mut parts = Vec::new();
+    parts.push(match l.mode.as_str() {
+        "open" => format!(
+            "open loop at {} req/s over {} connections",
+            rate(l.rate_rps.unwrap_or(0.0)),
+            l.connections
+        ),
+        "ramp" => format!(
+            "{} users{}",
+            l.users.unwrap_or(l.connections),
+            l.spawn_rate
+                .map(|s| format!(" ramping at {s}/s"))
+                .unwrap_or_default()
+        ),
+        _ => format!("closed loop, {} connections", l.connections),
+    });
+    if let Some(d) = l.duration_s {
+        parts.push(format!("{d} s"));
+    }
+    if l.warmup_s > 0.0 {
+        parts.push(format!("{} s warm-up", l.warmup_s));
+    }
+    parts.push(
+        if l.keepalive {
+            "keep-alive"
+        } else {
+            "new connection per request"
+        }
+        .into(),
+    );
+    if l.think_time_s > 0.0 {
+        parts.push(format!("{} s think time", l.think_time_s));
+    }
+    let path = r
+        .target
+        .url
+        .splitn(4, '/')
+        .nth(3)
+        .map(|p| format!("/{p}"))
+        .unwrap_or_else(|| "/".into());
+    let body = if r.target.body_bytes > 0 {
+        format!(" with a {} body", bytes(r.target.body_bytes))
+    } else {
+        String::new()
+    };
+    parts.push(format!("{} {path}{body}", r.target.method));
+    parts.join(", ")
+}
+
+/// One line on where it ran.
+pub fn environment(report: &Report) -> String {
+    let first = report.cells.iter().find_map(|c| c.result.as_ref());
+    let (cpu, cores, kernel) = match (report.suites.first(), first) {
+        (Some(s), _) => (s.env.cpu_model.clone(), s.env.cores, s.env.kernel.clone()),
+        (None, Some(r)) => (r.env.cpu_model.clone(), r.env.cores, r.env.kernel.clone()),
+        (None, None) => (None, 0, None),
+    };
+    let pin = match (report.suites.first(), first) {
+        (Some(s), _) => (
+            s.env.pinning.server_cpus.clone(),
+            s.env.pinning.client_cpus.clone(),
+        ),
+        (None, Some(r)) => (
+            r.env.pinning.server_cpus.clone(),
+            Some(r.env.pinning.client_cpus.clone()),
+        ),
+        _ => (None, None),
+    };
+    let version = first.map_or(env!("CARGO_PKG_VERSION").to_string(), |r| {
+        r.volley_version.clone()
+    });
+    format!(
+        "Environment: {}, {cores} CPUs, Linux {}; server {}, volley {}; volley {version}.",
+        cpu.as_deref().unwrap_or("unknown CPU"),
+        kernel.as_deref().unwrap_or("?"),
+        pin.0.map_or("not pinned".into(), |c| format!("on CPU {c}")),
+        pin.1.map_or("not pinned".into(), |c| format!("on CPU {c}")),
+    )
+}
+
+/// Escapes what Markdown (and HTML inside it) would interpret in a table cell.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '|' => o.push_str("\\|"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            '`' | '*' | '_' | '[' | ']' | '\\' => {
+                o.push('\\');
+                o.push(ch);
+            }
+            '\n' | '\r' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}

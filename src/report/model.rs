@@ -1,0 +1,274 @@
+//! What a report is about: one run, or the cells of one or more suites, as loaded from the
+//! results on disk (`volley report`) or handed over by `volley run` / `volley bench`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::result::{RunResult, SuiteIndex, SUITE_SCHEMA};
+
+/// Everything a reporter renders.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The suite's name, or `METHOD URL` of a single run.
+    pub title: String,
+    /// The suite indexes the cells came from (empty for plain runs).
+    pub suites: Vec<SuiteIndex>,
+    /// Cells in run order.
+    pub cells: Vec<Cell>,
+}
+
+/// One measured (or failed) cell.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// Server name (a single run: the target's `host:port`).
+    pub server: String,
+    /// Scenario name (a single run: `run`).
+    pub scenario: String,
+    /// Axis values of the cell.
+    pub axes: BTreeMap<String, String>,
+    /// Repetition, from 1.
+    pub rep: u32,
+    /// `ok`, `failed`, `interrupted`, `skipped` or `pending`.
+    pub status: String,
+    /// Why it failed.
+    pub reason: Option<String>,
+    /// A control cell (never a failure).
+    pub control: bool,
+    /// The RunResult, when one was measured and could be read.
+    pub result: Option<RunResult>,
+}
+
+impl Cell {
+    /// `scenario axes` as shown in tables (`post-1k connections=3`).
+    pub fn label(&self) -> String {
+        let axes = self.axes_label();
+        if axes.is_empty() {
+            self.scenario.clone()
+        } else {
+            format!("{} {axes}", self.scenario)
+        }
+    }
+
+    /// `connections=3,rate=500`.
+    pub fn axes_label(&self) -> String {
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Cells that differ only by repetition: one line of a comparison table.
+#[derive(Debug, Clone)]
+pub struct Series<'a> {
+    /// Scenario and axes.
+    pub label: String,
+    /// Server.
+    pub server: String,
+    /// Every repetition, in order.
+    pub cells: Vec<&'a Cell>,
+}
+
+impl Series<'_> {
+    /// The results of the repetitions that finished.
+    pub fn ok(&self) -> Vec<&RunResult> {
+        self.cells
+            .iter()
+            .filter(|c| c.status == "ok")
+            .filter_map(|c| c.result.as_ref())
+            .collect()
+    }
+
+    /// Whether any cell is a control.
+    pub fn control(&self) -> bool {
+        self.cells.iter().any(|c| c.control)
+    }
+
+    /// The first failure reason, for cells that never finished.
+    pub fn reason(&self) -> Option<String> {
+        self.cells.iter().find_map(|c| c.reason.clone())
+    }
+}
+
+/// A result file or folder that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct LoadError {
+    /// The file or folder.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Report {
+    /// A report of one run.
+    pub fn single(r: RunResult) -> Report {
+        let server = r.target.addr.clone();
+        Report {
+            title: format!("{} {}", r.target.method, r.target.url),
+            suites: Vec::new(),
+            cells: vec![Cell {
+                server,
+                scenario: "run".into(),
+                axes: BTreeMap::new(),
+                rep: 1,
+                status: if r.interrupted { "interrupted" } else { "ok" }.into(),
+                reason: None,
+                control: false,
+                result: Some(r),
+            }],
+        }
+    }
+
+    /// A report of a suite whose RunResults are in `dir` (rows whose file is missing or
+    /// unreadable keep their status and lose their numbers).
+    pub fn suite(index: SuiteIndex, dir: &Path) -> Report {
+        let cells = index
+            .rows
+            .iter()
+            .map(|row| Cell {
+                server: row.server.clone(),
+                scenario: row.scenario.clone(),
+                axes: row.axes.clone(),
+                rep: row.rep,
+                status: row.status.clone(),
+                reason: row.reason.clone(),
+                control: row.control,
+                result: row.path.as_ref().and_then(|p| {
+                    std::fs::read_to_string(dir.join(p))
+                        .ok()
+                        .and_then(|t| RunResult::from_json(&t).ok())
+                }),
+            })
+            .collect();
+        let title = index
+            .suite
+            .get("suite")
+            .and_then(|s| s.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or("suite")
+            .to_string();
+        Report {
+            title,
+            suites: vec![index],
+            cells,
+        }
+    }
+
+    /// Loads RunResult files, `suite.json` files and results folders (holding `suite.json`)
+    /// into one report.
+    pub fn load(paths: &[PathBuf]) -> Result<Report, LoadError> {
+        let mut parts = Vec::new();
+        for p in paths {
+            parts.push(load_one(p)?);
+        }
+        let mut it = parts.into_iter();
+        let Some(mut report) = it.next() else {
+            return Err(LoadError {
+                path: String::new(),
+                message: "no result given".into(),
+            });
+        };
+        let mut n = 1;
+        for r in it {
+            n += 1;
+            report.suites.extend(r.suites);
+            report.cells.extend(r.cells);
+        }
+        if n > 1 {
+            report.title = format!("{n} results");
+        }
+        Ok(report)
+    }
+
+    /// The only run of a single-run report.
+    pub fn single_run(&self) -> Option<&RunResult> {
+        match (self.suites.is_empty(), self.cells.as_slice()) {
+            (true, [c]) => c.result.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Cells grouped by scenario+axes, then server, in order of first appearance.
+    pub fn series(&self) -> Vec<Series<'_>> {
+        let mut out: Vec<Series> = Vec::new();
+        for c in &self.cells {
+            let label = c.label();
+            match out
+                .iter_mut()
+                .find(|s| s.label == label && s.server == c.server)
+            {
+                Some(s) => s.cells.push(c),
+                None => out.push(Series {
+                    label,
+                    server: c.server.clone(),
+                    cells: vec![c],
+                }),
+            }
+        }
+        // Keep each scenario's servers together even when repetitions interleave them.
+        let order: Vec<String> = {
+            let mut o = Vec::new();
+            for s in &out {
+                if !o.contains(&s.label) {
+                    o.push(s.label.clone());
+                }
+            }
+            o
+        };
+        out.sort_by_key(|s| order.iter().position(|l| *l == s.label));
+        out
+    }
+}
+
+fn load_one(p: &Path) -> Result<Report, LoadError> {
+    let err = |m: String| LoadError {
+        path: p.display().to_string(),
+        message: m,
+    };
+    let file = if p.is_dir() {
+        let f = p.join("suite.json");
+        if !f.is_file() {
+            return Err(err(
+                "a folder without suite.json (not a volley bench results folder)".into(),
+            ));
+        }
+        f
+    } else {
+        p.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| err(e.to_string()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| err(format!("not JSON: {e}")))?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(SUITE_SCHEMA) => {
+            let index = SuiteIndex::from_json(&text).map_err(err)?;
+            let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+            Ok(Report::suite(index, &dir))
+        }
+        Some(s) if s.starts_with("volley.run/") => {
+            let r = RunResult::from_json(&text).map_err(err)?;
+            Ok(Report::single(r))
+        }
+        Some(s) => Err(err(format!(
+            "unknown schema `{s}` (expected volley.run/1 or volley.suite/1)"
+        ))),
+        None => Err(err("no `schema` key: not a volley result".into())),
+    }
+}
+
+/// Median of values (None when empty).
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
