@@ -260,8 +260,46 @@ connections = 2
     assert!(stderr.contains("ETA"), "progress: {stderr}");
     assert!(took < Duration::from_secs(60), "took {took:?}");
 
+    // Reports of everything so far are rewritten after every cell.
+    for f in ["report.html", "report.md", "results.csv"] {
+        assert!(out.join(f).is_file(), "{f} written");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| good |") && md.contains("exited with status 4"),
+        "{md}"
+    );
+
     let left = processes_with(&marker);
     assert!(left.is_empty(), "processes left behind: {left:?}");
+}
+
+#[test]
+fn broken_thresholds_in_a_suite_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"1s\"\n[[server]]\nname = \"a\"\nstart = \"{}\"\n[[scenario]]\nname = \"g\"\nthresholds = [\"rps>1\", \"p99<1us\"]\n",
+        serve_line()
+    );
+    let (o, out) = bench(dir.path(), &suite, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let idx = index(&out);
+    let r = &idx["rows"][0];
+    assert_eq!(r["status"], "ok", "a broken threshold is not a failed cell");
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("threshold broken: p99<1us")),
+        "{r:#}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("thresholds broken"));
 }
 
 #[test]

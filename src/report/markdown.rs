@@ -100,9 +100,10 @@ impl Reporter for MarkdownReporter {
                 let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|");
                 for s in costly {
                     let ok = s.ok();
-                    let per = |f: fn(&RunResult) -> Option<f64>| {
+                    // µs with one decimal, counts per request with two (0.04 context switches).
+                    let per = |f: fn(&RunResult) -> Option<f64>, digits: usize| {
                         median(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
-                            .map_or("-".into(), |v| format!("{v:.1}"))
+                            .map_or("-".into(), |v| format!("{v:.digits$}"))
                     };
                     let rss = ok
                         .iter()
@@ -116,11 +117,11 @@ impl Reporter for MarkdownReporter {
                         o,
                         "| {} | {} | {} | {} | {} | {} | {} | {} |",
                         esc(&s.server),
-                        per(|r| r.server.as_ref()?.per_request.cpu_us),
-                        per(|r| r.server.as_ref()?.per_request.user_us),
-                        per(|r| r.server.as_ref()?.per_request.sys_us),
-                        per(|r| r.server.as_ref()?.per_request.syscalls),
-                        per(|r| r.server.as_ref()?.per_request.ctx_switches),
+                        per(|r| r.server.as_ref()?.per_request.cpu_us, 1),
+                        per(|r| r.server.as_ref()?.per_request.user_us, 1),
+                        per(|r| r.server.as_ref()?.per_request.sys_us, 1),
+                        per(|r| r.server.as_ref()?.per_request.syscalls, 2),
+                        per(|r| r.server.as_ref()?.per_request.ctx_switches, 2),
                         rss.map_or("-".into(), bytes),
                         threads.map_or("-".into(), |t| t.to_string()),
                     );

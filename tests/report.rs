@@ -1,0 +1,249 @@
+//! Reports: golden files for Markdown and CSV (from saved suite results), `volley report`,
+//! report flags of `volley run`, and thresholds.
+//!
+//! The golden files are rewritten with `UPDATE_GOLDEN=1 cargo test --test report`; review the
+//! diff before committing it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use volley::report::{Format, Report};
+
+const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/report")
+        .join(name)
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+    if expected != actual {
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs from the golden file at line {}:\n  golden: {:?}\n  actual: {:?}\n(UPDATE_GOLDEN=1 rewrites it after a deliberate change)",
+            name,
+            first + 1,
+            expected.lines().nth(first),
+            actual.lines().nth(first)
+        );
+    }
+}
+
+fn load(name: &str) -> Report {
+    Report::load(&[fixture(name)]).unwrap()
+}
+
+#[test]
+fn markdown_and_csv_of_a_suite_match_the_golden_files() {
+    let quick = load("quick");
+    golden("quick.md", &Format::Markdown.reporter().render(&quick));
+    golden("quick.csv", &Format::Csv.reporter().render(&quick));
+    // Failures, a control, two repetitions.
+    let faults = load("faults");
+    golden("faults.md", &Format::Markdown.reporter().render(&faults));
+    golden("faults.csv", &Format::Csv.reporter().render(&faults));
+    golden("faults.txt", &Format::Terminal.reporter().render(&faults));
+}
+
+#[test]
+fn markdown_and_csv_of_one_run_match_the_golden_files() {
+    let run = load("quick/runs/rust__get__r1.json");
+    assert!(run.single_run().is_some());
+    golden("run.md", &Format::Markdown.reporter().render(&run));
+    golden("run.csv", &Format::Csv.reporter().render(&run));
+}
+
+#[test]
+fn csv_has_one_row_per_cell_and_every_scalar() {
+    let text = Format::Csv.reporter().render(&load("faults"));
+    let lines: Vec<&str> = text.split("\r\n").filter(|l| !l.is_empty()).collect();
+    let idx: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("faults/suite.json")).unwrap())
+            .unwrap();
+    assert_eq!(lines.len() - 1, idx["rows"].as_array().unwrap().len());
+    let header: Vec<&str> = lines[0].split(',').collect();
+    for col in [
+        "server",
+        "status",
+        "reason",
+        "throughput_rps",
+        "latency_us.p99_999",
+        "server.per_request.cpu_us",
+        "errors.connect",
+        "status_codes.200",
+    ] {
+        assert!(header.contains(&col), "column {col} missing: {header:?}");
+    }
+    assert!(
+        !lines[0].contains("latency_hdr"),
+        "histograms are not scalars"
+    );
+    let failed = lines.iter().find(|l| l.starts_with("dies,")).unwrap();
+    assert!(failed.contains("exited with status 4 before it was ready"));
+}
+
+#[test]
+fn markdown_escapes_what_came_from_outside() {
+    let mut r = load("quick");
+    r.cells[0].server = "<b>x|y</b>".into();
+    let md = Format::Markdown.reporter().render(&r);
+    assert!(md.contains("&lt;b&gt;x\\|y&lt;/b&gt;"), "{md}");
+    assert!(!md.contains("<b>"));
+}
+
+#[test]
+fn report_command_writes_every_format_and_names_bad_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (md, csv, html) = (
+        dir.path().join("r.md"),
+        dir.path().join("r.csv"),
+        dir.path().join("r.html"),
+    );
+    let o = Command::new(VOLLEY)
+        .arg("report")
+        .arg(fixture("quick"))
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(std::fs::read_to_string(&md).unwrap().contains("| rust |"));
+    assert!(std::fs::read_to_string(&csv)
+        .unwrap()
+        .starts_with("server,scenario"));
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .starts_with("<!doctype html>"));
+
+    // Without an output flag: the table on stdout.
+    let o = Command::new(VOLLEY)
+        .arg("report")
+        .arg(fixture("quick"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("post-1k"));
+
+    for bad in ["/no/such/result.json", env!("CARGO_MANIFEST_DIR")] {
+        let o = Command::new(VOLLEY).args(["report", bad]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(bad), "{bad}");
+    }
+    let not_volley = dir.path().join("x.json");
+    std::fs::write(&not_volley, "{\"a\": 1}").unwrap();
+    let o = Command::new(VOLLEY)
+        .arg("report")
+        .arg(&not_volley)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a volley result"));
+
+    let o = Command::new(VOLLEY)
+        .arg("report")
+        .arg(fixture("quick"))
+        .args(["--csv", "/no/such/dir/r.csv"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "an output that cannot be written");
+}
+
+fn run_with(extra: &[&str]) -> std::process::Output {
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", server.addr);
+    Command::new(VOLLEY)
+        .args(["run", &url, "-c", "2", "-d", "1s", "--quiet"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn thresholds_pass_fail_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let o = run_with(&[
+        "--threshold",
+        "rps>1",
+        "--threshold",
+        "errors<0.1%",
+        "--threshold",
+        "p99<1us",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "a broken threshold exits 1");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Thresholds   2 of 3 passed"), "{out}");
+    assert!(out.contains("FAIL p99<1us"), "{out}");
+    assert!(out.contains("pass rps>1"), "{out}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["thresholds"][2]["threshold"], "p99<1us");
+    assert_eq!(r["thresholds"][2]["pass"], false);
+    assert!(r["thresholds"][2]["actual"].as_f64().unwrap() >= 1.0);
+    assert_eq!(r["thresholds"][0]["pass"], true);
+
+    let o = run_with(&["--threshold", "rps>1"]);
+    assert_eq!(o.status.code(), Some(0));
+
+    let o = run_with(&["--threshold", "p98<1ms"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--threshold"));
+}
+
+#[test]
+fn run_writes_report_files_and_checks_their_paths_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (md, csv, html) = (
+        dir.path().join("r.md"),
+        dir.path().join("r.csv"),
+        dir.path().join("r.html"),
+    );
+    let o = run_with(&[
+        "--markdown",
+        md.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv_text.split("\r\n").filter(|l| !l.is_empty()).count(), 2);
+    assert!(std::fs::read_to_string(&md).unwrap().contains("req/s"));
+    assert!(std::fs::metadata(&html).unwrap().len() > 0);
+
+    let o = run_with(&["--csv", "/no/such/dir/r.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--csv /no/such/dir/r.csv"));
+}
