@@ -48,15 +48,21 @@ pub fn build(dir: &Path, line: &str, log: &Path, interrupts: &AtomicUsize) -> Re
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot run `sh -c {line}` in {}: {e}", dir.display()))?;
+    let pgid = child.id() as i32;
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("build `{line}` {}", describe(status))),
-            Ok(None) => {}
-            Err(e) => return Err(format!("build `{line}`: {e}")),
+        let done = match child.try_wait() {
+            Ok(Some(status)) if status.success() => Some(Ok(())),
+            Ok(Some(status)) => Some(Err(format!("build `{line}` {}", describe(status)))),
+            Ok(None) => None,
+            Err(e) => Some(Err(format!("build `{line}`: {e}"))),
+        };
+        if let Some(r) = done {
+            // Nothing a build started (a compiler daemon, say) outlives it: it would compete
+            // with the servers for the CPU.
+            let _ = stop_group(&mut child, pgid, Duration::from_secs(1));
+            return r;
         }
         if interrupts.load(Ordering::SeqCst) > 0 {
-            let pgid = child.id() as i32;
             let _ = stop_group(&mut child, pgid, Duration::from_secs(2));
             return Err("interrupted".into());
         }

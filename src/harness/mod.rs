@@ -561,11 +561,9 @@ impl Harness<'_> {
             }
         }
         row.wall_s = Some(round3(wall.as_secs_f64()));
-        if matches!(
-            self.suite.servers[cell.server_idx].kind,
-            ServerKind::Managed(_)
-        ) {
-            row.log = Some(format!("logs/{}.stderr", cell.id));
+        let log = format!("logs/{}.stderr", cell.id);
+        if self.out_dir.join(&log).is_file() {
+            row.log = Some(log);
         }
         self.save_index_or_warn();
         self.write_reports();
