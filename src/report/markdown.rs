@@ -33,9 +33,9 @@ impl Reporter for MarkdownReporter {
             }
             let _ = writeln!(
                 o,
-                "| server | req/s | min–max | p50 | p90 | p99 | p99.9 | p99.99 | max | errors | runs |"
+                "| server | req/s | min–max | p50 | p90 | p95 | p99 | p99.9 | p99.99 | max | errors | runs |"
             );
-            let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+            let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
             for s in &group {
                 let ok = s.ok();
                 let runs = format!("{}/{}", ok.len(), s.cells.len());
@@ -48,7 +48,7 @@ impl Reporter for MarkdownReporter {
                     let why = s.reason().unwrap_or_else(|| "no result".into());
                     let _ = writeln!(
                         o,
-                        "| {} | {} | | | | | | | | | {runs} |",
+                        "| {} | {} | | | | | | | | | | {runs} |",
                         esc(&name),
                         esc(&format!("failed: {why}"))
                     );
@@ -74,11 +74,12 @@ impl Reporter for MarkdownReporter {
                 };
                 let _ = writeln!(
                     o,
-                    "| {} | {} | {range} | {} | {} | {} | {} | {} | {} | {} | {runs} |",
+                    "| {} | {} | {range} | {} | {} | {} | {} | {} | {} | {} | {} | {runs} |",
                     esc(&name),
                     median(&tput).map_or("-".into(), rate),
                     pct(|r| r.latency_us.p50),
                     pct(|r| r.latency_us.p90),
+                    pct(|r| r.latency_us.p95),
                     pct(|r| r.latency_us.p99),
                     pct(|r| r.latency_us.p99_9),
                     pct(|r| r.latency_us.p99_99),
