@@ -192,6 +192,10 @@ pub struct Connections {
     pub opened: u64,
     /// Connections the server closed (with `Connection: close`, silently, or by reset).
     pub closed_by_server: u64,
+    /// Fresh connections on which the server spoke before any request was sent; each was
+    /// dropped and replaced after a back-off (absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unsolicited: u64,
 }
 
 /// Volley's own resource use over the measured window.
@@ -498,4 +502,8 @@ impl SuiteIndex {
         }
         Ok(r)
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }

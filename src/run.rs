@@ -315,6 +315,12 @@ pub fn build_result(
             c.errors.total()
         ));
     }
+    if c.unsolicited > 0 {
+        warnings.push(format!(
+            "{} fresh connections received bytes before any request was sent (a server that speaks first); each was dropped and replaced after a back-off",
+            c.unsolicited
+        ));
+    }
     if unsent > 0 {
         warnings.push(format!(
             "{unsent} requests were due but never sent (the connections were busy or down)"
@@ -409,6 +415,7 @@ pub fn build_result(
         connections: Connections {
             opened: c.connections_opened,
             closed_by_server: c.closed_by_server,
+            unsolicited: c.unsolicited,
         },
         latency_us: Percentiles::of(&agg.latency),
         service_time_us: Percentiles::of(&agg.service),

@@ -11,7 +11,12 @@ use common::*;
 
 #[test]
 fn stalls_show_in_corrected_latency_not_in_service_time() {
-    let s = stalling(Duration::from_secs(5), Duration::from_millis(500));
+    // Pauses at 2 s and 7 s: both inside the 10 s window, none at its end.
+    let s = stalling_from(
+        Duration::from_secs(2),
+        Duration::from_secs(5),
+        Duration::from_millis(500),
+    );
     let (code, j, stderr) = volley_json(
         &[
             "run",

@@ -88,6 +88,8 @@ pub struct Conn {
     pub responses: u64,
     /// Consecutive failed connects (for the back-off).
     pub connect_failures: u32,
+    /// Fresh connections in a row on which the server spoke before any request.
+    pub unsolicited_streak: u32,
     /// Ever connected during the run (for the warning about connections that never opened).
     pub ever_connected: bool,
     /// Listed in the worker's free list.
@@ -110,6 +112,7 @@ impl Conn {
             write_end: 0,
             responses: 0,
             connect_failures: 0,
+            unsolicited_streak: 0,
             ever_connected: false,
             in_free: false,
             flush_pending: false,

@@ -455,6 +455,24 @@ impl Worker {
         }
     }
 
+    /// The server sent bytes on a fresh connection before any request: drop it, count it, and
+    /// reconnect after a back-off that grows while it keeps happening.
+    fn unsolicited(&mut self, i: usize, now: u64) {
+        let measured = self.stage != Stage::Warmup;
+        let c = &mut self.conns[i];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        c.reset_socket();
+        c.unsolicited_streak += 1;
+        c.state = ConnState::Backoff {
+            until_ns: now + Conn::backoff_ns(c.unsolicited_streak),
+        };
+        if measured {
+            self.rec.counts(now).unsolicited += 1;
+        }
+    }
+
     fn connect_failed(&mut self, i: usize, now: u64, _e: io::Error) {
         let phase = self.phase();
         let c = &mut self.conns[i];
@@ -615,6 +633,13 @@ impl Worker {
                 }
                 Ok(n) => {
                     let now = self.shared.clock.now_ns();
+                    // Bytes count as they arrive (like bytes sent), so a body that never ends
+                    // is still seen in `bytes.received`.
+                    if self.stage == Stage::Warmup {
+                        self.rec.warmup.bytes_received += n as u64;
+                    } else {
+                        self.rec.counts(now).bytes_received += n as u64;
+                    }
                     if !self.on_bytes(i, n, now) {
                         return;
                     }
@@ -641,9 +666,16 @@ impl Worker {
         while off < n {
             let c = &mut self.conns[i];
             if c.inflight.is_empty() {
-                // Bytes nobody asked for (e.g. a 408 on an idle connection): the connection is
-                // no longer trustworthy; replace it.
-                self.close_and_replace(i, now, true);
+                if c.responses == 0 {
+                    // A fresh connection on which the server spoke first: replacing it at once
+                    // would loop as fast as the server accepts, so back off like a failed
+                    // connect.
+                    self.unsolicited(i, now);
+                } else {
+                    // Bytes nobody asked for on a used connection (e.g. a 408 after an idle
+                    // timeout): it is no longer trustworthy; replace it.
+                    self.close_and_replace(i, now, true);
+                }
                 return false;
             }
             match c.parser.feed(&self.read_buf[off..n]) {
@@ -652,13 +684,14 @@ impl Worker {
                     if let Some(resp) = done {
                         let c = &mut self.conns[i];
                         c.responses += 1;
+                        c.unsolicited_streak = 0;
                         c.ready_ns = now + self.shared.think_ns;
                         if self.shared.think_ns > 0 {
                             // Think times are all equal, so wake-ups come in completion order.
                             self.thinking.push_back((c.ready_ns, i));
                         }
                         let req = c.inflight.pop_front().expect("checked non-empty above");
-                        self.complete(req, resp.status, resp.wire_bytes, now);
+                        self.complete(req, resp.status, now);
                         if !resp.keep_alive || !self.shared.keepalive {
                             self.close_and_replace(i, now, !self.shared.template.asks_close);
                             return false;
@@ -683,17 +716,16 @@ impl Worker {
         true
     }
 
-    fn complete(&mut self, req: InFlight, status: u16, bytes: u64, now: u64) {
+    fn complete(&mut self, req: InFlight, status: u16, now: u64) {
         match req.phase {
             Phase::Warmup => {
                 self.rec.warmup.completed += 1;
-                self.rec.warmup.bytes_received += bytes;
             }
             Phase::Measured => {
                 let latency = ns_to_us(now.saturating_sub(req.start_ns));
                 let write = if req.write_ns == 0 { now } else { req.write_ns };
                 let service = ns_to_us(now.saturating_sub(write));
-                self.rec.response(now, latency, service, status, bytes);
+                self.rec.response(now, latency, service, status);
                 self.last_response_ns = now;
             }
         }
@@ -710,7 +742,7 @@ impl Worker {
                     if self.shared.think_ns > 0 {
                         self.thinking.push_back((c.ready_ns, i));
                     }
-                    self.complete(req, resp.status, resp.wire_bytes, now);
+                    self.complete(req, resp.status, now);
                 }
                 self.close_and_replace(i, now, !self.shared.template.asks_close);
             }

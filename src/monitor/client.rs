@@ -33,16 +33,21 @@ pub struct ClientSample {
 }
 
 /// Process CPU time from getrusage, in seconds (user, system), and peak RSS in bytes.
+///
+/// The peak comes from `VmHWM` in /proc/self/status, not from getrusage's `ru_maxrss`: Linux
+/// carries `ru_maxrss` across execve, so a volley started by a large process (a test runner,
+/// a CI agent) would report its parent's peak as its own.
 pub fn rusage_self() -> (f64, f64, u64) {
     // SAFETY: getrusage fills the struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (
-        secs(ru.ru_utime),
-        secs(ru.ru_stime),
-        ru.ru_maxrss as u64 * 1024,
-    )
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|t| procfs::parse_status_kib(&t, "VmHWM"))
+        .map(|kib| kib * 1024)
+        .unwrap_or(ru.ru_maxrss as u64 * 1024);
+    (secs(ru.ru_utime), secs(ru.ru_stime), peak)
 }
 
 /// Samples volley's CPU (process and worker threads) and the machine once a second.

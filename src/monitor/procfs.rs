@@ -129,6 +129,14 @@ pub fn parse_pid_stat(text: &str) -> Option<PidStat> {
     })
 }
 
+/// A `Name:   1234 kB` line of /proc/PID/status, in KiB.
+pub fn parse_status_kib(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
 /// Context switches of one thread from /proc/PID/task/TID/status. (In /proc/PID/status these
 /// are the main thread's only, not the process's.) `None` where the kernel does not report
 /// them (before 2.6.23).
@@ -201,6 +209,13 @@ pub fn parse_children(text: &str) -> Vec<i32> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn status_kib_lines() {
+        let t = "Name:\tvolley\nVmPeak:\t  20000 kB\nVmHWM:\t    9728 kB\n";
+        assert_eq!(parse_status_kib(t, "VmHWM"), Some(9728));
+        assert_eq!(parse_status_kib(t, "VmRSS"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -83,6 +83,9 @@ pub struct Counters {
     pub connections_opened: u64,
     /// Connections the server ended.
     pub closed_by_server: u64,
+    /// Fresh connections on which the server sent bytes before any request (replaced after a
+    /// back-off).
+    pub unsolicited: u64,
 }
 
 impl Default for Counters {
@@ -96,6 +99,7 @@ impl Default for Counters {
             bytes_received: 0,
             connections_opened: 0,
             closed_by_server: 0,
+            unsolicited: 0,
         }
     }
 }
@@ -113,6 +117,7 @@ impl Counters {
         self.bytes_received += o.bytes_received;
         self.connections_opened += o.connections_opened;
         self.closed_by_server += o.closed_by_server;
+        self.unsolicited += o.unsolicited;
     }
 
     /// Non-zero status codes in ascending order.
@@ -271,17 +276,9 @@ impl Recorder {
 
     /// A complete measured response: corrected latency, service time (µs) and status.
     #[inline]
-    pub fn response(
-        &mut self,
-        now_ns: u64,
-        latency_us: u64,
-        service_us: u64,
-        status: u16,
-        bytes: u64,
-    ) {
+    pub fn response(&mut self, now_ns: u64, latency_us: u64, service_us: u64, status: u16) {
         let c = self.counts(now_ns);
         c.completed += 1;
-        c.bytes_received += bytes;
         c.status[status as usize % STATUS_SLOTS] += 1;
         self.latency.saturating_record(latency_us);
         self.service.saturating_record(service_us);

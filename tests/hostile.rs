@@ -1,0 +1,159 @@
+//! Hostile servers: each run is bounded in time, ends with a clear error kind, keeps the
+//! counter invariant, and volley's memory stays small whatever the server sends.
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use common::*;
+
+/// volley's peak RSS must stay below this whatever the server does.
+const RSS_LIMIT: u64 = 64 << 20;
+
+fn run(url: &str, extra: &[&str]) -> (i32, serde_json::Value) {
+    let mut args = vec!["run", url, "-t", "1", "-d", "1s", "--timeout", "1s"];
+    if !extra.contains(&"-c") {
+        args.extend_from_slice(&["-c", "1"]);
+    }
+    args.extend_from_slice(extra);
+    let (code, j, stderr) = volley_json(&args, Duration::from_secs(20));
+    assert_invariant(&j);
+    let rss = j["client"]["rss_max_bytes"].as_u64().unwrap();
+    assert!(rss < RSS_LIMIT, "volley grew to {rss} bytes\n{stderr}");
+    (code, j)
+}
+
+fn n(j: &serde_json::Value, path: &[&str]) -> u64 {
+    let mut v = j;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_u64().unwrap_or_else(|| panic!("{path:?} in {j}"))
+}
+
+#[test]
+fn a_10_gib_body_is_streamed_and_counted_not_buffered() {
+    let s = spawn(|mut c, _| {
+        if c.read_request() {
+            let _ = c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10737418240\r\n\r\n");
+            let chunk = vec![b'x'; 256 * 1024];
+            while c.write(&chunk) {}
+        }
+    });
+    let (code, j) = run(&s.url("/"), &[]);
+    assert_eq!(code, 1, "no response completed");
+    assert_eq!(n(&j, &["errors", "timeout"]), 1, "{}", j["errors"]);
+    assert!(
+        n(&j, &["bytes", "received"]) > 50 << 20,
+        "the body was read as it came: {} bytes",
+        j["bytes"]["received"]
+    );
+}
+
+#[test]
+fn endless_headers_are_a_protocol_error() {
+    let s = spawn(|mut c, _| {
+        if c.read_request() {
+            let _ = c.write(b"HTTP/1.1 200 OK\r\n");
+            let line = format!("X-Pad: {}\r\n", "a".repeat(1000));
+            while c.write(line.as_bytes()) {}
+        }
+    });
+    let (code, j) = run(&s.url("/"), &[]);
+    assert_eq!(code, 1);
+    assert!(n(&j, &["errors", "protocol"]) >= 1, "{}", j["errors"]);
+    assert_eq!(n(&j, &["errors", "timeout"]), 0);
+}
+
+#[test]
+fn a_chunked_body_that_never_ends_times_out() {
+    let s = spawn(|mut c, _| {
+        if c.read_request() {
+            let _ = c.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+            let mut chunk = b"4000\r\n".to_vec();
+            chunk.extend(std::iter::repeat_n(b'y', 0x4000));
+            chunk.extend_from_slice(b"\r\n");
+            while c.write(&chunk) {}
+        }
+    });
+    let (code, j) = run(&s.url("/"), &[]);
+    assert_eq!(code, 1);
+    assert_eq!(n(&j, &["errors", "timeout"]), 1, "{}", j["errors"]);
+    assert!(n(&j, &["bytes", "received"]) > 10 << 20);
+}
+
+#[test]
+fn invalid_chunk_sizes_are_a_protocol_error() {
+    let s = answering(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n.\r\n0\r\n\r\n");
+    let (code, j) = run(&s.url("/"), &[]);
+    assert_eq!(code, 1);
+    assert!(n(&j, &["errors", "protocol"]) >= 1, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "completed"]), 0);
+}
+
+#[test]
+fn a_server_that_never_reads_times_out_the_write() {
+    let s = spawn(|c, _| {
+        // Accepts and holds the connection without reading a byte.
+        std::thread::sleep(Duration::from_secs(5));
+        drop(c);
+    });
+    // 8 MiB cannot fit into the socket buffers: the write itself stalls.
+    let (code, j) = run(&s.url("/"), &["--body-size", "8MiB"]);
+    assert_eq!(code, 1);
+    assert_eq!(n(&j, &["errors", "timeout"]), 1, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "sent"]), 1);
+}
+
+#[test]
+fn a_half_close_before_the_response_is_closed() {
+    let s = spawn(|mut c, _| {
+        if c.read_request() {
+            let _ = c.stream.shutdown(std::net::Shutdown::Write);
+            std::thread::sleep(Duration::from_secs(3));
+        }
+    });
+    let (code, j) = run(&s.url("/"), &[]);
+    assert_eq!(code, 1);
+    assert!(n(&j, &["errors", "closed"]) >= 1, "{}", j["errors"]);
+}
+
+#[test]
+fn a_server_that_speaks_first_is_backed_off_not_flooded() {
+    // Every connection gets a response before any request, then the server hangs up.
+    let s = spawn(|mut c, _| {
+        let _ = c.stream.write_all(OK);
+        std::thread::sleep(Duration::from_millis(200));
+    });
+    // Open loop at a low rate keeps connections idle, so the early bytes arrive first.
+    let (_code, j) = run(&s.url("/"), &["-R", "5", "-c", "4"]);
+    let opened = n(&j, &["connections", "opened"]);
+    let unsolicited = j["connections"]["unsolicited"].as_u64().unwrap_or(0);
+    assert!(unsolicited >= 1, "{}", j["connections"]);
+    // With a back-off growing to 100 ms, 4 slots open at most ~60 connections a second;
+    // without one they would open thousands.
+    assert!(opened < 200, "opened {opened} connections in 1 s");
+    assert!(j["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("before any request")));
+}
+
+#[test]
+fn one_byte_a_second_times_out() {
+    let s = spawn(|mut c, _| {
+        if c.read_request() {
+            for b in OK {
+                if !c.write(&[*b]) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    let (code, j) = run(&s.url("/"), &[]);
+    assert_eq!(code, 1);
+    assert_eq!(n(&j, &["errors", "timeout"]), 1, "{}", j["errors"]);
+}
