@@ -5,6 +5,23 @@
 //! artifact and `report` renders it. `serve` is the built-in reference server; `monitor`
 //! watches volley itself, the machine and (`--pid`) the server's process tree.
 
+// `eprintln!`/`eprint!` for every module below, shadowing std's: those panic when stderr
+// cannot be written (`2>/dev/full`, a closed pipe), and a benchmark must not crash over a
+// diagnostic. Failed writes to stderr are dropped.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod cli;
 pub mod config;
 pub mod engine;
@@ -53,6 +70,17 @@ impl ExitCode {
             self
         }
     }
+}
+
+/// Writes to standard output without panicking: a closed pipe (`| head`) or a full disk behind
+/// a redirect must not turn into a crash (`println!` panics on a failed write). False when the
+/// text could not be written.
+pub fn out(text: &str) -> bool {
+    use std::io::Write;
+    let mut so = std::io::stdout().lock();
+    so.write_all(text.as_bytes())
+        .and_then(|_| so.flush())
+        .is_ok()
 }
 
 /// Ctrl-C presses (and SIGTERM) since start; the engine drains on the first, stops on the second.

@@ -476,4 +476,113 @@ fn ctrl_c_keeps_the_cell_and_skips_the_rest() {
     assert_eq!(run["interrupted"], true);
     assert_eq!(r[1]["status"], "skipped");
     assert!(processes_with(&marker).is_empty(), "the server was stopped");
+    let md = std::fs::read_to_string(out.join("report.md")).expect("the report is kept");
+    assert!(md.contains("| a |"), "{md}");
+}
+
+/// Runs `volley bench` on a small tmpfs of its own (a private mount namespace, so nothing
+/// leaks), then copies the results out. Needs root, as CI and this project's machines are.
+fn bench_on_tmpfs(dir: &Path, suite: &str, size: &str) -> (Output, PathBuf) {
+    let mnt = dir.join("mnt");
+    let keep = dir.join("keep");
+    std::fs::create_dir_all(&mnt).unwrap();
+    std::fs::create_dir_all(&keep).unwrap();
+    let file = dir.join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size={size} volley-test {mnt} || exit 90; {VOLLEY} bench {file} --out {mnt}/out; rc=$?; cp -r {mnt}/out {keep}/ 2>/dev/null; exit $rc",
+        mnt = mnt.display(),
+        file = file.display(),
+        keep = keep.display()
+    );
+    let o = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_ne!(
+        o.status.code(),
+        Some(90),
+        "mounting a tmpfs needs root: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o, keep.join("out"))
+}
+
+#[test]
+fn a_full_disk_is_refused_before_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"1s\"\n[[server]]\nname = \"a\"\nstart = \"{}\"\n[[scenario]]\nname = \"g\"\n",
+        serve_line()
+    );
+    let (o, out) = bench_on_tmpfs(dir.path(), &suite, "2m");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("free") && e.contains("need about"), "{e}");
+    assert!(!out.exists(), "nothing was started");
+}
+
+#[test]
+fn a_disk_that_fills_up_loses_no_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    // The first cell's server fills the disk before it starts; the second frees it.
+    let start = format!(
+        "if [ ! -e {m}/filled ]; then touch {m}/filled; dd if=/dev/zero of={m}/filler bs=64k 2>/dev/null; else rm -f {m}/filler; fi; {serve}",
+        m = mnt.display(),
+        serve = serve_line()
+    );
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"1s\"\n[[server]]\nname = \"a\"\nstart = \"{start}\"\n[[scenario]]\nname = \"g\"\nconnections = [1, 2]\n"
+    );
+    let (o, out) = bench_on_tmpfs(dir.path(), &suite, "20m");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "everything was written in the end\n{stderr}"
+    );
+    assert!(stderr.contains("kept in memory"), "{stderr}");
+    assert!(stderr.contains("(it failed before)"), "{stderr}");
+    let idx = index(&out);
+    for r in idx["rows"].as_array().unwrap() {
+        assert_eq!(r["status"], "ok", "{r:#}");
+        let p = r["path"].as_str().expect("both results written");
+        assert!(out.join(p).is_file());
+        let notes = r["notes"].as_array().cloned().unwrap_or_default();
+        assert!(
+            !notes
+                .iter()
+                .any(|x| x.as_str().unwrap().contains("not written")),
+            "{r:#}"
+        );
+    }
+}
+
+#[test]
+fn a_disk_that_stays_full_shows_the_numbers_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    let start = format!(
+        "dd if=/dev/zero of={m}/filler-$PORT bs=64k 2>/dev/null; {serve}",
+        m = mnt.display(),
+        serve = serve_line()
+    );
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"1s\"\n[[server]]\nname = \"a\"\nstart = \"{start}\"\n[[scenario]]\nname = \"g\"\n"
+    );
+    let (o, _) = bench_on_tmpfs(dir.path(), &suite, "20m");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("could not be written"), "{stderr}");
+    assert!(stderr.contains("runs/a__g__r1.json"), "{stderr}");
+    // The measurement is in the final table all the same.
+    let line = stdout.lines().find(|l| l.starts_with("g ")).expect(&stdout);
+    assert!(!line.contains(" - "), "numbers shown: {line}");
 }

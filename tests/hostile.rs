@@ -157,3 +157,29 @@ fn one_byte_a_second_times_out() {
     assert_eq!(code, 1);
     assert_eq!(n(&j, &["errors", "timeout"]), 1, "{}", j["errors"]);
 }
+
+#[test]
+fn full_or_closed_outputs_are_not_a_crash() {
+    let s = normal();
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(["run", &s.url("/"), "-c", "1", "-d", "300ms"])
+        .stdout(full())
+        .stderr(full())
+        .status()
+        .unwrap();
+    assert_eq!(o.code(), Some(0), "the summary is lost, the run is not");
+    // With --json - the result itself is the output: losing it is a failure (3), not a panic.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(["run", &s.url("/"), "-c", "1", "-d", "300ms", "--json", "-"])
+        .stdout(full())
+        .stderr(full())
+        .status()
+        .unwrap();
+    assert_eq!(o.code(), Some(3));
+}

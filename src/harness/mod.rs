@@ -51,6 +51,9 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
         return usage(&format!("{}: {e}", args.suite.display()));
     }
     let out_dir = args.out.clone().unwrap_or_else(|| default_out(&suite.name));
+    if let Err(e) = check_space(&out_dir, cells.len()) {
+        return usage(&format!("--out {}: {e}", out_dir.display()));
+    }
     if let Err(e) = prepare_out(&out_dir) {
         return usage(&format!("--out {}: {e}", out_dir.display()));
     }
@@ -60,8 +63,9 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
         out_dir,
         cells,
         interrupts,
-        write_failed: false,
+        unwritten: Default::default(),
         thresholds_broken: false,
+        unsaved: BTreeMap::new(),
     };
     if let Err(e) = h.save_index() {
         return usage(&format!("--out {}: {e}", h.out_dir.display()));
@@ -99,6 +103,45 @@ fn prepare_out(dir: &Path) -> Result<(), String> {
         std::fs::create_dir_all(dir.join(sub)).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// Space a suite needs, roughly: a RunResult and logs per cell, and the reports (rewritten
+/// through a temporary copy after every cell).
+fn space_needed(cells: usize) -> u64 {
+    16 * 1024 * 1024 + cells as u64 * 128 * 1024
+}
+
+/// Refuses to start when the results folder's file system cannot hold the suite's results.
+fn check_space(dir: &Path, cells: usize) -> Result<(), String> {
+    // The folder may not exist yet: its nearest existing ancestor is on the same file system.
+    let existing = dir
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("."));
+    let Some(free) = free_bytes(existing) else {
+        return Ok(());
+    };
+    let need = space_needed(cells);
+    if free < need {
+        return Err(format!(
+            "only {} free; {cells} cells need about {} for their results and reports",
+            crate::report::format::bytes(free),
+            crate::report::format::bytes(need)
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes available to an unprivileged writer on `dir`'s file system.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the struct we own from a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 fn new_index(suite: &SuiteConfig, only: &[String], cells: &[PlannedCell]) -> SuiteIndex {
@@ -148,9 +191,15 @@ struct Harness<'a> {
     out_dir: PathBuf,
     cells: Vec<PlannedCell>,
     interrupts: &'a AtomicUsize,
-    write_failed: bool,
+    /// Files whose last write failed (`suite.json`, reports).
+    unwritten: std::collections::BTreeSet<&'static str>,
     thresholds_broken: bool,
+    /// Results a failed write left in memory: row -> (path, JSON, result).
+    unsaved: BTreeMap<usize, (String, String, RunResult)>,
 }
+
+/// Start of the note on a row whose result is not on disk yet.
+const UNSAVED: &str = "result not written yet (kept in memory, retried after every cell): ";
 
 /// What one cell came to.
 struct CellOutcome {
@@ -180,25 +229,36 @@ impl Harness<'_> {
 
     /// Writes `suite.json` atomically (a reader never sees half a file).
     fn save_index(&mut self) -> std::io::Result<()> {
-        let path = self.out_dir.join("suite.json");
-        let tmp = self.out_dir.join(".suite.json.tmp");
         let mut json = serde_json::to_string_pretty(&self.index).map_err(std::io::Error::other)?;
         json.push('\n');
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(json.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
+        crate::report::write_atomically(&self.out_dir.join("suite.json"), json.as_bytes())
     }
 
     fn save_index_or_warn(&mut self) {
-        if let Err(e) = self.save_index() {
-            if !self.write_failed {
-                eprintln!(
-                    "volley bench: cannot write {}: {e}",
-                    self.out_dir.join("suite.json").display()
-                );
+        let r = self.save_index();
+        self.wrote("suite.json", r);
+    }
+
+    /// Keeps track of the files whose last write failed (warning once per failure, and when
+    /// one is written again); the suite exits 3 if any is still unwritten at the end.
+    fn wrote(&mut self, name: &'static str, r: std::io::Result<()>) {
+        match r {
+            Ok(()) => {
+                if self.unwritten.remove(name) {
+                    eprintln!(
+                        "volley bench: wrote {} again",
+                        self.out_dir.join(name).display()
+                    );
+                }
             }
-            self.write_failed = true;
+            Err(e) => {
+                if self.unwritten.insert(name) {
+                    eprintln!(
+                        "volley bench: cannot write {}: {e}",
+                        self.out_dir.join(name).display()
+                    );
+                }
+            }
         }
     }
 
@@ -244,18 +304,28 @@ impl Harness<'_> {
         self.index.state = if interrupted { "interrupted" } else { "done" }.into();
         self.index.finished_at =
             Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
+        self.retry_unsaved();
         self.save_index_or_warn();
-
-        let report = Report::suite(self.index.clone(), &self.out_dir);
-        print!("{}", Format::Terminal.reporter().render(&report));
+        self.write_reports();
+        crate::out(&Format::Terminal.reporter().render(&self.report()));
+        if !self.unsaved.is_empty() {
+            eprintln!(
+                "volley bench: {} result(s) could not be written to {} (their numbers are in the table above):",
+                self.unsaved.len(),
+                self.out_dir.display()
+            );
+            for (rel, _, _) in self.unsaved.values() {
+                eprintln!("  {rel}");
+            }
+        }
         let failed = self
             .index
             .rows
             .iter()
             .filter(|r| !r.control && r.status == "failed")
             .count();
-        println!(
-            "\n{} cells in {}: {} ok, {failed} failed{}. Results: {} (report: {})",
+        crate::out(&format!(
+            "\n{} cells in {}: {} ok, {failed} failed{}. Results: {} (report: {})\n",
             self.index.rows.len(),
             progress::clock(t_start.elapsed()),
             self.index.rows.iter().filter(|r| r.status == "ok").count(),
@@ -266,12 +336,12 @@ impl Harness<'_> {
             },
             self.out_dir.join("suite.json").display(),
             self.out_dir.join("report.html").display()
-        );
+        ));
         let mut code = ExitCode::Ok;
         if self.thresholds_broken {
             code = ExitCode::NoResponse;
         }
-        if failed > 0 || self.write_failed {
+        if failed > 0 || !self.unwritten.is_empty() || !self.unsaved.is_empty() {
             code = ExitCode::Failed;
         }
         if interrupted {
@@ -518,19 +588,23 @@ impl Harness<'_> {
 
     /// Saves the cell's RunResult at once and updates its row and `suite.json`.
     fn record(&mut self, i: usize, cell: &PlannedCell, o: CellOutcome, wall: Duration) {
-        let mut status = o.status.to_string();
-        let mut reason = o.reason;
+        self.retry_unsaved();
+        let status = o.status.to_string();
+        let reason = o.reason;
         let mut path = None;
         let mut headline = None;
+        let mut unsaved_note = None;
         if let Some(r) = &o.result {
             let rel = format!("runs/{}.json", cell.id);
             let json = Format::Json.render_run(r);
-            match write_sync(&self.out_dir.join(&rel), json.as_bytes()) {
+            match crate::report::write_atomically(&self.out_dir.join(&rel), json.as_bytes()) {
                 Ok(()) => path = Some(rel),
                 Err(e) => {
-                    self.write_failed = true;
-                    status = "failed".into();
-                    reason = Some(format!("cannot write {rel}: {e}"));
+                    // A full disk must not lose the measurement: it stays in memory, is tried
+                    // again after every cell, and is in the final table either way.
+                    eprintln!("volley bench: cannot write {rel}: {e}; kept in memory, retried after every cell");
+                    unsaved_note = Some(format!("{UNSAVED}{e}"));
+                    self.unsaved.insert(i, (rel, json, r.clone()));
                 }
             }
             headline = Some(Headline::of(r));
@@ -560,6 +634,7 @@ impl Harness<'_> {
                 self.thresholds_broken = true;
             }
         }
+        row.notes.extend(unsaved_note);
         row.wall_s = Some(round3(wall.as_secs_f64()));
         let log = format!("logs/{}.stderr", cell.id);
         if self.out_dir.join(&log).is_file() {
@@ -569,35 +644,46 @@ impl Harness<'_> {
         self.write_reports();
     }
 
+    /// Tries again to write the results a full disk refused.
+    fn retry_unsaved(&mut self) {
+        let pending: Vec<usize> = self.unsaved.keys().copied().collect();
+        for i in pending {
+            let (rel, json, _) = &self.unsaved[&i];
+            if crate::report::write_atomically(&self.out_dir.join(rel), json.as_bytes()).is_ok() {
+                let row = &mut self.index.rows[i];
+                row.path = Some(rel.clone());
+                row.notes.retain(|n| !n.starts_with(UNSAVED));
+                eprintln!("volley bench: wrote {rel} (it failed before)");
+                self.unsaved.remove(&i);
+            }
+        }
+    }
+
+    /// The report of everything so far, with the results still waiting to be written.
+    fn report(&self) -> Report {
+        let mut report = Report::suite(self.index.clone(), &self.out_dir);
+        for (i, (_, _, r)) in &self.unsaved {
+            if let Some(c) = report.cells.get_mut(*i) {
+                c.result = Some(r.clone());
+            }
+        }
+        report
+    }
+
     /// `report.html`, `report.md` and `results.csv` of everything so far, after every cell, so
     /// a crash still leaves a report.
     fn write_reports(&mut self) {
-        let report = Report::suite(self.index.clone(), &self.out_dir);
+        let report = self.report();
         for (name, format) in [
             ("report.html", Format::Html),
             ("report.md", Format::Markdown),
             ("results.csv", Format::Csv),
         ] {
             let text = format.reporter().render(&report);
-            if let Err(e) =
-                crate::report::write_atomically(&self.out_dir.join(name), text.as_bytes())
-            {
-                if !self.write_failed {
-                    eprintln!(
-                        "volley bench: cannot write {}: {e}",
-                        self.out_dir.join(name).display()
-                    );
-                }
-                self.write_failed = true;
-            }
+            let r = crate::report::write_atomically(&self.out_dir.join(name), text.as_bytes());
+            self.wrote(name, r);
         }
     }
-}
-
-fn write_sync(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = std::fs::File::create(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 fn version_of(cmd: &str, dir: &Path) -> Result<String, String> {

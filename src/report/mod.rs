@@ -70,7 +70,7 @@ pub fn execute(args: &crate::cli::ReportArgs) -> crate::ExitCode {
     };
     let outputs = paths.each();
     if outputs.is_empty() {
-        print!("{}", Format::Terminal.reporter().render(&report));
+        crate::out(&Format::Terminal.reporter().render(&report));
         return ExitCode::Ok;
     }
     let mut code = ExitCode::Ok;
@@ -95,8 +95,16 @@ pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            // A half-written temporary file would only take more of a full disk.
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
