@@ -183,3 +183,40 @@ fn full_or_closed_outputs_are_not_a_crash() {
         .unwrap();
     assert_eq!(o.code(), Some(3));
 }
+
+#[test]
+fn a_100_mib_body_is_built_once_not_per_connection() {
+    // Reads and discards request bodies, answering each.
+    let s = spawn(|mut c, _| c.answer_each(OK));
+    let (code, j, stderr) = volley_json(
+        &[
+            "run",
+            &s.url("/"),
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-n",
+            "8",
+            "--body-size",
+            "100MiB",
+            "--timeout",
+            "20s",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(n(&j, &["requests", "completed"]), 8);
+    assert!(n(&j, &["bytes", "sent"]) >= 8 * (100 << 20));
+    let rss = n(&j, &["client", "rss_max_bytes"]);
+    // One serialized request of 100 MiB (plus the body it was built from), never one per
+    // connection (that would be 400+ MiB).
+    assert!(rss < 260 << 20, "volley peaked at {} MiB", rss >> 20);
+    // Above the limit: a clear error naming the flag before anything is sent.
+    let o = volley(
+        &["run", &s.url("/"), "--body-size", "2GiB", "-d", "1s"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--body-size"));
+}

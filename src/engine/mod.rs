@@ -40,8 +40,9 @@ pub struct Shared {
     pub addr: SocketAddr,
     /// The request.
     pub template: RequestTemplate,
-    /// The request bytes repeated `pipeline` times, so one write can carry a window.
-    pub stream_bytes: Vec<u8>,
+    /// The request bytes repeated `pipeline` times, so one write can carry a window (the
+    /// template's own bytes without pipelining).
+    pub stream_bytes: Arc<[u8]>,
     /// Requests outstanding per connection.
     pub pipeline: usize,
     /// Reuse connections.
@@ -110,7 +111,11 @@ pub fn run(
     let pipeline = cfg.pipeline;
     let shared = Arc::new(Shared {
         addr,
-        stream_bytes: plan.template.bytes.repeat(pipeline),
+        stream_bytes: if pipeline == 1 {
+            Arc::clone(&plan.template.bytes)
+        } else {
+            plan.template.bytes.repeat(pipeline).into()
+        },
         template: plan.template.clone(),
         pipeline,
         keepalive: cfg.keepalive,

@@ -5,8 +5,9 @@ use crate::config::LoadConfig;
 /// One pre-serialized request.
 #[derive(Debug, Clone)]
 pub struct RequestTemplate {
-    /// Full request bytes (head + body).
-    pub bytes: Vec<u8>,
+    /// Full request bytes (head + body), shared: a 100 MiB body exists once per run, not once
+    /// per copy of the template.
+    pub bytes: std::sync::Arc<[u8]>,
     /// The method (HEAD responses carry no body).
     pub method: String,
     /// May be resent after a silent close (RFC 9110 idempotent methods).
@@ -47,8 +48,9 @@ impl RequestTemplate {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
-        let mut bytes = head.into_bytes();
-        bytes.extend_from_slice(&cfg.body);
+        // Collected straight into the shared allocation (the iterator's exact length lets the
+        // Arc allocate once): a Vec first would briefly hold the body a second time.
+        let bytes: std::sync::Arc<[u8]> = head.bytes().chain(cfg.body.iter().copied()).collect();
         let asks_close = !cfg.keepalive
             || cfg.headers.iter().any(|(n, v)| {
                 n.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close")
