@@ -6,6 +6,7 @@
 //! watches volley itself, the machine and (`--pid`) the server's process tree.
 
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod harness;
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub enum ExitCode {
     /// At least one response.
     Ok = 0,
-    /// No response at all (or a broken threshold / regression).
+    /// No response at all, a broken threshold, or a `volley compare` regression.
     NoResponse = 1,
     /// Found before load started: flags, files, URL, DNS, limits.
     Usage = 2,
@@ -80,6 +81,7 @@ pub fn run(cli: cli::Cli, argv: Vec<String>) -> ExitCode {
             harness::execute(&args, &INTERRUPTS)
         }
         cli::Command::Report(args) => report::execute(&args),
+        cli::Command::Compare(args) => compare::execute(&args),
         cli::Command::Serve(args) => match serve::run(&args.bind, args.port) {
             Ok(()) => ExitCode::Ok,
             Err(e) => {
