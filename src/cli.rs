@@ -33,6 +33,9 @@ pub enum Command {
     /// Compare two results (runs, suite.json files or results folders) cell by cell: B against
     /// A, with a Mann-Whitney U test when both sides have 5 repetitions or more.
     Compare(CompareArgs),
+    /// Merge the RunResults of shards of one load (several machines or copies) into one:
+    /// histograms added losslessly, counters summed, time series aligned by wall clock.
+    Merge(MergeArgs),
 }
 
 /// How request arrivals are spread in an open-loop (`-R`) run.
@@ -284,6 +287,23 @@ pub struct CompareArgs {
     /// Write the comparison as JSON to PATH, or to stdout with `-` (the table then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
     pub json: Option<String>,
+}
+
+/// `volley merge` flags.
+#[derive(Debug, Args, Clone)]
+pub struct MergeArgs {
+    /// RunResult JSON files of the shards (two or more).
+    #[arg(required = true, num_args = 2..)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Where to write the merged RunResult.
+    #[arg(short = 'o', long = "output", value_name = "OUT.json")]
+    pub output: PathBuf,
+
+    /// Merge even when the shards' started_at differ by 10 ms or more (their time series are
+    /// then aligned to the nearest second).
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn percent(s: &str) -> Result<f64, String> {

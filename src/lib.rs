@@ -10,6 +10,7 @@ pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod harness;
+pub mod merge;
 pub mod monitor;
 pub mod plan;
 pub mod report;
@@ -82,6 +83,7 @@ pub fn run(cli: cli::Cli, argv: Vec<String>) -> ExitCode {
         }
         cli::Command::Report(args) => report::execute(&args),
         cli::Command::Compare(args) => compare::execute(&args),
+        cli::Command::Merge(args) => merge::execute(&args, argv),
         cli::Command::Serve(args) => match serve::run(&args.bind, args.port) {
             Ok(()) => ExitCode::Ok,
             Err(e) => {
