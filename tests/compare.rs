@@ -13,8 +13,23 @@ const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
 /// Real runs compete for the 2 cores with nothing else from this file.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// A folder under target/tmp for this test process (shared runs outlive any one test); those
+/// of earlier test processes that have ended are removed first.
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    SWEPT.get_or_init(|| {
+        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let pid = file
+                .strip_prefix("compare-")
+                .and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    let d = root
         .join(format!("compare-{}", std::process::id()))
         .join(name);
     std::fs::create_dir_all(&d).unwrap();
