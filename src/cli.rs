@@ -30,6 +30,12 @@ pub enum Command {
     Bench(BenchArgs),
     /// Re-render saved results (RunResult files, suite.json files or results folders).
     Report(ReportArgs),
+    /// Compare two results (runs, suite.json files or results folders) cell by cell: B against
+    /// A, with a Mann-Whitney U test when both sides have 5 repetitions or more.
+    Compare(CompareArgs),
+    /// Merge the RunResults of shards of one load (several machines or copies) into one:
+    /// histograms added losslessly, counters summed, time series aligned by wall clock.
+    Merge(MergeArgs),
 }
 
 /// How request arrivals are spread in an open-loop (`-R`) run.
@@ -227,6 +233,88 @@ pub struct ReportArgs {
     /// Write CSV (one row per cell) to PATH.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+}
+
+/// What `volley compare` compares (`--metric`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareMetric {
+    /// Completed responses per second (higher is better).
+    Throughput,
+    /// Corrected latency p50 (lower is better).
+    P50,
+    /// Corrected latency p90.
+    P90,
+    /// Corrected latency p99.
+    P99,
+    /// Corrected latency p99.9.
+    #[value(name = "p99.9")]
+    P99_9,
+    /// Corrected latency p99.99.
+    #[value(name = "p99.99")]
+    P99_99,
+    /// Largest corrected latency.
+    Max,
+    /// Mean corrected latency.
+    Mean,
+    /// Service time p99 (from the write; lower is better).
+    #[value(name = "service_p99")]
+    ServiceP99,
+    /// Server CPU µs per request (needs the server monitor; lower is better).
+    #[value(name = "cpu_per_request")]
+    CpuPerRequest,
+    /// Errors of every kind (lower is better).
+    Errors,
+}
+
+/// `volley compare` flags.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// The baseline: a RunResult JSON file, a suite.json or a `volley bench` results folder.
+    pub a: PathBuf,
+
+    /// The candidate, compared against A (same kinds of input).
+    pub b: PathBuf,
+
+    /// The metric judged [default: throughput in closed loop and ramp, corrected p99 in open loop].
+    #[arg(long, value_enum)]
+    pub metric: Option<CompareMetric>,
+
+    /// Exit 1 when B's metric is worse than A's by more than PCT in any pair, e.g. 5% (with 5+
+    /// repetitions a side only when the difference is also significant).
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub fail_if_slower: Option<f64>,
+
+    /// Write the comparison as JSON to PATH, or to stdout with `-` (the table then goes to stderr).
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<String>,
+}
+
+/// `volley merge` flags.
+#[derive(Debug, Args, Clone)]
+pub struct MergeArgs {
+    /// RunResult JSON files of the shards (two or more).
+    #[arg(required = true, num_args = 2..)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Where to write the merged RunResult.
+    #[arg(short = 'o', long = "output", value_name = "OUT.json")]
+    pub output: PathBuf,
+
+    /// Merge even when the shards' started_at differ by 10 ms or more (their time series are
+    /// then aligned to the nearest second).
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let num = t.strip_suffix('%').unwrap_or(t).trim();
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a percentage (expected e.g. 5% or 5, not negative)"
+        )),
+    }
 }
 
 fn duration(s: &str) -> Result<Duration, String> {

@@ -23,9 +23,11 @@ macro_rules! eprint {
 }
 
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod harness;
+pub mod merge;
 pub mod monitor;
 pub mod plan;
 pub mod report;
@@ -41,7 +43,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub enum ExitCode {
     /// At least one response.
     Ok = 0,
-    /// No response at all (or a broken threshold / regression).
+    /// No response at all, a broken threshold, or a `volley compare` regression.
     NoResponse = 1,
     /// Found before load started: flags, files, URL, DNS, limits.
     Usage = 2,
@@ -108,6 +110,8 @@ pub fn run(cli: cli::Cli, argv: Vec<String>) -> ExitCode {
             harness::execute(&args, &INTERRUPTS)
         }
         cli::Command::Report(args) => report::execute(&args),
+        cli::Command::Compare(args) => compare::execute(&args),
+        cli::Command::Merge(args) => merge::execute(&args, argv),
         cli::Command::Serve(args) => match serve::run(&args.bind, args.port) {
             Ok(()) => ExitCode::Ok,
             Err(e) => {

@@ -72,6 +72,22 @@ pub struct RunResult {
     /// `--threshold` criteria and whether they held (absent without thresholds).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<crate::config::threshold::Checked>,
+    /// `volley merge`: every input shard, in the order given (absent on a plain run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<Shard>,
+}
+
+/// One input of a merged result (`volley merge`): what cannot be added up without losing it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Shard {
+    /// The shard's command line.
+    pub argv: Vec<String>,
+    /// The shard's t0, RFC 3339 with microseconds.
+    pub started_at: String,
+    /// Where the shard ran.
+    pub env: Env,
+    /// The shard's own resource use.
+    pub client: ClientInfo,
 }
 
 /// Environment of the run.

@@ -448,6 +448,7 @@ pub fn build_result(
         }),
         warnings,
         thresholds: Vec::new(),
+        shards: Vec::new(),
     };
     result.thresholds = cfg.thresholds.iter().map(|t| t.check(&result)).collect();
     result

@@ -1,0 +1,351 @@
+//! `volley merge` on real RunResults from the built-in server: shards run one after the other
+//! are refused without --force, merged with it; counters add up, the merged histogram holds
+//! every shard's responses, and the output passes `schema/run.schema.json`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::{json, Value};
+use volley::stats::histogram::decode;
+
+const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
+const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/run.schema.json");
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A folder under target/tmp for this test process (shared runs outlive any one test); those
+/// of earlier test processes that have ended are removed first.
+fn scratch(name: &str) -> PathBuf {
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    SWEPT.get_or_init(|| {
+        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let pid = file
+                .strip_prefix("merge-")
+                .and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    let d = root
+        .join(format!("merge-{}", std::process::id()))
+        .join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn assert_valid(doc: &Value, what: &str) {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let v = V.get_or_init(|| {
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(SCHEMA_PATH).unwrap()).unwrap();
+        jsonschema::draft202012::new(&schema).expect("a valid draft 2020-12 schema")
+    });
+    let errs: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect();
+    assert!(
+        errs.is_empty(),
+        "{what} violates the schema:\n{}",
+        errs.join("\n")
+    );
+}
+
+/// `volley run URL -c 2 -d 1s ARGS --quiet --json PATH`, one at a time.
+fn run_to(url: &str, extra: &[&str], path: &Path) {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let o = Command::new(VOLLEY)
+        .args(["run", url, "-c", "2", "-d", "1s"])
+        .args(extra)
+        .args(["--quiet", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "volley run {url}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Two closed-loop runs against the same server, one after the other.
+fn closed_shards() -> &'static (PathBuf, PathBuf) {
+    static S: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    S.get_or_init(|| {
+        let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", server.addr);
+        let dir = scratch("closed");
+        let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+        run_to(&url, &[], &a);
+        run_to(&url, &[], &b);
+        (a, b)
+    })
+}
+
+fn read(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn write(p: &Path, v: &Value) {
+    std::fs::write(p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+}
+
+fn merge(inputs: &[&Path], out: &Path, extra: &[&str]) -> Output {
+    Command::new(VOLLEY)
+        .arg("merge")
+        .args(inputs)
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn u(v: &Value, ptr: &str) -> u64 {
+    v.pointer(ptr)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{ptr}: {:?}", v.pointer(ptr)))
+}
+
+fn hist_len(v: &Value, key: &str) -> u64 {
+    decode(v[key].as_str().unwrap()).unwrap().len()
+}
+
+#[test]
+fn sequential_runs_are_refused_then_forced() {
+    let (a, b) = closed_shards();
+    let dir = scratch("forced");
+    let out = dir.join("merged.json");
+    let o = merge(&[a, b], &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(a.to_str().unwrap()) && err.contains(b.to_str().unwrap()),
+        "{err}"
+    );
+    assert!(err.contains("started_at differs"), "{err}");
+    assert!(!out.exists(), "nothing written when refused");
+
+    let o = merge(&[a, b], &out, &["--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (va, vb, m) = (read(a), read(b), read(&out));
+    assert_valid(&m, "merged result");
+    for key in [
+        "/requests/sent",
+        "/requests/completed",
+        "/requests/errors",
+        "/requests/unfinished",
+        "/bytes/sent",
+        "/bytes/received",
+        "/connections/opened",
+        "/status_codes/200",
+        "/load/connections",
+        "/load/threads",
+    ] {
+        assert_eq!(u(&m, key), u(&va, key) + u(&vb, key), "{key} is the sum");
+    }
+    // The merged histograms hold every shard's responses.
+    let completed = u(&m, "/requests/completed");
+    assert_eq!(hist_len(&m, "latency_hdr"), completed);
+    assert_eq!(
+        hist_len(&m, "latency_hdr"),
+        hist_len(&va, "latency_hdr") + hist_len(&vb, "latency_hdr")
+    );
+    assert_eq!(
+        hist_len(&m, "service_time_hdr"),
+        hist_len(&va, "service_time_hdr") + hist_len(&vb, "service_time_hdr")
+    );
+    assert_eq!(
+        u(&m, "/latency_us/max"),
+        u(&va, "/latency_us/max").max(u(&vb, "/latency_us/max"))
+    );
+    assert_eq!(m["started_at"], va["started_at"], "the earliest start");
+    // The second shard started a second or more later: elapsed covers both.
+    let start = |v: &Value| {
+        volley::merge::parse_started_at(v["started_at"].as_str().unwrap()).unwrap() as f64 / 1e6
+    };
+    let offset = start(&vb) - start(&va);
+    assert!(offset >= 1.0, "sequential runs: {offset}");
+    let elapsed = m["elapsed_s"].as_f64().unwrap();
+    let want = (offset + vb["elapsed_s"].as_f64().unwrap()).max(va["elapsed_s"].as_f64().unwrap());
+    assert!((elapsed - want).abs() < 2e-6, "{elapsed} vs {want}");
+    let tput = m["throughput_rps"].as_f64().unwrap();
+    assert!((tput - completed as f64 / elapsed).abs() < 0.01);
+    // Every completion is in the series, and the second shard's seconds moved by its offset.
+    let series = m["timeseries"].as_array().unwrap();
+    let in_series: u64 = series
+        .iter()
+        .map(|p| p["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(in_series, completed);
+    let shift = offset.round() as usize;
+    assert_eq!(
+        u(&m, &format!("/timeseries/{shift}/completed")),
+        u(&vb, "/timeseries/0/completed")
+            + if shift < va["timeseries"].as_array().unwrap().len() {
+                u(&va, &format!("/timeseries/{shift}/completed"))
+            } else {
+                0
+            }
+    );
+    assert_eq!(m["shards"].as_array().unwrap().len(), 2);
+    assert_eq!(m["shards"][1]["started_at"], vb["started_at"]);
+    assert_eq!(m["argv"][1], "merge");
+    assert!(m["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("--force")));
+}
+
+#[test]
+fn shards_started_together_align_second_by_second() {
+    let (a, b) = closed_shards();
+    let dir = scratch("together");
+    // The second shard as if it had started 3 ms after the first.
+    let va = read(a);
+    let mut vb = read(b);
+    let t0 = volley::merge::parse_started_at(va["started_at"].as_str().unwrap()).unwrap();
+    vb["started_at"] = json!(volley::merge::format_started_at(t0 + 3_000));
+    let b3 = dir.join("b-3ms.json");
+    write(&b3, &vb);
+    let out = dir.join("merged.json");
+    let o = merge(&[a, &b3], &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let m = read(&out);
+    assert_valid(&m, "merged result");
+    let (sa, sb) = (
+        va["timeseries"].as_array().unwrap(),
+        vb["timeseries"].as_array().unwrap(),
+    );
+    let series = m["timeseries"].as_array().unwrap();
+    assert_eq!(series.len(), sa.len().max(sb.len()));
+    for (k, p) in series.iter().enumerate() {
+        let get = |s: &Vec<Value>, key: &str| s.get(k).map_or(0, |q| q[key].as_u64().unwrap());
+        for key in ["sent", "completed", "errors"] {
+            assert_eq!(
+                p[key].as_u64().unwrap(),
+                get(sa, key) + get(sb, key),
+                "second {k} {key}"
+            );
+        }
+        // Both shards had responses in the same second: no percentile can be derived.
+        let both = get(sa, "completed") > 0 && get(sb, "completed") > 0;
+        if both {
+            assert_eq!(p["latency_p50_us"], Value::Null, "second {k}");
+            assert_eq!(p["latency_p99_us"], Value::Null, "second {k}");
+        }
+        let max = [sa.get(k), sb.get(k)]
+            .into_iter()
+            .flatten()
+            .filter_map(|q| q["latency_max_us"].as_u64())
+            .max();
+        assert_eq!(p["latency_max_us"].as_u64(), max, "second {k}");
+    }
+    assert!(m["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("latency_p50_us")));
+}
+
+#[test]
+fn open_loop_shards_lose_only_the_schedule_lag() {
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", server.addr);
+    let dir = scratch("open");
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    run_to(&url, &["-R", "200"], &a);
+    run_to(&url, &["-R", "300"], &b);
+    let out = dir.join("merged.json");
+    let o = merge(&[&a, &b], &out, &["--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let m = read(&out);
+    assert_valid(&m, "merged open-loop result");
+    assert_eq!(m["load"]["mode"], "open");
+    assert_eq!(m["load"]["rate_rps"].as_f64(), Some(500.0), "rates add up");
+    assert_eq!(m["schedule_lag_us"], Value::Null);
+    assert!(m["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().starts_with("schedule_lag_us is null")));
+    assert_eq!(
+        hist_len(&m, "latency_hdr"),
+        hist_len(&read(&a), "latency_hdr") + hist_len(&read(&b), "latency_hdr")
+    );
+}
+
+#[test]
+fn mismatched_or_bad_inputs_are_refused() {
+    let (a, b) = closed_shards();
+    let dir = scratch("bad");
+    let out = dir.join("merged.json");
+    let vb = read(b);
+
+    let mut other = vb.clone();
+    other["target"]["url"] = json!("http://127.0.0.1:1/hello");
+    let p = dir.join("other-target.json");
+    write(&p, &other);
+    let o = merge(&[a, &p], &out, &["--force"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("different targets") && err.contains("other-target.json"),
+        "{err}"
+    );
+
+    let mut open = vb.clone();
+    open["load"]["mode"] = json!("ramp");
+    let p = dir.join("ramp.json");
+    write(&p, &open);
+    let o = merge(&[a, &p], &out, &["--force"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ramp.json: ramp"));
+
+    let missing = dir.join("missing.json");
+    let o = merge(&[a, &missing], &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.json"));
+
+    let suite = dir.join("suite.json");
+    std::fs::write(&suite, "{\"schema\": \"volley.suite/1\"}").unwrap();
+    let o = merge(&[a, &suite], &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("suite.json: not a volley RunResult"));
+
+    let o = merge(&[a, a], &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("given twice"));
+
+    let o = merge(
+        &[a, b],
+        Path::new("/nonexistent-dir/merged.json"),
+        &["--force"],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent-dir/merged.json"));
+
+    // One input is not a merge.
+    let o = Command::new(VOLLEY)
+        .args(["merge"])
+        .arg(a)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
