@@ -337,6 +337,7 @@ pub fn merge(
     let mut connections = Connections {
         opened: 0,
         closed_by_server: 0,
+        unsolicited: 0,
     };
     for r in &rs {
         requests.sent += r.requests.sent;
@@ -352,6 +353,7 @@ pub fn merge(
         errors.merge(&r.errors);
         connections.opened += r.connections.opened;
         connections.closed_by_server += r.connections.closed_by_server;
+        connections.unsolicited += r.connections.unsolicited;
     }
     let warmup = rs.iter().any(|r| r.warmup.is_some()).then(|| {
         let ws = rs.iter().filter_map(|r| r.warmup.as_ref());
@@ -764,6 +766,7 @@ mod tests {
             connections: Connections {
                 opened: 2,
                 closed_by_server: 0,
+                unsolicited: 0,
             },
             latency_us: Percentiles::of(&h),
             service_time_us: Percentiles::of(&h),
