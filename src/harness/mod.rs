@@ -266,8 +266,9 @@ impl Harness<'_> {
         let t_start = Instant::now();
         let mut prog = progress::Progress::new(&self.cells);
         eprintln!("{}", prog.header(&self.suite, &self.out_dir));
-        self.record_versions();
         let failed_builds = self.build_all();
+        // After the builds: a version command may need what they made (a venv's python).
+        self.record_versions();
         self.save_index_or_warn();
 
         if let Some(c) = &self.suite.client_cpus {
