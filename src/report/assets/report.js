@@ -284,6 +284,34 @@
     }
     return n;
   }
+  // Sorts a detached copy of the first table with at least three numbers in its second column
+  // twice (ascending, then descending) and checks the order: the visible page is not touched.
+  function numbers(table) {
+    var out = [];
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+      var v = r.classList.contains('failed') ? null : key(r.cells[1]);
+      if (typeof v === 'number') out.push(v);
+    });
+    return out;
+  }
+  function sortCheck() {
+    var tables = document.querySelectorAll('table.sortable');
+    for (var t = 0; t < tables.length; t++) {
+      if (!tables[t].tHead || numbers(tables[t]).length < 3) continue;
+      var copy = tables[t].cloneNode(true);
+      var th = copy.tHead.rows[0].cells[1];
+      sortBy(copy, 1, th);
+      var up = numbers(copy);
+      sortBy(copy, 1, th);
+      var down = numbers(copy);
+      for (var k = 1; k < up.length; k++) {
+        if (up[k] < up[k - 1] || down[k] > down[k - 1]) return 'wrong order';
+      }
+      return th.getAttribute('aria-sort') === 'descending' ? 'ok' : 'no aria-sort';
+    }
+    return 'no table';
+  }
+
   function selftest() {
     var drawn = 0, withData = 0;
     charts.forEach(function (c) {
@@ -301,6 +329,7 @@
     el.setAttribute('data-with-data', withData);
     el.setAttribute('data-drawn', drawn);
     el.setAttribute('data-scripts', document.querySelectorAll('script').length);
+    el.setAttribute('data-sort', sortCheck());
     el.setAttribute('data-done', '1');
     el.textContent = st.errors.concat(st.violations).join('\n');
   }
