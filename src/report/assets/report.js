@@ -52,6 +52,8 @@
   function make(el, opts, d) {
     opts.width = width(el);
     opts.height = opts.height || 300;
+    // Room on the right for the last x label (99.999%, 4 s).
+    opts.padding = [12, 28, 0, 0];
     var u = new uPlot(opts, d, el);
     charts.push({ u: u, el: el, height: opts.height });
   }

@@ -20,7 +20,6 @@ use crate::stats::Percentiles;
 pub fn render(report: &Report, page: &Page) -> String {
     let mut o = String::new();
     header(&mut o, report, page);
-    summary(&mut o, page);
     for (i, g) in page.groups.iter().enumerate() {
         group(
             &mut o,
@@ -125,8 +124,6 @@ fn header(o: &mut String, report: &Report, page: &Page) {
         if page.data.servers.len() == 1 { "" } else { "s" },
         report.cells.len(),
     );
-    environment(o, report);
-    settings(o, report, page);
     if page.groups.len() > 1 {
         o.push_str("<nav><b>Scenarios:</b> ");
         for (i, g) in page.groups.iter().enumerate() {
@@ -134,6 +131,10 @@ fn header(o: &mut String, report: &Report, page: &Page) {
         }
         o.push_str("</nav>\n");
     }
+    // The answer first, then where and how it was measured.
+    summary(o, page);
+    environment(o, report);
+    settings(o, report, page);
     o.push_str("</header>\n");
 }
 
@@ -537,6 +538,18 @@ fn verdict(g: &Group) -> Vec<String> {
             }
             out.push(line);
         }
+    }
+    let saturated: Vec<&str> = g
+        .rows
+        .iter()
+        .filter(|r| r.results().iter().any(|x| x.client.saturated))
+        .map(|r| r.series.server.as_str())
+        .collect();
+    if !saturated.is_empty() {
+        out.push(format!(
+            "The client was saturated against {}: those numbers may describe volley rather than the server.",
+            saturated.join(", ")
+        ));
     }
     let rows = contenders(g);
     if rows.len() > 1 {
