@@ -30,7 +30,7 @@ pub fn render(report: &Report, page: &Page) -> String {
             &page.data.servers,
         );
     }
-    unfinished(&mut o, report);
+    noted(&mut o, report);
     suite_files(&mut o, report);
     o.push_str(
         "<footer><p>req/s, latency percentiles and per-request costs are medians over the \
@@ -663,7 +663,11 @@ fn main_table(o: &mut String, g: &Group) {
             let why = format!(
                 "{}: {}",
                 c.status,
-                c.reason.as_deref().unwrap_or("no reason given")
+                c.reason.as_deref().unwrap_or(match c.status.as_str() {
+                    // `volley bench` rewrites the report after every cell.
+                    "pending" => "not run yet",
+                    _ => "no reason given",
+                })
             );
             match fail_reasons.iter_mut().find(|(w, _)| *w == why) {
                 Some((_, reps)) => reps.push(c.rep),
@@ -1221,21 +1225,22 @@ fn cell_table(o: &mut String, report: &Report, cells: &[&Cell]) {
     tend(o);
 }
 
-/// Every cell that did not finish, and the harness's notes on those that did.
-fn unfinished(o: &mut String, report: &Report) {
+/// The harness's notes on cells that finished (a control's refused connections, a server that
+/// needed SIGKILL): cells that did not finish are listed under their scenario already.
+fn noted(o: &mut String, report: &Report) {
     let noted: Vec<&Cell> = report
         .cells
         .iter()
         .filter(|c| {
-            c.status != "ok"
-                || row_of(report, c)
+            c.status == "ok"
+                && row_of(report, c)
                     .is_some_and(|r| !r.notes.is_empty() || !r.stderr_tail.is_empty())
         })
         .collect();
     if noted.is_empty() {
         return;
     }
-    o.push_str("<section id=\"cells\"><h2>Failed, skipped and noted cells</h2>");
+    o.push_str("<section id=\"notes\"><h2>Notes on finished cells</h2>");
     cell_table(o, report, &noted);
     o.push_str("</section>\n");
 }
