@@ -378,6 +378,27 @@ fn single_runs_in_a_browser() {
     );
     check_screenshot(&page);
 
+    // A run too short for lines over time (one second, one sample): those charts are left out
+    // rather than drawn empty.
+    let short = tempfile::tempdir().unwrap();
+    let mut r: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("open-loop.json")).unwrap())
+            .unwrap();
+    r["timeseries"].as_array_mut().unwrap().truncate(1);
+    r["server"]["samples"].as_array_mut().unwrap().truncate(1);
+    let one = short.path().join("one-second.json");
+    std::fs::write(&one, r.to_string()).unwrap();
+    let (_dir, page, html) = render(&[one]);
+    assert!(html.contains("Server cost per request"), "the tables stay");
+    check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 1,
+            sorts: false,
+        },
+    );
+
     // A closed-loop run out of a suite's folder.
     let (_dir, page, html) = render(&[fixtures().join("quick/runs/nginx__post-1k__r1.json")]);
     assert_offline(&html);

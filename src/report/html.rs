@@ -310,7 +310,8 @@ fn group_data(g: &Group) -> GroupData {
                     p99_us: r.timeseries.iter().map(|p| p.latency_p99_us).collect(),
                 });
             }
-            if let Some(s) = r.server.as_ref().filter(|s| !s.samples.is_empty()) {
+            // One sample is no line: a run shorter than two seconds gets the tables only.
+            if let Some(s) = r.server.as_ref().filter(|s| s.samples.len() >= 2) {
                 d.resources.push(Resources {
                     server: row.server,
                     rep,

@@ -810,8 +810,10 @@ fn main_table(o: &mut String, g: &Group) {
 
 /// Chart slots; the page's script fills each from `PageData` by group and index.
 fn charts(o: &mut String, i: usize, d: &GroupData, servers: &[String]) {
-    let mut slots: Vec<(String, &str, String)> = Vec::new();
-    if !d.hdr.is_empty() {
+    // A chart needs a line, and a line two points: a single value is in the tables already.
+    let line = |v: &[Option<u64>]| v.iter().filter(|x| x.is_some()).count() >= 2;
+    let mut slots: Vec<(String, &str)> = Vec::new();
+    if d.hdr.iter().any(|l| l.x.len() >= 2) {
         let dashed = if d.hdr.iter().any(|l| l.service) {
             "; solid: corrected latency (from the due time), dashed: service time (from the write)"
         } else {
@@ -820,7 +822,6 @@ fn charts(o: &mut String, i: usize, d: &GroupData, servers: &[String]) {
         slots.push((
             format!("Latency by percentile, repetitions merged{dashed}"),
             "hdr",
-            String::new(),
         ));
     }
     // One bar of one run says nothing the table does not.
@@ -828,33 +829,34 @@ fn charts(o: &mut String, i: usize, d: &GroupData, servers: &[String]) {
         slots.push((
             "Throughput, req/s: median (bar) and min–max over the repetitions (whisker)".into(),
             "throughput",
-            String::new(),
         ));
     }
-    if !d.over_time.is_empty() {
+    if d.over_time
+        .iter()
+        .any(|s| s.rps.iter().filter(|x| x.is_some()).count() >= 2)
+    {
         slots.push((
             "Throughput over time, req/s (the median-throughput repetition)".into(),
             "rps-time",
-            String::new(),
         ));
+    }
+    if d.over_time.iter().any(|s| line(&s.p50_us)) {
         slots.push((
             "Latency over time: p50 (solid) and p99 (dashed) per second".into(),
             "latency-time",
-            String::new(),
         ));
     }
     if !d.resources.is_empty() {
         slots.push((
             "Server memory over time: resident set size (Σ over the process tree)".into(),
             "rss-time",
-            String::new(),
         ));
     }
     if slots.is_empty() {
         return;
     }
     o.push_str("<div class=\"charts\">");
-    for (title, kind, _) in &slots {
+    for (title, kind) in &slots {
         let _ = write!(
             o,
             "<figure><figcaption>{}</figcaption><div class=\"chart\" data-chart=\"{kind}\" data-group=\"{i}\"></div></figure>",
