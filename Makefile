@@ -1,13 +1,17 @@
 # The two commands that matter: `make quick` (install what the suites need, build, run the
-# quick suite over every reference server) and `make test` (what CI runs). `make demo` loads
-# the built-in server for 5 s.
+# quick suite over every reference server) and `make test` (what CI runs; `test-deps` adds
+# headless Chromium for the HTML report's browser test). `make demo` loads the built-in server
+# for 5 s.
 PORT ?= 18080
 VOLLEY := target/release/volley
 
-.PHONY: build deps quick demo test bench
+.PHONY: build deps test-deps quick demo test bench
 
 deps:
 	servers/install.sh
+
+test-deps:
+	scripts/install-test-deps.sh
 
 build:
 	cargo build --release --locked
@@ -20,7 +24,7 @@ demo: build
 quick: deps build
 	$(VOLLEY) bench suites/quick.toml
 
-test: deps
+test: deps test-deps
 	cargo fmt --all -- --check
 	cargo clippy --all-targets --locked -- -D warnings
 	cargo test --locked

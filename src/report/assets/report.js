@@ -1,0 +1,340 @@
+// volley HTML report: draws the charts from the JSON block with uPlot, makes tables sortable,
+// and writes a self-test into #selftest. Every string from the data reaches the page through
+// uPlot (textContent and canvas text) or textContent here: never through innerHTML.
+(function () {
+  'use strict';
+  var st = window.volleySelftest || { errors: [], violations: [], alerts: 0 };
+  var data = JSON.parse(document.getElementById('data').textContent);
+  var css = getComputedStyle(document.documentElement);
+  var palette = [];
+  for (var i = 0; i < 10; i++) palette.push(css.getPropertyValue('--c' + i).trim() || '#1f77b4');
+  var charts = [];
+
+  function colour(server, alpha) {
+    var c = palette[server % palette.length];
+    return alpha == null ? c : c + alpha;
+  }
+  function name(server) { return data.servers[server]; }
+
+  // Three significant digits, as the histograms record.
+  function sig3(v) {
+    if (v == null || !isFinite(v)) return '–';
+    var a = Math.abs(v);
+    var d = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
+    return v.toFixed(d);
+  }
+  function ms(v) { return v == null ? '–' : sig3(v) + ' ms'; }
+  function reqs(v) {
+    return v == null ? '–' : Math.round(v).toLocaleString('en-US') + ' req/s';
+  }
+  function compact(v) {
+    if (v == null) return '';
+    var a = Math.abs(v);
+    if (a >= 1e6) return sig3(v / 1e6) + 'M';
+    if (a >= 1e3) return sig3(v / 1e3) + 'k';
+    return String(+v.toPrecision(3));
+  }
+  // x on the nines scale (x = -log10(1 - q)) as a percentile: 0, 90, 99, 99.9, ...
+  function percentile(x) {
+    if (x == null) return '–';
+    var p = 100 * (1 - Math.pow(10, -x));
+    if (Math.abs(x - Math.round(x)) < 1e-9) {
+      var n = Math.round(x);
+      if (n === 0) return '0%';
+      if (n === 1) return '90%';
+      return '99' + (n > 2 ? '.' + '9'.repeat(n - 2) : '') + '%';
+    }
+    return (p >= 99.99 ? p.toFixed(4) : p >= 99 ? p.toFixed(3) : p.toFixed(1)) + '%';
+  }
+
+  function width(el) { return Math.max(280, Math.floor(el.clientWidth || 560)); }
+
+  function make(el, opts, d) {
+    opts.width = width(el);
+    opts.height = opts.height || 300;
+    // Room on the right for the last x label (99.999%, 4 s).
+    opts.padding = [12, 28, 0, 0];
+    var u = new uPlot(opts, d, el);
+    charts.push({ u: u, el: el, height: opts.height });
+  }
+
+  function xSeconds(label) {
+    return { label: label || 'seconds from the end of the warm-up', values: function (u, s) { return s.map(function (v) { return v + ' s'; }); } };
+  }
+
+  var draw = {
+    hdr: function (el, g) {
+      var lines = g.hdr;
+      var d = uPlot.join(lines.map(function (l) {
+        return [l.x, l.y_us.map(function (v) { return v / 1000; })];
+      }));
+      var maxX = 1;
+      lines.forEach(function (l) { maxX = Math.max(maxX, l.x[l.x.length - 1]); });
+      var top = Math.ceil(maxX - 1e-9);
+      var series = [{ label: 'percentile', value: function (u, v) { return percentile(v); } }];
+      lines.forEach(function (l) {
+        series.push({
+          label: name(l.server) + (l.service ? ' (service time)' : ''),
+          stroke: colour(l.server),
+          width: l.service ? 1.5 : 2,
+          dash: l.service ? [7, 5] : undefined,
+          spanGaps: true,
+          points: { show: false },
+          value: function (u, v) { return ms(v); }
+        });
+      });
+      make(el, {
+        scales: { x: { time: false, range: [0, top] }, y: { distr: 3, log: 10 } },
+        axes: [
+          {
+            label: 'percentile (log scale of 1 − q: each step is one more nine)',
+            splits: function () { var s = []; for (var k = 0; k <= top; k++) s.push(k); return s; },
+            values: function (u, s) { return s.map(percentile); }
+          },
+          { label: 'latency (ms, log scale)', values: function (u, s) { return s.map(function (v) { return v == null ? '' : +v.toPrecision(3) + ''; }); }, size: 60 }
+        ],
+        series: series
+      }, d);
+    },
+
+    throughput: function (el, g) {
+      var bars = g.throughput;
+      var xs = bars.map(function (b, k) { return k; });
+      var d = [xs];
+      var series = [{ label: 'server', value: function (u, v) { return v == null ? '–' : name(bars[v].server); } }];
+      var top = 0;
+      bars.forEach(function (b, k) {
+        top = Math.max(top, b.rps.max);
+        d.push(xs.map(function (j) { return j === k ? b.rps.median : null; }));
+        series.push({
+          label: name(b.server),
+          stroke: colour(b.server),
+          fill: colour(b.server, 'bb'),
+          paths: uPlot.paths.bars({ size: [0.6, 90] }),
+          points: { show: false },
+          value: function (u, v, si, idx) {
+            return v == null ? '–' : reqs(v) + (b.runs > 1 ? ' (' + compact(b.rps.min) + '–' + compact(b.rps.max) + ', ' + b.runs + ' runs)' : '');
+          }
+        });
+      });
+      make(el, {
+        scales: { x: { time: false, range: [-0.5, bars.length - 0.5] }, y: { range: [0, (top || 1) * 1.1] } },
+        axes: [
+          { splits: function () { return xs; }, values: function (u, s) { return s.map(function (k) { return bars[k] ? name(bars[k].server) : ''; }); }, grid: { show: false } },
+          { label: 'req/s', values: function (u, s) { return s.map(compact); }, size: 60 }
+        ],
+        legend: { show: false },
+        series: series,
+        hooks: {
+          // Whiskers from the smallest to the largest repetition over each bar.
+          draw: [function (u) {
+            var ctx = u.ctx;
+            var px = uPlot.pxRatio;
+            ctx.save();
+            ctx.strokeStyle = '#1d2127';
+            ctx.lineWidth = 1.5 * px;
+            bars.forEach(function (b, k) {
+              if (b.runs < 2) return;
+              var x = u.valToPos(k, 'x', true);
+              var lo = u.valToPos(b.rps.min, 'y', true);
+              var hi = u.valToPos(b.rps.max, 'y', true);
+              var w = 7 * px;
+              ctx.beginPath();
+              ctx.moveTo(x, lo); ctx.lineTo(x, hi);
+              ctx.moveTo(x - w, lo); ctx.lineTo(x + w, lo);
+              ctx.moveTo(x - w, hi); ctx.lineTo(x + w, hi);
+              ctx.stroke();
+            });
+            ctx.restore();
+          }]
+        }
+      }, d);
+    },
+
+    'rps-time': function (el, g) {
+      var d = uPlot.join(g.over_time.map(function (s) { return [s.t_s, s.rps]; }));
+      var series = [{ label: 'time', value: function (u, v) { return v == null ? '–' : v + ' s'; } }];
+      g.over_time.forEach(function (s) {
+        series.push({ label: name(s.server) + ' (rep ' + s.rep + ')', stroke: colour(s.server), width: 2, value: function (u, v) { return reqs(v); } });
+      });
+      make(el, {
+        scales: { x: { time: false }, y: { range: function (u, lo, hi) { return [0, (hi || 1) * 1.1]; } } },
+        axes: [xSeconds(), { label: 'req/s', values: function (u, s) { return s.map(compact); }, size: 60 }],
+        series: series
+      }, d);
+    },
+
+    'latency-time': function (el, g) {
+      var d = uPlot.join(g.over_time.map(function (s) {
+        var toMs = function (v) { return v == null ? null : v / 1000; };
+        return [s.t_s, s.p50_us.map(toMs), s.p99_us.map(toMs)];
+      }));
+      var series = [{ label: 'time', value: function (u, v) { return v == null ? '–' : v + ' s'; } }];
+      g.over_time.forEach(function (s) {
+        series.push({ label: name(s.server) + ' p50', stroke: colour(s.server), width: 2, value: function (u, v) { return ms(v); } });
+        series.push({ label: name(s.server) + ' p99', stroke: colour(s.server), width: 1.5, dash: [7, 5], value: function (u, v) { return ms(v); } });
+      });
+      make(el, {
+        scales: { x: { time: false }, y: { range: function (u, lo, hi) { return [0, (hi || 1) * 1.1]; } } },
+        axes: [xSeconds(), { label: 'latency (ms)', values: function (u, s) { return s.map(function (v) { return +v.toPrecision(3) + ''; }); }, size: 60 }],
+        series: series
+      }, d);
+    },
+
+    'rss-time': function (el, g) {
+      var MiB = 1024 * 1024;
+      var d = uPlot.join(g.resources.map(function (r) {
+        return [r.t_s, r.rss_bytes.map(function (v) { return v / MiB; })];
+      }));
+      var series = [{ label: 'time', value: function (u, v) { return v == null ? '–' : v.toFixed(1) + ' s'; } }];
+      g.resources.forEach(function (r) {
+        series.push({ label: name(r.server), stroke: colour(r.server), width: 2, spanGaps: true, value: function (u, v) { return v == null ? '–' : sig3(v) + ' MiB'; } });
+      });
+      make(el, {
+        scales: { x: { time: false }, y: { range: function (u, lo, hi) { return [0, (hi || 1) * 1.15]; } } },
+        axes: [xSeconds(), { label: 'RSS (MiB)', values: function (u, s) { return s.map(function (v) { return +v.toPrecision(3) + ''; }); }, size: 60 }],
+        series: series
+      }, d);
+    },
+
+    // One server: system CPU stacked on user CPU. The "user + system" area is drawn first and
+    // the user area over it, so the visible upper band is the system share.
+    cpu: function (el, g, index) {
+      var r = g.resources[index];
+      var total = r.user_pct.map(function (u, k) { return u + r.sys_pct[k]; });
+      var top = 100;
+      total.forEach(function (v) { top = Math.max(top, v); });
+      var pct = function (v) { return v == null ? '–' : v.toFixed(0) + '%'; };
+      make(el, {
+        height: 190,
+        scales: { x: { time: false }, y: { range: [0, top * 1.1] } },
+        axes: [xSeconds('seconds'), { values: function (u, s) { return s.map(function (v) { return v + '%'; }); }, size: 50 }],
+        series: [
+          { label: 'time', value: function (u, v) { return v == null ? '–' : v.toFixed(1) + ' s'; } },
+          { label: 'system', stroke: colour(r.server), fill: colour(r.server, '55'), width: 1, value: function (u, v, si, k) { return k == null ? '–' : pct(r.sys_pct[k]); } },
+          { label: 'user', stroke: colour(r.server), fill: colour(r.server, 'cc'), width: 1, value: function (u, v) { return pct(v); } }
+        ]
+      }, [r.t_s, total, r.user_pct]);
+    }
+  };
+
+  Array.prototype.forEach.call(document.querySelectorAll('.chart'), function (el) {
+    try {
+      var g = data.groups[+el.getAttribute('data-group')];
+      draw[el.getAttribute('data-chart')](el, g, +el.getAttribute('data-index'));
+    } catch (e) {
+      st.errors.push('chart ' + el.getAttribute('data-chart') + ': ' + e);
+    }
+  });
+
+  var resizing = null;
+  window.addEventListener('resize', function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      charts.forEach(function (c) { c.u.setSize({ width: width(c.el), height: c.height }); });
+    }, 100);
+  });
+
+  // Sortable tables: numbers sort by data-v (raw value); empty values go last either way.
+  function key(td) {
+    if (!td) return null;
+    var v = td.getAttribute('data-v');
+    if (v === null) v = td.textContent.trim();
+    if (v === '' || v === '–') return null;
+    var n = Number(v);
+    return isNaN(n) ? v.toLowerCase() : n;
+  }
+  function sortBy(table, col, th) {
+    var dir = th.getAttribute('aria-sort') === 'ascending' ? -1 : 1;
+    Array.prototype.forEach.call(th.parentNode.cells, function (c) { c.removeAttribute('aria-sort'); });
+    th.setAttribute('aria-sort', dir === 1 ? 'ascending' : 'descending');
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      // Rows of servers with no finished run span the numbers: they stay at the bottom.
+      var fa = a.classList.contains('failed'), fb = b.classList.contains('failed');
+      if (fa !== fb) return fa ? 1 : -1;
+      if (fa) return 0;
+      var x = key(a.cells[col]), y = key(b.cells[col]);
+      if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+      if (typeof x === 'number' && typeof y === 'number') return (x - y) * dir;
+      return String(x).localeCompare(String(y)) * dir;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll('table.sortable'), function (table) {
+    if (!table.tHead) return;
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
+      th.tabIndex = 0;
+      th.title = 'sort by ' + th.textContent;
+      th.addEventListener('click', function () { sortBy(table, col, th); });
+      th.addEventListener('keydown', function (e) { if (e.key === 'Enter') sortBy(table, col, th); });
+    });
+  });
+
+  // Self-test: a chart counts as drawn when its canvas holds coloured pixels (axes and grid
+  // are grey, so only data makes colour), and as having data when a series has a value.
+  function coloured(canvas) {
+    var n = 0;
+    try {
+      var px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+      for (var k = 0; k < px.length; k += 4) {
+        if (px[k + 3] > 0 && Math.max(px[k], px[k + 1], px[k + 2]) - Math.min(px[k], px[k + 1], px[k + 2]) > 60) n++;
+      }
+    } catch (e) {
+      st.errors.push('self-test: ' + e);
+    }
+    return n;
+  }
+  // Sorts a detached copy of the first table with at least three numbers in its second column
+  // twice (ascending, then descending) and checks the order: the visible page is not touched.
+  function numbers(table) {
+    var out = [];
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+      var v = r.classList.contains('failed') ? null : key(r.cells[1]);
+      if (typeof v === 'number') out.push(v);
+    });
+    return out;
+  }
+  function sortCheck() {
+    var tables = document.querySelectorAll('table.sortable');
+    for (var t = 0; t < tables.length; t++) {
+      if (!tables[t].tHead || numbers(tables[t]).length < 3) continue;
+      var copy = tables[t].cloneNode(true);
+      var th = copy.tHead.rows[0].cells[1];
+      sortBy(copy, 1, th);
+      var up = numbers(copy);
+      sortBy(copy, 1, th);
+      var down = numbers(copy);
+      for (var k = 1; k < up.length; k++) {
+        if (up[k] < up[k - 1] || down[k] > down[k - 1]) return 'wrong order';
+      }
+      return th.getAttribute('aria-sort') === 'descending' ? 'ok' : 'no aria-sort';
+    }
+    return 'no table';
+  }
+
+  function selftest() {
+    var drawn = 0, withData = 0;
+    charts.forEach(function (c) {
+      var has = c.u.data.slice(1).some(function (s) { return s.some(function (v) { return v != null; }); });
+      if (has) withData++;
+      if (coloured(c.u.ctx.canvas) > 50) drawn++;
+    });
+    var el = document.getElementById('selftest');
+    if (!el) return;
+    el.setAttribute('data-errors', st.errors.length);
+    el.setAttribute('data-violations', st.violations.length);
+    el.setAttribute('data-alerts', st.alerts);
+    el.setAttribute('data-slots', document.querySelectorAll('.chart').length);
+    el.setAttribute('data-charts', charts.length);
+    el.setAttribute('data-with-data', withData);
+    el.setAttribute('data-drawn', drawn);
+    el.setAttribute('data-scripts', document.querySelectorAll('script').length);
+    el.setAttribute('data-sort', sortCheck());
+    el.setAttribute('data-done', '1');
+    el.textContent = st.errors.concat(st.violations).join('\n');
+  }
+  // uPlot draws in a microtask after construction; give it (and any late CSP report) a moment.
+  setTimeout(selftest, 400);
+})();

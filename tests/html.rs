@@ -1,0 +1,519 @@
+//! The HTML report in a real browser. `volley report` renders the fixtures (a real quick suite,
+//! a suite of failing and control servers, a single open-loop run, all of them together, and a
+//! suite whose names are markup); headless Chromium loads each page from a file, and the
+//! page's own self-test (`#selftest`, written by report.js) says whether any script error,
+//! console error, CSP violation or alert happened, how many charts were drawn with data, how
+//! many script elements exist, and whether sorting works. A screenshot must not be blank.
+//!
+//! Chromium is required: when it is missing the tests fail and say how to install it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// One browser at a time: the machine has two cores and Chromium wants all of them.
+static BROWSER: Mutex<()> = Mutex::new(());
+
+/// Script elements of every page: the self-test hooks, the JSON data, uPlot, report.js.
+const SCRIPTS: usize = 4;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report")
+}
+
+fn chromium() -> PathBuf {
+    let from_env = std::env::var_os("CHROMIUM").map(PathBuf::from);
+    let candidates = from_env
+        .into_iter()
+        .chain(["/usr/bin/chromium", "/usr/bin/chromium-browser"].map(PathBuf::from));
+    for c in candidates {
+        if c.is_file() {
+            return c;
+        }
+    }
+    panic!(
+        "tests/html.rs needs headless Chromium at /usr/bin/chromium (or $CHROMIUM) and found \
+         none: run `make test-deps` (scripts/install-test-deps.sh), which on Debian runs \
+         `apt-get update && apt-get install -y chromium`"
+    );
+}
+
+/// Runs Chromium headless on `page` with a fresh profile and a hard time limit.
+fn browser(page: &Path, extra: &[&str]) -> Output {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium starts");
+    let limit = Duration::from_secs(90);
+    let deadline = Instant::now() + limit;
+    // Drain stdout on a thread: a large DOM would fill the pipe and stall the browser.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut buf).ok();
+        buf
+    });
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let stdout = reader.join().unwrap();
+            let mut stderr = Vec::new();
+            if let Some(mut e) = child.stderr.take() {
+                std::io::Read::read_to_end(&mut e, &mut stderr).ok();
+            }
+            return Output {
+                status,
+                stdout,
+                stderr,
+            };
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "chromium did not finish within {limit:?} on {}",
+                page.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `volley report INPUTS --html OUT` in a temporary folder; returns the folder and the page.
+fn render(inputs: &[PathBuf]) -> (tempfile::TempDir, PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.html");
+    let mut args: Vec<String> = vec!["report".into()];
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    args.extend(["--html".into(), out.display().to_string()]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = common::volley(&argv, Duration::from_secs(60));
+    assert!(
+        o.status.success(),
+        "volley {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    (dir, out, html)
+}
+
+/// The page cannot reach the network: the CSP is there, and no element refers to anything
+/// but the page itself or `data:` (scripts and styles are inline).
+fn assert_offline(html: &str) {
+    assert!(
+        html.contains(
+            r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">"#
+        ),
+        "no CSP meta element"
+    );
+    let markup = without_element_content(html);
+    let lower = markup.to_ascii_lowercase();
+    assert!(!lower.contains("<script src"), "external script");
+    assert!(!lower.contains("rel=\"stylesheet\""), "external stylesheet");
+    assert!(!lower.contains("<iframe") && !lower.contains("<object"));
+    // Text is escaped, so every `<` left starts a tag; look at attributes inside tags only.
+    let mut tags = 0;
+    for tag in lower.split('<').skip(1) {
+        let tag = tag.split('>').next().unwrap_or("");
+        tags += 1;
+        for attr in [
+            " src=",
+            " href=",
+            " action=",
+            " srcset=",
+            " poster=",
+            " formaction=",
+        ] {
+            let mut rest = tag;
+            while let Some(i) = rest.find(attr) {
+                let value = rest[i + attr.len()..].trim_start_matches(['"', '\'']);
+                assert!(
+                    value.starts_with('#') || value.starts_with("data:"),
+                    "{attr} refers outside the page: <{tag}>"
+                );
+                rest = &rest[i + attr.len()..];
+            }
+        }
+    }
+    assert!(tags > 100, "the scan found the tags");
+}
+
+/// The HTML without the contents of script and style elements (their text is code, not
+/// attributes).
+fn without_element_content(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        let next = ["<script", "<style"]
+            .iter()
+            .filter_map(|t| lower.find(t).map(|i| (i, *t)))
+            .min();
+        let Some((i, tag)) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        let open_end = i + lower[i..].find('>').expect("tag closes");
+        out.push_str(&rest[..=open_end]);
+        let close = format!("</{}", &tag[1..]);
+        let j = lower[open_end..].find(&close).expect("element closes") + open_end;
+        rest = &rest[j..];
+    }
+}
+
+/// The self-test's attributes from a DOM dump.
+fn selftest(dom: &str) -> (Vec<(String, String)>, String) {
+    let start = dom
+        .find("<div id=\"selftest\"")
+        .unwrap_or_else(|| panic!("no #selftest in the DOM:\n{}", tail(dom)));
+    let tag_end = start + dom[start..].find('>').unwrap();
+    let tag = &dom[start..tag_end];
+    let text_end = tag_end + dom[tag_end..].find("</div>").unwrap();
+    let text = dom[tag_end + 1..text_end].to_string();
+    let mut attrs = Vec::new();
+    for part in tag.split(" data-").skip(1) {
+        if let Some((k, v)) = part.split_once("=\"") {
+            attrs.push((k.to_string(), v.trim_end_matches('"').to_string()));
+        }
+    }
+    (attrs, text)
+}
+
+fn tail(s: &str) -> &str {
+    &s[s.len().saturating_sub(2000)..]
+}
+
+/// What a page must show in the browser.
+struct Expect {
+    /// Chart slots the page has (each must become a chart with data, drawn).
+    charts: usize,
+    /// Whether a table must be sortable (pages with three comparable rows).
+    sorts: bool,
+}
+
+/// Loads the page, checks its self-test against `expect`, and returns the DOM after the
+/// scripts ran.
+fn check_in_browser(page: &Path, html: &str, expect: Expect) -> String {
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let out = browser(page, &["--dump-dom"]);
+    let dom = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (attrs, text) = selftest(&dom);
+    let get = |k: &str| {
+        attrs
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("self-test did not write data-{k}: {attrs:?}"))
+    };
+    assert_eq!(get("done"), "1");
+    assert_eq!(get("errors"), "0", "script or console errors: {text}");
+    assert_eq!(
+        get("violations"),
+        "0",
+        "CSP violations (a request was tried): {text}"
+    );
+    assert_eq!(get("alerts"), "0", "an alert ran: injected script");
+    assert_eq!(get("scripts"), SCRIPTS.to_string(), "script elements");
+    let slots = html.matches("class=\"chart\"").count();
+    assert_eq!(slots, expect.charts, "chart slots in the HTML");
+    assert_eq!(get("slots"), slots.to_string());
+    assert_eq!(get("charts"), slots.to_string(), "charts created");
+    assert_eq!(get("with-data"), slots.to_string(), "charts with data");
+    assert_eq!(
+        get("drawn"),
+        slots.to_string(),
+        "charts with coloured pixels"
+    );
+    if expect.sorts {
+        assert_eq!(get("sort"), "ok", "sorting a table");
+    }
+    dom
+}
+
+/// A screenshot of the page is neither blank nor a single colour.
+fn check_screenshot(page: &Path) -> PathBuf {
+    let shot = page.with_extension("png");
+    {
+        let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+        let out = browser(
+            page,
+            &[
+                &format!("--screenshot={}", shot.display()),
+                "--window-size=1280,2400",
+            ],
+        );
+        assert!(
+            out.status.success() && shot.is_file(),
+            "no screenshot: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (1280, 2400));
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "colour screenshot");
+    let pixels = &buf[..info.buffer_size()];
+    let mut colours = std::collections::HashSet::new();
+    let (mut ink, mut coloured) = (0usize, 0usize);
+    for px in pixels.chunks_exact(channels) {
+        let (r, g, b) = (px[0], px[1], px[2]);
+        colours.insert((r, g, b));
+        if (r, g, b) != (255, 255, 255) {
+            ink += 1;
+        }
+        if r.max(g).max(b) - r.min(g).min(b) > 60 {
+            coloured += 1;
+        }
+    }
+    let total = (info.width * info.height) as usize;
+    assert!(
+        ink > total / 20,
+        "screenshot nearly blank: {ink} of {total} pixels not white"
+    );
+    assert!(colours.len() > 200, "only {} colours", colours.len());
+    // The page without its script (no charts) has about 500 coloured pixels (links and
+    // swatches); a single run's five charts about 8,000, a suite's tens of thousands.
+    assert!(
+        coloured > 4_000,
+        "charts missing: {coloured} coloured pixels"
+    );
+    shot
+}
+
+#[test]
+fn quick_suite_report_in_a_browser() {
+    let (_dir, page, html) = render(&[fixtures().join("quick")]);
+    assert_offline(&html);
+    assert!(html.len() < 1_000_000, "{} bytes", html.len());
+    // Per scenario: percentile, throughput, rps and latency over time, RSS, and six CPU charts.
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 2 * (5 + 6),
+            sorts: true,
+        },
+    );
+    for server in ["go", "node", "python", "java", "rust", "nginx"] {
+        assert!(
+            dom.contains(&format!("</span>{server}</td>")),
+            "{server} has no table cell"
+        );
+    }
+    assert!(dom.contains("rust is fastest"), "no verdict");
+    check_screenshot(&page);
+}
+
+#[test]
+fn failing_servers_and_a_control_in_a_browser() {
+    let (_dir, page, html) = render(&[fixtures().join("faults")]);
+    assert_offline(&html);
+    // Per scenario (connections 2 and 8): percentile, throughput (two repetitions: whiskers),
+    // rps and latency over time, RSS, and one CPU chart (the control has no server).
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 2 * (5 + 1),
+            sorts: true,
+        },
+    );
+    assert!(dom.contains("0 of 2 runs finished"));
+    assert!(dom.contains("failed: exited with status 4 before it was ready (reps 1, 2)"));
+    assert!(dom.contains("fatal: config broken"), "stderr tail shown");
+    assert!(dom.contains("class=\"badge control\""));
+    assert!(dom.contains("connect 72"), "connect errors of the control");
+    check_screenshot(&page);
+}
+
+#[test]
+fn single_runs_in_a_browser() {
+    // An open-loop run: the percentile plot has a service-time line too.
+    let (_dir, page, html) = render(&[fixtures().join("open-loop.json")]);
+    assert_offline(&html);
+    assert!(html.contains("\"service\":true"), "service-time curve");
+    // Percentile, rps and latency over time, RSS, one CPU chart: one bar is no chart.
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 5,
+            sorts: false,
+        },
+    );
+    assert!(
+        dom.contains("2,000.0 req/s, uniform"),
+        "open-loop rate shown"
+    );
+    check_screenshot(&page);
+
+    // A run too short for lines over time (one second, one sample): those charts are left out
+    // rather than drawn empty.
+    let short = tempfile::tempdir().unwrap();
+    let mut r: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("open-loop.json")).unwrap())
+            .unwrap();
+    r["timeseries"].as_array_mut().unwrap().truncate(1);
+    r["server"]["samples"].as_array_mut().unwrap().truncate(1);
+    let one = short.path().join("one-second.json");
+    std::fs::write(&one, r.to_string()).unwrap();
+    let (_dir, page, html) = render(&[one]);
+    assert!(html.contains("Server cost per request"), "the tables stay");
+    check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 1,
+            sorts: false,
+        },
+    );
+
+    // A closed-loop run out of a suite's folder.
+    let (_dir, page, html) = render(&[fixtures().join("quick/runs/nginx__post-1k__r1.json")]);
+    assert_offline(&html);
+    assert!(!html.contains("\"service\":true"), "closed loop: one curve");
+    check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 5,
+            sorts: false,
+        },
+    );
+}
+
+#[test]
+fn several_results_in_one_report() {
+    let f = fixtures();
+    let (_dir, page, html) = render(&[f.join("quick"), f.join("faults"), f.join("open-loop.json")]);
+    assert_offline(&html);
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 2 * 11 + 2 * 6 + 5,
+            sorts: true,
+        },
+    );
+    assert!(dom.contains("3 results"));
+    assert!(dom.contains("suite quick (suites/quick.toml, done)"));
+    assert!(dom.contains("suite smoke (s.toml, done)"));
+}
+
+/// Copies the faults suite with every name, reason, warning and stderr line turned into markup.
+fn hostile_suite(dir: &Path) {
+    let evil = "<script>alert(1)</script>";
+    let img = "\"><img src=x onerror=alert(2)>";
+    let src = fixtures().join("faults");
+    let rename = |s: &str| match s {
+        "volley-serve" => evil.to_string(),
+        other => other.to_string(),
+    };
+    let mut index: Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("suite.json")).unwrap()).unwrap();
+    for row in index["rows"].as_array_mut().unwrap() {
+        row["server"] = Value::from(rename(row["server"].as_str().unwrap()));
+        row["scenario"] = Value::from(format!("get{img}"));
+        if row["status"] != "ok" {
+            row["reason"] = Value::from("</script><script>alert(3)</script>");
+            row["stderr_tail"] = serde_json::json!(["<b>bold</b>", "<svg onload=alert(4)>"]);
+        }
+    }
+    for s in index["suite"]["server"].as_array_mut().unwrap() {
+        s["name"] = Value::from(rename(s["name"].as_str().unwrap()));
+    }
+    index["suite"]["suite"]["name"] = Value::from(format!("smoke{evil}"));
+    index["env"]["tools"][evil] = Value::from("<i>version</i>");
+    std::fs::create_dir_all(dir.join("runs")).unwrap();
+    std::fs::write(dir.join("suite.json"), index.to_string()).unwrap();
+    for e in std::fs::read_dir(src.join("runs")).unwrap() {
+        let p = e.unwrap().path();
+        let mut r: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        r["warnings"]
+            .as_array_mut()
+            .unwrap()
+            .push(Value::from("warned <svg onload=alert(5)>"));
+        r["status_codes"]["<u>599</u>"] = Value::from(1);
+        r["target"]["url"] = Value::from("http://127.0.0.1:1/</script><script>alert(6)</script>");
+        if p.to_string_lossy()
+            .contains("volley-serve__get__connections-2__r1")
+        {
+            r["client"]["saturated"] = Value::from(true);
+            r["thresholds"] = serde_json::json!([
+                {"threshold": "p99<1ms<img src=x onerror=alert(7)>", "actual": 2.5, "pass": false}
+            ]);
+        }
+        std::fs::write(dir.join("runs").join(p.file_name().unwrap()), r.to_string()).unwrap();
+    }
+}
+
+#[test]
+fn markup_in_names_renders_as_text() {
+    let input = tempfile::tempdir().unwrap();
+    hostile_suite(input.path());
+    let (_dir, page, html) = render(&[input.path().to_path_buf()]);
+    assert_offline(&html);
+    for raw in [
+        "<script>alert",
+        "<img src=x",
+        "<svg",
+        "<b>bold",
+        "<i>version",
+        "<u>599",
+    ] {
+        assert!(!html.contains(raw), "unescaped `{raw}` in the HTML");
+    }
+    assert_eq!(html.matches("<script").count(), SCRIPTS);
+    assert_eq!(html.matches("</script").count(), SCRIPTS);
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 2 * (5 + 1),
+            sorts: false,
+        },
+    );
+    // The server's name is text in its table cell, and nothing was turned into an element.
+    assert!(
+        dom.contains("</span>&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "escaped server name not in a cell"
+    );
+    assert!(dom.contains("&lt;b&gt;bold&lt;/b&gt;"));
+    for element in ["<img", "<svg", "<b>bold", "<i>", "<u>"] {
+        assert!(!dom.contains(element), "`{element}` became an element");
+    }
+    // The flags are still there for what they warn about.
+    assert!(dom.contains("client saturated"));
+    assert!(dom.contains("FAIL"));
+}
