@@ -1,6 +1,7 @@
 # The two commands that matter: `make quick` (install what the suites need, build, run the
 # quick suite over every reference server) and `make test` (what CI runs; `test-deps` adds
-# headless Chromium for the HTML report's browser test). `make demo` loads the built-in server
+# headless Chromium for the HTML report's browser test; scripts/deny.sh checks the
+# dependencies' licences, sources and advisories with cargo-deny). `make demo` loads the built-in server
 # for 5 s.
 PORT ?= 18080
 VOLLEY := target/release/volley
@@ -27,6 +28,7 @@ quick: deps build
 test: deps test-deps
 	cargo fmt --all -- --check
 	cargo clippy --all-targets --locked -- -D warnings
+	scripts/deny.sh
 	cargo test --locked
 
 bench: build
