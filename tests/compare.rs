@@ -2,39 +2,19 @@
 //! delayed one), results edited for deterministic cases, suite folders with 5 repetitions a
 //! side (synthesized, and from a real `volley bench`), and inputs that must be refused.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
+use common::scratch;
 use serde_json::{json, Value};
 
 const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
 
 /// Real runs compete for the 2 cores with nothing else from this file.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// A folder under target/tmp for this test process (shared runs outlive any one test); those
-/// of earlier test processes that have ended are removed first.
-fn scratch(name: &str) -> PathBuf {
-    static SWEPT: OnceLock<()> = OnceLock::new();
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    SWEPT.get_or_init(|| {
-        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
-            let file = e.file_name().to_string_lossy().into_owned();
-            let pid = file
-                .strip_prefix("compare-")
-                .and_then(|p| p.parse::<u32>().ok());
-            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    });
-    let d = root
-        .join(format!("compare-{}", std::process::id()))
-        .join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// `volley run URL -c 2 -d 1s --quiet --json PATH`.
 fn run_to(url: &str, path: &Path) {
@@ -56,7 +36,7 @@ fn runs() -> &'static (PathBuf, PathBuf) {
     static RUNS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     RUNS.get_or_init(|| {
         let server = volley::serve::spawn("127.0.0.1:0").unwrap();
-        let dir = scratch("runs");
+        let dir = scratch("compare", "runs");
         let (a, b) = (dir.join("fast.json"), dir.join("slow.json"));
         run_to(&format!("http://{}/", server.addr), &a);
         run_to(&format!("http://{}/delay?ms=2", server.addr), &b);
@@ -153,7 +133,7 @@ fn a_slower_target_is_a_regression() {
 #[test]
 fn edited_throughput_is_judged_by_the_medians() {
     let (a, _) = runs();
-    let dir = scratch("edited");
+    let dir = scratch("compare", "edited");
     let base = read(a);
     let tput = base["throughput_rps"].as_f64().unwrap();
     let with = |factor: f64, name: &str| {
@@ -240,7 +220,7 @@ fn suite_folder(dir: &Path, template: &Value, cells: &[(&str, &[f64])]) -> PathB
 fn five_repetitions_a_side_give_a_verdict() {
     let (a, _) = runs();
     let template = read(a);
-    let dir = scratch("five");
+    let dir = scratch("compare", "five");
     let base = suite_folder(
         &dir.join("base"),
         &template,
@@ -302,7 +282,7 @@ fn five_repetitions_a_side_give_a_verdict() {
 
 #[test]
 fn real_suites_with_five_repetitions() {
-    let dir = scratch("bench");
+    let dir = scratch("compare", "bench");
     let suite = |name: &str, path: &str| {
         let file = dir.join(format!("{name}.toml"));
         std::fs::write(
@@ -346,7 +326,7 @@ fn real_suites_with_five_repetitions() {
 #[test]
 fn bad_inputs_exit_2_naming_the_path() {
     let (a, _) = runs();
-    let dir = scratch("bad");
+    let dir = scratch("compare", "bad");
     let missing = dir.join("missing.json");
     let o = compare(&[a, &missing]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -368,7 +348,7 @@ fn bad_inputs_exit_2_naming_the_path() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("notes.txt"));
 
-    let empty_dir = scratch("bad/empty");
+    let empty_dir = scratch("compare", "bad/empty");
     let o = compare(&[&empty_dir, a]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("without suite.json"));

@@ -2,10 +2,13 @@
 //! are refused without --force, merged with it; counters add up, the merged histogram holds
 //! every shard's responses, and the output passes `schema/run.schema.json`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
+use common::scratch;
 use serde_json::{json, Value};
 use volley::stats::histogram::decode;
 
@@ -13,29 +16,6 @@ const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
 const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/run.schema.json");
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// A folder under target/tmp for this test process (shared runs outlive any one test); those
-/// of earlier test processes that have ended are removed first.
-fn scratch(name: &str) -> PathBuf {
-    static SWEPT: OnceLock<()> = OnceLock::new();
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    SWEPT.get_or_init(|| {
-        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
-            let file = e.file_name().to_string_lossy().into_owned();
-            let pid = file
-                .strip_prefix("merge-")
-                .and_then(|p| p.parse::<u32>().ok());
-            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    });
-    let d = root
-        .join(format!("merge-{}", std::process::id()))
-        .join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn assert_valid(doc: &Value, what: &str) {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();
@@ -78,7 +58,7 @@ fn closed_shards() -> &'static (PathBuf, PathBuf) {
     S.get_or_init(|| {
         let server = volley::serve::spawn("127.0.0.1:0").unwrap();
         let url = format!("http://{}/", server.addr);
-        let dir = scratch("closed");
+        let dir = scratch("merge", "closed");
         let (a, b) = (dir.join("a.json"), dir.join("b.json"));
         run_to(&url, &[], &a);
         run_to(&url, &[], &b);
@@ -127,7 +107,7 @@ fn hist_len(v: &Value, key: &str) -> u64 {
 #[test]
 fn sequential_runs_are_refused_then_forced() {
     let (a, b) = closed_shards();
-    let dir = scratch("forced");
+    let dir = scratch("merge", "forced");
     let out = dir.join("merged.json");
     let o = merge(&[a, b], &out, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -214,7 +194,7 @@ fn sequential_runs_are_refused_then_forced() {
 #[test]
 fn shards_started_together_align_second_by_second() {
     let (a, b) = closed_shards();
-    let dir = scratch("together");
+    let dir = scratch("merge", "together");
     // The second shard as if it had started 3 ms after the first.
     let va = read(a);
     let mut vb = read(b);
@@ -266,7 +246,7 @@ fn shards_started_together_align_second_by_second() {
 fn open_loop_shards_lose_only_the_schedule_lag() {
     let server = volley::serve::spawn("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", server.addr);
-    let dir = scratch("open");
+    let dir = scratch("merge", "open");
     let (a, b) = (dir.join("a.json"), dir.join("b.json"));
     run_to(&url, &["-R", "200"], &a);
     run_to(&url, &["-R", "300"], &b);
@@ -292,7 +272,7 @@ fn open_loop_shards_lose_only_the_schedule_lag() {
 #[test]
 fn mismatched_or_bad_inputs_are_refused() {
     let (a, b) = closed_shards();
-    let dir = scratch("bad");
+    let dir = scratch("merge", "bad");
     let out = dir.join("merged.json");
     let vb = read(b);
 

@@ -177,11 +177,7 @@ pub struct Cell {
 impl Cell {
     /// `connections=3,rate=500` (empty without axes).
     pub fn axes_label(&self) -> String {
-        self.axes
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(",")
+        axes_label(self.axes.iter().map(|(k, v)| (k, v)))
     }
 
     /// Parses this cell's flags against `url` exactly as `volley run` would.
@@ -227,6 +223,14 @@ fn clap_detail(e: &clap::Error) -> String {
         s += &format!(" (valid: {v})");
     }
     s
+}
+
+/// `connections=3,rate=500`: axis values as they are shown and compared everywhere.
+pub fn axes_label<'a>(axes: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
+    axes.into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// A cell's flags rejected by `volley run`'s own checks.
@@ -391,22 +395,9 @@ impl SuiteConfig {
         for sv in &servers_v {
             let t = p.table(sv, "[[server]]", "server")?;
             p.known(t, SERVER_KEYS, "[[server]]")?;
-            let name = p.req_str(t, "name", "[[server]]", sv.span())?;
+            let taken: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+            let name = p.name(t, sv, "server", &taken)?;
             let at = format!("[[server]] \"{name}\"");
-            if servers.iter().any(|s| s.name == name) {
-                return Err(p.err(
-                    t.get("name").unwrap().span(),
-                    Some("name"),
-                    format!("{at}: a server with this name already exists"),
-                ));
-            }
-            if !safe_name(&name) {
-                return Err(p.err(
-                    t.get("name").unwrap().span(),
-                    Some("name"),
-                    format!("{at}: name may hold letters, digits, `-`, `_` and `.` only (it names result files)"),
-                ));
-            }
             let has = |k: &str| t.get(k).is_some();
             let lifecycle_keys = [
                 "dir",
@@ -558,22 +549,9 @@ impl SuiteConfig {
         let mut scenarios: Vec<Scenario> = Vec::new();
         for sv in &scen_v {
             let t = p.table(sv, "[[scenario]]", "scenario")?;
-            let name = p.req_str(t, "name", "[[scenario]]", sv.span())?;
+            let taken: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+            let name = p.name(t, sv, "scenario", &taken)?;
             let at = format!("[[scenario]] \"{name}\"");
-            if scenarios.iter().any(|s| s.name == name) {
-                return Err(p.err(
-                    t.get("name").unwrap().span(),
-                    Some("name"),
-                    format!("{at}: a scenario with this name already exists"),
-                ));
-            }
-            if !safe_name(&name) {
-                return Err(p.err(
-                    t.get("name").unwrap().span(),
-                    Some("name"),
-                    format!("{at}: name may hold letters, digits, `-`, `_` and `.` only (it names result files)"),
-                ));
-            }
             // Each key becomes one or more alternatives; a list is an axis.
             struct Axis<'a> {
                 key: String,
@@ -942,6 +920,35 @@ impl Parser_<'_> {
                 )),
             },
         }
+    }
+
+    /// The `name` of a `[[server]]` or `[[scenario]]`: present, unique among `taken`, and
+    /// usable in file names.
+    fn name(
+        &self,
+        t: &DeTable,
+        table: &Val,
+        kind: &str,
+        taken: &[&str],
+    ) -> Result<String, SuiteError> {
+        let name = self.req_str(t, "name", &format!("[[{kind}]]"), table.span())?;
+        let at = format!("[[{kind}]] \"{name}\"");
+        let span = t.get("name").map(|v| v.span()).unwrap_or(table.span());
+        if taken.contains(&name.as_str()) {
+            return Err(self.err(
+                span,
+                Some("name"),
+                format!("{at}: a {kind} with this name already exists"),
+            ));
+        }
+        if !safe_name(&name) {
+            return Err(self.err(
+                span,
+                Some("name"),
+                format!("{at}: name may hold letters, digits, `-`, `_` and `.` only (it names result files)"),
+            ));
+        }
+        Ok(name)
     }
 
     fn known(&self, t: &DeTable, keys: &[&str], at: &str) -> Result<(), SuiteError> {

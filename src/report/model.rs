@@ -51,11 +51,7 @@ impl Cell {
 
     /// `connections=3,rate=500`.
     pub fn axes_label(&self) -> String {
-        self.axes
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(",")
+        crate::config::suite::axes_label(&self.axes)
     }
 }
 

@@ -253,3 +253,29 @@ pub fn ctx(stream: TcpStream) -> Ctx {
         buf: Vec::new(),
     }
 }
+
+/// A folder under target/tmp for this test process, `<prefix>-<pid>/<name>` (runs shared by
+/// several tests outlive any one tempdir); folders of earlier test processes that have ended
+/// are removed first.
+pub fn scratch(prefix: &str, name: &str) -> std::path::PathBuf {
+    use std::path::Path;
+    use std::sync::OnceLock;
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    SWEPT.get_or_init(|| {
+        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let pid = file
+                .strip_prefix(&format!("{prefix}-"))
+                .and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    let d = root
+        .join(format!("{prefix}-{}", std::process::id()))
+        .join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
