@@ -25,6 +25,8 @@ macro_rules! eprint {
 pub mod cli;
 pub mod config;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod harness;
 pub mod monitor;
 pub mod plan;

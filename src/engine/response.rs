@@ -95,6 +95,12 @@ impl ResponseParser {
         self.state == State::Head && self.head.is_empty() && self.wire_bytes == 0
     }
 
+    /// Bytes of an incomplete head kept between reads (bounded by `MAX_HEAD_BYTES` + 1); for
+    /// the fuzz checks.
+    pub(crate) fn buffered_head_bytes(&self) -> usize {
+        self.head.len()
+    }
+
     /// Discards any partial response (the connection is being replaced).
     pub fn reset(&mut self) {
         *self = ResponseParser::new(self.head_request);
