@@ -251,12 +251,23 @@ pub fn check_units(data: &[u8]) {
     }
 }
 
-/// Fuzz target `suite`: a suite file. Refused text must be refused with a place inside it
-/// (line and column from 1, on a line that exists, at most one column past its end).
+/// A valid suite up to the keys of its one scenario: appended to it, the fuzzer's text lands in
+/// `[[scenario]]` (where keys become `volley run` flags and lists become matrix axes) instead
+/// of failing on a missing `[suite]` or `[[server]]` almost every time.
+const SUITE_PREFIX: &str = "[suite]\nname = \"f\"\n\n[[server]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/\"\n\n[[scenario]]\nname = \"s\"\n";
+
+/// Fuzz target `suite`: a suite file, as given and appended to `SUITE_PREFIX`. Refused text
+/// must be refused with a place inside it (line and column from 1, on a line that exists, at
+/// most one column past its end); an accepted suite has servers, scenarios and cells.
 pub fn check_suite(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    check_suite_text(text);
+    check_suite_text(&format!("{SUITE_PREFIX}{text}"));
+}
+
+fn check_suite_text(text: &str) {
     match SuiteConfig::parse(text, Path::new("fuzz.toml"), 2) {
         Ok(cfg) => {
             assert!(!cfg.servers.is_empty() && !cfg.scenarios.is_empty());
