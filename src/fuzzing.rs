@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::suite::{parse_cpu_list, SuiteConfig, SuiteError};
+use crate::config::suite::{parse_cpu_list, SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
 use crate::config::{parse_url, threshold, units};
 use crate::engine::response::{ParseError, Response, ResponseParser, MAX_HEAD_BYTES};
 use crate::report::{Format, Report};
@@ -271,7 +271,10 @@ fn check_suite_text(text: &str) {
     match SuiteConfig::parse(text, Path::new("fuzz.toml"), 2) {
         Ok(cfg) => {
             assert!(!cfg.servers.is_empty() && !cfg.scenarios.is_empty());
-            assert!(cfg.scenarios.iter().all(|s| !s.cells.is_empty()));
+            assert!(cfg
+                .scenarios
+                .iter()
+                .all(|s| !s.cells.is_empty() && s.cells.len() <= MAX_CELLS_PER_SCENARIO));
             assert!(cfg.cells_per_rep() >= 1);
             assert!((1..=1000).contains(&cfg.repetitions));
         }
