@@ -16,7 +16,7 @@
 #
 # Environment (all optional):
 #   SECONDS_PER_TARGET=60     seconds for units, suite and result
-#   RESPONSE_SECONDS=600      seconds for response (over 10^7 executions at ~20,000/s)
+#   RESPONSE_SECONDS=900      seconds for response (over 10^7 executions at ~15,000/s)
 #   SANITIZER=none            cargo fuzz's -s: none (the parsers fuzzed are safe Rust; AddressSanitizer only
 #                             made the runs 2-15x slower) or address
 #   TARGETS="response units suite result"
@@ -37,7 +37,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-60}
-RESPONSE_SECONDS=${RESPONSE_SECONDS:-600}
+RESPONSE_SECONDS=${RESPONSE_SECONDS:-900}
 SANITIZER=${SANITIZER:-none}
 TARGETS=${TARGETS:-response units suite result}
 FUZZ_CPU=${FUZZ_CPU:-1}
