@@ -26,6 +26,8 @@ pub mod cli;
 pub mod compare;
 pub mod config;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod harness;
 pub mod merge;
 pub mod monitor;

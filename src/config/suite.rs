@@ -242,6 +242,9 @@ pub struct CellError {
     pub message: String,
 }
 
+/// The most cells one scenario may expand to (far more than a day of measurements).
+pub const MAX_CELLS_PER_SCENARIO: usize = 10_000;
+
 /// Keys of `[suite]`.
 const SUITE_KEYS: &[&str] = &[
     "name",
@@ -673,6 +676,27 @@ impl SuiteConfig {
                         value: suite.get(*key).unwrap(),
                     });
                 }
+            }
+            // Refuse a matrix too large to run before building it: every cell is expanded and
+            // checked here, so a few long lists (10 keys of 10 values: 10^10 cells) would
+            // otherwise take all memory and time before a message could say why.
+            let planned = axes
+                .iter()
+                .try_fold(1usize, |n, a| n.checked_mul(a.choices.len()))
+                .filter(|n| *n <= MAX_CELLS_PER_SCENARIO);
+            if planned.is_none() {
+                return Err(p.err(
+                    sv.span(),
+                    None,
+                    format!(
+                        "{at}: its lists make more than {MAX_CELLS_PER_SCENARIO} cells ({}); split it or shorten the lists",
+                        axes.iter()
+                            .filter(|a| a.is_axis)
+                            .map(|a| format!("{} × {}", a.key, a.choices.len()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
             }
             // The cartesian product, first key outermost.
             let mut cells = vec![(
@@ -1226,6 +1250,27 @@ start = "./a"
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("x").is_err());
         assert!(parse_cpu_list("").is_err());
+    }
+
+    #[test]
+    fn a_matrix_too_large_to_run_is_refused_before_it_is_built() {
+        let list = |n: u32| {
+            format!(
+                "[{}]",
+                (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+            )
+        };
+        let ten = list(10);
+        // 10^4 cells is the limit; one more list of two doubles it.
+        let ok = format!("{BASE}[[scenario]]\nname = \"x\"\nconnections = {ten}\npipeline = {ten}\nseed = {ten}\nthreads = {ten}\n");
+        assert_eq!(parse(&ok).unwrap().scenarios[0].cells.len(), 10_000);
+        let huge = format!("{BASE}[[scenario]]\nname = \"x\"\nconnections = {ten}\npipeline = {ten}\nseed = {ten}\nthreads = {ten}\nrate = {ten}\nbody_size = {ten}\nrequests = {ten}\n");
+        let (line, _, key, msg) = err(&huge);
+        assert_eq!((line, key), (7, None));
+        assert!(
+            msg.contains("more than 10000 cells (connections × 10, pipeline × 10"),
+            "{msg}"
+        );
     }
 
     #[test]

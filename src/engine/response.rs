@@ -95,6 +95,12 @@ impl ResponseParser {
         self.state == State::Head && self.head.is_empty() && self.wire_bytes == 0
     }
 
+    /// Bytes of an incomplete head kept between reads (bounded by `MAX_HEAD_BYTES` + 1); for
+    /// the fuzz checks.
+    pub(crate) fn buffered_head_bytes(&self) -> usize {
+        self.head.len()
+    }
+
     /// Discards any partial response (the connection is being replaced).
     pub fn reset(&mut self) {
         *self = ResponseParser::new(self.head_request);
@@ -205,6 +211,12 @@ impl ResponseParser {
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(e) => return Err(ParseError::Head(e.to_string())),
         };
+        // The limit holds however the head arrived: a head read in pieces is refused once the
+        // buffer passes MAX_HEAD_BYTES, so one parsed in place from a single large read must be
+        // too, or the same bytes would pass or fail depending on how the reads fell.
+        if n > MAX_HEAD_BYTES {
+            return Err(ParseError::HeadTooLarge);
+        }
         let status = resp.code.unwrap_or(0);
         let version = resp.version.unwrap_or(1);
         let mut content_length: Option<u64> = None;
@@ -600,6 +612,28 @@ mod tests {
             matches!(err, Some(ParseError::HeadTooLarge | ParseError::Head(_))),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn head_limit_is_the_same_in_one_read_and_in_pieces() {
+        let head_of = |len: usize| {
+            let start = b"HTTP/1.1 200 OK\r\nX-Big: ";
+            let end = b"\r\nContent-Length: 0\r\n\r\n";
+            let mut h = start.to_vec();
+            h.resize(len - end.len(), b'a');
+            h.extend_from_slice(end);
+            assert_eq!(h.len(), len);
+            h
+        };
+        let ok = head_of(MAX_HEAD_BYTES);
+        assert_eq!(every_split(&ok, false).len(), 1);
+        let big = head_of(MAX_HEAD_BYTES + 1);
+        for step in [1, 1000, big.len()] {
+            let mut p = ResponseParser::new(false);
+            let (rs, err) = parse_all(&mut p, &big, step);
+            assert!(rs.is_empty(), "step {step}");
+            assert_eq!(err, Some(ParseError::HeadTooLarge), "step {step}");
+        }
     }
 
     #[test]

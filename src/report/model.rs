@@ -131,11 +131,12 @@ impl Report {
                 status: row.status.clone(),
                 reason: row.reason.clone(),
                 control: row.control,
-                result: row.path.as_ref().and_then(|p| {
-                    std::fs::read_to_string(dir.join(p))
-                        .ok()
-                        .and_then(|t| RunResult::from_json(&t).ok())
-                }),
+                result: row
+                    .path
+                    .as_ref()
+                    .and_then(|p| row_file(dir, p))
+                    .and_then(|f| std::fs::read_to_string(f).ok())
+                    .and_then(|t| RunResult::from_json(&t).ok()),
             })
             .collect();
         let title = index
@@ -218,6 +219,24 @@ impl Report {
     }
 }
 
+/// The RunResult file of a suite row: `rows[].path` is relative to the results folder (the
+/// harness writes `runs/<cell>.json`). A suite.json copied from another machine is not trusted
+/// to name anything else: an absolute path or `..` could point anywhere, and a device such as
+/// /dev/zero or /dev/stdin would make `volley report` read forever. Such rows lose their
+/// numbers like rows whose file is missing.
+fn row_file(dir: &Path, rel: &str) -> Option<PathBuf> {
+    use std::path::Component;
+    let rel = Path::new(rel);
+    if !rel
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return None;
+    }
+    let file = dir.join(rel);
+    std::fs::metadata(&file).ok()?.is_file().then_some(file)
+}
+
 fn load_one(p: &Path) -> Result<Report, LoadError> {
     let err = |m: String| LoadError {
         path: p.display().to_string(),
@@ -267,4 +286,42 @@ pub fn median(v: &[f64]) -> Option<f64> {
     } else {
         (s[n / 2 - 1] + s[n / 2]) / 2.0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report/quick");
+
+    #[test]
+    fn suite_rows_read_only_files_inside_the_results_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("results");
+        std::fs::create_dir_all(dir.join("runs")).unwrap();
+        let run = std::fs::read_to_string(format!("{FIXTURE}/runs/go__get__r1.json")).unwrap();
+        std::fs::write(dir.join("runs/a.json"), &run).unwrap();
+        std::fs::write(tmp.path().join("outside.json"), &run).unwrap();
+        let mut index = SuiteIndex::from_json(
+            &std::fs::read_to_string(format!("{FIXTURE}/suite.json")).unwrap(),
+        )
+        .unwrap();
+        let outside = tmp.path().join("outside.json").display().to_string();
+        let paths = [
+            ("runs/a.json", true),
+            ("./runs/a.json", true),
+            (outside.as_str(), false),
+            ("../outside.json", false),
+            ("runs/../runs/a.json", false),
+            ("runs", false),
+        ];
+        index.rows.truncate(paths.len());
+        for (row, (p, _)) in index.rows.iter_mut().zip(paths) {
+            row.path = Some(p.to_string());
+        }
+        let report = Report::suite(index, &dir);
+        for (cell, (p, readable)) in report.cells.iter().zip(paths) {
+            assert_eq!(cell.result.is_some(), readable, "row path {p}");
+        }
+    }
 }

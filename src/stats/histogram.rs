@@ -120,6 +120,11 @@ pub fn decode(text: &str) -> Result<Hist, String> {
         Ok(h) => h,
         Err(e) => lenient_v2(&bytes).ok_or_else(|| format!("not an HdrHistogram: {e:?}"))?,
     };
+    // Counts come from a file: their sum may not fit a u64 (hdrhistogram then saturates the
+    // total, and its quantile scan overflows and panics). No recorder gets there; refuse it.
+    h.iter_recorded()
+        .try_fold(0u64, |sum, v| sum.checked_add(v.count_at_value()))
+        .ok_or("the histogram's counts add up to more than 2^64")?;
     h.auto(true);
     Ok(h)
 }
