@@ -20,7 +20,9 @@
 #   SANITIZER=none            cargo fuzz's -s: none (the parsers fuzzed are safe Rust; AddressSanitizer only
 #                             made the runs 2-15x slower) or address
 #   TARGETS="response units suite result"
-#   FUZZ_CPU=1                the CPU the fuzzer is pinned to (taskset), when taskset exists
+#   FUZZ_CPU=auto             the CPU the fuzzer is pinned to (taskset, when it exists); auto:
+#                             the idlest CPU over the second before each target (a CPU that
+#                             other work keeps busy starved a pinned fuzzer here)
 #   RSS_LIMIT_MB=2048  TIMEOUT_S=10   libFuzzer's -rss_limit_mb and per-input -timeout
 #   BENCH_MD=<file>  UPDATE_MD=0  BUSY_MAX=50  WAIT_QUIET=30  OUT_DIR=<dir>
 #
@@ -40,7 +42,7 @@ SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-60}
 RESPONSE_SECONDS=${RESPONSE_SECONDS:-900}
 SANITIZER=${SANITIZER:-none}
 TARGETS=${TARGETS:-response units suite result}
-FUZZ_CPU=${FUZZ_CPU:-1}
+FUZZ_CPU=${FUZZ_CPU:-auto}
 RSS_LIMIT_MB=${RSS_LIMIT_MB:-2048}
 TIMEOUT_S=${TIMEOUT_S:-10}
 BENCH_MD=${BENCH_MD:-$ROOT/BENCHMARKS.md}
@@ -62,12 +64,24 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     log "cargo-fuzz missing: cargo install cargo-fuzz --locked"
     cargo install cargo-fuzz --locked || die 2 "cargo install cargo-fuzz failed"
 fi
-PIN=()
+# The CPU with the most idle time over the next second (/proc/stat's cpuN lines).
+idlest_cpu() {
+    local a b
+    a=$(grep '^cpu[0-9]' /proc/stat); sleep 1; b=$(grep '^cpu[0-9]' /proc/stat)
+    paste <(echo "$a") <(echo "$b") | awk '{
+        n = NF / 2; idle = ($(n + 5) + $(n + 6)) - ($5 + $6); total = 0
+        for (i = 2; i <= n; i++) total += $(n + i) - $i
+        f = total > 0 ? idle / total : 1
+        if (best == "" || f > bestf) { best = substr($1, 4); bestf = f }
+    } END { print best }'
+}
+HAVE_TASKSET=0
 if command -v taskset >/dev/null 2>&1; then
-    PIN=(taskset -c "$FUZZ_CPU")
+    HAVE_TASKSET=1
 else
     log "taskset not found: the fuzzer runs unpinned"
 fi
+[[ $FUZZ_CPU == auto || $FUZZ_CPU =~ ^[0-9]+$ ]] || die 2 "FUZZ_CPU must be auto or a CPU number, got '$FUZZ_CPU'"
 
 cd "$ROOT/fuzz"
 log "cargo +nightly fuzz build -s $SANITIZER (release, debug assertions and overflow checks on)"
@@ -96,6 +110,12 @@ for t in $TARGETS; do
     mkdir -p "corpus/$t" "artifacts/$t"
     before=$(find "artifacts/$t" -type f | sort)
     busy=$(wait_quiet)
+    PIN=()
+    if ((HAVE_TASKSET)); then
+        cpu=$FUZZ_CPU
+        [[ $cpu != auto ]] || cpu=$(idlest_cpu)
+        PIN=(taskset -c "$cpu")
+    fi
     args=("corpus/$t" "${seeds[@]}"
         "-max_total_time=$secs" "-rss_limit_mb=$RSS_LIMIT_MB" "-timeout=$TIMEOUT_S"
         "-dict=dicts/$t.dict" "-artifact_prefix=artifacts/$t/" -print_final_stats=1 "${extra[@]}")
@@ -105,7 +125,9 @@ for t in $TARGETS; do
     # The outer timeout only guards against a fuzzer that ignores -max_total_time.
     "${PIN[@]}" timeout --kill-after=30 $((secs + 300)) "$BIN_DIR/$t" "${args[@]}" >"$OUT_DIR/$t.log" 2>&1 &
     FUZZ_PID=$!
+    t0=$(date +%s)
     wait "$FUZZ_PID" || rc=$?
+    ran=$(($(date +%s) - t0))
     FUZZ_PID=
     new=$(comm -13 <(echo "$before") <(find "artifacts/$t" -type f | sort) | grep -v '^$' || true)
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT_DIR/$t.log" | tail -n1)
@@ -115,6 +137,21 @@ for t in $TARGETS; do
     status=$(grep -E '^#[0-9]+' "$OUT_DIR/$t.log" | tail -n1 || true)
     cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$status")
     corp=$(sed -n 's/.* corp: \([0-9]*\)\/\([0-9A-Za-z]*\).*/\1 \2/p' <<<"$status")
+    # A timeout can be the machine, not the input: other work or a stalled VM can hold the
+    # process for longer than -timeout (seen once: "timeout after 57 seconds" on an input
+    # that runs in milliseconds). Replay each timeout input alone; one that passes is noted and
+    # set aside, not counted as a crash.
+    stalls=0
+    for f in $new; do
+        [[ $(basename "$f") == timeout-* ]] || continue
+        if "${PIN[@]}" "$BIN_DIR/$t" "-timeout=$TIMEOUT_S" "-rss_limit_mb=$RSS_LIMIT_MB" "$f" >"$OUT_DIR/$t.replay.log" 2>&1; then
+            log "$t: timeout on fuzz/$f did not reproduce (it runs within ${TIMEOUT_S}s alone): a machine stall, set aside in $OUT_DIR"
+            mv "$f" "$OUT_DIR/"
+            new=$(grep -vxF "$f" <<<"$new" || true)
+            stalls=$((stalls + 1))
+        fi
+    done
+    if ((stalls > 0)) && [[ -z $new ]] && ((rc == 70)); then rc=0; fi
     ncrash=$(grep -c . <<<"$new" || true)
     if ((rc != 0)) || [[ -n $new ]]; then
         crashed+=("$t")
@@ -126,12 +163,12 @@ for t in $TARGETS; do
         done
         ((ncrash > 0)) || ncrash=1
     fi
-    log "$t: ${execs:-?} executions in ${secs}s (${rate:-?}/s), coverage ${cov:-?}, corpus ${corp:-?}, crashes $ncrash"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$secs" "${execs:-}" "${rate:-}" "${cov:-}" \
-        "${corp%% *}" "${corp##* }" "$ncrash" "${rss:-}" "$busy" >>"$OUT_DIR/summary.tsv"
+    log "$t: ${execs:-?} executions in ${ran}s of ${secs}s (${rate:-?}/s), coverage ${cov:-?}, corpus ${corp:-?}, crashes $ncrash"
+    ((stalls == 0)) || log "$t: the run stopped early at a timeout that did not reproduce; run it again for the full time"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$ran" "${execs:-}" "${rate:-}" "${cov:-}" \
+        "${corp%% *}" "${corp##* }" "$ncrash" "${rss:-}" "$busy" "$stalls" "${cpu:--}" >>"$OUT_DIR/summary.tsv"
 done
 
-PINNED=$((${#PIN[@]} > 0))
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [[ -z $(git -C "$ROOT" status --porcelain -- src fuzz Cargo.toml Cargo.lock 2>/dev/null) ]] || COMMIT+=" with uncommitted changes"
@@ -139,7 +176,7 @@ CPU_MODEL=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/^[^:]*: *//' || true)
 TOOLCHAIN="$(rustc +nightly --version) · $(cargo fuzz --version)"
 KERNEL=$(uname -sr)
 NCPU=$(nproc)
-export BENCH_MD UPDATE_MD RSS_LIMIT_MB TIMEOUT_S FUZZ_CPU SANITIZER PINNED DATE COMMIT CPU_MODEL TOOLCHAIN KERNEL NCPU
+export BENCH_MD UPDATE_MD RSS_LIMIT_MB TIMEOUT_S SANITIZER DATE COMMIT CPU_MODEL TOOLCHAIN KERNEL NCPU
 python3 - "$OUT_DIR/summary.tsv" <<'PYEOF'
 import os, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
@@ -147,15 +184,16 @@ e = os.environ
 num = lambda s: f"{int(s):,}" if s.isdigit() else "?"
 L = [f"Run {e['DATE']} at commit {e['COMMIT']} by `bench/fuzz.sh`; {e['CPU_MODEL']}, {e['NCPU']} CPUs, "
      f"{e['KERNEL']}; {e['TOOLCHAIN']}; "
-     + (f"pinned to CPU {e['FUZZ_CPU']}" if e["PINNED"] == "1" else "not pinned")
-     + f", `cargo fuzz build -s {e['SANITIZER']}` (debug assertions and overflow checks on), "
+     + "each target pinned to one CPU (the idlest when it started)"
+     + f"; `cargo fuzz build -s {e['SANITIZER']}` (debug assertions and overflow checks on), "
      f"`-rss_limit_mb={e['RSS_LIMIT_MB']} -timeout={e['TIMEOUT_S']}`.",
      "",
-     "| target | seconds | executions | exec/s | coverage (edges) | corpus (inputs / size) | crashes | peak RSS (MB) | machine busy before |",
-     "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-for t, secs, execs, rate, cov, n, size, crashes, rss, busy in rows:
+     "| target | seconds run | executions | exec/s | coverage (edges) | corpus (inputs / size) | crashes | peak RSS (MB) | CPU | machine busy before |",
+     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+for t, secs, execs, rate, cov, n, size, crashes, rss, busy, stalls, cpu in rows:
+    note = f" (+{stalls} timeout that did not reproduce: stopped early)" if stalls != "0" else ""
     L.append(f"| `{t}` | {secs} | {num(execs)} | {num(rate)} | {num(cov)} | {num(n)} / {size or '?'} | "
-             f"{crashes} | {rss or '?'} | {busy} % |")
+             f"{crashes}{note} | {rss or '?'} | {cpu} | {busy} % |")
 print("\n".join(L))
 if e["UPDATE_MD"] != "0":
     path = e["BENCH_MD"]
