@@ -116,10 +116,19 @@ pub fn decode(text: &str) -> Result<Hist, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("not base64: {e}"))?;
-    let mut h: Hist = match Deserializer::new().deserialize(&mut bytes.as_slice()) {
-        Ok(h) => h,
-        Err(e) => lenient_v2(&bytes).ok_or_else(|| format!("not an HdrHistogram: {e:?}"))?,
-    };
+    let mut v2 = uncompressed_v2(&bytes)?;
+    // The deserializer allocates the payload length the header declares before reading it, so
+    // a length from a file (up to 4 GiB in 100 bytes of base64) must not exceed the bytes
+    // present. HdrHistogram_c (and writers following it) declare a length that includes the
+    // 40-byte header; the C and Python readers accept that, so volley clamps too.
+    let present = (v2.len() - V2_HEADER_BYTES) as u32;
+    let declared = u32::from_be_bytes([v2[4], v2[5], v2[6], v2[7]]);
+    if declared > present {
+        v2[4..8].copy_from_slice(&present.to_be_bytes());
+    }
+    let mut h: Hist = Deserializer::new()
+        .deserialize(&mut v2.as_slice())
+        .map_err(|e| format!("not an HdrHistogram: {e:?}"))?;
     // Counts come from a file: their sum may not fit a u64 (hdrhistogram then saturates the
     // total, and its quantile scan overflows and panics). No recorder gets there; refuse it.
     h.iter_recorded()
@@ -134,33 +143,39 @@ const COOKIE_MASK: u32 = 0xffff_ff0f;
 const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304;
 const V2_COOKIE: u32 = 0x1c84_9303;
 const V2_HEADER_BYTES: usize = 40;
+/// The most an inflated V2 histogram may take: every bucket of the widest histogram (1 to
+/// 2^63 at 5 significant digits, 8.4 million counts) at 9 bytes a count fits.
+const MAX_V2_BYTES: u64 = 80 << 20;
 
-/// HdrHistogram_c (and writers following it) declare a payload length that includes the
-/// 40-byte header; the C and Python readers accept that, so volley does too: inflate, clamp the
-/// length to the bytes present, and read the result as an uncompressed V2 histogram.
-fn lenient_v2(bytes: &[u8]) -> Option<Hist> {
+/// The uncompressed V2 encoding (header and payload) of V2 or V2-compressed bytes.
+fn uncompressed_v2(bytes: &[u8]) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
-    let cookie = u32::from_be_bytes(bytes.get(0..4)?.try_into().ok()?);
-    if cookie & COOKIE_MASK != V2_COMPRESSED_COOKIE {
-        return None;
+    let cookie = |b: &[u8]| {
+        b.get(0..4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+    };
+    let v2 = match cookie(bytes).map(|c| c & COOKIE_MASK) {
+        Some(V2_COMPRESSED_COOKIE) => {
+            let mut inner = Vec::new();
+            flate2::read::ZlibDecoder::new(bytes.get(8..).unwrap_or_default())
+                .take(MAX_V2_BYTES + 1)
+                .read_to_end(&mut inner)
+                .map_err(|e| format!("not an HdrHistogram: {e}"))?;
+            if inner.len() as u64 > MAX_V2_BYTES {
+                return Err(format!(
+                    "not an HdrHistogram: inflates past {} MiB",
+                    MAX_V2_BYTES >> 20
+                ));
+            }
+            inner
+        }
+        Some(V2_COOKIE) => bytes.to_vec(),
+        _ => return Err("not an HdrHistogram V2 (unknown cookie)".into()),
+    };
+    if v2.len() < V2_HEADER_BYTES || cookie(&v2).map(|c| c & COOKIE_MASK) != Some(V2_COOKIE) {
+        return Err("not an HdrHistogram: no V2 header".into());
     }
-    let mut inner = Vec::new();
-    flate2::read::ZlibDecoder::new(bytes.get(8..)?)
-        .take(1 << 30)
-        .read_to_end(&mut inner)
-        .ok()?;
-    if inner.len() < V2_HEADER_BYTES
-        || u32::from_be_bytes(inner[0..4].try_into().ok()?) & COOKIE_MASK != V2_COOKIE
-    {
-        return None;
-    }
-    let present = (inner.len() - V2_HEADER_BYTES) as u32;
-    let declared = u32::from_be_bytes(inner[4..8].try_into().ok()?);
-    if declared <= present {
-        return None; // not the known quirk: the strict reader's error stands
-    }
-    inner[4..8].copy_from_slice(&present.to_be_bytes());
-    Deserializer::new().deserialize(&mut inner.as_slice()).ok()
+    Ok(v2)
 }
 
 #[cfg(test)]
@@ -189,6 +204,10 @@ mod tests {
         assert_eq!(back.len(), h.len());
         assert_eq!(Percentiles::of(&back), p);
         assert!(decode("not base64!").is_err());
+        // A header declaring a 4 GiB payload over 2 bytes: read as the 2 bytes present (the
+        // deserializer used to allocate the declared 4 GiB first).
+        let h = decode("HISTFAAAAB94nJNpmSz8////DwwQwAylGcGcye0M9jAZLgDcbQeO").unwrap();
+        assert_eq!((h.len(), h.max()), (5, 1));
         assert!(decode("aGVsbG8=").is_err());
     }
 }
