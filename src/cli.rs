@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::units;
+use crate::units;
 
 /// volley: HTTP load generator and server-benchmarking toolkit.
 #[derive(Debug, Parser)]

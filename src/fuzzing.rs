@@ -9,12 +9,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::suite::{parse_cpu_list, SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
-use crate::config::{parse_url, threshold, units};
+use crate::config::suite::{SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
+use crate::config::{parse_url, threshold};
 use crate::engine::response::{ParseError, Response, ResponseParser, MAX_HEAD_BYTES};
 use crate::report::{Format, Report};
 use crate::result::{RunResult, SuiteIndex};
 use crate::stats::histogram;
+use crate::sys::cpus::parse_list as parse_cpu_list;
+use crate::units;
 
 /// The longest a parsed duration may be (`parse_duration` refuses more than a year).
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);

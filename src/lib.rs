@@ -37,6 +37,8 @@ pub mod result;
 pub mod run;
 pub mod serve;
 pub mod stats;
+pub mod sys;
+pub mod units;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -74,17 +76,6 @@ impl ExitCode {
             self
         }
     }
-}
-
-/// Writes to standard output without panicking: a closed pipe (`| head`) or a full disk behind
-/// a redirect must not turn into a crash (`println!` panics on a failed write). False when the
-/// text could not be written.
-pub fn out(text: &str) -> bool {
-    use std::io::Write;
-    let mut so = std::io::stdout().lock();
-    so.write_all(text.as_bytes())
-        .and_then(|_| so.flush())
-        .is_ok()
 }
 
 /// Ctrl-C presses (and SIGTERM) since start; the engine drains on the first, stops on the second.

@@ -641,9 +641,11 @@ pub fn merge_files(
     let merged = merge(&inputs, argv, force)?;
     let mut text = serde_json::to_string_pretty(&merged).expect("results always serialize");
     text.push('\n');
-    crate::report::write_atomically(output, text.as_bytes()).map_err(|e| MergeError::Write {
-        path: output.display().to_string(),
-        message: e.to_string(),
+    crate::sys::files::write_atomically(output, text.as_bytes()).map_err(|e| {
+        MergeError::Write {
+            path: output.display().to_string(),
+            message: e.to_string(),
+        }
     })?;
     Ok(merged)
 }
@@ -658,9 +660,9 @@ pub fn execute(args: &MergeArgs, argv: Vec<String>) -> ExitCode {
             eprintln!(
                 "volley merge: {} shards, {} completed in {:.3} s ({} req/s); wrote {}",
                 args.inputs.len(),
-                crate::report::format::thousands(m.requests.completed),
+                crate::units::thousands(m.requests.completed),
                 m.elapsed_s,
-                crate::report::format::rate(m.throughput_rps),
+                crate::units::rate(m.throughput_rps),
                 args.output.display()
             );
             ExitCode::Ok

@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicUsize;
 
 use crate::cli::RunArgs;
 use crate::config::{JsonOut, LoadConfig};
-use crate::engine::{self, limits, transport, EngineOutput};
-use crate::monitor::client::{allowed_cpus, saturation};
+use crate::engine::{self, transport, EngineOutput};
+use crate::monitor::client::saturation;
 use crate::monitor::procfs;
 use crate::monitor::server::{self, ServerMonitor};
 use crate::plan::Plan;
@@ -17,11 +17,13 @@ use crate::report::{Format, Report};
 use crate::result::*;
 use crate::stats::histogram::encode;
 use crate::stats::Percentiles;
+use crate::sys::cpus;
+use crate::sys::limits;
 use crate::ExitCode;
 
 /// Runs `volley run` and returns the exit code. `interrupts` counts Ctrl-C presses.
 pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
-    let (cores, cpu_list) = allowed_cpus();
+    let (cores, cpu_list) = cpus::allowed();
     let cfg = match LoadConfig::from_args(args, cores, argv) {
         Ok(c) => c,
         Err(e) => return fail(ExitCode::Usage, &e.to_string()),
@@ -359,7 +361,7 @@ pub fn build_result(
         interrupted: out.interrupted,
         env: Env {
             cpu_model,
-            cores: online_cpus().unwrap_or(cores),
+            cores: cpus::online(),
             kernel,
             pinning: Pinning {
                 client_cpus: cpu_list.to_string(),
@@ -452,13 +454,6 @@ pub fn build_result(
     };
     result.thresholds = cfg.thresholds.iter().map(|t| t.check(&result)).collect();
     result
-}
-
-/// CPUs online on the machine (volley may be allowed fewer: see `env.pinning`).
-fn online_cpus() -> Option<usize> {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    (n > 0).then_some(n as usize)
 }
 
 fn round3(v: f64) -> f64 {

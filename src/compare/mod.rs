@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, CompareMetric};
-use crate::report::format::{micros, micros_f, rate};
 use crate::report::model::{median, LoadError, Report, Series};
 use crate::result::RunResult;
+use crate::units::{micros, micros_f, rate};
 use crate::ExitCode;
 
 /// Schema identifier of the comparison JSON.
@@ -760,7 +760,7 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
         }
         Some(path) => {
             print!("{table}");
-            if let Err(e) = crate::report::write_atomically(Path::new(path), json.as_bytes()) {
+            if let Err(e) = crate::sys::files::write_atomically(Path::new(path), json.as_bytes()) {
                 eprintln!("volley compare: --json {path}: {e}");
                 code = code.max_precedence(ExitCode::Failed);
             }

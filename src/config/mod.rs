@@ -3,14 +3,13 @@
 
 pub mod suite;
 pub mod threshold;
-pub mod units;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::{Arrivals, RunArgs};
 use crate::plan::ramp::Ramp;
-use units::StageSpec;
+use crate::units::{self, StageSpec};
 
 /// A configuration problem found before any load is sent.
 #[derive(Debug, thiserror::Error)]

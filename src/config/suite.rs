@@ -15,8 +15,10 @@ use clap::{Args, Parser};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::{parse_url, units, LoadConfig, Target};
+use super::{parse_url, LoadConfig, Target};
 use crate::cli::{Cli, Command, RunArgs};
+use crate::sys::cpus::{self, CpuList};
+use crate::units;
 
 /// A suite file that cannot be used (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -43,41 +45,6 @@ pub enum SuiteError {
         /// What is wrong, starting with where in the suite (`[[scenario]] "x": key: ...`).
         message: String,
     },
-}
-
-/// A CPU set such as `"0"`, `"1-3"` or `"0,2-3"`, as `taskset -c` takes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuList {
-    /// The text as written (shown in reports).
-    pub text: String,
-    /// The CPUs, ascending.
-    pub cpus: Vec<usize>,
-}
-
-/// Parses a CPU list (`taskset -c` syntax: numbers and ranges separated by commas).
-pub fn parse_cpu_list(text: &str) -> Result<CpuList, String> {
-    let mut cpus = BTreeSet::new();
-    for part in text.split(',').map(str::trim) {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.trim(), b.trim()),
-            None => (part, part),
-        };
-        let num = |s: &str| {
-            s.parse::<usize>()
-                .map_err(|_| format!("`{text}` is not a CPU list (e.g. \"0\", \"1-3\", \"0,2\")"))
-        };
-        let (a, b) = (num(a)?, num(b)?);
-        if a > b || b >= 1024 {
-            return Err(format!(
-                "`{part}` is not a CPU range (from ≤ to, below 1024)"
-            ));
-        }
-        cpus.extend(a..=b);
-    }
-    Ok(CpuList {
-        text: text.to_string(),
-        cpus: cpus.into_iter().collect(),
-    })
 }
 
 /// The whole suite, validated and expanded.
@@ -363,9 +330,9 @@ impl SuiteConfig {
                         DeValue::Integer(i) => i.as_str().to_string(),
                         _ => p.str(v, "[suite]", key)?,
                     };
-                    let list = parse_cpu_list(&s)
+                    let list = cpus::parse_list(&s)
                         .map_err(|m| p.err(v.span(), Some(key), format!("[suite]: {key}: {m}")))?;
-                    let online = online_cpus();
+                    let online = cpus::online();
                     if let Some(bad) = list.cpus.iter().find(|c| **c >= online) {
                         return Err(p.err(
                             v.span(),
@@ -879,16 +846,6 @@ fn run_long_flags() -> Vec<String> {
         .collect()
 }
 
-fn online_cpus() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-    if n > 0 {
-        n as usize
-    } else {
-        1
-    }
-}
-
 /// Spans to file:line:column, and typed getters with messages that name the key.
 struct Parser_<'t> {
     text: &'t str,
@@ -1242,15 +1199,6 @@ duration = "2s"
 name = "a"
 start = "./a"
 "#;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0").unwrap().cpus, vec![0]);
-        assert_eq!(parse_cpu_list("0,2-3").unwrap().cpus, vec![0, 2, 3]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("x").is_err());
-        assert!(parse_cpu_list("").is_err());
-    }
 
     #[test]
     fn a_matrix_too_large_to_run_is_refused_before_it_is_built() {

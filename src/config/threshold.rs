@@ -106,11 +106,11 @@ pub fn parse(text: &str) -> Result<Threshold, String> {
     }
     let stat = |n: &str| STATS.iter().find(|(s, _)| *s == n).map(|(_, k)| *k);
     let duration = |v: &str| -> Result<f64, String> {
-        let d = super::units::parse_duration(v).map_err(|e| format!("`{t}`: {e}"))?;
+        let d = crate::units::parse_duration(v).map_err(|e| format!("`{t}`: {e}"))?;
         Ok(d.as_nanos() as f64 / 1000.0)
     };
     let number = |v: &str| -> Result<f64, String> {
-        super::units::parse_decimal(v).map_err(|e| format!("`{t}`: {e}"))
+        crate::units::parse_decimal(v).map_err(|e| format!("`{t}`: {e}"))
     };
     let (metric, limit, percent) = if let Some(k) = stat(name) {
         (Metric::Latency(k), duration(value)?, false)
@@ -191,9 +191,9 @@ impl Threshold {
         };
         match self.metric {
             Metric::Latency(_) | Metric::Service(_) | Metric::CpuPerRequest => {
-                crate::report::format::micros_f(a)
+                crate::units::micros_f(a)
             }
-            Metric::Rps => format!("{} req/s", crate::report::format::rate(a)),
+            Metric::Rps => format!("{} req/s", crate::units::rate(a)),
             Metric::Errors if self.percent => format!("{a:.3}%"),
             Metric::Errors => format!("{a}"),
         }

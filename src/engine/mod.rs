@@ -5,7 +5,6 @@
 
 pub mod clock;
 pub mod conn;
-pub mod limits;
 pub mod poller;
 pub mod response;
 pub mod transport;

@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::pinning;
-use crate::config::suite::{CpuList, Managed};
+use crate::config::suite::Managed;
 use crate::monitor::procfs;
+use crate::sys::cpus::CpuList;
 
 /// How long a server gets between SIGTERM and SIGKILL (DESIGN §4).
 pub const STOP_GRACE: Duration = Duration::from_secs(5);

@@ -34,10 +34,10 @@ impl PlannedCell {
             };
             match flag {
                 "--connections" | "--users" => {
-                    most = crate::config::units::parse_count(value).unwrap_or(most)
+                    most = crate::units::parse_count(value).unwrap_or(most)
                 }
                 "--stages" => {
-                    if let Ok(st) = crate::config::units::parse_stages(value) {
+                    if let Ok(st) = crate::units::parse_stages(value) {
                         most = st.iter().map(|s| s.users).max().unwrap_or(most);
                     }
                 }

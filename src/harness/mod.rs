@@ -17,17 +17,18 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::cli::BenchArgs;
 use crate::config::suite::{ServerKind, SuiteConfig};
-use crate::engine::{limits, transport};
-use crate::monitor::client::allowed_cpus;
+use crate::engine::transport;
 use crate::monitor::{procfs, server};
 use crate::report::{Format, Report};
 use crate::result::*;
+use crate::sys::cpus;
+use crate::sys::limits;
 use crate::ExitCode;
 use matrix::PlannedCell;
 
 /// Runs `volley bench` and returns the exit code.
 pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
-    let (cores, _) = allowed_cpus();
+    let (cores, _) = cpus::allowed();
     let mut suite = match SuiteConfig::load(&args.suite, cores) {
         Ok(s) => s,
         Err(e) => return usage(&e.to_string()),
@@ -125,8 +126,8 @@ fn check_space(dir: &Path, cells: usize) -> Result<(), String> {
     if free < need {
         return Err(format!(
             "only {} free; {cells} cells need about {} for their results and reports",
-            crate::report::format::bytes(free),
-            crate::report::format::bytes(need)
+            crate::units::bytes(free),
+            crate::units::bytes(need)
         ));
     }
     Ok(())
@@ -156,7 +157,7 @@ fn new_index(suite: &SuiteConfig, only: &[String], cells: &[PlannedCell]) -> Sui
         only: only.to_vec(),
         env: SuiteEnv {
             cpu_model: text("/proc/cpuinfo").and_then(|t| procfs::parse_cpu_model(&t)),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cores: cpus::online(),
             kernel: text("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
             pinning: SuitePinning {
                 client_cpus: suite.client_cpus.as_ref().map(|c| c.text.clone()),
@@ -231,7 +232,7 @@ impl Harness<'_> {
     fn save_index(&mut self) -> std::io::Result<()> {
         let mut json = serde_json::to_string_pretty(&self.index).map_err(std::io::Error::other)?;
         json.push('\n');
-        crate::report::write_atomically(&self.out_dir.join("suite.json"), json.as_bytes())
+        crate::sys::files::write_atomically(&self.out_dir.join("suite.json"), json.as_bytes())
     }
 
     fn save_index_or_warn(&mut self) {
@@ -308,7 +309,7 @@ impl Harness<'_> {
         self.retry_unsaved();
         self.save_index_or_warn();
         self.write_reports();
-        crate::out(&Format::Terminal.reporter().render(&self.report()));
+        crate::sys::files::stdout(&Format::Terminal.reporter().render(&self.report()));
         if !self.unsaved.is_empty() {
             eprintln!(
                 "volley bench: {} result(s) could not be written to {} (their numbers are in the table above):",
@@ -325,7 +326,7 @@ impl Harness<'_> {
             .iter()
             .filter(|r| !r.control && r.status == "failed")
             .count();
-        crate::out(&format!(
+        crate::sys::files::stdout(&format!(
             "\n{} cells in {}: {} ok, {failed} failed{}. Results: {} (report: {})\n",
             self.index.rows.len(),
             progress::clock(t_start.elapsed()),
@@ -420,7 +421,7 @@ impl Harness<'_> {
             .suite
             .client_cpus
             .as_ref()
-            .map_or_else(|| allowed_cpus().0, |c| c.cpus.len());
+            .map_or_else(|| cpus::allowed().0, |c| c.cpus.len());
         match &spec.kind {
             ServerKind::Managed(m) => {
                 let port = match lifecycle::free_port() {
@@ -541,7 +542,7 @@ impl Harness<'_> {
             .suite
             .client_cpus
             .as_ref()
-            .map_or_else(|| allowed_cpus().1, |c| c.text.clone());
+            .map_or_else(|| cpus::allowed().1, |c| c.text.clone());
         let m = match crate::run::measure(
             &cfg,
             addr,
@@ -598,7 +599,7 @@ impl Harness<'_> {
         if let Some(r) = &o.result {
             let rel = format!("runs/{}.json", cell.id);
             let json = Format::Json.render_run(r);
-            match crate::report::write_atomically(&self.out_dir.join(&rel), json.as_bytes()) {
+            match crate::sys::files::write_atomically(&self.out_dir.join(&rel), json.as_bytes()) {
                 Ok(()) => path = Some(rel),
                 Err(e) => {
                     // A full disk must not lose the measurement: it stays in memory, is tried
@@ -650,7 +651,8 @@ impl Harness<'_> {
         let pending: Vec<usize> = self.unsaved.keys().copied().collect();
         for i in pending {
             let (rel, json, _) = &self.unsaved[&i];
-            if crate::report::write_atomically(&self.out_dir.join(rel), json.as_bytes()).is_ok() {
+            if crate::sys::files::write_atomically(&self.out_dir.join(rel), json.as_bytes()).is_ok()
+            {
                 let row = &mut self.index.rows[i];
                 row.path = Some(rel.clone());
                 row.notes.retain(|n| !n.starts_with(UNSAVED));
@@ -681,7 +683,7 @@ impl Harness<'_> {
             ("results.csv", Format::Csv),
         ] {
             let text = format.reporter().render(&report);
-            let r = crate::report::write_atomically(&self.out_dir.join(name), text.as_bytes());
+            let r = crate::sys::files::write_atomically(&self.out_dir.join(name), text.as_bytes());
             self.wrote(name, r);
         }
     }

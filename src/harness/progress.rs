@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::matrix::PlannedCell;
 use crate::config::suite::SuiteConfig;
-use crate::report::format::{bytes, opt_micros, rate};
 use crate::result::SuiteRow;
+use crate::units::{bytes, opt_micros, rate};
 
 /// Overhead assumed per cell before one has finished (start, ready, drain, stop).
 const FIRST_GUESS_OVERHEAD: Duration = Duration::from_secs(2);

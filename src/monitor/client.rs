@@ -157,46 +157,6 @@ fn read_thread_ns(tid: i32) -> Option<u64> {
     )
 }
 
-/// CPUs this process may run on, as a list string like "0-1" or "0,2".
-pub fn allowed_cpus() -> (usize, String) {
-    // SAFETY: sched_getaffinity fills the set we own.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let ok =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
-            == 0;
-    if !ok {
-        let n = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
-        return (n, format!("0-{}", n - 1));
-    }
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|c| unsafe { libc::CPU_ISSET(*c, &set) })
-        .collect();
-    (cpus.len().max(1), cpu_list(&cpus))
-}
-
-/// Formats CPU numbers as a kernel-style list ("0-3,6").
-pub fn cpu_list(cpus: &[usize]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,13 +177,6 @@ mod tests {
         // Half the samples is not more than half.
         assert!(!saturation(&[s(195.0, 97.0), s(10.0, 5.0)], 2.0).1);
         assert_eq!(saturation(&[], 2.0), (0.0, false));
-    }
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
-        assert_eq!(cpu_list(&[3]), "3");
-        assert_eq!(cpu_list(&[]), "");
     }
 
     #[test]

@@ -209,7 +209,7 @@ pub fn attach(
 /// Descriptors volley can spend on perf counters next to `connections` sockets: the soft
 /// RLIMIT_NOFILE is raised towards the hard one for them (never above `perf::DEFAULT_FD_BUDGET`).
 pub fn perf_fd_budget(connections: u64) -> usize {
-    let reserved = connections + crate::engine::limits::FD_SLACK;
+    let reserved = connections + crate::sys::limits::FD_SLACK;
     let want = reserved + perf::DEFAULT_FD_BUDGET as u64;
     let mut lim = libc::rlimit {
         rlim_cur: 0,

@@ -11,8 +11,8 @@ use super::procfs::{self, CpuTimes};
 use super::server::{self, Tick};
 use crate::cli::MonitorArgs;
 use crate::config;
-use crate::report::format::thousands;
 use crate::report::terminal::server_lines;
+use crate::units::thousands;
 use crate::ExitCode;
 
 /// The column header printed above the lines.

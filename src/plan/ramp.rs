@@ -1,7 +1,7 @@
 //! Virtual-user ramps (`--users N --spawn-rate R`, or k6-style `--stages`): how many users are
 //! active at each moment. Pure: time is plain nanoseconds from t0.
 
-use crate::config::units::StageSpec;
+use crate::units::StageSpec;
 
 /// A piecewise-linear user schedule starting from 0 users at t0.
 #[derive(Debug, Clone, PartialEq, Eq)]

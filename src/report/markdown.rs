@@ -4,10 +4,10 @@
 
 use std::fmt::Write;
 
-use super::format::{bytes, micros, rate};
 use super::model::{median, Report, Series};
 use super::Reporter;
 use crate::result::RunResult;
+use crate::units::{bytes, micros, rate};
 
 /// Markdown reporter.
 pub struct MarkdownReporter;

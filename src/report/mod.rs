@@ -3,7 +3,6 @@
 //! or more suites.
 
 pub mod csv;
-pub mod format;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -70,13 +69,13 @@ pub fn execute(args: &crate::cli::ReportArgs) -> crate::ExitCode {
     };
     let outputs = paths.each();
     if outputs.is_empty() {
-        crate::out(&Format::Terminal.reporter().render(&report));
+        crate::sys::files::stdout(&Format::Terminal.reporter().render(&report));
         return ExitCode::Ok;
     }
     let mut code = ExitCode::Ok;
     for (flag, path, format) in outputs {
         let text = format.reporter().render(&report);
-        if let Err(e) = write_atomically(path, text.as_bytes()) {
+        if let Err(e) = crate::sys::files::write_atomically(path, text.as_bytes()) {
             eprintln!("volley report: {flag} {}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         } else {
@@ -84,27 +83,4 @@ pub fn execute(args: &crate::cli::ReportArgs) -> crate::ExitCode {
         }
     }
     code
-}
-
-/// Writes a file through a temporary neighbour and a rename, so a reader (a browser
-/// refreshing the report during a suite) never sees half of it.
-pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            // A half-written temporary file would only take more of a full disk.
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
 }

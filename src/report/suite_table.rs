@@ -2,8 +2,8 @@
 //! repetitions of throughput, latency and server cost, with the throughput range.
 
 use super::model::{median, Report};
-use crate::report::format::{bytes, micros, rate};
 use crate::result::Headline;
+use crate::units::{bytes, micros, rate};
 
 /// Renders the cells of a report as an aligned text table (empty when there are none).
 pub fn render(report: &Report) -> String {

@@ -5,13 +5,13 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use super::format::{bytes, micros, micros_f, opt_micros, rate, seconds, thousands};
 use super::model::Report;
 use super::Reporter;
 use crate::engine::Progress;
 use crate::result::{RunResult, ServerInfo};
 use crate::stats::histogram::QUANTILES;
 use crate::stats::{Percentiles, TimePoint};
+use crate::units::{bytes, micros, micros_f, opt_micros, rate, seconds, thousands};
 
 /// Terminal summary reporter.
 pub struct TerminalReporter;

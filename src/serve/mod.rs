@@ -68,7 +68,7 @@ pub fn spawn(addr: &str) -> io::Result<Server> {
 pub fn run(bind: &str, port: u16) -> io::Result<()> {
     let listener = TcpListener::bind((bind, port))?;
     let local = listener.local_addr()?;
-    crate::out(&format!("volley serve: listening on http://{local}/ (endpoints: / POST / /hello /delay?ms=N /bytes?n=N)\n"));
+    crate::sys::files::stdout(&format!("volley serve: listening on http://{local}/ (endpoints: / POST / /hello /delay?ms=N /bytes?n=N)\n"));
     accept_loop(listener, Arc::new(AtomicU64::new(0)));
     Ok(())
 }

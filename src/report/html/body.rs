@@ -10,11 +10,11 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::{escape_html as esc, Group, GroupData, Page, Row, Spread};
-use crate::report::format::{bytes, micros, micros_f, rate, seconds, thousands};
 use crate::report::markdown::describe_load;
 use crate::report::model::{median, Cell, Report};
 use crate::result::{RunResult, SuiteRow};
 use crate::stats::Percentiles;
+use crate::units::{bytes, micros, micros_f, rate, seconds, thousands};
 
 /// The page body (everything inside `<body>` but the scripts).
 pub fn render(report: &Report, page: &Page) -> String {
