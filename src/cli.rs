@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::metric::Metric;
 use crate::units;
 
 /// volley: HTTP load generator and server-benchmarking toolkit.
@@ -46,6 +47,15 @@ pub enum Arrivals {
     Uniform,
     /// Exponential gaps (a Poisson process) from a seeded per-thread generator.
     Poisson,
+}
+
+impl From<Arrivals> for crate::result::Arrivals {
+    fn from(a: Arrivals) -> Self {
+        match a {
+            Arrivals::Uniform => crate::result::Arrivals::Uniform,
+            Arrivals::Poisson => crate::result::Arrivals::Poisson,
+        }
+    }
 }
 
 /// `volley run` flags (wrk spellings where wrk has the flag).
@@ -235,37 +245,6 @@ pub struct ReportArgs {
     pub csv: Option<PathBuf>,
 }
 
-/// What `volley compare` compares (`--metric`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareMetric {
-    /// Completed responses per second (higher is better).
-    Throughput,
-    /// Corrected latency p50 (lower is better).
-    P50,
-    /// Corrected latency p90.
-    P90,
-    /// Corrected latency p99.
-    P99,
-    /// Corrected latency p99.9.
-    #[value(name = "p99.9")]
-    P99_9,
-    /// Corrected latency p99.99.
-    #[value(name = "p99.99")]
-    P99_99,
-    /// Largest corrected latency.
-    Max,
-    /// Mean corrected latency.
-    Mean,
-    /// Service time p99 (from the write; lower is better).
-    #[value(name = "service_p99")]
-    ServiceP99,
-    /// Server CPU µs per request (needs the server monitor; lower is better).
-    #[value(name = "cpu_per_request")]
-    CpuPerRequest,
-    /// Errors of every kind (lower is better).
-    Errors,
-}
-
 /// `volley compare` flags.
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
@@ -276,8 +255,8 @@ pub struct CompareArgs {
     pub b: PathBuf,
 
     /// The metric judged [default: throughput in closed loop and ramp, corrected p99 in open loop].
-    #[arg(long, value_enum)]
-    pub metric: Option<CompareMetric>,
+    #[arg(long, value_parser = metric_parser())]
+    pub metric: Option<Metric>,
 
     /// Exit 1 when B's metric is worse than A's by more than PCT in any pair, e.g. 5% (with 5+
     /// repetitions a side only when the difference is also significant).
@@ -327,4 +306,38 @@ fn count(s: &str) -> Result<u64, String> {
 
 fn size(s: &str) -> Result<u64, String> {
     units::parse_size(s)
+}
+
+/// `--metric`: every name of the metric vocabulary is accepted; help lists the usual ones.
+fn metric_parser() -> impl clap::builder::TypedValueParser<Value = Metric> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    const SHOWN: &[(&str, &str)] = &[
+        (
+            "throughput",
+            "Completed responses per second (higher is better)",
+        ),
+        ("p50", "Corrected latency p50 (lower is better)"),
+        ("p90", "Corrected latency p90"),
+        ("p99", "Corrected latency p99"),
+        ("p99.9", "Corrected latency p99.9"),
+        ("p99.99", "Corrected latency p99.99"),
+        ("max", "Largest corrected latency"),
+        ("mean", "Mean corrected latency"),
+        (
+            "service_p99",
+            "Service time p99 (from the write; lower is better)",
+        ),
+        (
+            "cpu_per_request",
+            "Server CPU µs per request (needs the server monitor; lower is better)",
+        ),
+        ("errors", "Errors of every kind (lower is better)"),
+    ];
+    let shown = SHOWN.iter().map(|(n, h)| PossibleValue::new(*n).help(*h));
+    let hidden = crate::metric::NAMES
+        .iter()
+        .filter(|n| !SHOWN.iter().any(|(s, _)| s == *n))
+        .map(|n| PossibleValue::new(*n).hide(true));
+    PossibleValuesParser::new(shown.chain(hidden))
+        .map(|name| Metric::parse(&name).expect("every possible value is a metric name"))
 }

@@ -30,6 +30,7 @@ pub mod engine;
 pub mod fuzzing;
 pub mod harness;
 pub mod merge;
+pub mod metric;
 pub mod monitor;
 pub mod plan;
 pub mod report;

@@ -246,7 +246,7 @@ pub fn merge(
     }
     if inputs.iter().any(|(_, r)| r.load.mode != first.load.mode) {
         return Err(MergeError::Mode {
-            list: listing(&|r| r.load.mode.clone()),
+            list: listing(&|r| r.load.mode.to_string()),
         });
     }
     let starts: Vec<i64> = inputs
@@ -291,10 +291,10 @@ pub fn merge(
 
     let rs: Vec<&RunResult> = inputs.iter().map(|(_, r)| r).collect();
     let n = rs.len();
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
 
     // The shards' own warnings: once when every shard had it, else with the shard's file.
-    let mut seen: Vec<&String> = Vec::new();
+    let mut seen: Vec<&Warning> = Vec::new();
     for r in &rs {
         for w in &r.warnings {
             if seen.contains(&w) {
@@ -309,7 +309,7 @@ pub fn merge(
             warnings.push(if holders.len() == n {
                 w.clone()
             } else {
-                format!("shard {}: {w}", holders.join(", "))
+                Warning::of_shards(&holders, w)
             });
         }
     }
@@ -403,9 +403,7 @@ pub fn merge(
         ),
     ] {
         if differs {
-            warnings.push(format!(
-                "the shards differ in {what}; the merged load shows the first shard's"
-            ));
+            warnings.push(Warning::shards_differ(what));
         }
     }
     let stages = match l0.stages.as_ref() {
@@ -431,10 +429,7 @@ pub fn merge(
             )
         }
         Some(st0) => {
-            warnings.push(
-                "the shards' --stages differ in length; the merged load shows the first shard's"
-                    .into(),
-            );
+            warnings.push(Warning::stages_differ());
             Some(st0.clone())
         }
         None => None,
@@ -467,10 +462,7 @@ pub fn merge(
     };
 
     let schedule_lag_us = if rs.iter().any(|r| r.schedule_lag_us.is_some()) {
-        warnings.push(
-            "schedule_lag_us is null: a RunResult holds no schedule-lag histogram, so the shards' lag cannot be merged exactly (each shard's file has its own)"
-                .into(),
-        );
+        warnings.push(Warning::lag_not_merged());
         None
     } else {
         None
@@ -483,16 +475,10 @@ pub fn merge(
         .collect();
     let aligned = align_timeseries(&shard_series, elapsed_s);
     if aligned.nulled > 0 {
-        warnings.push(format!(
-            "timeseries: latency_p50_us and latency_p99_us are null in the {} second(s) where more than one shard had responses (percentiles of different shards cannot be combined; latency_max_us is exact)",
-            aligned.nulled
-        ));
+        warnings.push(Warning::series_percentiles_nulled(aligned.nulled));
     }
     if spread_us >= MAX_START_SPREAD_US {
-        warnings.push(format!(
-            "merged with --force: the shards started up to {:.3} s apart; each shard's seconds went to the merged second they overlap most, so per-second counts are off by up to the fraction of a second",
-            spread_us as f64 / 1e6
-        ));
+        warnings.push(Warning::forced_merge(spread_us as f64 / 1e6));
     }
 
     let client = ClientInfo {
@@ -529,31 +515,20 @@ pub fn merge(
                     ctx_switches: per(ctx as f64),
                     syscalls: s.syscalls.and_then(|v| per(v as f64)),
                 };
-                warnings.push(format!(
-                    "server: monitored by one shard ({path}); its per_request figures are divided by every shard's completed requests (all loaded {})",
-                    first.target.addr
-                ));
+                warnings.push(Warning::server_from_one_shard(path, &first.target.addr));
             } else {
-                warnings.push(format!(
-                    "server: monitored by one shard ({path}) whose target.addr differs from other shards'; its per_request figures cover that shard's requests only"
-                ));
+                warnings.push(Warning::server_from_one_shard_elsewhere(path));
             }
             Some(s)
         }
         many => {
-            warnings.push(format!(
-                "server is null: {} shards monitored a server ({}); their monitors cannot be merged into one (each shard's file has its own)",
-                many.len(),
-                many.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>().join(", ")
-            ));
+            let paths: Vec<&str> = many.iter().map(|(p, _)| p.as_str()).collect();
+            warnings.push(Warning::server_not_merged(&paths));
             None
         }
     };
     if rs.iter().any(|r| !r.thresholds.is_empty()) {
-        warnings.push(
-            "the shards' --threshold results are not carried over: they judged each shard alone"
-                .into(),
-        );
+        warnings.push(Warning::thresholds_not_carried());
     }
     let mut shards = Vec::new();
     for r in &rs {
@@ -733,7 +708,7 @@ mod tests {
                 body_bytes: 0,
             },
             load: LoadInfo {
-                mode: "closed".into(),
+                mode: Mode::Closed,
                 connections: 2,
                 threads: 1,
                 rate_rps: None,
@@ -857,7 +832,8 @@ mod tests {
         assert_eq!(m.shards.len(), 2);
         assert_eq!(m.shards[1].started_at, b.started_at);
         assert_eq!(
-            m.warnings[0], "closed loop",
+            m.warnings[0].text(),
+            "closed loop",
             "a warning every shard had, once"
         );
         // Within 10 ms: bucket k -> k; both shards had responses in each second.
@@ -866,7 +842,10 @@ mod tests {
         assert_eq!(m.timeseries[1].completed, 2 + 2);
         assert_eq!(m.timeseries[0].latency_p50_us, None);
         assert_eq!(m.timeseries[1].latency_max_us, Some(h.max()));
-        assert!(m.warnings.iter().any(|w| w.contains("latency_p50_us")));
+        assert!(m
+            .warnings
+            .iter()
+            .any(|w| w.text().contains("latency_p50_us")));
         // Merging the merge with a third shard lists three shards, not two.
         let c = shard(T0 + 1_000, &[7]);
         let mm = merge(
@@ -919,7 +898,7 @@ mod tests {
         assert!(matches!(e, MergeError::Target { .. }));
         assert!(e.to_string().contains("o.json: GET /hello"), "{e}");
         let mut open = shard(T0, &[100]);
-        open.load.mode = "open".into();
+        open.load.mode = Mode::Open;
         let e = merge(
             &[("a.json".into(), a), ("o.json".into(), open)],
             vec![],
@@ -996,10 +975,9 @@ mod tests {
         // 4 ms of CPU over the 4 responses of both shards, which loaded the same address.
         assert_eq!(s.per_request.cpu_us, Some(1000.0));
         assert_eq!(s.per_request.ctx_switches, Some(2.0));
-        assert!(m
-            .warnings
-            .iter()
-            .any(|w| w.starts_with("server: monitored by one shard (a.json)")));
+        assert!(m.warnings.iter().any(|w| w
+            .text()
+            .starts_with("server: monitored by one shard (a.json)")));
         let m = merge(
             &[("a.json".into(), a.clone()), ("a2.json".into(), a)],
             vec![],
@@ -1010,7 +988,7 @@ mod tests {
         assert!(m
             .warnings
             .iter()
-            .any(|w| w.starts_with("server is null: 2 shards")));
+            .any(|w| w.text().starts_with("server is null: 2 shards")));
     }
 
     #[test]

@@ -236,9 +236,9 @@ pub fn build_result(
     let never_connected: u64 = out.ends.iter().map(|e| e.never_connected).sum();
     let open = cfg.rate_rps.is_some();
     let mode = match (&cfg.ramp, open) {
-        (Some(_), _) => "ramp",
-        (None, true) => "open",
-        (None, false) => "closed",
+        (Some(_), _) => Mode::Ramp,
+        (None, true) => Mode::Open,
+        (None, false) => Mode::Closed,
     };
     let lag = open.then(|| Percentiles::of(&agg.lag));
     let threads = cfg.threads;
@@ -275,30 +275,23 @@ pub fn build_result(
     let mut warnings = Vec::new();
     if !open {
         // Virtual users are closed loop too.
-        warnings.push(
-            "closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency".to_string(),
-        );
+        warnings.push(Warning::closed_loop());
     }
     if sat_cpu {
-        warnings.push(format!(
-            "client saturated: volley used ≥90% of its {capacity} core(s), or one worker ≥95% of a core, in {:.0}% of seconds; these numbers may describe volley, not the server (give volley more cores, or a lighter share of the load)",
-            frac * 100.0
-        ));
+        warnings.push(Warning::client_saturated(capacity, frac));
     }
     if lag_hot {
         let p99 = lag.as_ref().and_then(|l| l.p99).unwrap_or(0);
-        warnings.push(format!(
-            "send lag p99 is {:.2} ms (> 1 ms): volley itself sent requests late, so the client, not the server, shaped part of the latency",
-            p99 as f64 / 1000.0
-        ));
+        warnings.push(Warning::send_lag(p99));
     }
     if never_connected > 0 {
-        warnings.push(format!(
-            "{never_connected} of {} connections could not be opened at all ({} connect errors)",
-            cfg.connections, c.errors.connect
+        warnings.push(Warning::never_connected(
+            never_connected,
+            cfg.connections as u64,
+            c.errors.connect,
         ));
     } else if c.errors.connect > 0 {
-        warnings.push(format!("{} connection attempts failed", c.errors.connect));
+        warnings.push(Warning::connect_failures(c.errors.connect));
     }
     let bad: u64 = c
         .status_codes()
@@ -307,38 +300,28 @@ pub fn build_result(
         .map(|(_, n)| n)
         .sum();
     if bad > 0 {
-        warnings.push(format!(
-            "{bad} responses had a 4xx/5xx status (counted as completed, not as errors)"
-        ));
+        warnings.push(Warning::failed_statuses(bad));
     }
     if c.errors.total() > 0 {
-        warnings.push(format!(
-            "{} errors are not in the latency statistics",
-            c.errors.total()
-        ));
+        warnings.push(Warning::errors_excluded(c.errors.total()));
     }
     if c.unsolicited > 0 {
-        warnings.push(format!(
-            "{} fresh connections received bytes before any request was sent (a server that speaks first); each was dropped and replaced after a back-off",
-            c.unsolicited
-        ));
+        warnings.push(Warning::unsolicited(c.unsolicited));
     }
     if unsent > 0 {
-        warnings.push(format!(
-            "{unsent} requests were due but never sent (the connections were busy or down)"
-        ));
+        warnings.push(Warning::unsent(unsent));
     }
     if let Some(s) = &server {
         if let Some(t) = s.exited_at_s {
-            warnings.push(format!(
-                "the monitored server (pid {}) exited {t:.2} s into the measured window; its figures stop there",
-                cfg.monitor.map(|m| m.pid).unwrap_or_default()
+            warnings.push(Warning::server_exited(
+                cfg.monitor.map(|m| m.pid).unwrap_or_default(),
+                t,
             ));
         } else if let Some(note) = &s.note {
-            warnings.push(format!("server: {note}"));
+            warnings.push(Warning::server_note(note));
         }
         if let Some(reason) = &s.syscalls_unavailable_reason {
-            warnings.push(format!("server syscalls not counted: {reason}"));
+            warnings.push(Warning::syscalls_not_counted(reason));
         }
     }
     let status_codes: BTreeMap<String, u64> = c
@@ -375,11 +358,11 @@ pub fn build_result(
             body_bytes: cfg.body.len() as u64,
         },
         load: LoadInfo {
-            mode: mode.to_string(),
+            mode,
             connections: cfg.connections as u64,
             threads: threads as u64,
             rate_rps: cfg.rate_rps,
-            arrivals: open.then(|| format!("{:?}", cfg.arrivals).to_lowercase()),
+            arrivals: open.then(|| cfg.arrivals.into()),
             seed: (open && cfg.arrivals == crate::cli::Arrivals::Poisson).then_some(cfg.seed),
             duration_s: cfg.duration.map(|d| d.as_secs_f64()),
             requests: cfg.requests,

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cli::{CompareArgs, CompareMetric};
+use crate::cli::CompareArgs;
+use crate::metric::{Metric, Stat};
 use crate::report::model::{median, LoadError, Report, Series};
-use crate::result::RunResult;
-use crate::units::{micros, micros_f, rate};
+use crate::result::{Mode, RunResult};
 use crate::ExitCode;
 
 /// Schema identifier of the comparison JSON.
@@ -56,103 +56,12 @@ pub enum CompareError {
     },
 }
 
-impl CompareMetric {
-    /// The name used by `--metric` and in the JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            CompareMetric::Throughput => "throughput",
-            CompareMetric::P50 => "p50",
-            CompareMetric::P90 => "p90",
-            CompareMetric::P99 => "p99",
-            CompareMetric::P99_9 => "p99.9",
-            CompareMetric::P99_99 => "p99.99",
-            CompareMetric::Max => "max",
-            CompareMetric::Mean => "mean",
-            CompareMetric::ServiceP99 => "service_p99",
-            CompareMetric::CpuPerRequest => "cpu_per_request",
-            CompareMetric::Errors => "errors",
-        }
-    }
-
-    /// The short label of tables.
-    pub fn label(self) -> &'static str {
-        match self {
-            CompareMetric::Throughput => "req/s",
-            CompareMetric::ServiceP99 => "service p99",
-            CompareMetric::CpuPerRequest => "CPU/req",
-            other => other.name(),
-        }
-    }
-
-    /// Throughput is the only metric where more is better.
-    pub fn higher_is_better(self) -> bool {
-        self == CompareMetric::Throughput
-    }
-
-    /// `"higher"` or `"lower"`: which way is better.
-    pub fn better(self) -> &'static str {
-        if self.higher_is_better() {
-            "higher"
-        } else {
-            "lower"
-        }
-    }
-
-    /// The metric's value in a result: req/s, µs (latency, service time, server CPU per
-    /// request) or a count (errors). `None` when it was not measured (an empty histogram, no
-    /// server monitor).
-    pub fn value(self, r: &RunResult) -> Option<f64> {
-        let l = &r.latency_us;
-        let int = |v: Option<u64>| v.map(|v| v as f64);
-        match self {
-            CompareMetric::Throughput => Some(r.throughput_rps),
-            CompareMetric::P50 => int(l.p50),
-            CompareMetric::P90 => int(l.p90),
-            CompareMetric::P99 => int(l.p99),
-            CompareMetric::P99_9 => int(l.p99_9),
-            CompareMetric::P99_99 => int(l.p99_99),
-            CompareMetric::Max => int(l.max),
-            CompareMetric::Mean => l.mean,
-            CompareMetric::ServiceP99 => int(r.service_time_us.p99),
-            CompareMetric::CpuPerRequest => r.server.as_ref()?.per_request.cpu_us,
-            CompareMetric::Errors => Some(r.requests.errors as f64),
-        }
-    }
-
-    /// A value for people: `51,234.1`, `1.24 ms`, `12.3 µs`, `7`.
-    pub fn format(self, v: f64) -> String {
-        match self {
-            CompareMetric::Throughput => rate(v),
-            CompareMetric::CpuPerRequest => format!("{v:.1} µs"),
-            CompareMetric::Errors => {
-                if v.fract() == 0.0 {
-                    format!("{v:.0}")
-                } else {
-                    format!("{v:.1}")
-                }
-            }
-            _ if v.fract() == 0.0 && v >= 0.0 => micros(v as u64),
-            _ => micros_f(v),
-        }
-    }
-
-    /// DESIGN §4: throughput in closed loop (and ramp, also closed loop), corrected p99 in
-    /// open loop.
-    pub fn headline_for(mode: &str) -> CompareMetric {
-        if mode == "open" {
-            CompareMetric::P99
-        } else {
-            CompareMetric::Throughput
-        }
-    }
-}
-
 /// The metrics every pair shows beside its headline, without a verdict.
-pub const SECONDARY: [CompareMetric; 4] = [
-    CompareMetric::P50,
-    CompareMetric::P99,
-    CompareMetric::Errors,
-    CompareMetric::CpuPerRequest,
+pub const SECONDARY: [Metric; 4] = [
+    Metric::Latency(Stat::P50),
+    Metric::Latency(Stat::P99),
+    Metric::Errors,
+    Metric::CpuPerRequest,
 ];
 
 /// The call on one pair.
@@ -179,7 +88,7 @@ pub enum Verdict {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricDiff {
     /// `throughput`, `p99`, ... (the `--metric` names).
-    pub metric: &'static str,
+    pub metric: Metric,
     /// Median of A (req/s, µs or a count); null when not measured.
     pub a: Option<f64>,
     /// Median of B.
@@ -260,7 +169,7 @@ pub struct Comparison {
     #[serde(skip)]
     pub b_title: String,
     /// `--metric`; null: each pair's headline by its load mode.
-    pub metric: Option<&'static str>,
+    pub metric: Option<Metric>,
     /// Significance level.
     pub alpha: f64,
     /// Repetitions a side needed for a verdict.
@@ -295,13 +204,13 @@ fn range(v: &[f64]) -> Option<[f64; 2]> {
     Some([lo, hi])
 }
 
-fn diff(metric: CompareMetric, a: Option<f64>, b: Option<f64>) -> MetricDiff {
+fn diff(metric: Metric, a: Option<f64>, b: Option<f64>) -> MetricDiff {
     let ratio = match (a, b) {
         (Some(a), Some(b)) if a != 0.0 => Some(b / a),
         _ => None,
     };
     MetricDiff {
-        metric: metric.name(),
+        metric,
         a,
         b,
         ratio,
@@ -310,7 +219,7 @@ fn diff(metric: CompareMetric, a: Option<f64>, b: Option<f64>) -> MetricDiff {
     }
 }
 
-fn judge(metric: CompareMetric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
+fn judge(metric: Metric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
     let va: Vec<f64> = a.iter().filter_map(|r| metric.value(r)).collect();
     let vb: Vec<f64> = b.iter().filter_map(|r| metric.value(r)).collect();
     let d = diff(metric, median(&va), median(&vb));
@@ -344,7 +253,7 @@ fn judge(metric: CompareMetric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
 
 /// How much worse B's median is than A's, in percent of A (positive: worse; infinite when a
 /// lower-is-better metric rose from 0).
-pub fn worse_pct(metric: CompareMetric, a: f64, b: f64) -> f64 {
+pub fn worse_pct(metric: Metric, a: f64, b: f64) -> f64 {
     if a == 0.0 {
         return if !metric.higher_is_better() && b > 0.0 {
             f64::INFINITY
@@ -362,7 +271,7 @@ pub fn worse_pct(metric: CompareMetric, a: f64, b: f64) -> f64 {
 
 /// Whether a judged headline breaks `--fail-if-slower limit_pct`: with 5+ repetitions a side
 /// the test must also call it slower; with fewer the medians decide.
-fn is_regression(metric: CompareMetric, j: &Judged, limit_pct: f64) -> bool {
+fn is_regression(metric: Metric, j: &Judged, limit_pct: f64) -> bool {
     let (Some(a), Some(b)) = (j.diff.a, j.diff.b) else {
         return false;
     };
@@ -398,7 +307,7 @@ fn describe(series: &[Series]) -> String {
 pub fn compare(
     (a_name, a): (&str, &Report),
     (b_name, b): (&str, &Report),
-    metric: Option<CompareMetric>,
+    metric: Option<Metric>,
     fail_pct: Option<f64>,
 ) -> Result<Comparison, CompareError> {
     let sa = a.series();
@@ -430,22 +339,21 @@ pub fn compare(
         let (x, y) = (&sa[i], &sb[j]);
         let (ra, rb) = (x.ok(), y.ok());
         let mut notes = Vec::new();
-        let mode_a = ra.first().map(|r| r.load.mode.clone());
-        let mode_b = rb.first().map(|r| r.load.mode.clone());
+        let mode_a = ra.first().map(|r| r.load.mode);
+        let mode_b = rb.first().map(|r| r.load.mode);
         if let (Some(ma), Some(mb)) = (&mode_a, &mode_b) {
             if ma != mb {
                 notes.push(format!("load modes differ: A {ma}, B {mb}"));
             }
         }
-        let m = metric.unwrap_or_else(|| {
-            CompareMetric::headline_for(mode_a.as_deref().or(mode_b.as_deref()).unwrap_or(""))
-        });
+        let m =
+            metric.unwrap_or_else(|| Metric::headline(mode_a.or(mode_b).unwrap_or(Mode::Closed)));
         let j = judge(m, &ra, &rb);
         if j.verdict == Verdict::NotMeasured {
             let why = |runs: &[&RunResult]| {
                 if runs.is_empty() {
                     "no finished run"
-                } else if m == CompareMetric::CpuPerRequest {
+                } else if m == Metric::CpuPerRequest {
                     "no server monitor"
                 } else {
                     "no response"
@@ -510,7 +418,7 @@ pub fn compare(
         b: b_name.into(),
         a_title: a.title.clone(),
         b_title: b.title.clone(),
-        metric: metric.map(CompareMetric::name),
+        metric,
         alpha: ALPHA,
         min_repetitions: MIN_REPETITIONS,
         fail_if_slower_pct: fail_pct,
@@ -519,16 +427,6 @@ pub fn compare(
         only_in_a,
         only_in_b,
     })
-}
-
-/// A metric by its JSON name.
-fn metric_named(name: &str) -> CompareMetric {
-    use clap::ValueEnum;
-    CompareMetric::value_variants()
-        .iter()
-        .copied()
-        .find(|m| m.name() == name)
-        .expect("names come from CompareMetric::name")
 }
 
 /// `0.012`, `0.40`, `<0.0001`.
@@ -587,7 +485,7 @@ pub fn render(c: &Comparison) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     for p in &c.pairs {
-        let m = metric_named(p.headline.metric);
+        let m = p.headline.metric;
         let side = |v: Option<f64>, r: Option<[f64; 2]>, n: usize| match v {
             None => "-".to_string(),
             Some(v) if n > 1 => {
@@ -597,7 +495,7 @@ pub fn render(c: &Comparison) -> String {
             Some(v) => m.format(v),
         };
         let two = |d: &MetricDiff| {
-            let m = metric_named(d.metric);
+            let m = d.metric;
             let f = |v: Option<f64>| v.map_or("-".to_string(), |v| m.format(v));
             if d.a.is_none() && d.b.is_none() {
                 "-".to_string()
@@ -673,7 +571,7 @@ pub fn render(c: &Comparison) -> String {
         "\nA and B are medians over the finished repetitions (min–max with more than one); B/A above 1 means B is higher.\n\
          Metric: {}. Verdicts with {MIN_REPETITIONS}+ repetitions a side: two-sided Mann-Whitney U test, α = {ALPHA}; \"faster\" means better in the metric's direction.\n",
         match c.metric {
-            Some(m) => format!("{} (--metric)", metric_named(m).label()),
+            Some(m) => format!("{} (--metric)", m.label()),
             None => "req/s in closed loop and ramp, corrected p99 in open loop".into(),
         }
     );
@@ -691,7 +589,7 @@ pub fn render(c: &Comparison) -> String {
             out += &format!("\nno regression beyond {limit}%\n");
         }
         for p in bad {
-            let m = metric_named(p.headline.metric);
+            let m = p.headline.metric;
             let worse = match (p.headline.a, p.headline.b) {
                 (Some(a), Some(b)) => worse_pct(m, a, b),
                 _ => f64::NAN,
@@ -776,30 +674,18 @@ mod tests {
 
     #[test]
     fn worse_pct_follows_the_metric_direction() {
-        assert_eq!(worse_pct(CompareMetric::Throughput, 100.0, 90.0), 10.0);
-        assert_eq!(worse_pct(CompareMetric::Throughput, 100.0, 110.0), -10.0);
-        assert_eq!(worse_pct(CompareMetric::P99, 100.0, 120.0), 20.0);
-        assert_eq!(worse_pct(CompareMetric::Errors, 0.0, 3.0), f64::INFINITY);
-        assert_eq!(worse_pct(CompareMetric::Errors, 0.0, 0.0), 0.0);
+        assert_eq!(worse_pct(Metric::Throughput, 100.0, 90.0), 10.0);
+        assert_eq!(worse_pct(Metric::Throughput, 100.0, 110.0), -10.0);
+        assert_eq!(worse_pct(Metric::Latency(Stat::P99), 100.0, 120.0), 20.0);
+        assert_eq!(worse_pct(Metric::Errors, 0.0, 3.0), f64::INFINITY);
+        assert_eq!(worse_pct(Metric::Errors, 0.0, 0.0), 0.0);
     }
 
     #[test]
     fn headline_by_mode_and_names_round_trip() {
-        assert_eq!(
-            CompareMetric::headline_for("closed"),
-            CompareMetric::Throughput
-        );
-        assert_eq!(
-            CompareMetric::headline_for("ramp"),
-            CompareMetric::Throughput
-        );
-        assert_eq!(CompareMetric::headline_for("open"), CompareMetric::P99);
-        use clap::ValueEnum;
-        for m in CompareMetric::value_variants() {
-            assert_eq!(metric_named(m.name()), *m);
-            // The flag spelling is the JSON name.
-            assert_eq!(m.to_possible_value().unwrap().get_name(), m.name());
-        }
+        assert_eq!(Metric::headline(Mode::Closed), Metric::Throughput);
+        assert_eq!(Metric::headline(Mode::Ramp), Metric::Throughput);
+        assert_eq!(Metric::headline(Mode::Open), Metric::Latency(Stat::P99));
     }
 
     #[test]

@@ -10,10 +10,9 @@
 //!   (`errors<0.1%`);
 //! - `cpu_per_request`: the server's CPU µs per request (needs the monitor), a duration.
 
-use serde::{Deserialize, Serialize};
-
-use crate::result::RunResult;
-use crate::stats::Percentiles;
+use crate::metric::{Metric, Unit};
+use crate::result::{Checked, RunResult};
+use crate::units::{parse_decimal, parse_duration};
 
 /// A parsed threshold.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,25 +23,8 @@ pub struct Threshold {
     pub metric: Metric,
     /// How.
     pub op: Op,
-    /// The limit: µs for durations, req/s, a count, or a percentage with `percent`.
+    /// The limit in the metric's unit: µs, req/s, a count or a percentage.
     pub limit: f64,
-    /// `errors<0.1%`: the limit is a percentage.
-    pub percent: bool,
-}
-
-/// A threshold's metric.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Metric {
-    /// A statistic of the corrected latency (`p99`, `mean`, ...): the RunResult key.
-    Latency(&'static str),
-    /// The same statistic of the service time.
-    Service(&'static str),
-    /// Throughput.
-    Rps,
-    /// Errors, as a count or a percentage.
-    Errors,
-    /// Server CPU per request.
-    CpuPerRequest,
 }
 
 /// Comparison.
@@ -58,32 +40,17 @@ pub enum Op {
     Ge,
 }
 
-/// A threshold checked against a result (kept in the RunResult's `thresholds`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Checked {
-    /// The threshold as written.
-    pub threshold: String,
-    /// The measured value in the threshold's unit (µs, req/s, count or %); null when there
-    /// was nothing to measure (no response, no monitor), which fails.
-    pub actual: Option<f64>,
-    /// Whether it held.
-    pub pass: bool,
+impl Op {
+    /// Whether `actual OP limit` holds.
+    pub fn holds(self, actual: f64, limit: f64) -> bool {
+        match self {
+            Op::Lt => actual < limit,
+            Op::Le => actual <= limit,
+            Op::Gt => actual > limit,
+            Op::Ge => actual >= limit,
+        }
+    }
 }
-
-/// Statistic names and their RunResult keys.
-const STATS: &[(&str, &str)] = &[
-    ("min", "min"),
-    ("mean", "mean"),
-    ("max", "max"),
-    ("p50", "p50"),
-    ("p75", "p75"),
-    ("p90", "p90"),
-    ("p95", "p95"),
-    ("p99", "p99"),
-    ("p99.9", "p99_9"),
-    ("p99.99", "p99_99"),
-    ("p99.999", "p99_999"),
-];
 
 /// Parses one threshold.
 pub fn parse(text: &str) -> Result<Threshold, String> {
@@ -104,32 +71,25 @@ pub fn parse(text: &str) -> Result<Threshold, String> {
     if value.is_empty() {
         return Err(format!("`{t}`: no value after the comparison"));
     }
-    let stat = |n: &str| STATS.iter().find(|(s, _)| *s == n).map(|(_, k)| *k);
-    let duration = |v: &str| -> Result<f64, String> {
-        let d = crate::units::parse_duration(v).map_err(|e| format!("`{t}`: {e}"))?;
-        Ok(d.as_nanos() as f64 / 1000.0)
-    };
-    let number = |v: &str| -> Result<f64, String> {
-        crate::units::parse_decimal(v).map_err(|e| format!("`{t}`: {e}"))
-    };
-    let (metric, limit, percent) = if let Some(k) = stat(name) {
-        (Metric::Latency(k), duration(value)?, false)
-    } else if let Some(k) = name.strip_prefix("service_").and_then(stat) {
-        (Metric::Service(k), duration(value)?, false)
-    } else {
-        match name {
-            "rps" | "throughput" => (Metric::Rps, number(value)?, false),
-            "errors" => match value.strip_suffix('%') {
-                Some(p) => (Metric::Errors, number(p.trim())?, true),
-                None => (Metric::Errors, number(value)?, false),
-            },
-            "cpu_per_request" => (Metric::CpuPerRequest, duration(value)?, false),
-            other => {
-                return Err(format!(
-                    "`{t}`: unknown metric `{other}` (use min, mean, max, p50 … p99.999, service_p99 …, rps, errors, cpu_per_request)"
-                ))
-            }
+    let metric = match Metric::parse(name) {
+        Some(Metric::Errors) if value.ends_with('%') => Metric::ErrorRate,
+        Some(m) => m,
+        None => {
+            return Err(format!(
+                "`{t}`: unknown metric `{name}` (use min, mean, max, p50 … p99.999, service_p99 …, rps, errors, cpu_per_request)"
+            ))
         }
+    };
+    let limit = match metric.unit() {
+        Unit::Micros => {
+            let d = parse_duration(value).map_err(|e| format!("`{t}`: {e}"))?;
+            d.as_nanos() as f64 / 1000.0
+        }
+        Unit::Percent => {
+            let p = value.strip_suffix('%').unwrap_or(value).trim();
+            parse_decimal(p).map_err(|e| format!("`{t}`: {e}"))?
+        }
+        Unit::PerSecond | Unit::Count => parse_decimal(value).map_err(|e| format!("`{t}`: {e}"))?,
     };
     if limit < 0.0 || !limit.is_finite() {
         return Err(format!("`{t}`: the limit must be a number from 0 up"));
@@ -139,63 +99,30 @@ pub fn parse(text: &str) -> Result<Threshold, String> {
         metric,
         op,
         limit,
-        percent,
     })
-}
-
-fn stat_of(p: &Percentiles, key: &str) -> Option<f64> {
-    let v = serde_json::to_value(p).ok()?;
-    v.get(key)?.as_f64()
 }
 
 impl Threshold {
     /// The measured value in the threshold's unit.
     pub fn actual(&self, r: &RunResult) -> Option<f64> {
-        match &self.metric {
-            Metric::Latency(k) => stat_of(&r.latency_us, k),
-            Metric::Service(k) => stat_of(&r.service_time_us, k),
-            Metric::Rps => Some(r.throughput_rps),
-            Metric::Errors => {
-                let e = r.requests.errors as f64;
-                if self.percent {
-                    let n = r.requests.completed as f64 + e;
-                    (n > 0.0).then(|| e / n * 100.0)
-                } else {
-                    Some(e)
-                }
-            }
-            Metric::CpuPerRequest => r.server.as_ref()?.per_request.cpu_us,
-        }
+        self.metric.value(r)
     }
 
     /// Checks the threshold against a result.
     pub fn check(&self, r: &RunResult) -> Checked {
         let actual = self.actual(r);
-        let pass = actual.is_some_and(|a| match self.op {
-            Op::Lt => a < self.limit,
-            Op::Le => a <= self.limit,
-            Op::Gt => a > self.limit,
-            Op::Ge => a >= self.limit,
-        });
         Checked {
             threshold: self.text.clone(),
             actual: actual.map(|a| (a * 1000.0).round() / 1000.0),
-            pass,
+            pass: actual.is_some_and(|a| self.op.holds(a, self.limit)),
         }
     }
 
-    /// How the measured value is shown next to the threshold (`p99 = 8.21 ms`).
+    /// How the measured value is shown next to the threshold (`8.21 ms`, `no data`).
     pub fn show(&self, actual: Option<f64>) -> String {
-        let Some(a) = actual else {
-            return "no data".into();
-        };
-        match self.metric {
-            Metric::Latency(_) | Metric::Service(_) | Metric::CpuPerRequest => {
-                crate::units::micros_f(a)
-            }
-            Metric::Rps => format!("{} req/s", crate::units::rate(a)),
-            Metric::Errors if self.percent => format!("{a:.3}%"),
-            Metric::Errors => format!("{a}"),
+        match actual {
+            Some(a) => self.metric.show(a),
+            None => "no data".into(),
         }
     }
 }
@@ -203,30 +130,28 @@ impl Threshold {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metric::Stat;
 
     #[test]
     fn parses_the_forms_k6_users_write() {
         let t = parse("p99<10ms").unwrap();
         assert_eq!(
-            (t.metric.clone(), t.op, t.limit),
-            (Metric::Latency("p99"), Op::Lt, 10_000.0)
+            (t.metric, t.op, t.limit),
+            (Metric::Latency(Stat::P99), Op::Lt, 10_000.0)
         );
         let t = parse(" errors < 0.1% ").unwrap();
-        assert_eq!(
-            (t.metric.clone(), t.limit, t.percent),
-            (Metric::Errors, 0.1, true)
-        );
+        assert_eq!((t.metric, t.limit), (Metric::ErrorRate, 0.1));
         let t = parse("rps>=5000").unwrap();
         assert_eq!(
-            (t.metric.clone(), t.op, t.limit),
-            (Metric::Rps, Op::Ge, 5000.0)
+            (t.metric, t.op, t.limit),
+            (Metric::Throughput, Op::Ge, 5000.0)
         );
         assert_eq!(
             parse("p99.9<=1.5s").unwrap().metric,
-            Metric::Latency("p99_9")
+            Metric::Latency(Stat::P99_9)
         );
         assert_eq!(parse("service_p50<500us").unwrap().limit, 500.0);
-        assert!(!parse("errors<10").unwrap().percent);
+        assert_eq!(parse("errors<10").unwrap().metric, Metric::Errors);
         assert!(parse("p99").unwrap_err().contains("expected METRIC"));
         assert!(parse("p98<1ms")
             .unwrap_err()

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use crate::config::suite::{Cell, ServerKind, SuiteConfig};
-use crate::result::SuiteRow;
+use crate::result::{CellStatus, SuiteRow};
 
 /// One cell to run, with everything needed to name and record it.
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ impl PlannedCell {
             scenario: self.scenario.clone(),
             axes: self.cell.axes.iter().cloned().collect(),
             rep: self.rep,
-            status: "pending".into(),
+            status: CellStatus::Pending,
             reason: None,
             stderr_tail: Vec::new(),
             notes: Vec::new(),

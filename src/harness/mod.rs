@@ -167,14 +167,14 @@ fn new_index(suite: &SuiteConfig, only: &[String], cells: &[PlannedCell]) -> Sui
         },
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         finished_at: None,
-        state: "running".into(),
+        state: SuiteState::Running,
         builds: suite
             .servers
             .iter()
             .filter_map(|s| match &s.kind {
                 ServerKind::Managed(m) if m.build.is_some() => Some(BuildRow {
                     server: s.name.clone(),
-                    status: "pending".into(),
+                    status: BuildStatus::Pending,
                     reason: None,
                     log: format!("logs/{}.build.log", s.name),
                     wall_s: None,
@@ -204,7 +204,7 @@ const UNSAVED: &str = "result not written yet (kept in memory, retried after eve
 
 /// What one cell came to.
 struct CellOutcome {
-    status: &'static str,
+    status: CellStatus,
     reason: Option<String>,
     stderr_tail: Vec<String>,
     notes: Vec<String>,
@@ -214,7 +214,7 @@ struct CellOutcome {
 impl CellOutcome {
     fn failed(reason: String, stderr_tail: Vec<String>) -> Self {
         CellOutcome {
-            status: "failed",
+            status: CellStatus::Failed,
             reason: Some(reason),
             stderr_tail,
             notes: Vec::new(),
@@ -299,11 +299,20 @@ impl Harness<'_> {
         }
 
         let interrupted = self.interrupted();
-        for row in self.index.rows.iter_mut().filter(|r| r.status == "pending") {
-            row.status = "skipped".into();
+        for row in self
+            .index
+            .rows
+            .iter_mut()
+            .filter(|r| r.status == CellStatus::Pending)
+        {
+            row.status = CellStatus::Skipped;
             row.reason = Some("interrupted before this cell".into());
         }
-        self.index.state = if interrupted { "interrupted" } else { "done" }.into();
+        self.index.state = if interrupted {
+            SuiteState::Interrupted
+        } else {
+            SuiteState::Done
+        };
         self.index.finished_at =
             Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
         self.retry_unsaved();
@@ -324,13 +333,17 @@ impl Harness<'_> {
             .index
             .rows
             .iter()
-            .filter(|r| !r.control && r.status == "failed")
+            .filter(|r| !r.control && r.status == CellStatus::Failed)
             .count();
         crate::sys::files::stdout(&format!(
             "\n{} cells in {}: {} ok, {failed} failed{}. Results: {} (report: {})\n",
             self.index.rows.len(),
             progress::clock(t_start.elapsed()),
-            self.index.rows.iter().filter(|r| r.status == "ok").count(),
+            self.index
+                .rows
+                .iter()
+                .filter(|r| r.status == CellStatus::Ok)
+                .count(),
             if self.thresholds_broken {
                 ", thresholds broken"
             } else {
@@ -390,11 +403,11 @@ impl Harness<'_> {
             b.wall_s = Some(round3(t.elapsed().as_secs_f64()));
             match r {
                 Ok(()) => {
-                    b.status = "ok".into();
+                    b.status = BuildStatus::Ok;
                     eprintln!("ok ({:.1} s)", t.elapsed().as_secs_f64());
                 }
                 Err(reason) => {
-                    b.status = "failed".into();
+                    b.status = BuildStatus::Failed;
                     b.reason = Some(reason.clone());
                     eprintln!("FAILED: {reason}");
                     let tail = lifecycle::tail(&log, lifecycle::TAIL_LINES);
@@ -450,7 +463,7 @@ impl Harness<'_> {
                     Err(reason) => {
                         let mut o = CellOutcome::failed(reason, Vec::new());
                         if self.interrupted() {
-                            o.status = "interrupted";
+                            o.status = CellStatus::Interrupted;
                         }
                         o
                     }
@@ -465,22 +478,22 @@ impl Harness<'_> {
                 let died = running.child.try_wait().ok().flatten();
                 let stopped = lifecycle::stop(&mut running);
                 outcome.notes.extend(stopped.notes());
-                if outcome.status == "ok" {
+                if outcome.status == CellStatus::Ok {
                     if let Some(status) = died {
-                        outcome.status = "failed";
+                        outcome.status = CellStatus::Failed;
                         outcome.reason = Some(format!(
                             "the server {} during the run",
                             lifecycle::describe(status)
                         ));
                     } else if !stopped.left.is_empty() {
-                        outcome.status = "failed";
+                        outcome.status = CellStatus::Failed;
                         outcome.reason = Some(format!(
                             "processes left running after SIGKILL: {:?}",
                             stopped.left
                         ));
                     }
                 }
-                if outcome.status != "ok" {
+                if outcome.status != CellStatus::Ok {
                     outcome.stderr_tail = running.stderr_tail();
                 }
                 // Most servers print nothing to stdout: no empty files in the results.
@@ -560,12 +573,12 @@ impl Harness<'_> {
         let control = cell.control;
         let (status, reason) = if m.interrupted {
             (
-                "interrupted",
+                CellStatus::Interrupted,
                 Some("interrupted (the measurement up to then is kept)".to_string()),
             )
         } else if result.requests.completed == 0 && !control {
             (
-                "failed",
+                CellStatus::Failed,
                 Some(format!(
                     "no response ({} errors: {} connect, {} timeout, {} reset, {} protocol, {} closed)",
                     result.requests.errors,
@@ -577,7 +590,7 @@ impl Harness<'_> {
                 )),
             )
         } else {
-            ("ok", None)
+            (CellStatus::Ok, None)
         };
         CellOutcome {
             status,
@@ -591,7 +604,7 @@ impl Harness<'_> {
     /// Saves the cell's RunResult at once and updates its row and `suite.json`.
     fn record(&mut self, i: usize, cell: &PlannedCell, o: CellOutcome, wall: Duration) {
         self.retry_unsaved();
-        let status = o.status.to_string();
+        let status = o.status;
         let reason = o.reason;
         let mut path = None;
         let mut headline = None;
@@ -620,8 +633,8 @@ impl Harness<'_> {
             row.notes.extend(
                 r.warnings
                     .iter()
-                    .filter(|w| !w.starts_with("closed loop:"))
-                    .cloned(),
+                    .filter(|w| w.kind() != WarningKind::ClosedLoop)
+                    .map(|w| w.text().to_string()),
             );
         }
         row.path = path;

@@ -2,26 +2,8 @@
 //! numbers describe the load generator rather than the server (DESIGN §3 "Client saturation"),
 //! and the machine's CPU split from /proc/stat.
 
-use serde::{Deserialize, Serialize};
-
 use super::procfs::{self, CpuTimes};
-
-/// One second of the machine view (percent of all CPUs).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MachineSample {
-    /// Seconds from t0.
-    pub t_s: f64,
-    /// user + nice.
-    pub user_pct: f64,
-    /// system.
-    pub system_pct: f64,
-    /// softirq (network processing lands here).
-    pub softirq_pct: f64,
-    /// iowait.
-    pub iowait_pct: f64,
-    /// idle.
-    pub idle_pct: f64,
-}
+use crate::result::MachineSample;
 
 /// One second of volley's own CPU.
 #[derive(Debug, Clone, Copy, PartialEq)]

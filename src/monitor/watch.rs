@@ -20,7 +20,7 @@ pub const HEADER: &str =
     "    time procs threads   usr%   sys%       rss    fds   vcsw/s   ivcsw/s   syscalls/s | machine us  sy  si  wa  id";
 
 /// One line for one closed bucket; `machine` is the machine's split over about the same time.
-pub fn line(t: &Tick, machine: Option<&super::client::MachineSample>) -> String {
+pub fn line(t: &Tick, machine: Option<&crate::result::MachineSample>) -> String {
     let s = &t.sample;
     let per_s = |n: u64| thousands((n as f64 / t.interval_s.max(1e-9)).round() as u64);
     let rss_mib = format!("{:.1}M", s.rss_bytes as f64 / 1024.0 / 1024.0);

@@ -48,7 +48,7 @@ impl Reporter for CsvReporter {
                 c.scenario.clone(),
                 c.axes_label(),
                 c.rep.to_string(),
-                c.status.clone(),
+                c.status.to_string(),
                 c.reason.clone().unwrap_or_default(),
                 c.control.to_string(),
             ];

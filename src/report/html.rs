@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::model::{Cell, Report, Series};
 use super::Reporter;
-use crate::result::RunResult;
+use crate::result::{CellStatus, RunResult};
 use crate::stats::histogram::{decode, new_hist, Hist};
 
 /// The page skeleton; `{{name}}` placeholders are filled by [`fill`].
@@ -198,7 +198,7 @@ impl Row<'_> {
             .cells
             .iter()
             .copied()
-            .filter(|c| c.status != "ok")
+            .filter(|c| c.status != CellStatus::Ok)
             .collect()
     }
 }
@@ -235,7 +235,7 @@ impl<'a> Page<'a> {
             let ok: Vec<(u32, &RunResult)> = s
                 .cells
                 .iter()
-                .filter(|c| c.status == "ok")
+                .filter(|c| c.status == CellStatus::Ok)
                 .filter_map(|c| c.result.as_ref().map(|r| (c.rep, r)))
                 .collect();
             let rps = Spread::of(&ok.iter().map(|(_, r)| r.throughput_rps).collect::<Vec<_>>());
@@ -461,6 +461,7 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::Warning;
     use std::path::Path;
 
     fn fixture(name: &str) -> Report {
@@ -626,7 +627,8 @@ mod tests {
             }
             c.scenario = format!("get{img}");
             if let Some(r) = &mut c.result {
-                r.warnings.push(format!("warned {evil}"));
+                r.warnings
+                    .push(Warning::from_text(format!("warned {evil}")));
             }
         }
         for row in &mut report.suites[0].rows {
@@ -692,7 +694,7 @@ mod tests {
         let mut report = fixture("faults");
         for c in &mut report.cells {
             c.result = None;
-            c.status = "failed".into();
+            c.status = CellStatus::Failed;
         }
         let html = HtmlReporter.render(&report);
         assert!(html.contains("failed"));

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::result::{RunResult, SuiteIndex, SUITE_SCHEMA};
+use crate::result::{CellStatus, RunResult, SuiteIndex, SUITE_SCHEMA};
 
 /// Everything a reporter renders.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct Cell {
     /// Repetition, from 1.
     pub rep: u32,
     /// `ok`, `failed`, `interrupted`, `skipped` or `pending`.
-    pub status: String,
+    pub status: CellStatus,
     /// Why it failed.
     pub reason: Option<String>,
     /// A control cell (never a failure).
@@ -71,7 +71,7 @@ impl Series<'_> {
     pub fn ok(&self) -> Vec<&RunResult> {
         self.cells
             .iter()
-            .filter(|c| c.status == "ok")
+            .filter(|c| c.status == CellStatus::Ok)
             .filter_map(|c| c.result.as_ref())
             .collect()
     }
@@ -109,7 +109,11 @@ impl Report {
                 scenario: "run".into(),
                 axes: BTreeMap::new(),
                 rep: 1,
-                status: if r.interrupted { "interrupted" } else { "ok" }.into(),
+                status: if r.interrupted {
+                    CellStatus::Interrupted
+                } else {
+                    CellStatus::Ok
+                },
                 reason: None,
                 control: false,
                 result: Some(r),
@@ -128,7 +132,7 @@ impl Report {
                 scenario: row.scenario.clone(),
                 axes: row.axes.clone(),
                 rep: row.rep,
-                status: row.status.clone(),
+                status: row.status,
                 reason: row.reason.clone(),
                 control: row.control,
                 result: row
@@ -258,12 +262,12 @@ fn load_one(p: &Path) -> Result<Report, LoadError> {
         serde_json::from_str(&text).map_err(|e| err(format!("not JSON: {e}")))?;
     match v.get("schema").and_then(|s| s.as_str()) {
         Some(SUITE_SCHEMA) => {
-            let index = SuiteIndex::from_json(&text).map_err(err)?;
+            let index = SuiteIndex::from_json(&text).map_err(|e| err(e.to_string()))?;
             let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
             Ok(Report::suite(index, &dir))
         }
         Some(s) if s.starts_with("volley.run/") => {
-            let r = RunResult::from_json(&text).map_err(err)?;
+            let r = RunResult::from_json(&text).map_err(|e| err(e.to_string()))?;
             Ok(Report::single(r))
         }
         Some(s) => Err(err(format!(

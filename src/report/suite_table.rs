@@ -20,7 +20,7 @@ pub fn render(report: &Report) -> String {
             // The reason goes under the table, once per server and reason.
             let why = series
                 .reason()
-                .unwrap_or_else(|| series.cells[0].status.clone());
+                .unwrap_or_else(|| series.cells[0].status.to_string());
             let n = match notes.iter().position(|(s, w)| *s == server && *w == why) {
                 Some(i) => i + 1,
                 None => {

@@ -8,7 +8,7 @@ use std::io::Write as _;
 use super::model::Report;
 use super::Reporter;
 use crate::engine::Progress;
-use crate::result::{RunResult, ServerInfo};
+use crate::result::{Arrivals, Mode, RunResult, ServerInfo};
 use crate::stats::histogram::QUANTILES;
 use crate::stats::{Percentiles, TimePoint};
 use crate::units::{bytes, micros, micros_f, opt_micros, rate, seconds, thousands};
@@ -34,13 +34,13 @@ pub fn summary(r: &RunResult) -> String {
         "volley {}  {} {}  ({})",
         r.volley_version, r.target.method, r.target.url, r.target.addr
     );
-    let mut how = match l.mode.as_str() {
-        "open" => format!(
+    let mut how = match l.mode {
+        Mode::Open => format!(
             "open loop at {} req/s ({})",
             rate(l.rate_rps.unwrap_or(0.0)),
-            l.arrivals.as_deref().unwrap_or("uniform")
+            l.arrivals.unwrap_or(Arrivals::Uniform)
         ),
-        "ramp" => match (&l.stages, l.spawn_rate) {
+        Mode::Ramp => match (&l.stages, l.spawn_rate) {
             (Some(st), _) => {
                 let parts: Vec<String> = st
                     .iter()
@@ -55,12 +55,12 @@ pub fn summary(r: &RunResult) -> String {
             ),
             (None, None) => format!("{} virtual users", thousands(l.users.unwrap_or(0))),
         },
-        other => format!("{other} loop"),
+        Mode::Closed => "closed loop".to_string(),
     };
     if l.think_time_s > 0.0 {
         let _ = write!(how, ", think time {}", seconds(l.think_time_s));
     }
-    if l.mode == "ramp" {
+    if l.mode == Mode::Ramp {
         let _ = write!(how, ", {} thread{}", l.threads, plural(l.threads));
     } else {
         let _ = write!(
@@ -120,7 +120,7 @@ pub fn summary(r: &RunResult) -> String {
 
     // Percentile table: one column in closed loop, corrected/service/lag in open loop.
     let mut cols: Vec<(&str, &Percentiles)> = Vec::new();
-    if l.mode != "open" {
+    if l.mode != Mode::Open {
         cols.push(("latency", &r.latency_us));
     } else {
         cols.push(("corrected", &r.latency_us));

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{escape_html as esc, Group, GroupData, Page, Row, Spread};
 use crate::report::markdown::describe_load;
 use crate::report::model::{median, Cell, Report};
-use crate::result::{RunResult, SuiteRow};
+use crate::result::{BuildStatus, CellStatus, RunResult, SuiteRow};
 use crate::stats::Percentiles;
 use crate::units::{bytes, micros, micros_f, rate, seconds, thousands};
 
@@ -112,7 +112,11 @@ fn row_of<'r>(report: &'r Report, c: &Cell) -> Option<&'r SuiteRow> {
 }
 
 fn header(o: &mut String, report: &Report, page: &Page) {
-    let finished = report.cells.iter().filter(|c| c.status == "ok").count();
+    let finished = report
+        .cells
+        .iter()
+        .filter(|c| c.status == CellStatus::Ok)
+        .count();
     let _ = writeln!(
         o,
         "<header><h1>{}</h1><p class=\"sub\">volley {} · {} scenario cell{} · {} server{} · {finished} of {} cells finished</p>",
@@ -298,7 +302,7 @@ fn settings(o: &mut String, report: &Report, page: &Page) {
         match first {
             Some(r) => {
                 let l = &r.load;
-                txt(o, &l.mode);
+                txt(o, l.mode.as_str());
                 num(o, Some(l.connections as f64), &l.connections.to_string());
                 num(o, Some(l.threads as f64), &l.threads.to_string());
                 let rate_text = match l.rate_rps {
@@ -1068,8 +1072,12 @@ fn every_run(o: &mut String, g: &Group) {
             let _ = write!(
                 o,
                 "<td class=\"{}\">{}</td>",
-                if c.status == "ok" { "good" } else { "bad" },
-                esc(&c.status)
+                if c.status == CellStatus::Ok {
+                    "good"
+                } else {
+                    "bad"
+                },
+                c.status
             );
             let Some(r) = &c.result else {
                 o.push_str("</tr>\n");
@@ -1136,13 +1144,13 @@ fn warnings(o: &mut String, g: &Group) {
     for row in &g.rows {
         for r in row.results() {
             for w in &r.warnings {
-                match list.iter_mut().find(|(t, _)| t == w) {
+                match list.iter_mut().find(|(t, _)| t == w.text()) {
                     Some((_, who)) => {
                         if !who.contains(&row.series.server) {
                             who.push(row.series.server.clone());
                         }
                     }
-                    None => list.push((w.clone(), vec![row.series.server.clone()])),
+                    None => list.push((w.text().to_string(), vec![row.series.server.clone()])),
                 }
             }
         }
@@ -1209,8 +1217,12 @@ fn cell_table(o: &mut String, report: &Report, cells: &[&Cell]) {
         let _ = write!(
             o,
             "<td class=\"{}\">{}</td>",
-            if c.status == "ok" { "good" } else { "bad" },
-            esc(&c.status)
+            if c.status == CellStatus::Ok {
+                "good"
+            } else {
+                "bad"
+            },
+            c.status
         );
         txt(o, c.reason.as_deref().unwrap_or(""));
         o.push_str("<td>");
@@ -1234,7 +1246,7 @@ fn noted(o: &mut String, report: &Report) {
         .cells
         .iter()
         .filter(|c| {
-            c.status == "ok"
+            c.status == CellStatus::Ok
                 && row_of(report, c)
                     .is_some_and(|r| !r.notes.is_empty() || !r.stderr_tail.is_empty())
         })
@@ -1304,8 +1316,12 @@ fn suite_files(o: &mut String, report: &Report) {
                 let _ = write!(
                     o,
                     "<td class=\"{}\">{}</td>",
-                    if b.status == "ok" { "good" } else { "bad" },
-                    esc(&b.status)
+                    if b.status == BuildStatus::Ok {
+                        "good"
+                    } else {
+                        "bad"
+                    },
+                    b.status
                 );
                 txt(o, b.reason.as_deref().unwrap_or(""));
                 num(o, b.wall_s, &opt_f(b.wall_s, seconds));

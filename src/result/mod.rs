@@ -1,13 +1,39 @@
-//! RunResult: the versioned artifact of one run (DESIGN §4, `"schema": "volley.run/1"`).
-//! Keys carry their units. Readers must ignore unknown keys; new optional keys may appear
-//! without a schema bump.
+//! The file formats: the RunResult of one run (`"schema": "volley.run/1"`), the index of a
+//! suite's results folder (`suite.json`, [`suite`]), and their typed vocabularies ([`kinds`],
+//! [`warning`]). Keys carry their units. Readers must ignore unknown keys; new optional keys
+//! may appear without a schema bump (docs/contract.md). This module depends on `stats` only:
+//! everything that makes or reads results sits above it.
+
+pub mod kinds;
+pub mod suite;
+pub mod warning;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::monitor::client::MachineSample;
 use crate::stats::{ErrorCounts, Percentiles, TimePoint};
+pub use kinds::{Arrivals, BuildStatus, CellStatus, Mode, SuiteState};
+pub use suite::{
+    axes_label, BuildRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow, SUITE_SCHEMA,
+};
+pub use warning::{Warning, WarningKind};
+
+/// A result file that cannot be used: not JSON of the expected shape, or another schema.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not JSON, or keys missing or of the wrong type.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// A `schema` other than the one expected.
+    #[error("schema `{found}` is not {expected}")]
+    Schema {
+        /// The file's `schema`.
+        found: String,
+        /// What the reader wanted.
+        expected: &'static str,
+    },
+}
 
 /// Schema identifier of `RunResult`.
 pub const RUN_SCHEMA: &str = "volley.run/1";
@@ -66,12 +92,12 @@ pub struct RunResult {
     /// Warm-up counters (excluded from everything above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Warmup>,
-    /// Human-readable warnings the summary showed.
+    /// Warnings the summary showed (sentences in the JSON).
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// `--threshold` criteria and whether they held (absent without thresholds).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<crate::config::threshold::Checked>,
+    pub thresholds: Vec<Checked>,
     /// `volley merge`: every input shard, in the order given (absent on a plain run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<Shard>,
@@ -128,16 +154,16 @@ pub struct TargetInfo {
 /// Load parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadInfo {
-    /// "closed", "open" or "ramp".
-    pub mode: String,
+    /// Closed loop, open loop or virtual users.
+    pub mode: Mode,
     /// Connections.
     pub connections: u64,
     /// Worker threads.
     pub threads: u64,
     /// Open-loop rate; null in closed loop.
     pub rate_rps: Option<f64>,
-    /// "uniform" or "poisson" (open loop); null in closed loop.
-    pub arrivals: Option<String>,
+    /// Open loop: how arrivals are spread; null in closed loop.
+    pub arrivals: Option<Arrivals>,
     /// Seed of Poisson arrivals; null otherwise.
     pub seed: Option<u64>,
     /// Measured send window; null with `-n`.
@@ -229,6 +255,35 @@ pub struct ClientInfo {
     pub saturated: bool,
     /// Fraction of 1 s samples that were saturated.
     pub saturated_fraction: f64,
+}
+
+/// One second of the machine view (percent of all CPUs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineSample {
+    /// Seconds from t0.
+    pub t_s: f64,
+    /// user + nice.
+    pub user_pct: f64,
+    /// system.
+    pub system_pct: f64,
+    /// softirq (network processing lands here).
+    pub softirq_pct: f64,
+    /// iowait.
+    pub iowait_pct: f64,
+    /// idle.
+    pub idle_pct: f64,
+}
+
+/// A `--threshold` checked against a result (kept in the RunResult's `thresholds`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checked {
+    /// The threshold as written.
+    pub threshold: String,
+    /// The measured value in the threshold's unit (µs, req/s, count or %); null when there
+    /// was nothing to measure (no response, no monitor), which fails.
+    pub actual: Option<f64>,
+    /// Whether it held.
+    pub pass: bool,
 }
 
 /// Machine view.
@@ -353,168 +408,13 @@ pub struct Warmup {
 
 impl RunResult {
     /// Parses a RunResult, checking the schema identifier.
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let r: RunResult = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    pub fn from_json(text: &str) -> Result<Self, ReadError> {
+        let r: RunResult = serde_json::from_str(text)?;
         if r.schema != RUN_SCHEMA {
-            return Err(format!("schema `{}` is not {RUN_SCHEMA}", r.schema));
-        }
-        Ok(r)
-    }
-}
-
-/// Schema identifier of `SuiteIndex`.
-pub const SUITE_SCHEMA: &str = "volley.suite/1";
-
-/// `suite.json`: the index of a suite's results folder, rewritten after every cell (DESIGN §4).
-/// Each finished cell's RunResult is a file of its own, named by `rows[].path`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteIndex {
-    /// Always `volley.suite/1`.
-    pub schema: String,
-    /// Version of volley that ran the suite.
-    pub volley_version: String,
-    /// The suite file as given.
-    pub suite_file: String,
-    /// The suite file's content as JSON.
-    pub suite: serde_json::Value,
-    /// `--only` names, when given.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub only: Vec<String>,
-    /// Where it ran.
-    pub env: SuiteEnv,
-    /// Wall clock when the suite started, RFC 3339.
-    pub started_at: String,
-    /// Wall clock when it ended; null while it runs.
-    pub finished_at: Option<String>,
-    /// `running`, `done` or `interrupted`.
-    pub state: String,
-    /// Builds, one per managed server.
-    pub builds: Vec<BuildRow>,
-    /// One row per cell, in run order (rep -> server -> cell).
-    pub rows: Vec<SuiteRow>,
-}
-
-/// Environment of a suite.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteEnv {
-    /// CPU model name.
-    pub cpu_model: Option<String>,
-    /// CPUs online.
-    pub cores: usize,
-    /// Kernel release.
-    pub kernel: Option<String>,
-    /// What was pinned where (`null`: not pinned).
-    pub pinning: SuitePinning,
-    /// Versions: `volley`, and per server the first line of its `version` command.
-    pub tools: BTreeMap<String, String>,
-}
-
-/// CPU lists applied with `sched_setaffinity`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuitePinning {
-    /// volley's CPUs during the measurements.
-    pub client_cpus: Option<String>,
-    /// Every server process's CPUs.
-    pub server_cpus: Option<String>,
-}
-
-/// One server build.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BuildRow {
-    /// The server.
-    pub server: String,
-    /// `ok`, `failed` or `pending`.
-    pub status: String,
-    /// Why it failed.
-    pub reason: Option<String>,
-    /// Build output, relative to the results folder.
-    pub log: String,
-    /// How long it took.
-    pub wall_s: Option<f64>,
-}
-
-/// One cell of the matrix and what became of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteRow {
-    /// Server name.
-    pub server: String,
-    /// Scenario name.
-    pub scenario: String,
-    /// The cell's axis values (`{"connections": "3"}`); empty for a scenario without lists.
-    pub axes: BTreeMap<String, String>,
-    /// Repetition, from 1.
-    pub rep: u32,
-    /// `pending`, `ok`, `failed`, `interrupted` or `skipped`.
-    pub status: String,
-    /// Why it failed or was skipped.
-    pub reason: Option<String>,
-    /// The server's last stderr lines, with a failure.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stderr_tail: Vec<String>,
-    /// Other remarks (a server that needed SIGKILL, say).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-    /// A control cell (`control = "closed-port"`): never a suite failure.
-    #[serde(default)]
-    pub control: bool,
-    /// The RunResult, relative to the results folder (null when nothing was measured).
-    pub path: Option<String>,
-    /// The server's stderr, relative to the results folder (managed servers).
-    pub log: Option<String>,
-    /// `volley run` flags of the cell (without URL and harness flags).
-    pub flags: Vec<String>,
-    /// Headline numbers of the RunResult.
-    pub headline: Option<Headline>,
-    /// Wall time of the cell: start, ready, warm-up, run, stop.
-    pub wall_s: Option<f64>,
-}
-
-/// The numbers a suite table shows for a cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Headline {
-    /// `closed`, `open` or `ramp`.
-    pub mode: String,
-    /// Completed responses per second.
-    pub throughput_rps: f64,
-    /// Completed responses.
-    pub completed: u64,
-    /// Errors of every kind.
-    pub errors: u64,
-    /// Corrected latency p50, µs.
-    pub latency_p50_us: Option<u64>,
-    /// Corrected latency p99, µs.
-    pub latency_p99_us: Option<u64>,
-    /// Server CPU per request, µs (null without monitor).
-    pub server_cpu_us_per_request: Option<f64>,
-    /// Server peak RSS (null without monitor).
-    pub server_rss_max_bytes: Option<u64>,
-    /// The client was saturated.
-    pub client_saturated: bool,
-}
-
-impl Headline {
-    /// The headline numbers of a result.
-    pub fn of(r: &RunResult) -> Headline {
-        Headline {
-            mode: r.load.mode.clone(),
-            throughput_rps: r.throughput_rps,
-            completed: r.requests.completed,
-            errors: r.requests.errors,
-            latency_p50_us: r.latency_us.p50,
-            latency_p99_us: r.latency_us.p99,
-            server_cpu_us_per_request: r.server.as_ref().and_then(|s| s.per_request.cpu_us),
-            server_rss_max_bytes: r.server.as_ref().map(|s| s.rss_max_bytes),
-            client_saturated: r.client.saturated,
-        }
-    }
-}
-
-impl SuiteIndex {
-    /// Parses a suite index, checking the schema identifier.
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let r: SuiteIndex = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if r.schema != SUITE_SCHEMA {
-            return Err(format!("schema `{}` is not {SUITE_SCHEMA}", r.schema));
+            return Err(ReadError::Schema {
+                found: r.schema,
+                expected: RUN_SCHEMA,
+            });
         }
         Ok(r)
     }

@@ -1,0 +1,355 @@
+//! One vocabulary of metrics: what `--threshold 'p99<10ms'`, `volley compare --metric` and the
+//! reports call a number, where it is in a RunResult, how it is shown, and which way is
+//! better. Adding a metric here makes it a threshold and a comparison at once.
+//!
+//! Names as people write them: `min mean max p50 p75 p90 p95 p99 p99.9 p99.99 p99.999`
+//! (corrected latency), the same with `service_` (service time), `throughput` (or `rps`),
+//! `errors`, `cpu_per_request`. A threshold on `errors` with a `%` limit is [`Metric::ErrorRate`].
+
+use crate::result::{Mode, RunResult};
+use crate::stats::Percentiles;
+use crate::units::{micros, micros_f, rate};
+
+/// A statistic of a latency distribution: a key of the RunResult's percentile blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stat {
+    /// Smallest value.
+    Min,
+    /// Arithmetic mean.
+    Mean,
+    /// Largest value.
+    Max,
+    /// Median.
+    P50,
+    /// 75th percentile.
+    P75,
+    /// 90th percentile.
+    P90,
+    /// 95th percentile.
+    P95,
+    /// 99th percentile.
+    P99,
+    /// 99.9th percentile.
+    P99_9,
+    /// 99.99th percentile.
+    P99_99,
+    /// 99.999th percentile.
+    P99_999,
+}
+
+/// Every statistic: (statistic, name as written, JSON key).
+const STATS: [(Stat, &str, &str); 11] = [
+    (Stat::Min, "min", "min"),
+    (Stat::Mean, "mean", "mean"),
+    (Stat::Max, "max", "max"),
+    (Stat::P50, "p50", "p50"),
+    (Stat::P75, "p75", "p75"),
+    (Stat::P90, "p90", "p90"),
+    (Stat::P95, "p95", "p95"),
+    (Stat::P99, "p99", "p99"),
+    (Stat::P99_9, "p99.9", "p99_9"),
+    (Stat::P99_99, "p99.99", "p99_99"),
+    (Stat::P99_999, "p99.999", "p99_999"),
+];
+
+impl Stat {
+    fn entry(self) -> &'static (Stat, &'static str, &'static str) {
+        STATS
+            .iter()
+            .find(|e| e.0 == self)
+            .expect("every Stat is listed")
+    }
+
+    /// The name people write (`p99.9`).
+    pub fn name(self) -> &'static str {
+        self.entry().1
+    }
+
+    /// The RunResult key (`p99_9`).
+    pub fn key(self) -> &'static str {
+        self.entry().2
+    }
+
+    /// The statistic named `name` (`p99.9`), if any.
+    pub fn parse(name: &str) -> Option<Stat> {
+        STATS.iter().find(|e| e.1 == name).map(|e| e.0)
+    }
+
+    /// Its value in a percentile block, µs; `None` for an empty histogram.
+    pub fn of(self, p: &Percentiles) -> Option<f64> {
+        let int = |v: Option<u64>| v.map(|v| v as f64);
+        match self {
+            Stat::Min => int(p.min),
+            Stat::Mean => p.mean,
+            Stat::Max => int(p.max),
+            Stat::P50 => int(p.p50),
+            Stat::P75 => int(p.p75),
+            Stat::P90 => int(p.p90),
+            Stat::P95 => int(p.p95),
+            Stat::P99 => int(p.p99),
+            Stat::P99_9 => int(p.p99_9),
+            Stat::P99_99 => int(p.p99_99),
+            Stat::P99_999 => int(p.p99_999),
+        }
+    }
+}
+
+/// A number of a run that can be judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    /// A statistic of the corrected latency (the service time in closed loop), µs.
+    Latency(Stat),
+    /// A statistic of the service time (from the write), µs.
+    Service(Stat),
+    /// Completed responses per second.
+    Throughput,
+    /// Errors of every kind, a count.
+    Errors,
+    /// Errors in percent of the requests that got an answer or an error.
+    ErrorRate,
+    /// The server's CPU time per completed request, µs (needs the monitor).
+    CpuPerRequest,
+}
+
+/// The unit a metric's values (and a threshold's limit) are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Microseconds; limits are written as durations (`10ms`).
+    Micros,
+    /// Requests per second; limits are plain numbers (`5000`, `5k`).
+    PerSecond,
+    /// A count.
+    Count,
+    /// A percentage; limits end in `%`.
+    Percent,
+}
+
+/// Every name of [`Metric::parse`], for help texts and messages.
+pub const NAMES: &[&str] = &[
+    "throughput",
+    "rps",
+    "min",
+    "mean",
+    "max",
+    "p50",
+    "p75",
+    "p90",
+    "p95",
+    "p99",
+    "p99.9",
+    "p99.99",
+    "p99.999",
+    "service_min",
+    "service_mean",
+    "service_max",
+    "service_p50",
+    "service_p75",
+    "service_p90",
+    "service_p95",
+    "service_p99",
+    "service_p99.9",
+    "service_p99.99",
+    "service_p99.999",
+    "errors",
+    "cpu_per_request",
+];
+
+impl Metric {
+    /// The metric called `name` (see the module's list); `ErrorRate` has no name of its own.
+    pub fn parse(name: &str) -> Option<Metric> {
+        if let Some(s) = Stat::parse(name) {
+            return Some(Metric::Latency(s));
+        }
+        if let Some(s) = name.strip_prefix("service_").and_then(Stat::parse) {
+            return Some(Metric::Service(s));
+        }
+        match name {
+            "throughput" | "rps" => Some(Metric::Throughput),
+            "errors" => Some(Metric::Errors),
+            "cpu_per_request" => Some(Metric::CpuPerRequest),
+            _ => None,
+        }
+    }
+
+    /// The name written in JSON (`throughput`, `p99`, `service_p99`, `errors`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Latency(s) => s.name(),
+            Metric::Service(s) => SERVICE_NAMES[STATS.iter().position(|e| e.0 == s).unwrap_or(0)],
+            Metric::Throughput => "throughput",
+            Metric::Errors | Metric::ErrorRate => "errors",
+            Metric::CpuPerRequest => "cpu_per_request",
+        }
+    }
+
+    /// The short label of tables (`req/s`, `p99`, `service p99`, `CPU/req`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Throughput => "req/s",
+            Metric::Service(Stat::P99) => "service p99",
+            Metric::CpuPerRequest => "CPU/req",
+            other => other.name(),
+        }
+    }
+
+    /// What its values are measured in.
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::Latency(_) | Metric::Service(_) | Metric::CpuPerRequest => Unit::Micros,
+            Metric::Throughput => Unit::PerSecond,
+            Metric::Errors => Unit::Count,
+            Metric::ErrorRate => Unit::Percent,
+        }
+    }
+
+    /// Throughput is the only metric where more is better.
+    pub fn higher_is_better(self) -> bool {
+        self == Metric::Throughput
+    }
+
+    /// `"higher"` or `"lower"`: which way is better.
+    pub fn better(self) -> &'static str {
+        if self.higher_is_better() {
+            "higher"
+        } else {
+            "lower"
+        }
+    }
+
+    /// The value in a result, in [`Metric::unit`]; `None` when it was not measured (an empty
+    /// histogram, no server monitor, no request for a rate).
+    pub fn value(self, r: &RunResult) -> Option<f64> {
+        match self {
+            Metric::Latency(s) => s.of(&r.latency_us),
+            Metric::Service(s) => s.of(&r.service_time_us),
+            Metric::Throughput => Some(r.throughput_rps),
+            Metric::Errors => Some(r.requests.errors as f64),
+            Metric::ErrorRate => {
+                let e = r.requests.errors as f64;
+                let n = r.requests.completed as f64 + e;
+                (n > 0.0).then(|| e / n * 100.0)
+            }
+            Metric::CpuPerRequest => r.server.as_ref()?.per_request.cpu_us,
+        }
+    }
+
+    /// A value as a table shows it: `51,234.1`, `1.24 ms`, `812 µs`, `12.3 µs`, `7`.
+    pub fn format(self, v: f64) -> String {
+        match self {
+            Metric::Throughput => rate(v),
+            Metric::CpuPerRequest => format!("{v:.1} µs"),
+            Metric::Errors => {
+                if v.fract() == 0.0 {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.1}")
+                }
+            }
+            Metric::ErrorRate => format!("{v:.3}%"),
+            _ if v.fract() == 0.0 && v >= 0.0 => micros(v as u64),
+            _ => micros_f(v),
+        }
+    }
+
+    /// A value as a sentence shows it, unit included: `812.0 µs`, `5,000.0 req/s`, `0.100%`.
+    pub fn show(self, v: f64) -> String {
+        match self.unit() {
+            Unit::Micros => micros_f(v),
+            Unit::PerSecond => format!("{} req/s", rate(v)),
+            Unit::Percent => format!("{v:.3}%"),
+            Unit::Count => format!("{v}"),
+        }
+    }
+
+    /// The metric a comparison judges by default: throughput in closed loop (and with virtual
+    /// users, also closed loop), corrected p99 in open loop.
+    pub fn headline(mode: Mode) -> Metric {
+        if mode.is_open() {
+            Metric::Latency(Stat::P99)
+        } else {
+            Metric::Throughput
+        }
+    }
+}
+
+impl serde::Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `service_` names in the order of [`STATS`] (static, so `name` needs no allocation).
+const SERVICE_NAMES: [&str; 11] = [
+    "service_min",
+    "service_mean",
+    "service_max",
+    "service_p50",
+    "service_p75",
+    "service_p90",
+    "service_p95",
+    "service_p99",
+    "service_p99.9",
+    "service_p99.99",
+    "service_p99.999",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_back_to_a_metric_of_that_name() {
+        for n in NAMES {
+            let m = Metric::parse(n).unwrap_or_else(|| panic!("{n}"));
+            let canonical = if *n == "rps" { "throughput" } else { n };
+            assert_eq!(m.name(), canonical);
+        }
+        assert_eq!(Metric::parse("p98"), None);
+        assert_eq!(Metric::parse("service_"), None);
+        assert_eq!(Stat::P99_9.key(), "p99_9");
+    }
+
+    #[test]
+    fn stats_read_the_fields_they_name() {
+        let p = Percentiles {
+            min: Some(1),
+            mean: Some(2.5),
+            stdev: Some(0.5),
+            max: Some(11),
+            p50: Some(3),
+            p75: Some(4),
+            p90: Some(5),
+            p95: Some(6),
+            p99: Some(7),
+            p99_9: Some(8),
+            p99_99: Some(9),
+            p99_999: Some(10),
+        };
+        let json = serde_json::to_value(&p).unwrap();
+        for (s, _, key) in STATS {
+            assert_eq!(s.of(&p), json[key].as_f64(), "{key}");
+        }
+    }
+
+    #[test]
+    fn formats_and_directions() {
+        let p99 = Metric::Latency(Stat::P99);
+        assert_eq!(p99.format(812.0), "812 µs");
+        assert_eq!(p99.show(812.0), "812.0 µs");
+        assert_eq!(p99.format(1240.0), "1.24 ms");
+        assert_eq!(Metric::Throughput.format(5000.0), "5,000.0");
+        assert_eq!(Metric::Throughput.show(5000.0), "5,000.0 req/s");
+        assert_eq!(Metric::ErrorRate.show(0.1), "0.100%");
+        assert_eq!(Metric::Errors.format(7.0), "7");
+        assert!(Metric::Throughput.higher_is_better() && !p99.higher_is_better());
+        assert_eq!(Metric::headline(Mode::Open), p99);
+        assert_eq!(Metric::headline(Mode::Ramp), Metric::Throughput);
+        assert_eq!(Metric::Service(Stat::P99).label(), "service p99");
+    }
+}

@@ -1,0 +1,428 @@
+//! Warnings a result carries (`warnings` in a RunResult): typed where they are made and read,
+//! sentences in the JSON, as they have always been.
+//!
+//! Each warning is made by one constructor that takes its numbers as numbers, so every place
+//! that warns is checked by the compiler, and code that reacts to a warning (the suite table
+//! leaves out the closed-loop note) matches on [`WarningKind`] rather than on words. A file
+//! read back recognises its sentences by the patterns next to the constructors; a sentence
+//! volley does not know (a newer version's) is kept as [`WarningKind::Other`].
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// What a warning is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WarningKind {
+    /// Closed-loop latency hides queueing (coordinated omission).
+    ClosedLoop,
+    /// Volley used (nearly) all the CPU it had: the numbers may describe the client.
+    ClientSaturated,
+    /// The open loop sent requests late (schedule lag p99 above 1 ms).
+    SendLag,
+    /// Some connections could never be opened.
+    NeverConnected,
+    /// Connection attempts failed (all connections were opened at some point).
+    ConnectFailures,
+    /// Responses with a 4xx/5xx status (completed, not errors).
+    FailedStatuses,
+    /// Errors are not in the latency statistics.
+    ErrorsExcluded,
+    /// The server spoke first on fresh connections.
+    Unsolicited,
+    /// Requests were due but never sent.
+    Unsent,
+    /// The monitored server exited during the window.
+    ServerExited,
+    /// Something the server monitor noticed (processes of the tree that exited).
+    ServerNote,
+    /// The server's syscalls could not be counted.
+    SyscallsNotCounted,
+    /// `merge`: shards differ in a setting; the first shard's is shown.
+    ShardsDiffer,
+    /// `merge`: the shards' stages differ in length.
+    StagesDiffer,
+    /// `merge`: schedule lag cannot be merged exactly.
+    LagNotMerged,
+    /// `merge`: per-second percentiles are null where several shards had responses.
+    SeriesPercentilesNulled,
+    /// `merge --force`: the shards started far apart.
+    ForcedMerge,
+    /// `merge`: one shard monitored the server.
+    ServerFromOneShard,
+    /// `merge`: several shards monitored a server; no server block.
+    ServerNotMerged,
+    /// `merge`: the shards' thresholds are not carried over.
+    ThresholdsNotCarried,
+    /// A sentence this version of volley does not know.
+    Other,
+}
+
+/// One warning: its kind and the sentence people read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    kind: WarningKind,
+    text: String,
+}
+
+/// Each kind's sentence with `*` where its values go: what a file's sentences are recognised
+/// by. The order matters where one pattern is the start of another (the more specific first).
+const PATTERNS: &[(WarningKind, &str)] = &[
+    (WarningKind::ClosedLoop, "closed loop: *"),
+    (WarningKind::ClientSaturated, "client saturated: *"),
+    (WarningKind::SendLag, "send lag p99 is *"),
+    (
+        WarningKind::NeverConnected,
+        "* of * connections could not be opened at all (* connect errors)",
+    ),
+    (WarningKind::ConnectFailures, "* connection attempts failed"),
+    (
+        WarningKind::FailedStatuses,
+        "* responses had a 4xx/5xx status *",
+    ),
+    (
+        WarningKind::ErrorsExcluded,
+        "* errors are not in the latency statistics",
+    ),
+    (
+        WarningKind::Unsolicited,
+        "* fresh connections received bytes before any request was sent*",
+    ),
+    (
+        WarningKind::Unsent,
+        "* requests were due but never sent (the connections were busy or down)",
+    ),
+    (
+        WarningKind::ServerExited,
+        "the monitored server (pid *) exited *",
+    ),
+    (
+        WarningKind::ServerFromOneShard,
+        "server: monitored by one shard (*",
+    ),
+    (WarningKind::ServerNotMerged, "server is null: *"),
+    (WarningKind::ServerNote, "server: *"),
+    (
+        WarningKind::SyscallsNotCounted,
+        "server syscalls not counted: *",
+    ),
+    (WarningKind::StagesDiffer, "the shards' --stages differ *"),
+    (WarningKind::ShardsDiffer, "the shards differ in *"),
+    (WarningKind::LagNotMerged, "schedule_lag_us is null: *"),
+    (
+        WarningKind::SeriesPercentilesNulled,
+        "timeseries: latency_p50_us and latency_p99_us are null *",
+    ),
+    (WarningKind::ForcedMerge, "merged with --force: *"),
+    (
+        WarningKind::ThresholdsNotCarried,
+        "the shards' --threshold results are not carried over*",
+    ),
+];
+
+impl Warning {
+    fn new(kind: WarningKind, text: String) -> Self {
+        Warning { kind, text }
+    }
+
+    /// What the warning is about.
+    pub fn kind(&self) -> WarningKind {
+        self.kind
+    }
+
+    /// The sentence.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// A sentence read from a file, recognised by its pattern.
+    pub fn from_text(text: impl Into<String>) -> Self {
+        let text = text.into();
+        Warning {
+            kind: recognise(&text),
+            text,
+        }
+    }
+
+    /// Every closed-loop run (virtual users too): latency is service time.
+    pub fn closed_loop() -> Self {
+        Self::new(WarningKind::ClosedLoop, "closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency".into())
+    }
+
+    /// The client self-check found volley busy in `fraction` of the seconds.
+    pub fn client_saturated(capacity_cores: f64, fraction: f64) -> Self {
+        Self::new(WarningKind::ClientSaturated, format!(
+            "client saturated: volley used ≥90% of its {capacity_cores} core(s), or one worker ≥95% of a core, in {:.0}% of seconds; these numbers may describe volley, not the server (give volley more cores, or a lighter share of the load)",
+            fraction * 100.0
+        ))
+    }
+
+    /// The open loop's schedule lag p99 was above 1 ms.
+    pub fn send_lag(p99_us: u64) -> Self {
+        Self::new(WarningKind::SendLag, format!(
+            "send lag p99 is {:.2} ms (> 1 ms): volley itself sent requests late, so the client, not the server, shaped part of the latency",
+            p99_us as f64 / 1000.0
+        ))
+    }
+
+    /// `never` of `connections` connections were never opened.
+    pub fn never_connected(never: u64, connections: u64, connect_errors: u64) -> Self {
+        Self::new(
+            WarningKind::NeverConnected,
+            format!("{never} of {connections} connections could not be opened at all ({connect_errors} connect errors)"),
+        )
+    }
+
+    /// Connection attempts failed, though every connection opened at some point.
+    pub fn connect_failures(count: u64) -> Self {
+        Self::new(
+            WarningKind::ConnectFailures,
+            format!("{count} connection attempts failed"),
+        )
+    }
+
+    /// Responses with a status of 400 or more.
+    pub fn failed_statuses(count: u64) -> Self {
+        Self::new(
+            WarningKind::FailedStatuses,
+            format!("{count} responses had a 4xx/5xx status (counted as completed, not as errors)"),
+        )
+    }
+
+    /// Errors are kept out of the latency histograms.
+    pub fn errors_excluded(count: u64) -> Self {
+        Self::new(
+            WarningKind::ErrorsExcluded,
+            format!("{count} errors are not in the latency statistics"),
+        )
+    }
+
+    /// Fresh connections on which the server spoke first.
+    pub fn unsolicited(count: u64) -> Self {
+        Self::new(WarningKind::Unsolicited, format!(
+            "{count} fresh connections received bytes before any request was sent (a server that speaks first); each was dropped and replaced after a back-off"
+        ))
+    }
+
+    /// Requests due but never written.
+    pub fn unsent(count: u64) -> Self {
+        Self::new(
+            WarningKind::Unsent,
+            format!("{count} requests were due but never sent (the connections were busy or down)"),
+        )
+    }
+
+    /// The monitored server exited `at_s` seconds into the window.
+    pub fn server_exited(pid: i32, at_s: f64) -> Self {
+        Self::new(WarningKind::ServerExited, format!(
+            "the monitored server (pid {pid}) exited {at_s:.2} s into the measured window; its figures stop there"
+        ))
+    }
+
+    /// A remark of the server monitor.
+    pub fn server_note(note: &str) -> Self {
+        Self::new(WarningKind::ServerNote, format!("server: {note}"))
+    }
+
+    /// Why the server's syscalls are null.
+    pub fn syscalls_not_counted(reason: &str) -> Self {
+        Self::new(
+            WarningKind::SyscallsNotCounted,
+            format!("server syscalls not counted: {reason}"),
+        )
+    }
+
+    /// `merge`: the shards differ in `what` (a setting).
+    pub fn shards_differ(what: &str) -> Self {
+        Self::new(
+            WarningKind::ShardsDiffer,
+            format!("the shards differ in {what}; the merged load shows the first shard's"),
+        )
+    }
+
+    /// `merge`: the shards' stages differ in length.
+    pub fn stages_differ() -> Self {
+        Self::new(
+            WarningKind::StagesDiffer,
+            "the shards' --stages differ in length; the merged load shows the first shard's".into(),
+        )
+    }
+
+    /// `merge`: schedule lag cannot be merged.
+    pub fn lag_not_merged() -> Self {
+        Self::new(WarningKind::LagNotMerged, "schedule_lag_us is null: a RunResult holds no schedule-lag histogram, so the shards' lag cannot be merged exactly (each shard's file has its own)".into())
+    }
+
+    /// `merge`: per-second percentiles nulled in `seconds` seconds.
+    pub fn series_percentiles_nulled(seconds: usize) -> Self {
+        Self::new(WarningKind::SeriesPercentilesNulled, format!(
+            "timeseries: latency_p50_us and latency_p99_us are null in the {seconds} second(s) where more than one shard had responses (percentiles of different shards cannot be combined; latency_max_us is exact)"
+        ))
+    }
+
+    /// `merge --force`: the shards started up to `spread_s` apart.
+    pub fn forced_merge(spread_s: f64) -> Self {
+        Self::new(WarningKind::ForcedMerge, format!(
+            "merged with --force: the shards started up to {spread_s:.3} s apart; each shard's seconds went to the merged second they overlap most, so per-second counts are off by up to the fraction of a second"
+        ))
+    }
+
+    /// `merge`: one shard (`path`) monitored the server every shard loaded at `addr`.
+    pub fn server_from_one_shard(path: &str, addr: &str) -> Self {
+        Self::new(WarningKind::ServerFromOneShard, format!(
+            "server: monitored by one shard ({path}); its per_request figures are divided by every shard's completed requests (all loaded {addr})"
+        ))
+    }
+
+    /// `merge`: one shard (`path`) monitored a server other shards did not load.
+    pub fn server_from_one_shard_elsewhere(path: &str) -> Self {
+        Self::new(WarningKind::ServerFromOneShard, format!(
+            "server: monitored by one shard ({path}) whose target.addr differs from other shards'; its per_request figures cover that shard's requests only"
+        ))
+    }
+
+    /// `merge`: several shards (`paths`) monitored a server.
+    pub fn server_not_merged(paths: &[&str]) -> Self {
+        Self::new(WarningKind::ServerNotMerged, format!(
+            "server is null: {} shards monitored a server ({}); their monitors cannot be merged into one (each shard's file has its own)",
+            paths.len(),
+            paths.join(", ")
+        ))
+    }
+
+    /// `merge`: thresholds judged each shard alone.
+    pub fn thresholds_not_carried() -> Self {
+        Self::new(
+            WarningKind::ThresholdsNotCarried,
+            "the shards' --threshold results are not carried over: they judged each shard alone"
+                .into(),
+        )
+    }
+
+    /// `merge`: a shard's warning that not every shard had, with the files that had it.
+    pub fn of_shards(holders: &[&str], w: &Warning) -> Self {
+        Self::new(w.kind, format!("shard {}: {}", holders.join(", "), w.text))
+    }
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl From<&str> for Warning {
+    fn from(text: &str) -> Self {
+        Warning::from_text(text)
+    }
+}
+
+impl Serialize for Warning {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Warning {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Warning::from_text(String::deserialize(d)?))
+    }
+}
+
+/// The kind of a sentence; a merged result's `shard a.json: …` has the kind of what follows.
+fn recognise(text: &str) -> WarningKind {
+    if let Some(k) = PATTERNS
+        .iter()
+        .find(|(_, p)| glob(p.as_bytes(), text.as_bytes()))
+        .map(|(k, _)| *k)
+    {
+        return k;
+    }
+    if let Some(rest) = text.strip_prefix("shard ") {
+        for (i, _) in rest.match_indices(": ") {
+            let k = recognise(&rest[i + 2..]);
+            if k != WarningKind::Other {
+                return k;
+            }
+        }
+    }
+    WarningKind::Other
+}
+
+/// `*` matches any run of characters (greedy with backtracking; patterns hold a few stars).
+fn glob(p: &[u8], t: &[u8]) -> bool {
+    match p.split_first() {
+        None => t.is_empty(),
+        Some((b'*', rest)) => (0..=t.len()).any(|i| glob(rest, &t[i..])),
+        Some((c, rest)) => t.first() == Some(c) && glob(rest, &t[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One warning of every kind, as volley makes them.
+    fn every_kind() -> Vec<Warning> {
+        vec![
+            Warning::closed_loop(),
+            Warning::client_saturated(1.0, 0.75),
+            Warning::send_lag(1500),
+            Warning::never_connected(3, 10, 40),
+            Warning::connect_failures(5),
+            Warning::failed_statuses(7),
+            Warning::errors_excluded(9),
+            Warning::unsolicited(2),
+            Warning::unsent(11),
+            Warning::server_exited(42, 1.5),
+            Warning::server_note("2 processes of the tree exited"),
+            Warning::syscalls_not_counted("perf_event_paranoid is 3"),
+            Warning::shards_differ("the request body"),
+            Warning::stages_differ(),
+            Warning::lag_not_merged(),
+            Warning::series_percentiles_nulled(4),
+            Warning::forced_merge(0.25),
+            Warning::server_from_one_shard("a.json", "127.0.0.1:80"),
+            Warning::server_from_one_shard_elsewhere("a.json"),
+            Warning::server_not_merged(&["a.json", "b.json"]),
+            Warning::thresholds_not_carried(),
+        ]
+    }
+
+    #[test]
+    fn every_sentence_is_recognised_as_its_own_kind() {
+        for w in every_kind() {
+            assert_eq!(recognise(w.text()), w.kind(), "{}", w.text());
+            let back: Warning = serde_json::from_str(&serde_json::to_string(&w).unwrap()).unwrap();
+            assert_eq!(back, w);
+        }
+    }
+
+    #[test]
+    fn shard_prefixes_keep_the_kind_and_unknown_sentences_are_kept() {
+        let w = Warning::of_shards(&["a: b.json", "c.json"], &Warning::unsent(3));
+        assert_eq!(w.text(), "shard a: b.json, c.json: 3 requests were due but never sent (the connections were busy or down)");
+        assert_eq!(Warning::from_text(w.text()).kind(), WarningKind::Unsent);
+        let other = Warning::from_text("something a newer volley says");
+        assert_eq!(other.kind(), WarningKind::Other);
+        assert_eq!(
+            serde_json::to_string(&other).unwrap(),
+            "\"something a newer volley says\""
+        );
+    }
+
+    #[test]
+    fn the_wording_of_old_files_is_recognised() {
+        // Sentences exactly as volley 0.1 wrote them into RunResults.
+        assert_eq!(
+            recognise("12 requests were due but never sent (the connections were busy or down)"),
+            WarningKind::Unsent
+        );
+        assert_eq!(
+            recognise("send lag p99 is 1.20 ms (> 1 ms): volley itself sent requests late, so the client, not the server, shaped part of the latency"),
+            WarningKind::SendLag
+        );
+        assert_eq!(
+            recognise("server: 1 process of the tree exited"),
+            WarningKind::ServerNote
+        );
+    }
+}
