@@ -1,10 +1,9 @@
-//! The `volley` binary: parse the command line, run, map the result to an exit code.
+//! The `volley` binary: parse the command line, run it, exit with its code.
 
 use clap::Parser;
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
-    let cli = volley::cli::Cli::parse();
-    let code = volley::run(cli, argv);
+    let code = volley::cmd::main(volley::cmd::Cli::parse(), argv);
     std::process::exit(code as i32);
 }

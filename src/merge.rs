@@ -13,11 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::cli::MergeArgs;
 use crate::result::*;
 use crate::stats::histogram::{decode, encode, new_hist, Hist};
 use crate::stats::{ErrorCounts, Percentiles, TimePoint};
-use crate::ExitCode;
 
 /// Shards whose `started_at` differ by this much or more did not start together (`--force`).
 pub const MAX_START_SPREAD_US: i64 = 10_000;
@@ -61,16 +59,6 @@ pub enum MergeError {
         /// Why.
         message: String,
     },
-}
-
-impl MergeError {
-    /// The exit code of DESIGN §4: 3 when the output cannot be written, else 2.
-    pub fn exit_code(&self) -> ExitCode {
-        match self {
-            MergeError::Write { .. } => ExitCode::Failed,
-            _ => ExitCode::Usage,
-        }
-    }
 }
 
 /// `started_at` (RFC 3339, `Z` or a numeric offset) as microseconds since the Unix epoch.
@@ -435,11 +423,11 @@ pub fn merge(
         None => None,
     };
     let load = LoadInfo {
-        mode: l0.mode.clone(),
+        mode: l0.mode,
         connections: loads.clone().map(|l| l.connections).sum(),
         threads: loads.clone().map(|l| l.threads).sum(),
         rate_rps: sum_some(loads.clone().map(|l| l.rate_rps)).map(|v| round(v, 6)),
-        arrivals: l0.arrivals.clone(),
+        arrivals: l0.arrivals,
         seed: if loads.clone().all(|l| l.seed == l0.seed) {
             l0.seed
         } else {
@@ -623,30 +611,6 @@ pub fn merge_files(
         }
     })?;
     Ok(merged)
-}
-
-/// Runs `volley merge`: 0 written, 2 bad or mismatched inputs, 3 the output cannot be written.
-pub fn execute(args: &MergeArgs, argv: Vec<String>) -> ExitCode {
-    match merge_files(&args.inputs, &args.output, argv, args.force) {
-        Ok(m) => {
-            for w in &m.warnings {
-                eprintln!("volley merge: warning: {w}");
-            }
-            eprintln!(
-                "volley merge: {} shards, {} completed in {:.3} s ({} req/s); wrote {}",
-                args.inputs.len(),
-                crate::units::thousands(m.requests.completed),
-                m.elapsed_s,
-                crate::units::rate(m.throughput_rps),
-                args.output.display()
-            );
-            ExitCode::Ok
-        }
-        Err(e) => {
-            eprintln!("volley merge: {e}");
-            e.exit_code()
-        }
-    }
 }
 
 /// Microseconds since the Unix epoch as `started_at` is written (RFC 3339, UTC, µs).
@@ -906,7 +870,6 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(e, MergeError::Mode { .. }), "{e}");
-        assert_eq!(e.exit_code(), ExitCode::Usage);
     }
 
     #[test]

@@ -15,11 +15,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cli::CompareArgs;
 use crate::metric::{Metric, Stat};
 use crate::report::model::{median, LoadError, Report, Series};
 use crate::result::{Mode, RunResult};
-use crate::ExitCode;
 
 /// Schema identifier of the comparison JSON.
 pub const COMPARE_SCHEMA: &str = "volley.compare/1";
@@ -613,59 +611,6 @@ pub fn render(c: &Comparison) -> String {
 /// Loads one side (a RunResult, suite.json or results folder).
 pub fn load(path: &Path) -> Result<Report, CompareError> {
     Ok(Report::load(&[PathBuf::from(path)])?)
-}
-
-/// Runs `volley compare`: 0 no regression, 1 a regression beyond `--fail-if-slower`, 2 bad
-/// input, 3 the JSON could not be written.
-pub fn execute(args: &CompareArgs) -> ExitCode {
-    let run = || -> Result<Comparison, CompareError> {
-        let a = load(&args.a)?;
-        let b = load(&args.b)?;
-        compare(
-            (&args.a.display().to_string(), &a),
-            (&args.b.display().to_string(), &b),
-            args.metric,
-            args.fail_if_slower,
-        )
-    };
-    let c = match run() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("volley compare: {e}");
-            return ExitCode::Usage;
-        }
-    };
-    let table = render(&c);
-    let mut code = if c.regression {
-        ExitCode::NoResponse
-    } else {
-        ExitCode::Ok
-    };
-    let mut json = serde_json::to_string_pretty(&c).expect("a comparison always serializes");
-    json.push('\n');
-    match args.json.as_deref() {
-        Some("-") => {
-            eprint!("{table}");
-            use std::io::Write;
-            let mut so = std::io::stdout().lock();
-            if so
-                .write_all(json.as_bytes())
-                .and_then(|_| so.flush())
-                .is_err()
-            {
-                code = code.max_precedence(ExitCode::Failed);
-            }
-        }
-        Some(path) => {
-            print!("{table}");
-            if let Err(e) = crate::sys::files::write_atomically(Path::new(path), json.as_bytes()) {
-                eprintln!("volley compare: --json {path}: {e}");
-                code = code.max_precedence(ExitCode::Failed);
-            }
-        }
-        None => print!("{table}"),
-    }
-    code
 }
 
 #[cfg(test)]

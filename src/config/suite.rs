@@ -11,12 +11,12 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, Parser};
+use clap::{Args, FromArgMatches};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::{parse_url, LoadConfig, Target};
-use crate::cli::{Cli, Command, RunArgs};
+use super::{parse_url, ConfigError, Flag, RunConfig, RunFlags};
+use crate::plan::Target;
 use crate::sys::cpus::{self, CpuList};
 use crate::units;
 
@@ -128,8 +128,8 @@ impl Scenario {
     }
 }
 
-/// One point of a scenario's matrix: the `volley run` flags it stands for.
-#[derive(Debug, Clone, PartialEq)]
+/// One point of a scenario's matrix: the `volley run` flags it stands for, and what they mean.
+#[derive(Debug, Clone)]
 pub struct Cell {
     /// The axis values of this cell, in file order (`connections = "3"`), for names and tables.
     pub axes: Vec<(String, String)>,
@@ -137,8 +137,9 @@ pub struct Cell {
     pub path: String,
     /// `volley run` flags, without URL and without the flags the harness sets.
     pub flags: Vec<String>,
-    /// Warm-up plus measured time, for the progress estimate.
-    pub planned: Duration,
+    /// The run the flags describe, checked as `volley run` checks it. Its target is a
+    /// placeholder (`http://127.0.0.1:1` + `path`) until the harness knows the server's port.
+    pub config: RunConfig,
 }
 
 impl Cell {
@@ -147,34 +148,38 @@ impl Cell {
         axes_label(self.axes.iter().map(|(k, v)| (k, v)))
     }
 
-    /// Parses this cell's flags against `url` exactly as `volley run` would.
-    pub fn load_config(
-        &self,
-        url: &str,
-        extra: &[String],
-        cores: usize,
-    ) -> Result<LoadConfig, CellError> {
-        let mut argv = vec!["volley".to_string(), "run".to_string(), url.to_string()];
-        argv.extend(self.flags.iter().cloned());
-        argv.extend(extra.iter().cloned());
-        let cli = Cli::try_parse_from(&argv).map_err(|e| CellError {
-            flag: e
-                .get(clap::error::ContextKind::InvalidArg)
-                .map(|v| v.to_string()),
-            message: e.kind().to_string() + &clap_detail(&e),
-        })?;
-        let Command::Run(args) = cli.command else {
-            unreachable!("argv starts with `run`")
-        };
-        LoadConfig::from_args(&args, cores, argv).map_err(|e| CellError {
-            flag: match &e {
-                super::ConfigError::Flag { flag, .. } | super::ConfigError::File { flag, .. } => {
-                    Some(flag.to_string())
-                }
-            },
-            message: e.to_string(),
-        })
+    /// Warm-up plus measured time, for the progress estimate.
+    pub fn planned(&self) -> Duration {
+        self.config.load.planned()
     }
+}
+
+/// Checks a cell's flags exactly as `volley run` would, against `url`.
+fn check_flags(flags: &[String], url: &str, cores: usize) -> Result<RunConfig, CellError> {
+    let mut argv = vec![url.to_string()];
+    argv.extend(flags.iter().cloned());
+    let cmd = RunFlags::augment_args(clap::Command::new("run").no_binary_name(true));
+    let parsed = cmd
+        .try_get_matches_from(&argv)
+        .and_then(|m| RunFlags::from_arg_matches(&m));
+    let run_flags = parsed.map_err(|e| CellError {
+        flags: clap_flag(&e).into_iter().collect(),
+        message: e.kind().to_string() + &clap_detail(&e),
+    })?;
+    RunConfig::from_flags(&run_flags, cores).map_err(|e: ConfigError| CellError {
+        flags: e.flags(),
+        message: e.to_string(),
+    })
+}
+
+/// The flag a clap error is about (`--connections <CONNECTIONS>`, `<URL>`).
+fn clap_flag(e: &clap::Error) -> Option<Flag> {
+    let arg = e.get(clap::error::ContextKind::InvalidArg)?.to_string();
+    if arg.starts_with("<URL") {
+        return Some(Flag::Url);
+    }
+    arg.split(['/', ' ', '='])
+        .find_map(|part| part.strip_prefix("--").and_then(Flag::from_long))
 }
 
 fn clap_detail(e: &clap::Error) -> String {
@@ -192,19 +197,13 @@ fn clap_detail(e: &clap::Error) -> String {
     s
 }
 
-/// `connections=3,rate=500`: axis values as they are shown and compared everywhere.
-pub fn axes_label<'a>(axes: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
-    axes.into_iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
+pub use crate::result::axes_label;
 
 /// A cell's flags rejected by `volley run`'s own checks.
 #[derive(Debug, Clone)]
 pub struct CellError {
-    /// The flag named by the check (`-c/--connections`, `--warmup <WARMUP>`), if any.
-    pub flag: Option<String>,
+    /// The flags the check named, the checked one first (empty when it named none).
+    pub flags: Vec<Flag>,
     /// The check's message.
     pub message: String,
 }
@@ -696,39 +695,21 @@ impl SuiteConfig {
             }
             let mut out = Vec::new();
             for (labels, flags, cpath, picks) in cells {
-                let cell = Cell {
-                    axes: labels,
-                    path: cpath,
-                    flags,
-                    planned: Duration::ZERO,
-                };
-                let url = format!("http://127.0.0.1:1{}", cell.path);
-                match cell.load_config(&url, &["--quiet".into()], cell_cores) {
-                    Ok(cfg) => {
-                        let measured = cfg
-                            .duration
-                            .or_else(|| {
-                                cfg.ramp
-                                    .as_ref()
-                                    .map(|r| Duration::from_nanos(r.ramp.total_ns()))
-                            })
-                            .unwrap_or(Duration::from_secs(10));
-                        out.push(Cell {
-                            planned: cfg.warmup + measured,
-                            ..cell
-                        });
-                    }
+                let url = format!("http://127.0.0.1:1{cpath}");
+                match check_flags(&flags, &url, cell_cores) {
+                    Ok(config) => out.push(Cell {
+                        axes: labels,
+                        path: cpath,
+                        flags,
+                        config,
+                    }),
                     Err(e) => {
-                        // Point at the key whose flag the check named.
-                        // Point at the key whose flag the check named; when its message
-                        // names another key's flag too (a conflict), at the later of them.
+                        // Point at the key of the flag the check named; when it names several
+                        // (a conflict), at the later of them in the file.
                         let key = axes
                             .iter()
                             .enumerate()
-                            .filter(|(_, a)| {
-                                e.flag.as_deref().is_some_and(|f| flag_matches(f, &a.key))
-                                    || mentions(&e.message, &a.key)
-                            })
+                            .filter(|(_, a)| e.flags.iter().any(|f| f.key() == a.key))
                             .max_by_key(|(_, a)| a.span.start)
                             .map(|(i, _)| i);
                         let (span, key_name) = match key {
@@ -749,10 +730,10 @@ impl SuiteConfig {
                             }
                             None => (sv.span(), None),
                         };
-                        let cell_label = if labels_empty(&cell) {
+                        let cell_label = if labels.is_empty() {
                             String::new()
                         } else {
-                            format!(" (cell {})", cell.axes_label())
+                            format!(" (cell {})", axes_label(labels.iter().map(|(k, v)| (k, v))))
                         };
                         return Err(p.err(
                             span,
@@ -802,34 +783,6 @@ impl SuiteConfig {
     }
 }
 
-fn labels_empty(c: &Cell) -> bool {
-    c.axes.is_empty()
-}
-
-/// Whether a flag named by a check (`-c/--connections`, `--body-size <BODY_SIZE>`, `URL`)
-/// comes from scenario key `key`.
-fn flag_matches(flag: &str, key: &str) -> bool {
-    let want = match key {
-        "keepalive" => "no-keepalive".to_string(),
-        "headers" => "header".to_string(),
-        "thresholds" => "threshold".to_string(),
-        k => k.replace('_', "-"),
-    };
-    if key == "path" {
-        return flag == "URL" || flag.starts_with("<URL");
-    }
-    flag.split(['/', ' ', '='])
-        .any(|part| part.strip_prefix("--") == Some(want.as_str()))
-}
-
-/// Whether a message names the flag of scenario key `key` (`--warmup`, `-d/--duration`).
-fn mentions(message: &str, key: &str) -> bool {
-    let flag = format!("--{}", key.replace('_', "-"));
-    message.match_indices(&flag).any(|(i, _)| {
-        !message[i + flag.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
-    })
-}
-
 fn safe_name(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
@@ -840,7 +793,7 @@ fn safe_name(s: &str) -> bool {
 /// Long names of every `volley run` flag, from the clap definition (so the suite keys never
 /// drift from the command line).
 fn run_long_flags() -> Vec<String> {
-    let cmd = RunArgs::augment_args(clap::Command::new("run"));
+    let cmd = RunFlags::augment_args(clap::Command::new("run"));
     cmd.get_arguments()
         .filter_map(|a| a.get_long().map(str::to_string))
         .collect()
@@ -1240,7 +1193,7 @@ start = "./a"
         );
         assert!(cells[7].flags.contains(&"--no-keepalive".to_string()));
         assert!(cells[7].flags.contains(&"--rate=500".to_string()));
-        assert_eq!(cells[0].planned, Duration::from_secs(2));
+        assert_eq!(cells[0].planned(), Duration::from_secs(2));
     }
 
     #[test]
@@ -1273,7 +1226,7 @@ start = "./a"
             s.scenarios[2].cells[0].flags,
             vec!["--requests=100", "--warmup=1s"]
         );
-        assert_eq!(s.scenarios[1].cells[0].planned, Duration::from_secs(2));
+        assert_eq!(s.scenarios[1].cells[0].planned(), Duration::from_secs(2));
     }
 
     #[test]

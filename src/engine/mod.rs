@@ -1,30 +1,28 @@
 //! The load engine: N OS threads, one epoll loop each, connections owned by one thread for
 //! life. This module spawns the workers and runs the aggregator on the calling thread: it
-//! merges each second's intervals, samples volley's own CPU, drives the live line and the
-//! HdrHistogram interval log, and turns Ctrl-C into a drain.
+//! merges each second's intervals, turns Ctrl-C into a drain, and tells the observers
+//! ([`observer`]) what happened — the engine itself writes nothing anywhere.
 
 pub mod clock;
 pub mod conn;
+pub mod observer;
 pub mod poller;
 pub mod response;
 pub mod transport;
 pub mod worker;
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use crate::config::LoadConfig;
-use crate::monitor::client::{rusage_self, ClientSampler};
-use crate::plan::{Plan, RequestTemplate};
-use crate::stats::aggregate::FinishedBucket;
-use crate::stats::hdrlog::HdrLog;
+use crate::plan::{LoadSpec, Plan, RequestTemplate};
 use crate::stats::recorder::{Report, WorkerEnd};
-use crate::stats::{Aggregator, TimePoint};
+use crate::stats::Aggregator;
 use clock::Clock;
+pub use observer::{Observer, Observers};
 
 /// `Shared::stop`: keep going.
 pub const STOP_NONE: u8 = 0;
@@ -66,14 +64,6 @@ pub struct Shared {
     pub think_ns: u64,
 }
 
-/// Destination of the live progress line.
-pub trait Progress {
-    /// A second finished (all workers reported it).
-    fn second(&mut self, point: &TimePoint, elapsed_s: f64);
-    /// The run ended; clear the line.
-    fn done(&mut self);
-}
-
 /// Everything the engine measured.
 pub struct EngineOutput {
     /// Totals, warm-up counters and time series.
@@ -86,58 +76,98 @@ pub struct EngineOutput {
     pub elapsed_s: f64,
     /// Stopped by Ctrl-C.
     pub interrupted: bool,
-    /// Client CPU samples and machine samples.
-    pub sampler: Option<ClientSampler>,
-    /// Process CPU over the measured window (user, sys seconds) and peak RSS bytes.
-    pub client_rusage: (f64, f64, u64),
-    /// The `--hdr-log` file could not be written (the run still completed).
-    pub hdr_log_error: Option<String>,
 }
 
-/// Runs the load described by `cfg`/`plan` against `addr`. `interrupts` counts Ctrl-C presses
-/// (set by the signal handler). `hdr_log` receives the interval log if given.
+impl Shared {
+    fn new(spec: &LoadSpec, plan: &Plan, addr: SocketAddr, clock: Clock) -> Self {
+        let t0_ns = spec.warmup.as_nanos() as u64;
+        let pipeline = spec.pipeline;
+        Shared {
+            addr,
+            stream_bytes: if pipeline == 1 {
+                Arc::clone(&plan.template.bytes)
+            } else {
+                plan.template.bytes.repeat(pipeline).into()
+            },
+            template: plan.template.clone(),
+            pipeline,
+            keepalive: spec.keepalive,
+            open_loop: spec.is_open(),
+            timeout_ns: spec.timeout.as_nanos() as u64,
+            t0_ns,
+            end_ns: spec.duration.map(|d| t0_ns + d.as_nanos() as u64),
+            clock,
+            stop: AtomicU8::new(STOP_NONE),
+            threads: plan.threads.len(),
+            ramp: spec.ramp.as_ref().map(|r| r.ramp.clone()),
+            think_ns: spec.think_time.as_nanos() as u64,
+        }
+    }
+}
+
+/// Runs the load of `spec`, split by `plan`, against `addr`. `interrupts` counts Ctrl-C presses
+/// (set by the signal handler): the first drains, the second stops. `observer` is told of
+/// every step (see [`Observer`]).
 pub fn run(
-    cfg: &LoadConfig,
+    spec: &LoadSpec,
     plan: Plan,
     addr: SocketAddr,
     interrupts: &AtomicUsize,
-    hdr_log: Option<Box<dyn Write + Send>>,
-    progress: &mut dyn Progress,
+    observer: &mut dyn Observer,
 ) -> std::io::Result<EngineOutput> {
     let clock = Clock::start();
     let wall_start = SystemTime::now();
-    let t0_ns = cfg.warmup.as_nanos() as u64;
-    let pipeline = cfg.pipeline;
-    let shared = Arc::new(Shared {
-        addr,
-        stream_bytes: if pipeline == 1 {
-            Arc::clone(&plan.template.bytes)
-        } else {
-            plan.template.bytes.repeat(pipeline).into()
-        },
-        template: plan.template.clone(),
-        pipeline,
-        keepalive: cfg.keepalive,
-        open_loop: cfg.rate_rps.is_some(),
-        timeout_ns: cfg.timeout.as_nanos() as u64,
-        t0_ns,
-        end_ns: cfg.duration.map(|d| t0_ns + d.as_nanos() as u64),
-        clock,
-        stop: AtomicU8::new(STOP_NONE),
-        threads: plan.threads.len(),
-        ramp: cfg.ramp.as_ref().map(|r| r.ramp.clone()),
-        think_ns: cfg.think_time.as_nanos() as u64,
-    });
-    let (tx, rx) = mpsc::channel::<Report>();
+    let shared = Arc::new(Shared::new(spec, &plan, addr, clock));
     let threads = plan.threads.len();
-    let mut wakers = Vec::with_capacity(threads);
-    let mut handles = Vec::with_capacity(threads);
+    let (tx, rx) = mpsc::channel::<Report>();
+    let (wakers, handles) = spawn_workers(&shared, plan, tx)?;
+    let started_at = wall_start + Duration::from_nanos(shared.t0_ns);
+    observer.start(started_at);
+    let mut c = Collector {
+        shared: &shared,
+        agg: Aggregator::new(threads, spec.ramp.is_some()),
+        ends: Vec::new(),
+        threads,
+        measuring: false,
+        next_tick_ns: shared.t0_ns + 1_000_000_000,
+        stop_seen: 0,
+        stop_at_ns: None,
+    };
+    c.collect(&rx, &wakers, interrupts, observer);
+    for h in handles {
+        let _ = h.join();
+    }
+    let end_now = clock.now_ns();
+    let elapsed_s = c.elapsed_ns(end_now) as f64 / 1e9;
+    let done = c.agg.finish(elapsed_s);
+    let t0_ns = shared.t0_ns;
+    for b in &done {
+        observer.second(b, end_now.saturating_sub(t0_ns) as f64 / 1e9);
+    }
+    observer.done();
+    Ok(EngineOutput {
+        agg: c.agg,
+        ends: c.ends,
+        started_at,
+        elapsed_s,
+        interrupted: c.stop_seen > 0,
+    })
+}
+
+/// Starts one worker thread per thread plan, each with its own epoll instance and waker.
+fn spawn_workers(
+    shared: &Arc<Shared>,
+    plan: Plan,
+    tx: mpsc::Sender<Report>,
+) -> std::io::Result<(Vec<mio::Waker>, Vec<JoinHandle<()>>)> {
+    let mut wakers = Vec::with_capacity(plan.threads.len());
+    let mut handles = Vec::with_capacity(plan.threads.len());
     for (k, tp) in plan.threads.into_iter().enumerate() {
         let poll = mio::Poll::new()?;
         wakers.push(mio::Waker::new(poll.registry(), worker::WAKER)?);
         let w = worker::Worker::new(
             k,
-            Arc::clone(&shared),
+            Arc::clone(shared),
             poll,
             tp.connections,
             tp.pacer,
@@ -149,120 +179,106 @@ pub fn run(
                 .spawn(move || w.run())?,
         );
     }
-    drop(tx);
+    Ok((wakers, handles))
+}
 
-    let started_at = wall_start + Duration::from_nanos(t0_ns);
-    let mut agg = Aggregator::new(threads, cfg.ramp.is_some());
-    let mut ends: Vec<WorkerEnd> = Vec::new();
-    let mut sampler: Option<ClientSampler> = None;
-    let mut tids = Vec::new();
-    let mut next_sample_ns = t0_ns + 1_000_000_000;
-    let mut stop_seen = 0usize;
-    let mut stop_at_ns: Option<u64> = None;
-    let mut hdr_log_error = None;
+/// The aggregator's side of a run: reports from the workers in, observers told, Ctrl-C out.
+struct Collector<'a> {
+    shared: &'a Shared,
+    agg: Aggregator,
+    ends: Vec<WorkerEnd>,
+    threads: usize,
+    measuring: bool,
+    next_tick_ns: u64,
+    stop_seen: usize,
+    stop_at_ns: Option<u64>,
+}
 
-    let mut log = match hdr_log {
-        Some(out) => {
-            let comment = format!(
-                "volley {} {}",
-                env!("CARGO_PKG_VERSION"),
-                cfg.argv.join(" ")
-            );
-            Some(HdrLog::begin(out, started_at, &comment)?)
-        }
-        None => None,
-    };
-    let mut emit = |done: Vec<FinishedBucket>,
-                    hdr_log_error: &mut Option<String>,
-                    progress: &mut dyn Progress,
-                    now_ns: u64| {
-        for b in done {
-            if let (Some(l), None) = (log.as_mut(), hdr_log_error.as_ref()) {
-                if let Err(e) = l.interval(&b.latency, b.point.t_s as f64, b.point.interval_s) {
-                    *hdr_log_error = Some(e.to_string());
+impl Collector<'_> {
+    /// Takes reports until every worker is done (or gone), waking at least every 100 ms to
+    /// pass on Ctrl-C, start the measured window's observers and tick them once a second.
+    fn collect(
+        &mut self,
+        rx: &mpsc::Receiver<Report>,
+        wakers: &[mio::Waker],
+        interrupts: &AtomicUsize,
+        observer: &mut dyn Observer,
+    ) {
+        let t0_ns = self.shared.t0_ns;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(Report::Started { tid, .. }) => observer.thread(tid),
+                Ok(Report::Interval(iv)) => {
+                    let elapsed_s = self.shared.clock.now_ns().saturating_sub(t0_ns) as f64 / 1e9;
+                    for b in self.agg.add(*iv) {
+                        observer.second(&b, elapsed_s);
+                    }
                 }
+                Ok(Report::Warmup { counts, .. }) => self.agg.warmup.merge(&counts),
+                Ok(Report::Done(end)) => {
+                    self.ends.push(*end);
+                    if self.ends.len() == self.threads {
+                        break;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            progress.second(&b.point, now_ns.saturating_sub(t0_ns) as f64 / 1e9);
+            let now = self.shared.clock.now_ns();
+            self.pass_on_interrupts(now, interrupts, wakers);
+            if now >= t0_ns && !self.measuring {
+                self.measuring = true;
+                observer.measuring(now);
+            }
+            if now >= self.next_tick_ns {
+                if self.measuring {
+                    observer.tick(now, (now - t0_ns) as f64 / 1e9);
+                }
+                self.next_tick_ns += 1_000_000_000;
+            }
         }
-    };
+    }
 
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(Report::Started { tid, .. }) => {
-                tids.push(tid);
-                if let Some(s) = sampler.as_mut() {
-                    s.add_thread(tid);
-                }
-            }
-            Ok(Report::Interval(iv)) => {
-                let done = agg.add(*iv);
-                emit(done, &mut hdr_log_error, progress, clock.now_ns());
-            }
-            Ok(Report::Warmup { counts, .. }) => agg.warmup.merge(&counts),
-            Ok(Report::Done(end)) => {
-                ends.push(*end);
-                if ends.len() == threads {
-                    break;
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        let now = clock.now_ns();
+    /// The first Ctrl-C drains, the second stops; the workers are woken to see it at once.
+    fn pass_on_interrupts(&mut self, now: u64, interrupts: &AtomicUsize, wakers: &[mio::Waker]) {
         let presses = interrupts.load(Ordering::Relaxed);
-        if presses > stop_seen {
-            stop_seen = presses;
-            stop_at_ns.get_or_insert(now);
-            shared.stop.store(
-                if presses >= 2 { STOP_ABORT } else { STOP_DRAIN },
-                Ordering::Relaxed,
-            );
-            for w in &wakers {
-                let _ = w.wake();
-            }
+        if presses <= self.stop_seen {
+            return;
         }
-        if now >= t0_ns && sampler.is_none() {
-            let mut s = ClientSampler::new(now);
-            for tid in &tids {
-                s.add_thread(*tid);
-            }
-            sampler = Some(s);
-        }
-        if now >= next_sample_ns {
-            if let Some(s) = sampler.as_mut() {
-                s.sample(now, (now - t0_ns) as f64 / 1e9);
-            }
-            next_sample_ns += 1_000_000_000;
+        self.stop_seen = presses;
+        self.stop_at_ns.get_or_insert(now);
+        self.shared.stop.store(
+            if presses >= 2 { STOP_ABORT } else { STOP_DRAIN },
+            Ordering::Relaxed,
+        );
+        for w in wakers {
+            let _ = w.wake();
         }
     }
-    for h in handles {
-        let _ = h.join();
+
+    /// From t0 to the later of the send window's end (Ctrl-C ends it early; with `-n` it is the
+    /// last measured write) and the last measured response.
+    fn elapsed_ns(&self, end_now: u64) -> u64 {
+        let t0_ns = self.shared.t0_ns;
+        let window_end = match (self.shared.end_ns, self.stop_at_ns) {
+            (Some(e), Some(s)) => e.min(s),
+            (Some(e), None) => e,
+            (None, _) => self
+                .ends
+                .iter()
+                .map(|e| e.last_send_ns)
+                .max()
+                .unwrap_or(t0_ns),
+        };
+        let last_response = self
+            .ends
+            .iter()
+            .map(|e| e.last_response_ns)
+            .max()
+            .unwrap_or(0);
+        window_end
+            .max(last_response)
+            .min(end_now)
+            .saturating_sub(t0_ns)
     }
-    let end_now = clock.now_ns();
-    let window_end = match (shared.end_ns, stop_at_ns) {
-        (Some(e), Some(s)) => e.min(s),
-        (Some(e), None) => e,
-        (None, _) => ends.iter().map(|e| e.last_send_ns).max().unwrap_or(t0_ns),
-    };
-    let last_response = ends.iter().map(|e| e.last_response_ns).max().unwrap_or(0);
-    let elapsed_ns = window_end
-        .max(last_response)
-        .min(end_now)
-        .saturating_sub(t0_ns);
-    let elapsed_s = elapsed_ns as f64 / 1e9;
-    let done = agg.finish(elapsed_s);
-    emit(done, &mut hdr_log_error, progress, end_now);
-    progress.done();
-    let (u, s, rss) = rusage_self();
-    let (u0, s0) = sampler.as_ref().map(|s| s.start_rusage).unwrap_or((u, s));
-    Ok(EngineOutput {
-        agg,
-        ends,
-        started_at,
-        elapsed_s,
-        interrupted: stop_seen > 0,
-        sampler,
-        client_rusage: (u - u0, s - s0, rss),
-        hdr_log_error,
-    })
 }

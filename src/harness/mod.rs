@@ -1,7 +1,8 @@
-//! `volley bench SUITE.toml`: build every server once; then for each repetition, server and
-//! cell: start a fresh server, wait until it is ready, warm up and measure with the monitor on
-//! its process tree, stop it, and save the RunResult at once. `suite.json` is rewritten after
-//! every cell, so a failure later loses nothing (DESIGN §1, §4).
+//! The suite harness behind `volley bench SUITE.toml`: build every server once; then for each
+//! repetition, server and cell: start a fresh server, wait until it is ready, warm up and
+//! measure with the monitor on its process tree, stop it, and save the RunResult at once.
+//! `suite.json` is rewritten after every cell, so a failure later loses nothing
+//! (docs/contract.md, "Suites").
 
 pub mod lifecycle;
 pub mod matrix;
@@ -9,74 +10,128 @@ pub mod pinning;
 pub mod progress;
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::cli::BenchArgs;
-use crate::config::suite::{ServerKind, SuiteConfig};
-use crate::engine::transport;
-use crate::monitor::{procfs, server};
+use crate::config::suite::{ServerKind, SuiteConfig, SuiteError};
+use crate::config::{parse_url, MonitorConfig, DEFAULT_MONITOR_INTERVAL};
+use crate::engine::Observers;
+use crate::measure::{self, MeasureError};
+use crate::monitor::procfs;
 use crate::report::{Format, Report};
 use crate::result::*;
-use crate::sys::cpus;
-use crate::sys::limits;
-use crate::ExitCode;
+use crate::sys::{cpus, limits};
 use matrix::PlannedCell;
 
-/// Runs `volley bench` and returns the exit code.
-pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
+/// Why a suite cannot start (exit code 2); nothing was built or run.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The suite file cannot be read or is wrong.
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+    /// `--only` names nothing in the suite.
+    #[error("--only: {0}")]
+    Only(String),
+    /// The filter left no cell.
+    #[error("{0}: no cell to run (no scenario runs on the servers left)")]
+    NoCells(String),
+    /// The descriptor limit cannot be raised for the largest cell.
+    #[error("{suite}: {message}")]
+    Limits {
+        /// The suite file.
+        suite: String,
+        /// What is needed.
+        message: String,
+    },
+    /// The results folder cannot be used.
+    #[error("--out {dir}: {message}")]
+    Out {
+        /// The folder.
+        dir: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Where the harness tells people how the suite goes (stderr in `volley bench`).
+pub trait Log {
+    /// A whole line.
+    fn line(&mut self, text: &str);
+    /// The start of a line that a later `line` finishes (a build, then its outcome).
+    fn part(&mut self, text: &str);
+}
+
+/// How a suite ended.
+pub struct Outcome {
+    /// The suite's report: every cell, with results still waiting to be written.
+    pub report: Report,
+    /// Cells run.
+    pub cells: usize,
+    /// Cells measured.
+    pub ok: usize,
+    /// Cells that failed (controls excluded).
+    pub failed: usize,
+    /// A threshold broke in some cell.
+    pub thresholds_broken: bool,
+    /// `suite.json` or a report could not be written in the end.
+    pub files_unwritten: bool,
+    /// Results that could not be written (their numbers are in the report).
+    pub unsaved: Vec<String>,
+    /// Ctrl-C ended the suite.
+    pub interrupted: bool,
+    /// Wall time of the whole suite.
+    pub wall: Duration,
+    /// The results folder.
+    pub out_dir: PathBuf,
+}
+
+/// Reads and checks a suite, plans its cells (`only`: server and scenario names) and prepares
+/// the results folder (`out`, or `results/<suite>-<UTC timestamp>/`).
+pub fn prepare<'a>(
+    suite_path: &Path,
+    only: &[String],
+    out: Option<PathBuf>,
+    interrupts: &'a AtomicUsize,
+    log: &'a mut dyn Log,
+) -> Result<Harness<'a>, StartError> {
     let (cores, _) = cpus::allowed();
-    let mut suite = match SuiteConfig::load(&args.suite, cores) {
-        Ok(s) => s,
-        Err(e) => return usage(&e.to_string()),
-    };
-    if let Err(e) = matrix::apply_only(&mut suite, &args.only) {
-        return usage(&format!("--only: {e}"));
-    }
+    let mut suite = SuiteConfig::load(suite_path, cores)?;
+    matrix::apply_only(&mut suite, only).map_err(StartError::Only)?;
     let cells = matrix::plan(&suite);
     if cells.is_empty() {
-        return usage(&format!(
-            "{}: no cell to run (no scenario runs on the servers left)",
-            args.suite.display()
-        ));
+        return Err(StartError::NoCells(suite_path.display().to_string()));
     }
     let max_conns = cells
         .iter()
-        .map(|c| c.connections_hint(&suite))
+        .map(|c| c.cell.config.load.connections as u64)
         .max()
         .unwrap_or(1);
-    if let Err(e) = limits::ensure_nofile(max_conns) {
-        return usage(&format!("{}: {e}", args.suite.display()));
-    }
-    let out_dir = args.out.clone().unwrap_or_else(|| default_out(&suite.name));
-    if let Err(e) = check_space(&out_dir, cells.len()) {
-        return usage(&format!("--out {}: {e}", out_dir.display()));
-    }
-    if let Err(e) = prepare_out(&out_dir) {
-        return usage(&format!("--out {}: {e}", out_dir.display()));
-    }
+    limits::ensure_nofile(max_conns).map_err(|message| StartError::Limits {
+        suite: suite_path.display().to_string(),
+        message,
+    })?;
+    let out_dir = out.unwrap_or_else(|| default_out(&suite.name));
+    let dir = out_dir.display().to_string();
+    let out_err = |message: String| StartError::Out {
+        dir: dir.clone(),
+        message,
+    };
+    check_space(&out_dir, cells.len()).map_err(out_err)?;
+    prepare_out(&out_dir).map_err(out_err)?;
     let mut h = Harness {
-        index: new_index(&suite, &args.only, &cells),
+        index: new_index(&suite, only, &cells),
         suite,
         out_dir,
         cells,
         interrupts,
+        log,
         unwritten: Default::default(),
         thresholds_broken: false,
         unsaved: BTreeMap::new(),
     };
-    if let Err(e) = h.save_index() {
-        return usage(&format!("--out {}: {e}", h.out_dir.display()));
-    }
-    h.run()
-}
-
-fn usage(msg: &str) -> ExitCode {
-    eprintln!("volley bench: {msg}");
-    ExitCode::Usage
+    h.save_index().map_err(|e| out_err(e.to_string()))?;
+    Ok(h)
 }
 
 /// `results/<suite>-<UTC timestamp>/`.
@@ -186,12 +241,14 @@ fn new_index(suite: &SuiteConfig, only: &[String], cells: &[PlannedCell]) -> Sui
     }
 }
 
-struct Harness<'a> {
+/// A suite ready to run: its cells planned, its results folder made.
+pub struct Harness<'a> {
     suite: SuiteConfig,
     index: SuiteIndex,
     out_dir: PathBuf,
     cells: Vec<PlannedCell>,
     interrupts: &'a AtomicUsize,
+    log: &'a mut dyn Log,
     /// Files whose last write failed (`suite.json`, reports).
     unwritten: std::collections::BTreeSet<&'static str>,
     thresholds_broken: bool,
@@ -246,27 +303,32 @@ impl Harness<'_> {
         match r {
             Ok(()) => {
                 if self.unwritten.remove(name) {
-                    eprintln!(
+                    let line = format!(
                         "volley bench: wrote {} again",
                         self.out_dir.join(name).display()
                     );
+                    self.log.line(&line);
                 }
             }
             Err(e) => {
                 if self.unwritten.insert(name) {
-                    eprintln!(
+                    let line = format!(
                         "volley bench: cannot write {}: {e}",
                         self.out_dir.join(name).display()
                     );
+                    self.log.line(&line);
                 }
             }
         }
     }
 
-    fn run(&mut self) -> ExitCode {
+    /// Builds every server once, then runs every cell in order (rep -> server -> scenario ->
+    /// cell), saving each result at once, until the end or Ctrl-C.
+    pub fn run(mut self) -> Outcome {
         let t_start = Instant::now();
         let mut prog = progress::Progress::new(&self.cells);
-        eprintln!("{}", prog.header(&self.suite, &self.out_dir));
+        let header = prog.header(&self.suite, &self.out_dir);
+        self.log.line(&header);
         let failed_builds = self.build_all();
         // After the builds: a version command may need what they made (a venv's python).
         self.record_versions();
@@ -274,7 +336,8 @@ impl Harness<'_> {
 
         if let Some(c) = &self.suite.client_cpus {
             if let Err(e) = pinning::pin_current_thread(&c.cpus) {
-                eprintln!("volley bench: client_cpus {}: {e}; not pinned", c.text);
+                let line = format!("volley bench: client_cpus {}: {e}; not pinned", c.text);
+                self.log.line(&line);
                 self.index.env.pinning.client_cpus = None;
             }
         }
@@ -284,7 +347,7 @@ impl Harness<'_> {
                 break;
             }
             let cell = self.cells[i].clone();
-            eprintln!("{}", prog.starting(i, &cell, t_start.elapsed()));
+            self.log.line(&prog.starting(i, &cell, t_start.elapsed()));
             let t_cell = Instant::now();
             let outcome = match failed_builds.get(&cell.server) {
                 Some((reason, tail)) => {
@@ -295,7 +358,7 @@ impl Harness<'_> {
             let wall = t_cell.elapsed();
             self.record(i, &cell, outcome, wall);
             prog.finished(i, wall);
-            eprintln!("{}", progress::outcome_line(&self.index.rows[i]));
+            self.log.line(&progress::outcome_line(&self.index.rows[i]));
         }
 
         let interrupted = self.interrupted();
@@ -318,51 +381,33 @@ impl Harness<'_> {
         self.retry_unsaved();
         self.save_index_or_warn();
         self.write_reports();
-        crate::sys::files::stdout(&Format::Terminal.reporter().render(&self.report()));
-        if !self.unsaved.is_empty() {
-            eprintln!(
-                "volley bench: {} result(s) could not be written to {} (their numbers are in the table above):",
-                self.unsaved.len(),
-                self.out_dir.display()
-            );
-            for (rel, _, _) in self.unsaved.values() {
-                eprintln!("  {rel}");
-            }
-        }
         let failed = self
             .index
             .rows
             .iter()
             .filter(|r| !r.control && r.status == CellStatus::Failed)
             .count();
-        crate::sys::files::stdout(&format!(
-            "\n{} cells in {}: {} ok, {failed} failed{}. Results: {} (report: {})\n",
-            self.index.rows.len(),
-            progress::clock(t_start.elapsed()),
-            self.index
+        Outcome {
+            report: self.report(),
+            cells: self.index.rows.len(),
+            ok: self
+                .index
                 .rows
                 .iter()
                 .filter(|r| r.status == CellStatus::Ok)
                 .count(),
-            if self.thresholds_broken {
-                ", thresholds broken"
-            } else {
-                ""
-            },
-            self.out_dir.join("suite.json").display(),
-            self.out_dir.join("report.html").display()
-        ));
-        let mut code = ExitCode::Ok;
-        if self.thresholds_broken {
-            code = ExitCode::NoResponse;
+            failed,
+            thresholds_broken: self.thresholds_broken,
+            files_unwritten: !self.unwritten.is_empty(),
+            unsaved: self
+                .unsaved
+                .values()
+                .map(|(rel, _, _)| rel.clone())
+                .collect(),
+            interrupted,
+            wall: t_start.elapsed(),
+            out_dir: self.out_dir.clone(),
         }
-        if failed > 0 || !self.unwritten.is_empty() || !self.unsaved.is_empty() {
-            code = ExitCode::Failed;
-        }
-        if interrupted {
-            code = code.max_precedence(ExitCode::Interrupted);
-        }
-        code
     }
 
     /// First output line of each server's `version` command (10 s at most).
@@ -394,8 +439,7 @@ impl Harness<'_> {
                 failed.insert(s.name.clone(), ("interrupted".to_string(), Vec::new()));
                 continue;
             }
-            eprint!("build {}: {line} ... ", s.name);
-            let _ = std::io::stderr().flush();
+            self.log.part(&format!("build {}: {line} ... ", s.name));
             let log = self.out_dir.join(&self.index.builds[bi].log);
             let t = Instant::now();
             let r = lifecycle::build(&m.dir, line, &log, self.interrupts);
@@ -404,15 +448,16 @@ impl Harness<'_> {
             match r {
                 Ok(()) => {
                     b.status = BuildStatus::Ok;
-                    eprintln!("ok ({:.1} s)", t.elapsed().as_secs_f64());
+                    self.log
+                        .line(&format!("ok ({:.1} s)", t.elapsed().as_secs_f64()));
                 }
                 Err(reason) => {
                     b.status = BuildStatus::Failed;
                     b.reason = Some(reason.clone());
-                    eprintln!("FAILED: {reason}");
+                    self.log.line(&format!("FAILED: {reason}"));
                     let tail = lifecycle::tail(&log, lifecycle::TAIL_LINES);
                     for l in &tail {
-                        eprintln!("  | {l}");
+                        self.log.line(&format!("  | {l}"));
                     }
                     failed.insert(
                         s.name.clone(),
@@ -469,9 +514,7 @@ impl Harness<'_> {
                     }
                     Ok(_ready) => {
                         let url = format!("http://127.0.0.1:{port}{}", cell.cell.path);
-                        let pid = running.pgid();
-                        let extra = vec!["--quiet".into(), "--pid".into(), pid.to_string()];
-                        self.measure_cell(cell, &url, &extra, cores, Some(pid))
+                        self.measure_cell(cell, &url, cores, Some(running.pgid()))
                     }
                 };
                 // A server that died during the run fails its cell; the measurement is kept.
@@ -512,7 +555,7 @@ impl Harness<'_> {
                         &cell.cell.path
                     }
                 );
-                self.measure_cell(cell, &url, &["--quiet".into()], cores, None)
+                self.measure_cell(cell, &url, cores, None)
             }
             ServerKind::ClosedPort => {
                 let port = match lifecycle::free_port() {
@@ -520,35 +563,33 @@ impl Harness<'_> {
                     Err(e) => return CellOutcome::failed(format!("no free port: {e}"), Vec::new()),
                 };
                 let url = format!("http://127.0.0.1:{port}{}", cell.cell.path);
-                self.measure_cell(cell, &url, &["--quiet".into()], cores, None)
+                self.measure_cell(cell, &url, cores, None)
             }
         }
     }
 
+    /// Measures a cell's load against `url`, monitoring the server's process group `pid`.
     fn measure_cell(
         &mut self,
         cell: &PlannedCell,
         url: &str,
-        extra: &[String],
         cores: usize,
         pid: Option<i32>,
     ) -> CellOutcome {
-        let cfg = match cell.cell.load_config(url, extra, cores) {
-            Ok(c) => c,
-            Err(e) => return CellOutcome::failed(e.message, Vec::new()),
-        };
-        let sampler = match (pid, cfg.monitor) {
-            (Some(_), Some(m)) => {
-                let budget = server::perf_fd_budget(cfg.connections as u64);
-                match server::attach(m.pid, m.interval, budget) {
-                    Ok(s) => Some(s),
-                    Err(e) => return CellOutcome::failed(format!("monitor: {e}"), Vec::new()),
-                }
+        let mut cfg = cell.cell.config.clone();
+        match parse_url(url) {
+            Ok(t) => cfg.load.target = t,
+            Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
+        }
+        cfg.monitor = pid.map(|pid| MonitorConfig {
+            pid,
+            interval: DEFAULT_MONITOR_INTERVAL,
+        });
+        let prepared = match measure::prepare(&cfg) {
+            Ok(p) => p,
+            Err(e @ MeasureError::Monitor(_)) => {
+                return CellOutcome::failed(format!("monitor: {e}"), Vec::new())
             }
-            _ => None,
-        };
-        let addr: SocketAddr = match transport::resolve(&cfg.target.host, cfg.target.port) {
-            Ok(a) => transport::pick_address(&a, Duration::from_secs(1)).unwrap_or(a[0]),
             Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };
         let cpu_list = self
@@ -556,20 +597,24 @@ impl Harness<'_> {
             .client_cpus
             .as_ref()
             .map_or_else(|| cpus::allowed().1, |c| c.text.clone());
-        let m = match crate::run::measure(
+        let argv = cell_argv(url, &cell.cell.flags, pid);
+        let ctx = measure::Context {
+            argv: &argv,
+            cores,
+            client_cpus: &cpu_list,
+            server_cpus: self.suite.server_cpus.as_ref().map(|c| c.text.as_str()),
+        };
+        let m = match measure::run(
             &cfg,
-            addr,
-            sampler,
-            (cores, &cpu_list),
+            prepared,
+            &ctx,
             self.interrupts,
-            None,
-            false,
+            &mut Observers(vec![]),
         ) {
             Ok(m) => m,
-            Err(e) => return CellOutcome::failed(e, Vec::new()),
+            Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };
-        let mut result = m.result;
-        result.env.pinning.server_cpus = self.suite.server_cpus.as_ref().map(|c| c.text.clone());
+        let result = m.result;
         let control = cell.control;
         let (status, reason) = if m.interrupted {
             (
@@ -617,7 +662,7 @@ impl Harness<'_> {
                 Err(e) => {
                     // A full disk must not lose the measurement: it stays in memory, is tried
                     // again after every cell, and is in the final table either way.
-                    eprintln!("volley bench: cannot write {rel}: {e}; kept in memory, retried after every cell");
+                    self.log.line(&format!("volley bench: cannot write {rel}: {e}; kept in memory, retried after every cell"));
                     unsaved_note = Some(format!("{UNSAVED}{e}"));
                     self.unsaved.insert(i, (rel, json, r.clone()));
                 }
@@ -669,7 +714,8 @@ impl Harness<'_> {
                 let row = &mut self.index.rows[i];
                 row.path = Some(rel.clone());
                 row.notes.retain(|n| !n.starts_with(UNSAVED));
-                eprintln!("volley bench: wrote {rel} (it failed before)");
+                self.log
+                    .line(&format!("volley bench: wrote {rel} (it failed before)"));
                 self.unsaved.remove(&i);
             }
         }
@@ -700,6 +746,18 @@ impl Harness<'_> {
             self.wrote(name, r);
         }
     }
+}
+
+/// The `volley run` command line a cell amounts to (the RunResult's `argv`): its flags, and
+/// the ones the harness adds.
+fn cell_argv(url: &str, flags: &[String], pid: Option<i32>) -> Vec<String> {
+    let mut argv = vec!["volley".to_string(), "run".to_string(), url.to_string()];
+    argv.extend(flags.iter().cloned());
+    argv.push("--quiet".into());
+    if let Some(pid) = pid {
+        argv.extend(["--pid".to_string(), pid.to_string()]);
+    }
+    argv
 }
 
 fn version_of(cmd: &str, dir: &Path) -> Result<String, String> {

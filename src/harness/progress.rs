@@ -24,7 +24,7 @@ impl Progress {
     /// For the cells about to run.
     pub fn new(cells: &[PlannedCell]) -> Self {
         Progress {
-            planned: cells.iter().map(|c| c.cell.planned).collect(),
+            planned: cells.iter().map(|c| c.cell.planned()).collect(),
             done: 0,
             overhead_sum: Duration::ZERO,
         }

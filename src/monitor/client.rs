@@ -3,6 +3,7 @@
 //! and the machine's CPU split from /proc/stat.
 
 use super::procfs::{self, CpuTimes};
+use crate::engine::Observer;
 use crate::result::MachineSample;
 
 /// One second of volley's own CPU.
@@ -97,6 +98,70 @@ impl ClientSampler {
             self.last_machine = Some(b);
         }
         self.last_t_ns = now_ns;
+    }
+}
+
+/// Volley's own CPU and the machine's over the measured window: an observer of the engine that
+/// samples once a second from t0 and reads the process's CPU time at both ends.
+#[derive(Default)]
+pub struct ClientMonitor {
+    tids: Vec<i32>,
+    sampler: Option<ClientSampler>,
+    end_rusage: Option<(f64, f64, u64)>,
+}
+
+/// What the client monitor saw.
+pub struct ClientReport {
+    /// One sample a second of volley's CPU.
+    pub samples: Vec<ClientSample>,
+    /// One sample a second of the machine.
+    pub machine: Vec<MachineSample>,
+    /// Process CPU over the measured window (user, sys seconds) and peak RSS bytes.
+    pub rusage: (f64, f64, u64),
+}
+
+impl ClientMonitor {
+    /// What was sampled, and the CPU used between t0 and the end (the whole run when it never
+    /// reached t0).
+    pub fn report(self) -> ClientReport {
+        let (u, s, rss) = self.end_rusage.unwrap_or_else(rusage_self);
+        let (u0, s0) = self.sampler.as_ref().map_or((u, s), |c| c.start_rusage);
+        let (samples, machine) = match self.sampler {
+            Some(c) => (c.samples, c.machine),
+            None => (Vec::new(), Vec::new()),
+        };
+        ClientReport {
+            samples,
+            machine,
+            rusage: (u - u0, s - s0, rss),
+        }
+    }
+}
+
+impl Observer for ClientMonitor {
+    fn thread(&mut self, tid: i32) {
+        self.tids.push(tid);
+        if let Some(s) = self.sampler.as_mut() {
+            s.add_thread(tid);
+        }
+    }
+
+    fn measuring(&mut self, now_ns: u64) {
+        let mut s = ClientSampler::new(now_ns);
+        for tid in &self.tids {
+            s.add_thread(*tid);
+        }
+        self.sampler = Some(s);
+    }
+
+    fn tick(&mut self, now_ns: u64, t_s: f64) {
+        if let Some(s) = self.sampler.as_mut() {
+            s.sample(now_ns, t_s);
+        }
+    }
+
+    fn done(&mut self) {
+        self.end_rusage = Some(rusage_self());
     }
 }
 

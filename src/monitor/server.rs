@@ -57,11 +57,6 @@ pub enum MonitorError {
     },
 }
 
-/// Shortest and longest `--monitor-interval`.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
-/// See `MIN_INTERVAL`.
-pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
-
 /// Final partial series buckets shorter than this are dropped: CPU times come in 10 ms ticks,
 /// so a shorter bucket's percentages would be mostly rounding.
 const MIN_PARTIAL_BUCKET_S: f64 = 0.25;

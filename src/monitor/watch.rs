@@ -1,19 +1,14 @@
-//! `volley monitor --pid PID [-d DUR]`: the server monitor alone, one vmstat-like line a
-//! second, for watching a server under any load tool. Stops at `-d`, on Ctrl-C (exit 0) or
-//! when the process tree is gone (exit 3, "the server died"), then prints the totals.
+//! The server monitor alone (`volley monitor`): one vmstat-like line per interval for watching
+//! a server under any load tool, until a duration passes, Ctrl-C, or the process tree is gone.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::client::machine_sample;
 use super::procfs::{self, CpuTimes};
-use super::server::{self, Tick};
-use crate::cli::MonitorArgs;
-use crate::config;
-use crate::report::terminal::server_lines;
+use super::server::{Tick, TreeSampler};
+use crate::result::ServerInfo;
 use crate::units::thousands;
-use crate::ExitCode;
 
 /// The column header printed above the lines.
 pub const HEADER: &str =
@@ -53,63 +48,33 @@ fn read_proc_stat() -> Option<CpuTimes> {
     procfs::parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
-/// Runs `volley monitor`; `interrupts` counts Ctrl-C presses.
-pub fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
-    let cfg = match config::monitor_config(Some(args.pid), Some(args.monitor_interval)) {
-        Ok(Some(c)) => c,
-        Ok(None) => unreachable!("a pid was given"),
-        Err(e) => {
-            eprintln!("volley monitor: {e}");
-            return ExitCode::Usage;
-        }
-    };
-    if args.duration == Some(Duration::ZERO) {
-        eprintln!("volley monitor: -d/--duration: must be longer than 0");
-        return ExitCode::Usage;
-    }
-    let mut s = match server::attach(cfg.pid, cfg.interval, server::perf_fd_budget(0)) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("volley monitor: {e}");
-            return ExitCode::Usage;
-        }
-    };
-    let mut out = std::io::stdout().lock();
-    let syscalls = match s.syscalls_unavailable_reason() {
-        None => "syscalls counted with perf tracepoints".to_string(),
-        Some(r) => format!("syscalls not counted: {r}"),
-    };
-    let _ = writeln!(
-        out,
-        "volley monitor: pid {} and its descendants, sampled every {} ms ({syscalls}); Ctrl-C stops",
-        cfg.pid,
-        cfg.interval.as_millis()
-    );
-    let _ = writeln!(out, "{HEADER}");
-    let _ = out.flush();
+/// How a watch ended.
+pub struct Watched {
+    /// The tree's totals over the whole watch (per-request figures empty: no requests).
+    pub info: ServerInfo,
+    /// When the watched process exited, seconds after the start.
+    pub died_at_s: Option<f64>,
+}
+
+/// Samples `s` every `interval` until `duration` passes, Ctrl-C is pressed or the tree is gone;
+/// `each` gets one formatted [`line`] per closed bucket.
+pub fn watch(
+    mut s: TreeSampler,
+    interval: Duration,
+    duration: Option<Duration>,
+    interrupts: &AtomicUsize,
+    mut each: impl FnMut(String),
+) -> Watched {
     let start = Instant::now();
-    let end = args.duration.map(|d| start + d);
+    let end = duration.map(|d| start + d);
     s.baseline(start);
     let mut machine_prev = read_proc_stat();
-    let mut next = start + cfg.interval;
-    let mut interrupted = false;
+    let mut next = start + interval;
     loop {
-        // Sleep in short steps so Ctrl-C is seen promptly even with long intervals.
-        loop {
-            if interrupts.load(Ordering::Relaxed) > 0 {
-                interrupted = true;
-                break;
-            }
-            let now = Instant::now();
-            if now >= next || end.is_some_and(|e| now >= e) {
-                break;
-            }
-            std::thread::sleep((next - now).min(Duration::from_millis(50)));
-        }
-        let now = Instant::now();
-        if interrupted || end.is_some_and(|e| now >= e) {
+        if !sleep_until(next, end, interrupts) {
             break;
         }
+        let now = Instant::now();
         if let Some(tick) = s.sample(now) {
             let m = read_proc_stat();
             let ms = match (machine_prev, m) {
@@ -117,33 +82,37 @@ pub fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
                 _ => None,
             };
             machine_prev = m.or(machine_prev);
-            let _ = writeln!(out, "{}", line(&tick, ms.as_ref()));
-            let _ = out.flush();
+            each(line(&tick, ms.as_ref()));
         }
         if s.tree_gone() {
             break;
         }
-        next += cfg.interval;
+        next += interval;
         if next < now {
-            next = now + cfg.interval;
+            next = now + interval;
         }
     }
-    let died = s.root_exited_at_s();
-    let info = s.finish(Instant::now(), 0);
-    let _ = writeln!(out);
-    for (k, l) in server_lines(&info, 0).iter().enumerate() {
-        let label = if k == 0 { "Server" } else { "" };
-        let _ = writeln!(out, "  {label:<13}{l}");
+    let died_at_s = s.root_exited_at_s();
+    Watched {
+        info: s.finish(Instant::now(), 0),
+        died_at_s,
     }
-    let _ = out.flush();
-    match died {
-        Some(t) => {
-            eprintln!(
-                "volley monitor: pid {} exited {t:.2} s after the start",
-                cfg.pid
-            );
-            ExitCode::Failed
+}
+
+/// Sleeps until `next` in short steps, so Ctrl-C is seen promptly even with long intervals.
+/// False when the watch should end instead (Ctrl-C, or `end` reached).
+fn sleep_until(next: Instant, end: Option<Instant>, interrupts: &AtomicUsize) -> bool {
+    loop {
+        if interrupts.load(Ordering::Relaxed) > 0 {
+            return false;
         }
-        _ => ExitCode::Ok,
+        let now = Instant::now();
+        if end.is_some_and(|e| now >= e) {
+            return false;
+        }
+        if now >= next {
+            return true;
+        }
+        std::thread::sleep((next - now).min(Duration::from_millis(50)));
     }
 }

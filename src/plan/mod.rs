@@ -1,15 +1,17 @@
-//! The plan: pure decisions made before the engine starts — each thread's share of
-//! connections, requests and rate, and the request bytes.
+//! The plan: the load spec ([`spec`]) and the pure decisions made from it before the engine
+//! starts — each thread's share of connections, requests and rate, the pacer that says when
+//! requests are due, virtual-user ramps, and the request bytes.
 
 pub mod pacer;
 pub mod ramp;
 pub mod request;
+pub mod spec;
 
 pub use pacer::{Due, Pacer};
 pub use request::RequestTemplate;
+pub use spec::{LoadSpec, RampSpec, Target};
 
-use crate::cli::Arrivals;
-use crate::config::LoadConfig;
+use crate::result::Arrivals;
 
 /// What one worker thread does.
 #[derive(Debug, Clone)]
@@ -30,8 +32,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Splits the configured load over threads.
-    pub fn new(cfg: &LoadConfig) -> Self {
+    /// Splits the load over threads; `seed` drives Poisson arrivals.
+    pub fn new(cfg: &LoadSpec, seed: u64) -> Self {
         let conns = pacer::split_evenly(cfg.connections as u64, cfg.threads);
         // Closed loop with -n: each thread's share of requests follows its share of connections.
         let closed_limits: Vec<Option<u64>> = match cfg.requests {
@@ -57,7 +59,7 @@ impl Plan {
                         Pacer::constant(r, k, cfg.threads, cfg.requests)
                     }
                     (Some(r), Arrivals::Poisson) => {
-                        Pacer::poisson(r, k, cfg.threads, cfg.requests, cfg.seed)
+                        Pacer::poisson(r, k, cfg.threads, cfg.requests, seed)
                     }
                 };
                 ThreadPlan {

@@ -1,6 +1,6 @@
 //! Request templates: the bytes of a request are serialized once and written as-is.
 
-use crate::config::LoadConfig;
+use super::LoadSpec;
 
 /// One pre-serialized request.
 #[derive(Debug, Clone)]
@@ -19,7 +19,7 @@ pub struct RequestTemplate {
 impl RequestTemplate {
     /// Serializes the request for `cfg`. Default headers (`Host`, `User-Agent`, `Content-Length`
     /// with a body, `Connection: close` without keep-alive) give way to a user `-H` of the same name.
-    pub fn build(cfg: &LoadConfig) -> Self {
+    pub fn build(cfg: &LoadSpec) -> Self {
         let user_has = |name: &str| {
             cfg.headers
                 .iter()

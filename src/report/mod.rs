@@ -3,6 +3,7 @@
 //! or more suites.
 
 pub mod csv;
+pub mod hdr_log;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -49,38 +50,4 @@ impl Format {
     pub fn render_run(self, r: &crate::result::RunResult) -> String {
         self.reporter().render(&Report::single(r.clone()))
     }
-}
-
-/// `volley report INPUT... [--html P] [--markdown P] [--csv P]`: re-renders saved results.
-/// Without an output flag the terminal rendering goes to stdout.
-pub fn execute(args: &crate::cli::ReportArgs) -> crate::ExitCode {
-    use crate::ExitCode;
-    let report = match Report::load(&args.inputs) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("volley report: {e}");
-            return ExitCode::Usage;
-        }
-    };
-    let paths = crate::config::ReportPaths {
-        csv: args.csv.clone(),
-        markdown: args.markdown.clone(),
-        html: args.html.clone(),
-    };
-    let outputs = paths.each();
-    if outputs.is_empty() {
-        crate::sys::files::stdout(&Format::Terminal.reporter().render(&report));
-        return ExitCode::Ok;
-    }
-    let mut code = ExitCode::Ok;
-    for (flag, path, format) in outputs {
-        let text = format.reporter().render(&report);
-        if let Err(e) = crate::sys::files::write_atomically(path, text.as_bytes()) {
-            eprintln!("volley report: {flag} {}: {e}", path.display());
-            code = code.max_precedence(ExitCode::Failed);
-        } else {
-            eprintln!("volley report: wrote {}", path.display());
-        }
-    }
-    code
 }

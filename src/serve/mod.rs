@@ -64,11 +64,11 @@ pub fn spawn(addr: &str) -> io::Result<Server> {
     })
 }
 
-/// Serves in the foreground until the process ends (`volley serve`).
-pub fn run(bind: &str, port: u16) -> io::Result<()> {
+/// Serves in the foreground until the process ends (`volley serve`); `listening` is told the
+/// bound address once it listens.
+pub fn run(bind: &str, port: u16, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
     let listener = TcpListener::bind((bind, port))?;
-    let local = listener.local_addr()?;
-    crate::sys::files::stdout(&format!("volley serve: listening on http://{local}/ (endpoints: / POST / /hello /delay?ms=N /bytes?n=N)\n"));
+    listening(listener.local_addr()?);
     accept_loop(listener, Arc::new(AtomicU64::new(0)));
     Ok(())
 }

@@ -1,17 +1,19 @@
-//! The terminal summary: what a wrk user reads at a glance, plus what wrk leaves out
-//! (corrected vs service time, every percentile to 99.999, errors by kind, warnings), and the
-//! live one-line progress display.
+//! The terminal: the run summary — what a wrk user reads at a glance, plus what wrk leaves out
+//! (corrected vs service time, every percentile to 99.999, errors by kind, warnings) — the
+//! suite table, and the live one-line progress display ([`live`]).
+
+pub mod live;
+
+pub use live::LiveLine;
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use super::model::Report;
 use super::Reporter;
-use crate::engine::Progress;
 use crate::result::{Arrivals, Mode, RunResult, ServerInfo};
 use crate::stats::histogram::QUANTILES;
-use crate::stats::{Percentiles, TimePoint};
-use crate::units::{bytes, micros, micros_f, opt_micros, rate, seconds, thousands};
+use crate::stats::Percentiles;
+use crate::units::{bytes, micros_f, opt_micros, rate, seconds, thousands};
 
 /// Terminal summary reporter.
 pub struct TerminalReporter;
@@ -415,59 +417,4 @@ fn plural(n: u64) -> &'static str {
 
 fn format_elapsed(s: f64) -> String {
     format!("{s:.2} s")
-}
-
-/// The live one-line display on a terminal (stderr), redrawn every second.
-pub struct LiveLine {
-    enabled: bool,
-    total_s: Option<f64>,
-    drawn: bool,
-}
-
-impl LiveLine {
-    /// A live line; `enabled` is false with `--quiet` or when stderr is not a terminal.
-    pub fn new(enabled: bool, total_s: Option<f64>) -> Self {
-        LiveLine {
-            enabled,
-            total_s,
-            drawn: false,
-        }
-    }
-}
-
-impl Progress for LiveLine {
-    fn second(&mut self, p: &TimePoint, elapsed_s: f64) {
-        if !self.enabled {
-            return;
-        }
-        let of = self
-            .total_s
-            .map(|t| format!("/{}", seconds(t)))
-            .unwrap_or_default();
-        let users = p
-            .users
-            .map(|u| format!("   {} users", thousands(u)))
-            .unwrap_or_default();
-        let line = format!(
-            "  {:.0} s{of}{users}   {} req/s   p50 {}   p99 {}   max {}   errors {}",
-            elapsed_s,
-            rate(p.completed as f64 / p.interval_s.max(1e-9)),
-            opt_micros(p.latency_p50_us),
-            opt_micros(p.latency_p99_us),
-            p.latency_max_us.map(micros).unwrap_or_else(|| "-".into()),
-            thousands(p.errors)
-        );
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{line}");
-        let _ = err.flush();
-        self.drawn = true;
-    }
-
-    fn done(&mut self) {
-        if self.drawn {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
-        }
-    }
 }

@@ -1,0 +1,132 @@
+//! `volley compare A B [--metric M] [--fail-if-slower PCT] [--json PATH|-]`: B against A,
+//! cell by cell. Exit 0, 1 on a regression beyond `--fail-if-slower`, 2 for inputs that cannot
+//! be compared, 3 when the JSON cannot be written.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::ExitCode;
+use crate::compare::{self, CompareError, Comparison};
+use crate::metric::Metric;
+
+/// `volley compare` flags.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// The baseline: a RunResult JSON file, a suite.json or a `volley bench` results folder.
+    pub a: PathBuf,
+
+    /// The candidate, compared against A (same kinds of input).
+    pub b: PathBuf,
+
+    /// The metric judged [default: throughput in closed loop and ramp, corrected p99 in open loop].
+    #[arg(long, value_parser = metric_parser())]
+    pub metric: Option<Metric>,
+
+    /// Exit 1 when B's metric is worse than A's by more than PCT in any pair, e.g. 5% (with 5+
+    /// repetitions a side only when the difference is also significant).
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub fail_if_slower: Option<f64>,
+
+    /// Write the comparison as JSON to PATH, or to stdout with `-` (the table then goes to stderr).
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<String>,
+}
+
+/// Runs `volley compare`: 0 no regression, 1 a regression beyond `--fail-if-slower`, 2 bad
+/// input, 3 the JSON could not be written.
+pub fn execute(args: &CompareArgs) -> ExitCode {
+    let run = || -> Result<Comparison, CompareError> {
+        let a = compare::load(&args.a)?;
+        let b = compare::load(&args.b)?;
+        compare::compare(
+            (&args.a.display().to_string(), &a),
+            (&args.b.display().to_string(), &b),
+            args.metric,
+            args.fail_if_slower,
+        )
+    };
+    let c = match run() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("volley compare: {e}");
+            return ExitCode::Usage;
+        }
+    };
+    let table = compare::render(&c);
+    let mut code = if c.regression {
+        ExitCode::NoResponse
+    } else {
+        ExitCode::Ok
+    };
+    let mut json = serde_json::to_string_pretty(&c).expect("a comparison always serializes");
+    json.push('\n');
+    match args.json.as_deref() {
+        Some("-") => {
+            eprint!("{table}");
+            use std::io::Write;
+            let mut so = std::io::stdout().lock();
+            if so
+                .write_all(json.as_bytes())
+                .and_then(|_| so.flush())
+                .is_err()
+            {
+                code = code.max_precedence(ExitCode::Failed);
+            }
+        }
+        Some(path) => {
+            print!("{table}");
+            if let Err(e) = crate::sys::files::write_atomically(Path::new(path), json.as_bytes()) {
+                eprintln!("volley compare: --json {path}: {e}");
+                code = code.max_precedence(ExitCode::Failed);
+            }
+        }
+        None => print!("{table}"),
+    }
+    code
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let num = t.strip_suffix('%').unwrap_or(t).trim();
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a percentage (expected e.g. 5% or 5, not negative)"
+        )),
+    }
+}
+
+/// `--metric`: every name of the metric vocabulary is accepted; help lists the usual ones.
+fn metric_parser() -> impl clap::builder::TypedValueParser<Value = Metric> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    const SHOWN: &[(&str, &str)] = &[
+        (
+            "throughput",
+            "Completed responses per second (higher is better)",
+        ),
+        ("p50", "Corrected latency p50 (lower is better)"),
+        ("p90", "Corrected latency p90"),
+        ("p99", "Corrected latency p99"),
+        ("p99.9", "Corrected latency p99.9"),
+        ("p99.99", "Corrected latency p99.99"),
+        ("max", "Largest corrected latency"),
+        ("mean", "Mean corrected latency"),
+        (
+            "service_p99",
+            "Service time p99 (from the write; lower is better)",
+        ),
+        (
+            "cpu_per_request",
+            "Server CPU µs per request (needs the server monitor; lower is better)",
+        ),
+        ("errors", "Errors of every kind (lower is better)"),
+    ];
+    let shown = SHOWN.iter().map(|(n, h)| PossibleValue::new(*n).help(*h));
+    let hidden = crate::metric::NAMES
+        .iter()
+        .filter(|n| !SHOWN.iter().any(|(s, _)| s == *n))
+        .map(|n| PossibleValue::new(*n).hide(true));
+    PossibleValuesParser::new(shown.chain(hidden))
+        .map(|name| Metric::parse(&name).expect("every possible value is a metric name"))
+}

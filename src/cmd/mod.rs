@@ -1,0 +1,137 @@
+//! The command layer: one file per subcommand, each owning its arguments (clap), what it
+//! prints and its exit code. Everything below `cmd` is a library that knows nothing of the
+//! command line's exit codes or standard streams; `main.rs` only parses and dispatches here.
+
+pub mod bench;
+pub mod compare;
+pub mod merge;
+pub mod monitor;
+pub mod report;
+pub mod run;
+pub mod serve;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use clap::{Parser, Subcommand};
+
+use crate::report::Format;
+
+/// volley: HTTP load generator and server-benchmarking toolkit.
+#[derive(Debug, Parser)]
+#[command(name = "volley", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load-test one URL and report latency, throughput and errors.
+    Run(Box<run::RunArgs>),
+    /// Serve the reference contract (/, POST /, /hello, /delay?ms=N, /bytes?n=N) for trying volley.
+    Serve(serve::ServeArgs),
+    /// Watch a server process and its descendants, one vmstat-like line a second (any load tool).
+    Monitor(monitor::MonitorArgs),
+    /// Run a suite: build the servers, then every server × scenario cell with a fresh server
+    /// process, the monitor attached, and every result saved at once.
+    Bench(bench::BenchArgs),
+    /// Re-render saved results (RunResult files, suite.json files or results folders).
+    Report(report::ReportArgs),
+    /// Compare two results (runs, suite.json files or results folders) cell by cell: B against
+    /// A, with a Mann-Whitney U test when both sides have 5 repetitions or more.
+    Compare(compare::CompareArgs),
+    /// Merge the RunResults of shards of one load (several machines or copies) into one:
+    /// histograms added losslessly, counters summed, time series aligned by wall clock.
+    Merge(merge::MergeArgs),
+}
+
+/// Exit codes, with their precedence 2 > 3 > 130 > 1 > 0 (docs/contract.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// At least one response.
+    Ok = 0,
+    /// No response at all, a broken threshold, or a `volley compare` regression.
+    NoResponse = 1,
+    /// Found before load started: flags, files, URL, DNS, limits.
+    Usage = 2,
+    /// Failure after start: output not written, server died.
+    Failed = 3,
+    /// Interrupted; results were still written.
+    Interrupted = 130,
+}
+
+impl ExitCode {
+    fn rank(self) -> u8 {
+        match self {
+            ExitCode::Usage => 4,
+            ExitCode::Failed => 3,
+            ExitCode::Interrupted => 2,
+            ExitCode::NoResponse => 1,
+            ExitCode::Ok => 0,
+        }
+    }
+
+    /// The code that wins when both apply.
+    pub fn max_precedence(self, other: ExitCode) -> ExitCode {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// Ctrl-C presses (and SIGTERM) since start; the engine drains on the first, stops on the second.
+pub static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts Ctrl-C presses in [`INTERRUPTS`] from now on (commands that run something long).
+fn count_interrupts() -> &'static AtomicUsize {
+    let _ = ctrlc::set_handler(|| {
+        INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+    });
+    &INTERRUPTS
+}
+
+/// Runs a parsed command line; `argv` is kept in results.
+pub fn main(cli: Cli, argv: Vec<String>) -> ExitCode {
+    match cli.command {
+        Command::Run(args) => run::execute(&args, argv, count_interrupts()),
+        Command::Monitor(args) => monitor::execute(&args, count_interrupts()),
+        Command::Bench(args) => bench::execute(&args, count_interrupts()),
+        Command::Report(args) => report::execute(&args),
+        Command::Compare(args) => compare::execute(&args),
+        Command::Merge(args) => merge::execute(&args, argv),
+        Command::Serve(args) => serve::execute(&args),
+    }
+}
+
+/// Report files a command writes (`--csv`, `--markdown`, `--html`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReportPaths {
+    /// CSV, one row per cell.
+    pub csv: Option<PathBuf>,
+    /// Markdown tables.
+    pub markdown: Option<PathBuf>,
+    /// Self-contained HTML.
+    pub html: Option<PathBuf>,
+}
+
+impl ReportPaths {
+    /// (flag, path, format) of each requested file.
+    pub fn each(&self) -> Vec<(&'static str, &PathBuf, Format)> {
+        let mut v = Vec::new();
+        if let Some(p) = &self.csv {
+            v.push(("--csv", p, Format::Csv));
+        }
+        if let Some(p) = &self.markdown {
+            v.push(("--markdown", p, Format::Markdown));
+        }
+        if let Some(p) = &self.html {
+            v.push(("--html", p, Format::Html));
+        }
+        v
+    }
+}

@@ -1,0 +1,216 @@
+//! `volley run URL [flags]`: check the flags, measure, write the summary and the requested
+//! files, and exit with the contract's code (docs/contract.md, "Exit codes").
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+
+use clap::Args;
+
+use super::{ExitCode, ReportPaths};
+use crate::config::{RunConfig, RunFlags};
+use crate::engine::{Observer, Observers};
+use crate::measure::{self, Context, Measured};
+use crate::report::hdr_log::HdrLogWriter;
+use crate::report::terminal::LiveLine;
+use crate::report::{Format, Report};
+use crate::result::RunResult;
+use crate::sys::{cpus, limits};
+
+/// `volley run` flags: what the run is, and where its results go.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// What the run is.
+    #[command(flatten)]
+    pub flags: RunFlags,
+
+    /// Write the RunResult JSON to PATH, or to stdout with `-` (the summary then goes to stderr).
+    #[arg(long)]
+    pub json: Option<String>,
+
+    /// Stream per-second latency histograms to PATH in HdrHistogram's interval log format.
+    #[arg(long)]
+    pub hdr_log: Option<PathBuf>,
+
+    /// Write the result as CSV (one row, every scalar) to PATH.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+
+    /// Write Markdown tables (throughput, percentiles, server cost) to PATH.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+
+    /// Write a self-contained HTML report (opens offline) to PATH.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+
+    /// No live progress line.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+impl RunArgs {
+    fn reports(&self) -> ReportPaths {
+        ReportPaths {
+            csv: self.csv.clone(),
+            markdown: self.markdown.clone(),
+            html: self.html.clone(),
+        }
+    }
+}
+
+/// The files a run writes, opened before the load so a bad path costs nothing.
+struct Outputs {
+    json: Option<(PathBuf, File)>,
+    json_stdout: bool,
+    reports: Vec<(&'static str, PathBuf, Format, File)>,
+    hdr_log: Option<Box<dyn Write + Send>>,
+}
+
+/// Runs `volley run` and returns the exit code. `interrupts` counts Ctrl-C presses.
+pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
+    let (cores, cpu_list) = cpus::allowed();
+    let cfg = match RunConfig::from_flags(&args.flags, cores) {
+        Ok(c) => c,
+        Err(e) => return fail(ExitCode::Usage, &e.to_string()),
+    };
+    if let Err(e) = limits::ensure_nofile(cfg.load.connections as u64) {
+        return fail(ExitCode::Usage, &format!("-c/--connections: {e}"));
+    }
+    let prepared = match measure::prepare(&cfg) {
+        Ok(p) => p,
+        Err(e) => return fail(ExitCode::Usage, &e.to_string()),
+    };
+    if !prepared.reachable {
+        let tried: Vec<String> = prepared.tried.iter().map(|a| a.to_string()).collect();
+        eprintln!("volley: warning: nothing accepts connections at {} (tried {}); running anyway, failures count as connect errors", cfg.load.target.url, tried.join(", "));
+    }
+    let mut outputs = match open_outputs(args) {
+        Ok(o) => o,
+        Err(msg) => return fail(ExitCode::Usage, &msg),
+    };
+    let live = !args.quiet && std::io::stderr().is_terminal();
+    let mut live_line = LiveLine::new(live, cfg.load.duration.map(|d| d.as_secs_f64()));
+    let mut hdr_log = outputs.hdr_log.take().map(|out| {
+        let comment = format!("volley {} {}", env!("CARGO_PKG_VERSION"), argv.join(" "));
+        HdrLogWriter::new(out, comment)
+    });
+    let ctx = Context {
+        argv: &argv,
+        cores,
+        client_cpus: &cpu_list,
+        server_cpus: None,
+    };
+    let measured = {
+        let mut observers: Vec<&mut dyn Observer> = vec![&mut live_line];
+        if let Some(h) = hdr_log.as_mut() {
+            observers.push(h);
+        }
+        measure::run(&cfg, prepared, &ctx, interrupts, &mut Observers(observers))
+    };
+    let m = match measured {
+        Ok(m) => m,
+        Err(e) => return fail(ExitCode::Failed, &e.to_string()),
+    };
+    let mut code = write_outputs(&m.result, outputs, outcome_code(&m));
+    if let Some(e) = hdr_log.as_ref().and_then(HdrLogWriter::error) {
+        eprintln!("volley: --hdr-log: {e}");
+        code = code.max_precedence(ExitCode::Failed);
+    }
+    if m.result.requests.completed == 0 && !m.interrupted {
+        eprintln!(
+            "volley: no response from {} ({})",
+            cfg.load.target.url,
+            if m.result.errors.connect > 0 {
+                "connection refused or unreachable"
+            } else {
+                "see errors above"
+            }
+        );
+    }
+    code
+}
+
+/// 0 with a response and no broken threshold, else 1; 130 when interrupted; 3 when the
+/// monitored server died (results are still written).
+fn outcome_code(m: &Measured) -> ExitCode {
+    let broken = m.result.thresholds.iter().any(|t| !t.pass);
+    let mut code = if m.result.requests.completed > 0 && !broken {
+        ExitCode::Ok
+    } else {
+        ExitCode::NoResponse
+    };
+    if m.interrupted {
+        code = ExitCode::Interrupted;
+    }
+    if m.server_died {
+        code = code.max_precedence(ExitCode::Failed);
+    }
+    code
+}
+
+fn open_outputs(args: &RunArgs) -> Result<Outputs, String> {
+    let json = match args.json.as_deref() {
+        Some("-") | None => None,
+        Some(p) => {
+            let path = PathBuf::from(p);
+            let f = File::create(&path).map_err(|e| format!("--json {}: {e}", path.display()))?;
+            Some((path, f))
+        }
+    };
+    let mut reports = Vec::new();
+    for (flag, path, format) in args.reports().each() {
+        let f = File::create(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+        reports.push((flag, path.clone(), format, f));
+    }
+    let hdr_log: Option<Box<dyn Write + Send>> = match &args.hdr_log {
+        Some(p) => {
+            let f = File::create(p).map_err(|e| format!("--hdr-log {}: {e}", p.display()))?;
+            Some(Box::new(BufWriter::new(f)))
+        }
+        None => None,
+    };
+    Ok(Outputs {
+        json,
+        json_stdout: args.json.as_deref() == Some("-"),
+        reports,
+        hdr_log,
+    })
+}
+
+/// The summary (stdout, or stderr when the JSON goes to stdout), the JSON and the report
+/// files; a write that fails makes the code 3.
+fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> ExitCode {
+    let summary = Format::Terminal.render_run(result);
+    if outputs.json_stdout {
+        eprint!("{summary}");
+        if !crate::sys::files::stdout(&Format::Json.render_run(result)) {
+            code = code.max_precedence(ExitCode::Failed);
+        }
+    } else {
+        // A closed pipe (`volley run ... | head`) must not turn into a panic.
+        crate::sys::files::stdout(&summary);
+    }
+    if let Some((path, mut f)) = outputs.json {
+        let json = Format::Json.render_run(result);
+        if let Err(e) = f.write_all(json.as_bytes()).and_then(|_| f.sync_all()) {
+            eprintln!("volley: --json {}: {e}", path.display());
+            code = code.max_precedence(ExitCode::Failed);
+        }
+    }
+    let report = Report::single(result.clone());
+    for (flag, path, format, mut f) in outputs.reports {
+        let text = format.reporter().render(&report);
+        if let Err(e) = f.write_all(text.as_bytes()).and_then(|_| f.sync_all()) {
+            eprintln!("volley: {flag} {}: {e}", path.display());
+            code = code.max_precedence(ExitCode::Failed);
+        }
+    }
+    code
+}
+
+fn fail(code: ExitCode, msg: &str) -> ExitCode {
+    eprintln!("volley: {msg}");
+    code
+}

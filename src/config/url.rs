@@ -1,0 +1,131 @@
+//! The URL argument: `http://host[:port]/path?query`, checked and split into a [`Target`].
+
+use super::{ConfigError, Flag};
+use crate::plan::Target;
+
+/// Parses an `http://` URL. `https://` is refused until TLS exists.
+pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
+    let bad = |m: String| ConfigError::flag(Flag::Url, m);
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+        bad(format!(
+            "`{url}` is not a URL (expected http://host[:port]/path)"
+        ))
+    })?;
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" => {}
+        "https" => {
+            return Err(bad(format!(
+                "`{url}`: https is not supported yet (TLS is planned); use http://"
+            )))
+        }
+        other => {
+            return Err(bad(format!(
+                "`{url}`: unsupported scheme `{other}` (use http://)"
+            )))
+        }
+    }
+    let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(split);
+    if authority.contains('@') {
+        return Err(bad(format!(
+            "`{url}`: user information in URLs is not supported"
+        )));
+    }
+    let (host, port) = if let Some(stripped) = authority.strip_prefix('[') {
+        let end = stripped
+            .find(']')
+            .ok_or_else(|| bad(format!("`{url}`: unterminated IPv6 address")))?;
+        let host = &stripped[..end];
+        let after = &stripped[end + 1..];
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p),
+            None if after.is_empty() => None,
+            None => {
+                return Err(bad(format!(
+                    "`{url}`: unexpected `{after}` after the address"
+                )))
+            }
+        };
+        (host.to_string(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad(format!("`{url}` has no host")));
+    }
+    if host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad(format!("`{url}`: the host contains whitespace")));
+    }
+    let port = match port {
+        None | Some("") => 80,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| bad(format!("`{url}`: `{p}` is not a port (1-65535)")))?,
+    };
+    let mut path = tail.split('#').next().unwrap_or("").to_string();
+    if path.is_empty() || path.starts_with('?') {
+        path.insert(0, '/');
+    }
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(bad(format!(
+            "`{url}`: the path contains spaces or control characters (percent-encode them)"
+        )));
+    }
+    let host_literal = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.clone()
+    };
+    let host_header = if port == 80 {
+        host_literal
+    } else {
+        format!("{host_literal}:{port}")
+    };
+    Ok(Target {
+        url: url.to_string(),
+        host,
+        port,
+        path,
+        host_header,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let t = parse_url("http://127.0.0.1:8080/a?b=1").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("127.0.0.1", 8080, "/a?b=1")
+        );
+        assert_eq!(t.host_header, "127.0.0.1:8080");
+        let t = parse_url("http://localhost").unwrap();
+        assert_eq!(
+            (t.port, t.path.as_str(), t.host_header.as_str()),
+            (80, "/", "localhost")
+        );
+        let t = parse_url("http://[::1]:9000?x").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.path.as_str(), t.host_header.as_str()),
+            ("::1", "/?x", "[::1]:9000")
+        );
+        assert!(parse_url("https://x/")
+            .unwrap_err()
+            .to_string()
+            .contains("https is not supported"));
+        assert!(parse_url("ftp://x/").is_err());
+        assert!(parse_url("127.0.0.1:8080").is_err());
+        assert!(parse_url("http://:80/").is_err());
+        assert!(parse_url("http://h:99999/").is_err());
+        assert!(parse_url("http://h:0/").is_err());
+        assert!(parse_url("http://h/a b").is_err());
+    }
+}

@@ -1,0 +1,240 @@
+//! The RunResult of one measurement, block by block, from what the engine, volley's own CPU
+//! sampler and the server monitor produced (docs/contract.md says what every key means).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use super::{warnings, Context};
+use crate::config::RunConfig;
+use crate::engine::EngineOutput;
+use crate::monitor::client::{saturation, ClientReport};
+use crate::monitor::procfs;
+use crate::result::*;
+use crate::stats::histogram::encode;
+use crate::stats::Percentiles;
+use crate::sys::cpus;
+
+/// Everything a RunResult is made of.
+pub struct Parts<'a> {
+    /// The run as configured.
+    pub cfg: &'a RunConfig,
+    /// The address loaded.
+    pub addr: SocketAddr,
+    /// The seed Poisson arrivals used.
+    pub seed: u64,
+    /// Where it ran.
+    pub ctx: &'a Context<'a>,
+    /// What the engine measured.
+    pub engine: &'a EngineOutput,
+    /// Volley's own CPU and the machine's.
+    pub client: ClientReport,
+    /// The server monitor's window, when monitored.
+    pub server: Option<ServerInfo>,
+}
+
+/// How the client self-check judged volley's own load.
+pub struct ClientCheck {
+    /// Fraction of the 1 s samples that were saturated.
+    pub fraction: f64,
+    /// Saturated by CPU (more than half of the samples).
+    pub by_cpu: bool,
+    /// Capacity in cores: min(worker threads, cores volley may use).
+    pub capacity: f64,
+    /// Schedule lag p99 above 1 ms (open loop).
+    pub lag_hot: bool,
+}
+
+impl Parts<'_> {
+    /// The assembled RunResult, thresholds checked.
+    pub fn result(self) -> RunResult {
+        let out = self.engine;
+        let c = &out.agg.counts;
+        let load = &self.cfg.load;
+        let lag = load.is_open().then(|| Percentiles::of(&out.agg.lag));
+        let check = self.client_check(lag.as_ref());
+        let throughput = if out.elapsed_s > 0.0 {
+            c.completed as f64 / out.elapsed_s
+        } else {
+            0.0
+        };
+        let mut result = RunResult {
+            schema: RUN_SCHEMA.to_string(),
+            volley_version: env!("CARGO_PKG_VERSION").to_string(),
+            argv: self.ctx.argv.to_vec(),
+            started_at: humantime::format_rfc3339_micros(out.started_at).to_string(),
+            interrupted: out.interrupted,
+            env: self.env(),
+            target: self.target(),
+            load: self.load_info(),
+            elapsed_s: (out.elapsed_s * 1e6).round() / 1e6,
+            throughput_rps: (throughput * 100.0).round() / 100.0,
+            requests: self.requests(),
+            bytes: Bytes {
+                sent: c.bytes_sent,
+                received: c.bytes_received,
+            },
+            status_codes: status_codes(c),
+            errors: c.errors,
+            connections: Connections {
+                opened: c.connections_opened,
+                closed_by_server: c.closed_by_server,
+                unsolicited: c.unsolicited,
+            },
+            latency_us: Percentiles::of(&out.agg.latency),
+            service_time_us: Percentiles::of(&out.agg.service),
+            schedule_lag_us: lag.clone(),
+            latency_hdr: encode(&out.agg.latency),
+            service_time_hdr: encode(&out.agg.service),
+            timeseries: out.agg.series.clone(),
+            client: self.client_info(&check),
+            machine: Machine {
+                samples: self.client.machine.clone(),
+            },
+            server: None,
+            warmup: self.warmup(),
+            warnings: warnings::of(self.cfg, out, &check, lag.as_ref(), self.server.as_ref()),
+            thresholds: Vec::new(),
+            shards: Vec::new(),
+        };
+        result.server = self.server;
+        result.thresholds = self
+            .cfg
+            .thresholds
+            .iter()
+            .map(|t| t.check(&result))
+            .collect();
+        result
+    }
+
+    fn env(&self) -> Env {
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string());
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| procfs::parse_cpu_model(&t));
+        Env {
+            cpu_model,
+            cores: cpus::online(),
+            kernel,
+            pinning: Pinning {
+                client_cpus: self.ctx.client_cpus.to_string(),
+                server_cpus: self.ctx.server_cpus.map(str::to_string),
+            },
+        }
+    }
+
+    fn target(&self) -> TargetInfo {
+        let load = &self.cfg.load;
+        TargetInfo {
+            url: load.target.url.clone(),
+            addr: self.addr.to_string(),
+            method: load.method.clone(),
+            body_bytes: load.body.len() as u64,
+        }
+    }
+
+    fn load_info(&self) -> LoadInfo {
+        let load = &self.cfg.load;
+        let open = load.is_open();
+        let ramp = load.ramp.as_ref();
+        LoadInfo {
+            mode: load.mode(),
+            connections: load.connections as u64,
+            threads: load.threads as u64,
+            rate_rps: load.rate_rps,
+            arrivals: open.then_some(load.arrivals),
+            seed: (open && load.arrivals == Arrivals::Poisson).then_some(self.seed),
+            duration_s: load.duration.map(|d| d.as_secs_f64()),
+            requests: load.requests,
+            warmup_s: load.warmup.as_secs_f64(),
+            keepalive: load.keepalive,
+            pipeline: load.pipeline as u64,
+            timeout_s: load.timeout.as_secs_f64(),
+            users: ramp.map(|r| r.ramp.max_users()),
+            spawn_rate: ramp.and_then(|r| r.spawn_rate),
+            stages: ramp.and_then(|r| r.stages.as_ref()).map(|st| {
+                st.iter()
+                    .map(|s| StageInfo {
+                        duration_s: s.duration.as_secs_f64(),
+                        users: s.users,
+                    })
+                    .collect()
+            }),
+            think_time_s: load.think_time.as_secs_f64(),
+        }
+    }
+
+    fn requests(&self) -> Requests {
+        let out = self.engine;
+        let c = &out.agg.counts;
+        Requests {
+            sent: c.sent,
+            completed: c.completed,
+            errors: c.errors.total(),
+            unfinished: out.ends.iter().map(|e| e.unfinished).sum(),
+            unsent: out.ends.iter().map(|e| e.unsent).sum(),
+        }
+    }
+
+    /// The client self-check: saturated by CPU in more than half of the seconds, or late sends.
+    fn client_check(&self, lag: Option<&Percentiles>) -> ClientCheck {
+        let capacity = self.cfg.load.threads.min(self.ctx.cores).max(1) as f64;
+        let (fraction, by_cpu) = saturation(&self.client.samples, capacity);
+        ClientCheck {
+            fraction,
+            by_cpu,
+            capacity,
+            lag_hot: lag.and_then(|l| l.p99).is_some_and(|p| p > 1000),
+        }
+    }
+
+    fn client_info(&self, check: &ClientCheck) -> ClientInfo {
+        let (user_s, sys_s, rss) = self.client.rusage;
+        let elapsed_s = self.engine.elapsed_s;
+        // Runs shorter than a sample still get their average as the peak.
+        let window_avg_pct = if elapsed_s > 0.0 {
+            (user_s + sys_s) / elapsed_s * 100.0
+        } else {
+            0.0
+        };
+        let samples = &self.client.samples;
+        let start = if samples.is_empty() {
+            window_avg_pct
+        } else {
+            0.0
+        };
+        let cpu_pct_max = samples.iter().map(|s| s.cpu_pct).fold(start, f64::max);
+        ClientInfo {
+            cpu_user_s: round3(user_s),
+            cpu_sys_s: round3(sys_s),
+            rss_max_bytes: rss,
+            cpu_pct_max: (cpu_pct_max * 10.0).round() / 10.0,
+            saturated: check.by_cpu || check.lag_hot,
+            saturated_fraction: (check.fraction * 1000.0).round() / 1000.0,
+        }
+    }
+
+    fn warmup(&self) -> Option<Warmup> {
+        let warmup = self.cfg.load.warmup;
+        let w = &self.engine.agg.warmup;
+        (warmup.as_nanos() > 0).then(|| Warmup {
+            duration_s: warmup.as_secs_f64(),
+            sent: w.sent,
+            completed: w.completed,
+            errors: w.errors.total(),
+            connections_opened: w.connections_opened,
+        })
+    }
+}
+
+fn status_codes(c: &crate::stats::Counters) -> BTreeMap<String, u64> {
+    c.status_codes()
+        .into_iter()
+        .map(|(s, n)| (s.to_string(), n))
+        .collect()
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}

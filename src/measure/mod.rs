@@ -1,0 +1,147 @@
+//! One path from a validated run to its RunResult, shared by `volley run` and every suite
+//! cell: attach the server monitor, resolve the target and pick its address ([`prepare`]),
+//! then run the engine with volley's own CPU sampler and the caller's observers, and assemble
+//! the result ([`run`], [`assemble`]). Prints nothing.
+
+pub mod assemble;
+mod warnings;
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
+
+use crate::config::RunConfig;
+use crate::engine::transport::{self, ResolveError};
+use crate::engine::{self, Observer, Observers};
+use crate::monitor::client::ClientMonitor;
+use crate::monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
+use crate::plan::Plan;
+use crate::result::RunResult;
+
+/// Why a measurement could not be made (before any load, except `Engine`).
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    /// `--pid` names no process volley can monitor.
+    #[error(transparent)]
+    Monitor(#[from] MonitorError),
+    /// The target's host does not resolve.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// The monitor's sampling thread could not start.
+    #[error("could not start the server monitor: {0}")]
+    MonitorThread(std::io::Error),
+    /// The engine's threads or event loops could not start.
+    #[error("could not start the engine: {0}")]
+    Engine(std::io::Error),
+}
+
+/// A run ready to start: the address to load and the attached monitor.
+pub struct Prepared {
+    /// The address used for the whole run.
+    pub addr: SocketAddr,
+    /// Every address the host resolved to, in the order tried.
+    pub tried: Vec<SocketAddr>,
+    /// Whether one of them accepted a connection (when none did, the run goes on with the
+    /// first and its failures count as connect errors).
+    pub reachable: bool,
+    sampler: Option<TreeSampler>,
+}
+
+/// Attaches the server monitor (first: a bad `--pid` costs nothing), resolves the host once and
+/// picks the first address that accepts a connection within the request timeout (2 s at most).
+pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
+    let load = &cfg.load;
+    let sampler = match cfg.monitor {
+        Some(m) => {
+            let budget = server::perf_fd_budget(load.connections as u64);
+            Some(server::attach(m.pid, m.interval, budget)?)
+        }
+        None => None,
+    };
+    let tried = transport::resolve(&load.target.host, load.target.port)?;
+    let probe = transport::pick_address(&tried, load.timeout.min(Duration::from_secs(2)));
+    Ok(Prepared {
+        addr: probe.unwrap_or(tried[0]),
+        reachable: probe.is_some(),
+        tried,
+        sampler,
+    })
+}
+
+/// What a result says about where and how it was made.
+pub struct Context<'a> {
+    /// The command line (the result's `argv`).
+    pub argv: &'a [String],
+    /// CPUs volley may use.
+    pub cores: usize,
+    /// Their list, e.g. "0-1".
+    pub client_cpus: &'a str,
+    /// The server's CPU list when volley pinned it (suites).
+    pub server_cpus: Option<&'a str>,
+}
+
+/// What one measurement produced.
+pub struct Measured {
+    /// The artifact.
+    pub result: RunResult,
+    /// Ctrl-C ended the run early.
+    pub interrupted: bool,
+    /// The monitored server exited during the measured window.
+    pub server_died: bool,
+}
+
+/// Runs the load of `cfg` as prepared and assembles the RunResult; `observer` watches the run
+/// (the live line, an interval log). `interrupts` counts Ctrl-C presses.
+pub fn run(
+    cfg: &RunConfig,
+    prepared: Prepared,
+    ctx: &Context,
+    interrupts: &AtomicUsize,
+    observer: &mut dyn Observer,
+) -> Result<Measured, MeasureError> {
+    let load = &cfg.load;
+    let seed = load.seed.unwrap_or_else(clock_seed);
+    let plan = Plan::new(load, seed);
+    let monitor = prepared
+        .sampler
+        .map(ServerMonitor::spawn)
+        .transpose()
+        .map_err(MeasureError::MonitorThread)?;
+    // The engine's t0 is `warmup` after it starts its clock, the first thing engine::run does;
+    // the monitor reads its first edge then, on its own thread (nothing on the hot path).
+    if let Some(m) = &monitor {
+        m.arm(Instant::now() + load.warmup);
+    }
+    let mut client = ClientMonitor::default();
+    let out = {
+        let mut all = Observers(vec![observer, &mut client]);
+        engine::run(load, plan, prepared.addr, interrupts, &mut all)
+            .map_err(MeasureError::Engine)?
+    };
+    // The last edge is read as soon as the engine returns: right after the last response (or
+    // timeout) of the drain.
+    let server = monitor.map(|m| m.finish(out.agg.counts.completed));
+    let server_died = server.as_ref().is_some_and(|s| s.exited_at_s.is_some());
+    let parts = assemble::Parts {
+        cfg,
+        addr: prepared.addr,
+        seed,
+        ctx,
+        engine: &out,
+        client: client.report(),
+        server,
+    };
+    Ok(Measured {
+        result: parts.result(),
+        interrupted: out.interrupted,
+        server_died,
+    })
+}
+
+/// A seed for Poisson arrivals when none was given: the clock's nanoseconds.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+}

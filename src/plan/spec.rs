@@ -1,0 +1,106 @@
+//! The load spec: what to send, when, and over how many connections — everything the engine
+//! needs and nothing about where results go. `config` builds it from flags or a suite cell;
+//! the engine and the plan read it.
+
+use std::time::Duration;
+
+use super::ramp::Ramp;
+use crate::result::Arrivals;
+use crate::units::StageSpec;
+
+/// Where requests go: the URL split into what the socket and the request line need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The URL as given.
+    pub url: String,
+    /// Host name or address literal (without brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Path and query sent on the request line.
+    pub path: String,
+    /// Value of the Host header.
+    pub host_header: String,
+}
+
+/// A virtual-user run: the schedule and how it was asked for.
+#[derive(Debug, Clone)]
+pub struct RampSpec {
+    /// Users over time.
+    pub ramp: Ramp,
+    /// `--users`, when given.
+    pub users: Option<u64>,
+    /// `--spawn-rate`, when given.
+    pub spawn_rate: Option<f64>,
+    /// `--stages`, when given.
+    pub stages: Option<Vec<StageSpec>>,
+}
+
+/// One load, validated.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    /// The target.
+    pub target: Target,
+    /// Connections (capped at `-n`; the most users with a ramp).
+    pub connections: usize,
+    /// Worker threads = min(-t, connections).
+    pub threads: usize,
+    /// Measured send window; `None` with `-n`.
+    pub duration: Option<Duration>,
+    /// Total measured requests (`-n`).
+    pub requests: Option<u64>,
+    /// Open-loop rate in requests per second; `None` is closed loop.
+    pub rate_rps: Option<f64>,
+    /// Arrival process of the open loop.
+    pub arrivals: Arrivals,
+    /// RNG seed for Poisson arrivals as given (`--seed`); `None`: one from the clock per run.
+    pub seed: Option<u64>,
+    /// Warm-up excluded from statistics.
+    pub warmup: Duration,
+    /// HTTP method.
+    pub method: String,
+    /// User headers in order, as given.
+    pub headers: Vec<(String, String)>,
+    /// Request body.
+    pub body: Vec<u8>,
+    /// Reuse connections (default) or one connection per request.
+    pub keepalive: bool,
+    /// Requests outstanding per connection.
+    pub pipeline: usize,
+    /// Per-request timeout from the write.
+    pub timeout: Duration,
+    /// Pause between a response and the connection's next request.
+    pub think_time: Duration,
+    /// Virtual-user ramp (`--users` / `--stages`); `None` for plain closed or open loop.
+    pub ramp: Option<RampSpec>,
+}
+
+impl LoadSpec {
+    /// Open loop: requests are due on a schedule.
+    pub fn is_open(&self) -> bool {
+        self.rate_rps.is_some()
+    }
+
+    /// How the load is driven.
+    pub fn mode(&self) -> crate::result::Mode {
+        use crate::result::Mode;
+        match (&self.ramp, self.is_open()) {
+            (Some(_), _) => Mode::Ramp,
+            (None, true) => Mode::Open,
+            (None, false) => Mode::Closed,
+        }
+    }
+
+    /// Warm-up plus measured time (10 s is assumed with `-n`, which has no length).
+    pub fn planned(&self) -> Duration {
+        let measured = self
+            .duration
+            .or_else(|| {
+                self.ramp
+                    .as_ref()
+                    .map(|r| Duration::from_nanos(r.ramp.total_ns()))
+            })
+            .unwrap_or(Duration::from_secs(10));
+        self.warmup + measured
+    }
+}
