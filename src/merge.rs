@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::result::*;
-use crate::stats::histogram::{decode, encode, new_hist, Hist};
+use crate::stats::histogram::{self, decode, encode, Hist};
 use crate::stats::{ErrorCounts, Percentiles, TimePoint};
 
 /// Shards whose `started_at` differ by this much or more did not start together (`--force`).
@@ -95,16 +95,6 @@ fn target_key(r: &RunResult) -> (String, String) {
 fn round(v: f64, digits: i32) -> f64 {
     let m = 10f64.powi(digits);
     (v * m).round() / m
-}
-
-/// Adds histograms exactly (every count of every bucket).
-pub fn add_histograms<'a>(hists: impl IntoIterator<Item = &'a Hist>) -> Hist {
-    let mut sum = new_hist();
-    for h in hists {
-        sum.add(h)
-            .expect("auto-resizing histograms accept any value");
-    }
-    sum
 }
 
 /// Merged time series and how many of its seconds lost p50/p99 because several shards had
@@ -274,8 +264,8 @@ pub fn merge(
             })
             .collect::<Result<Vec<Hist>, _>>()
     };
-    let latency = add_histograms(&decode_all("latency_hdr", &|r| &r.latency_hdr)?);
-    let service = add_histograms(&decode_all("service_time_hdr", &|r| &r.service_time_hdr)?);
+    let latency = histogram::sum(&decode_all("latency_hdr", &|r| &r.latency_hdr)?);
+    let service = histogram::sum(&decode_all("service_time_hdr", &|r| &r.service_time_hdr)?);
 
     let rs: Vec<&RunResult> = inputs.iter().map(|(_, r)| r).collect();
     let n = rs.len();
@@ -622,6 +612,7 @@ pub fn format_started_at(us_since_epoch: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::histogram::new_hist;
 
     fn hist(values: &[u64]) -> Hist {
         let mut h = new_hist();
@@ -743,7 +734,7 @@ mod tests {
     fn histograms_add_exactly() {
         let a = hist(&[100, 200, 300, 40_000]);
         let b = hist(&[150, 250, 9_000_000]);
-        let sum = add_histograms([&a, &b]);
+        let sum = histogram::sum([&a, &b]);
         assert_eq!(sum.len(), a.len() + b.len());
         assert_eq!(sum.max(), a.max().max(b.max()));
         assert_eq!(sum.min(), a.min().min(b.min()));

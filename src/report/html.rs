@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::model::{Cell, Report, Series};
 use super::Reporter;
 use crate::result::{CellStatus, RunResult};
-use crate::stats::histogram::{decode, new_hist, Hist};
+use crate::stats::histogram::{self, decode, Hist};
 
 /// The page skeleton; `{{name}}` placeholders are filled by [`fill`].
 const TEMPLATE: &str = include_str!("assets/report.html");
@@ -341,16 +341,8 @@ fn hdr_line(server: usize, service: bool, count: u64, runs: usize, pts: &[(f64, 
 /// Adds up the histograms of several repetitions (lossless: counts per bucket add). A
 /// histogram that cannot be decoded is left out; the number merged is returned with the sum.
 pub fn merged(results: &[&RunResult], hdr: impl Fn(&RunResult) -> &str) -> Option<(Hist, usize)> {
-    let mut sum = new_hist();
-    let mut runs = 0;
-    for r in results {
-        if let Ok(h) = decode(hdr(r)) {
-            if sum.add(&h).is_ok() {
-                runs += 1;
-            }
-        }
-    }
-    (runs > 0).then_some((sum, runs))
+    let decoded: Vec<Hist> = results.iter().filter_map(|r| decode(hdr(r)).ok()).collect();
+    (!decoded.is_empty()).then(|| (histogram::sum(&decoded), decoded.len()))
 }
 
 /// Buckets shorter than this (the drain after the send window) get no rate: a few responses
@@ -461,6 +453,7 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::histogram::new_hist;
     use crate::result::Warning;
     use std::path::Path;
 

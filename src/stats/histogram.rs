@@ -111,11 +111,35 @@ pub fn encode(h: &Hist) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// Why text is not a histogram volley can use.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// Not base64.
+    #[error("not base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    /// Not the V2 encoding (unknown cookie, no header, corrupt or oversized compression).
+    #[error("not an HdrHistogram{0}")]
+    Format(String),
+    /// The counts add up past what a u64 holds (no recorder gets there: a forged file).
+    #[error("the histogram's counts add up to more than 2^64")]
+    Overflow,
+}
+
+/// The sum of several histograms (lossless: counts per bucket add), as `merge` adds shards and
+/// the reports add repetitions.
+pub fn sum<'a>(hists: impl IntoIterator<Item = &'a Hist>) -> Hist {
+    let mut total = new_hist();
+    for h in hists {
+        total
+            .add(h)
+            .expect("auto-resizing histograms accept any value");
+    }
+    total
+}
+
 /// Decodes a histogram written by `encode` or by another HdrHistogram implementation.
-pub fn decode(text: &str) -> Result<Hist, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .map_err(|e| format!("not base64: {e}"))?;
+pub fn decode(text: &str) -> Result<Hist, DecodeError> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim())?;
     let mut v2 = uncompressed_v2(&bytes)?;
     // The deserializer allocates the payload length the header declares before reading it, so
     // a length from a file (up to 4 GiB in 100 bytes of base64) must not exceed the bytes
@@ -128,12 +152,12 @@ pub fn decode(text: &str) -> Result<Hist, String> {
     }
     let mut h: Hist = Deserializer::new()
         .deserialize(&mut v2.as_slice())
-        .map_err(|e| format!("not an HdrHistogram: {e:?}"))?;
+        .map_err(|e| DecodeError::Format(format!(": {e:?}")))?;
     // Counts come from a file: their sum may not fit a u64 (hdrhistogram then saturates the
     // total, and its quantile scan overflows and panics). No recorder gets there; refuse it.
     h.iter_recorded()
         .try_fold(0u64, |sum, v| sum.checked_add(v.count_at_value()))
-        .ok_or("the histogram's counts add up to more than 2^64")?;
+        .ok_or(DecodeError::Overflow)?;
     h.auto(true);
     Ok(h)
 }
@@ -148,7 +172,7 @@ const V2_HEADER_BYTES: usize = 40;
 const MAX_V2_BYTES: u64 = 80 << 20;
 
 /// The uncompressed V2 encoding (header and payload) of V2 or V2-compressed bytes.
-fn uncompressed_v2(bytes: &[u8]) -> Result<Vec<u8>, String> {
+fn uncompressed_v2(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
     use std::io::Read as _;
     let cookie = |b: &[u8]| {
         b.get(0..4)
@@ -160,20 +184,20 @@ fn uncompressed_v2(bytes: &[u8]) -> Result<Vec<u8>, String> {
             flate2::read::ZlibDecoder::new(bytes.get(8..).unwrap_or_default())
                 .take(MAX_V2_BYTES + 1)
                 .read_to_end(&mut inner)
-                .map_err(|e| format!("not an HdrHistogram: {e}"))?;
+                .map_err(|e| DecodeError::Format(format!(": {e}")))?;
             if inner.len() as u64 > MAX_V2_BYTES {
-                return Err(format!(
-                    "not an HdrHistogram: inflates past {} MiB",
+                return Err(DecodeError::Format(format!(
+                    ": inflates past {} MiB",
                     MAX_V2_BYTES >> 20
-                ));
+                )));
             }
             inner
         }
         Some(V2_COOKIE) => bytes.to_vec(),
-        _ => return Err("not an HdrHistogram V2 (unknown cookie)".into()),
+        _ => return Err(DecodeError::Format(" V2 (unknown cookie)".into())),
     };
     if v2.len() < V2_HEADER_BYTES || cookie(&v2).map(|c| c & COOKIE_MASK) != Some(V2_COOKIE) {
-        return Err("not an HdrHistogram: no V2 header".into());
+        return Err(DecodeError::Format(": no V2 header".into()));
     }
     Ok(v2)
 }
