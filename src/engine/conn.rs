@@ -6,15 +6,7 @@ use std::collections::VecDeque;
 use mio::net::TcpStream;
 
 use super::response::ResponseParser;
-
-/// The phase a request belongs to (DESIGN §3: the phase it was due or sent in).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// Warm-up: counted only in the warm-up line.
-    Warmup,
-    /// The measured window.
-    Measured,
-}
+pub use crate::stats::recorder::Phase;
 
 /// A request from the moment it is taken from the schedule until it ends.
 #[derive(Debug, Clone, Copy)]

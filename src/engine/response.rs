@@ -295,6 +295,7 @@ impl ResponseParser {
         let mut i = 0;
         while i < input.len() {
             if let Chunk::Data { remaining } = c {
+                // Chunk data is counted, never looked at: skip it in one step.
                 let n = remaining.min((input.len() - i) as u64);
                 self.body_bytes += n;
                 i += n as usize;
@@ -309,90 +310,97 @@ impl ResponseParser {
             }
             let b = input[i];
             i += 1;
-            c = match c {
-                Chunk::Size { value, digits } => match b {
-                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                        if digits >= 15 {
-                            return Err(ParseError::Chunked("chunk size too large"));
-                        }
-                        let d = (b as char).to_digit(16).unwrap_or(0) as u64;
-                        Chunk::Size {
-                            value: value * 16 + d,
-                            digits: digits + 1,
-                        }
-                    }
-                    _ if digits == 0 => return Err(ParseError::Chunked("missing chunk size")),
-                    b';' | b' ' | b'\t' => Chunk::Ext { value, len: 0 },
-                    b'\r' => Chunk::SizeLf { value },
-                    b'\n' => self.size_line_done(value),
-                    _ => return Err(ParseError::Chunked("invalid character in chunk size")),
-                },
-                Chunk::Ext { value, len } => match b {
-                    b'\r' => Chunk::SizeLf { value },
-                    b'\n' => self.size_line_done(value),
-                    _ if len >= MAX_HEAD_BYTES => {
-                        return Err(ParseError::Chunked("chunk extension too long"))
-                    }
-                    _ => Chunk::Ext {
-                        value,
-                        len: len + 1,
-                    },
-                },
-                Chunk::SizeLf { value } => match b {
-                    b'\n' => self.size_line_done(value),
-                    _ => return Err(ParseError::Chunked("expected LF after chunk size")),
-                },
-                Chunk::DataCr => match b {
-                    b'\r' => Chunk::DataLf,
-                    b'\n' => Chunk::Size {
-                        value: 0,
-                        digits: 0,
-                    },
-                    _ => return Err(ParseError::Chunked("chunk data longer than its size")),
-                },
-                Chunk::DataLf => match b {
-                    b'\n' => Chunk::Size {
-                        value: 0,
-                        digits: 0,
-                    },
-                    _ => return Err(ParseError::Chunked("expected LF after chunk data")),
-                },
-                Chunk::TrailerLineStart => match b {
-                    b'\r' => Chunk::TrailerEndLf,
-                    b'\n' => {
-                        self.wire_bytes += i as u64;
-                        return Ok((i, Some(self.finish())));
-                    }
-                    _ => {
-                        self.trailer_byte()?;
-                        Chunk::TrailerLine
-                    }
-                },
-                Chunk::TrailerLine => {
-                    self.trailer_byte()?;
-                    match b {
-                        b'\r' => Chunk::TrailerLineLf,
-                        b'\n' => Chunk::TrailerLineStart,
-                        _ => Chunk::TrailerLine,
-                    }
+            match self.chunk_step(c, b)? {
+                Some(next) => c = next,
+                None => {
+                    self.wire_bytes += i as u64;
+                    return Ok((i, Some(self.finish())));
                 }
-                Chunk::TrailerLineLf => match b {
-                    b'\n' => Chunk::TrailerLineStart,
-                    _ => return Err(ParseError::Chunked("expected LF in trailer")),
-                },
-                Chunk::TrailerEndLf => match b {
-                    b'\n' => {
-                        self.wire_bytes += i as u64;
-                        return Ok((i, Some(self.finish())));
-                    }
-                    _ => return Err(ParseError::Chunked("expected LF after trailers")),
-                },
-                Chunk::Data { .. } => unreachable!("handled above"),
-            };
+            }
         }
         self.state = State::Chunked(c);
         self.wire_bytes += i as u64;
         Ok((i, None))
+    }
+
+    /// One byte of chunked framing outside chunk data: the next state, or `None` when the
+    /// byte ends the response (the blank line after the last chunk or its trailers).
+    fn chunk_step(&mut self, c: Chunk, b: u8) -> Result<Option<Chunk>, ParseError> {
+        let next = match c {
+            Chunk::Size { value, digits } => match b {
+                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                    if digits >= 15 {
+                        return Err(ParseError::Chunked("chunk size too large"));
+                    }
+                    let d = (b as char).to_digit(16).unwrap_or(0) as u64;
+                    Chunk::Size {
+                        value: value * 16 + d,
+                        digits: digits + 1,
+                    }
+                }
+                _ if digits == 0 => return Err(ParseError::Chunked("missing chunk size")),
+                b';' | b' ' | b'\t' => Chunk::Ext { value, len: 0 },
+                b'\r' => Chunk::SizeLf { value },
+                b'\n' => self.size_line_done(value),
+                _ => return Err(ParseError::Chunked("invalid character in chunk size")),
+            },
+            Chunk::Ext { value, len } => match b {
+                b'\r' => Chunk::SizeLf { value },
+                b'\n' => self.size_line_done(value),
+                _ if len >= MAX_HEAD_BYTES => {
+                    return Err(ParseError::Chunked("chunk extension too long"))
+                }
+                _ => Chunk::Ext {
+                    value,
+                    len: len + 1,
+                },
+            },
+            Chunk::SizeLf { value } => match b {
+                b'\n' => self.size_line_done(value),
+                _ => return Err(ParseError::Chunked("expected LF after chunk size")),
+            },
+            Chunk::DataCr => match b {
+                b'\r' => Chunk::DataLf,
+                b'\n' => Chunk::Size {
+                    value: 0,
+                    digits: 0,
+                },
+                _ => return Err(ParseError::Chunked("chunk data longer than its size")),
+            },
+            Chunk::DataLf => match b {
+                b'\n' => Chunk::Size {
+                    value: 0,
+                    digits: 0,
+                },
+                _ => return Err(ParseError::Chunked("expected LF after chunk data")),
+            },
+            Chunk::TrailerLineStart => match b {
+                b'\r' => Chunk::TrailerEndLf,
+                b'\n' => return Ok(None),
+                _ => {
+                    self.trailer_byte()?;
+                    Chunk::TrailerLine
+                }
+            },
+            Chunk::TrailerLine => {
+                self.trailer_byte()?;
+                match b {
+                    b'\r' => Chunk::TrailerLineLf,
+                    b'\n' => Chunk::TrailerLineStart,
+                    _ => Chunk::TrailerLine,
+                }
+            }
+            Chunk::TrailerLineLf => match b {
+                b'\n' => Chunk::TrailerLineStart,
+                _ => return Err(ParseError::Chunked("expected LF in trailer")),
+            },
+            Chunk::TrailerEndLf => match b {
+                b'\n' => return Ok(None),
+                _ => return Err(ParseError::Chunked("expected LF after trailers")),
+            },
+            Chunk::Data { .. } => unreachable!("chunk data is skipped by the caller"),
+        };
+        Ok(Some(next))
     }
 
     fn size_line_done(&mut self, value: u64) -> Chunk {

@@ -190,6 +190,16 @@ pub struct WorkerEnd {
     pub never_connected: u64,
 }
 
+/// The phase a request belongs to: the phase it was due in (open loop) or taken in (closed
+/// loop), whenever it completes (docs/contract.md, "Phases and time").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Warm-up: counted only in the warm-up line.
+    Warmup,
+    /// The measured window.
+    Measured,
+}
+
 /// A worker's recorder.
 pub struct Recorder {
     thread: usize,
@@ -272,6 +282,15 @@ impl Recorder {
         self.tick(now_ns);
         self.dirty = true;
         &mut self.counts
+    }
+
+    /// The counters an event of `phase` goes to: the warm-up's, or the current second's.
+    #[inline]
+    pub fn counters_for(&mut self, phase: Phase, now_ns: u64) -> &mut Counters {
+        match phase {
+            Phase::Warmup => &mut self.warmup,
+            Phase::Measured => self.counts(now_ns),
+        }
     }
 
     /// A complete measured response: corrected latency, service time (µs) and status.

@@ -1,0 +1,135 @@
+//! When a connection fails or the server closes it: which requests end with which error,
+//! which go again on a new connection, and the back-off after failed connects.
+
+use super::*;
+
+impl Worker {
+    /// The server sent bytes on a fresh connection before any request: drop it, count it, and
+    /// reconnect after a back-off that grows while it keeps happening.
+    pub(super) fn unsolicited(&mut self, i: usize, now: u64) {
+        let measured = self.stage != Stage::Warmup;
+        let c = &mut self.conns[i];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        c.reset_socket();
+        c.unsolicited_streak += 1;
+        c.state = ConnState::Backoff {
+            until_ns: now + Conn::backoff_ns(c.unsolicited_streak),
+        };
+        if measured {
+            self.rec.counts(now).unsolicited += 1;
+        }
+    }
+
+    pub(super) fn connect_failed(&mut self, i: usize, now: u64, _e: io::Error) {
+        let phase = self.phase();
+        let c = &mut self.conns[i];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        c.reset_socket();
+        c.connect_failures += 1;
+        c.state = ConnState::Backoff {
+            until_ns: now + Conn::backoff_ns(c.connect_failures),
+        };
+        // Without keep-alive the connect belongs to a request: that request is lost to `connect`.
+        // With keep-alive no request was on the socket yet; the failed attempt itself is counted.
+        let lost: Vec<InFlight> = c.inflight.drain(..).collect();
+        if lost.is_empty() {
+            self.count_error(phase, ErrorKind::Connect, now);
+        }
+        for r in lost {
+            if r.sent_counted {
+                // A resend whose new connection failed: it was sent once, so it is `closed`.
+                self.count_error(r.phase, ErrorKind::Closed, now);
+            } else {
+                self.count_error(r.phase, ErrorKind::Connect, now);
+            }
+        }
+    }
+
+    pub(super) fn count_error(&mut self, phase: Phase, kind: ErrorKind, now: u64) {
+        self.rec.counters_for(phase, now).errors.add(kind);
+    }
+
+    /// The connection failed with requests on it. A silent close of a reused connection before
+    /// any byte of the next response lets idempotent requests go once more on a new connection
+    /// (latency still from their original start); everything else ends with `kind`.
+    pub(super) fn fail(&mut self, i: usize, kind: ErrorKind, now: u64, by_server: bool) {
+        let idempotent = self.shared.template.idempotent;
+        let c = &mut self.conns[i];
+        let silent = by_server
+            && c.responses > 0
+            && c.parser.is_idle()
+            && matches!(kind, ErrorKind::Closed | ErrorKind::Reset);
+        let reqs: Vec<InFlight> = c.inflight.drain(..).collect();
+        self.retry_or_end(reqs, silent && idempotent, kind, now);
+        self.close_and_replace(i, now, by_server);
+    }
+
+    /// Requests taken off a connection that is going away: those never written go again
+    /// first (in order); written ones go again once if `may_resend`, otherwise end with `kind`.
+    pub(super) fn retry_or_end(
+        &mut self,
+        reqs: Vec<InFlight>,
+        may_resend: bool,
+        kind: ErrorKind,
+        now: u64,
+    ) {
+        let mut back = Vec::new();
+        for mut r in reqs {
+            if !r.sent_counted {
+                back.push(r);
+            } else if may_resend && !r.resent {
+                r.resent = true;
+                back.push(r);
+            } else {
+                self.count_error(r.phase, kind, now);
+            }
+        }
+        for r in back.into_iter().rev() {
+            self.requeue.push_front(r);
+        }
+    }
+
+    /// Closes the socket and, with keep-alive, opens a new one at once.
+    pub(super) fn close_and_replace(&mut self, i: usize, now: u64, by_server: bool) {
+        let phase = self.phase();
+        let c = &mut self.conns[i];
+        let had_socket = c.stream.is_some();
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        // Requests still queued behind a response that closed the connection go again.
+        let rest: Vec<InFlight> = c.inflight.drain(..).collect();
+        c.reset_socket();
+        c.state = ConnState::Closed;
+        c.ready_ns = c.ready_ns.max(now);
+        if had_socket && by_server && self.shared.keepalive {
+            self.rec.counters_for(phase, now).closed_by_server += 1;
+        }
+        let idempotent = self.shared.template.idempotent;
+        self.retry_or_end(rest, idempotent, ErrorKind::Closed, now);
+        if i >= self.active {
+            return; // a retired user's slot stays closed
+        }
+        if self.shared.keepalive {
+            if !self.is_draining() || !self.requeue.is_empty() {
+                self.connect(i, now);
+            }
+        } else {
+            self.mark_free(i);
+        }
+    }
+}
+
+/// How a failed read or write ends the requests on the connection.
+pub(super) fn error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe => ErrorKind::Reset,
+        _ => ErrorKind::Closed,
+    }
+}

@@ -1,0 +1,419 @@
+//! A worker thread: one epoll loop driving its own connections. The loop is the same for every
+//! mode; the pacer says when the next request is due. Nothing here is shared with other
+//! threads except the stop flag and the report channel (one message per second).
+
+mod failure;
+mod schedule;
+mod socket;
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use mio::unix::SourceFd;
+use mio::{Interest, Poll, Token};
+
+use super::clock::{tighten_timer_slack, TimerFd};
+use super::conn::{Conn, ConnState, InFlight, Phase};
+use super::poller::Poller;
+use super::transport::{self, ConnectState};
+use super::{Shared, STOP_ABORT, STOP_DRAIN};
+use crate::plan::pacer::share_of_indices;
+use crate::plan::{Due, Pacer};
+use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, Report, WorkerEnd};
+
+const TIMER: Token = Token(usize::MAX - 1);
+/// Token of the waker that interrupts `poll` on Ctrl-C.
+pub const WAKER: Token = Token(usize::MAX - 2);
+/// Timeouts, back-offs and the phase clock are checked this often at the least.
+const HOUSEKEEPING_NS: u64 = 10_000_000;
+/// Events taken per wait.
+const EVENTS: usize = 1024;
+/// One read buffer per thread; connections keep only an incomplete response head.
+const READ_BUF_BYTES: usize = 256 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stage {
+    Warmup,
+    Measured,
+    /// Nothing new is sent; in-flight requests finish or time out until the deadline.
+    Draining {
+        deadline_ns: u64,
+    },
+}
+
+/// One worker's state.
+pub struct Worker {
+    id: usize,
+    shared: Arc<Shared>,
+    poll: Poller,
+    conns: Vec<Conn>,
+    free: Vec<usize>,
+    /// Local address connections are bound to once the default ran out of ports.
+    source: Option<std::net::IpAddr>,
+    /// Slots `0..active` are in use (all of them unless virtual users ramp).
+    active: usize,
+    /// Users thinking (`--think-time`): (ready time, slot), oldest first.
+    thinking: VecDeque<(u64, usize)>,
+    /// Open connections with requests queued by `dispatch` and not yet written.
+    to_flush: Vec<usize>,
+    /// Requests taken from the schedule that must go (again) before any new one.
+    requeue: VecDeque<InFlight>,
+    pacer: Pacer,
+    measured_pacer: Option<Pacer>,
+    stage: Stage,
+    /// End of the send window (run-clock ns) once known.
+    window_end_ns: u64,
+    rec: Recorder,
+    timer: TimerFd,
+    read_buf: Vec<u8>,
+    next_housekeeping_ns: u64,
+    last_response_ns: u64,
+    last_send_ns: u64,
+    unsent: u64,
+}
+
+impl Worker {
+    /// Prepares worker `id` with `connections` slots and its measured-phase pacer.
+    pub fn new(
+        id: usize,
+        shared: Arc<Shared>,
+        poll: Poll,
+        connections: usize,
+        pacer: Pacer,
+        tx: std::sync::mpsc::Sender<Report>,
+    ) -> io::Result<Self> {
+        let timer = TimerFd::new()?;
+        let poll = Poller::new(poll, EVENTS);
+        poll.registry().register(
+            &mut SourceFd(&std::os::fd::AsRawFd::as_raw_fd(&timer)),
+            TIMER,
+            Interest::READABLE,
+        )?;
+        let head = shared.template.is_head();
+        let conns = (0..connections)
+            .map(|_| Conn::new(head, shared.pipeline))
+            .collect();
+        let warm = shared.t0_ns > 0;
+        let mut warm_pacer = pacer.unlimited();
+        warm_pacer.restart(0);
+        let mut measured = pacer;
+        if !warm {
+            measured.restart(0);
+        }
+        let rec = Recorder::new(id, tx, shared.t0_ns);
+        Ok(Worker {
+            id,
+            poll,
+            conns,
+            free: Vec::with_capacity(connections),
+            to_flush: Vec::new(),
+            thinking: VecDeque::new(),
+            active: 0,
+            source: None,
+            requeue: VecDeque::new(),
+            pacer: if warm { warm_pacer } else { measured.clone() },
+            measured_pacer: if warm { Some(measured) } else { None },
+            stage: if warm { Stage::Warmup } else { Stage::Measured },
+            window_end_ns: shared.end_ns.unwrap_or(u64::MAX),
+            rec,
+            timer,
+            read_buf: vec![0; READ_BUF_BYTES],
+            next_housekeeping_ns: 0,
+            last_response_ns: 0,
+            last_send_ns: 0,
+            unsent: 0,
+            shared,
+        })
+    }
+
+    /// Runs until the measured window and its drain are over (or the run is stopped).
+    pub fn run(mut self) {
+        tighten_timer_slack();
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        self.rec.send(Report::Started {
+            thread: self.id,
+            tid,
+        });
+        let now = self.shared.clock.now_ns();
+        if self.shared.ramp.is_some() {
+            self.update_users(now);
+        } else {
+            self.activate(0, self.conns.len(), now);
+        }
+        let mut events = Vec::with_capacity(EVENTS);
+        loop {
+            let now = self.shared.clock.now_ns();
+            if self.stage == Stage::Warmup
+                && now >= self.shared.t0_ns
+                && self.shared.stop.load(Ordering::Relaxed) == 0
+            {
+                self.begin_measured();
+            }
+            // Dispatch before the end-of-window check: requests due inside the window go even
+            // when the worker woke a little after it (they are late, and that is recorded).
+            self.dispatch(now);
+            if !self.advance_stage(now) {
+                break;
+            }
+            if now >= self.next_housekeeping_ns {
+                self.housekeeping(now);
+                self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
+            }
+            let timeout = self.poll_timeout(now);
+            if let Err(e) = self.poll.wait(Some(timeout), &mut events) {
+                eprintln!("volley: worker {}: epoll failed: {e}", self.id);
+                break;
+            }
+            for ev in &events {
+                match ev.token {
+                    TIMER => self.timer.clear(),
+                    WAKER => {}
+                    Token(i) => {
+                        if ev.writable {
+                            self.on_writable(i);
+                        }
+                        if ev.readable || ev.hangup {
+                            self.on_readable(i, ev.hangup);
+                        }
+                    }
+                }
+            }
+        }
+        self.finish();
+    }
+
+    /// Moves between warm-up, measured window and drain. False when the worker is done.
+    fn advance_stage(&mut self, now: u64) -> bool {
+        let stop = self.shared.stop.load(Ordering::Relaxed);
+        if stop >= STOP_ABORT {
+            if self.stage != Stage::Warmup {
+                self.window_end_ns = self.window_end_ns.min(now);
+            }
+            return false;
+        }
+        match self.stage {
+            Stage::Warmup if stop >= STOP_DRAIN => return false,
+            Stage::Warmup => {}
+            Stage::Measured => {
+                let exhausted = self.pacer.peek() == Due::Exhausted
+                    && !self.requeue.iter().any(|r| !r.sent_counted);
+                if stop >= STOP_DRAIN || now >= self.window_end_ns || exhausted {
+                    self.window_end_ns = if exhausted && now < self.window_end_ns {
+                        self.last_send_ns.max(self.shared.t0_ns)
+                    } else {
+                        self.window_end_ns.min(now)
+                    };
+                    let drain = if stop >= STOP_DRAIN {
+                        self.shared.timeout_ns.min(1_000_000_000)
+                    } else {
+                        2 * self.shared.timeout_ns + 100_000_000
+                    };
+                    self.stage = Stage::Draining {
+                        deadline_ns: now + drain,
+                    };
+                    self.drop_unwritten_requeue();
+                    if !exhausted {
+                        // The window closed (or Ctrl-C): what -n already took still goes,
+                        // anything else not yet written stays unsent.
+                        self.drop_unwritten_inflight();
+                    }
+                }
+            }
+            Stage::Draining { deadline_ns } => {
+                let deadline_ns = if stop >= STOP_DRAIN {
+                    deadline_ns.min(now + self.shared.timeout_ns.min(1_000_000_000))
+                } else {
+                    deadline_ns
+                };
+                self.stage = Stage::Draining { deadline_ns };
+                let idle =
+                    self.requeue.is_empty() && self.conns.iter().all(|c| c.inflight.is_empty());
+                if idle || now >= deadline_ns {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn begin_measured(&mut self) {
+        if let Some(mut p) = self.measured_pacer.take() {
+            p.restart(self.shared.t0_ns);
+            self.pacer = p;
+        }
+        // Warm-up requests not yet written are dropped; written ones finish and count as warm-up.
+        self.requeue.retain(|r| r.sent_counted);
+        self.stage = Stage::Measured;
+        let counts = std::mem::take(&mut self.rec.warmup);
+        if self.shared.t0_ns > 0 {
+            self.rec.send(Report::Warmup {
+                thread: self.id,
+                counts: Box::new(counts),
+            });
+        }
+    }
+
+    /// Nothing new is sent after the window: requests queued on a connection (or waiting for
+    /// it to connect) whose first byte is not written are taken back and count as unsent.
+    fn drop_unwritten_inflight(&mut self) {
+        let len = self.shared.template.bytes.len() as u64;
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            let mut dropped = 0u64;
+            while c
+                .inflight
+                .back()
+                .is_some_and(|r| !r.sent_counted && r.stream_pos >= c.write_pos)
+            {
+                let r = c.inflight.pop_back().expect("checked above");
+                c.write_end -= len;
+                if r.phase == Phase::Measured {
+                    dropped += 1;
+                }
+            }
+            self.unsent += dropped;
+            let c = &self.conns[i];
+            if !self.shared.keepalive
+                && c.inflight.is_empty()
+                && matches!(c.state, ConnState::Connecting { .. })
+            {
+                // The connect was for a request that will not go now.
+                self.retire(i);
+            }
+        }
+    }
+
+    /// Requests that were taken but never written cannot go after the window: they are unsent.
+    fn drop_unwritten_requeue(&mut self) {
+        let before = self.requeue.len();
+        self.requeue.retain(|r| r.sent_counted);
+        self.unsent += (before - self.requeue.len()) as u64;
+    }
+
+    /// Nanoseconds until the loop must wake: the next phase boundary or housekeeping tick, or
+    /// (open loop) the next due time when a connection is free for it.
+    fn poll_timeout(&mut self, now: u64) -> u64 {
+        let mut wake = self.next_housekeeping_ns;
+        match self.stage {
+            Stage::Warmup => wake = wake.min(self.shared.t0_ns),
+            Stage::Measured => wake = wake.min(self.window_end_ns),
+            Stage::Draining { deadline_ns } => wake = wake.min(deadline_ns),
+        }
+        if let Some(&(ready, _)) = self.thinking.front() {
+            wake = wake.min(ready.max(now));
+        }
+        if !self.is_draining() && !self.free.is_empty() && self.requeue.is_empty() {
+            if let Due::At(t) = self.pacer.peek() {
+                if t > now && t < wake {
+                    if self.poll.is_precise() {
+                        wake = t;
+                    } else {
+                        // epoll_wait's timeout is in milliseconds: arm the timerfd instead.
+                        self.timer.arm(self.shared.clock.to_monotonic(t));
+                    }
+                }
+            }
+        }
+        wake.saturating_sub(now)
+    }
+
+    fn is_draining(&self) -> bool {
+        matches!(self.stage, Stage::Draining { .. })
+    }
+
+    fn phase(&self) -> Phase {
+        if self.stage == Stage::Warmup {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        }
+    }
+
+    /// Timeouts, connect deadlines and back-offs; also rolls the per-second interval.
+    fn housekeeping(&mut self, now: u64) {
+        if self.shared.ramp.is_some() && !self.is_draining() {
+            self.update_users(now);
+        }
+        if self.stage != Stage::Warmup {
+            self.rec.tick(now);
+        }
+        let timeout = self.shared.timeout_ns;
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            match c.state {
+                ConnState::Connecting { since_ns } if now.saturating_sub(since_ns) > timeout => {
+                    self.connect_failed(i, now, io::Error::from(io::ErrorKind::TimedOut));
+                }
+                ConnState::Backoff { until_ns } if now >= until_ns => {
+                    // After failed connects the next attempt waits for a request to carry.
+                    self.conns[i].state = ConnState::Closed;
+                    self.conns[i].ready_ns = now;
+                    self.mark_free(i);
+                }
+                ConnState::Open => {
+                    if let Some(front) = c.inflight.front() {
+                        if front.write_ns > 0 && now.saturating_sub(front.write_ns) > timeout {
+                            self.fail(i, ErrorKind::Timeout, now, false);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(mut self) {
+        let now = self.shared.clock.now_ns();
+        let mut unfinished = 0u64;
+        for c in &self.conns {
+            unfinished += c
+                .inflight
+                .iter()
+                .filter(|r| r.phase == Phase::Measured && r.sent_counted)
+                .count() as u64;
+            self.unsent += c
+                .inflight
+                .iter()
+                .filter(|r| r.phase == Phase::Measured && !r.sent_counted)
+                .count() as u64;
+        }
+        for r in &self.requeue {
+            if r.phase == Phase::Measured {
+                if r.sent_counted {
+                    unfinished += 1;
+                } else {
+                    self.unsent += 1;
+                }
+            }
+        }
+        if self.stage != Stage::Warmup && self.pacer.is_open() {
+            let end = self.window_end_ns.min(now);
+            self.unsent += self.pacer.count_due_before(end);
+        }
+        if self.stage == Stage::Warmup {
+            let counts = std::mem::take(&mut self.rec.warmup);
+            self.rec.send(Report::Warmup {
+                thread: self.id,
+                counts: Box::new(counts),
+            });
+        } else {
+            self.rec.flush();
+        }
+        let never_connected = self
+            .conns
+            .iter()
+            .filter(|c| !c.ever_connected && c.connect_failures > 0)
+            .count() as u64;
+        self.rec.send(Report::Done(Box::new(WorkerEnd {
+            thread: self.id,
+            unfinished,
+            unsent: self.unsent,
+            last_response_ns: self.last_response_ns,
+            last_send_ns: self.last_send_ns,
+            never_connected,
+        })));
+    }
+}

@@ -1,0 +1,143 @@
+//! Handing requests to connections: which slot may take one now, the schedule's due requests
+//! (and those waiting to go again) to free slots, and virtual users arriving and leaving.
+
+use super::*;
+
+impl Worker {
+    pub(super) fn mark_free(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.in_free {
+            c.in_free = true;
+            self.free.push(i);
+        }
+    }
+
+    /// Whether slot `i` can take another request now.
+    pub(super) fn can_take(&self, i: usize, now: u64) -> bool {
+        // A closed slot takes a request too: its connect then belongs to that request, so a
+        // server that refuses connections ends requests with `connect` (and `-n` terminates).
+        let c = &self.conns[i];
+        if i >= self.active || now < c.ready_ns {
+            return false; // a retired user, or one thinking
+        }
+        match c.state {
+            ConnState::Open => self.shared.keepalive && c.inflight.len() < self.shared.pipeline,
+            ConnState::Closed => c.inflight.is_empty(),
+            _ => false,
+        }
+    }
+
+    /// Hands due requests to free connections: first anything waiting to be (re)sent, then
+    /// the schedule. In the open loop a request waiting for a connection is late, and that counts.
+    pub(super) fn dispatch(&mut self, now: u64) {
+        while let Some(&(ready, i)) = self.thinking.front() {
+            if ready > now {
+                break;
+            }
+            self.thinking.pop_front();
+            if self.can_take(i, now) {
+                self.mark_free(i);
+            }
+        }
+        while let Some(&i) = self.free.last() {
+            if !self.can_take(i, now) {
+                self.free.pop();
+                self.conns[i].in_free = false;
+                continue;
+            }
+            let req = if let Some(r) = self.requeue.pop_front() {
+                if self.is_draining() && !r.sent_counted {
+                    // Taken before the window closed but never written: it is unsent.
+                    if r.phase == Phase::Measured {
+                        self.unsent += 1;
+                    }
+                    continue;
+                }
+                r
+            } else {
+                if self.is_draining() {
+                    break;
+                }
+                // Nothing due at or after the end of the send window is taken.
+                let start = match self.pacer.peek() {
+                    Due::Now if now < self.window_end_ns => now,
+                    Due::At(t) if t <= now && t < self.window_end_ns => t,
+                    _ => break,
+                };
+                self.pacer.advance();
+                InFlight::new(start, self.phase())
+            };
+            self.assign(i, req, now);
+        }
+        // One write per connection for everything just queued on it: a pipelined window
+        // refilled by a batch of responses goes out in a single syscall.
+        while let Some(i) = self.to_flush.pop() {
+            self.conns[i].flush_pending = false;
+            self.write(i, now);
+        }
+    }
+
+    pub(super) fn assign(&mut self, i: usize, mut req: InFlight, now: u64) {
+        let len = self.shared.template.bytes.len() as u64;
+        let c = &mut self.conns[i];
+        req.write_ns = 0;
+        // The pacer's own lag counts from when both the request was due and a connection was
+        // free for it: waiting for a busy server's connection is latency, not client lag.
+        req.lag_origin_ns = req.start_ns.max(c.ready_ns).min(now);
+        req.stream_pos = c.write_end;
+        c.write_end += len;
+        c.inflight.push_back(req);
+        if c.state == ConnState::Open {
+            if !c.flush_pending {
+                c.flush_pending = true;
+                self.to_flush.push(i);
+            }
+        } else {
+            self.connect(i, now);
+        }
+    }
+
+    /// Brings slots `from..to` into use: with keep-alive they connect at once.
+    pub(super) fn activate(&mut self, from: usize, to: usize, now: u64) {
+        self.active = self.active.max(to);
+        for i in from..to {
+            if self.shared.keepalive && self.conns[i].state == ConnState::Closed {
+                self.connect(i, now);
+            } else {
+                self.mark_free(i);
+            }
+        }
+    }
+
+    /// A user leaves (ramp down): its connection closes once it has nothing in flight.
+    pub(super) fn retire(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        c.reset_socket();
+        c.state = ConnState::Closed;
+    }
+
+    /// Follows the ramp: this thread's share of the users active now.
+    pub(super) fn update_users(&mut self, now: u64) {
+        let Some(ramp) = self.shared.ramp.as_ref() else {
+            return;
+        };
+        let users = ramp.users_at(now.saturating_sub(self.shared.t0_ns));
+        let target = (share_of_indices(users, self.id as u64, self.shared.threads as u64) as usize)
+            .min(self.conns.len());
+        if target > self.active {
+            self.activate(self.active, target, now);
+        } else if target < self.active {
+            let old = self.active;
+            self.active = target;
+            for i in target..old {
+                if self.conns[i].inflight.is_empty() {
+                    self.retire(i);
+                }
+            }
+        }
+        self.rec.users = target as u64;
+    }
+}

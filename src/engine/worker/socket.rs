@@ -1,0 +1,295 @@
+//! The socket side of a worker: connecting, writing the request stream, reading and parsing
+//! responses, and completing requests.
+
+use super::failure::error_kind;
+use super::*;
+
+impl Worker {
+    pub(super) fn connect(&mut self, i: usize, now: u64) {
+        let mut attempt = transport::connect(self.shared.addr, self.source);
+        // Out of ephemeral ports towards a loopback target: move on to the next source
+        // address (127.0.0.2, .3, ...), each with a port range of its own.
+        while let Err(e) = &attempt {
+            if !transport::is_port_exhaustion(e) {
+                break;
+            }
+            match transport::next_loopback_source(self.shared.addr, self.source) {
+                Some(ip) => {
+                    self.source = Some(ip);
+                    attempt = transport::connect(self.shared.addr, self.source);
+                }
+                None => break,
+            }
+        }
+        match attempt {
+            Ok(mut s) => {
+                if let Err(e) = self.poll.registry().register(
+                    &mut s,
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    self.connect_failed(i, now, e);
+                    return;
+                }
+                let c = &mut self.conns[i];
+                c.stream = Some(s);
+                c.state = ConnState::Connecting { since_ns: now };
+            }
+            Err(e) => self.connect_failed(i, now, e),
+        }
+    }
+
+    pub(super) fn on_writable(&mut self, i: usize) {
+        let now = self.shared.clock.now_ns();
+        let c = &mut self.conns[i];
+        if let ConnState::Connecting { .. } = c.state {
+            let Some(s) = c.stream.as_ref() else { return };
+            match transport::connect_state(s) {
+                ConnectState::Pending => return,
+                ConnectState::Failed(e) => {
+                    self.connect_failed(i, now, e);
+                    return;
+                }
+                ConnectState::Ready => {
+                    c.state = ConnState::Open;
+                    c.ready_ns = c.ready_ns.max(now);
+                    c.connect_failures = 0;
+                    c.ever_connected = true;
+                    let phase = self.phase();
+                    self.rec.counters_for(phase, now).connections_opened += 1;
+                    if self.shared.keepalive {
+                        self.mark_free(i);
+                    }
+                }
+            }
+        }
+        if self.conns[i].state == ConnState::Open {
+            self.write(i, now);
+        }
+    }
+
+    /// Writes as much of the queued request stream as the socket takes. All requests on a
+    /// connection are the same bytes, so the stream is the template repeated; a buffer of
+    /// `pipeline` copies lets one write carry a whole window of pipelined requests.
+    pub(super) fn write(&mut self, i: usize, now: u64) {
+        // Fields are borrowed one by one (no Arc clone: that would be an atomic per write).
+        let len = self.shared.template.bytes.len() as u64;
+        let (open_loop, keepalive) = (self.shared.open_loop, self.shared.keepalive);
+        loop {
+            let c = &mut self.conns[i];
+            if c.state != ConnState::Open || c.write_pos >= c.write_end {
+                return;
+            }
+            let Some(s) = c.stream.as_mut() else { return };
+            let off = (c.write_pos % len) as usize;
+            let avail =
+                ((c.write_end - c.write_pos) as usize).min(self.shared.stream_bytes.len() - off);
+            match s.write(&self.shared.stream_bytes[off..off + avail]) {
+                Ok(0) => {
+                    self.fail(i, ErrorKind::Closed, now, true);
+                    return;
+                }
+                Ok(n) => {
+                    c.write_pos += n as u64;
+                    let newly_sent = mark_written(c, &mut self.rec, now, open_loop, keepalive);
+                    let phase = self.phase();
+                    let counts = self.rec.counters_for(phase, now);
+                    counts.bytes_sent += n as u64;
+                    if phase == Phase::Measured {
+                        counts.sent += newly_sent;
+                        if newly_sent > 0 {
+                            self.last_send_ns = now;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.fail(i, error_kind(&e), now, true);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `hangup`: epoll saw the peer's FIN (or an error) with this event, so a short read does
+    /// not mean the socket is drained: the end of stream must still be read.
+    pub(super) fn on_readable(&mut self, i: usize, hangup: bool) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(s) = c.stream.as_mut() else { return };
+            if matches!(c.state, ConnState::Connecting { .. }) {
+                // A refused connect is reported as readable + error: let the writable path decide.
+                self.on_writable(i);
+                if !matches!(self.conns[i].state, ConnState::Open) {
+                    return;
+                }
+                continue;
+            }
+            match s.read(&mut self.read_buf) {
+                Ok(0) => {
+                    let now = self.shared.clock.now_ns();
+                    self.on_eof(i, now);
+                    return;
+                }
+                Ok(n) => {
+                    let now = self.shared.clock.now_ns();
+                    // Bytes count as they arrive (like bytes sent), so a body that never ends
+                    // is still seen in `bytes.received`.
+                    let phase = self.phase();
+                    self.rec.counters_for(phase, now).bytes_received += n as u64;
+                    if !self.on_bytes(i, n, now) {
+                        return;
+                    }
+                    if n < self.read_buf.len() && !hangup {
+                        // A short read drained the socket (edge-triggered: no more data until the
+                        // next event), saving the read() that would return EAGAIN.
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let now = self.shared.clock.now_ns();
+                    self.fail(i, error_kind(&e), now, true);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Parses `n` bytes from the read buffer. False when the connection was closed meanwhile.
+    pub(super) fn on_bytes(&mut self, i: usize, n: usize, now: u64) -> bool {
+        let mut off = 0;
+        while off < n {
+            let c = &mut self.conns[i];
+            if c.inflight.is_empty() {
+                if c.responses == 0 {
+                    // A fresh connection on which the server spoke first: replacing it at once
+                    // would loop as fast as the server accepts, so back off like a failed
+                    // connect.
+                    self.unsolicited(i, now);
+                } else {
+                    // Bytes nobody asked for on a used connection (e.g. a 408 after an idle
+                    // timeout): it is no longer trustworthy; replace it.
+                    self.close_and_replace(i, now, true);
+                }
+                return false;
+            }
+            match c.parser.feed(&self.read_buf[off..n]) {
+                Ok((used, done)) => {
+                    off += used;
+                    if let Some(resp) = done {
+                        self.response_done(i, resp.status, now);
+                        if !resp.keep_alive || !self.shared.keepalive {
+                            self.close_and_replace(i, now, !self.shared.template.asks_close);
+                            return false;
+                        }
+                        if i >= self.active && self.conns[i].inflight.is_empty() {
+                            self.retire(i);
+                            return false;
+                        }
+                        // A pipelined window is refilled once half of it is free, so refills
+                        // go out several requests per write instead of one write per response.
+                        if self.conns[i].inflight.len() <= self.shared.pipeline / 2 {
+                            self.mark_free(i);
+                        }
+                    }
+                }
+                Err(_) => {
+                    self.fail(i, ErrorKind::Protocol, now, false);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// A response ended on connection `i` (by its length, its last chunk, or the close that
+    /// delimits it): the request at the front is complete, and its user thinks before the next.
+    pub(super) fn response_done(&mut self, i: usize, status: u16, now: u64) {
+        let think_ns = self.shared.think_ns;
+        let c = &mut self.conns[i];
+        let Some(req) = c.inflight.pop_front() else {
+            return;
+        };
+        c.responses += 1;
+        c.unsolicited_streak = 0;
+        c.ready_ns = now + think_ns;
+        if think_ns > 0 {
+            // Think times are all equal, so wake-ups come in completion order.
+            self.thinking.push_back((c.ready_ns, i));
+        }
+        self.complete(req, status, now);
+    }
+
+    pub(super) fn complete(&mut self, req: InFlight, status: u16, now: u64) {
+        match req.phase {
+            Phase::Warmup => {
+                self.rec.warmup.completed += 1;
+            }
+            Phase::Measured => {
+                let latency = ns_to_us(now.saturating_sub(req.start_ns));
+                let write = if req.write_ns == 0 { now } else { req.write_ns };
+                let service = ns_to_us(now.saturating_sub(write));
+                self.rec.response(now, latency, service, status);
+                self.last_response_ns = now;
+            }
+        }
+    }
+
+    pub(super) fn on_eof(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        match c.parser.eof() {
+            Ok(Some(resp)) => {
+                // A close-delimited body ends here.
+                self.response_done(i, resp.status, now);
+                self.close_and_replace(i, now, !self.shared.template.asks_close);
+            }
+            Ok(None) => self.fail(i, ErrorKind::Closed, now, true),
+            Err(_) => self.fail(i, ErrorKind::Closed, now, true),
+        }
+    }
+}
+
+/// Marks the requests whose first byte is now written (the connection's `write_pos` moved
+/// past their start): their write time, and for those not counted yet, `sent` — returned for
+/// the measured ones, added to the warm-up's for the others — and, in the open loop, the lag.
+#[inline]
+fn mark_written(
+    c: &mut Conn,
+    rec: &mut Recorder,
+    now: u64,
+    open_loop: bool,
+    keepalive: bool,
+) -> u64 {
+    let mut newly_sent = 0;
+    for r in c.inflight.iter_mut() {
+        if r.stream_pos >= c.write_pos {
+            break;
+        }
+        if r.write_ns != 0 {
+            continue;
+        }
+        r.write_ns = now.max(1);
+        if r.sent_counted {
+            continue; // a resend: sent once already
+        }
+        r.sent_counted = true;
+        if !open_loop && keepalive {
+            // Closed loop measures from the write (docs/contract.md, "Closed loop"): a request
+            // that had to wait for its slot to reconnect does not carry the connect.
+            r.start_ns = r.write_ns;
+        }
+        match r.phase {
+            Phase::Measured => {
+                newly_sent += 1;
+                if open_loop {
+                    rec.lag(ns_to_us(now.saturating_sub(r.lag_origin_ns)));
+                }
+            }
+            Phase::Warmup => rec.warmup.sent += 1,
+        }
+    }
+    newly_sent
+}
