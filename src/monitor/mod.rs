@@ -4,6 +4,7 @@
 pub mod client;
 pub mod perf;
 pub mod procfs;
+pub mod read;
 pub mod server;
 pub mod tree;
 pub mod watch;

@@ -1,4 +1,4 @@
-//! The server monitor (DESIGN §3, `--pid`): a sampler over a process and all its descendants.
+//! The server monitor (`--pid`; docs/contract.md, "Server monitor"): a sampler over a process and all its descendants.
 //!
 //! Use: `attach(pid, ..)` before the load (a missing or unreadable pid is a usage error), then
 //! either drive the `TreeSampler` yourself (`volley monitor`) or hand it to `ServerMonitor`,
@@ -8,7 +8,6 @@
 //! (per interval when that is longer): averages of CPU, maxima of memory, threads and
 //! descriptors, so memory follows the run's length in seconds like the latency time series.
 
-use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::sync::mpsc;
@@ -17,9 +16,8 @@ use std::time::{Duration, Instant};
 
 use super::perf::{self, SyscallCounters, SyscallReading};
 use super::procfs::{self, CtxSwitches};
-use super::tree::{
-    Accountant, Cumulative, Point, ProcKey, ProcReading, Snapshot, TaskReading, WindowTotals,
-};
+use super::read::{read_tree, Units};
+use super::tree::{Accountant, Point, ProcKey, Snapshot, WindowTotals};
 use crate::result::{PerRequest, ServerInfo, ServerSample, SyscallCount};
 
 /// Why a pid cannot be monitored (exit code 2: found before the load starts).
@@ -60,31 +58,6 @@ pub enum MonitorError {
 /// Final partial series buckets shorter than this are dropped: CPU times come in 10 ms ticks,
 /// so a shorter bucket's percentages would be mostly rounding.
 const MIN_PARTIAL_BUCKET_S: f64 = 0.25;
-
-/// Kernel constants the readings are converted with.
-#[derive(Debug, Clone, Copy)]
-struct Units {
-    ticks_per_s: f64,
-    page_bytes: u64,
-    /// /proc/PID/task/TID/children exists (CONFIG_PROC_CHILDREN); otherwise all of /proc is
-    /// scanned for parents.
-    children_files: bool,
-}
-
-impl Units {
-    fn detect() -> Self {
-        // SAFETY: sysconf has no preconditions.
-        let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        // SAFETY: as above.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let me = std::process::id();
-        Units {
-            ticks_per_s: if tck > 0 { tck as f64 } else { 100.0 },
-            page_bytes: if page > 0 { page as u64 } else { 4096 },
-            children_files: fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok(),
-        }
-    }
-}
 
 /// One closed bucket of the series plus the rates `volley monitor` prints.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,128 +200,6 @@ pub fn perf_fd_budget(connections: u64) -> usize {
     lim.rlim_cur
         .saturating_sub(reserved)
         .min(perf::DEFAULT_FD_BUDGET as u64) as usize
-}
-
-fn count_fds(pid: i32) -> Option<u64> {
-    let dir = format!("/proc/{pid}/fd");
-    // Since Linux 6.2 the size of /proc/PID/fd is the number of open descriptors.
-    let size = fs::metadata(&dir).ok()?.len();
-    if size > 0 {
-        return Some(size);
-    }
-    Some(fs::read_dir(&dir).ok()?.count() as u64)
-}
-
-/// Reads one process (and the pids of its children) or `None` when it is gone, or when its pid
-/// now belongs to a process that started at another time than `expect_start`.
-fn read_process(
-    pid: i32,
-    expect_start: Option<u64>,
-    units: Units,
-    with_fds: bool,
-    children: &mut Vec<i32>,
-) -> Option<ProcReading> {
-    let stat = procfs::parse_pid_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
-    if expect_start.is_some_and(|s| s != stat.starttime_ticks) {
-        return None;
-    }
-    let io = fs::read_to_string(format!("/proc/{pid}/io"))
-        .map(|t| procfs::parse_io(&t))
-        .unwrap_or_default();
-    let mut tasks = Vec::new();
-    if let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) {
-        for e in dir.flatten() {
-            let Some(tid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
-                continue;
-            };
-            let ctx = fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
-                .ok()
-                .and_then(|t| procfs::parse_status_ctx(&t));
-            tasks.push(TaskReading { tid, ctx });
-            if units.children_files {
-                if let Ok(t) = fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")) {
-                    children.extend(procfs::parse_children(&t));
-                }
-            }
-        }
-    }
-    let exited = stat.exited();
-    Some(ProcReading {
-        key: ProcKey {
-            pid,
-            starttime_ticks: stat.starttime_ticks,
-        },
-        ppid: stat.ppid,
-        exited,
-        cumulative: Cumulative {
-            user_ticks: stat.utime_ticks + stat.cutime_ticks,
-            sys_ticks: stat.stime_ticks + stat.cstime_ticks,
-            io,
-        },
-        rss_bytes: stat.rss_pages * units.page_bytes,
-        threads: if exited { 0 } else { stat.threads },
-        fds: if with_fds && !exited {
-            count_fds(pid)
-        } else {
-            None
-        },
-        tasks,
-    })
-}
-
-/// Reads the processes in `known` that still exist and all their descendants.
-fn read_tree(known: &[ProcKey], units: Units, with_fds: bool) -> Snapshot {
-    let mut queue: Vec<(i32, Option<u64>)> = known
-        .iter()
-        .rev()
-        .map(|k| (k.pid, Some(k.starttime_ticks)))
-        .collect();
-    let mut seen = HashSet::new();
-    let mut procs = Vec::new();
-    let mut children = Vec::new();
-    loop {
-        while let Some((pid, start)) = queue.pop() {
-            if !seen.insert(pid) {
-                continue;
-            }
-            children.clear();
-            if let Some(r) = read_process(pid, start, units, with_fds, &mut children) {
-                procs.push(r);
-                queue.extend(
-                    children
-                        .iter()
-                        .filter(|c| !seen.contains(*c))
-                        .map(|c| (*c, None)),
-                );
-            }
-        }
-        if units.children_files {
-            break;
-        }
-        // No children files: find processes whose parent is in the tree, until none is new.
-        let parents: HashSet<i32> = procs.iter().map(|r| r.key.pid).collect();
-        if let Ok(dir) = fs::read_dir("/proc") {
-            for e in dir.flatten() {
-                let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                    continue;
-                };
-                if seen.contains(&pid) {
-                    continue;
-                }
-                let ppid = fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .ok()
-                    .and_then(|t| procfs::parse_pid_stat(&t))
-                    .map(|s| s.ppid);
-                if ppid.is_some_and(|p| parents.contains(&p)) {
-                    queue.push((pid, None));
-                }
-            }
-        }
-        if queue.is_empty() {
-            break;
-        }
-    }
-    Snapshot { procs }
 }
 
 fn round(v: f64, digits: i32) -> f64 {
@@ -507,78 +358,19 @@ impl TreeSampler {
     /// Reads the window's last edge (`now`) and summarizes the window; per-request figures
     /// divide by `completed` (null when it is 0).
     pub fn finish(mut self, now: Instant, completed: u64) -> ServerInfo {
-        if self.acct.is_none() {
-            self.baseline(now);
-        }
-        let t0 = self.t0.expect("baseline taken");
-        let t_s = (now - t0).as_secs_f64();
-        if !self.tree_gone {
-            let (snap, t_s) = self.snapshot(now, true);
-            let point = self.acct.as_mut().expect("baseline").update(&snap, t_s);
-            if let Some(b) = self.bucket.as_mut() {
-                if point.processes > 0 {
-                    b.rss_bytes = b.rss_bytes.max(point.rss_bytes);
-                    b.threads = b.threads.max(point.threads);
-                    b.fds = point.fds.or(b.fds);
-                    b.readings += 1;
-                }
-            }
-            let partial = self
-                .bucket
-                .as_ref()
-                .map(|b| (now - b.start).as_secs_f64())
-                .unwrap_or(0.0);
-            if partial >= MIN_PARTIAL_BUCKET_S || self.samples.is_empty() && partial > 0.0 {
-                self.close_bucket(now, t_s);
-            }
-        }
+        let t_s = self.read_last_edge(now);
         let end = self.read_syscalls(true);
+        let (syscalls, syscalls_top) = self.syscalls_in_window(end.as_ref());
         let acct = self.acct.as_ref().expect("baseline");
         let totals = acct.totals();
         let max = acct.max();
         let (pids, _) = acct.pids();
+        let notes = exit_notes(acct, self.root.pid);
         let tps = self.units.ticks_per_s;
         let cpu_user_s = totals.user_ticks as f64 / tps;
         let cpu_sys_s = totals.sys_ticks as f64 / tps;
-        let (syscalls, syscalls_top) = match (&self.perf, &self.perf_base, &end) {
-            (Ok(c), Some(a), Some(b)) => {
-                let mut top: Vec<SyscallCount> = c
-                    .names()
-                    .iter()
-                    .zip(a.by_name.iter().zip(&b.by_name))
-                    .map(|(n, (x, y))| SyscallCount {
-                        name: n.to_string(),
-                        count: y.saturating_sub(*x),
-                    })
-                    .filter(|s| s.count > 0)
-                    .collect();
-                top.sort_by(|x, y| y.count.cmp(&x.count).then(x.name.cmp(&y.name)));
-                top.truncate(10);
-                (Some(b.total.saturating_sub(a.total)), top)
-            }
-            _ => (None, Vec::new()),
-        };
         let per = |v: f64| (completed > 0).then(|| round(v / completed as f64, 3));
         let ctx_total = totals.ctx.voluntary + totals.ctx.involuntary;
-        let mut notes = Vec::new();
-        let (exits, exits_total) = acct.exits();
-        for e in exits {
-            if e.pid == self.root.pid {
-                notes.push(format!(
-                    "pid {} (the monitored process) exited at {:.2} s; the series ends there",
-                    e.pid, e.t_s
-                ));
-            } else {
-                notes.push(format!("pid {} exited at {:.2} s", e.pid, e.t_s));
-            }
-        }
-        if exits_total > exits.len() as u64 {
-            notes.push(format!(
-                "{} more processes exited",
-                exits_total - exits.len() as u64
-            ));
-        }
-        let syscalls_unavailable_reason = self.perf.as_ref().err().cloned();
         let info = ServerInfo {
             pids,
             cpu_user_s: round(cpu_user_s, 3),
@@ -589,7 +381,7 @@ impl TreeSampler {
             ctx_switches_voluntary: totals.ctx.voluntary,
             ctx_switches_involuntary: totals.ctx.involuntary,
             syscalls,
-            syscalls_unavailable_reason,
+            syscalls_unavailable_reason: self.perf.as_ref().err().cloned(),
             syscalls_top,
             io_calls_read: totals.io.calls_read,
             io_calls_write: totals.io.calls_write,
@@ -612,6 +404,81 @@ impl TreeSampler {
         drop(std::mem::replace(&mut self.perf, Err(String::new())));
         info
     }
+
+    /// Reads the tree once more at `now` (unless it is gone) into the last, partial bucket,
+    /// which is kept when long enough to mean something. Returns the window's length, seconds.
+    fn read_last_edge(&mut self, now: Instant) -> f64 {
+        if self.acct.is_none() {
+            self.baseline(now);
+        }
+        let t0 = self.t0.expect("baseline taken");
+        let t_s = (now - t0).as_secs_f64();
+        if self.tree_gone {
+            return t_s;
+        }
+        let (snap, t_s) = self.snapshot(now, true);
+        let point = self.acct.as_mut().expect("baseline").update(&snap, t_s);
+        if let Some(b) = self.bucket.as_mut() {
+            if point.processes > 0 {
+                b.rss_bytes = b.rss_bytes.max(point.rss_bytes);
+                b.threads = b.threads.max(point.threads);
+                b.fds = point.fds.or(b.fds);
+                b.readings += 1;
+            }
+        }
+        let partial = self
+            .bucket
+            .as_ref()
+            .map(|b| (now - b.start).as_secs_f64())
+            .unwrap_or(0.0);
+        if partial >= MIN_PARTIAL_BUCKET_S || self.samples.is_empty() && partial > 0.0 {
+            self.close_bucket(now, t_s);
+        }
+        (now - t0).as_secs_f64()
+    }
+
+    /// Syscalls between the window's edges, and the ten most frequent of those counted by name.
+    fn syscalls_in_window(&self, end: Option<&SyscallReading>) -> (Option<u64>, Vec<SyscallCount>) {
+        let (Ok(c), Some(a), Some(b)) = (&self.perf, &self.perf_base, end) else {
+            return (None, Vec::new());
+        };
+        let mut top: Vec<SyscallCount> = c
+            .names()
+            .iter()
+            .zip(a.by_name.iter().zip(&b.by_name))
+            .map(|(n, (x, y))| SyscallCount {
+                name: n.to_string(),
+                count: y.saturating_sub(*x),
+            })
+            .filter(|s| s.count > 0)
+            .collect();
+        top.sort_by(|x, y| y.count.cmp(&x.count).then(x.name.cmp(&y.name)));
+        top.truncate(10);
+        (Some(b.total.saturating_sub(a.total)), top)
+    }
+}
+
+/// The processes of the tree that exited in the window, in words (the first few by pid).
+fn exit_notes(acct: &Accountant, root_pid: i32) -> Vec<String> {
+    let mut notes = Vec::new();
+    let (exits, exits_total) = acct.exits();
+    for e in exits {
+        if e.pid == root_pid {
+            notes.push(format!(
+                "pid {} (the monitored process) exited at {:.2} s; the series ends there",
+                e.pid, e.t_s
+            ));
+        } else {
+            notes.push(format!("pid {} exited at {:.2} s", e.pid, e.t_s));
+        }
+    }
+    if exits_total > exits.len() as u64 {
+        notes.push(format!(
+            "{} more processes exited",
+            exits_total - exits.len() as u64
+        ));
+    }
+    notes
 }
 
 enum Control {

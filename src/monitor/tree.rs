@@ -211,61 +211,90 @@ impl Accountant {
         };
         let mut seen_threads = std::collections::HashSet::new();
         for r in &snap.procs {
-            let now = r.cumulative.to_array();
-            if !self.procs.contains_key(&r.key) {
-                if self.pids.len() < MAX_PIDS_LISTED {
-                    self.pids.insert(r.key.pid);
-                } else if !self.pids.contains(&r.key.pid) {
-                    self.pids_dropped += 1;
-                }
-            }
-            let track = self.procs.entry(r.key).or_insert(Track {
-                first: if baseline { now } else { [0; 6] },
-                last: now,
-                ppid: r.ppid,
-                exited: false,
-            });
-            // Counters never go back; a smaller value is a read race, keep the larger one.
-            for (l, n) in track.last.iter_mut().zip(now) {
-                *l = (*l).max(n);
-            }
-            track.ppid = r.ppid;
-            let newly_exited = r.exited && !track.exited;
-            track.exited |= r.exited;
-            if newly_exited {
-                self.note_exit(r.key.pid, t_s);
-            }
-            if !r.exited {
-                point.processes += 1;
-                point.threads += r.threads;
-                point.rss_bytes += r.rss_bytes;
-                point.fds = match (point.fds, r.fds) {
-                    (Some(a), Some(b)) => Some(a + b),
-                    _ => None,
-                };
-            }
-            for t in &r.tasks {
-                let Some(ctx) = t.ctx else { continue };
-                let key = (r.key, t.tid);
-                seen_threads.insert(key);
-                let tt = self.threads.entry(key).or_insert(ThreadTrack {
-                    first: if baseline {
-                        ctx
-                    } else {
-                        CtxSwitches::default()
-                    },
-                    last: ctx,
-                });
-                tt.last = CtxSwitches {
-                    voluntary: tt.last.voluntary.max(ctx.voluntary),
-                    involuntary: tt.last.involuntary.max(ctx.involuntary),
-                };
-            }
+            self.track_process(r, t_s, baseline, &mut point);
+            self.track_threads(r, baseline, &mut seen_threads);
         }
         if snap.procs.is_empty() {
             point.fds = None;
         }
-        // Processes gone since the last snapshot.
+        self.retire_gone_processes(snap, t_s);
+        self.retire_gone_threads(&seen_threads);
+        self.max.processes = self.max.processes.max(point.processes);
+        self.max.threads = self.max.threads.max(point.threads);
+        self.max.rss_bytes = self.max.rss_bytes.max(point.rss_bytes);
+        self.max.fds = match (self.max.fds, point.fds) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        point
+    }
+
+    /// One process of a snapshot: its counters (from 0 when it was born in the window), its
+    /// exit, and what it adds to the point's gauges while alive.
+    fn track_process(&mut self, r: &ProcReading, t_s: f64, baseline: bool, point: &mut Point) {
+        let now = r.cumulative.to_array();
+        if !self.procs.contains_key(&r.key) {
+            if self.pids.len() < MAX_PIDS_LISTED {
+                self.pids.insert(r.key.pid);
+            } else if !self.pids.contains(&r.key.pid) {
+                self.pids_dropped += 1;
+            }
+        }
+        let track = self.procs.entry(r.key).or_insert(Track {
+            first: if baseline { now } else { [0; 6] },
+            last: now,
+            ppid: r.ppid,
+            exited: false,
+        });
+        // Counters never go back; a smaller value is a read race, keep the larger one.
+        for (l, n) in track.last.iter_mut().zip(now) {
+            *l = (*l).max(n);
+        }
+        track.ppid = r.ppid;
+        let newly_exited = r.exited && !track.exited;
+        track.exited |= r.exited;
+        if newly_exited {
+            self.note_exit(r.key.pid, t_s);
+        }
+        if !r.exited {
+            point.processes += 1;
+            point.threads += r.threads;
+            point.rss_bytes += r.rss_bytes;
+            point.fds = match (point.fds, r.fds) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+        }
+    }
+
+    /// The context switches of every thread of a process (from 0 for threads born in the window).
+    fn track_threads(
+        &mut self,
+        r: &ProcReading,
+        baseline: bool,
+        seen: &mut std::collections::HashSet<(ProcKey, i32)>,
+    ) {
+        for t in &r.tasks {
+            let Some(ctx) = t.ctx else { continue };
+            let key = (r.key, t.tid);
+            seen.insert(key);
+            let tt = self.threads.entry(key).or_insert(ThreadTrack {
+                first: if baseline {
+                    ctx
+                } else {
+                    CtxSwitches::default()
+                },
+                last: ctx,
+            });
+            tt.last = CtxSwitches {
+                voluntary: tt.last.voluntary.max(ctx.voluntary),
+                involuntary: tt.last.involuntary.max(ctx.involuntary),
+            };
+        }
+    }
+
+    /// Processes gone since the last snapshot: what they used moves into the retired totals.
+    fn retire_gone_processes(&mut self, snap: &Snapshot, t_s: f64) {
         let present: HashMap<i32, bool> =
             snap.procs.iter().map(|r| (r.key.pid, r.exited)).collect();
         let current: BTreeSet<ProcKey> = snap.procs.iter().map(|r| r.key).collect();
@@ -291,11 +320,14 @@ impl Accountant {
                 self.note_exit(k.pid, t_s);
             }
         }
-        // Threads gone since the last snapshot.
+    }
+
+    /// Threads gone since the last snapshot: their switches move into the retired totals.
+    fn retire_gone_threads(&mut self, seen: &std::collections::HashSet<(ProcKey, i32)>) {
         let gone: Vec<(ProcKey, i32)> = self
             .threads
             .keys()
-            .filter(|k| !seen_threads.contains(*k))
+            .filter(|k| !seen.contains(*k))
             .copied()
             .collect();
         for k in gone {
@@ -304,14 +336,6 @@ impl Accountant {
             self.retired_ctx.voluntary += d.voluntary;
             self.retired_ctx.involuntary += d.involuntary;
         }
-        self.max.processes = self.max.processes.max(point.processes);
-        self.max.threads = self.max.threads.max(point.threads);
-        self.max.rss_bytes = self.max.rss_bytes.max(point.rss_bytes);
-        self.max.fds = match (self.max.fds, point.fds) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        point
     }
 
     /// Totals since the baseline.
