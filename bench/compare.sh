@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/compare.sh: volley against wrk, oha and h2load on one pinned nginx worker (loopback).
 #
-# One session, one nginx (one worker, `return 200 '.'`, DESIGN §4 config)
+# One session, one nginx (one worker, `return 200 '.'`, the reference config of servers/nginx/)
 # pinned to SERVER_CPU, every client pinned to CLIENT_CPU, and these tables,
 # each rewritten between its own markers in BENCHMARKS.md:
 #

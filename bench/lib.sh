@@ -75,7 +75,7 @@ build_volley() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # Writes DIR/nginx.conf: one worker answering `return 200 '.'` on 127.0.0.1:PORT, with the
-# settings of DESIGN §4 (worker_connections 16384, worker_rlimit_nofile 20000,
+# settings of the reference server contract (servers/README.md) (worker_connections 16384, worker_rlimit_nofile 20000,
 # keepalive_requests 1000000); EXTRA_EVENTS goes into the events block (e.g. "multi_accept on;").
 write_nginx_conf() {
     local dir=$1 port=$2 extra_events=${3:-}

@@ -2,7 +2,7 @@
 # bench/scale.sh: 10,000 virtual users on one small box, and memory over time.
 #
 # MODE=users   volley run URL --users 10000 --spawn-rate 100 -d 150s against one
-#              nginx worker (DESIGN §4 config) on loopback; nginx pinned to
+#              nginx worker (the reference config of servers/nginx/) on loopback; nginx pinned to
 #              SERVER_CPU, volley to CLIENT_CPU. Checks, from the RunResult JSON,
 #              /proc and ss: the time series reaches 10,000 users,
 #              connections.opened = 10,000, 10,000 client sockets ESTABLISHED and
@@ -24,7 +24,7 @@
 #   SCALE_SECTION=scale the BENCHMARKS.md section the users run rewrites
 #   USERS_FLAGS="..."   extra volley flags for the users run, e.g. "--timeout 10s"
 #   NGINX_EVENTS="..."  extra nginx events{} directives, e.g. "multi_accept on;" (default none:
-#                       the DESIGN §4 config, the same as bench/compare.sh)
+#                       the reference config of servers/nginx/, the same as bench/compare.sh)
 #   MEM_RATE=20000  MEM_CONNECTIONS=50  MEM_DURATION=60s
 #   CLIENT_CPU=0  SERVER_CPU=1  PORT=<free port>  VOLLEY=<path>  OUT_DIR=<dir>
 #   VOLLEY_REV=<git rev>  build that commit (git archive into TOOLS_DIR=target/bench-tools)

@@ -1,9 +1,11 @@
 //! volley: an HTTP load generator and server-benchmarking toolkit.
 //!
-//! The pipeline (DESIGN §1): `config` validates flags, `plan` splits the load over threads,
-//! `engine` drives the connections, `stats` aggregates histograms, `result` is the versioned
-//! artifact and `report` renders it. `serve` is the built-in reference server; `monitor`
-//! watches volley itself, the machine and (`--pid`) the server's process tree.
+//! The pipeline: `config` checks flags and suite files into a load spec (`plan`), the
+//! `engine` drives the connections and aggregates per-thread histograms (`stats`), `measure`
+//! assembles the versioned artifact (`result`) with the server `monitor`'s figures, and
+//! `report` renders it; `harness`, `compare`, `merge` and `serve` orchestrate and analyse, and
+//! `cmd` is the command line. Imports point down that list only (docs/architecture.md has the
+//! map; `tests/architecture.rs` enforces it); docs/contract.md is what users may rely on.
 
 // `eprintln!`/`eprint!` for every module below, shadowing std's: those panic when stderr
 // cannot be written (`2>/dev/full`, a closed pipe), and a benchmark must not crash over a

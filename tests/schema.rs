@@ -1,4 +1,4 @@
-//! Real `volley run --json -` output checked against `schema/run.schema.json` (DESIGN §4:
+//! Real `volley run --json -` output checked against `schema/run.schema.json` (docs/contract.md:
 //! "A JSON Schema for it lives in the repo and a test checks real output against it"), plus the
 //! counter invariant and the lossless histogram encoding.
 
@@ -97,7 +97,7 @@ fn u(doc: &Value, ptr: &str) -> u64 {
 fn check_real_output(doc: &Value, what: &str) {
     assert_valid(doc, what);
 
-    // DESIGN §4 / result.rs: sent = completed + (errors - errors.connect) + unfinished.
+    // docs/contract.md, "Counters": sent = completed + (errors - errors.connect) + unfinished.
     let sent = u(doc, "/requests/sent");
     let completed = u(doc, "/requests/completed");
     let errors_total = u(doc, "/requests/errors");

@@ -21,7 +21,7 @@ pub enum ResolveError {
     },
 }
 
-/// Resolves `host:port` once (DESIGN §3: the name is looked up a single time).
+/// Resolves `host:port` once (the name is looked up a single time; docs/contract.md, "HTTP/1.1").
 pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, ResolveError> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()

@@ -1,5 +1,5 @@
 //! The client self-check: volley watches its own CPU once a second, so a run can say when the
-//! numbers describe the load generator rather than the server (DESIGN §3 "Client saturation"),
+//! numbers describe the load generator rather than the server (docs/contract.md, "Time series, histograms, client check"),
 //! and the machine's CPU split from /proc/stat.
 
 use super::procfs::{self, CpuTimes};
@@ -179,7 +179,7 @@ pub fn machine_sample(a: &CpuTimes, b: &CpuTimes, t_s: f64) -> MachineSample {
     }
 }
 
-/// DESIGN §3: a sample is saturated when volley used ≥ 90% of its capacity or one worker used
+/// The client check: a sample is saturated when volley used ≥ 90% of its capacity or one worker used
 /// ≥ 95% of a core; the client is saturated when more than half of the samples are.
 /// Returns (fraction of saturated samples, saturated by CPU).
 pub fn saturation(samples: &[ClientSample], capacity_cores: f64) -> (f64, bool) {

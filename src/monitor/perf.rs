@@ -1,4 +1,4 @@
-//! Syscall counting with perf tracepoints (DESIGN §3): one `raw_syscalls:sys_enter` counter per
+//! Syscall counting with perf tracepoints (docs/contract.md, "Server monitor"): one `raw_syscalls:sys_enter` counter per
 //! thread of the server's process tree, opened with `inherit` so threads and processes created
 //! later are counted into their creator's counter, plus per-name counters on
 //! `syscalls:sys_enter_<name>` for the top list. This is `strace -c` without ptrace: the kernel

@@ -1,7 +1,7 @@
 //! Window accounting over a process tree, pure: snapshots of the tree go in, totals since the
 //! window's start come out. Reading /proc is the sampler's job (`server.rs`).
 //!
-//! The rules (DESIGN §3 "Server monitor"):
+//! The rules (docs/contract.md, "Server monitor"):
 //! - CPU and I/O: each process's counters (`utime + cutime`, `stime + cstime`, /proc/PID/io)
 //!   only grow while it lives. A process present at the baseline counts from its baseline
 //!   value, one born later from 0. When a child is reaped, the kernel adds its lifetime totals

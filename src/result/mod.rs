@@ -293,7 +293,7 @@ pub struct Machine {
     pub samples: Vec<MachineSample>,
 }
 
-/// The monitored server's process tree over the measured window (DESIGN §3 "Server monitor").
+/// The monitored server's process tree over the measured window (docs/contract.md, "Server monitor").
 /// CPU, context switches, syscalls and I/O are deltas between the window's edges (t0 and
 /// the end); memory and threads are maxima of the 10 Hz samples.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

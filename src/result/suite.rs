@@ -10,7 +10,7 @@ use super::{BuildStatus, CellStatus, Mode, ReadError, RunResult, SuiteState};
 /// Schema identifier of `SuiteIndex`.
 pub const SUITE_SCHEMA: &str = "volley.suite/1";
 
-/// `suite.json`: the index of a suite's results folder, rewritten after every cell (DESIGN §4).
+/// `suite.json`: the index of a suite's results folder, rewritten after every cell (docs/contract.md, "Suites").
 /// Each finished cell's RunResult is a file of its own, named by `rows[].path`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteIndex {

@@ -1,4 +1,4 @@
-//! `volley serve`: the reference server contract (DESIGN §4) built in, so volley can be tried
+//! `volley serve`: the reference server contract (servers/README.md) built in, so volley can be tried
 //! with nothing else installed and tests have a target. One thread per connection with
 //! blocking I/O: simple, and enough for a demo target (use nginx or a reference server for
 //! serious comparisons).

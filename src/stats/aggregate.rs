@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::histogram::{new_hist, Hist};
 use super::recorder::{Counters, Interval};
 
-/// One second of the time series (DESIGN §4 `timeseries`).
+/// One second of the time series (`timeseries`; docs/contract.md, "Time series, histograms, client check").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimePoint {
     /// Seconds from t0 at the bucket's start.

@@ -1,5 +1,5 @@
 //! HDR histogram helpers: one shape for every latency histogram (µs, 3 significant digits),
-//! the percentile summary of DESIGN §4, and the lossless V2-compressed base64 encoding.
+//! the percentile summary of a RunResult (docs/contract.md, "RunResult keys"), and the lossless V2-compressed base64 encoding.
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};

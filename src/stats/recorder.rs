@@ -6,7 +6,7 @@ use std::sync::mpsc::Sender;
 
 use super::histogram::{new_hist, Hist};
 
-/// Error kinds of DESIGN §3.
+/// Error kinds (docs/contract.md, "Counters").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The TCP connection could not be opened (the request was never sent).

@@ -225,7 +225,7 @@ pub fn volley_json(args: &[&str], limit: Duration) -> (i32, serde_json::Value, S
     (out.status.code().unwrap_or(-1), json, stderr)
 }
 
-/// Checks DESIGN §3's counter invariant: sent = completed + (errors − errors.connect) + unfinished.
+/// Checks the counter invariant (docs/contract.md, "Counters"): sent = completed + (errors − errors.connect) + unfinished.
 pub fn assert_invariant(j: &serde_json::Value) {
     let r = &j["requests"];
     let g = |v: &serde_json::Value| v.as_u64().unwrap();
