@@ -36,6 +36,9 @@
 #   VOLLEY=<path>       use this binary instead of building target/release/volley
 #   VOLLEY_REV=<rev>    build this commit (git archive into TOOLS_DIR, own target dir)
 #                       instead of the work tree, e.g. VOLLEY_REV=HEAD while src/ is mid-edit
+#   BASELINE_REV=<rev>  also measure volley built from this commit in the keep-alive table,
+#                       interleaved with the others (row "volley@<rev>"), and report this
+#                       build's requests per CPU-second divided by the baseline's
 #   OHA=<path>          use this oha instead of target/bench-tools/bin/oha (cargo install'ed)
 #   TOOLS_DIR=<dir>     where `cargo install --root` puts oha (default target/bench-tools)
 #   OUT_DIR=<dir>       raw outputs (default target/bench-compare/<UTC time>)
@@ -174,6 +177,13 @@ taskset -c "$SERVER_CPU" true 2>/dev/null || die 2 "cannot pin to SERVER_CPU=$SE
 [[ $CLIENT_CPU != "$SERVER_CPU" ]] || die 2 "CLIENT_CPU and SERVER_CPU must differ"
 
 build_volley
+BASELINE_NAME=
+BASELINE_VERSION=
+if [[ -n ${BASELINE_REV:-} ]]; then
+    BASELINE=$(build_rev "$BASELINE_REV" baseline) || exit 2
+    BASELINE_NAME="volley@$(git -C "$ROOT" rev-parse --short "$BASELINE_REV")"
+    BASELINE_VERSION="$("$BASELINE" --version) (built from git ${BASELINE_NAME#volley@})"
+fi
 WRK_VERSION=$( (wrk -v 2>&1 || true) | head -n1 | sed 's/ *Copyright.*//')
 H2LOAD_VERSION=$(h2load --version 2>&1 | head -n1)
 OHA_VERSION=$([[ -n $OHA ]] && "$OHA" --version 2>&1 | head -n1 || echo "oha: not installed")
@@ -186,6 +196,10 @@ TMP=$(mktemp -d -t volley-compare.XXXXXX)
 # Run private copies, so a rebuild of target/release/volley during the runs
 # cannot mix two binaries in one comparison.
 cp "$VOLLEY" "$TMP/volley"
+if [[ -n $BASELINE_NAME ]]; then
+    cp "$BASELINE" "$TMP/volley-baseline"
+    BASELINE=$TMP/volley-baseline
+fi
 VOLLEY_SRC=$VOLLEY
 VOLLEY=$TMP/volley
 NGINX_PID=
@@ -247,6 +261,7 @@ cell_cmd() {
     case $cell in
     ka-wrk) CMD=(wrk -t1 "-c$c" "-d$dur" --latency "$URL") ;;
     ka-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" -d "$dur" --quiet --json "$base.json") ;;
+    ka-baseline) CMD=("$BASELINE" run "$URL" -t 1 -c "$c" -d "$dur" --quiet --json "$base.json") ;;
     ka-oha) CMD=("$OHA" -z "$dur" -c "$c" "${OHA_FLAGS[@]}" "$URL") ;;
     ka-h2load) CMD=(h2load --h1 -c "$c" -t 1 -D "$dur_s" "$URL") ;;
     pipe-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --pipeline "$PIPELINE" -d "$dur" --quiet --json "$base.json") ;;
@@ -261,6 +276,7 @@ cell_cmd() {
 
 GROUP_keepalive=(ka-wrk ka-volley ka-oha ka-h2load)
 [[ -n $OHA ]] || GROUP_keepalive=(ka-wrk ka-volley ka-h2load)
+[[ -z $BASELINE_NAME ]] || GROUP_keepalive+=(ka-baseline)
 GROUP_pipeline=(pipe-volley pipe-h2load)
 GROUP_close=(close-wrk close-volley)
 GROUP_openloop=(open-fast open-slow)
@@ -401,13 +417,13 @@ TW_MAX=$(sysctl -n net.ipv4.tcp_max_tw_buckets 2>/dev/null || true)
 export CMD_NGINX CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE WRK_VERSION NGINX_VERSION VOLLEY_VERSION \
     H2LOAD_VERSION OHA_VERSION OHA_NOTE STRACE_VERSION PERF_VERSION PERF_OK PORT_RANGE TW_REUSE TW_MAX \
     REPS DURATION SYSCALL_DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX TABLES \
-    PIPELINE OPEN_RATE SLOW_RATE
+    PIPELINE OPEN_RATE SLOW_RATE BASELINE_NAME BASELINE_VERSION
 python3 - "$OUT_DIR/meta.json" <<'EOF'
 import json, os, sys
 keys = ("CMD_NGINX CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE WRK_VERSION NGINX_VERSION VOLLEY_VERSION "
         "H2LOAD_VERSION OHA_VERSION OHA_NOTE STRACE_VERSION PERF_VERSION PERF_OK PORT_RANGE TW_REUSE TW_MAX "
         "REPS DURATION SYSCALL_DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX TABLES "
-        "PIPELINE OPEN_RATE SLOW_RATE").split()
+        "PIPELINE OPEN_RATE SLOW_RATE BASELINE_NAME BASELINE_VERSION").split()
 json.dump({k: os.environ[k] for k in keys}, open(sys.argv[1], "w"), indent=2)
 EOF
 report

@@ -148,6 +148,8 @@ PARSE = dict(wrk=parse_wrk, volley=parse_volley, h2load=parse_h2load, oha=parse_
 
 
 def tool_of(cell):
+    if cell == "ka-baseline":
+        return E.get("BASELINE_NAME") or "volley baseline"
     return {"open-fast": "volley", "open-slow": "volley"}.get(cell, cell.split("-", 1)[1])
 
 
@@ -175,7 +177,7 @@ RUNS = []
 for seq, rep, cell, attempts in ORDER:
     base = os.path.join(out_dir, f"{cell}-rep{rep}")
     tool = tool_of(cell)
-    r = PARSE[tool](base)
+    r = PARSE["volley" if cell == "ka-baseline" else tool](base)
     u, s, e, rss = read_time(base)
     if r["requests"] <= 0:
         fail(f"{cell} rep {rep}: no requests completed")
@@ -282,7 +284,7 @@ SECTIONS = {}
 SUMMARY = {}
 
 if "keepalive" in TABLES:
-    cells = [c for c in ("ka-wrk", "ka-volley", "ka-oha", "ka-h2load") if runs_of(c)]
+    cells = [c for c in ("ka-wrk", "ka-volley", "ka-baseline", "ka-oha", "ka-h2load") if runs_of(c)]
     L = header_lines(cells)
     L.append(f"Closed loop, {E['CONNECTIONS']} keep-alive connections, one client thread, GET `/`. Medians of {reps} "
              f"run{'s' if reps > 1 else ''} per tool; client CPU = user + sys from `/usr/bin/time`; latency from each "
@@ -310,6 +312,12 @@ if "keepalive" in TABLES:
         thr = paired_ratio("ka-volley", "ka-wrk", "rps")
         L.append(f"**Target volley ≥ 1.10× wrk in requests per client CPU-second: {x:.2f}, {verdict(x, 1.10)}.** "
                  f"Throughput ratio volley / wrk: {1 / med(thr):.2f} (range {rng([1 / t for t in thr])}).")
+        L.append("")
+    if "ka-baseline" in cells:
+        b = paired_ratio("ka-volley", "ka-baseline")
+        L.append(f"**This build ÷ {tool_of('ka-baseline')} in requests per client CPU-second: {med(b):.3f} "
+                 f"(range {rng(b)}), target ≥ 0.98: {verdict(med(b), 0.98)}.** Baseline: "
+                 f"{E.get('BASELINE_VERSION', '')}.")
         L.append("")
     L += raw_table(cells)
     SECTIONS["keepalive"] = L

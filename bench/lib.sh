@@ -38,6 +38,20 @@ wait_quiet() {
     echo "$busy"
 }
 
+# build_rev REV NAME: builds commit REV on its own (git archive into TOOLS_DIR/NAME-src, target
+# dir TOOLS_DIR/NAME-target) and prints the binary's path.
+build_rev() {
+    local rev short src
+    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$1^{commit}") || die 2 "$1 is not a commit"
+    short=$(git -C "$ROOT" rev-parse --short "$rev")
+    src=$TOOLS_DIR/$2-src
+    log "building volley at git $short in $src"
+    rm -rf "$src" && mkdir -p "$src"
+    git -C "$ROOT" archive "$rev" | tar -x -C "$src" || die 2 "git archive $rev failed"
+    (cd "$src" && CARGO_TARGET_DIR=$TOOLS_DIR/$2-target cargo build --release --quiet) || die 2 "cargo build --release of $short failed"
+    printf '%s\n' "$TOOLS_DIR/$2-target/release/volley"
+}
+
 # Sets VOLLEY (the binary to measure) and VOLLEY_VERSION. VOLLEY_REV=<rev> builds that commit
 # on its own (git archive into TOOLS_DIR, own target dir), so uncommitted edits in the work
 # tree neither break nor leak into the run; VOLLEY=<path> uses a given binary; otherwise
@@ -47,12 +61,7 @@ build_volley() {
     if [[ -n ${VOLLEY_REV:-} ]]; then
         rev=$(git -C "$ROOT" rev-parse --verify --quiet "$VOLLEY_REV^{commit}") || die 2 "VOLLEY_REV=$VOLLEY_REV is not a commit"
         short=$(git -C "$ROOT" rev-parse --short "$rev")
-        src=$TOOLS_DIR/volley-src
-        log "building volley at git $short in $src"
-        rm -rf "$src" && mkdir -p "$src"
-        git -C "$ROOT" archive "$rev" | tar -x -C "$src" || die 2 "git archive $rev failed"
-        (cd "$src" && CARGO_TARGET_DIR=$TOOLS_DIR/volley-target cargo build --release --quiet) || die 2 "cargo build --release of $short failed"
-        VOLLEY=$TOOLS_DIR/volley-target/release/volley
+        VOLLEY=$(build_rev "$rev" volley) || exit 2
     elif [[ -n ${VOLLEY:-} ]]; then
         [[ -x $VOLLEY ]] || die 2 "VOLLEY=$VOLLEY is not executable"
     else

@@ -1,0 +1,162 @@
+//! The engine as a library, without any flag: a load spec in, measurements and observer events
+//! out, against volley's built-in server in this process.
+
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, SystemTime};
+
+use volley::engine::{self, Observer};
+use volley::plan::{LoadSpec, Plan, Target};
+use volley::result::Arrivals;
+use volley::stats::aggregate::FinishedBucket;
+
+fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>) -> LoadSpec {
+    LoadSpec {
+        target,
+        connections: 4,
+        threads: 2,
+        duration: Some(duration),
+        requests: None,
+        rate_rps: rate,
+        arrivals: Arrivals::Uniform,
+        seed: Some(7),
+        warmup,
+        method: "GET".into(),
+        headers: Vec::new(),
+        body: Vec::new(),
+        keepalive: true,
+        pipeline: 1,
+        timeout: Duration::from_secs(2),
+        think_time: Duration::ZERO,
+        ramp: None,
+    }
+}
+
+fn target(addr: std::net::SocketAddr) -> Target {
+    Target {
+        url: format!("http://{addr}/"),
+        host: addr.ip().to_string(),
+        port: addr.port(),
+        path: "/".into(),
+        host_header: addr.to_string(),
+    }
+}
+
+/// Records what the engine told it, in order.
+#[derive(Default)]
+struct Events {
+    log: Vec<String>,
+    completed_in_seconds: u64,
+}
+
+impl Observer for Events {
+    fn start(&mut self, _started_at: SystemTime) {
+        self.log.push("start".into());
+    }
+    fn thread(&mut self, _tid: i32) {
+        self.log.push("thread".into());
+    }
+    fn measuring(&mut self, _now_ns: u64) {
+        self.log.push("measuring".into());
+    }
+    fn second(&mut self, b: &FinishedBucket, _elapsed_s: f64) {
+        self.completed_in_seconds += b.point.completed;
+        self.log.push(format!("second {}", b.point.t_s));
+    }
+    fn done(&mut self) {
+        self.log.push("done".into());
+    }
+}
+
+#[test]
+fn a_closed_loop_reports_to_its_observer_in_order() {
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let spec = spec(
+        target(server.addr),
+        Duration::from_millis(2200),
+        Duration::from_millis(300),
+        None,
+    );
+    let plan = Plan::new(&spec, 7);
+    let mut events = Events::default();
+    let out = engine::run(&spec, plan, server.addr, &AtomicUsize::new(0), &mut events).unwrap();
+
+    let c = &out.agg.counts;
+    assert!(c.completed > 100, "{} responses", c.completed);
+    assert_eq!(c.errors.total(), 0);
+    assert!(
+        out.agg.warmup.completed > 0,
+        "the warm-up ran and was kept apart"
+    );
+    assert!(!out.interrupted);
+    assert!((2.2..3.0).contains(&out.elapsed_s), "{}", out.elapsed_s);
+    // Every measured response went through exactly one finished second.
+    assert_eq!(events.completed_in_seconds, c.completed);
+    // start, one `thread` per worker, `measuring` once at t0, seconds in order, `done` last.
+    assert_eq!(events.log[0], "start");
+    assert_eq!(events.log.iter().filter(|e| *e == "thread").count(), 2);
+    assert_eq!(events.log.iter().filter(|e| *e == "measuring").count(), 1);
+    assert_eq!(events.log.last().unwrap(), "done");
+    let seconds: Vec<&String> = events
+        .log
+        .iter()
+        .filter(|e| e.starts_with("second"))
+        .collect();
+    assert_eq!(seconds, ["second 0", "second 1", "second 2"]);
+    let measuring = events.log.iter().position(|e| e == "measuring").unwrap();
+    let first_second = events
+        .log
+        .iter()
+        .position(|e| e.starts_with("second"))
+        .unwrap();
+    assert!(measuring < first_second);
+    // What the server answered is what volley sent, warm-up included.
+    let sent = c.sent + out.agg.warmup.sent;
+    let answered = server.requests.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(answered >= c.completed + out.agg.warmup.completed && answered <= sent);
+}
+
+#[test]
+fn an_open_loop_keeps_its_rate_and_an_interrupt_drains() {
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let spec = spec(
+        target(server.addr),
+        Duration::from_secs(2),
+        Duration::ZERO,
+        Some(200.0),
+    );
+    let out = engine::run(
+        &spec,
+        Plan::new(&spec, 7),
+        server.addr,
+        &AtomicUsize::new(0),
+        &mut engine::Observers(vec![]),
+    )
+    .unwrap();
+    // 200 req/s for 2 s: 400 requests due, each sent once.
+    assert_eq!(out.agg.counts.sent, 400);
+    assert_eq!(out.agg.counts.completed, 400);
+    assert!(
+        !out.agg.lag.is_empty(),
+        "the open loop records its schedule lag"
+    );
+
+    // A Ctrl-C before the start: the run drains at once and says it was interrupted.
+    let pressed = AtomicUsize::new(1);
+    let long = self::spec(
+        target(server.addr),
+        Duration::from_secs(30),
+        Duration::ZERO,
+        None,
+    );
+    let t = std::time::Instant::now();
+    let out = engine::run(
+        &long,
+        Plan::new(&long, 7),
+        server.addr,
+        &pressed,
+        &mut engine::Observers(vec![]),
+    )
+    .unwrap();
+    assert!(out.interrupted);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
