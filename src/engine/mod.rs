@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use crate::plan::{LoadSpec, Plan, RequestTemplate};
-use crate::stats::recorder::{Report, WorkerEnd};
+use crate::stats::recorder::{WorkerReport, WorkerEnd};
 use crate::stats::Aggregator;
 use clock::Clock;
 pub use observer::{Observer, Observers};
@@ -119,7 +119,7 @@ pub fn run(
     let wall_start = SystemTime::now();
     let shared = Arc::new(Shared::new(spec, &plan, addr, clock));
     let threads = plan.threads.len();
-    let (tx, rx) = mpsc::channel::<Report>();
+    let (tx, rx) = mpsc::channel::<WorkerReport>();
     let (wakers, handles) = spawn_workers(&shared, plan, tx)?;
     let started_at = wall_start + Duration::from_nanos(shared.t0_ns);
     observer.start(started_at);
@@ -158,7 +158,7 @@ pub fn run(
 fn spawn_workers(
     shared: &Arc<Shared>,
     plan: Plan,
-    tx: mpsc::Sender<Report>,
+    tx: mpsc::Sender<WorkerReport>,
 ) -> std::io::Result<(Vec<mio::Waker>, Vec<JoinHandle<()>>)> {
     let mut wakers = Vec::with_capacity(plan.threads.len());
     let mut handles = Vec::with_capacity(plan.threads.len());
@@ -199,7 +199,7 @@ impl Collector<'_> {
     /// pass on Ctrl-C, start the measured window's observers and tick them once a second.
     fn collect(
         &mut self,
-        rx: &mpsc::Receiver<Report>,
+        rx: &mpsc::Receiver<WorkerReport>,
         wakers: &[mio::Waker],
         interrupts: &AtomicUsize,
         observer: &mut dyn Observer,
@@ -207,15 +207,15 @@ impl Collector<'_> {
         let t0_ns = self.shared.t0_ns;
         loop {
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(Report::Started { tid, .. }) => observer.thread(tid),
-                Ok(Report::Interval(iv)) => {
+                Ok(WorkerReport::Started { tid, .. }) => observer.thread(tid),
+                Ok(WorkerReport::Interval(iv)) => {
                     let elapsed_s = self.shared.clock.now_ns().saturating_sub(t0_ns) as f64 / 1e9;
                     for b in self.agg.add(*iv) {
                         observer.second(&b, elapsed_s);
                     }
                 }
-                Ok(Report::Warmup { counts, .. }) => self.agg.warmup.merge(&counts),
-                Ok(Report::Done(end)) => {
+                Ok(WorkerReport::Warmup { counts, .. }) => self.agg.warmup.merge(&counts),
+                Ok(WorkerReport::Done(end)) => {
                     self.ends.push(*end);
                     if self.ends.len() == self.threads {
                         break;

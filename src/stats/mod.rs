@@ -8,4 +8,4 @@ pub mod recorder;
 
 pub use aggregate::{Aggregator, TimePoint};
 pub use histogram::{new_hist, Hist, Percentiles};
-pub use recorder::{Counters, ErrorCounts, ErrorKind, Recorder, Report};
+pub use recorder::{Counters, ErrorCounts, ErrorKind, Recorder, WorkerReport};

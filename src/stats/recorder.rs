@@ -152,7 +152,7 @@ pub struct Interval {
 
 /// What workers tell the aggregator.
 #[derive(Debug)]
-pub enum Report {
+pub enum WorkerReport {
     /// The worker's thread id (for the client CPU self-check).
     Started {
         /// Worker index.
@@ -203,7 +203,7 @@ pub enum Phase {
 /// A worker's recorder.
 pub struct Recorder {
     thread: usize,
-    tx: Sender<Report>,
+    tx: Sender<WorkerReport>,
     t0_ns: u64,
     bucket: u64,
     next_boundary_ns: u64,
@@ -222,7 +222,7 @@ const SECOND_NS: u64 = 1_000_000_000;
 
 impl Recorder {
     /// A recorder for worker `thread` whose measured window starts at `t0_ns`.
-    pub fn new(thread: usize, tx: Sender<Report>, t0_ns: u64) -> Self {
+    pub fn new(thread: usize, tx: Sender<WorkerReport>, t0_ns: u64) -> Self {
         Recorder {
             thread,
             tx,
@@ -240,7 +240,7 @@ impl Recorder {
     }
 
     /// Sends a report (a closed channel only means the run is being torn down).
-    pub fn send(&self, r: Report) {
+    pub fn send(&self, r: WorkerReport) {
         let _ = self.tx.send(r);
     }
 
@@ -273,7 +273,7 @@ impl Recorder {
             users: self.users,
         };
         self.dirty = false;
-        self.send(Report::Interval(Box::new(interval)));
+        self.send(WorkerReport::Interval(Box::new(interval)));
     }
 
     /// Measured counters of the current interval, for recording.

@@ -21,7 +21,7 @@ use super::transport::{self, ConnectState};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
 use crate::plan::{Due, Pacer};
-use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, Report, WorkerEnd};
+use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, WorkerReport, WorkerEnd};
 
 const TIMER: Token = Token(usize::MAX - 1);
 /// Token of the waker that interrupts `poll` on Ctrl-C.
@@ -82,7 +82,7 @@ impl Worker {
         poll: Poll,
         connections: usize,
         pacer: Pacer,
-        tx: std::sync::mpsc::Sender<Report>,
+        tx: std::sync::mpsc::Sender<WorkerReport>,
     ) -> io::Result<Self> {
         let timer = TimerFd::new()?;
         let poll = Poller::new(poll, EVENTS);
@@ -133,7 +133,7 @@ impl Worker {
         tighten_timer_slack();
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
-        self.rec.send(Report::Started {
+        self.rec.send(WorkerReport::Started {
             thread: self.id,
             tid,
         });
@@ -249,7 +249,7 @@ impl Worker {
         self.stage = Stage::Measured;
         let counts = std::mem::take(&mut self.rec.warmup);
         if self.shared.t0_ns > 0 {
-            self.rec.send(Report::Warmup {
+            self.rec.send(WorkerReport::Warmup {
                 thread: self.id,
                 counts: Box::new(counts),
             });
@@ -395,7 +395,7 @@ impl Worker {
         }
         if self.stage == Stage::Warmup {
             let counts = std::mem::take(&mut self.rec.warmup);
-            self.rec.send(Report::Warmup {
+            self.rec.send(WorkerReport::Warmup {
                 thread: self.id,
                 counts: Box::new(counts),
             });
@@ -407,7 +407,7 @@ impl Worker {
             .iter()
             .filter(|c| !c.ever_connected && c.connect_failures > 0)
             .count() as u64;
-        self.rec.send(Report::Done(Box::new(WorkerEnd {
+        self.rec.send(WorkerReport::Done(Box::new(WorkerEnd {
             thread: self.id,
             unfinished,
             unsent: self.unsent,
