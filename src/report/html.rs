@@ -453,8 +453,8 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::histogram::new_hist;
     use crate::result::Warning;
+    use crate::stats::histogram::new_hist;
     use std::path::Path;
 
     fn fixture(name: &str) -> Report {
