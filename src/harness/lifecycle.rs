@@ -16,7 +16,7 @@ use crate::config::suite::Managed;
 use crate::monitor::procfs;
 use crate::sys::cpus::CpuList;
 
-/// How long a server gets between SIGTERM and SIGKILL (DESIGN §4).
+/// How long a server gets between SIGTERM and SIGKILL (docs/contract.md, "Suites").
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Lines of a server's stderr shown with a failure.

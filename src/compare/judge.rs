@@ -1,0 +1,205 @@
+//! Judging one pair of series: medians, ranges and the Mann-Whitney U test of the headline
+//! metric, the regression check of `--fail-if-slower`, and the secondary metrics shown beside
+//! it (docs/contract.md, "Comparisons").
+
+use super::{stats, MetricDiff, Pair, Verdict, ALPHA, MIN_REPETITIONS, SECONDARY};
+use crate::metric::Metric;
+use crate::report::model::{median, Series};
+use crate::result::{Mode, RunResult};
+
+/// Medians, ranges and the test of one metric over two sets of runs.
+struct Judged {
+    diff: MetricDiff,
+    a_range: Option<[f64; 2]>,
+    b_range: Option<[f64; 2]>,
+    n_a: usize,
+    n_b: usize,
+    verdict: Verdict,
+    u: Option<f64>,
+    p_value: Option<f64>,
+}
+
+/// Judges the series `x` of A against its counterpart `y` of B: `metric`, or the headline of
+/// their load mode, with the secondary metrics beside it; `fail_pct` is `--fail-if-slower`.
+pub(super) fn pair(x: &Series, y: &Series, metric: Option<Metric>, fail_pct: Option<f64>) -> Pair {
+    let (ra, rb) = (x.ok(), y.ok());
+    let mode_a = ra.first().map(|r| r.load.mode);
+    let mode_b = rb.first().map(|r| r.load.mode);
+    let mut notes: Vec<String> = mode_note(mode_a, mode_b).into_iter().collect();
+    let m = metric.unwrap_or_else(|| Metric::headline(mode_a.or(mode_b).unwrap_or(Mode::Closed)));
+    let j = judge(m, &ra, &rb);
+    if j.verdict == Verdict::NotMeasured {
+        notes.extend(not_measured_notes(m, &j, &ra, &rb));
+    }
+    let regression = fail_pct.is_some_and(|limit| is_regression(m, &j, limit));
+    Pair {
+        label: x.label.clone(),
+        server: x.server.clone(),
+        b_label: (y.label != x.label).then(|| y.label.clone()),
+        b_server: (y.server != x.server).then(|| y.server.clone()),
+        headline: j.diff,
+        a_range: j.a_range,
+        b_range: j.b_range,
+        n_a: j.n_a,
+        n_b: j.n_b,
+        verdict: j.verdict,
+        u: j.u,
+        p_value: j.p_value,
+        regression,
+        secondary: secondary(&ra, &rb),
+        notes,
+    }
+}
+
+/// A note when the two sides ran in different load modes (their numbers mean different things).
+fn mode_note(a: Option<Mode>, b: Option<Mode>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) if a != b => Some(format!("load modes differ: A {a}, B {b}")),
+        _ => None,
+    }
+}
+
+/// Why a side lacks the metric, one note per side that does.
+fn not_measured_notes(m: Metric, j: &Judged, ra: &[&RunResult], rb: &[&RunResult]) -> Vec<String> {
+    let why = |runs: &[&RunResult]| {
+        if runs.is_empty() {
+            "no finished run"
+        } else if m == Metric::CpuPerRequest {
+            "no server monitor"
+        } else {
+            "no response"
+        }
+    };
+    let mut notes = Vec::new();
+    if j.n_a == 0 {
+        notes.push(format!("A: {}", why(ra)));
+    }
+    if j.n_b == 0 {
+        notes.push(format!("B: {}", why(rb)));
+    }
+    notes
+}
+
+/// The [`SECONDARY`] metrics of a pair: medians only, no test.
+fn secondary(ra: &[&RunResult], rb: &[&RunResult]) -> Vec<MetricDiff> {
+    SECONDARY
+        .iter()
+        .map(|&s| {
+            let med = |runs: &[&RunResult]| {
+                median(&runs.iter().filter_map(|r| s.value(r)).collect::<Vec<_>>())
+            };
+            diff(s, med(ra), med(rb))
+        })
+        .collect()
+}
+
+/// Smallest and largest value; `None` for no values.
+fn range(v: &[f64]) -> Option<[f64; 2]> {
+    let lo = v.iter().copied().reduce(f64::min)?;
+    let hi = v.iter().copied().reduce(f64::max)?;
+    Some([lo, hi])
+}
+
+/// Two medians of one metric, their ratio and change.
+fn diff(metric: Metric, a: Option<f64>, b: Option<f64>) -> MetricDiff {
+    let ratio = match (a, b) {
+        (Some(a), Some(b)) if a != 0.0 => Some(b / a),
+        _ => None,
+    };
+    MetricDiff {
+        metric,
+        a,
+        b,
+        ratio,
+        change_pct: ratio.map(|r| (r - 1.0) * 100.0),
+        better: metric.better(),
+    }
+}
+
+/// Medians and ranges of `metric` on both sides, and the test when each side has at least
+/// [`MIN_REPETITIONS`] values.
+fn judge(metric: Metric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
+    let va: Vec<f64> = a.iter().filter_map(|r| metric.value(r)).collect();
+    let vb: Vec<f64> = b.iter().filter_map(|r| metric.value(r)).collect();
+    let d = diff(metric, median(&va), median(&vb));
+    let (mut verdict, mut u, mut p_value) = (Verdict::TooFew, None, None);
+    if va.is_empty() || vb.is_empty() {
+        verdict = Verdict::NotMeasured;
+    } else if va.len() >= MIN_REPETITIONS && vb.len() >= MIN_REPETITIONS {
+        if let Some(t) = stats::mann_whitney_u(&va, &vb) {
+            u = Some(t.u());
+            p_value = Some(t.p_value);
+            verdict = if t.p_value >= ALPHA {
+                Verdict::NoDifference
+            } else if t.b_tends_larger() == metric.higher_is_better() {
+                Verdict::Faster
+            } else {
+                Verdict::Slower
+            };
+        }
+    }
+    Judged {
+        diff: d,
+        a_range: range(&va),
+        b_range: range(&vb),
+        n_a: va.len(),
+        n_b: vb.len(),
+        verdict,
+        u,
+        p_value,
+    }
+}
+
+/// How much worse B's median is than A's, in percent of A (positive: worse; infinite when a
+/// lower-is-better metric rose from 0).
+pub fn worse_pct(metric: Metric, a: f64, b: f64) -> f64 {
+    if a == 0.0 {
+        return if !metric.higher_is_better() && b > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+    }
+    let change = (b - a) / a.abs() * 100.0;
+    if metric.higher_is_better() {
+        -change
+    } else {
+        change
+    }
+}
+
+/// Whether a judged headline breaks `--fail-if-slower limit_pct`: with 5+ repetitions a side
+/// the test must also call it slower; with fewer the medians decide.
+fn is_regression(metric: Metric, j: &Judged, limit_pct: f64) -> bool {
+    let (Some(a), Some(b)) = (j.diff.a, j.diff.b) else {
+        return false;
+    };
+    let worse = worse_pct(metric, a, b) > limit_pct;
+    match j.verdict {
+        Verdict::Slower => worse,
+        Verdict::TooFew => worse,
+        Verdict::Faster | Verdict::NoDifference | Verdict::NotMeasured => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metric::Stat;
+
+    #[test]
+    fn worse_pct_follows_the_metric_direction() {
+        assert_eq!(worse_pct(Metric::Throughput, 100.0, 90.0), 10.0);
+        assert_eq!(worse_pct(Metric::Throughput, 100.0, 110.0), -10.0);
+        assert_eq!(worse_pct(Metric::Latency(Stat::P99), 100.0, 120.0), 20.0);
+        assert_eq!(worse_pct(Metric::Errors, 0.0, 3.0), f64::INFINITY);
+        assert_eq!(worse_pct(Metric::Errors, 0.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn headline_by_mode_and_names_round_trip() {
+        assert_eq!(Metric::headline(Mode::Closed), Metric::Throughput);
+        assert_eq!(Metric::headline(Mode::Ramp), Metric::Throughput);
+        assert_eq!(Metric::headline(Mode::Open), Metric::Latency(Stat::P99));
+    }
+}

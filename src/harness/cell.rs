@@ -1,0 +1,249 @@
+//! Running one cell: start its server (managed servers only), wait until it is ready, measure
+//! with the monitor on the server's process group, stop it and check that nothing of it is
+//! left (docs/contract.md, "Suites").
+
+use super::lifecycle::{self, Running};
+use super::matrix::PlannedCell;
+use super::Harness;
+use crate::config::suite::{Managed, ServerKind};
+use crate::config::{parse_url, MonitorConfig, RunConfig, DEFAULT_MONITOR_INTERVAL};
+use crate::engine::Observers;
+use crate::measure::{self, MeasureError};
+use crate::result::{CellStatus, RunResult};
+use crate::sys::cpus;
+
+/// What one cell came to.
+pub(super) struct CellOutcome {
+    /// The row's status.
+    pub status: CellStatus,
+    /// Why it is not `ok`.
+    pub reason: Option<String>,
+    /// The server's last stderr lines, for a failure.
+    pub stderr_tail: Vec<String>,
+    /// Remarks on the row (a server that needed SIGKILL, say).
+    pub notes: Vec<String>,
+    /// The measurement, kept even when the cell failed.
+    pub result: Option<RunResult>,
+}
+
+impl CellOutcome {
+    /// A cell that failed without a measurement.
+    pub(super) fn failed(reason: String, stderr_tail: Vec<String>) -> Self {
+        CellOutcome {
+            status: CellStatus::Failed,
+            reason: Some(reason),
+            stderr_tail,
+            notes: Vec::new(),
+            result: None,
+        }
+    }
+}
+
+impl Harness<'_> {
+    /// Runs one cell against its server, whatever kind it is.
+    pub(super) fn run_cell(&mut self, cell: &PlannedCell) -> CellOutcome {
+        let spec = self.suite.servers[cell.server_idx].clone();
+        let cores = self
+            .suite
+            .client_cpus
+            .as_ref()
+            .map_or_else(|| cpus::allowed().0, |c| c.cpus.len());
+        match &spec.kind {
+            ServerKind::Managed(m) => self.run_managed(cell, m, cores),
+            ServerKind::Url(t) => {
+                let url = format!(
+                    "http://{}{}",
+                    t.host_header,
+                    if cell.cell.path == "/" && t.path != "/" {
+                        &t.path
+                    } else {
+                        &cell.cell.path
+                    }
+                );
+                self.measure_cell(cell, &url, cores, None)
+            }
+            ServerKind::ClosedPort => {
+                let port = match lifecycle::free_port() {
+                    Ok(p) => p,
+                    Err(e) => return CellOutcome::failed(format!("no free port: {e}"), Vec::new()),
+                };
+                let url = format!("http://127.0.0.1:{port}{}", cell.cell.path);
+                self.measure_cell(cell, &url, cores, None)
+            }
+        }
+    }
+
+    /// A managed server's cell: a fresh server on a free port, measured once ready, stopped.
+    fn run_managed(&mut self, cell: &PlannedCell, m: &Managed, cores: usize) -> CellOutcome {
+        let port = match lifecycle::free_port() {
+            Ok(p) => p,
+            Err(e) => return CellOutcome::failed(format!("no free port: {e}"), Vec::new()),
+        };
+        let logs = (
+            self.out_dir.join(format!("logs/{}.stdout", cell.id)),
+            self.out_dir.join(format!("logs/{}.stderr", cell.id)),
+        );
+        let mut running =
+            match lifecycle::start(m, port, self.suite.server_cpus.as_ref(), (&logs.0, &logs.1)) {
+                Ok(r) => r,
+                Err(e) => return CellOutcome::failed(e, Vec::new()),
+            };
+        let mut outcome = self.measure_when_ready(cell, m, &mut running, cores);
+        stop_and_check(&mut running, &mut outcome);
+        // Most servers print nothing to stdout: no empty files in the results.
+        if std::fs::metadata(&logs.0).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&logs.0);
+        }
+        outcome
+    }
+
+    /// Waits until the started server is ready, then measures it.
+    fn measure_when_ready(
+        &mut self,
+        cell: &PlannedCell,
+        m: &Managed,
+        running: &mut Running,
+        cores: usize,
+    ) -> CellOutcome {
+        match lifecycle::wait_ready(running, &m.ready_path, m.ready_timeout, self.interrupts) {
+            Err(reason) => {
+                let mut o = CellOutcome::failed(reason, Vec::new());
+                if self.interrupted() {
+                    o.status = CellStatus::Interrupted;
+                }
+                o
+            }
+            Ok(_ready) => {
+                let url = format!("http://127.0.0.1:{}{}", running.port, cell.cell.path);
+                self.measure_cell(cell, &url, cores, Some(running.pgid()))
+            }
+        }
+    }
+
+    /// Measures a cell's load against `url`, monitoring the server's process group `pid`.
+    fn measure_cell(
+        &mut self,
+        cell: &PlannedCell,
+        url: &str,
+        cores: usize,
+        pid: Option<i32>,
+    ) -> CellOutcome {
+        let cfg = match cell_config(cell, url, pid) {
+            Ok(cfg) => cfg,
+            Err(reason) => return CellOutcome::failed(reason, Vec::new()),
+        };
+        let prepared = match measure::prepare(&cfg) {
+            Ok(p) => p,
+            Err(e @ MeasureError::Monitor(_)) => {
+                return CellOutcome::failed(format!("monitor: {e}"), Vec::new())
+            }
+            Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
+        };
+        let cpu_list = self
+            .suite
+            .client_cpus
+            .as_ref()
+            .map_or_else(|| cpus::allowed().1, |c| c.text.clone());
+        let argv = cell_argv(url, &cell.cell.flags, pid);
+        let ctx = measure::Context {
+            argv: &argv,
+            cores,
+            client_cpus: &cpu_list,
+            server_cpus: self.suite.server_cpus.as_ref().map(|c| c.text.as_str()),
+        };
+        let observers = &mut Observers(vec![]);
+        let m = match measure::run(&cfg, prepared, &ctx, self.interrupts, observers) {
+            Ok(m) => m,
+            Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
+        };
+        let (status, reason) = measured_status(&m.result, m.interrupted, cell.control);
+        CellOutcome {
+            status,
+            reason,
+            stderr_tail: Vec::new(),
+            notes: Vec::new(),
+            result: Some(m.result),
+        }
+    }
+}
+
+/// The cell's run configuration aimed at `url`, with the monitor on `pid` when there is one.
+fn cell_config(cell: &PlannedCell, url: &str, pid: Option<i32>) -> Result<RunConfig, String> {
+    let mut cfg = cell.cell.config.clone();
+    cfg.load.target = parse_url(url).map_err(|e| e.to_string())?;
+    cfg.monitor = pid.map(|pid| MonitorConfig {
+        pid,
+        interval: DEFAULT_MONITOR_INTERVAL,
+    });
+    Ok(cfg)
+}
+
+/// The status of a measured cell: a cell without a single response failed, unless it is a
+/// control (a closed port is meant to answer nothing).
+fn measured_status(
+    result: &RunResult,
+    interrupted: bool,
+    control: bool,
+) -> (CellStatus, Option<String>) {
+    if interrupted {
+        (
+            CellStatus::Interrupted,
+            Some("interrupted (the measurement up to then is kept)".to_string()),
+        )
+    } else if result.requests.completed == 0 && !control {
+        (
+            CellStatus::Failed,
+            Some(format!(
+                "no response ({} errors: {} connect, {} timeout, {} reset, {} protocol, {} closed)",
+                result.requests.errors,
+                result.errors.connect,
+                result.errors.timeout,
+                result.errors.reset,
+                result.errors.protocol,
+                result.errors.closed
+            )),
+        )
+    } else {
+        (CellStatus::Ok, None)
+    }
+}
+
+/// Stops a managed server. A server that died during the run, or left processes behind after
+/// SIGKILL, fails its cell (the measurement is kept); a failed cell gets the server's last
+/// stderr lines.
+fn stop_and_check(running: &mut Running, outcome: &mut CellOutcome) {
+    // Asked before the stop, which ends the server either way.
+    let died = running.child.try_wait().ok().flatten();
+    let stopped = lifecycle::stop(running);
+    outcome.notes.extend(stopped.notes());
+    if outcome.status == CellStatus::Ok {
+        if let Some(status) = died {
+            outcome.status = CellStatus::Failed;
+            outcome.reason = Some(format!(
+                "the server {} during the run",
+                lifecycle::describe(status)
+            ));
+        } else if !stopped.left.is_empty() {
+            outcome.status = CellStatus::Failed;
+            outcome.reason = Some(format!(
+                "processes left running after SIGKILL: {:?}",
+                stopped.left
+            ));
+        }
+    }
+    if outcome.status != CellStatus::Ok {
+        outcome.stderr_tail = running.stderr_tail();
+    }
+}
+
+/// The `volley run` command line a cell amounts to (the RunResult's `argv`): its flags, and
+/// the ones the harness adds.
+fn cell_argv(url: &str, flags: &[String], pid: Option<i32>) -> Vec<String> {
+    let mut argv = vec!["volley".to_string(), "run".to_string(), url.to_string()];
+    argv.extend(flags.iter().cloned());
+    argv.push("--quiet".into());
+    if let Some(pid) = pid {
+        argv.extend(["--pid".to_string(), pid.to_string()]);
+    }
+    argv
+}

@@ -1,0 +1,94 @@
+//! Recording a cell: its RunResult is saved at once, and its row of `suite.json` and the
+//! reports are rewritten, so a failure later loses nothing (docs/contract.md, "Suites").
+
+use std::time::Duration;
+
+use super::cell::CellOutcome;
+use super::folder::UNSAVED;
+use super::matrix::PlannedCell;
+use super::{round3, Harness};
+use crate::report::Format;
+use crate::result::{Headline, RunResult, WarningKind};
+
+impl Harness<'_> {
+    /// Saves the cell's RunResult at once and updates its row and `suite.json`.
+    pub(super) fn record(&mut self, i: usize, cell: &PlannedCell, o: CellOutcome, wall: Duration) {
+        self.retry_unsaved();
+        let (path, unsaved_note) = match o.result.as_ref().map(|r| self.save_result(i, cell, r)) {
+            Some(Ok(rel)) => (Some(rel), None),
+            Some(Err(note)) => (None, Some(note)),
+            None => (None, None),
+        };
+        let mut notes = o.notes;
+        if let Some(r) = &o.result {
+            notes.extend(warning_notes(r));
+            let broken = threshold_notes(r);
+            self.thresholds_broken |= !broken.is_empty();
+            notes.extend(broken);
+        }
+        notes.extend(unsaved_note);
+        let log = format!("logs/{}.stderr", cell.id);
+        let log = self.out_dir.join(&log).is_file().then_some(log);
+        let row = &mut self.index.rows[i];
+        row.status = o.status;
+        row.reason = o.reason;
+        row.stderr_tail = o.stderr_tail;
+        row.notes = notes;
+        row.path = path;
+        row.headline = o.result.as_ref().map(Headline::of);
+        row.wall_s = Some(round3(wall.as_secs_f64()));
+        if log.is_some() {
+            row.log = log;
+        }
+        self.save_index_or_warn();
+        self.write_reports();
+    }
+
+    /// Writes the result of row `i` to `runs/<cell>.json`: its path, or the row's note when
+    /// the write failed.
+    fn save_result(
+        &mut self,
+        i: usize,
+        cell: &PlannedCell,
+        r: &RunResult,
+    ) -> Result<String, String> {
+        let rel = format!("runs/{}.json", cell.id);
+        let json = Format::Json.render_run(r);
+        match crate::sys::files::write_atomically(&self.out_dir.join(&rel), json.as_bytes()) {
+            Ok(()) => Ok(rel),
+            Err(e) => {
+                // A full disk must not lose the measurement: it stays in memory, is tried
+                // again after every cell, and is in the final table either way.
+                self.log.line(&format!(
+                    "volley bench: cannot write {rel}: {e}; kept in memory, retried after every cell"
+                ));
+                self.unsaved.insert(i, (rel, json, r.clone()));
+                Err(format!("{UNSAVED}{e}"))
+            }
+        }
+    }
+}
+
+/// The run's warnings as row notes; the closed-loop one is left out, as every closed-loop cell
+/// would carry it.
+fn warning_notes(r: &RunResult) -> impl Iterator<Item = String> + '_ {
+    r.warnings
+        .iter()
+        .filter(|w| w.kind() != WarningKind::ClosedLoop)
+        .map(|w| w.text().to_string())
+}
+
+/// A note per threshold the run broke.
+fn threshold_notes(r: &RunResult) -> Vec<String> {
+    r.thresholds
+        .iter()
+        .filter(|t| !t.pass)
+        .map(|t| {
+            format!(
+                "threshold broken: {} (measured {})",
+                t.threshold,
+                t.actual.map_or("nothing".into(), |a| a.to_string())
+            )
+        })
+        .collect()
+}
