@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use crate::plan::{LoadSpec, Plan, RequestTemplate};
-use crate::stats::recorder::{WorkerReport, WorkerEnd};
+use crate::stats::recorder::{WorkerEnd, WorkerReport};
 use crate::stats::Aggregator;
 use clock::Clock;
 pub use observer::{Observer, Observers};

@@ -27,7 +27,7 @@ pub(super) fn new_index(suite: &SuiteConfig, only: &[String], cells: &[PlannedCe
         finished_at: None,
         state: SuiteState::Running,
         builds: pending_builds(suite),
-        rows: cells.iter().map(|c| c.pending_row(suite)).collect(),
+        rows: cells.iter().map(|c| c.pending_row()).collect(),
     }
 }
 

@@ -25,30 +25,8 @@ pub struct PlannedCell {
 }
 
 impl PlannedCell {
-    /// Most connections (or users) the cell may open, for the descriptor limit.
-    pub fn connections_hint(&self, _suite: &SuiteConfig) -> u64 {
-        let mut most = 10;
-        for f in &self.cell.flags {
-            let Some((flag, value)) = f.split_once('=') else {
-                continue;
-            };
-            match flag {
-                "--connections" | "--users" => {
-                    most = crate::units::parse_count(value).unwrap_or(most)
-                }
-                "--stages" => {
-                    if let Ok(st) = crate::units::parse_stages(value) {
-                        most = st.iter().map(|s| s.users).max().unwrap_or(most);
-                    }
-                }
-                _ => {}
-            }
-        }
-        most
-    }
-
     /// The row of `suite.json` before the cell runs.
-    pub fn pending_row(&self, _suite: &SuiteConfig) -> SuiteRow {
+    pub fn pending_row(&self) -> SuiteRow {
         SuiteRow {
             server: self.server.clone(),
             scenario: self.scenario.clone(),
@@ -208,10 +186,11 @@ mod tests {
     }
 
     #[test]
-    fn connection_hint_reads_the_flags() {
+    fn each_cell_keeps_its_checked_load() {
+        // The descriptor limit and the progress estimate read the cell's checked config.
         let s = suite();
         let p = plan(&s);
-        assert_eq!(p[1].connections_hint(&s), 2);
-        assert_eq!(p[2].connections_hint(&s), 10);
+        assert_eq!(p[1].cell.config.load.connections, 2);
+        assert_eq!(p[2].cell.config.load.connections, 10);
     }
 }

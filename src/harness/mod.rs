@@ -40,12 +40,12 @@ pub enum StartError {
     #[error("{0}: no cell to run (no scenario runs on the servers left)")]
     NoCells(String),
     /// The descriptor limit cannot be raised for the largest cell.
-    #[error("{suite}: {message}")]
+    #[error("{suite}: {source}")]
     Limits {
         /// The suite file.
         suite: String,
         /// What is needed.
-        message: String,
+        source: crate::sys::limits::NofileError,
     },
     /// The results folder cannot be used.
     #[error("--out {dir}: {message}")]
@@ -110,9 +110,9 @@ pub fn prepare<'a>(
         .map(|c| c.cell.config.load.connections as u64)
         .max()
         .unwrap_or(1);
-    limits::ensure_nofile(max_conns).map_err(|message| StartError::Limits {
+    limits::ensure_nofile(max_conns).map_err(|source| StartError::Limits {
         suite: suite_path.display().to_string(),
-        message,
+        source,
     })?;
     let out_dir = out.unwrap_or_else(|| folder::default_out(&suite.name));
     let dir = out_dir.display().to_string();

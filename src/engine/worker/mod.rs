@@ -21,7 +21,7 @@ use super::transport::{self, ConnectState};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
 use crate::plan::{Due, Pacer};
-use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, WorkerReport, WorkerEnd};
+use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, WorkerEnd, WorkerReport};
 
 const TIMER: Token = Token(usize::MAX - 1);
 /// Token of the waker that interrupts `poll` on Ctrl-C.
