@@ -190,6 +190,15 @@ fn sum_some<T: std::iter::Sum<T> + Copy>(v: impl Iterator<Item = Option<T>> + Cl
     v.clone().any(|x| x.is_some()).then(|| v.flatten().sum())
 }
 
+/// Responses per status code over every shard.
+fn sum_status_codes(rs: &[&RunResult]) -> BTreeMap<String, u64> {
+    let mut sum = BTreeMap::new();
+    for (code, count) in rs.iter().flat_map(|r| &r.status_codes) {
+        *sum.entry(code.clone()).or_insert(0) += count;
+    }
+    sum
+}
+
 /// Merges shards (`(path, result)` in the order given) into one RunResult with `argv` as its
 /// command line. Refuses different targets or load modes, and (without `force`) starts 10 ms or
 /// more apart.
@@ -299,40 +308,11 @@ pub fn merge(
             .fold(0.0, f64::max),
         6,
     );
-    let mut requests = Requests {
-        sent: 0,
-        completed: 0,
-        errors: 0,
-        unfinished: 0,
-        unsent: 0,
-    };
-    let mut bytes = Bytes {
-        sent: 0,
-        received: 0,
-    };
-    let mut status_codes: BTreeMap<String, u64> = BTreeMap::new();
-    let mut errors = ErrorCounts::default();
-    let mut connections = Connections {
-        opened: 0,
-        closed_by_server: 0,
-        unsolicited: 0,
-    };
-    for r in &rs {
-        requests.sent += r.requests.sent;
-        requests.completed += r.requests.completed;
-        requests.errors += r.requests.errors;
-        requests.unfinished += r.requests.unfinished;
-        requests.unsent += r.requests.unsent;
-        bytes.sent += r.bytes.sent;
-        bytes.received += r.bytes.received;
-        for (code, count) in &r.status_codes {
-            *status_codes.entry(code.clone()).or_insert(0) += count;
-        }
-        errors.merge(&r.errors);
-        connections.opened += r.connections.opened;
-        connections.closed_by_server += r.connections.closed_by_server;
-        connections.unsolicited += r.connections.unsolicited;
-    }
+    let requests: Requests = rs.iter().map(|r| r.requests).sum();
+    let bytes: Bytes = rs.iter().map(|r| r.bytes).sum();
+    let status_codes = sum_status_codes(&rs);
+    let errors: ErrorCounts = rs.iter().map(|r| r.errors).sum();
+    let connections: Connections = rs.iter().map(|r| r.connections).sum();
     let warmup = rs.iter().any(|r| r.warmup.is_some()).then(|| {
         let ws = rs.iter().filter_map(|r| r.warmup.as_ref());
         Warmup {
