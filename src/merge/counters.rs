@@ -54,3 +54,85 @@ pub(super) fn warmup(rs: &[&RunResult]) -> Option<Warmup> {
     })
 }
 
+#[cfg(test)]
+mod tests {
+    use super::super::test_shards::{shard, T0};
+    use super::*;
+
+    #[test]
+    fn every_counter_adds_up() {
+        let a = shard(T0, &[100, 200, 300]);
+        let mut b = shard(T0, &[100]);
+        b.requests.errors = 4;
+        b.requests.unfinished = 1;
+        b.requests.unsent = 2;
+        b.errors.timeout = 3;
+        b.errors.closed = 1;
+        b.connections.closed_by_server = 5;
+        b.connections.unsolicited = 6;
+        b.status_codes.insert("503".into(), 7);
+        let t = sum(&[&a, &b]);
+        assert_eq!(
+            t.requests,
+            Requests {
+                sent: 4,
+                completed: 4,
+                errors: 4,
+                unfinished: 1,
+                unsent: 2,
+            }
+        );
+        assert_eq!(
+            t.bytes,
+            Bytes {
+                sent: 40,
+                received: 80,
+            }
+        );
+        let codes: Vec<(&str, u64)> = t
+            .status_codes
+            .iter()
+            .map(|(c, n)| (c.as_str(), *n))
+            .collect();
+        assert_eq!(codes, vec![("200", 4), ("503", 7)]);
+        assert_eq!(
+            (t.errors.timeout, t.errors.closed, t.errors.total()),
+            (3, 1, 4)
+        );
+        assert_eq!(
+            t.connections,
+            Connections {
+                opened: 4,
+                closed_by_server: 5,
+                unsolicited: 6,
+            }
+        );
+    }
+
+    #[test]
+    fn warmup_adds_when_any_shard_warmed_up() {
+        let a = shard(T0, &[100]);
+        let mut b = shard(T0, &[100]);
+        assert_eq!(warmup(&[&a, &b]), None);
+        b.warmup = Some(Warmup {
+            duration_s: 1.5,
+            sent: 10,
+            completed: 9,
+            errors: 1,
+            connections_opened: 2,
+        });
+        let mut c = b.clone();
+        c.warmup.as_mut().unwrap().duration_s = 1.0;
+        let w = warmup(&[&a, &b, &c]).unwrap();
+        assert_eq!(
+            (
+                w.duration_s,
+                w.sent,
+                w.completed,
+                w.errors,
+                w.connections_opened
+            ),
+            (1.5, 20, 18, 2, 4)
+        );
+    }
+}

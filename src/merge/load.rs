@@ -124,3 +124,56 @@ fn sum_some<T: std::iter::Sum<T> + Copy>(v: impl Iterator<Item = Option<T>> + Cl
     v.clone().any(|x| x.is_some()).then(|| v.flatten().sum())
 }
 
+#[cfg(test)]
+mod tests {
+    use super::super::test_shards::{shard, T0};
+    use super::*;
+    use crate::result::Mode;
+
+    fn ramp(users: &[u64], durations: &[f64]) -> RunResult {
+        let mut r = shard(T0, &[100]);
+        r.load.mode = Mode::Ramp;
+        r.load.users = users.iter().copied().max();
+        r.load.stages = Some(
+            users
+                .iter()
+                .zip(durations)
+                .map(|(&users, &duration_s)| StageInfo { duration_s, users })
+                .collect(),
+        );
+        r
+    }
+
+    #[test]
+    fn what_shards_carried_adds_up_and_settings_are_the_first_shards() {
+        let a = ramp(&[2, 4], &[1.0, 2.0]);
+        let mut b = ramp(&[1, 3], &[1.0, 2.0]);
+        b.load.pipeline = 2;
+        b.target.addr = "10.0.0.2:8080".into();
+        let mut warnings = Vec::new();
+        let l = merge(&[&a, &b], &mut warnings);
+        assert_eq!((l.connections, l.threads, l.users), (4, 2, Some(7)));
+        let users: Vec<u64> = l.stages.unwrap().iter().map(|s| s.users).collect();
+        assert_eq!(users, vec![3, 7], "stages of equal lengths: users add");
+        assert_eq!(l.pipeline, 1, "the first shard's");
+        let texts: Vec<&str> = warnings.iter().map(|w| w.text()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "the shards differ in --pipeline; the merged load shows the first shard's",
+                "the shards differ in target.addr; the merged load shows the first shard's",
+            ]
+        );
+
+        let c = ramp(&[5], &[3.0]);
+        let mut warnings = Vec::new();
+        let l = merge(&[&a, &c], &mut warnings);
+        assert_eq!(
+            l.stages, a.load.stages,
+            "stages that differ: the first shard's"
+        );
+        assert!(warnings[0]
+            .text()
+            .starts_with("the shards' --stages differ"));
+    }
+}

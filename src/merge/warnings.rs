@@ -38,3 +38,35 @@ pub(super) fn thresholds_dropped(rs: &[&RunResult], warnings: &mut Vec<Warning>)
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::super::test_shards::{shard, T0};
+    use super::*;
+
+    #[test]
+    fn a_warning_of_every_shard_once_of_some_with_their_files() {
+        let mut a = shard(T0, &[100]);
+        let mut b = shard(T0, &[100]);
+        let c = shard(T0, &[100]);
+        a.warnings.push("slow".into());
+        b.warnings.push("slow".into());
+        b.warnings.push("late".into());
+        let inputs = [
+            ("a.json".into(), a),
+            ("b.json".into(), b),
+            ("c.json".into(), c),
+        ];
+        let texts: Vec<String> = of_shards(&inputs)
+            .iter()
+            .map(|w| w.text().to_string())
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                "closed loop",
+                "shard a.json, b.json: slow",
+                "shard b.json: late"
+            ]
+        );
+    }
+}
