@@ -1,6 +1,8 @@
 //! `volley merge` on real RunResults from the built-in server: shards run one after the other
 //! are refused without --force, merged with it; counters add up, the merged histogram holds
-//! every shard's responses, and the output passes `schema/run.schema.json`.
+//! every shard's responses, and the output passes `schema/run.schema.json`. Merges of saved
+//! RunResults are compared byte for byte with golden files, rewritten with
+//! `UPDATE_GOLDEN=1 cargo test --test merge` (review the diff before committing it).
 
 mod common;
 
@@ -10,6 +12,7 @@ use std::sync::{Mutex, OnceLock};
 
 use common::scratch;
 use serde_json::{json, Value};
+use volley::result::{Checked, Mode, RunResult, StageInfo};
 use volley::stats::histogram::decode;
 
 const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
@@ -328,4 +331,164 @@ fn mismatched_or_bad_inputs_are_refused() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+fn fixture(name: &str) -> RunResult {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/report")
+        .join(name);
+    RunResult::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// Compares `actual` with `tests/golden/NAME`, or rewrites it under `UPDATE_GOLDEN`.
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+    if expected != actual {
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{name} differs from the golden file at line {}:\n  golden: {:?}\n  actual: {:?}\n(UPDATE_GOLDEN=1 rewrites it after a deliberate change)",
+            first + 1,
+            expected.lines().nth(first),
+            actual.lines().nth(first)
+        );
+    }
+}
+
+/// The merged JSON as `volley merge` writes it, from named shards.
+fn merged_text(inputs: Vec<(&str, RunResult)>, force: bool) -> String {
+    let inputs: Vec<(String, RunResult)> = inputs
+        .into_iter()
+        .map(|(name, r)| (name.to_string(), r))
+        .collect();
+    let argv = ["volley", "merge", "-o", "merged.json"]
+        .into_iter()
+        .map(String::from)
+        .chain(inputs.iter().map(|(name, _)| name.clone()))
+        .collect();
+    let mut m = volley::merge::merge(&inputs, argv, force).unwrap();
+    // A new version of volley alone must not rewrite the golden files.
+    m.volley_version = "VERSION".into();
+    let mut text = serde_json::to_string_pretty(&m).unwrap();
+    text.push('\n');
+    text
+}
+
+/// `r` started `us` microseconds after `of`.
+fn started_after(mut r: RunResult, of: &RunResult, us: i64) -> RunResult {
+    let t0 = volley::merge::parse_started_at(&of.started_at).unwrap();
+    r.started_at = volley::merge::format_started_at(t0 + us);
+    r
+}
+
+/// `r` as a ramp of `users` users over stages of `durations` seconds.
+fn ramp(mut r: RunResult, users: u64, durations: &[f64]) -> RunResult {
+    r.load.mode = Mode::Ramp;
+    r.load.users = Some(users);
+    r.load.spawn_rate = Some(users as f64 / 3.0);
+    r.load.stages = Some(
+        durations
+            .iter()
+            .map(|&duration_s| StageInfo { duration_s, users })
+            .collect(),
+    );
+    r
+}
+
+#[test]
+fn merges_of_saved_results_match_the_golden_files() {
+    // Closed loop, forced (moved to start within seconds, to keep the series short): three
+    // servers at three addresses, two of them monitored, one shard with connect errors and
+    // warnings of its own.
+    let rust = fixture("quick/runs/rust__get__r1.json");
+    let go = started_after(fixture("quick/runs/go__get__r1.json"), &rust, 2_500_000);
+    let no_server = started_after(
+        fixture("faults/runs/no-server__get__connections-8__r1.json"),
+        &rust,
+        1_200_000,
+    );
+    let closed = merged_text(
+        vec![
+            ("rust.json", rust.clone()),
+            ("go.json", go),
+            ("no-server.json", no_server),
+        ],
+        true,
+    );
+    golden("merge-closed.json", &closed);
+
+    // Open loop, started 3 ms apart at one address, one monitor: rates add, the schedule lag
+    // and the seconds both shards answered in lose their percentiles, arrivals that differ are
+    // the first shard's.
+    let a = fixture("open-loop.json");
+    let mut b = started_after(a.clone(), &a, 3_000);
+    b.server = None;
+    b.load.rate_rps = Some(1000.0);
+    b.load.arrivals = Some(volley::result::Arrivals::Poisson);
+    b.load.seed = Some(42);
+    golden(
+        "merge-open.json",
+        &merged_text(vec![("a.json", a), ("b.json", b)], false),
+    );
+
+    // Ramps whose stages line up (users add) with settings that differ, one warm-up, another
+    // status code, a threshold, and a monitor at another address than the other shard's.
+    let a = ramp(
+        fixture("faults/runs/volley-serve__get__connections-2__r1.json"),
+        2,
+        &[1.0, 1.0],
+    );
+    let mut b = started_after(
+        ramp(
+            fixture("faults/runs/volley-serve__get__connections-8__r1.json"),
+            8,
+            &[1.0, 1.0],
+        ),
+        &a,
+        9_000,
+    );
+    b.server = None;
+    b.load.keepalive = false;
+    b.load.pipeline = 4;
+    b.load.timeout_s = 5.0;
+    b.load.think_time_s = 0.01;
+    b.load.duration_s = Some(3.0);
+    b.load.requests = Some(100);
+    b.load.seed = Some(7);
+    b.target.body_bytes = 1024;
+    b.warmup = None;
+    b.status_codes.insert("404".into(), 3);
+    b.thresholds.push(Checked {
+        threshold: "p99<10ms".into(),
+        actual: Some(1.5),
+        pass: true,
+    });
+    golden(
+        "merge-ramp.json",
+        &merged_text(vec![("a.json", a.clone()), ("b.json", b.clone())], false),
+    );
+
+    // Stages that do not line up keep the first shard's; a merged input lists its shards.
+    let c = started_after(ramp(a.clone(), 3, &[2.0]), &a, 1_000);
+    let nested: RunResult = serde_json::from_str(&closed).unwrap();
+    let d = started_after(fixture("quick/runs/node__get__r1.json"), &rust, 400_000);
+    golden(
+        "merge-stages-differ.json",
+        &merged_text(vec![("a.json", a), ("b.json", b), ("c.json", c)], false),
+    );
+    golden(
+        "merge-nested.json",
+        &merged_text(vec![("closed.json", nested), ("node.json", d)], true),
+    );
 }

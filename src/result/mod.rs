@@ -217,6 +217,41 @@ pub struct Requests {
     pub unsent: u64,
 }
 
+/// Shards of one load sent disjoint requests, so their counters add (`volley merge`).
+impl std::ops::AddAssign for Requests {
+    fn add_assign(&mut self, o: Requests) {
+        // Destructured so that a new counter cannot be left out of the sum unnoticed.
+        let Requests {
+            sent,
+            completed,
+            errors,
+            unfinished,
+            unsent,
+        } = o;
+        self.sent += sent;
+        self.completed += completed;
+        self.errors += errors;
+        self.unfinished += unfinished;
+        self.unsent += unsent;
+    }
+}
+
+impl std::iter::Sum for Requests {
+    fn sum<I: Iterator<Item = Requests>>(iter: I) -> Requests {
+        let zero = Requests {
+            sent: 0,
+            completed: 0,
+            errors: 0,
+            unfinished: 0,
+            unsent: 0,
+        };
+        iter.fold(zero, |mut total, r| {
+            total += r;
+            total
+        })
+    }
+}
+
 /// Bytes on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bytes {
@@ -224,6 +259,29 @@ pub struct Bytes {
     pub sent: u64,
     /// Response bytes read.
     pub received: u64,
+}
+
+/// Shards of one load used their own connections, so their byte counts add (`volley merge`).
+impl std::ops::AddAssign for Bytes {
+    fn add_assign(&mut self, o: Bytes) {
+        // Destructured so that a new counter cannot be left out of the sum unnoticed.
+        let Bytes { sent, received } = o;
+        self.sent += sent;
+        self.received += received;
+    }
+}
+
+impl std::iter::Sum for Bytes {
+    fn sum<I: Iterator<Item = Bytes>>(iter: I) -> Bytes {
+        let zero = Bytes {
+            sent: 0,
+            received: 0,
+        };
+        iter.fold(zero, |mut total, b| {
+            total += b;
+            total
+        })
+    }
 }
 
 /// Connection counters.
@@ -238,6 +296,35 @@ pub struct Connections {
     /// dropped and replaced after a back-off (absent when none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unsolicited: u64,
+}
+
+/// Shards of one load opened their own connections, so the counts add (`volley merge`).
+impl std::ops::AddAssign for Connections {
+    fn add_assign(&mut self, o: Connections) {
+        // Destructured so that a new counter cannot be left out of the sum unnoticed.
+        let Connections {
+            opened,
+            closed_by_server,
+            unsolicited,
+        } = o;
+        self.opened += opened;
+        self.closed_by_server += closed_by_server;
+        self.unsolicited += unsolicited;
+    }
+}
+
+impl std::iter::Sum for Connections {
+    fn sum<I: Iterator<Item = Connections>>(iter: I) -> Connections {
+        let zero = Connections {
+            opened: 0,
+            closed_by_server: 0,
+            unsolicited: 0,
+        };
+        iter.fold(zero, |mut total, c| {
+            total += c;
+            total
+        })
+    }
 }
 
 /// Volley's own resource use over the measured window.

@@ -53,11 +53,35 @@ impl ErrorCounts {
     }
     /// Adds another set of counts.
     pub fn merge(&mut self, o: &ErrorCounts) {
-        self.connect += o.connect;
-        self.timeout += o.timeout;
-        self.reset += o.reset;
-        self.protocol += o.protocol;
-        self.closed += o.closed;
+        *self += *o;
+    }
+}
+
+/// Counts of disjoint requests (two threads' intervals, two shards of one load) add.
+impl std::ops::AddAssign for ErrorCounts {
+    fn add_assign(&mut self, o: ErrorCounts) {
+        // Destructured so that a new error kind cannot be left out of the sum unnoticed.
+        let ErrorCounts {
+            connect,
+            timeout,
+            reset,
+            protocol,
+            closed,
+        } = o;
+        self.connect += connect;
+        self.timeout += timeout;
+        self.reset += reset;
+        self.protocol += protocol;
+        self.closed += closed;
+    }
+}
+
+impl std::iter::Sum for ErrorCounts {
+    fn sum<I: Iterator<Item = ErrorCounts>>(iter: I) -> ErrorCounts {
+        iter.fold(ErrorCounts::default(), |mut total, e| {
+            total += e;
+            total
+        })
     }
 }
 

@@ -1,0 +1,21 @@
+//! The client block (docs/contract.md, "Merging shards", client): the shards' CPU time adds up;
+//! memory, CPU peaks and saturation are the worst shard's, since a peak of one process does not
+//! add to another's.
+
+use super::round;
+use crate::result::{ClientInfo, RunResult};
+
+/// The merged resource use of the shards' load generators.
+pub(super) fn merge(rs: &[&RunResult]) -> ClientInfo {
+    ClientInfo {
+        cpu_user_s: round(rs.iter().map(|r| r.client.cpu_user_s).sum(), 6),
+        cpu_sys_s: round(rs.iter().map(|r| r.client.cpu_sys_s).sum(), 6),
+        rss_max_bytes: rs.iter().map(|r| r.client.rss_max_bytes).max().unwrap_or(0),
+        cpu_pct_max: rs.iter().map(|r| r.client.cpu_pct_max).fold(0.0, f64::max),
+        saturated: rs.iter().any(|r| r.client.saturated),
+        saturated_fraction: rs
+            .iter()
+            .map(|r| r.client.saturated_fraction)
+            .fold(0.0, f64::max),
+    }
+}

@@ -1,0 +1,295 @@
+//! `volley merge A.json B.json... -o OUT.json [--force]`: the RunResults of shards of one load
+//! (several machines, or several copies on one, each sending its share) become one RunResult,
+//! by the rules of docs/contract.md, "Merging shards".
+//!
+//! Only mergeable parts are merged: HDR histograms are decoded, added and re-encoded (lossless)
+//! and every percentile is recomputed from them with [`Percentiles::of`], as `volley run` does;
+//! counters are summed; time series are aligned by wall-clock second. What cannot be derived
+//! exactly — the schedule lag (no histogram in the JSON), a second's p50/p99 when several shards
+//! had responses in it, several server monitors — becomes null with a warning, never an
+//! estimate.
+//!
+//! One file per part of the result, as the contract lists them: `refusals` (inputs that are not
+//! shards of one load), `histograms`, `counters`, `load`, `timeseries`, `client`, `server`,
+//! `warnings` (the shards' own) and `shards` (the list of inputs).
+
+mod client;
+mod counters;
+mod histograms;
+mod load;
+mod refusals;
+mod server;
+mod shards;
+mod timeseries;
+mod warnings;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::result::{RunResult, RUN_SCHEMA};
+use crate::stats::histogram::encode;
+use crate::stats::Percentiles;
+
+pub use timeseries::{align_timeseries, Aligned};
+
+/// Shards whose `started_at` differ by this much or more did not start together (`--force`).
+pub const MAX_START_SPREAD_US: i64 = 10_000;
+
+/// Why shards cannot be merged; every message names the files.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// An input cannot be read or is not a RunResult (exit 2).
+    #[error("{path}: {message}")]
+    Input {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The shards did not start together (exit 2 without `--force`).
+    #[error("started_at differs by {spread_ms:.1} ms (the limit is 10 ms): {list}; these are not shards of one load started together (--force merges them anyway, aligning their time series to the nearest second)")]
+    Start {
+        /// Latest minus earliest start, milliseconds.
+        spread_ms: f64,
+        /// `path (started_at)`, each file.
+        list: String,
+    },
+    /// The shards loaded different targets (exit 2, always).
+    #[error("different targets (method and URL path must match): {list}")]
+    Target {
+        /// `path: METHOD /path`, each file.
+        list: String,
+    },
+    /// The shards used different load modes (exit 2, always).
+    #[error("different load modes (closed, open, ramp) cannot be merged: {list}")]
+    Mode {
+        /// `path: mode`, each file.
+        list: String,
+    },
+    /// The output cannot be written (exit 3).
+    #[error("-o {path}: {message}")]
+    Write {
+        /// The output file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// `started_at` (RFC 3339, `Z` or a numeric offset) as microseconds since the Unix epoch.
+pub fn parse_started_at(s: &str) -> Result<i64, String> {
+    let bad = || format!("started_at `{s}` is not an RFC 3339 timestamp");
+    let (base, offset_s) = if s.ends_with('Z') || s.ends_with('z') {
+        (s.to_string(), 0i64)
+    } else {
+        let cut = s.len().checked_sub(6).ok_or_else(bad)?;
+        let (base, off) = (s.get(..cut).ok_or_else(bad)?, s.get(cut..).ok_or_else(bad)?);
+        let sign = match off.as_bytes()[0] {
+            b'+' => 1,
+            b'-' => -1,
+            _ => return Err(bad()),
+        };
+        let h: i64 = off.get(1..3).and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        let m: i64 = off.get(4..6).and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        (format!("{base}Z"), sign * (h * 3600 + m * 60))
+    };
+    let t = humantime::parse_rfc3339(&base).map_err(|_| bad())?;
+    let d = t.duration_since(UNIX_EPOCH).map_err(|_| bad())?;
+    // Local time = UTC + offset.
+    Ok(d.as_micros() as i64 - offset_s * 1_000_000)
+}
+
+/// `v` rounded to `digits` decimals, as the merged JSON writes computed values.
+fn round(v: f64, digits: i32) -> f64 {
+    let m = 10f64.powi(digits);
+    (v * m).round() / m
+}
+
+/// Merges shards (`(path, result)` in the order given) into one RunResult with `argv` as its
+/// command line. Refuses different targets or load modes, and (without `force`) starts 10 ms or
+/// more apart.
+pub fn merge(
+    inputs: &[(String, RunResult)],
+    argv: Vec<String>,
+    force: bool,
+) -> Result<RunResult, MergeError> {
+    let starts = refusals::check(inputs, force)?;
+    let hists = histograms::add(inputs)?;
+    let rs: Vec<&RunResult> = inputs.iter().map(|(_, r)| r).collect();
+    let elapsed_s = timeseries::window_s(&rs, &starts.offsets_s);
+    let counters = counters::sum(&rs);
+    // The warnings come in the order of the steps below, the shards' own first.
+    let mut warnings = warnings::of_shards(inputs);
+    let load = load::merge(&rs, &mut warnings);
+    let schedule_lag_us = histograms::schedule_lag(&rs, &mut warnings);
+    let timeseries = timeseries::merge(&rs, &starts, elapsed_s, &mut warnings);
+    let server = server::merge(inputs, counters.requests.completed, &mut warnings);
+    warnings::thresholds_dropped(&rs, &mut warnings);
+    // env, target and machine are the earliest shard's: its machine samples are timed from
+    // the merged started_at.
+    let base = rs[starts.earliest];
+    Ok(RunResult {
+        schema: RUN_SCHEMA.to_string(),
+        volley_version: env!("CARGO_PKG_VERSION").to_string(),
+        argv,
+        started_at: base.started_at.clone(),
+        interrupted: rs.iter().any(|r| r.interrupted),
+        env: base.env.clone(),
+        target: base.target.clone(),
+        load,
+        elapsed_s,
+        throughput_rps: throughput_rps(counters.requests.completed, elapsed_s),
+        requests: counters.requests,
+        bytes: counters.bytes,
+        status_codes: counters.status_codes,
+        errors: counters.errors,
+        connections: counters.connections,
+        latency_us: Percentiles::of(&hists.latency),
+        service_time_us: Percentiles::of(&hists.service),
+        schedule_lag_us,
+        latency_hdr: encode(&hists.latency),
+        service_time_hdr: encode(&hists.service),
+        timeseries,
+        client: client::merge(&rs),
+        machine: base.machine.clone(),
+        server,
+        warmup: counters::warmup(&rs),
+        warnings,
+        thresholds: Vec::new(),
+        shards: shards::list(&rs),
+    })
+}
+
+/// Completed responses per second of the merged window, as `volley run` rounds it.
+fn throughput_rps(completed: u64, elapsed_s: f64) -> f64 {
+    if elapsed_s > 0.0 {
+        round(completed as f64 / elapsed_s, 2)
+    } else {
+        0.0
+    }
+}
+
+/// Reads one shard, naming the file in any error.
+pub fn read_shard(path: &Path) -> Result<RunResult, MergeError> {
+    let err = |message: String| MergeError::Input {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    RunResult::from_json(&text).map_err(|m| err(format!("not a volley RunResult: {m}")))
+}
+
+/// Reads the shards, merges them and writes the result.
+pub fn merge_files(
+    paths: &[PathBuf],
+    output: &Path,
+    argv: Vec<String>,
+    force: bool,
+) -> Result<RunResult, MergeError> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut inputs = Vec::new();
+    for p in paths {
+        let r = read_shard(p)?;
+        refusals::given_once(&mut seen, p)?;
+        inputs.push((p.display().to_string(), r));
+    }
+    let merged = merge(&inputs, argv, force)?;
+    let mut text = serde_json::to_string_pretty(&merged).expect("results always serialize");
+    text.push('\n');
+    crate::sys::files::write_atomically(output, text.as_bytes()).map_err(|e| {
+        MergeError::Write {
+            path: output.display().to_string(),
+            message: e.to_string(),
+        }
+    })?;
+    Ok(merged)
+}
+
+/// Microseconds since the Unix epoch as `started_at` is written (RFC 3339, UTC, µs).
+pub fn format_started_at(us_since_epoch: i64) -> String {
+    let t = UNIX_EPOCH + Duration::from_micros(us_since_epoch.max(0) as u64);
+    humantime::format_rfc3339_micros(t).to_string()
+}
+
+#[cfg(test)]
+mod test_shards;
+
+#[cfg(test)]
+mod tests {
+    use super::test_shards::{shard, T0};
+    use super::*;
+    use crate::stats::histogram::decode;
+
+    #[test]
+    fn merged_result_sums_and_recomputes() {
+        let a = shard(T0, &[100, 200, 300, 400]);
+        let b = shard(T0 + 4_000, &[1_000, 2_000, 50_000]);
+        let m = merge(
+            &[("a.json".into(), a.clone()), ("b.json".into(), b.clone())],
+            vec!["volley".into(), "merge".into()],
+            false,
+        )
+        .unwrap();
+        let h = decode(&m.latency_hdr).unwrap();
+        assert_eq!(h.len(), 7, "count = sum of counts");
+        assert_eq!(
+            h.max(),
+            decode(&b.latency_hdr).unwrap().max(),
+            "max = max of maxes"
+        );
+        assert_eq!(
+            m.latency_us,
+            Percentiles::of(&h),
+            "percentiles from the merged histogram"
+        );
+        assert_eq!(m.latency_us.max, Some(h.max()));
+        assert_eq!(m.requests.completed, 7);
+        assert_eq!(m.status_codes["200"], 7);
+        assert_eq!(m.bytes.received, 140);
+        assert_eq!(m.load.connections, 4);
+        assert_eq!(m.load.threads, 2);
+        assert_eq!(m.started_at, a.started_at, "the earliest start");
+        assert_eq!(m.elapsed_s, 2.004, "the later shard ends 4 ms later");
+        assert_eq!(m.throughput_rps, round(7.0 / 2.004, 2));
+        assert_eq!(m.client.cpu_user_s, 1.0);
+        assert_eq!(m.client.rss_max_bytes, 1000);
+        assert_eq!(m.shards.len(), 2);
+        assert_eq!(m.shards[1].started_at, b.started_at);
+        assert_eq!(
+            m.warnings[0].text(),
+            "closed loop",
+            "a warning every shard had, once"
+        );
+        // Within 10 ms: bucket k -> k; both shards had responses in each second.
+        assert_eq!(m.timeseries.len(), 2);
+        assert_eq!(m.timeseries[0].completed, 2 + 1);
+        assert_eq!(m.timeseries[1].completed, 2 + 2);
+        assert_eq!(m.timeseries[0].latency_p50_us, None);
+        assert_eq!(m.timeseries[1].latency_max_us, Some(h.max()));
+        assert!(m
+            .warnings
+            .iter()
+            .any(|w| w.text().contains("latency_p50_us")));
+        // Merging the merge with a third shard lists three shards, not two.
+        let c = shard(T0 + 1_000, &[7]);
+        let mm = merge(
+            &[("m.json".into(), m), ("c.json".into(), c)],
+            vec!["volley".into()],
+            false,
+        )
+        .unwrap();
+        assert_eq!(mm.shards.len(), 3);
+        assert_eq!(decode(&mm.latency_hdr).unwrap().len(), 8);
+    }
+
+    #[test]
+    fn started_at_with_offsets() {
+        let z = parse_started_at("2024-05-01T12:00:00.250000Z").unwrap();
+        let plus = parse_started_at("2024-05-01T14:00:00.250000+02:00").unwrap();
+        let minus = parse_started_at("2024-05-01T11:30:00.250000-00:30").unwrap();
+        assert_eq!(z, plus);
+        assert_eq!(z, minus);
+        assert_eq!(format_started_at(z), "2024-05-01T12:00:00.250000Z");
+        assert!(parse_started_at("yesterday").is_err());
+    }
+}
