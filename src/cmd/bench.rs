@@ -12,7 +12,8 @@ use crate::harness::{self, progress, Log};
 use crate::report::Format;
 use crate::sys::files;
 
-/// `volley bench` flags.
+/// `volley bench` flags. (Their doc comments are the help text, brackets and all.)
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #[derive(Debug, Args, Clone)]
 pub struct BenchArgs {
     /// The suite file (TOML: [suite], [[server]], [[scenario]]).

@@ -57,7 +57,7 @@ pub struct Watched {
 }
 
 /// Samples `s` every `interval` until `duration` passes, Ctrl-C is pressed or the tree is gone;
-/// `each` gets one formatted [`line`] per closed bucket.
+/// `each` gets one formatted [`line()`] per closed bucket.
 pub fn watch(
     mut s: TreeSampler,
     interval: Duration,
