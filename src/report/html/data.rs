@@ -6,6 +6,8 @@ use serde::Serialize;
 
 use super::nines::{merged, percentile_points};
 use super::page::Group;
+use crate::report::model::median;
+use crate::result::RunResult;
 
 /// What the page's script draws: serialized into the page's JSON block.
 #[derive(Debug, Clone, Serialize)]
@@ -109,7 +111,7 @@ pub struct Spread {
 impl Spread {
     /// The spread of `v`; None when it is empty.
     pub fn of(v: &[f64]) -> Option<Spread> {
-        let median = crate::report::model::median(v)?;
+        let median = median(v)?;
         Some(Spread {
             min: v.iter().copied().fold(f64::INFINITY, f64::min),
             median,
@@ -123,6 +125,7 @@ impl Spread {
     }
 }
 
+/// The charts of one scenario group: one line, bar or series per server that has data.
 pub(super) fn group_data(g: &Group) -> GroupData {
     let mut d = GroupData::default();
     for row in &g.rows {
@@ -130,23 +133,7 @@ pub(super) fn group_data(g: &Group) -> GroupData {
         if results.is_empty() {
             continue;
         }
-        let corrected = merged(&results, |r| &r.latency_hdr);
-        let service = merged(&results, |r| &r.service_time_hdr);
-        if let Some((h, runs)) = &corrected {
-            let pts = percentile_points(h);
-            if !pts.is_empty() {
-                d.hdr
-                    .push(hdr_line(row.server, false, h.len(), *runs, &pts));
-                // Closed loop with keep-alive records the same histogram twice: draw it once.
-                if let Some((sh, sruns)) = &service {
-                    let spts = percentile_points(sh);
-                    if !spts.is_empty() && spts != pts {
-                        d.hdr
-                            .push(hdr_line(row.server, true, sh.len(), *sruns, &spts));
-                    }
-                }
-            }
-        }
+        d.hdr.extend(hdr_lines(row.server, &results));
         if let Some(rps) = row.rps {
             d.throughput.push(ThroughputBar {
                 server: row.server,
@@ -155,40 +142,73 @@ pub(super) fn group_data(g: &Group) -> GroupData {
             });
         }
         if let Some((rep, r)) = row.representative() {
-            if !r.timeseries.is_empty() {
-                d.over_time.push(OverTime {
-                    server: row.server,
-                    rep,
-                    t_s: r.timeseries.iter().map(|p| p.t_s as f64).collect(),
-                    rps: r
-                        .timeseries
-                        .iter()
-                        .map(|p| {
-                            (p.interval_s >= MIN_RATE_INTERVAL_S)
-                                .then(|| round1(p.completed as f64 / p.interval_s))
-                        })
-                        .collect(),
-                    p50_us: r.timeseries.iter().map(|p| p.latency_p50_us).collect(),
-                    p99_us: r.timeseries.iter().map(|p| p.latency_p99_us).collect(),
-                });
-            }
-            // One sample is no line: a run shorter than two seconds gets the tables only.
-            if let Some(s) = r.server.as_ref().filter(|s| s.samples.len() >= 2) {
-                d.resources.push(Resources {
-                    server: row.server,
-                    rep,
-                    t_s: s.samples.iter().map(|p| p.t_s).collect(),
-                    user_pct: s.samples.iter().map(|p| p.cpu_user_pct).collect(),
-                    sys_pct: s.samples.iter().map(|p| p.cpu_sys_pct).collect(),
-                    rss_bytes: s.samples.iter().map(|p| p.rss_bytes).collect(),
-                    threads: s.samples.iter().map(|p| p.threads).collect(),
-                });
-            }
+            d.over_time.extend(over_time(row.server, rep, r));
+            d.resources.extend(resources(row.server, rep, r));
         }
     }
     d
 }
 
+/// The percentile curves of a server's merged repetitions: corrected latency, and service
+/// time where it differs.
+fn hdr_lines(server: usize, results: &[&RunResult]) -> Vec<HdrLine> {
+    let mut lines = Vec::new();
+    let corrected = merged(results, |r| &r.latency_hdr);
+    let service = merged(results, |r| &r.service_time_hdr);
+    if let Some((h, runs)) = &corrected {
+        let pts = percentile_points(h);
+        if !pts.is_empty() {
+            lines.push(hdr_line(server, false, h.len(), *runs, &pts));
+            // Closed loop with keep-alive records the same histogram twice: draw it once.
+            if let Some((sh, sruns)) = &service {
+                let spts = percentile_points(sh);
+                if !spts.is_empty() && spts != pts {
+                    lines.push(hdr_line(server, true, sh.len(), *sruns, &spts));
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// The per-second series of the representative repetition; None without a time series.
+fn over_time(server: usize, rep: u32, r: &RunResult) -> Option<OverTime> {
+    if r.timeseries.is_empty() {
+        return None;
+    }
+    Some(OverTime {
+        server,
+        rep,
+        t_s: r.timeseries.iter().map(|p| p.t_s as f64).collect(),
+        rps: r
+            .timeseries
+            .iter()
+            .map(|p| {
+                (p.interval_s >= MIN_RATE_INTERVAL_S)
+                    .then(|| round1(p.completed as f64 / p.interval_s))
+            })
+            .collect(),
+        p50_us: r.timeseries.iter().map(|p| p.latency_p50_us).collect(),
+        p99_us: r.timeseries.iter().map(|p| p.latency_p99_us).collect(),
+    })
+}
+
+/// The server monitor's samples of the representative repetition. One sample is no line: a
+/// run shorter than two seconds gets the tables only.
+fn resources(server: usize, rep: u32, r: &RunResult) -> Option<Resources> {
+    let s = r.server.as_ref().filter(|s| s.samples.len() >= 2)?;
+    Some(Resources {
+        server,
+        rep,
+        t_s: s.samples.iter().map(|p| p.t_s).collect(),
+        user_pct: s.samples.iter().map(|p| p.cpu_user_pct).collect(),
+        sys_pct: s.samples.iter().map(|p| p.cpu_sys_pct).collect(),
+        rss_bytes: s.samples.iter().map(|p| p.rss_bytes).collect(),
+        threads: s.samples.iter().map(|p| p.threads).collect(),
+    })
+}
+
+/// One line of the percentile plot from its points.
 fn hdr_line(server: usize, service: bool, count: u64, runs: usize, pts: &[(f64, u64)]) -> HdrLine {
     HdrLine {
         server,
@@ -204,6 +224,7 @@ fn hdr_line(server: usize, service: bool, count: u64, runs: usize, pts: &[(f64, 
 /// in a few milliseconds would plot as a spike or a cliff.
 const MIN_RATE_INTERVAL_S: f64 = 0.5;
 
+/// Rounded to one decimal, finer than a chart can show.
 fn round1(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
 }

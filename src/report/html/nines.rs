@@ -41,6 +41,7 @@ pub fn percentile_points(h: &Hist) -> Vec<(f64, u64)> {
     pts
 }
 
+/// Rounded to three decimals, so grid points and the max compare as the page shows them.
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }

@@ -6,9 +6,28 @@ use crate::report::html::{escape_html as esc, GroupData};
 
 /// Chart slots; the page's script fills each from `PageData` by group and index.
 pub(super) fn charts(o: &mut String, i: usize, d: &GroupData, servers: &[String]) {
+    let slots = slots(d);
+    if slots.is_empty() {
+        return;
+    }
+    o.push_str("<div class=\"charts\">");
+    for (title, kind) in &slots {
+        let _ = write!(
+            o,
+            "<figure><figcaption>{}</figcaption><div class=\"chart\" data-chart=\"{kind}\" data-group=\"{i}\"></div></figure>",
+            esc(title)
+        );
+    }
+    o.push_str("</div>\n");
+    cpu_charts(o, i, d, servers);
+}
+
+/// The charts the data can draw, as (caption, kind): a chart that would show nothing the
+/// tables do not is left out.
+fn slots(d: &GroupData) -> Vec<(String, &'static str)> {
     // A chart needs a line, and a line two points: a single value is in the tables already.
     let line = |v: &[Option<u64>]| v.iter().filter(|x| x.is_some()).count() >= 2;
-    let mut slots: Vec<(String, &str)> = Vec::new();
+    let mut slots: Vec<(String, &'static str)> = Vec::new();
     if d.hdr.iter().any(|l| l.x.len() >= 2) {
         let dashed = if d.hdr.iter().any(|l| l.service) {
             "; solid: corrected latency (from the due time), dashed: service time (from the write)"
@@ -48,29 +67,23 @@ pub(super) fn charts(o: &mut String, i: usize, d: &GroupData, servers: &[String]
             "rss-time",
         ));
     }
-    if slots.is_empty() {
+    slots
+}
+
+/// One small CPU chart per server with monitor samples, under the others.
+fn cpu_charts(o: &mut String, i: usize, d: &GroupData, servers: &[String]) {
+    if d.resources.is_empty() {
         return;
     }
-    o.push_str("<div class=\"charts\">");
-    for (title, kind) in &slots {
+    o.push_str("<h3>Server CPU over time: user and system, stacked (% of one core)</h3><div class=\"charts small\">");
+    for (k, r) in d.resources.iter().enumerate() {
         let _ = write!(
             o,
-            "<figure><figcaption>{}</figcaption><div class=\"chart\" data-chart=\"{kind}\" data-group=\"{i}\"></div></figure>",
-            esc(title)
+            "<figure><figcaption><span class=\"swatch s{}\"></span>{} <small>(rep {})</small></figcaption><div class=\"chart\" data-chart=\"cpu\" data-group=\"{i}\" data-index=\"{k}\"></div></figure>",
+            r.server % 10,
+            esc(&servers[r.server]),
+            r.rep
         );
     }
     o.push_str("</div>\n");
-    if !d.resources.is_empty() {
-        o.push_str("<h3>Server CPU over time: user and system, stacked (% of one core)</h3><div class=\"charts small\">");
-        for (k, r) in d.resources.iter().enumerate() {
-            let _ = write!(
-                o,
-                "<figure><figcaption><span class=\"swatch s{}\"></span>{} <small>(rep {})</small></figcaption><div class=\"chart\" data-chart=\"cpu\" data-group=\"{i}\" data-index=\"{k}\"></div></figure>",
-                r.server % 10,
-                esc(&servers[r.server]),
-                r.rep
-            );
-        }
-        o.push_str("</div>\n");
-    }
 }

@@ -15,6 +15,7 @@ fn contenders<'g, 'a>(g: &'g Group<'a>) -> Vec<&'g Row<'a>> {
         .collect()
 }
 
+/// The row with the lowest value of `f`, with the value; rows without one are skipped.
 fn best_by<'g, 'a>(
     rows: &[&'g Row<'a>],
     f: impl Fn(&Row) -> Option<f64>,
@@ -24,14 +25,17 @@ fn best_by<'g, 'a>(
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// Median p99 latency over the repetitions.
 fn p99(r: &Row) -> Option<f64> {
     med(&r.results(), |x| x.latency_us.p99.map(|v| v as f64))
 }
 
+/// Median server CPU per request over the repetitions.
 pub(super) fn cpu_per_req(r: &Row) -> Option<f64> {
     med(&r.results(), |x| x.server.as_ref()?.per_request.cpu_us)
 }
 
+/// The largest server RSS of any repetition.
 pub(super) fn peak_rss(r: &Row) -> Option<f64> {
     r.results()
         .iter()
@@ -75,64 +79,82 @@ pub(super) fn summary(o: &mut String, page: &Page) {
         ],
     );
     for (i, g) in page.groups.iter().enumerate() {
-        let speed = by_speed(g);
-        let rows = contenders(g);
-        let _ = write!(o, "<tr><td><a href=\"#g{i}\">{}</a></td>", esc(&g.label));
-        match speed.first() {
-            Some((r, s)) => {
-                txt(o, &r.series.server);
-                num(o, Some(s.median), &rate(s.median));
-            }
-            None => o.push_str("<td>–</td><td class=\"n\" data-v=\"\">–</td>"),
-        }
-        match speed.get(1) {
-            Some((r, s)) => {
-                txt(o, &r.series.server);
-                num(o, Some(s.median), &rate(s.median));
-                let lead = speed[0].1.median / s.median;
-                num(o, lead.is_finite().then_some(lead), &format!("{lead:.2}×"));
-            }
-            None => o.push_str(
-                "<td>–</td><td class=\"n\" data-v=\"\">–</td><td class=\"n\" data-v=\"\">–</td>",
-            ),
-        }
-        for (f, fmt) in [
-            (
-                p99 as fn(&Row) -> Option<f64>,
-                (|v| micros(v.round() as u64)) as fn(f64) -> String,
-            ),
-            (cpu_per_req, |v| format!("{v:.1} µs")),
-            (peak_rss, |v| bytes(v as u64)),
-        ] {
-            match best_by(&rows, f) {
-                Some((r, v)) => {
-                    let _ = write!(
-                        o,
-                        "<td data-v=\"{v}\">{} ({})</td>",
-                        esc(&r.series.server),
-                        esc(&fmt(v))
-                    );
-                }
-                None => o.push_str("<td data-v=\"\">–</td>"),
-            }
-        }
-        let (ok, all) = g.rows.iter().fold((0, 0), |(a, b), r| {
-            (a + r.ok.len(), b + r.series.cells.len())
-        });
-        num(o, Some(ok as f64), &format!("{ok} of {all}"));
-        o.push_str("</tr>\n");
+        glance_row(o, i, g);
     }
     tend(o);
     o.push_str("</section>\n");
 }
 
+/// A group's line: the fastest two and the lead, who is cheapest by each measure, and how
+/// many cells finished.
+fn glance_row(o: &mut String, i: usize, g: &Group) {
+    let speed = by_speed(g);
+    let rows = contenders(g);
+    let _ = write!(o, "<tr><td><a href=\"#g{i}\">{}</a></td>", esc(&g.label));
+    match speed.first() {
+        Some((r, s)) => {
+            txt(o, &r.series.server);
+            num(o, Some(s.median), &rate(s.median));
+        }
+        None => o.push_str("<td>–</td><td class=\"n\" data-v=\"\">–</td>"),
+    }
+    match speed.get(1) {
+        Some((r, s)) => {
+            txt(o, &r.series.server);
+            num(o, Some(s.median), &rate(s.median));
+            let lead = speed[0].1.median / s.median;
+            num(o, lead.is_finite().then_some(lead), &format!("{lead:.2}×"));
+        }
+        None => o.push_str(
+            "<td>–</td><td class=\"n\" data-v=\"\">–</td><td class=\"n\" data-v=\"\">–</td>",
+        ),
+    }
+    cheapest_cells(o, &rows);
+    let (ok, all) = g.rows.iter().fold((0, 0), |(a, b), r| {
+        (a + r.ok.len(), b + r.series.cells.len())
+    });
+    num(o, Some(ok as f64), &format!("{ok} of {all}"));
+    o.push_str("</tr>\n");
+}
+
+/// Who has the lowest p99, CPU per request and peak RSS, with the value.
+fn cheapest_cells(o: &mut String, rows: &[&Row]) {
+    for (f, fmt) in [
+        (
+            p99 as fn(&Row) -> Option<f64>,
+            (|v| micros(v.round() as u64)) as fn(f64) -> String,
+        ),
+        (cpu_per_req, |v| format!("{v:.1} µs")),
+        (peak_rss, |v| bytes(v as u64)),
+    ] {
+        match best_by(rows, f) {
+            Some((r, v)) => {
+                let _ = write!(
+                    o,
+                    "<td data-v=\"{v}\">{} ({})</td>",
+                    esc(&r.series.server),
+                    esc(&fmt(v))
+                );
+            }
+            None => o.push_str("<td data-v=\"\">–</td>"),
+        }
+    }
+}
+
 /// The verdict sentences of a group.
 pub(super) fn verdict(g: &Group) -> Vec<String> {
+    let mut out: Vec<String> = speed_sentence(g).into_iter().collect();
+    out.extend(saturated_sentence(g));
+    out.extend(cheapest_sentences(g));
+    out
+}
+
+/// Who is fastest and by how much, and whether the repetitions can tell.
+fn speed_sentence(g: &Group) -> Option<String> {
     let speed = by_speed(g);
-    let mut out = Vec::new();
     match speed.as_slice() {
-        [] => {}
-        [(r, s)] => out.push(format!(
+        [] => None,
+        [(r, s)] => Some(format!(
             "{}: {} req/s (median of {}).",
             r.series.server,
             rate(s.median),
@@ -159,21 +181,28 @@ pub(super) fn verdict(g: &Group) -> Vec<String> {
             } else {
                 line.push_str(" One repetition each: run more to tell noise from difference.");
             }
-            out.push(line);
+            Some(line)
         }
     }
+}
+
+/// The servers against which the client was saturated, whose numbers describe volley.
+fn saturated_sentence(g: &Group) -> Option<String> {
     let saturated: Vec<&str> = g
         .rows
         .iter()
         .filter(|r| r.results().iter().any(|x| x.client.saturated))
         .map(|r| r.series.server.as_str())
         .collect();
-    if !saturated.is_empty() {
-        out.push(format!(
-            "The client was saturated against {}: those numbers may describe volley rather than the server.",
-            saturated.join(", ")
-        ));
-    }
+    (!saturated.is_empty()).then(|| format!(
+        "The client was saturated against {}: those numbers may describe volley rather than the server.",
+        saturated.join(", ")
+    ))
+}
+
+/// Lowest p99, least CPU per request and smallest peak memory, when there is a choice.
+fn cheapest_sentences(g: &Group) -> Vec<String> {
+    let mut out = Vec::new();
     let rows = contenders(g);
     if rows.len() > 1 {
         if let Some((r, v)) = best_by(&rows, p99) {

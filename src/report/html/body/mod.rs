@@ -18,7 +18,7 @@ mod suite;
 
 use std::fmt::Write;
 
-use super::{escape_html as esc, Group, GroupData, Page};
+use super::{escape_html as esc, Group, GroupData, Page, Row};
 use crate::report::markdown::describe_load;
 use crate::report::model::{median, Cell, Report};
 use crate::result::{CellStatus, RunResult, SuiteRow};
@@ -83,19 +83,42 @@ fn thead(o: &mut String, cols: &[&str]) {
     o.push_str("</tr></thead><tbody>\n");
 }
 
+/// Opens a row with the server's cell: its colour swatch and name, sorting by the name.
+fn server_cell(o: &mut String, row: &Row) {
+    let _ = write!(
+        o,
+        "<tr><td class=\"server\" data-v=\"{0}\"><span class=\"swatch s{1}\"></span>{0}</td>",
+        esc(&row.series.server),
+        row.server % 10
+    );
+}
+
+/// A status cell, green when `good`, red otherwise.
+fn status_cell(o: &mut String, good: bool, status: impl std::fmt::Display) {
+    let _ = write!(
+        o,
+        "<td class=\"{}\">{}</td>",
+        if good { "good" } else { "bad" },
+        status
+    );
+}
+
 /// Closes a table opened by `thead`.
 fn tend(o: &mut String) {
     o.push_str("</tbody></table></div>\n");
 }
 
+/// The text of a value that may be missing: a dash without one.
 fn opt_f(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or_else(|| "–".into(), f)
 }
 
+/// The median of a figure over the repetitions that have it.
 fn med(rs: &[&RunResult], f: impl Fn(&RunResult) -> Option<f64>) -> Option<f64> {
     median(&rs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
 }
 
+/// The volley version the report is from: its first suite's, its first run's, or this one's.
 fn volley_version(report: &Report) -> String {
     report
         .suites
@@ -117,6 +140,7 @@ fn row_of<'r>(report: &'r Report, c: &Cell) -> Option<&'r SuiteRow> {
     })
 }
 
+/// The title, the scenario index, the answer (at a glance), and where and how it ran.
 fn header(o: &mut String, report: &Report, page: &Page) {
     let finished = report
         .cells
@@ -148,6 +172,8 @@ fn header(o: &mut String, report: &Report, page: &Page) {
     o.push_str("</header>\n");
 }
 
+/// A scenario group's section: load, verdict, tables, charts, warnings, thresholds and the
+/// cells that did not finish.
 fn group(
     o: &mut String,
     report: &Report,

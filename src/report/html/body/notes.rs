@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{num, opt_f, row_of, tend, thead, txt};
+use super::{num, opt_f, row_of, status_cell, tend, thead, txt};
 use crate::report::html::{escape_html as esc, Group};
 use crate::report::model::{Cell, Report};
 use crate::result::CellStatus;
@@ -35,6 +35,7 @@ pub(super) fn warnings(o: &mut String, g: &Group) {
     o.push_str("</ul>\n");
 }
 
+/// Every threshold of every finished repetition, with what was measured.
 pub(super) fn thresholds(o: &mut String, g: &Group) {
     let any = g
         .rows
@@ -84,16 +85,7 @@ pub(super) fn cell_table(o: &mut String, report: &Report, cells: &[&Cell]) {
         txt(o, &c.server);
         txt(o, &c.label());
         num(o, Some(f64::from(c.rep)), &c.rep.to_string());
-        let _ = write!(
-            o,
-            "<td class=\"{}\">{}</td>",
-            if c.status == CellStatus::Ok {
-                "good"
-            } else {
-                "bad"
-            },
-            c.status
-        );
+        status_cell(o, c.status == CellStatus::Ok, c.status);
         txt(o, c.reason.as_deref().unwrap_or(""));
         o.push_str("<td>");
         if let Some(r) = row {
