@@ -194,7 +194,10 @@ fn saturated_sentence(g: &Group) -> Option<String> {
         .filter(|r| r.results().iter().any(|x| x.client.saturated))
         .map(|r| r.series.server.as_str())
         .collect();
-    (!saturated.is_empty()).then(|| format!(
+    if saturated.is_empty() {
+        return None;
+    }
+    Some(format!(
         "The client was saturated against {}: those numbers may describe volley rather than the server.",
         saturated.join(", ")
     ))

@@ -48,11 +48,14 @@ fn server_row(o: &mut String, row: &Row, fastest: Option<f64>) {
     let rs = row.results();
     let (name, notes) = name_and_notes(row, &rs);
     let fail_reasons = fail_reasons(row);
-    let _ =
-        write!(
+    let failed = if rs.is_empty() {
+        " class=\"failed\""
+    } else {
+        ""
+    };
+    let _ = write!(
         o,
-        "<tr{}><td class=\"server\" data-v=\"{}\"><span class=\"swatch s{}\"></span>{name}</td>",
-        if rs.is_empty() { " class=\"failed\"" } else { "" },
+        "<tr{failed}><td class=\"server\" data-v=\"{}\"><span class=\"swatch s{}\"></span>{name}</td>",
         esc(&row.series.server),
         row.server % 10
     );
