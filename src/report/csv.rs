@@ -14,6 +14,7 @@ use super::Reporter;
 /// CSV reporter.
 pub struct CsvReporter;
 
+/// The columns that say which cell a row is, before the cell's scalars.
 const IDENTITY: [&str; 7] = [
     "server", "scenario", "axes", "rep", "status", "reason", "control",
 ];
@@ -93,6 +94,7 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// One record: fields quoted where needed, CRLF at the end (RFC 4180).
 fn line(out: &mut String, fields: &[String]) {
     let quoted: Vec<String> = fields.iter().map(|f| quote(f)).collect();
     out.push_str(&quoted.join(","));

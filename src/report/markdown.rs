@@ -25,110 +25,7 @@ impl Reporter for MarkdownReporter {
         }
         for label in labels {
             let group: Vec<&Series> = series.iter().filter(|s| s.label == label).collect();
-            if report.single_run().is_none() {
-                let _ = writeln!(o, "### {}\n", esc(label));
-            }
-            if let Some(r) = group.iter().find_map(|s| s.ok().first().copied()) {
-                let _ = writeln!(o, "{}\n", esc(&describe_load(r)));
-            }
-            let _ = writeln!(
-                o,
-                "| server | req/s | min–max | p50 | p90 | p95 | p99 | p99.9 | p99.99 | max | errors | runs |"
-            );
-            let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
-            for s in &group {
-                let ok = s.ok();
-                let runs = format!("{}/{}", ok.len(), s.cells.len());
-                let name = if s.control() {
-                    format!("{} (control)", s.server)
-                } else {
-                    s.server.clone()
-                };
-                if ok.is_empty() {
-                    let why = s.reason().unwrap_or_else(|| "no result".into());
-                    let _ = writeln!(
-                        o,
-                        "| {} | {} | | | | | | | | | | {runs} |",
-                        esc(&name),
-                        esc(&format!("failed: {why}"))
-                    );
-                    continue;
-                }
-                let tput: Vec<f64> = ok.iter().map(|r| r.throughput_rps).collect();
-                let range = if ok.len() > 1 {
-                    format!(
-                        "{}–{}",
-                        rate(tput.iter().cloned().fold(f64::INFINITY, f64::min)),
-                        rate(tput.iter().cloned().fold(0.0, f64::max))
-                    )
-                } else {
-                    String::new()
-                };
-                let pct = |f: fn(&RunResult) -> Option<u64>| {
-                    median(
-                        &ok.iter()
-                            .filter_map(|r| f(r).map(|v| v as f64))
-                            .collect::<Vec<_>>(),
-                    )
-                    .map_or("-".into(), |v| micros(v.round() as u64))
-                };
-                let _ = writeln!(
-                    o,
-                    "| {} | {} | {range} | {} | {} | {} | {} | {} | {} | {} | {} | {runs} |",
-                    esc(&name),
-                    median(&tput).map_or("-".into(), rate),
-                    pct(|r| r.latency_us.p50),
-                    pct(|r| r.latency_us.p90),
-                    pct(|r| r.latency_us.p95),
-                    pct(|r| r.latency_us.p99),
-                    pct(|r| r.latency_us.p99_9),
-                    pct(|r| r.latency_us.p99_99),
-                    pct(|r| r.latency_us.max),
-                    ok.iter().map(|r| r.requests.errors).sum::<u64>(),
-                );
-            }
-            o.push('\n');
-            // Server cost, where a monitor ran.
-            let costly: Vec<&&Series> = group
-                .iter()
-                .filter(|s| s.ok().iter().any(|r| r.server.is_some()))
-                .collect();
-            if !costly.is_empty() {
-                let _ = writeln!(
-                    o,
-                    "| server | CPU µs/req | user µs/req | sys µs/req | syscalls/req | ctx switches/req | peak RSS | threads |"
-                );
-                let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|");
-                for s in costly {
-                    let ok = s.ok();
-                    // µs with one decimal, counts per request with two (0.04 context switches).
-                    let per = |f: fn(&RunResult) -> Option<f64>, digits: usize| {
-                        median(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
-                            .map_or("-".into(), |v| format!("{v:.digits$}"))
-                    };
-                    let rss = ok
-                        .iter()
-                        .filter_map(|r| r.server.as_ref().map(|s| s.rss_max_bytes))
-                        .max();
-                    let threads = ok
-                        .iter()
-                        .filter_map(|r| r.server.as_ref().map(|s| s.threads_max))
-                        .max();
-                    let _ = writeln!(
-                        o,
-                        "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                        esc(&s.server),
-                        per(|r| r.server.as_ref()?.per_request.cpu_us, 1),
-                        per(|r| r.server.as_ref()?.per_request.user_us, 1),
-                        per(|r| r.server.as_ref()?.per_request.sys_us, 1),
-                        per(|r| r.server.as_ref()?.per_request.syscalls, 2),
-                        per(|r| r.server.as_ref()?.per_request.ctx_switches, 2),
-                        rss.map_or("-".into(), bytes),
-                        threads.map_or("-".into(), |t| t.to_string()),
-                    );
-                }
-                o.push('\n');
-            }
+            scenario(&mut o, report, label, &group);
         }
         let _ = writeln!(o, "{}", esc(&environment(report)));
         let _ = writeln!(
@@ -137,6 +34,130 @@ impl Reporter for MarkdownReporter {
         );
         o
     }
+}
+
+/// One scenario cell: its heading (in a suite), the load, the servers' table and, where a
+/// monitor ran, their cost.
+fn scenario(o: &mut String, report: &Report, label: &str, group: &[&Series]) {
+    if report.single_run().is_none() {
+        let _ = writeln!(o, "### {}\n", esc(label));
+    }
+    if let Some(r) = group.iter().find_map(|s| s.ok().first().copied()) {
+        let _ = writeln!(o, "{}\n", esc(&describe_load(r)));
+    }
+    let _ = writeln!(
+        o,
+        "| server | req/s | min–max | p50 | p90 | p95 | p99 | p99.9 | p99.99 | max | errors | runs |"
+    );
+    let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for s in group {
+        server_row(o, s);
+    }
+    o.push('\n');
+    cost_table(o, group);
+}
+
+/// A server's row: medians over the repetitions that finished, or why none did.
+fn server_row(o: &mut String, s: &Series) {
+    let ok = s.ok();
+    let runs = format!("{}/{}", ok.len(), s.cells.len());
+    let name = if s.control() {
+        format!("{} (control)", s.server)
+    } else {
+        s.server.clone()
+    };
+    if ok.is_empty() {
+        let why = s.reason().unwrap_or_else(|| "no result".into());
+        let _ = writeln!(
+            o,
+            "| {} | {} | | | | | | | | | | {runs} |",
+            esc(&name),
+            esc(&format!("failed: {why}"))
+        );
+        return;
+    }
+    let tput: Vec<f64> = ok.iter().map(|r| r.throughput_rps).collect();
+    let range = if ok.len() > 1 {
+        format!(
+            "{}–{}",
+            rate(tput.iter().cloned().fold(f64::INFINITY, f64::min)),
+            rate(tput.iter().cloned().fold(0.0, f64::max))
+        )
+    } else {
+        String::new()
+    };
+    let pct = |f: fn(&RunResult) -> Option<u64>| {
+        median(
+            &ok.iter()
+                .filter_map(|r| f(r).map(|v| v as f64))
+                .collect::<Vec<_>>(),
+        )
+        .map_or("-".into(), |v| micros(v.round() as u64))
+    };
+    let _ = writeln!(
+        o,
+        "| {} | {} | {range} | {} | {} | {} | {} | {} | {} | {} | {} | {runs} |",
+        esc(&name),
+        median(&tput).map_or("-".into(), rate),
+        pct(|r| r.latency_us.p50),
+        pct(|r| r.latency_us.p90),
+        pct(|r| r.latency_us.p95),
+        pct(|r| r.latency_us.p99),
+        pct(|r| r.latency_us.p99_9),
+        pct(|r| r.latency_us.p99_99),
+        pct(|r| r.latency_us.max),
+        ok.iter().map(|r| r.requests.errors).sum::<u64>(),
+    );
+}
+
+/// Server cost, where a monitor ran: nothing for a scenario without one.
+fn cost_table(o: &mut String, group: &[&Series]) {
+    let costly: Vec<&&Series> = group
+        .iter()
+        .filter(|s| s.ok().iter().any(|r| r.server.is_some()))
+        .collect();
+    if costly.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "| server | CPU µs/req | user µs/req | sys µs/req | syscalls/req | ctx switches/req | peak RSS | threads |"
+    );
+    let _ = writeln!(o, "|---|--:|--:|--:|--:|--:|--:|--:|");
+    for s in costly {
+        cost_row(o, s);
+    }
+    o.push('\n');
+}
+
+/// A server's cost per request (medians) and its peaks.
+fn cost_row(o: &mut String, s: &Series) {
+    let ok = s.ok();
+    // µs with one decimal, counts per request with two (0.04 context switches).
+    let per = |f: fn(&RunResult) -> Option<f64>, digits: usize| {
+        median(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+            .map_or("-".into(), |v| format!("{v:.digits$}"))
+    };
+    let rss = ok
+        .iter()
+        .filter_map(|r| r.server.as_ref().map(|s| s.rss_max_bytes))
+        .max();
+    let threads = ok
+        .iter()
+        .filter_map(|r| r.server.as_ref().map(|s| s.threads_max))
+        .max();
+    let _ = writeln!(
+        o,
+        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+        esc(&s.server),
+        per(|r| r.server.as_ref()?.per_request.cpu_us, 1),
+        per(|r| r.server.as_ref()?.per_request.user_us, 1),
+        per(|r| r.server.as_ref()?.per_request.sys_us, 1),
+        per(|r| r.server.as_ref()?.per_request.syscalls, 2),
+        per(|r| r.server.as_ref()?.per_request.ctx_switches, 2),
+        rss.map_or("-".into(), bytes),
+        threads.map_or("-".into(), |t| t.to_string()),
+    );
 }
 
 /// `closed loop, 50 connections, 4 s, keep-alive, GET /` and the like.

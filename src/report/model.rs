@@ -241,6 +241,8 @@ fn row_file(dir: &Path, rel: &str) -> Option<PathBuf> {
     std::fs::metadata(&file).ok()?.is_file().then_some(file)
 }
 
+/// One input: a results folder (its `suite.json`), a suite index or a RunResult, told apart by
+/// the `schema` key.
 fn load_one(p: &Path) -> Result<Report, LoadError> {
     let err = |m: String| LoadError {
         path: p.display().to_string(),

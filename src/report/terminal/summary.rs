@@ -1,0 +1,346 @@
+//! The human summary of one run, section by section: what was run and how, throughput, the
+//! percentile table, the counters, the server block, the warm-up, thresholds and warnings.
+
+use std::fmt::Write as _;
+
+use super::{format_elapsed, plural, server_lines};
+use crate::result::{Arrivals, LoadInfo, Mode, RunResult};
+use crate::stats::histogram::QUANTILES;
+use crate::stats::Percentiles;
+use crate::units::{bytes, micros_f, opt_micros, rate, seconds, thousands};
+
+/// The human summary of one run.
+pub fn summary(r: &RunResult) -> String {
+    let mut o = String::new();
+    header(&mut o, r);
+    throughput(&mut o, r);
+    percentile_table(&mut o, r);
+    requests(&mut o, r);
+    errors(&mut o, r);
+    connections(&mut o, r);
+    client(&mut o, r);
+    server(&mut o, r);
+    warmup(&mut o, r);
+    thresholds(&mut o, r);
+    warnings(&mut o, r);
+    o
+}
+
+/// The target, how the load ran, and whether Ctrl-C cut it short.
+fn header(o: &mut String, r: &RunResult) {
+    let _ = writeln!(
+        o,
+        "volley {}  {} {}  ({})",
+        r.volley_version, r.target.method, r.target.url, r.target.addr
+    );
+    let _ = writeln!(o, "{}", how_it_ran(r));
+    if r.interrupted {
+        let _ = writeln!(o, "INTERRUPTED: results cover the run up to Ctrl-C");
+    }
+    let _ = writeln!(o);
+}
+
+/// `open loop at 2,000 req/s (uniform), 8 connections, 2 threads, 3 s after 1 s warm-up, ...`
+fn how_it_ran(r: &RunResult) -> String {
+    let l = &r.load;
+    let mut how = load_shape(l);
+    if l.think_time_s > 0.0 {
+        let _ = write!(how, ", think time {}", seconds(l.think_time_s));
+    }
+    if l.mode == Mode::Ramp {
+        let _ = write!(how, ", {} thread{}", l.threads, plural(l.threads));
+    } else {
+        let _ = write!(
+            how,
+            ", {} connection{}, {} thread{}",
+            l.connections,
+            plural(l.connections),
+            l.threads,
+            plural(l.threads)
+        );
+    }
+    match (l.duration_s, l.requests) {
+        (Some(d), _) => {
+            let _ = write!(how, ", {}", seconds(d));
+        }
+        (None, Some(n)) => {
+            let _ = write!(how, ", {} request{}", thousands(n), plural(n));
+        }
+        _ => {}
+    }
+    if l.warmup_s > 0.0 {
+        let _ = write!(how, " after {} warm-up", seconds(l.warmup_s));
+    }
+    how.push_str(if l.keepalive {
+        ", keep-alive"
+    } else {
+        ", new connection per request"
+    });
+    if l.pipeline > 1 {
+        let _ = write!(how, ", pipeline {}", l.pipeline);
+    }
+    if r.target.body_bytes > 0 {
+        let _ = write!(how, ", body {}", bytes(r.target.body_bytes));
+    }
+    how
+}
+
+/// The mode and its rate or users: `open loop at 2,000 req/s (uniform)`.
+fn load_shape(l: &LoadInfo) -> String {
+    match l.mode {
+        Mode::Open => format!(
+            "open loop at {} req/s ({})",
+            rate(l.rate_rps.unwrap_or(0.0)),
+            l.arrivals.unwrap_or(Arrivals::Uniform)
+        ),
+        Mode::Ramp => match (&l.stages, l.spawn_rate) {
+            (Some(st), _) => {
+                let parts: Vec<String> = st
+                    .iter()
+                    .map(|s| format!("{}:{}", seconds(s.duration_s), thousands(s.users)))
+                    .collect();
+                format!("virtual users in stages {}", parts.join(", "))
+            }
+            (None, Some(r)) => format!(
+                "{} virtual users, {} added per second",
+                thousands(l.users.unwrap_or(0)),
+                rate(r)
+            ),
+            (None, None) => format!("{} virtual users", thousands(l.users.unwrap_or(0))),
+        },
+        Mode::Closed => "closed loop".to_string(),
+    }
+}
+
+/// Responses per second and bytes moved.
+fn throughput(o: &mut String, r: &RunResult) {
+    let _ = writeln!(
+        o,
+        "  Throughput   {} req/s   ({} responses in {})",
+        rate(r.throughput_rps),
+        thousands(r.requests.completed),
+        format_elapsed(r.elapsed_s)
+    );
+    let el = r.elapsed_s.max(1e-9);
+    let _ = writeln!(
+        o,
+        "  Transfer     received {} ({}/s), sent {}",
+        bytes(r.bytes.received),
+        bytes((r.bytes.received as f64 / el) as u64),
+        bytes(r.bytes.sent)
+    );
+    let _ = writeln!(o);
+}
+
+/// The latency kinds the table shows: one column in closed loop, corrected/service/lag in
+/// open loop, where they differ.
+fn latency_columns(r: &RunResult) -> Vec<(&str, &Percentiles)> {
+    let mut cols: Vec<(&str, &Percentiles)> = Vec::new();
+    if r.load.mode != Mode::Open {
+        cols.push(("latency", &r.latency_us));
+    } else {
+        cols.push(("corrected", &r.latency_us));
+        cols.push(("service", &r.service_time_us));
+        if let Some(lag) = &r.schedule_lag_us {
+            cols.push(("send lag", lag));
+        }
+    }
+    cols
+}
+
+/// Every percentile, the extremes, mean and stdev, one column per latency kind.
+fn percentile_table(o: &mut String, r: &RunResult) {
+    let cols = latency_columns(r);
+    let _ = write!(o, "  {:<10}", "Latency");
+    for (name, _) in &cols {
+        let _ = write!(o, "{name:>12}");
+    }
+    let _ = writeln!(o);
+    let mut row = |label: &str, f: &dyn Fn(&Percentiles) -> String| {
+        let _ = write!(o, "    {label:<8}");
+        for (_, p) in &cols {
+            let _ = write!(o, "{:>12}", f(p));
+        }
+        let _ = writeln!(o);
+    };
+    row("min", &|p| opt_micros(p.min));
+    for (k, (_, label)) in QUANTILES.iter().enumerate() {
+        row(label, &|p| opt_micros(p.quantile_values()[k]));
+    }
+    row("max", &|p| opt_micros(p.max));
+    row("mean", &|p| {
+        p.mean.map(micros_f).unwrap_or_else(|| "-".into())
+    });
+    row("stdev", &|p| {
+        p.stdev.map(micros_f).unwrap_or_else(|| "-".into())
+    });
+    let _ = writeln!(o);
+}
+
+/// The request counters and the status codes, 4xx and 5xx flagged.
+fn requests(o: &mut String, r: &RunResult) {
+    let q = &r.requests;
+    let _ = writeln!(
+        o,
+        "  Requests     sent {} · completed {} · errors {} · unfinished {} · unsent {}",
+        thousands(q.sent),
+        thousands(q.completed),
+        thousands(q.errors),
+        thousands(q.unfinished),
+        thousands(q.unsent)
+    );
+    let status: Vec<String> = r
+        .status_codes
+        .iter()
+        .map(|(code, n)| {
+            let flag = if code.starts_with('4') || code.starts_with('5') {
+                " (!)"
+            } else {
+                ""
+            };
+            format!("{code}: {}{flag}", thousands(*n))
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "  Status       {}",
+        if status.is_empty() {
+            "no responses".into()
+        } else {
+            status.join(" · ")
+        }
+    );
+}
+
+/// Errors by kind, the kinds that happened only.
+fn errors(o: &mut String, r: &RunResult) {
+    let e = &r.errors;
+    let errs: Vec<String> = [
+        ("connect", e.connect),
+        ("timeout", e.timeout),
+        ("reset", e.reset),
+        ("protocol", e.protocol),
+        ("closed", e.closed),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(k, n)| format!("{k} {}", thousands(*n)))
+    .collect();
+    let _ = writeln!(
+        o,
+        "  Errors       {}",
+        if errs.is_empty() {
+            "none".to_string()
+        } else {
+            errs.join(" · ")
+        }
+    );
+}
+
+/// Connections opened (the warm-up's apart) and closed by the server.
+fn connections(o: &mut String, r: &RunResult) {
+    let warm_conns = r.warmup.as_ref().map(|w| w.connections_opened).unwrap_or(0);
+    let _ = writeln!(
+        o,
+        "  Connections  opened {}{} · closed by server {}",
+        thousands(r.connections.opened),
+        if warm_conns > 0 {
+            format!(" (+{} in the warm-up)", thousands(warm_conns))
+        } else {
+            String::new()
+        },
+        thousands(r.connections.closed_by_server)
+    );
+}
+
+/// What volley itself spent: a saturated client measures itself, not the server.
+fn client(o: &mut String, r: &RunResult) {
+    let c = &r.client;
+    let completed = r.requests.completed;
+    let el = r.elapsed_s.max(1e-9);
+    let cpu = c.cpu_user_s + c.cpu_sys_s;
+    let per_million = if completed > 0 {
+        format!(
+            ", {:.2} CPU-s per million responses",
+            cpu / completed as f64 * 1e6
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        o,
+        "  Client       CPU {:.2} s ({:.0}% user) = {:.2} cores{per_million}, RSS {}",
+        cpu,
+        if cpu > 0.0 {
+            c.cpu_user_s / cpu * 100.0
+        } else {
+            0.0
+        },
+        cpu / el,
+        bytes(c.rss_max_bytes)
+    );
+}
+
+/// The server block (`--pid`), labelled on its first line.
+fn server(o: &mut String, r: &RunResult) {
+    if let Some(srv) = &r.server {
+        for (k, line) in server_lines(srv, r.requests.completed).iter().enumerate() {
+            let label = if k == 0 { "Server" } else { "" };
+            let _ = writeln!(o, "  {label:<13}{line}");
+        }
+    }
+}
+
+/// The warm-up, said to be left out of every figure above.
+fn warmup(o: &mut String, r: &RunResult) {
+    if let Some(w) = &r.warmup {
+        let _ = writeln!(
+            o,
+            "  Warm-up      {}: {} responses, {} errors (excluded from everything above)",
+            seconds(w.duration_s),
+            thousands(w.completed),
+            thousands(w.errors)
+        );
+    }
+}
+
+/// Each threshold with what was measured; a broken one names the exit code it causes.
+fn thresholds(o: &mut String, r: &RunResult) {
+    if r.thresholds.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    let broken = r.thresholds.iter().filter(|t| !t.pass).count();
+    let _ = writeln!(
+        o,
+        "  Thresholds   {} of {} passed{}",
+        r.thresholds.len() - broken,
+        r.thresholds.len(),
+        if broken > 0 {
+            " — BROKEN (exit code 1)"
+        } else {
+            ""
+        }
+    );
+    for t in &r.thresholds {
+        let shown = crate::config::threshold::parse(&t.threshold)
+            .map(|th| th.show(t.actual))
+            .unwrap_or_else(|_| format!("{:?}", t.actual));
+        let _ = writeln!(
+            o,
+            "    {} {:<20} measured {shown}",
+            if t.pass { "pass" } else { "FAIL" },
+            t.threshold
+        );
+    }
+}
+
+/// The run's warnings, last, where they are read after the numbers they qualify.
+fn warnings(o: &mut String, r: &RunResult) {
+    if !r.warnings.is_empty() {
+        let _ = writeln!(o);
+        for w in &r.warnings {
+            let _ = writeln!(o, "  ! {w}");
+        }
+    }
+}
