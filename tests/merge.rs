@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
-use common::scratch;
+use common::{assert_golden, scratch};
 use serde_json::{json, Value};
 use volley::result::{Checked, Mode, RunResult, StageInfo};
 use volley::stats::histogram::decode;
@@ -340,32 +340,6 @@ fn fixture(name: &str) -> RunResult {
     RunResult::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
-/// Compares `actual` with `tests/golden/NAME`, or rewrites it under `UPDATE_GOLDEN`.
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{name} differs from the golden file at line {}:\n  golden: {:?}\n  actual: {:?}\n(UPDATE_GOLDEN=1 rewrites it after a deliberate change)",
-            first + 1,
-            expected.lines().nth(first),
-            actual.lines().nth(first)
-        );
-    }
-}
-
 /// The merged JSON as `volley merge` writes it, from named shards.
 fn merged_text(inputs: Vec<(&str, RunResult)>, force: bool) -> String {
     let inputs: Vec<(String, RunResult)> = inputs
@@ -426,7 +400,7 @@ fn merges_of_saved_results_match_the_golden_files() {
         ],
         true,
     );
-    golden("merge-closed.json", &closed);
+    assert_golden("merge-closed.json", &closed);
 
     // Open loop, started 3 ms apart at one address, one monitor: rates add, the schedule lag
     // and the seconds both shards answered in lose their percentiles, arrivals that differ are
@@ -437,7 +411,7 @@ fn merges_of_saved_results_match_the_golden_files() {
     b.load.rate_rps = Some(1000.0);
     b.load.arrivals = Some(volley::result::Arrivals::Poisson);
     b.load.seed = Some(42);
-    golden(
+    assert_golden(
         "merge-open.json",
         &merged_text(vec![("a.json", a), ("b.json", b)], false),
     );
@@ -474,7 +448,7 @@ fn merges_of_saved_results_match_the_golden_files() {
         actual: Some(1.5),
         pass: true,
     });
-    golden(
+    assert_golden(
         "merge-ramp.json",
         &merged_text(vec![("a.json", a.clone()), ("b.json", b.clone())], false),
     );
@@ -483,11 +457,11 @@ fn merges_of_saved_results_match_the_golden_files() {
     let c = started_after(ramp(a.clone(), 3, &[2.0]), &a, 1_000);
     let nested: RunResult = serde_json::from_str(&closed).unwrap();
     let d = started_after(fixture("quick/runs/node__get__r1.json"), &rust, 400_000);
-    golden(
+    assert_golden(
         "merge-stages-differ.json",
         &merged_text(vec![("a.json", a), ("b.json", b), ("c.json", c)], false),
     );
-    golden(
+    assert_golden(
         "merge-nested.json",
         &merged_text(vec![("closed.json", nested), ("node.json", d)], true),
     );

@@ -4,8 +4,12 @@
 //! The golden files are rewritten with `UPDATE_GOLDEN=1 cargo test --test report`; review the
 //! diff before committing it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use common::assert_golden;
 
 use volley::report::{Format, Report};
 
@@ -17,33 +21,6 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{} differs from the golden file at line {}:\n  golden: {:?}\n  actual: {:?}\n(UPDATE_GOLDEN=1 rewrites it after a deliberate change)",
-            name,
-            first + 1,
-            expected.lines().nth(first),
-            actual.lines().nth(first)
-        );
-    }
-}
-
 fn load(name: &str) -> Report {
     Report::load(&[fixture(name)]).unwrap()
 }
@@ -51,21 +28,21 @@ fn load(name: &str) -> Report {
 #[test]
 fn markdown_and_csv_of_a_suite_match_the_golden_files() {
     let quick = load("quick");
-    golden("quick.md", &Format::Markdown.reporter().render(&quick));
-    golden("quick.csv", &Format::Csv.reporter().render(&quick));
+    assert_golden("quick.md", &Format::Markdown.reporter().render(&quick));
+    assert_golden("quick.csv", &Format::Csv.reporter().render(&quick));
     // Failures, a control, two repetitions.
     let faults = load("faults");
-    golden("faults.md", &Format::Markdown.reporter().render(&faults));
-    golden("faults.csv", &Format::Csv.reporter().render(&faults));
-    golden("faults.txt", &Format::Terminal.reporter().render(&faults));
+    assert_golden("faults.md", &Format::Markdown.reporter().render(&faults));
+    assert_golden("faults.csv", &Format::Csv.reporter().render(&faults));
+    assert_golden("faults.txt", &Format::Terminal.reporter().render(&faults));
 }
 
 #[test]
 fn markdown_and_csv_of_one_run_match_the_golden_files() {
     let run = load("quick/runs/rust__get__r1.json");
     assert!(run.single_run().is_some());
-    golden("run.md", &Format::Markdown.reporter().render(&run));
-    golden("run.csv", &Format::Csv.reporter().render(&run));
+    assert_golden("run.md", &Format::Markdown.reporter().render(&run));
+    assert_golden("run.csv", &Format::Csv.reporter().render(&run));
 }
 
 #[test]

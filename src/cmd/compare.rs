@@ -123,10 +123,9 @@ fn metric_parser() -> impl clap::builder::TypedValueParser<Value = Metric> {
         ("errors", "Errors of every kind (lower is better)"),
     ];
     let shown = SHOWN.iter().map(|(n, h)| PossibleValue::new(*n).help(*h));
-    let hidden = crate::metric::NAMES
-        .iter()
-        .filter(|n| !SHOWN.iter().any(|(s, _)| s == *n))
-        .map(|n| PossibleValue::new(*n).hide(true));
+    let hidden = crate::metric::names()
+        .filter(|n| !SHOWN.iter().any(|(s, _)| s == n))
+        .map(|n| PossibleValue::new(n).hide(true));
     PossibleValuesParser::new(shown.chain(hidden))
         .map(|name| Metric::parse(&name).expect("every possible value is a metric name"))
 }

@@ -290,14 +290,7 @@ impl TreeSampler {
             .expect("baseline taken")
             .update(&snap, t_s);
         self.last_point = point;
-        if let Some(b) = self.bucket.as_mut() {
-            if point.processes > 0 {
-                b.rss_bytes = b.rss_bytes.max(point.rss_bytes);
-                b.threads = b.threads.max(point.threads);
-                b.fds = point.fds.or(b.fds);
-                b.readings += 1;
-            }
-        }
+        self.add_to_bucket(&point);
         if closing || self.tree_gone {
             self.close_bucket(now, t_s)
         } else {
@@ -405,6 +398,18 @@ impl TreeSampler {
         info
     }
 
+    /// A reading's gauges into the open bucket (peaks of memory and threads, the last fds).
+    fn add_to_bucket(&mut self, point: &Point) {
+        if let Some(b) = self.bucket.as_mut() {
+            if point.processes > 0 {
+                b.rss_bytes = b.rss_bytes.max(point.rss_bytes);
+                b.threads = b.threads.max(point.threads);
+                b.fds = point.fds.or(b.fds);
+                b.readings += 1;
+            }
+        }
+    }
+
     /// Reads the tree once more at `now` (unless it is gone) into the last, partial bucket,
     /// which is kept when long enough to mean something. Returns the window's length, seconds.
     fn read_last_edge(&mut self, now: Instant) -> f64 {
@@ -418,14 +423,7 @@ impl TreeSampler {
         }
         let (snap, t_s) = self.snapshot(now, true);
         let point = self.acct.as_mut().expect("baseline").update(&snap, t_s);
-        if let Some(b) = self.bucket.as_mut() {
-            if point.processes > 0 {
-                b.rss_bytes = b.rss_bytes.max(point.rss_bytes);
-                b.threads = b.threads.max(point.threads);
-                b.fds = point.fds.or(b.fds);
-                b.readings += 1;
-            }
-        }
+        self.add_to_bucket(&point);
         let partial = self
             .bucket
             .as_ref()
