@@ -6,19 +6,22 @@
 //! tables) is an axis. Each cell is validated by the same code as `volley run`, so a suite
 //! accepts exactly what the command line accepts.
 
+mod toml_reader;
+
 use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, FromArgMatches};
-use toml::de::{DeTable, DeValue};
+use toml::de::DeValue;
 use toml::Spanned;
 
 use super::{parse_url, ConfigError, Flag, RunConfig, RunFlags};
 use crate::plan::Target;
 use crate::sys::cpus::{self, CpuList};
 use crate::units;
+use toml_reader::{ArrayTable, TomlReader, Val};
 
 /// A suite file that cannot be used (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -251,17 +254,8 @@ impl SuiteConfig {
 
     /// Checks and expands suite text; `path` is only used in messages and for `path`.
     pub fn parse(text: &str, path: &Path, cores: usize) -> Result<SuiteConfig, SuiteError> {
-        let p = Parser_ {
-            text,
-            file: path.display().to_string(),
-        };
-        let doc = DeTable::parse(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            p.err(span, None, e.message().trim_end().to_string())
-        })?;
-        let raw_table: toml::Table = toml::from_str(text)
-            .map_err(|e| p.err(e.span().unwrap_or(0..0), None, e.message().to_string()))?;
-        let raw = serde_json::to_value(&raw_table).unwrap_or(serde_json::Value::Null);
+        let p = TomlReader::new(text, path);
+        let (doc, raw) = p.document()?;
         let doc = doc.get_ref();
 
         for (k, v) in doc.iter() {
@@ -352,20 +346,16 @@ impl SuiteConfig {
         let cell_cores = client_cpus.as_ref().map_or(cores, |l| l.cpus.len());
 
         // [[server]]
-        let servers_v = p.array_of_tables(doc.get("server"), "server")?;
+        let servers_v = p.array_of_tables(doc.get("server"), ArrayTable::Server)?;
         if servers_v.is_empty() {
-            return Err(p.err(
-                text.len()..text.len(),
-                None,
-                "the suite has no [[server]]".into(),
-            ));
+            return Err(p.err(p.end(), None, "the suite has no [[server]]".into()));
         }
         let mut servers: Vec<ServerSpec> = Vec::new();
         for sv in &servers_v {
             let t = p.table(sv, "[[server]]", "server")?;
             p.known(t, SERVER_KEYS, "[[server]]")?;
             let taken: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-            let name = p.name(t, sv, "server", &taken)?;
+            let name = p.name(t, sv, ArrayTable::Server, &taken)?;
             let at = format!("[[server]] \"{name}\"");
             let has = |k: &str| t.get(k).is_some();
             let lifecycle_keys = [
@@ -507,19 +497,15 @@ impl SuiteConfig {
 
         // [[scenario]]
         let run_flags = run_long_flags();
-        let scen_v = p.array_of_tables(doc.get("scenario"), "scenario")?;
+        let scen_v = p.array_of_tables(doc.get("scenario"), ArrayTable::Scenario)?;
         if scen_v.is_empty() {
-            return Err(p.err(
-                text.len()..text.len(),
-                None,
-                "the suite has no [[scenario]]".into(),
-            ));
+            return Err(p.err(p.end(), None, "the suite has no [[scenario]]".into()));
         }
         let mut scenarios: Vec<Scenario> = Vec::new();
         for sv in &scen_v {
             let t = p.table(sv, "[[scenario]]", "scenario")?;
             let taken: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
-            let name = p.name(t, sv, "scenario", &taken)?;
+            let name = p.name(t, sv, ArrayTable::Scenario, &taken)?;
             let at = format!("[[scenario]] \"{name}\"");
             // Each key becomes one or more alternatives; a list is an axis.
             struct Axis<'a> {
@@ -783,13 +769,6 @@ impl SuiteConfig {
     }
 }
 
-fn safe_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && !s.starts_with('.')
-}
-
 /// Long names of every `volley run` flag, from the clap definition (so the suite keys never
 /// drift from the command line).
 fn run_long_flags() -> Vec<String> {
@@ -799,167 +778,8 @@ fn run_long_flags() -> Vec<String> {
         .collect()
 }
 
-/// Spans to file:line:column, and typed getters with messages that name the key.
-struct Parser_<'t> {
-    text: &'t str,
-    file: String,
-}
-
-type Val<'a> = Spanned<DeValue<'a>>;
-
-impl Parser_<'_> {
-    fn err(&self, span: Range<usize>, key: Option<&str>, message: String) -> SuiteError {
-        let (line, column) = line_col(self.text, span.start);
-        SuiteError::At {
-            file: self.file.clone(),
-            line,
-            column,
-            key: key.map(str::to_string),
-            message,
-        }
-    }
-
-    fn table<'a>(
-        &self,
-        v: &'a Val<'a>,
-        at: &str,
-        key: &str,
-    ) -> Result<&'a DeTable<'a>, SuiteError> {
-        match v.get_ref() {
-            DeValue::Table(t) => Ok(t),
-            other => Err(self.err(
-                v.span(),
-                Some(key),
-                format!("{at}: `{key}` must be a table, not a {}", other.type_str()),
-            )),
-        }
-    }
-
-    fn array_of_tables<'a>(
-        &self,
-        v: Option<&'a Val<'a>>,
-        key: &str,
-    ) -> Result<Vec<&'a Val<'a>>, SuiteError> {
-        match v {
-            None => Ok(Vec::new()),
-            Some(v) => match v.get_ref() {
-                DeValue::Array(a) => Ok(a.iter().collect()),
-                other => Err(self.err(
-                    v.span(),
-                    Some(key),
-                    format!(
-                        "`{key}` must be an array of tables ([[{key}]]), not a {}",
-                        other.type_str()
-                    ),
-                )),
-            },
-        }
-    }
-
-    /// The `name` of a `[[server]]` or `[[scenario]]`: present, unique among `taken`, and
-    /// usable in file names.
-    fn name(
-        &self,
-        t: &DeTable,
-        table: &Val,
-        kind: &str,
-        taken: &[&str],
-    ) -> Result<String, SuiteError> {
-        let name = self.req_str(t, "name", &format!("[[{kind}]]"), table.span())?;
-        let at = format!("[[{kind}]] \"{name}\"");
-        let span = t.get("name").map(|v| v.span()).unwrap_or(table.span());
-        if taken.contains(&name.as_str()) {
-            return Err(self.err(
-                span,
-                Some("name"),
-                format!("{at}: a {kind} with this name already exists"),
-            ));
-        }
-        if !safe_name(&name) {
-            return Err(self.err(
-                span,
-                Some("name"),
-                format!("{at}: name may hold letters, digits, `-`, `_` and `.` only (it names result files)"),
-            ));
-        }
-        Ok(name)
-    }
-
-    fn known(&self, t: &DeTable, keys: &[&str], at: &str) -> Result<(), SuiteError> {
-        for (k, _) in t.iter() {
-            if !keys.contains(&k.get_ref().as_ref()) {
-                return Err(self.err(
-                    k.span(),
-                    Some(k.get_ref()),
-                    format!(
-                        "{at}: unknown key `{}` (expected one of: {})",
-                        k.get_ref(),
-                        keys.join(", ")
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn exclusive(
-        &self,
-        t: &DeTable,
-        at: &str,
-        key: &str,
-        others: &[&str],
-    ) -> Result<(), SuiteError> {
-        for o in others {
-            if let Some(v) = t.get(*o) {
-                return Err(self.err(
-                    v.span(),
-                    Some(o),
-                    format!("{at}: `{o}` cannot be combined with `{key}`"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn str(&self, v: &Val, at: &str, key: &str) -> Result<String, SuiteError> {
-        match v.get_ref() {
-            DeValue::String(s) => Ok(s.to_string()),
-            other => Err(self.err(
-                v.span(),
-                Some(key),
-                format!("{at}: {key}: must be a string, not a {}", other.type_str()),
-            )),
-        }
-    }
-
-    fn req_str(
-        &self,
-        t: &DeTable,
-        key: &str,
-        at: &str,
-        table_span: Range<usize>,
-    ) -> Result<String, SuiteError> {
-        match t.get(key) {
-            Some(v) => self.str(v, at, key),
-            None => Err(self.err(table_span, Some(key), format!("{at}: missing `{key}`"))),
-        }
-    }
-
-    fn int(&self, v: &Val, at: &str, key: &str) -> Result<i64, SuiteError> {
-        match v.get_ref() {
-            DeValue::Integer(i) => i64::from_str_radix(&i.as_str().replace('_', ""), i.radix())
-                .map_err(|_| self.err(v.span(), Some(key), format!("{at}: {key}: not an integer"))),
-            other => Err(self.err(
-                v.span(),
-                Some(key),
-                format!(
-                    "{at}: {key}: must be an integer, not a {}",
-                    other.type_str()
-                ),
-            )),
-        }
-    }
-
+/// The scenario keys that still read through the TOML reader here.
+impl TomlReader<'_> {
     /// `servers = ["a", "b"]` of a scenario: names of servers defined above.
     fn server_names(
         &self,
@@ -1115,43 +935,11 @@ impl Parser_<'_> {
     }
 }
 
-/// 1-based line and column (in characters) of byte offset `at`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let at = at.min(text.len());
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<SuiteConfig, SuiteError> {
-        SuiteConfig::parse(text, Path::new("s.toml"), 2)
-    }
-
-    fn err(text: &str) -> (usize, usize, Option<String>, String) {
-        match parse(text).unwrap_err() {
-            SuiteError::At {
-                line,
-                column,
-                key,
-                message,
-                ..
-            } => (line, column, key, message),
-            e => panic!("unexpected {e}"),
-        }
-    }
-
-    const BASE: &str = r#"[suite]
-name = "t"
-duration = "2s"
-[[server]]
-name = "a"
-start = "./a"
-"#;
+    use super::testing::{err, parse, BASE};
 
     #[test]
     fn a_matrix_too_large_to_run_is_refused_before_it_is_built() {
@@ -1264,13 +1052,6 @@ start = "./a"
     }
 
     #[test]
-    fn syntax_error_has_line_and_column() {
-        let (line, col, _, _) = err("[suite]\nname = \"t\"\nduration = \n");
-        assert_eq!(line, 3);
-        assert!(col >= 11, "column {col}");
-    }
-
-    #[test]
     fn bad_values_point_at_their_key() {
         let (line, col, key, msg) = err(&format!(
             "{BASE}[[scenario]]\nname = \"p\"\nconnections = [3, 0]\n"
@@ -1347,5 +1128,41 @@ start = "./a"
 
         let (line, _, key, _) = err("[suite]\nname = \"t\"\nrepetitions = 0\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[scenario]]\nname = \"x\"\n");
         assert_eq!((line, key.as_deref()), (3, Some("repetitions")));
+    }
+}
+
+/// What the tests of every part of the suite parser share.
+#[cfg(test)]
+mod testing {
+    use std::path::Path;
+
+    use super::{SuiteConfig, SuiteError};
+
+    /// A suite file up to its first `[[scenario]]`.
+    pub(super) const BASE: &str = r#"[suite]
+name = "t"
+duration = "2s"
+[[server]]
+name = "a"
+start = "./a"
+"#;
+
+    /// Parses `text` as `s.toml` for 2 cores.
+    pub(super) fn parse(text: &str) -> Result<SuiteConfig, SuiteError> {
+        SuiteConfig::parse(text, Path::new("s.toml"), 2)
+    }
+
+    /// The line, column, key and message of the error `text` must cause.
+    pub(super) fn err(text: &str) -> (usize, usize, Option<String>, String) {
+        match parse(text).unwrap_err() {
+            SuiteError::At {
+                line,
+                column,
+                key,
+                message,
+                ..
+            } => (line, column, key, message),
+            e => panic!("unexpected {e}"),
+        }
     }
 }
