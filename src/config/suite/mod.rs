@@ -6,6 +6,8 @@
 //! tables) is an axis. Each cell is validated by the same code as `volley run`, so a suite
 //! accepts exactly what the command line accepts.
 
+mod server;
+mod suite_table;
 mod toml_reader;
 
 use std::collections::BTreeSet;
@@ -17,10 +19,10 @@ use clap::{Args, FromArgMatches};
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::{parse_url, ConfigError, Flag, RunConfig, RunFlags};
+use super::{ConfigError, Flag, RunConfig, RunFlags};
 use crate::plan::Target;
-use crate::sys::cpus::{self, CpuList};
-use crate::units;
+use crate::sys::cpus::CpuList;
+use suite_table::SuiteTable;
 use toml_reader::{ArrayTable, TomlReader, Val};
 
 /// A suite file that cannot be used (exit code 2).
@@ -214,28 +216,6 @@ pub struct CellError {
 /// The most cells one scenario may expand to (far more than a day of measurements).
 pub const MAX_CELLS_PER_SCENARIO: usize = 10_000;
 
-/// Keys of `[suite]`.
-const SUITE_KEYS: &[&str] = &[
-    "name",
-    "repetitions",
-    "warmup",
-    "duration",
-    "server_cpus",
-    "client_cpus",
-];
-/// Keys of `[[server]]`.
-const SERVER_KEYS: &[&str] = &[
-    "name",
-    "dir",
-    "build",
-    "start",
-    "env",
-    "ready_path",
-    "ready_timeout",
-    "url",
-    "control",
-    "version",
-];
 /// `volley run` flags a scenario may not set: the harness sets them per cell.
 const HARNESS_FLAGS: &[&str] = &[
     "url", "json", "hdr_log", "pid", "quiet", "csv", "markdown", "html",
@@ -272,228 +252,9 @@ impl SuiteConfig {
             let _ = v;
         }
 
-        // [suite]
-        let suite = match doc.get("suite") {
-            Some(v) => p.table(v, "[suite]", "suite")?,
-            None => {
-                return Err(p.err(
-                    0..0,
-                    None,
-                    "missing [suite] table (with at least `name`)".into(),
-                ))
-            }
-        };
-        p.known(suite, SUITE_KEYS, "[suite]")?;
-        let name = p.req_str(suite, "name", "[suite]", doc.get("suite").unwrap().span())?;
-        if name.trim().is_empty() || name.contains(['/', '\\', '\0']) {
-            let v = suite.get("name").unwrap();
-            return Err(p.err(
-                v.span(),
-                Some("name"),
-                "[suite]: name must be non-empty, without `/` (it names the results folder)".into(),
-            ));
-        }
-        let repetitions = match suite.get("repetitions") {
-            Some(v) => {
-                let n = p.int(v, "[suite]", "repetitions")?;
-                if !(1..=1000).contains(&n) {
-                    return Err(p.err(
-                        v.span(),
-                        Some("repetitions"),
-                        "[suite]: repetitions must be from 1 to 1000".into(),
-                    ));
-                }
-                n as u32
-            }
-            None => 1,
-        };
-        let mut defaults = Vec::new();
-        for key in ["warmup", "duration"] {
-            if let Some(v) = suite.get(key) {
-                let s = p.str(v, "[suite]", key)?;
-                units::parse_duration(&s)
-                    .map_err(|m| p.err(v.span(), Some(key), format!("[suite]: {key}: {m}")))?;
-                defaults.push((key, s));
-            }
-        }
-        let cpus = |key: &str| -> Result<Option<CpuList>, SuiteError> {
-            match suite.get(key) {
-                Some(v) => {
-                    let s = match v.get_ref() {
-                        DeValue::Integer(i) => i.as_str().to_string(),
-                        _ => p.str(v, "[suite]", key)?,
-                    };
-                    let list = cpus::parse_list(&s)
-                        .map_err(|m| p.err(v.span(), Some(key), format!("[suite]: {key}: {m}")))?;
-                    let online = cpus::online();
-                    if let Some(bad) = list.cpus.iter().find(|c| **c >= online) {
-                        return Err(p.err(
-                            v.span(),
-                            Some(key),
-                            format!(
-                                "[suite]: {key}: CPU {bad} does not exist (this machine has CPUs 0-{})",
-                                online.saturating_sub(1)
-                            ),
-                        ));
-                    }
-                    Ok(Some(list))
-                }
-                None => Ok(None),
-            }
-        };
-        let server_cpus = cpus("server_cpus")?;
-        let client_cpus = cpus("client_cpus")?;
-        let cell_cores = client_cpus.as_ref().map_or(cores, |l| l.cpus.len());
-
-        // [[server]]
-        let servers_v = p.array_of_tables(doc.get("server"), ArrayTable::Server)?;
-        if servers_v.is_empty() {
-            return Err(p.err(p.end(), None, "the suite has no [[server]]".into()));
-        }
-        let mut servers: Vec<ServerSpec> = Vec::new();
-        for sv in &servers_v {
-            let t = p.table(sv, "[[server]]", "server")?;
-            p.known(t, SERVER_KEYS, "[[server]]")?;
-            let taken: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-            let name = p.name(t, sv, ArrayTable::Server, &taken)?;
-            let at = format!("[[server]] \"{name}\"");
-            let has = |k: &str| t.get(k).is_some();
-            let lifecycle_keys = [
-                "dir",
-                "build",
-                "start",
-                "env",
-                "ready_path",
-                "ready_timeout",
-            ];
-            let kind = if let Some(v) = t.get("control") {
-                let c = p.str(v, &at, "control")?;
-                if c != "closed-port" {
-                    return Err(p.err(
-                        v.span(),
-                        Some("control"),
-                        format!("{at}: control: unknown control `{c}` (expected \"closed-port\")"),
-                    ));
-                }
-                p.exclusive(t, &at, "control", &["url", "start"])?;
-                p.exclusive(t, &at, "control", &lifecycle_keys)?;
-                ServerKind::ClosedPort
-            } else if let Some(v) = t.get("url") {
-                let u = p.str(v, &at, "url")?;
-                let target = parse_url(&u)
-                    .map_err(|e| p.err(v.span(), Some("url"), format!("{at}: url: {e}")))?;
-                p.exclusive(t, &at, "url", &lifecycle_keys)?;
-                ServerKind::Url(target)
-            } else if has("start") {
-                let start = p.req_str(t, "start", &at, sv.span())?;
-                let dir = match t.get("dir") {
-                    Some(v) => {
-                        let d = PathBuf::from(p.str(v, &at, "dir")?);
-                        if !d.is_dir() {
-                            let cwd = std::env::current_dir().unwrap_or_default();
-                            return Err(p.err(
-                                v.span(),
-                                Some("dir"),
-                                format!(
-                                    "{at}: dir `{}` is not a folder (relative paths are from the current directory, {})",
-                                    d.display(),
-                                    cwd.display()
-                                ),
-                            ));
-                        }
-                        d
-                    }
-                    None => PathBuf::from("."),
-                };
-                let build = t.get("build").map(|v| p.str(v, &at, "build")).transpose()?;
-                let mut env = Vec::new();
-                if let Some(v) = t.get("env") {
-                    let et = p.table(v, &at, "env")?;
-                    for (k, ev) in et.iter() {
-                        let key = k.get_ref().to_string();
-                        let val = match ev.get_ref() {
-                            DeValue::String(s) => s.to_string(),
-                            DeValue::Integer(i) => i.as_str().to_string(),
-                            DeValue::Float(f) => f.as_str().to_string(),
-                            DeValue::Boolean(b) => b.to_string(),
-                            _ => {
-                                return Err(p.err(
-                                    ev.span(),
-                                    Some("env"),
-                                    format!("{at}: env.{key}: must be a string"),
-                                ))
-                            }
-                        };
-                        if key.is_empty() || key.contains(['=', '\0']) {
-                            return Err(p.err(
-                                k.span(),
-                                Some("env"),
-                                format!("{at}: env: `{key}` is not a variable name"),
-                            ));
-                        }
-                        env.push((key, val));
-                    }
-                }
-                let ready_path = match t.get("ready_path") {
-                    Some(v) => {
-                        let s = p.str(v, &at, "ready_path")?;
-                        if !s.starts_with('/') || s.bytes().any(|b| b <= b' ') {
-                            return Err(p.err(
-                                v.span(),
-                                Some("ready_path"),
-                                format!("{at}: ready_path must start with `/` and hold no spaces"),
-                            ));
-                        }
-                        s
-                    }
-                    None => "/".into(),
-                };
-                let ready_timeout = match t.get("ready_timeout") {
-                    Some(v) => {
-                        let s = p.str(v, &at, "ready_timeout")?;
-                        let d = units::parse_duration(&s).map_err(|m| {
-                            p.err(
-                                v.span(),
-                                Some("ready_timeout"),
-                                format!("{at}: ready_timeout: {m}"),
-                            )
-                        })?;
-                        if d.is_zero() {
-                            return Err(p.err(
-                                v.span(),
-                                Some("ready_timeout"),
-                                format!("{at}: ready_timeout must be above 0"),
-                            ));
-                        }
-                        d
-                    }
-                    None => Duration::from_secs(30),
-                };
-                ServerKind::Managed(Managed {
-                    dir,
-                    build,
-                    start,
-                    env,
-                    ready_path,
-                    ready_timeout,
-                })
-            } else {
-                return Err(p.err(
-                    sv.span(),
-                    None,
-                    format!("{at}: needs `start` (a server volley runs), `url` (one already running) or `control = \"closed-port\"`"),
-                ));
-            };
-            let version = t
-                .get("version")
-                .map(|v| p.str(v, &at, "version"))
-                .transpose()?;
-            servers.push(ServerSpec {
-                name,
-                kind,
-                version,
-            });
-        }
+        let suite = SuiteTable::read(&p, doc)?;
+        let cell_cores = suite.client_cpus.as_ref().map_or(cores, |l| l.cpus.len());
+        let servers = server::read_servers(&p, doc)?;
 
         // [[scenario]]
         let run_flags = run_long_flags();
@@ -612,20 +373,14 @@ impl SuiteConfig {
             // Suite-level defaults, unless the scenario says otherwise or they cannot apply.
             let keys: BTreeSet<String> = axes.iter().map(|a| a.key.clone()).collect();
             let has = |k: &str| keys.contains(k);
-            let ramp = has("users") || has("stages");
-            for (key, value) in &defaults {
-                let applies = match *key {
-                    "warmup" => !ramp,
-                    "duration" => !has("requests") && !has("stages"),
-                    _ => true,
-                };
-                if applies && !has(key) {
+            for d in &suite.defaults {
+                if d.applies(has) {
                     axes.push(Axis {
-                        key: key.to_string(),
-                        span: suite.get(*key).unwrap().span(),
-                        choices: vec![(value.clone(), vec![format!("--{key}={value}")])],
+                        key: d.key.to_string(),
+                        span: d.value.span(),
+                        choices: vec![(d.text.clone(), vec![format!("--{}={}", d.key, d.text)])],
                         is_axis: false,
-                        value: suite.get(*key).unwrap(),
+                        value: d.value,
                     });
                 }
             }
@@ -744,10 +499,10 @@ impl SuiteConfig {
         }
         Ok(SuiteConfig {
             path: path.to_path_buf(),
-            name,
-            repetitions,
-            server_cpus,
-            client_cpus,
+            name: suite.name,
+            repetitions: suite.repetitions,
+            server_cpus: suite.server_cpus,
+            client_cpus: suite.client_cpus,
             servers,
             scenarios,
             raw,
@@ -1000,24 +755,6 @@ mod tests {
     }
 
     #[test]
-    fn suite_defaults_yield_to_ramps_and_requests() {
-        let s = parse(
-            "[suite]\nname = \"t\"\nwarmup = \"1s\"\nduration = \"3s\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[scenario]]\nname = \"u\"\nusers = 10\nspawn_rate = 5\n[[scenario]]\nname = \"s\"\nstages = \"1s:5,1s:0\"\n[[scenario]]\nname = \"n\"\nrequests = 100\n",
-        )
-        .unwrap();
-        assert_eq!(
-            s.scenarios[0].cells[0].flags,
-            vec!["--users=10", "--spawn-rate=5", "--duration=3s"]
-        );
-        assert_eq!(s.scenarios[1].cells[0].flags, vec!["--stages=1s:5,1s:0"]);
-        assert_eq!(
-            s.scenarios[2].cells[0].flags,
-            vec!["--requests=100", "--warmup=1s"]
-        );
-        assert_eq!(s.scenarios[1].cells[0].planned(), Duration::from_secs(2));
-    }
-
-    #[test]
     fn scenarios_may_name_their_servers() {
         let s = parse(&format!(
             "{BASE}[[server]]\nname = \"b\"\nstart = \"./b\"\n[[scenario]]\nname = \"p\"\nservers = [\"b\"]\n[[scenario]]\nname = \"q\"\n"
@@ -1095,39 +832,6 @@ mod tests {
             "{BASE}[[scenario]]\nname = \"p\"\narrivals = \"bursty\"\n"
         ));
         assert_eq!((line, key.as_deref()), (9, Some("arrivals")), "{msg}");
-    }
-
-    #[test]
-    fn server_errors() {
-        let (line, _, key, msg) =
-            err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\n[[scenario]]\nname = \"x\"\n");
-        assert_eq!(line, 3);
-        assert_eq!(key, None);
-        assert!(msg.contains("needs `start`"), "{msg}");
-
-        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\nready_timeout = \"soon\"\n[[scenario]]\nname = \"x\"\n");
-        assert_eq!((line, key.as_deref()), (6, Some("ready_timeout")), "{msg}");
-
-        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\ncontrol = \"open-port\"\n[[scenario]]\nname = \"x\"\n");
-        assert_eq!((line, key.as_deref()), (5, Some("control")), "{msg}");
-
-        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nurl = \"https://x/\"\n[[scenario]]\nname = \"x\"\n");
-        assert_eq!((line, key.as_deref()), (5, Some("url")), "{msg}");
-
-        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\ndir = \"/no/such/dir\"\n[[scenario]]\nname = \"x\"\n");
-        assert_eq!((line, key.as_deref()), (6, Some("dir")), "{msg}");
-
-        let (line, _, key, _) = err("[suite]\nname = \"t\"\nserver_cpus = \"9999\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[scenario]]\nname = \"x\"\n");
-        assert_eq!((line, key.as_deref()), (3, Some("server_cpus")));
-
-        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[server]]\nname = \"a\"\nstart = \"y\"\n[[scenario]]\nname = \"x\"\n");
-        assert_eq!((line, key.as_deref()), (7, Some("name")), "{msg}");
-
-        let (_, _, _, msg) = err("[suite]\nname = \"t\"\n[[scenario]]\nname = \"x\"\n");
-        assert!(msg.contains("no [[server]]"), "{msg}");
-
-        let (line, _, key, _) = err("[suite]\nname = \"t\"\nrepetitions = 0\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[scenario]]\nname = \"x\"\n");
-        assert_eq!((line, key.as_deref()), (3, Some("repetitions")));
     }
 }
 
