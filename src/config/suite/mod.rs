@@ -1,0 +1,278 @@
+//! `SuiteConfig`: a suite TOML file (docs/contract.md, "Suites") checked and expanded into its
+//! matrix before anything is built or started. Every error names the file, line, column and key.
+//!
+//! Scenario keys are the `volley run` long flags in snake_case; a list is a matrix axis, except
+//! `headers`, where a list of strings is several headers of one cell and a list of lists (or of
+//! tables) is an axis. Each cell is validated by the same code as `volley run`, so a suite
+//! accepts exactly what the command line accepts.
+//!
+//! The parts, in the order a file is read: `toml_reader` (typed values with `file:line:column`
+//! errors), `suite_table` (`[suite]`), `server` (`[[server]]`), `scenario` (`[[scenario]]` keys
+//! to `volley run` flags) and `matrix` (the cells of a scenario and their checks).
+
+mod matrix;
+mod scenario;
+mod server;
+mod suite_table;
+mod toml_reader;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::de::DeTable;
+
+use super::{Flag, RunConfig};
+use crate::plan::Target;
+use crate::sys::cpus::CpuList;
+use suite_table::SuiteTable;
+use toml_reader::TomlReader;
+
+/// A suite file that cannot be used (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// The file cannot be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The suite file.
+        path: String,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// Something at a place in the file is wrong.
+    #[error("{file}:{line}:{column}: {message}")]
+    At {
+        /// The suite file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (in characters).
+        column: usize,
+        /// The key concerned, when there is one.
+        key: Option<String>,
+        /// What is wrong, starting with where in the suite (`[[scenario]] "x": key: ...`).
+        message: String,
+    },
+}
+
+/// The whole suite, validated and expanded.
+#[derive(Debug, Clone)]
+pub struct SuiteConfig {
+    /// The suite file.
+    pub path: PathBuf,
+    /// `[suite] name`.
+    pub name: String,
+    /// Repetitions of the whole matrix (rep -> server -> cell).
+    pub repetitions: u32,
+    /// CPUs for the servers (`sched_setaffinity` in the child before it runs the start line).
+    pub server_cpus: Option<CpuList>,
+    /// CPUs for volley itself during the measurements.
+    pub client_cpus: Option<CpuList>,
+    /// Servers in file order.
+    pub servers: Vec<ServerSpec>,
+    /// Scenarios in file order, each expanded into its cells.
+    pub scenarios: Vec<Scenario>,
+    /// The file as JSON, kept in `suite.json`.
+    pub raw: serde_json::Value,
+}
+
+/// One `[[server]]`.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// Unique name.
+    pub name: String,
+    /// What volley does with it.
+    pub kind: ServerKind,
+    /// A shell command whose first output line is the stack's version (kept in `suite.json`).
+    pub version: Option<String>,
+}
+
+/// How a server is obtained.
+#[derive(Debug, Clone)]
+pub enum ServerKind {
+    /// Built once, started fresh for every cell, stopped after it.
+    Managed(Managed),
+    /// Already running: benchmark what is there (no lifecycle, no monitor).
+    Url(Target),
+    /// `control = "closed-port"`: a port nothing listens on; every request is refused.
+    ClosedPort,
+}
+
+/// The lifecycle of a managed server.
+#[derive(Debug, Clone)]
+pub struct Managed {
+    /// Working directory of build and start (relative paths are from the current directory).
+    pub dir: PathBuf,
+    /// Shell command run once per suite, before any cell.
+    pub build: Option<String>,
+    /// Shell command that runs the server in the foreground; `{port}` is substituted and
+    /// `PORT` is in the environment.
+    pub start: String,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// Path polled until the server answers.
+    pub ready_path: String,
+    /// How long to poll before giving up.
+    pub ready_timeout: Duration,
+}
+
+/// One `[[scenario]]`, expanded.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Unique name.
+    pub name: String,
+    /// `servers = [...]`: the servers this scenario runs on (default: every server).
+    pub servers: Option<Vec<String>>,
+    /// The matrix of this scenario (one cell when it has no list).
+    pub cells: Vec<Cell>,
+}
+
+impl Scenario {
+    /// Whether this scenario runs on server `name`.
+    pub fn runs_on(&self, name: &str) -> bool {
+        self.servers
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|s| s == name))
+    }
+}
+
+/// One point of a scenario's matrix: the `volley run` flags it stands for, and what they mean.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// The axis values of this cell, in file order (`connections = "3"`), for names and tables.
+    pub axes: Vec<(String, String)>,
+    /// Request path (and query).
+    pub path: String,
+    /// `volley run` flags, without URL and without the flags the harness sets.
+    pub flags: Vec<String>,
+    /// The run the flags describe, checked as `volley run` checks it. Its target is a
+    /// placeholder (`http://127.0.0.1:1` + `path`) until the harness knows the server's port.
+    pub config: RunConfig,
+}
+
+impl Cell {
+    /// `connections=3,rate=500` (empty without axes).
+    pub fn axes_label(&self) -> String {
+        axes_label(self.axes.iter().map(|(k, v)| (k, v)))
+    }
+
+    /// Warm-up plus measured time, for the progress estimate.
+    pub fn planned(&self) -> Duration {
+        self.config.load.planned()
+    }
+}
+
+pub use crate::result::axes_label;
+
+/// A cell's flags rejected by `volley run`'s own checks.
+#[derive(Debug, Clone)]
+pub struct CellError {
+    /// The flags the check named, the checked one first (empty when it named none).
+    pub flags: Vec<Flag>,
+    /// The check's message.
+    pub message: String,
+}
+
+/// The most cells one scenario may expand to (far more than a day of measurements).
+pub const MAX_CELLS_PER_SCENARIO: usize = 10_000;
+
+impl SuiteConfig {
+    /// Reads, checks and expands a suite file. `cores` is how many CPUs volley may use (for the
+    /// per-cell checks that depend on it).
+    pub fn load(path: &Path, cores: usize) -> Result<SuiteConfig, SuiteError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SuiteError::Read {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        Self::parse(&text, path, cores)
+    }
+
+    /// Checks and expands suite text; `path` is only used in messages and for `path`.
+    pub fn parse(text: &str, path: &Path, cores: usize) -> Result<SuiteConfig, SuiteError> {
+        let reader = TomlReader::new(text, path);
+        let (doc, raw) = reader.document()?;
+        let doc = doc.get_ref();
+        check_top_level(&reader, doc)?;
+        let suite = SuiteTable::read(&reader, doc)?;
+        // The per-cell checks size threads by the CPUs volley will be pinned to.
+        let cell_cores = suite.client_cpus.as_ref().map_or(cores, |l| l.cpus.len());
+        let servers = server::read_servers(&reader, doc)?;
+        let scenarios = scenario::read_scenarios(&reader, doc, &suite, &servers, cell_cores)?;
+        Ok(SuiteConfig {
+            path: path.to_path_buf(),
+            name: suite.name,
+            repetitions: suite.repetitions,
+            server_cpus: suite.server_cpus,
+            client_cpus: suite.client_cpus,
+            servers,
+            scenarios,
+            raw,
+        })
+    }
+
+    /// Cells of one repetition: each scenario's cells on each of its servers.
+    pub fn cells_per_rep(&self) -> usize {
+        self.servers
+            .iter()
+            .map(|sv| {
+                self.scenarios
+                    .iter()
+                    .filter(|sc| sc.runs_on(&sv.name))
+                    .map(|sc| sc.cells.len())
+                    .sum::<usize>()
+            })
+            .sum()
+    }
+}
+
+/// Refuses a top-level key other than the three tables.
+fn check_top_level(r: &TomlReader, doc: &DeTable) -> Result<(), SuiteError> {
+    for (k, _) in doc.iter() {
+        if !["suite", "server", "scenario"].contains(&k.get_ref().as_ref()) {
+            return Err(r.err(
+                k.span(),
+                Some(k.get_ref()),
+                format!(
+                    "unknown top-level key `{}` (expected [suite], [[server]], [[scenario]])",
+                    k.get_ref()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the tests of every part of the suite parser share.
+#[cfg(test)]
+mod testing {
+    use std::path::Path;
+
+    use super::{SuiteConfig, SuiteError};
+
+    /// A suite file up to its first `[[scenario]]`.
+    pub(super) const BASE: &str = r#"[suite]
+name = "t"
+duration = "2s"
+[[server]]
+name = "a"
+start = "./a"
+"#;
+
+    /// Parses `text` as `s.toml` for 2 cores.
+    pub(super) fn parse(text: &str) -> Result<SuiteConfig, SuiteError> {
+        SuiteConfig::parse(text, Path::new("s.toml"), 2)
+    }
+
+    /// The line, column, key and message of the error `text` must cause.
+    pub(super) fn err(text: &str) -> (usize, usize, Option<String>, String) {
+        match parse(text).unwrap_err() {
+            SuiteError::At {
+                line,
+                column,
+                key,
+                message,
+                ..
+            } => (line, column, key, message),
+            e => panic!("unexpected {e}"),
+        }
+    }
+}

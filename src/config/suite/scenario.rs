@@ -1,0 +1,510 @@
+//! `[[scenario]]` tables: each key turned into its `volley run` flags, a list into an axis of
+//! the matrix, and the `[suite]` defaults added where they apply. The matrix itself is
+//! `matrix`'s business.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use clap::Args;
+use toml::de::{DeArray, DeTable, DeValue};
+
+use super::matrix::{self, Axis, Choice};
+use super::suite_table::{SuiteDefault, SuiteTable};
+use super::toml_reader::{ArrayTable, TomlReader, Val};
+use super::{Scenario, ServerSpec, SuiteError};
+use crate::config::RunFlags;
+
+/// `volley run` flags a scenario may not set: the harness sets them per cell.
+const HARNESS_FLAGS: &[&str] = &[
+    "url", "json", "hdr_log", "pid", "quiet", "csv", "markdown", "html",
+];
+
+/// `volley run` flags that are scenario keys under another name and shape (`keepalive`,
+/// `headers`, `thresholds`), so their own names are not keys.
+const RENAMED_FLAGS: &[&str] = &["no_keepalive", "header", "threshold"];
+
+/// Scenario keys that are not the name of a `volley run` flag (besides `name` and `servers`).
+const OWN_KEYS: &[&str] = &["path", "keepalive", "headers", "thresholds"];
+
+/// What every scenario is read against.
+struct Context<'s, 'a> {
+    r: &'s TomlReader<'s>,
+    defaults: &'s [SuiteDefault<'a>],
+    servers: &'s [ServerSpec],
+    /// Long names of every `volley run` flag.
+    run_flags: Vec<String>,
+    /// CPUs a cell may use, for the checks that depend on them.
+    cores: usize,
+}
+
+/// A scenario's keys other than `name`: its axes in file order, its path when that is not an
+/// axis, and its `servers`.
+struct ScenarioKeys<'a> {
+    axes: Vec<Axis<'a>>,
+    path: String,
+    servers: Option<Vec<String>>,
+}
+
+/// Every `[[scenario]]` of `doc` in file order, expanded into cells that may use `cores` CPUs;
+/// a suite needs at least one.
+pub(super) fn read_scenarios<'a>(
+    r: &TomlReader,
+    doc: &'a DeTable<'a>,
+    suite: &SuiteTable<'a>,
+    servers: &[ServerSpec],
+    cores: usize,
+) -> Result<Vec<Scenario>, SuiteError> {
+    let cx = Context {
+        r,
+        defaults: &suite.defaults,
+        servers,
+        run_flags: run_long_flags(),
+        cores,
+    };
+    let tables = r.array_of_tables(doc.get("scenario"), ArrayTable::Scenario)?;
+    if tables.is_empty() {
+        return Err(r.err(r.end(), None, "the suite has no [[scenario]]".into()));
+    }
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    for sv in tables {
+        let taken: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+        let scenario = read_scenario(&cx, sv, &taken)?;
+        scenarios.push(scenario);
+    }
+    Ok(scenarios)
+}
+
+/// One `[[scenario]]`, whose name must not be among `taken`, with its cells.
+fn read_scenario<'a>(
+    cx: &Context<'_, 'a>,
+    sv: &'a Val<'a>,
+    taken: &[&str],
+) -> Result<Scenario, SuiteError> {
+    let t = cx.r.table(sv, "[[scenario]]", "scenario")?;
+    let name = cx.r.name(t, sv, ArrayTable::Scenario, taken)?;
+    let at = format!("[[scenario]] \"{name}\"");
+    let ScenarioKeys {
+        mut axes,
+        path,
+        servers,
+    } = read_keys(cx, t, &at)?;
+    add_defaults(&mut axes, cx.defaults);
+    let cells = matrix::expand(cx.r, &at, sv.span(), &axes, &path, cx.cores)?;
+    Ok(Scenario {
+        name,
+        servers,
+        cells,
+    })
+}
+
+/// The keys of scenario table `t`, each checked and turned into its alternatives.
+fn read_keys<'a>(
+    cx: &Context<'_, 'a>,
+    t: &'a DeTable<'a>,
+    at: &str,
+) -> Result<ScenarioKeys<'a>, SuiteError> {
+    let mut keys = ScenarioKeys {
+        axes: Vec::new(),
+        path: "/".to_string(),
+        servers: None,
+    };
+    for (k, v) in t.iter() {
+        let key = k.get_ref().to_string();
+        if key == "name" {
+            continue;
+        }
+        if key == "servers" {
+            keys.servers = Some(server_names(cx.r, v, at, cx.servers)?);
+            continue;
+        }
+        check_key(cx, &key, k.span(), at)?;
+        let axis = read_axis(cx.r, key, v, at)?;
+        if axis.key == "path" && !axis.is_axis {
+            keys.path = axis.choices[0].label.clone();
+        }
+        keys.axes.push(axis);
+    }
+    Ok(keys)
+}
+
+/// Refuses a key the harness sets and a key that is not a scenario key.
+fn check_key(cx: &Context, key: &str, span: Range<usize>, at: &str) -> Result<(), SuiteError> {
+    if HARNESS_FLAGS.contains(&key) {
+        return Err(cx.r.err(
+            span,
+            Some(key),
+            format!(
+                "{at}: `{key}` is set by the harness for every cell and cannot be a scenario key"
+            ),
+        ));
+    }
+    let flag_name = key.replace('_', "-");
+    let known = OWN_KEYS.contains(&key)
+        || (!RENAMED_FLAGS.contains(&key) && cx.run_flags.contains(&flag_name));
+    if known {
+        return Ok(());
+    }
+    Err(cx.r.err(
+        span,
+        Some(key),
+        format!("{at}: unknown key `{key}` (scenario keys are `volley run` long flags in snake_case: {})", scenario_keys(&cx.run_flags).join(", ")),
+    ))
+}
+
+/// Every scenario key, sorted, for the message about an unknown one.
+fn scenario_keys(run_flags: &[String]) -> Vec<String> {
+    let mut keys: Vec<String> = run_flags
+        .iter()
+        .map(|f| f.replace('-', "_"))
+        .filter(|k| !HARNESS_FLAGS.contains(&k.as_str()) && !RENAMED_FLAGS.contains(&k.as_str()))
+        .collect();
+    keys.extend(OWN_KEYS.iter().map(|k| k.to_string()));
+    keys.push("servers".into());
+    keys.sort();
+    keys
+}
+
+/// Key `key` with value `v` as an axis of alternatives. A list is an axis, except a list of
+/// strings under `headers` or `thresholds` (several headers or thresholds of one cell).
+fn read_axis<'a>(
+    r: &TomlReader,
+    key: String,
+    v: &'a Val<'a>,
+    at: &str,
+) -> Result<Axis<'a>, SuiteError> {
+    let list = match v.get_ref() {
+        DeValue::Array(a)
+            if !(key == "headers" || key == "thresholds")
+                || a.iter().any(|e| !matches!(e.get_ref(), DeValue::String(_))) =>
+        {
+            if a.is_empty() {
+                return Err(r.err(
+                    v.span(),
+                    Some(&key),
+                    format!("{at}: {key}: an empty list leaves no cell to run"),
+                ));
+            }
+            Some(a.iter().collect::<Vec<_>>())
+        }
+        _ => None,
+    };
+    let is_axis = list.is_some();
+    let mut choices = Vec::new();
+    for item in list.unwrap_or_else(|| vec![v]) {
+        choices.push(flags_for(r, &key, item, at)?);
+    }
+    Ok(Axis {
+        key,
+        span: v.span(),
+        choices,
+        is_axis,
+        value: v,
+    })
+}
+
+/// Adds the `[suite]` defaults the scenario does not set and that can apply to it, as
+/// one-choice axes pointing at the `[suite]` value.
+fn add_defaults<'a>(axes: &mut Vec<Axis<'a>>, defaults: &[SuiteDefault<'a>]) {
+    let keys: BTreeSet<String> = axes.iter().map(|a| a.key.clone()).collect();
+    let has = |k: &str| keys.contains(k);
+    for d in defaults {
+        if d.applies(has) {
+            axes.push(Axis {
+                key: d.key.to_string(),
+                span: d.value.span(),
+                choices: vec![Choice {
+                    label: d.text.clone(),
+                    flags: vec![format!("--{}={}", d.key, d.text)],
+                }],
+                is_axis: false,
+                value: d.value,
+            });
+        }
+    }
+}
+
+/// `servers = ["a", "b"]` of a scenario: names of servers defined above.
+fn server_names(
+    r: &TomlReader,
+    v: &Val,
+    at: &str,
+    servers: &[ServerSpec],
+) -> Result<Vec<String>, SuiteError> {
+    let DeValue::Array(a) = v.get_ref() else {
+        return Err(r.err(
+            v.span(),
+            Some("servers"),
+            format!("{at}: servers: must be a list of server names"),
+        ));
+    };
+    let mut out = Vec::new();
+    for e in a.iter() {
+        let name = r.str(e, at, "servers")?;
+        if !servers.iter().any(|s| s.name == name) {
+            let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+            return Err(r.err(
+                e.span(),
+                Some("servers"),
+                format!(
+                    "{at}: servers: no [[server]] is named `{name}` (there are: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+        out.push(name);
+    }
+    if out.is_empty() {
+        return Err(r.err(
+            v.span(),
+            Some("servers"),
+            format!("{at}: servers: an empty list runs nothing"),
+        ));
+    }
+    Ok(out)
+}
+
+/// One value of scenario key `key` as its label and `volley run` flags.
+fn flags_for(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    match key {
+        "path" => path_choice(r, v, at),
+        "keepalive" => keepalive_choice(r, v, at),
+        "thresholds" => thresholds_choice(r, v, at),
+        "headers" => headers_choice(r, v, at),
+        _ => flag_choice(r, key, v, at),
+    }
+}
+
+/// A value of `key` that is not of a type it takes; `what` says which it takes.
+fn wrong_type(r: &TomlReader, key: &str, v: &Val, at: &str, what: &str) -> SuiteError {
+    r.err(
+        v.span(),
+        Some(key),
+        format!("{at}: {key}: {what}, not a {}", v.get_ref().type_str()),
+    )
+}
+
+/// `path = "/x"`: no flag; the harness puts it in the URL.
+fn path_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    let key = "path";
+    let s = match v.get_ref() {
+        DeValue::String(s) => s.to_string(),
+        _ => return Err(wrong_type(r, key, v, at, "must be a string such as \"/\"")),
+    };
+    if !s.starts_with('/') {
+        return Err(r.err(
+            v.span(),
+            Some(key),
+            format!("{at}: path must start with `/`"),
+        ));
+    }
+    Ok(Choice {
+        label: s,
+        flags: Vec::new(),
+    })
+}
+
+/// `keepalive = false` is `--no-keepalive`; `true` is the default and adds nothing.
+fn keepalive_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    let (label, flags) = match v.get_ref() {
+        DeValue::Boolean(true) => ("true", Vec::new()),
+        DeValue::Boolean(false) => ("false", vec!["--no-keepalive".into()]),
+        _ => return Err(wrong_type(r, "keepalive", v, at, "must be true or false")),
+    };
+    Ok(Choice {
+        label: label.into(),
+        flags,
+    })
+}
+
+/// `thresholds`: one string or a list of them, each a `--threshold` of the same cell.
+fn thresholds_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    let key = "thresholds";
+    let items: Vec<&Val> = match v.get_ref() {
+        DeValue::String(_) => vec![v],
+        DeValue::Array(a) => a.iter().collect(),
+        _ => {
+            return Err(wrong_type(
+                r,
+                key,
+                v,
+                at,
+                "must be a string such as \"p99<10ms\" or a list of them",
+            ))
+        }
+    };
+    let mut flags = Vec::new();
+    let mut label = Vec::new();
+    for e in items {
+        let t = r.str(e, at, key)?;
+        label.push(t.clone());
+        flags.push(format!("--threshold={t}"));
+    }
+    Ok(Choice {
+        label: label.join("; "),
+        flags,
+    })
+}
+
+/// `headers`: a string `"Name: value"`, a list of them, or a table `{ Name = "value" }`, each
+/// header a `--header` of the same cell.
+fn headers_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    let headers = match v.get_ref() {
+        DeValue::String(s) => vec![s.to_string()],
+        DeValue::Array(a) => header_list(r, a, at)?,
+        DeValue::Table(t) => header_table(r, t, at)?,
+        _ => {
+            return Err(wrong_type(
+                r,
+                "headers",
+                v,
+                at,
+                "must be a string \"Name: value\", a list of them, or a table",
+            ))
+        }
+    };
+    Ok(Choice {
+        label: headers.join("; "),
+        flags: headers.iter().map(|h| format!("--header={h}")).collect(),
+    })
+}
+
+/// `headers = ["Name: value", ...]`.
+fn header_list(r: &TomlReader, a: &DeArray, at: &str) -> Result<Vec<String>, SuiteError> {
+    let mut headers = Vec::new();
+    for e in a.iter() {
+        match e.get_ref() {
+            DeValue::String(s) => headers.push(s.to_string()),
+            _ => {
+                return Err(r.err(
+                    e.span(),
+                    Some("headers"),
+                    format!("{at}: headers: each header is a string \"Name: value\""),
+                ))
+            }
+        }
+    }
+    Ok(headers)
+}
+
+/// `headers = { Name = "value" }`, as `Name: value` in table order.
+fn header_table(r: &TomlReader, t: &DeTable, at: &str) -> Result<Vec<String>, SuiteError> {
+    let mut headers = Vec::new();
+    for (k, e) in t.iter() {
+        match e.get_ref() {
+            DeValue::String(s) => headers.push(format!("{}: {s}", k.get_ref())),
+            _ => {
+                return Err(r.err(
+                    e.span(),
+                    Some("headers"),
+                    format!("{at}: headers.{}: must be a string", k.get_ref()),
+                ))
+            }
+        }
+    }
+    Ok(headers)
+}
+
+/// Any other key: the `volley run` flag of the same name with the value as written.
+fn flag_choice(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    let flag = format!("--{}", key.replace('_', "-"));
+    let text = match v.get_ref() {
+        DeValue::String(s) => s.to_string(),
+        DeValue::Integer(i) => i.as_str().replace('_', ""),
+        DeValue::Float(f) => f.as_str().replace('_', ""),
+        DeValue::Boolean(_) if key == "no_keepalive" => unreachable!(),
+        _ => return Err(wrong_type(r, key, v, at, "must be a string or a number")),
+    };
+    // rate = 0 is the closed loop (docs/contract.md, "Suites"): no `--rate` at all.
+    if key == "rate" && text.parse::<f64>() == Ok(0.0) {
+        return Ok(Choice {
+            label: "0".into(),
+            flags: Vec::new(),
+        });
+    }
+    // `--flag=value`, so a value starting with `-` is not read as a flag.
+    Ok(Choice {
+        label: text.clone(),
+        flags: vec![format!("{flag}={text}")],
+    })
+}
+
+/// Long names of every `volley run` flag, from the clap definition (so the suite keys never
+/// drift from the command line).
+fn run_long_flags() -> Vec<String> {
+    let cmd = RunFlags::augment_args(clap::Command::new("run"));
+    cmd.get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{err, parse, BASE};
+
+    #[test]
+    fn headers_list_is_one_cell_and_list_of_lists_an_axis() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"h\"\nheaders = [\"A: 1\", \"B: 2\"]\n[[scenario]]\nname = \"h2\"\nheaders = [[\"A: 1\"], {{ B = \"2\" }}]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.scenarios[0].cells.len(), 1);
+        assert_eq!(
+            s.scenarios[0].cells[0].flags[..2],
+            ["--header=A: 1", "--header=B: 2"]
+        );
+        assert_eq!(s.scenarios[1].cells.len(), 2);
+        assert_eq!(s.scenarios[1].cells[1].flags[..1], ["--header=B: 2"]);
+    }
+
+    #[test]
+    fn scenarios_may_name_their_servers() {
+        let s = parse(&format!(
+            "{BASE}[[server]]\nname = \"b\"\nstart = \"./b\"\n[[scenario]]\nname = \"p\"\nservers = [\"b\"]\n[[scenario]]\nname = \"q\"\n"
+        ))
+        .unwrap();
+        assert!(s.scenarios[0].runs_on("b") && !s.scenarios[0].runs_on("a"));
+        assert!(s.scenarios[1].runs_on("a"));
+        assert_eq!(s.cells_per_rep(), 3);
+        let (line, col, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nservers = [\"a\", \"c\"]\n"
+        ));
+        assert_eq!((line, col, key.as_deref()), (9, 17, Some("servers")));
+        assert!(msg.contains("no [[server]] is named `c`"), "{msg}");
+    }
+
+    #[test]
+    fn thresholds_are_several_flags_of_one_cell() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nthresholds = [\"p99<10ms\", \"errors<1%\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.scenarios[0].cells.len(), 1);
+        assert_eq!(
+            s.scenarios[0].cells[0].flags[..2],
+            ["--threshold=p99<10ms", "--threshold=errors<1%"]
+        );
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nthresholds = [\"p99<10ms\", \"p98<1s\"]\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("thresholds")));
+        assert!(msg.contains("unknown metric `p98`"), "{msg}");
+    }
+
+    #[test]
+    fn keys_that_are_not_scenario_keys_point_at_themselves() {
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nconections = 3\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("conections")));
+        assert!(msg.contains("unknown key `conections`"), "{msg}");
+
+        let (_, _, key, msg) = err(&format!("{BASE}[[scenario]]\nname = \"p\"\npid = 3\n"));
+        assert_eq!(key.as_deref(), Some("pid"));
+        assert!(msg.contains("set by the harness"), "{msg}");
+
+        let (line, _, key, _) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nkeepalive = \"no\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("keepalive")));
+    }
+}
