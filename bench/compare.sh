@@ -39,6 +39,8 @@
 #   BASELINE_REV=<rev>  also measure volley built from this commit in the keep-alive table,
 #                       interleaved with the others (row "volley@<rev>"), and report this
 #                       build's requests per CPU-second divided by the baseline's
+#   KEEPALIVE_TOOLS="volley baseline"  only these of wrk volley oha h2load baseline in the
+#                       keep-alive table (more repetitions of one comparison in the same time)
 #   OHA=<path>          use this oha instead of target/bench-tools/bin/oha (cargo install'ed)
 #   TOOLS_DIR=<dir>     where `cargo install --root` puts oha (default target/bench-tools)
 #   OUT_DIR=<dir>       raw outputs (default target/bench-compare/<UTC time>)
@@ -277,6 +279,14 @@ cell_cmd() {
 GROUP_keepalive=(ka-wrk ka-volley ka-oha ka-h2load)
 [[ -n $OHA ]] || GROUP_keepalive=(ka-wrk ka-volley ka-h2load)
 [[ -z $BASELINE_NAME ]] || GROUP_keepalive+=(ka-baseline)
+if [[ -n ${KEEPALIVE_TOOLS:-} ]]; then   # only these tools in the keep-alive table
+    chosen=()
+    for cell in "${GROUP_keepalive[@]}"; do
+        [[ " $KEEPALIVE_TOOLS " == *" ${cell#ka-} "* ]] && chosen+=("$cell")
+    done
+    ((${#chosen[@]})) || die 2 "KEEPALIVE_TOOLS='$KEEPALIVE_TOOLS' names none of: ${GROUP_keepalive[*]#ka-}"
+    GROUP_keepalive=("${chosen[@]}")
+fi
 GROUP_pipeline=(pipe-volley pipe-h2load)
 GROUP_close=(close-wrk close-volley)
 GROUP_openloop=(open-fast open-slow)
