@@ -53,6 +53,18 @@ const STATS: [(Stat, &str, &str); 11] = [
 ];
 
 impl Stat {
+    /// The percentiles the reports list, in order (p50 … p99.999).
+    pub const PERCENTILES: [Stat; 8] = [
+        Stat::P50,
+        Stat::P75,
+        Stat::P90,
+        Stat::P95,
+        Stat::P99,
+        Stat::P99_9,
+        Stat::P99_99,
+        Stat::P99_999,
+    ];
+
     fn entry(self) -> &'static (Stat, &'static str, &'static str) {
         STATS
             .iter()

@@ -2,6 +2,7 @@
 //! percentiles and server cost per scenario, medians over the repetitions, with the
 //! environment and the settings underneath.
 
+use crate::metric::Stat;
 use std::fmt::Write;
 
 use super::model::{median, Report, Series};
@@ -86,10 +87,10 @@ fn server_row(o: &mut String, s: &Series) {
     } else {
         String::new()
     };
-    let pct = |f: fn(&RunResult) -> Option<u64>| {
+    let pct = |s: Stat| {
         median(
             &ok.iter()
-                .filter_map(|r| f(r).map(|v| v as f64))
+                .filter_map(|r| s.of(&r.latency_us))
                 .collect::<Vec<_>>(),
         )
         .map_or("-".into(), |v| micros(v.round() as u64))
@@ -99,13 +100,13 @@ fn server_row(o: &mut String, s: &Series) {
         "| {} | {} | {range} | {} | {} | {} | {} | {} | {} | {} | {} | {runs} |",
         esc(&name),
         median(&tput).map_or("-".into(), rate),
-        pct(|r| r.latency_us.p50),
-        pct(|r| r.latency_us.p90),
-        pct(|r| r.latency_us.p95),
-        pct(|r| r.latency_us.p99),
-        pct(|r| r.latency_us.p99_9),
-        pct(|r| r.latency_us.p99_99),
-        pct(|r| r.latency_us.max),
+        pct(Stat::P50),
+        pct(Stat::P90),
+        pct(Stat::P95),
+        pct(Stat::P99),
+        pct(Stat::P99_9),
+        pct(Stat::P99_99),
+        pct(Stat::Max),
         ok.iter().map(|r| r.requests.errors).sum::<u64>(),
     );
 }

@@ -47,18 +47,6 @@ pub struct Percentiles {
     pub p99_999: Option<u64>,
 }
 
-/// The quantiles reported everywhere, with their JSON key suffix and display label.
-pub const QUANTILES: [(f64, &str); 8] = [
-    (0.50, "p50"),
-    (0.75, "p75"),
-    (0.90, "p90"),
-    (0.95, "p95"),
-    (0.99, "p99"),
-    (0.999, "p99.9"),
-    (0.9999, "p99.99"),
-    (0.99999, "p99.999"),
-];
-
 impl Percentiles {
     /// Summarizes `h` (all null when it is empty).
     pub fn of(h: &Hist) -> Self {
@@ -80,20 +68,6 @@ impl Percentiles {
             p99_99: q(0.9999),
             p99_999: q(0.99999),
         }
-    }
-
-    /// The percentile values in `QUANTILES` order.
-    pub fn quantile_values(&self) -> [Option<u64>; 8] {
-        [
-            self.p50,
-            self.p75,
-            self.p90,
-            self.p95,
-            self.p99,
-            self.p99_9,
-            self.p99_99,
-            self.p99_999,
-        ]
     }
 }
 

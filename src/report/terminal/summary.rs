@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::{format_elapsed, plural, server_lines};
+use crate::metric::Stat;
 use crate::result::{Arrivals, LoadInfo, Mode, RunResult};
-use crate::stats::histogram::QUANTILES;
 use crate::stats::Percentiles;
 use crate::units::{bytes, micros_f, opt_micros, rate, seconds, thousands};
 
@@ -164,8 +164,8 @@ fn percentile_table(o: &mut String, r: &RunResult) {
         let _ = writeln!(o);
     };
     row("min", &|p| opt_micros(p.min));
-    for (k, (_, label)) in QUANTILES.iter().enumerate() {
-        row(label, &|p| opt_micros(p.quantile_values()[k]));
+    for s in Stat::PERCENTILES {
+        row(s.name(), &|p| opt_micros(s.of(p).map(|v| v as u64)));
     }
     row("max", &|p| opt_micros(p.max));
     row("mean", &|p| {

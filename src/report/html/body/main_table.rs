@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::glance::{by_speed, cpu_per_req, peak_rss};
 use super::{med, num, opt_f, tend, thead};
+use crate::metric::Stat;
 use crate::report::html::{escape_html as esc, Group, Row};
 use crate::result::RunResult;
 use crate::units::{bytes, micros, rate, thousands};
@@ -177,15 +178,15 @@ fn throughput_cells(o: &mut String, row: &Row, fastest: Option<f64>) {
 
 /// The latency percentiles of the table, medians over the repetitions.
 fn latency_cells(o: &mut String, rs: &[&RunResult]) {
-    for f in [
-        (|r: &RunResult| r.latency_us.p50) as fn(&RunResult) -> Option<u64>,
-        |r| r.latency_us.p90,
-        |r| r.latency_us.p99,
-        |r| r.latency_us.p99_9,
-        |r| r.latency_us.p99_99,
-        |r| r.latency_us.max,
+    for s in [
+        Stat::P50,
+        Stat::P90,
+        Stat::P99,
+        Stat::P99_9,
+        Stat::P99_99,
+        Stat::Max,
     ] {
-        let v = med(rs, |r| f(r).map(|v| v as f64));
+        let v = med(rs, |r| s.of(&r.latency_us));
         num(o, v, &opt_f(v, |v| micros(v.round() as u64)));
     }
 }

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::{num, opt_f, server_cell, status_cell, tend, thead, txt};
+use crate::metric::Stat;
 use crate::report::html::{escape_html as esc, Group, Row};
 use crate::report::model::median;
 use crate::result::{CellStatus, RunResult};
@@ -77,8 +78,8 @@ fn percentile_row(o: &mut String, row: &Row, kind: &str, ps: &[&Percentiles]) {
     num(o, v, &opt_f(v, micros_f));
     let v = m(&|p| p.stdev);
     num(o, v, &opt_f(v, micros_f));
-    for i in 0..8 {
-        let v = m(&|p| p.quantile_values()[i].map(|v| v as f64));
+    for s in Stat::PERCENTILES {
+        let v = m(&|p| s.of(p));
         num(o, v, &opt_f(v, us));
     }
     let v = m(&|p| p.max.map(|v| v as f64));
