@@ -22,7 +22,7 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
         warmup,
         method: "GET".into(),
         headers: Vec::new(),
-        body: Vec::new(),
+        body: Vec::new().into(),
         keepalive: true,
         pipeline: 1,
         timeout: Duration::from_secs(2),

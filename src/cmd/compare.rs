@@ -129,3 +129,35 @@ fn metric_parser() -> impl clap::builder::TypedValueParser<Value = Metric> {
     PossibleValuesParser::new(shown.chain(hidden))
         .map(|name| Metric::parse(&name).expect("every possible value is a metric name"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: CompareArgs,
+    }
+
+    fn metric(value: &str) -> Result<Option<Metric>, String> {
+        Cmd::try_parse_from(["compare", "a", "b", "--metric", value])
+            .map(|c| c.args.metric)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn metric_takes_the_threshold_names_and_refuses_others() {
+        use crate::metric::Stat;
+        assert_eq!(metric("p99").unwrap(), Some(Metric::Latency(Stat::P99)));
+        assert_eq!(metric("p95").unwrap(), Some(Metric::Latency(Stat::P95)));
+        assert_eq!(metric("rps").unwrap(), Some(Metric::Throughput));
+        assert_eq!(
+            metric("service_p99.9").unwrap(),
+            Some(Metric::Service(Stat::P99_9))
+        );
+        let e = metric("p98").unwrap_err();
+        assert!(e.contains("p98") && e.contains("--metric"), "{e}");
+    }
+}

@@ -291,7 +291,7 @@ fn rate(r: &str) -> Result<f64, ConfigError> {
 struct Request {
     method: String,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    body: std::sync::Arc<[u8]>,
 }
 
 /// Method, headers and body of the request.
@@ -337,7 +337,7 @@ fn request(a: &RunFlags) -> Result<Request, ConfigError> {
     Ok(Request {
         method,
         headers,
-        body,
+        body: body.into(),
     })
 }
 

@@ -2,6 +2,7 @@
 //! needs and nothing about where results go. `config` builds it from flags or a suite cell;
 //! the engine and the plan read it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::ramp::Ramp;
@@ -61,8 +62,9 @@ pub struct LoadSpec {
     pub method: String,
     /// User headers in order, as given.
     pub headers: Vec<(String, String)>,
-    /// Request body.
-    pub body: Vec<u8>,
+    /// Request body, shared: a suite's cells that send the same body hold it once, and a
+    /// cell's config is cloned for every repetition without copying it.
+    pub body: Arc<[u8]>,
     /// Reuse connections (default) or one connection per request.
     pub keepalive: bool,
     /// Requests outstanding per connection.

@@ -56,20 +56,36 @@ pub(super) fn expand(
     cores: usize,
 ) -> Result<Vec<Cell>, SuiteError> {
     refuse_too_large(r, at, table.clone(), axes)?;
-    let mut out = Vec::new();
+    let mut out: Vec<Cell> = Vec::new();
     for c in combinations(axes, path) {
         let url = format!("http://127.0.0.1:1{}", c.path);
         match check_flags(&c.flags, &url, cores) {
-            Ok(config) => out.push(Cell {
-                axes: c.labels,
-                path: c.path,
-                flags: c.flags,
-                config,
-            }),
+            Ok(mut config) => {
+                share_body(&mut config, &out);
+                out.push(Cell {
+                    axes: c.labels,
+                    path: c.path,
+                    flags: c.flags,
+                    config,
+                });
+            }
             Err(e) => return Err(cell_error(r, at, table, axes, &c, e)),
         }
     }
     Ok(out)
+}
+
+/// Cells are kept for the whole suite: a body equal to an earlier cell's is that cell's, so a
+/// large `body_size` on an axis of other keys is held once, not once per cell.
+fn share_body(config: &mut RunConfig, earlier: &[Cell]) {
+    let body = &config.load.body;
+    if let Some(same) = earlier
+        .iter()
+        .map(|c| &c.config.load.body)
+        .find(|b| b.len() == body.len() && **b == *body)
+    {
+        config.load.body = same.clone();
+    }
 }
 
 /// Refuses a matrix too large to run before building it: every cell is expanded and checked
@@ -295,6 +311,23 @@ mod tests {
         assert!(cells[7].flags.contains(&"--no-keepalive".to_string()));
         assert!(cells[7].flags.contains(&"--rate=500".to_string()));
         assert_eq!(cells[0].planned(), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn cells_with_the_same_body_hold_it_once() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nconnections = [3, 100]\nbody_size = [\"1KiB\", \"2KiB\"]\n"
+        ))
+        .unwrap();
+        let body = |i: usize| &s.scenarios[0].cells[i].config.load.body;
+        // connections=3 and 100 with 1KiB, then with 2KiB.
+        assert_eq!(
+            (body(0).len(), body(1).len(), body(2).len()),
+            (1024, 2048, 1024)
+        );
+        assert!(std::sync::Arc::ptr_eq(body(0), body(2)));
+        assert!(std::sync::Arc::ptr_eq(body(1), body(3)));
+        assert!(!std::sync::Arc::ptr_eq(body(0), body(1)));
     }
 
     #[test]
