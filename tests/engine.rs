@@ -13,6 +13,7 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
     LoadSpec {
         target,
         connections: 4,
+        max_connections: None,
         threads: 2,
         duration: Some(duration),
         requests: None,

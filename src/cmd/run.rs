@@ -15,7 +15,7 @@ use crate::measure::{self, Context, Measured};
 use crate::report::hdr_log::HdrLogWriter;
 use crate::report::terminal::LiveLine;
 use crate::report::{Format, Report};
-use crate::result::RunResult;
+use crate::result::{RunResult, WarningKind};
 use crate::sys::{cpus, limits};
 
 /// `volley run` flags: what the run is, and where its results go.
@@ -113,7 +113,7 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         Ok(m) => m,
         Err(e) => return fail(ExitCode::Failed, &e.to_string()),
     };
-    let mut code = write_outputs(&m.result, outputs, outcome_code(&m));
+    let mut code = write_outputs(&m.result, outputs, outcome_code(&m, cfg.allow_shortfall));
     if let Some(e) = hdr_log.as_ref().and_then(HdrLogWriter::error) {
         eprintln!("volley: --hdr-log: {e}");
         code = code.max_precedence(ExitCode::Failed);
@@ -132,10 +132,16 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     code
 }
 
-/// 0 with a response and no broken threshold, else 1; 130 when interrupted; 3 when the
-/// monitored server died (results are still written).
-fn outcome_code(m: &Measured) -> ExitCode {
-    let broken = m.result.thresholds.iter().any(|t| !t.pass);
+/// 0 with a response, no broken threshold and (open loop) the target rate reached or the
+/// shortfall accepted, else 1; 130 when interrupted; 3 when the monitored server died (results
+/// are still written).
+fn outcome_code(m: &Measured, allow_shortfall: bool) -> ExitCode {
+    let short = !allow_shortfall
+        && m.result
+            .warnings
+            .iter()
+            .any(|w| w.kind() == WarningKind::Shortfall);
+    let broken = short || m.result.thresholds.iter().any(|t| !t.pass);
     let mut code = if m.result.requests.completed > 0 && !broken {
         ExitCode::Ok
     } else {

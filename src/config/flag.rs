@@ -53,6 +53,10 @@ pub enum Flag {
     MonitorInterval,
     /// `--threshold`.
     Threshold,
+    /// `--max-connections`.
+    MaxConnections,
+    /// `--allow-shortfall`.
+    AllowShortfall,
 }
 
 /// (flag, as messages spell it, long name, suite scenario key).
@@ -96,6 +100,18 @@ const FLAGS: &[(Flag, &str, &str, &str)] = &[
         "monitor_interval",
     ),
     (Flag::Threshold, "--threshold", "threshold", "thresholds"),
+    (
+        Flag::MaxConnections,
+        "--max-connections",
+        "max-connections",
+        "max_connections",
+    ),
+    (
+        Flag::AllowShortfall,
+        "--allow-shortfall",
+        "allow-shortfall",
+        "allow_shortfall",
+    ),
 ];
 
 impl Flag {

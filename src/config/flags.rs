@@ -128,9 +128,21 @@ pub struct RunFlags {
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub monitor_interval: Option<Duration>,
 
-    /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'rps>5000' (a broken one exits 1).
+    /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'failed<1%', 'rps>5000'
+    /// (a broken one exits 1). Without thresholds, 4xx/5xx responses alone do not change the
+    /// exit code: use 'failed<1%' to fail on them.
     #[arg(long)]
     pub threshold: Vec<String>,
+
+    /// Open loop: open more connections on demand, up to N in all, when every connection is
+    /// busy and a request is due (like vegeta's workers or k6's maxVUs).
+    #[arg(long, value_parser = count)]
+    pub max_connections: Option<u64>,
+
+    /// Open loop: a run that sent less than 99 % of -R still exits 0 (the shortfall stays in
+    /// the summary's headline).
+    #[arg(long)]
+    pub allow_shortfall: bool,
 }
 
 /// Largest request body volley builds in memory.
@@ -150,6 +162,7 @@ impl RunConfig {
             load,
             monitor,
             thresholds,
+            allow_shortfall: a.allow_shortfall,
         })
     }
 }
@@ -177,8 +190,9 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
             "applies to users and closed loop, not to -R",
         ));
     }
+    let max_connections = max_connections(a, &shape, connections)?;
     let threads = (a.threads.map(|t| t as usize).unwrap_or(cores.max(1)))
-        .min(connections)
+        .min(max_connections.unwrap_or(connections))
         .max(1);
     let duration = match (&ramp, a.duration, a.requests) {
         (Some(r), _, _) => Some(Duration::from_nanos(r.ramp.total_ns())),
@@ -188,6 +202,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     Ok(LoadSpec {
         target,
         connections,
+        max_connections,
         threads,
         duration,
         requests: a.requests,
@@ -204,6 +219,34 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         think_time: a.think_time.unwrap_or(Duration::ZERO),
         ramp,
     })
+}
+
+/// `--max-connections`: open loop only, at least `-c`, at most a million.
+fn max_connections(
+    a: &RunFlags,
+    shape: &Shape,
+    connections: usize,
+) -> Result<Option<usize>, ConfigError> {
+    let Some(max) = a.max_connections else {
+        return Ok(None);
+    };
+    let why = if shape.rate_rps.is_none() {
+        Some("needs an open-loop rate (-R): the closed loop keeps -c connections busy".to_string())
+    } else if a.users.is_some() || a.stages.is_some() {
+        Some("cannot be combined with --users/--stages".to_string())
+    } else if max < connections as u64 {
+        Some(format!(
+            "{max} is fewer than the {connections} connections of -c"
+        ))
+    } else if max > 1_000_000 {
+        Some("more than 1,000,000 connections".to_string())
+    } else {
+        None
+    };
+    match why {
+        Some(m) => Err(ConfigError::flag(Flag::MaxConnections, m)),
+        None => Ok(Some(max as usize)),
+    }
 }
 
 /// The numbers that shape a plain closed or open loop, checked.

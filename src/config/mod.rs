@@ -82,4 +82,6 @@ pub struct RunConfig {
     pub monitor: Option<MonitorConfig>,
     /// Pass/fail criteria (`--threshold`).
     pub thresholds: Vec<threshold::Threshold>,
+    /// `--allow-shortfall`: an open loop short of its rate does not fail the run.
+    pub allow_shortfall: bool,
 }

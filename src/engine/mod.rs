@@ -62,6 +62,8 @@ pub struct Shared {
     pub ramp: Option<crate::plan::ramp::Ramp>,
     /// `--think-time` in ns.
     pub think_ns: u64,
+    /// `--max-connections`: the open loop opens connections on demand.
+    pub grow: bool,
 }
 
 /// Everything the engine measured.
@@ -74,6 +76,11 @@ pub struct EngineOutput {
     pub started_at: SystemTime,
     /// From t0 to the later of the send-window end and the last measured response.
     pub elapsed_s: f64,
+    /// The send window: from t0 to its end (Ctrl-C ends it early; with `-n`, the last
+    /// measured write).
+    pub window_s: f64,
+    /// Open loop: the corrected latencies include unsent requests at their lower bound.
+    pub latency_lower_bound: bool,
     /// Stopped by Ctrl-C.
     pub interrupted: bool,
 }
@@ -101,6 +108,7 @@ impl Shared {
             threads: plan.threads.len(),
             ramp: spec.ramp.as_ref().map(|r| r.ramp.clone()),
             think_ns: spec.think_time.as_nanos() as u64,
+            grow: spec.max_connections.is_some() && spec.is_open() && spec.ramp.is_none(),
         }
     }
 }
@@ -139,7 +147,17 @@ pub fn run(
     }
     let end_now = clock.now_ns();
     let elapsed_s = c.elapsed_ns(end_now) as f64 / 1e9;
+    let window_s = c.window_end_ns().min(end_now).saturating_sub(shared.t0_ns) as f64 / 1e9;
     let done = c.agg.finish(elapsed_s);
+    // Unsent requests enter the whole run's corrected histogram only: they belong to no
+    // second of the series, and their values are bounds, not measurements.
+    let mut latency_lower_bound = false;
+    for e in &mut c.ends {
+        if let Some(h) = e.unsent_latency.take() {
+            latency_lower_bound = true;
+            let _ = c.agg.latency.add(&h);
+        }
+    }
     let t0_ns = shared.t0_ns;
     for b in &done {
         observer.second(b, end_now.saturating_sub(t0_ns) as f64 / 1e9);
@@ -150,6 +168,8 @@ pub fn run(
         ends: c.ends,
         started_at,
         elapsed_s,
+        window_s,
+        latency_lower_bound,
         interrupted: c.stop_seen > 0,
     })
 }
@@ -169,7 +189,7 @@ fn spawn_workers(
             k,
             Arc::clone(shared),
             poll,
-            tp.connections,
+            (tp.connections, tp.slots),
             tp.pacer,
             tx.clone(),
         )?;
@@ -260,16 +280,7 @@ impl Collector<'_> {
     /// last measured write) and the last measured response.
     fn elapsed_ns(&self, end_now: u64) -> u64 {
         let t0_ns = self.shared.t0_ns;
-        let window_end = match (self.shared.end_ns, self.stop_at_ns) {
-            (Some(e), Some(s)) => e.min(s),
-            (Some(e), None) => e,
-            (None, _) => self
-                .ends
-                .iter()
-                .map(|e| e.last_send_ns)
-                .max()
-                .unwrap_or(t0_ns),
-        };
+        let window_end = self.window_end_ns();
         let last_response = self
             .ends
             .iter()
@@ -280,5 +291,21 @@ impl Collector<'_> {
             .max(last_response)
             .min(end_now)
             .saturating_sub(t0_ns)
+    }
+
+    /// End of the send window on the run clock.
+    fn window_end_ns(&self) -> u64 {
+        let t0_ns = self.shared.t0_ns;
+        match (self.shared.end_ns, self.stop_at_ns) {
+            (Some(e), Some(s)) => e.min(s),
+            (Some(e), None) => e,
+            (None, _) => self
+                .ends
+                .iter()
+                .map(|e| e.last_send_ns)
+                .max()
+                .unwrap_or(t0_ns),
+        }
+        .max(t0_ns)
     }
 }

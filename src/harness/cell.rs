@@ -9,7 +9,7 @@ use crate::config::suite::{Managed, ServerKind};
 use crate::config::{parse_url, MonitorConfig, RunConfig, DEFAULT_MONITOR_INTERVAL};
 use crate::engine::Observers;
 use crate::measure::{self, MeasureError};
-use crate::result::{CellStatus, RunResult};
+use crate::result::{CellStatus, RunResult, WarningKind};
 use crate::sys::cpus;
 
 /// What one cell came to.
@@ -157,11 +157,19 @@ impl Harness<'_> {
             Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };
         let (status, reason) = measured_status(&m.result, m.interrupted, cell.control);
+        // A cell's shortfall is a note: the suite goes on, and its table says it.
+        let notes = m
+            .result
+            .warnings
+            .iter()
+            .filter(|w| w.kind() == WarningKind::Shortfall)
+            .map(|w| w.text().to_string())
+            .collect();
         CellOutcome {
             status,
             reason,
             stderr_tail: Vec::new(),
-            notes: Vec::new(),
+            notes,
             result: Some(m.result),
         }
     }

@@ -9,10 +9,12 @@ use crate::config::RunConfig;
 use crate::engine::EngineOutput;
 use crate::monitor::client::{saturation, ClientReport};
 use crate::monitor::procfs;
+use crate::result::identity::LoadKey;
 use crate::result::*;
 use crate::stats::histogram::encode;
 use crate::stats::Percentiles;
 use crate::sys::cpus;
+use sha2::{Digest, Sha256};
 
 /// Everything a RunResult is made of.
 pub struct Parts<'a> {
@@ -66,8 +68,10 @@ impl Parts<'_> {
             env: self.env(),
             target: self.target(),
             load: self.load_info(),
+            load_id: None,
             elapsed_s: (out.elapsed_s * 1e6).round() / 1e6,
             throughput_rps: (throughput * 100.0).round() / 100.0,
+            achieved_rps: self.achieved_rps(),
             requests: self.requests(),
             bytes: Bytes {
                 sent: c.bytes_sent,
@@ -79,8 +83,12 @@ impl Parts<'_> {
                 opened: c.connections_opened,
                 closed_by_server: c.closed_by_server,
                 unsolicited: c.unsolicited,
+                max_open: load
+                    .max_connections
+                    .map(|_| out.ends.iter().map(|e| e.max_active).sum()),
             },
             latency_us: Percentiles::of(&out.agg.latency),
+            latency_lower_bound: out.latency_lower_bound,
             service_time_us: Percentiles::of(&out.agg.service),
             schedule_lag_us: lag.clone(),
             latency_hdr: encode(&out.agg.latency),
@@ -96,7 +104,10 @@ impl Parts<'_> {
             thresholds: Vec::new(),
             shards: Vec::new(),
         };
+        result.load_id = Some(self.load_key(&result).id());
         result.server = self.server;
+        let headlines = warnings::headlines(self.cfg, &result, self.ctx);
+        result.warnings.splice(0..0, headlines);
         result.thresholds = self
             .cfg
             .thresholds
@@ -141,6 +152,7 @@ impl Parts<'_> {
         LoadInfo {
             mode: load.mode(),
             connections: load.connections as u64,
+            max_connections: load.max_connections.map(|m| m as u64),
             threads: load.threads as u64,
             rate_rps: load.rate_rps,
             arrivals: open.then_some(load.arrivals),
@@ -165,6 +177,37 @@ impl Parts<'_> {
         }
     }
 
+    /// The load identity: what the result records of the load, and the request's headers and
+    /// body (added only when there are some, so loads without them keep the ids of older
+    /// results).
+    fn load_key(&self, result: &RunResult) -> LoadKey {
+        let load = &self.cfg.load;
+        let mut key = LoadKey::of_result(result);
+        let headers: Vec<String> = load
+            .headers
+            .iter()
+            .map(|(n, v)| format!("{}: {v}", n.to_ascii_lowercase()))
+            .collect();
+        key.push_unless("headers", headers.join("\n"), "");
+        let body = if load.body.is_empty() {
+            String::new()
+        } else {
+            Sha256::digest(&load.body[..])
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        key.push_unless("body_sha256", body, "");
+        key
+    }
+
+    /// Open loop: requests written in the send window ÷ its length.
+    fn achieved_rps(&self) -> Option<f64> {
+        let out = self.engine;
+        (self.cfg.load.is_open() && out.window_s > 0.0)
+            .then(|| (out.agg.counts.sent as f64 / out.window_s * 100.0).round() / 100.0)
+    }
+
     fn requests(&self) -> Requests {
         let out = self.engine;
         let c = &out.agg.counts;
@@ -174,6 +217,12 @@ impl Parts<'_> {
             errors: c.errors.total(),
             unfinished: out.ends.iter().map(|e| e.unfinished).sum(),
             unsent: out.ends.iter().map(|e| e.unsent).sum(),
+            failed: c
+                .status_codes()
+                .iter()
+                .filter(|(s, _)| *s >= 400)
+                .map(|(_, n)| n)
+                .sum(),
         }
     }
 

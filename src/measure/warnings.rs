@@ -1,10 +1,21 @@
 //! The warnings a run's summary leads with: what makes its numbers less than they seem.
 
 use super::assemble::ClientCheck;
+use super::Context;
 use crate::config::RunConfig;
 use crate::engine::EngineOutput;
-use crate::result::{ServerInfo, Warning};
+use crate::monitor::procfs;
+use crate::result::warning::{SharedCpu, Shortfall};
+use crate::result::{Mode, RunResult, ServerInfo, Warning};
 use crate::stats::Percentiles;
+use crate::sys::cpus;
+
+/// Below this share of the target rate an open-loop run fell short (DESIGN: 99 %).
+const SHORTFALL_BELOW: f64 = 0.99;
+/// A machine with less idle CPU than this (percent) had none to spare.
+const NO_IDLE_PCT: f64 = 5.0;
+/// Failed responses above this share of the completed ones make a headline.
+const FAILED_HEADLINE_FRACTION: f64 = 0.01;
 
 /// Every warning that applies to a run, in the order the summary shows them.
 pub fn of(
@@ -42,7 +53,8 @@ pub fn of(
         .filter(|(s, _)| *s >= 400)
         .map(|(_, n)| n)
         .sum();
-    if failed > 0 {
+    // Above 1 % it is a headline instead (`headlines`).
+    if failed > 0 && failed as f64 <= c.completed as f64 * FAILED_HEADLINE_FRACTION {
         w.push(Warning::failed_statuses(failed));
     }
     if c.errors.total() > 0 {
@@ -52,7 +64,8 @@ pub fn of(
         w.push(Warning::unsolicited(c.unsolicited));
     }
     let unsent: u64 = out.ends.iter().map(|e| e.unsent).sum();
-    if unsent > 0 {
+    if unsent > 0 && !out.latency_lower_bound {
+        // In the open loop the lower-bound headline says it.
         w.push(Warning::unsent(unsent));
     }
     if let Some(s) = server {
@@ -73,4 +86,85 @@ fn server_warnings(cfg: &RunConfig, s: &ServerInfo) -> Vec<Warning> {
         w.push(Warning::syscalls_not_counted(reason));
     }
     w
+}
+
+/// The warnings that make a headline number untrustworthy, judged on the assembled result:
+/// an open loop short of its rate, percentiles that are lower bounds, failed responses, a
+/// machine shared without pinning.
+pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> {
+    let mut w = Vec::new();
+    if let Some(s) = shortfall(cfg, r) {
+        w.push(Warning::shortfall(&s));
+    }
+    if r.latency_lower_bound {
+        w.push(Warning::lower_bound(r.requests.unsent));
+    }
+    let completed = r.requests.completed;
+    if r.requests.failed as f64 > completed as f64 * FAILED_HEADLINE_FRACTION {
+        let statuses: Vec<(u16, u64)> = r
+            .status_codes
+            .iter()
+            .filter_map(|(s, n)| Some((s.parse().ok()?, *n)))
+            .collect();
+        w.push(Warning::failed_responses(&statuses, completed));
+    }
+    if let Some(c) = shared_cpu(cfg, r, ctx) {
+        w.push(Warning::shared_machine(&c));
+    }
+    w
+}
+
+/// An open-loop run (not interrupted) that sent less than 99 % of its target rate.
+fn shortfall(cfg: &RunConfig, r: &RunResult) -> Option<Shortfall> {
+    let target = r.load.rate_rps.filter(|_| r.load.mode == Mode::Open)?;
+    let achieved = r.achieved_rps?;
+    if r.interrupted || achieved >= target * SHORTFALL_BELOW {
+        return None;
+    }
+    let pipeline = r.load.pipeline.max(1) as f64;
+    Some(Shortfall {
+        achieved_rps: achieved,
+        target_rps: target,
+        connections: r.connections.max_open.unwrap_or(r.load.connections),
+        mean_latency_s: r.service_time_us.mean.map(|us| us / 1e6 / pipeline),
+        accepted: cfg.allow_shortfall,
+    })
+}
+
+/// The machine had (almost) no idle CPU and volley and the server could run on the same
+/// CPUs. A correctly pinned run is busy too, and does not warn.
+fn shared_cpu(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Option<SharedCpu> {
+    let samples = &r.machine.samples;
+    if samples.is_empty() || r.elapsed_s <= 0.0 {
+        return None;
+    }
+    let idle_pct = samples.iter().map(|s| s.idle_pct).sum::<f64>() / samples.len() as f64;
+    if idle_pct >= NO_IDLE_PCT {
+        return None;
+    }
+    let client = cpus::parse_list(ctx.client_cpus).ok()?;
+    let server = ctx.server_cpus.map(str::to_string).or_else(|| {
+        let pid = cfg.monitor?.pid;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        procfs::parse_cpus_allowed(&status)
+    });
+    let apart = match server.and_then(|s| cpus::parse_list(&s).ok()) {
+        Some(server) => !server.cpus.iter().any(|c| client.cpus.contains(c)),
+        // Volley pinned to part of the machine: the user chose where it runs.
+        None => client.cpus.len() < ctx.cores.max(cpus::online()),
+    };
+    if apart {
+        return None;
+    }
+    let cores = cpus::online() as f64;
+    Some(SharedCpu {
+        idle_pct,
+        client_cores: (r.client.cpu_user_s + r.client.cpu_sys_s) / r.elapsed_s,
+        server_cores: r
+            .server
+            .as_ref()
+            .filter(|s| s.window_s > 0.0)
+            .map(|s| (s.cpu_user_s + s.cpu_sys_s) / s.window_s),
+        busy_cores: (100.0 - idle_pct) / 100.0 * cores,
+    })
 }

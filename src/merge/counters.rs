@@ -71,6 +71,7 @@ mod tests {
         b.connections.closed_by_server = 5;
         b.connections.unsolicited = 6;
         b.status_codes.insert("503".into(), 7);
+        b.requests.failed = 7;
         let t = sum(&[&a, &b]);
         assert_eq!(
             t.requests,
@@ -80,6 +81,7 @@ mod tests {
                 errors: 4,
                 unfinished: 1,
                 unsent: 2,
+                failed: 7,
             }
         );
         assert_eq!(
@@ -105,6 +107,7 @@ mod tests {
                 opened: 4,
                 closed_by_server: 5,
                 unsolicited: 6,
+                max_open: None,
             }
         );
     }

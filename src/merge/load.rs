@@ -17,6 +17,7 @@ pub(super) fn merge(rs: &[&RunResult], warnings: &mut Vec<Warning>) -> LoadInfo 
     LoadInfo {
         mode: l0.mode,
         connections: loads.clone().map(|l| l.connections).sum(),
+        max_connections: sum_some(loads.clone().map(|l| l.max_connections)),
         threads: loads.clone().map(|l| l.threads).sum(),
         rate_rps: sum_some(loads.clone().map(|l| l.rate_rps)).map(|v| round(v, 6)),
         arrivals: l0.arrivals,

@@ -26,6 +26,7 @@ mod warnings;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
+use crate::result::identity::{load_id, LoadKey};
 use crate::result::{RunResult, RUN_SCHEMA};
 use crate::stats::histogram::encode;
 use crate::stats::Percentiles;
@@ -137,14 +138,17 @@ pub fn merge(
         env: base.env.clone(),
         target: base.target.clone(),
         load,
+        load_id: Some(merged_load_id(&rs)),
         elapsed_s,
         throughput_rps: throughput_rps(counters.requests.completed, elapsed_s),
+        achieved_rps: sum_achieved(&rs),
         requests: counters.requests,
         bytes: counters.bytes,
         status_codes: counters.status_codes,
         errors: counters.errors,
         connections: counters.connections,
         latency_us: Percentiles::of(&hists.latency),
+        latency_lower_bound: rs.iter().any(|r| r.latency_lower_bound),
         service_time_us: Percentiles::of(&hists.service),
         schedule_lag_us,
         latency_hdr: encode(&hists.latency),
@@ -158,6 +162,25 @@ pub fn merge(
         thresholds: Vec::new(),
         shards: shards::list(&rs),
     })
+}
+
+/// The merged load's identity, from its shards' (sorted, so the order given does not matter):
+/// repetitions of one sharded run share it, and it is never a single shard's id (the merged
+/// load is their sum).
+fn merged_load_id(rs: &[&RunResult]) -> String {
+    let mut ids: Vec<String> = rs.iter().map(|r| load_id(r)).collect();
+    ids.sort();
+    let mut key = LoadKey::new();
+    key.push("shards", ids.join(","));
+    key.id()
+}
+
+/// Open loop: the shards' achieved rates add up (null when any shard has none).
+fn sum_achieved(rs: &[&RunResult]) -> Option<f64> {
+    rs.iter()
+        .map(|r| r.achieved_rps)
+        .sum::<Option<f64>>()
+        .map(|v| round(v, 2))
 }
 
 /// Completed responses per second of the merged window, as `volley run` rounds it.

@@ -129,6 +129,14 @@ pub fn parse_pid_stat(text: &str) -> Option<PidStat> {
     })
 }
 
+/// The `Cpus_allowed_list:` of /proc/PID/status (the process's affinity, e.g. `"0-1"`).
+pub fn parse_cpus_allowed(status: &str) -> Option<String> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+}
+
 /// A `Name:   1234 kB` line of /proc/PID/status, in KiB.
 pub fn parse_status_kib(text: &str, name: &str) -> Option<u64> {
     text.lines().find_map(|l| {

@@ -16,8 +16,11 @@ use crate::result::Arrivals;
 /// What one worker thread does.
 #[derive(Debug, Clone)]
 pub struct ThreadPlan {
-    /// Connections owned by this thread for the whole run.
+    /// Connections owned by this thread, open from the start.
     pub connections: usize,
+    /// Connection slots: `connections`, or with `--max-connections` this thread's share of
+    /// the most the open loop may open on demand.
+    pub slots: usize,
     /// Schedule of the measured phase.
     pub pacer: Pacer,
 }
@@ -35,6 +38,10 @@ impl Plan {
     /// Splits the load over threads; `seed` drives Poisson arrivals.
     pub fn new(cfg: &LoadSpec, seed: u64) -> Self {
         let conns = pacer::split_evenly(cfg.connections as u64, cfg.threads);
+        let slots = pacer::split_evenly(
+            cfg.max_connections.unwrap_or(cfg.connections) as u64,
+            cfg.threads,
+        );
         // Closed loop with -n: each thread's share of requests follows its share of connections.
         let closed_limits: Vec<Option<u64>> = match cfg.requests {
             Some(n) => {
@@ -64,6 +71,7 @@ impl Plan {
                 };
                 ThreadPlan {
                     connections: conns[k] as usize,
+                    slots: slots[k].max(conns[k]) as usize,
                     pacer,
                 }
             })

@@ -169,18 +169,16 @@ impl Pacer {
         self.taken
     }
 
-    /// Open loop: how many requests due before `end_ns` were never taken (the `unsent` counter).
-    /// Consumes the schedule.
-    pub fn count_due_before(&mut self, end_ns: u64) -> u64 {
-        let mut n = 0;
-        loop {
-            match self.peek() {
-                Due::At(t) if t < end_ns => {
-                    n += 1;
-                    self.advance();
-                }
-                _ => return n,
+    /// Open loop: takes the next request due before `end_ns`, returning its due time; `None`
+    /// when there is none. At the end of a run, what this yields was due but never taken (the
+    /// `unsent` counter).
+    pub fn take_due_before(&mut self, end_ns: u64) -> Option<u64> {
+        match self.peek() {
+            Due::At(t) if t < end_ns => {
+                self.advance();
+                Some(t)
             }
+            _ => None,
         }
     }
 }
@@ -270,7 +268,12 @@ mod tests {
         for _ in 0..3 {
             p.advance();
         }
-        assert_eq!(p.count_due_before(1_000_000_000), 7);
+        let due: Vec<u64> = std::iter::from_fn(|| p.take_due_before(1_000_000_000)).collect();
+        assert_eq!(due.len(), 7);
+        assert_eq!(
+            due[0], 300_000_000,
+            "the first unsent one was due at 300 ms"
+        );
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct LoadSpec {
     pub target: Target,
     /// Connections (capped at `-n`; the most users with a ramp).
     pub connections: usize,
+    /// Open loop: the most connections it may open on demand (`--max-connections`).
+    pub max_connections: Option<usize>,
     /// Worker threads = min(-t, connections).
     pub threads: usize,
     /// Measured send window; `None` with `-n`.

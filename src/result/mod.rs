@@ -4,6 +4,7 @@
 //! may appear without a schema bump (docs/contract.md). This module depends on `stats` only:
 //! everything that makes or reads results sits above it.
 
+pub mod identity;
 pub mod kinds;
 pub mod suite;
 pub mod warning;
@@ -57,10 +58,18 @@ pub struct RunResult {
     pub target: TargetInfo,
     /// How it was loaded.
     pub load: LoadInfo,
+    /// Hash of the normalised load ([`identity`]): runs are repetitions of one test only when
+    /// it is equal (absent in results written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_id: Option<String>,
     /// From t0 to the later of the send-window end and the last measured response.
     pub elapsed_s: f64,
     /// completed / elapsed_s, all statuses.
     pub throughput_rps: f64,
+    /// Open loop: requests written in the send window ÷ its length — the rate the server
+    /// was offered (null in closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_rps: Option<f64>,
     /// Request counters; sent = completed + (errors − errors.connect) + unfinished.
     pub requests: Requests,
     /// Bytes on the wire.
@@ -73,6 +82,10 @@ pub struct RunResult {
     pub connections: Connections,
     /// Corrected latency (open loop: from the due time; closed loop: the service time).
     pub latency_us: Percentiles,
+    /// The corrected latencies include requests due but never sent, at their lower bound
+    /// (end of the send window − due time): the percentiles are lower bounds.
+    #[serde(default)]
+    pub latency_lower_bound: bool,
     /// From the first byte written to the last byte read.
     pub service_time_us: Percentiles,
     /// Open loop: how late requests left compared with their due time; null in closed loop.
@@ -158,6 +171,9 @@ pub struct LoadInfo {
     pub mode: Mode,
     /// Connections.
     pub connections: u64,
+    /// Open loop: the most connections it could open on demand (`--max-connections`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u64>,
     /// Worker threads.
     pub threads: u64,
     /// Open-loop rate; null in closed loop.
@@ -215,6 +231,9 @@ pub struct Requests {
     pub unfinished: u64,
     /// Due but never written (open loop).
     pub unsent: u64,
+    /// Completed responses with status ≥ 400 (part of `completed`, never of `errors`).
+    #[serde(default)]
+    pub failed: u64,
 }
 
 /// Shards of one load sent disjoint requests, so their counters add (`volley merge`).
@@ -227,12 +246,14 @@ impl std::ops::AddAssign for Requests {
             errors,
             unfinished,
             unsent,
+            failed,
         } = o;
         self.sent += sent;
         self.completed += completed;
         self.errors += errors;
         self.unfinished += unfinished;
         self.unsent += unsent;
+        self.failed += failed;
     }
 }
 
@@ -244,6 +265,7 @@ impl std::iter::Sum for Requests {
             errors: 0,
             unfinished: 0,
             unsent: 0,
+            failed: 0,
         };
         iter.fold(zero, |mut total, r| {
             total += r;
@@ -296,6 +318,10 @@ pub struct Connections {
     /// dropped and replaced after a back-off (absent when none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unsolicited: u64,
+    /// Open loop with `--max-connections`: the most connections open at once (absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_open: Option<u64>,
 }
 
 /// Shards of one load opened their own connections, so the counts add (`volley merge`).
@@ -306,10 +332,16 @@ impl std::ops::AddAssign for Connections {
             opened,
             closed_by_server,
             unsolicited,
+            max_open,
         } = o;
         self.opened += opened;
         self.closed_by_server += closed_by_server;
         self.unsolicited += unsolicited;
+        // Shards on separate machines: the sum of their peaks bounds the load's peak.
+        self.max_open = match (self.max_open, max_open) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
     }
 }
 
@@ -319,6 +351,7 @@ impl std::iter::Sum for Connections {
             opened: 0,
             closed_by_server: 0,
             unsolicited: 0,
+            max_open: None,
         };
         iter.fold(zero, |mut total, c| {
             total += c;

@@ -6,6 +6,12 @@
 //! leaves out the closed-loop note) matches on [`WarningKind`] rather than on words. A file
 //! read back recognises its sentences by the patterns next to the constructors; a sentence
 //! volley does not know (a newer version's) is kept as [`WarningKind::Other`].
+//! Warnings that make a headline number untrustworthy are [`WarningKind::is_headline`]; their
+//! constructors are in [`headline`].
+
+mod headline;
+
+pub use headline::{SharedCpu, Shortfall};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -52,8 +58,32 @@ pub enum WarningKind {
     ServerNotMerged,
     /// `merge`: the shards' thresholds are not carried over.
     ThresholdsNotCarried,
+    /// Open loop: the achieved rate fell more than 1 % short of `-R` (headline; exit 1 unless
+    /// `--allow-shortfall`).
+    Shortfall,
+    /// Open loop: the corrected percentiles include unsent requests at their lower bounds.
+    LowerBound,
+    /// More than 1 % of the responses had a status of 400 or more (headline).
+    FailedResponses,
+    /// The machine had no idle CPU and volley and the server were not pinned apart (headline).
+    SharedMachine,
     /// A sentence this version of volley does not know.
     Other,
+}
+
+impl WarningKind {
+    /// Whether the summary leads with it: it makes a headline number untrustworthy.
+    pub fn is_headline(self) -> bool {
+        matches!(
+            self,
+            WarningKind::Shortfall
+                | WarningKind::LowerBound
+                | WarningKind::FailedResponses
+                | WarningKind::SharedMachine
+                | WarningKind::ClientSaturated
+                | WarningKind::ServerExited
+        )
+    }
 }
 
 /// One warning: its kind and the sentence people read.
@@ -116,6 +146,14 @@ const PATTERNS: &[(WarningKind, &str)] = &[
         WarningKind::ThresholdsNotCarried,
         "the shards' --threshold results are not carried over*",
     ),
+    (WarningKind::Shortfall, "target rate not reached: *"),
+    (
+        WarningKind::LowerBound,
+        "corrected percentiles are lower bounds: *",
+    ),
+    (WarningKind::FailedResponses, "all * responses were *"),
+    (WarningKind::FailedResponses, "* of the responses were *"),
+    (WarningKind::SharedMachine, "shared machine: *"),
 ];
 
 impl Warning {
@@ -384,6 +422,22 @@ mod tests {
             Warning::server_from_one_shard_elsewhere("a.json"),
             Warning::server_not_merged(&["a.json", "b.json"]),
             Warning::thresholds_not_carried(),
+            Warning::shortfall(&headline::Shortfall {
+                achieved_rps: 25.0,
+                target_rps: 100.0,
+                connections: 5,
+                mean_latency_s: Some(0.2),
+                accepted: false,
+            }),
+            Warning::lower_bound(225),
+            Warning::failed_responses(&[(404, 10)], 10),
+            Warning::failed_responses(&[(500, 10), (200, 90)], 100),
+            Warning::shared_machine(&headline::SharedCpu {
+                idle_pct: 0.8,
+                client_cores: 0.82,
+                server_cores: Some(1.18),
+                busy_cores: 1.98,
+            }),
         ]
     }
 

@@ -206,12 +206,17 @@ pub struct WorkerEnd {
     pub unfinished: u64,
     /// Measured requests due (open loop) but never written.
     pub unsent: u64,
+    /// Open loop: those requests at their lower bound (end of the send window − due time),
+    /// µs; `None` when there were none.
+    pub unsent_latency: Option<Hist>,
     /// Last measured response, ns on the run clock (0 if none).
     pub last_response_ns: u64,
     /// Last measured write, ns on the run clock (0 if none).
     pub last_send_ns: u64,
     /// Connections that never managed to open (for the warning).
     pub never_connected: u64,
+    /// The most connection slots in use at once.
+    pub max_active: u64,
 }
 
 /// The phase a request belongs to: the phase it was due in (open loop) or taken in (closed

@@ -21,6 +21,7 @@ use super::transport::{self, ConnectState};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
 use crate::plan::{Due, Pacer};
+use crate::stats::histogram::{new_hist, Hist};
 use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, WorkerEnd, WorkerReport};
 
 const TIMER: Token = Token(usize::MAX - 1);
@@ -52,8 +53,13 @@ pub struct Worker {
     free: Vec<usize>,
     /// Local address connections are bound to once the default ran out of ports.
     source: Option<std::net::IpAddr>,
-    /// Slots `0..active` are in use (all of them unless virtual users ramp).
+    /// Slots `0..active` are in use (all of them unless virtual users ramp, or the open loop
+    /// opens connections on demand).
     active: usize,
+    /// Slots in use from the start.
+    initial: usize,
+    /// The most slots in use at once.
+    max_active: usize,
     /// Users thinking (`--think-time`): (ready time, slot), oldest first.
     thinking: VecDeque<(u64, usize)>,
     /// Open connections with requests queued by `dispatch` and not yet written.
@@ -72,15 +78,18 @@ pub struct Worker {
     last_response_ns: u64,
     last_send_ns: u64,
     unsent: u64,
+    /// Open loop: unsent requests at their lower bound (window end − due time), in µs.
+    unsent_latency: Option<Hist>,
 }
 
 impl Worker {
-    /// Prepares worker `id` with `connections` slots and its measured-phase pacer.
+    /// Prepares worker `id` with `connections` of its `slots` in use from the start and its
+    /// measured-phase pacer.
     pub fn new(
         id: usize,
         shared: Arc<Shared>,
         poll: Poll,
-        connections: usize,
+        (connections, slots): (usize, usize),
         pacer: Pacer,
         tx: std::sync::mpsc::Sender<WorkerReport>,
     ) -> io::Result<Self> {
@@ -92,7 +101,7 @@ impl Worker {
             Interest::READABLE,
         )?;
         let head = shared.template.is_head();
-        let conns = (0..connections)
+        let conns = (0..slots.max(connections))
             .map(|_| Conn::new(head, shared.pipeline))
             .collect();
         let warm = shared.t0_ns > 0;
@@ -111,6 +120,8 @@ impl Worker {
             to_flush: Vec::new(),
             thinking: VecDeque::new(),
             active: 0,
+            initial: connections,
+            max_active: 0,
             source: None,
             requeue: VecDeque::new(),
             pacer: if warm { warm_pacer } else { measured.clone() },
@@ -124,6 +135,7 @@ impl Worker {
             last_response_ns: 0,
             last_send_ns: 0,
             unsent: 0,
+            unsent_latency: None,
             shared,
         })
     }
@@ -141,7 +153,7 @@ impl Worker {
         if self.shared.ramp.is_some() {
             self.update_users(now);
         } else {
-            self.activate(0, self.conns.len(), now);
+            self.activate(0, self.initial, now);
         }
         let mut events = Vec::with_capacity(EVENTS);
         loop {
@@ -261,20 +273,21 @@ impl Worker {
     fn drop_unwritten_inflight(&mut self) {
         let len = self.shared.template.bytes.len() as u64;
         for i in 0..self.conns.len() {
-            let c = &mut self.conns[i];
-            let mut dropped = 0u64;
-            while c
-                .inflight
-                .back()
-                .is_some_and(|r| !r.sent_counted && r.stream_pos >= c.write_pos)
-            {
+            loop {
+                let c = &mut self.conns[i];
+                if !c
+                    .inflight
+                    .back()
+                    .is_some_and(|r| !r.sent_counted && r.stream_pos >= c.write_pos)
+                {
+                    break;
+                }
                 let r = c.inflight.pop_back().expect("checked above");
                 c.write_end -= len;
                 if r.phase == Phase::Measured {
-                    dropped += 1;
+                    self.unsent_request(r.start_ns);
                 }
             }
-            self.unsent += dropped;
             let c = &self.conns[i];
             if !self.shared.keepalive
                 && c.inflight.is_empty()
@@ -288,9 +301,27 @@ impl Worker {
 
     /// Requests that were taken but never written cannot go after the window: they are unsent.
     fn drop_unwritten_requeue(&mut self) {
-        let before = self.requeue.len();
-        self.requeue.retain(|r| r.sent_counted);
-        self.unsent += (before - self.requeue.len()) as u64;
+        let mut requeue = std::mem::take(&mut self.requeue);
+        requeue.retain(|r| {
+            if !r.sent_counted && r.phase == Phase::Measured {
+                self.unsent_request(r.start_ns);
+            }
+            r.sent_counted
+        });
+        self.requeue = requeue;
+    }
+
+    /// A measured request that was due but will never be written. In the open loop it waited
+    /// at least until the end of the send window: leaving it out of the corrected latencies
+    /// would omit the worst of them, so it is recorded there at that lower bound.
+    fn unsent_request(&mut self, due_ns: u64) {
+        self.unsent += 1;
+        if self.pacer.is_open() {
+            let lower_bound = self.window_end_ns.saturating_sub(due_ns);
+            self.unsent_latency
+                .get_or_insert_with(new_hist)
+                .saturating_record(ns_to_us(lower_bound));
+        }
     }
 
     /// Nanoseconds until the loop must wake: the next phase boundary or housekeeping tick, or
@@ -367,31 +398,27 @@ impl Worker {
 
     fn finish(mut self) {
         let now = self.shared.clock.now_ns();
+        self.window_end_ns = self.window_end_ns.min(now);
         let mut unfinished = 0u64;
-        for c in &self.conns {
-            unfinished += c
-                .inflight
-                .iter()
-                .filter(|r| r.phase == Phase::Measured && r.sent_counted)
-                .count() as u64;
-            self.unsent += c
-                .inflight
-                .iter()
-                .filter(|r| r.phase == Phase::Measured && !r.sent_counted)
-                .count() as u64;
-        }
-        for r in &self.requeue {
+        let mut never_written = Vec::new();
+        let conns = self.conns.iter().flat_map(|c| c.inflight.iter());
+        for r in conns.chain(self.requeue.iter()) {
             if r.phase == Phase::Measured {
                 if r.sent_counted {
                     unfinished += 1;
                 } else {
-                    self.unsent += 1;
+                    never_written.push(r.start_ns);
                 }
             }
         }
+        for due in never_written {
+            self.unsent_request(due);
+        }
         if self.stage != Stage::Warmup && self.pacer.is_open() {
-            let end = self.window_end_ns.min(now);
-            self.unsent += self.pacer.count_due_before(end);
+            let end = self.window_end_ns;
+            while let Some(due) = self.pacer.take_due_before(end) {
+                self.unsent_request(due);
+            }
         }
         if self.stage == Stage::Warmup {
             let counts = std::mem::take(&mut self.rec.warmup);
@@ -411,9 +438,11 @@ impl Worker {
             thread: self.id,
             unfinished,
             unsent: self.unsent,
+            unsent_latency: self.unsent_latency.take(),
             last_response_ns: self.last_response_ns,
             last_send_ns: self.last_send_ns,
             never_connected,
+            max_active: self.max_active as u64,
         })));
     }
 }

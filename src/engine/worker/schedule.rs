@@ -39,7 +39,13 @@ impl Worker {
                 self.mark_free(i);
             }
         }
-        while let Some(&i) = self.free.last() {
+        loop {
+            let Some(&i) = self.free.last() else {
+                if self.grow_for_due(now) {
+                    continue;
+                }
+                break;
+            };
             if !self.can_take(i, now) {
                 self.free.pop();
                 self.conns[i].in_free = false;
@@ -49,7 +55,7 @@ impl Worker {
                 if self.is_draining() && !r.sent_counted {
                     // Taken before the window closed but never written: it is unsent.
                     if r.phase == Phase::Measured {
-                        self.unsent += 1;
+                        self.unsent_request(r.start_ns);
                     }
                     continue;
                 }
@@ -77,6 +83,23 @@ impl Worker {
         }
     }
 
+    /// `--max-connections`: with every connection busy and a request due, one more slot comes
+    /// into use (closed: the request's assignment connects it). True when it did.
+    fn grow_for_due(&mut self, now: u64) -> bool {
+        if !self.shared.grow || self.is_draining() || self.active >= self.conns.len() {
+            return false;
+        }
+        let due = !self.requeue.is_empty()
+            || matches!(self.pacer.peek(), Due::At(t) if t <= now && t < self.window_end_ns);
+        if !due {
+            return false;
+        }
+        self.active += 1;
+        self.max_active = self.max_active.max(self.active);
+        self.mark_free(self.active - 1);
+        true
+    }
+
     pub(super) fn assign(&mut self, i: usize, mut req: InFlight, now: u64) {
         let len = self.shared.template.bytes.len() as u64;
         let c = &mut self.conns[i];
@@ -100,6 +123,7 @@ impl Worker {
     /// Brings slots `from..to` into use: with keep-alive they connect at once.
     pub(super) fn activate(&mut self, from: usize, to: usize, now: u64) {
         self.active = self.active.max(to);
+        self.max_active = self.max_active.max(self.active);
         for i in from..to {
             if self.shared.keepalive && self.conns[i].state == ConnState::Closed {
                 self.connect(i, now);

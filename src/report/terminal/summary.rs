@@ -13,6 +13,7 @@ use crate::units::{bytes, micros_f, opt_micros, rate, seconds, thousands};
 pub fn summary(r: &RunResult) -> String {
     let mut o = String::new();
     header(&mut o, r);
+    headlines(&mut o, r);
     throughput(&mut o, r);
     percentile_table(&mut o, r);
     requests(&mut o, r);
@@ -336,10 +337,28 @@ fn thresholds(o: &mut String, r: &RunResult) {
 }
 
 /// The run's warnings, last, where they are read after the numbers they qualify.
-fn warnings(o: &mut String, r: &RunResult) {
-    if !r.warnings.is_empty() {
+/// The warnings that make a headline number untrustworthy, before any number.
+fn headlines(o: &mut String, r: &RunResult) {
+    let mut any = false;
+    for w in r.warnings.iter().filter(|w| w.kind().is_headline()) {
+        let _ = writeln!(o, "!! {}", w.text());
+        any = true;
+    }
+    if any {
         let _ = writeln!(o);
-        for w in &r.warnings {
+    }
+}
+
+/// The other warnings, after the numbers.
+fn warnings(o: &mut String, r: &RunResult) {
+    let rest: Vec<_> = r
+        .warnings
+        .iter()
+        .filter(|w| !w.kind().is_headline())
+        .collect();
+    if !rest.is_empty() {
+        let _ = writeln!(o);
+        for w in rest {
             let _ = writeln!(o, "  ! {w}");
         }
     }
