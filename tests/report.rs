@@ -224,3 +224,47 @@ fn run_writes_report_files_and_checks_their_paths_first() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--csv /no/such/dir/r.csv"));
 }
+
+/// Three runs at one address with three different loads (closed `/`, open `/`, open
+/// `/delay?ms=1` with another `-c`) are three rows labelled by what differs, never one row
+/// of "3/3" repetitions; two runs of one load are one row of two.
+#[test]
+fn runs_of_different_loads_are_different_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap()
+    };
+    let mut runs = vec![
+        read("quick/runs/rust__get__r1.json"),
+        read("open-loop.json"),
+        read("open-loop.json"),
+    ];
+    runs[2]["target"]["url"] = "http://127.0.0.1:8080/delay?ms=1".into();
+    runs[2]["load"]["connections"] = 3.into();
+    let mut other_port = runs[1].clone();
+    other_port["target"]["url"] = "http://127.0.0.1:9999/".into();
+    runs.push(other_port);
+    let mut paths = Vec::new();
+    for (i, r) in runs.iter_mut().enumerate() {
+        r["target"]["addr"] = "127.0.0.1:8080".into();
+        // Files written before load_id existed: the id comes from what they record.
+        r.as_object_mut().unwrap().remove("load_id");
+        let p = dir.path().join(format!("r{i}.json"));
+        std::fs::write(&p, r.to_string()).unwrap();
+        paths.push(p);
+    }
+    let report = Report::load(&paths[..3]).unwrap();
+    let series = report.series();
+    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels.len(), 3, "{labels:?}");
+    assert!(labels[0].contains("closed loop"), "{labels:?}");
+    assert!(labels[1].contains("open loop") && !labels[1].contains("delay"));
+    assert!(labels[2].contains("/delay?ms=1") && labels[2].contains("-c 3"));
+    let table = Format::Terminal.reporter().render(&report);
+    assert!(!table.contains("3/3") && table.contains("1/1"), "{table}");
+
+    let again = Report::load(&[paths[1].clone(), paths[3].clone()]).unwrap();
+    let series = again.series();
+    assert_eq!(series.len(), 1);
+    assert_eq!(series[0].cells.len(), 2, "the same load twice: repetitions");
+}

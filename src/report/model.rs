@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::result::identity::{self, load_id, LoadKey};
 use crate::result::{CellStatus, RunResult, SuiteIndex, SUITE_SCHEMA};
 
 /// Everything a reporter renders.
@@ -191,23 +192,37 @@ impl Report {
         }
     }
 
-    /// Cells grouped by scenario+axes, then server, in order of first appearance.
+    /// Cells grouped by scenario+axes, then server, in order of first appearance. Runs are
+    /// repetitions only when their load is the same (`load_id`): runs of different loads under
+    /// one label (single runs are all labelled `run`) become separate series, labelled by what
+    /// differs.
     pub fn series(&self) -> Vec<Series<'_>> {
-        let mut out: Vec<Series> = Vec::new();
+        let mut groups: Vec<(Series, Option<String>)> = Vec::new();
         for c in &self.cells {
             let label = c.label();
-            match out
-                .iter_mut()
-                .find(|s| s.label == label && s.server == c.server)
-            {
-                Some(s) => s.cells.push(c),
-                None => out.push(Series {
-                    label,
-                    server: c.server.clone(),
-                    cells: vec![c],
-                }),
+            let id = c.result.as_ref().map(load_id);
+            // A cell without a result (failed, skipped) joins its label's first series.
+            match groups.iter_mut().find(|(s, gid)| {
+                s.label == label && s.server == c.server && (id.is_none() || *gid == id)
+            }) {
+                Some((s, gid)) => {
+                    s.cells.push(c);
+                    if gid.is_none() {
+                        *gid = id;
+                    }
+                }
+                None => groups.push((
+                    Series {
+                        label,
+                        server: c.server.clone(),
+                        cells: vec![c],
+                    },
+                    id,
+                )),
             }
         }
+        label_by_load(&mut groups);
+        let mut out: Vec<Series> = groups.into_iter().map(|(s, _)| s).collect();
         // Keep each scenario's servers together even when repetitions interleave them.
         let order: Vec<String> = {
             let mut o = Vec::new();
@@ -220,6 +235,67 @@ impl Report {
         };
         out.sort_by_key(|s| order.iter().position(|l| *l == s.label));
         out
+    }
+}
+
+/// Series that share a label but not a load get the fields in which their loads differ
+/// added to the label: `run (path /delay?ms=1, mode open, connections 5)`.
+fn label_by_load(groups: &mut [(Series, Option<String>)]) {
+    let mut labels: Vec<String> = groups.iter().map(|(s, _)| s.label.clone()).collect();
+    labels.sort();
+    labels.dedup();
+    for label in labels {
+        let members: Vec<usize> = (0..groups.len())
+            .filter(|&i| groups[i].0.label == label)
+            .collect();
+        // Series without a result (failed, skipped) say nothing about their load.
+        let members: Vec<usize> = members
+            .into_iter()
+            .filter(|&i| groups[i].1.is_some())
+            .collect();
+        let mut ids: Vec<&Option<String>> = members.iter().map(|&i| &groups[i].1).collect();
+        ids.sort();
+        ids.dedup();
+        if ids.len() < 2 {
+            continue;
+        }
+        let keys: Vec<LoadKey> = members
+            .iter()
+            .map(|&i| {
+                groups[i].0.ok().first().map_or_else(LoadKey::new, |r| {
+                    let mut k = LoadKey::of_result(r);
+                    k.push("load_id", load_id(r));
+                    k
+                })
+            })
+            .collect();
+        let diffs = labels_of(&keys);
+        for (&i, diff) in members.iter().zip(diffs) {
+            if !diff.is_empty() {
+                groups[i].0.label = format!("{label} ({diff})");
+            }
+        }
+    }
+}
+
+/// What differs between loads, leaving out the id itself unless nothing else differs (headers
+/// or the body's content, which results do not record).
+fn labels_of(keys: &[LoadKey]) -> Vec<String> {
+    let without_id: Vec<LoadKey> = keys
+        .iter()
+        .map(|k| {
+            let mut out = LoadKey::new();
+            for (n, v) in k.fields().iter().filter(|(n, _)| *n != "load_id") {
+                out.push(n, v);
+            }
+            out
+        })
+        .collect();
+    let labels = identity::labels(&without_id);
+    if labels.iter().all(String::is_empty) {
+        identity::labels(keys)
+    } else {
+        labels
     }
 }
 

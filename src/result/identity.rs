@@ -137,17 +137,39 @@ pub fn labels(keys: &[LoadKey]) -> Vec<String> {
         .map(|k| {
             differing
                 .iter()
-                .map(|n| {
-                    format!(
-                        "{} {}",
-                        n,
-                        k.get(n).filter(|v| !v.is_empty()).unwrap_or("–")
-                    )
-                })
+                .filter_map(|n| k.get(n).filter(|v| !v.is_empty()).map(|v| spell(n, v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         })
         .collect()
+}
+
+/// A field as people who ran it would write it: `-c 8`, `-d 3s`, `open loop`.
+fn spell(name: &str, value: &str) -> String {
+    let flag = match name {
+        "path" | "method" | "arrivals" | "scheme" => return value.to_string(),
+        "mode" if value == "ramp" => return "users".to_string(),
+        "mode" => return format!("{value} loop"),
+        "keepalive" if value == "true" => return "keep-alive".to_string(),
+        "keepalive" => return "no keep-alive".to_string(),
+        "headers" => return "headers".to_string(),
+        "body_sha256" => return format!("body {}…", &value[..value.len().min(8)]),
+        "body_bytes" => return format!("body {value} B"),
+        "duration_s" => return format!("-d {value}s"),
+        "warmup_s" => return format!("--warmup {value}s"),
+        "timeout_s" => return format!("--timeout {value}s"),
+        "think_time_s" => return format!("--think-time {value}s"),
+        "rate_rps" => "-R",
+        "connections" => "-c",
+        "requests" => "-n",
+        "pipeline" => "--pipeline",
+        "users" => "--users",
+        "spawn_rate" => "--spawn-rate",
+        "stages" => "--stages",
+        "max_connections" => "--max-connections",
+        other => other,
+    };
+    format!("{flag} {value}")
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -198,9 +220,9 @@ mod tests {
         assert_eq!(
             labels(&keys),
             [
-                "path /, mode closed, connections 10",
-                "path /, mode open, connections 10",
-                "path /d, mode open, connections 5"
+                "/, closed loop, -c 10",
+                "/, open loop, -c 10",
+                "/d, open loop, -c 5"
             ]
         );
         assert_eq!(
