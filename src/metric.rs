@@ -4,7 +4,8 @@
 //!
 //! Names as people write them: `min mean max p50 p75 p90 p95 p99 p99.9 p99.99 p99.999`
 //! (corrected latency), the same with `service_` (service time), `throughput` (or `rps`),
-//! `errors`, `cpu_per_request`. A threshold on `errors` with a `%` limit is [`Metric::ErrorRate`].
+//! `errors`, `failed`, `cpu_per_request`. A threshold on `errors` (`failed`) with a `%` limit is
+//! [`Metric::ErrorRate`] ([`Metric::FailedRate`]).
 
 use crate::result::{Mode, RunResult};
 use crate::stats::Percentiles;
@@ -119,6 +120,10 @@ pub enum Metric {
     Errors,
     /// Errors in percent of the requests that got an answer or an error.
     ErrorRate,
+    /// Failed responses (status ≥ 400), a count (`requests.failed`).
+    Failed,
+    /// Failed responses in percent of the completed ones (k6's `http_req_failed`).
+    FailedRate,
     /// The server's CPU time per completed request, µs (needs the monitor).
     CpuPerRequest,
 }
@@ -142,7 +147,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
         .into_iter()
         .chain(STATS.iter().map(|e| e.1))
         .chain(SERVICE_NAMES)
-        .chain(["errors", "cpu_per_request"])
+        .chain(["errors", "failed", "cpu_per_request"])
 }
 
 impl Metric {
@@ -157,6 +162,7 @@ impl Metric {
         match name {
             "throughput" | "rps" => Some(Metric::Throughput),
             "errors" => Some(Metric::Errors),
+            "failed" => Some(Metric::Failed),
             "cpu_per_request" => Some(Metric::CpuPerRequest),
             _ => None,
         }
@@ -169,6 +175,7 @@ impl Metric {
             Metric::Service(s) => SERVICE_NAMES[STATS.iter().position(|e| e.0 == s).unwrap_or(0)],
             Metric::Throughput => "throughput",
             Metric::Errors | Metric::ErrorRate => "errors",
+            Metric::Failed | Metric::FailedRate => "failed",
             Metric::CpuPerRequest => "cpu_per_request",
         }
     }
@@ -188,8 +195,8 @@ impl Metric {
         match self {
             Metric::Latency(_) | Metric::Service(_) | Metric::CpuPerRequest => Unit::Micros,
             Metric::Throughput => Unit::PerSecond,
-            Metric::Errors => Unit::Count,
-            Metric::ErrorRate => Unit::Percent,
+            Metric::Errors | Metric::Failed => Unit::Count,
+            Metric::ErrorRate | Metric::FailedRate => Unit::Percent,
         }
     }
 
@@ -220,6 +227,11 @@ impl Metric {
                 let n = r.requests.completed as f64 + e;
                 (n > 0.0).then(|| e / n * 100.0)
             }
+            Metric::Failed => Some(r.requests.failed as f64),
+            Metric::FailedRate => {
+                let n = r.requests.completed as f64;
+                (n > 0.0).then(|| r.requests.failed as f64 / n * 100.0)
+            }
             Metric::CpuPerRequest => r.server.as_ref()?.per_request.cpu_us,
         }
     }
@@ -229,14 +241,14 @@ impl Metric {
         match self {
             Metric::Throughput => rate(v),
             Metric::CpuPerRequest => format!("{v:.1} µs"),
-            Metric::Errors => {
+            Metric::Errors | Metric::Failed => {
                 if v.fract() == 0.0 {
                     format!("{v:.0}")
                 } else {
                     format!("{v:.1}")
                 }
             }
-            Metric::ErrorRate => format!("{v:.3}%"),
+            Metric::ErrorRate | Metric::FailedRate => format!("{v:.3}%"),
             _ if v.fract() == 0.0 && v >= 0.0 => micros(v as u64),
             _ => micros_f(v),
         }
@@ -297,7 +309,7 @@ mod tests {
     #[test]
     fn every_name_parses_back_to_a_metric_of_that_name() {
         let all: Vec<&str> = names().collect();
-        assert_eq!(all.len(), 26);
+        assert_eq!(all.len(), 27);
         for n in all {
             let m = Metric::parse(n).unwrap_or_else(|| panic!("{n}"));
             let canonical = if n == "rps" { "throughput" } else { n };

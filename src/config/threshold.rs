@@ -8,6 +8,8 @@
 //! - `rps`: throughput in completed responses per second;
 //! - `errors`: a count (`errors<10`) or a share of the requests that got an answer or an error
 //!   (`errors<0.1%`);
+//! - `failed`: responses with a status of 400 or more (`requests.failed`), a count (`failed<10`)
+//!   or a share of the completed responses (`failed<1%`, k6's `http_req_failed`);
 //! - `cpu_per_request`: the server's CPU µs per request (needs the monitor), a duration.
 
 use crate::metric::{Metric, Unit};
@@ -73,10 +75,11 @@ pub fn parse(text: &str) -> Result<Threshold, String> {
     }
     let metric = match Metric::parse(name) {
         Some(Metric::Errors) if value.ends_with('%') => Metric::ErrorRate,
+        Some(Metric::Failed) if value.ends_with('%') => Metric::FailedRate,
         Some(m) => m,
         None => {
             return Err(format!(
-                "`{t}`: unknown metric `{name}` (use min, mean, max, p50 … p99.999, service_p99 …, rps, errors, cpu_per_request)"
+                "`{t}`: unknown metric `{name}` (use min, mean, max, p50 … p99.999, service_p99 …, rps, errors, failed, cpu_per_request)"
             ))
         }
     };
@@ -152,6 +155,8 @@ mod tests {
         );
         assert_eq!(parse("service_p50<500us").unwrap().limit, 500.0);
         assert_eq!(parse("errors<10").unwrap().metric, Metric::Errors);
+        assert_eq!(parse("failed<1%").unwrap().metric, Metric::FailedRate);
+        assert_eq!(parse("failed<=3").unwrap().metric, Metric::Failed);
         assert!(parse("p99").unwrap_err().contains("expected METRIC"));
         assert!(parse("p98<1ms")
             .unwrap_err()

@@ -8,6 +8,8 @@ use std::time::Duration;
 use mio::net::TcpStream;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::sys::listeners;
+
 /// Why the target cannot be reached before the run starts.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
@@ -39,14 +41,52 @@ pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, ResolveError> {
     Ok(addrs)
 }
 
-/// Picks the first address that accepts a connection (so `localhost` works whether the server
-/// listens on 127.0.0.1 or ::1). `None` when none accepts: the run then goes ahead against the
-/// first address and counts connect errors.
-pub fn pick_address(addrs: &[SocketAddr], timeout: Duration) -> Option<SocketAddr> {
-    addrs
+/// The address a run uses, and what is known of it before the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Picked {
+    /// The address used for the whole run.
+    pub addr: SocketAddr,
+    /// Whether something listens there: `None` when it was not checked (a single remote
+    /// address: the run's own connections tell).
+    pub listening: Option<bool>,
+}
+
+/// Picks the address to load, without opening a connection the server would count where
+/// that can be avoided: loopback addresses are looked up in the kernel's listening sockets
+/// (so `localhost` works whether the server listens on 127.0.0.1 or ::1), a single remote
+/// address is used as it is. Only a name with several remote addresses is probed: one
+/// connection per address (closed at once) until one accepts, each within `timeout`. When none
+/// listens the run goes ahead against the first address and counts connect errors.
+pub fn pick_address(addrs: &[SocketAddr], timeout: Duration) -> Picked {
+    let first = |listening| Picked {
+        addr: addrs[0],
+        listening,
+    };
+    if addrs.iter().all(|a| a.ip().is_loopback()) {
+        let known: Option<Vec<bool>> = addrs.iter().map(|a| listeners::is_listening(*a)).collect();
+        if let Some(known) = known {
+            return match addrs.iter().zip(&known).find(|(_, &l)| l) {
+                Some((&addr, _)) => Picked {
+                    addr,
+                    listening: Some(true),
+                },
+                None => first(Some(false)),
+            };
+        }
+    }
+    if addrs.len() == 1 {
+        return first(None);
+    }
+    match addrs
         .iter()
         .find(|a| StdTcpStream::connect_timeout(a, timeout).is_ok())
-        .copied()
+    {
+        Some(&addr) => Picked {
+            addr,
+            listening: Some(true),
+        },
+        None => first(Some(false)),
+    }
 }
 
 /// Starts a non-blocking connect with Nagle off (requests are written whole). With `source`,
@@ -121,16 +161,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_first_address_that_accepts_is_picked() {
+    fn the_first_listening_address_is_picked_without_a_connection() {
         let closed = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap();
         let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        open.set_nonblocking(true).unwrap();
         let open_addr = open.local_addr().unwrap();
-        let picked = pick_address(&[closed, open_addr], Duration::from_secs(1));
-        assert_eq!(picked, Some(open_addr));
-        assert_eq!(pick_address(&[closed], Duration::from_secs(1)), None);
+        let second = Duration::from_secs(1);
+        let picked = pick_address(&[closed, open_addr], second);
+        assert_eq!(picked.addr, open_addr);
+        assert_eq!(picked.listening, Some(true));
+        // A server that accepts one connection must not lose it to the pick.
+        assert_eq!(
+            open.accept().map(|_| ()).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        let none = pick_address(&[closed], second);
+        assert_eq!((none.addr, none.listening), (closed, Some(false)));
+        // A single address outside loopback is taken as it is (the run's connects tell).
+        let remote: SocketAddr = "192.0.2.1:80".parse().unwrap();
+        assert_eq!(pick_address(&[remote], second).listening, None);
     }
 
     #[test]

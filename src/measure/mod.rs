@@ -41,14 +41,16 @@ pub struct Prepared {
     pub addr: SocketAddr,
     /// Every address the host resolved to, in the order tried.
     pub tried: Vec<SocketAddr>,
-    /// Whether one of them accepted a connection (when none did, the run goes on with the
-    /// first and its failures count as connect errors).
+    /// False when nothing listens at any of them (the run goes on with the first, and its
+    /// failures count as connect errors); true when one listens or it was not checked.
     pub reachable: bool,
     sampler: Option<TreeSampler>,
 }
 
 /// Attaches the server monitor (first: a bad `--pid` costs nothing), resolves the host once and
-/// picks the first address that accepts a connection within the request timeout (2 s at most).
+/// picks the address ([`transport::pick_address`]: no connection for loopback targets or a
+/// single address; a name with several remote addresses is probed within the request timeout,
+/// 2 s at most — the same for `volley run` and suite cells, which both come here).
 pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     let load = &cfg.load;
     let sampler = match cfg.monitor {
@@ -59,10 +61,10 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
         None => None,
     };
     let tried = transport::resolve(&load.target.host, load.target.port)?;
-    let probe = transport::pick_address(&tried, load.timeout.min(Duration::from_secs(2)));
+    let picked = transport::pick_address(&tried, load.timeout.min(Duration::from_secs(2)));
     Ok(Prepared {
-        addr: probe.unwrap_or(tried[0]),
-        reachable: probe.is_some(),
+        addr: picked.addr,
+        reachable: picked.listening != Some(false),
         tried,
         sampler,
     })

@@ -108,7 +108,7 @@ pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> 
             .collect();
         w.push(Warning::failed_responses(&statuses, completed));
     }
-    if let Some(c) = shared_cpu(cfg, r, ctx) {
+    if let Some(c) = shared_cpu(r, ctx, cfg.monitor.map(|m| m.pid)) {
         w.push(Warning::shared_machine(&c));
     }
     w
@@ -133,7 +133,7 @@ fn shortfall(cfg: &RunConfig, r: &RunResult) -> Option<Shortfall> {
 
 /// The machine had (almost) no idle CPU and volley and the server could run on the same
 /// CPUs. A correctly pinned run is busy too, and does not warn.
-fn shared_cpu(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Option<SharedCpu> {
+fn shared_cpu(r: &RunResult, ctx: &Context, server_pid: Option<i32>) -> Option<SharedCpu> {
     let samples = &r.machine.samples;
     if samples.is_empty() || r.elapsed_s <= 0.0 {
         return None;
@@ -144,7 +144,7 @@ fn shared_cpu(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Option<SharedCpu
     }
     let client = cpus::parse_list(ctx.client_cpus).ok()?;
     let server = ctx.server_cpus.map(str::to_string).or_else(|| {
-        let pid = cfg.monitor?.pid;
+        let pid = server_pid?;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
         procfs::parse_cpus_allowed(&status)
     });
@@ -167,4 +167,65 @@ fn shared_cpu(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Option<SharedCpu
             .map(|s| (s.cpu_user_s + s.cpu_sys_s) / s.window_s),
         busy_cores: (100.0 - idle_pct) / 100.0 * cores,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::MachineSample;
+
+    /// A real run (volley pinned to CPU 0, the server to CPU 1) on a machine `idle_pct` idle.
+    fn run(idle_pct: f64) -> RunResult {
+        let text = include_str!("../../tests/fixtures/report/quick/runs/rust__get__r1.json");
+        let mut r = RunResult::from_json(text).unwrap();
+        r.machine.samples = (0..3)
+            .map(|t| MachineSample {
+                t_s: t as f64,
+                user_pct: 60.0,
+                system_pct: 39.0,
+                softirq_pct: 0.0,
+                iowait_pct: 0.0,
+                idle_pct,
+            })
+            .collect();
+        r
+    }
+
+    fn ctx<'a>(client: &'a str, server: Option<&'a str>) -> Context<'a> {
+        Context {
+            argv: &[],
+            cores: 2,
+            client_cpus: client,
+            server_cpus: server,
+        }
+    }
+
+    #[test]
+    fn a_busy_machine_warns_only_when_volley_and_the_server_share_cpus() {
+        let all = cpus::list(&(0..cpus::online()).collect::<Vec<_>>());
+        let busy = run(0.8);
+        let c = shared_cpu(&busy, &ctx(&all, None), None).expect("unpinned, no idle: warn");
+        assert!((c.idle_pct - 0.8).abs() < 1e-9);
+        assert!(c.client_cores > 0.0 && c.server_cores.is_some());
+        let text = Warning::shared_machine(&c).to_string();
+        assert!(
+            text.contains("taskset") && text.contains("client_cpus"),
+            "{text}"
+        );
+        // A correctly pinned suite cell is just as busy, and does not warn.
+        assert!(shared_cpu(&busy, &ctx("0", Some("1")), None).is_none());
+        // Pinned to overlapping CPUs: warn.
+        assert!(shared_cpu(&busy, &ctx("0", Some("0-1")), None).is_some());
+        // Idle CPU to spare: no warning.
+        assert!(shared_cpu(&run(40.0), &ctx(&all, None), None).is_none());
+    }
+
+    #[test]
+    fn a_monitored_servers_affinity_is_read_from_proc() {
+        // This test process stands in for the server: its affinity is every allowed CPU.
+        let (_, allowed) = cpus::allowed();
+        let me = std::process::id() as i32;
+        let busy = run(0.5);
+        assert!(shared_cpu(&busy, &ctx(&allowed, None), Some(me)).is_some());
+    }
 }

@@ -5,3 +5,4 @@
 pub mod cpus;
 pub mod files;
 pub mod limits;
+pub mod listeners;

@@ -1,0 +1,130 @@
+//! Which local addresses have a listening TCP socket, read from `/proc/net/tcp` and
+//! `/proc/net/tcp6` (the current network namespace's). Volley uses it to pick the address of a
+//! loopback target without connecting: a probe connection is one more connection the server
+//! counts, and a server that accepts a single connection would then fail the run's first
+//! request.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// TCP state `LISTEN` in `/proc/net/tcp*`.
+const LISTEN: &str = "0A";
+
+/// Whether something listens on `addr`: `None` when the tables cannot be read.
+pub fn is_listening(addr: SocketAddr) -> Option<bool> {
+    let v4 = std::fs::read_to_string("/proc/net/tcp").ok();
+    let v6 = std::fs::read_to_string("/proc/net/tcp6").ok();
+    if v4.is_none() && v6.is_none() {
+        return None;
+    }
+    let mut listening = parse(v4.as_deref().unwrap_or(""));
+    listening.extend(parse(v6.as_deref().unwrap_or("")));
+    Some(accepts(&listening, addr))
+}
+
+/// The listening addresses of a `/proc/net/tcp` or `/proc/net/tcp6` table.
+pub fn parse(table: &str) -> Vec<SocketAddr> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let local = f.nth(1)?;
+            let state = f.nth(1)?;
+            (state == LISTEN).then(|| parse_addr(local)).flatten()
+        })
+        .collect()
+}
+
+/// Whether a socket listening on one of `listening` takes connections to `target`: the same
+/// address, the wildcard of its family, or (IPv4) the IPv6 wildcard of a dual-stack socket.
+pub fn accepts(listening: &[SocketAddr], target: SocketAddr) -> bool {
+    listening.iter().any(|l| {
+        l.port() == target.port()
+            && match (l.ip(), target.ip()) {
+                (a, b) if a == b => true,
+                (IpAddr::V4(a), IpAddr::V4(_)) => a.is_unspecified(),
+                (IpAddr::V6(a), IpAddr::V6(_)) => a.is_unspecified(),
+                (IpAddr::V6(a), IpAddr::V4(b)) => {
+                    a.is_unspecified() || a.to_ipv4_mapped() == Some(b)
+                }
+                (IpAddr::V4(_), IpAddr::V6(_)) => false,
+            }
+    })
+}
+
+/// `0100007F:1F90` (IPv4, each 32-bit word in host byte order) or 32 hex digits (IPv6).
+fn parse_addr(text: &str) -> Option<SocketAddr> {
+    let (ip, port) = text.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let word = |i: usize| -> Option<[u8; 4]> {
+        let w = u32::from_str_radix(ip.get(i * 8..i * 8 + 8)?, 16).ok()?;
+        Some(w.to_ne_bytes())
+    };
+    let ip = match ip.len() {
+        8 => IpAddr::V4(Ipv4Addr::from(word(0)?)),
+        32 => {
+            let mut b = [0u8; 16];
+            for i in 0..4 {
+                b[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
+            }
+            IpAddr::V6(Ipv6Addr::from(b))
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As a little-endian machine writes them.
+    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0
+   1: 00000000:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1 0 100 0 0 10 0
+   2: 0100007F:1F91 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0 20 4 30 10 -1
+";
+    const TCP6: &str = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000001000000:1F92 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4 1 0 100 0 0 10 0
+   1: 00000000000000000000000000000000:0BB8 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5 1 0 100 0 0 10 0
+";
+
+    fn at(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn listeners_are_read_and_matched_like_the_kernel_would() {
+        let mut l = parse(TCP);
+        assert_eq!(
+            l,
+            [at("127.0.0.1:8080"), at("0.0.0.0:80")],
+            "not the established one"
+        );
+        l.extend(parse(TCP6));
+        assert_eq!(&l[2..], [at("[::1]:8082"), at("[::]:3000")]);
+        assert!(accepts(&l, at("127.0.0.1:8080")));
+        assert!(
+            !accepts(&l, at("[::1]:8080")),
+            "127.0.0.1 does not take ::1"
+        );
+        assert!(accepts(&l, at("127.0.0.1:80")), "the IPv4 wildcard");
+        assert!(accepts(&l, at("[::1]:8082")));
+        assert!(!accepts(&l, at("127.0.0.1:8082")));
+        assert!(accepts(&l, at("127.0.0.1:3000")), "a dual-stack wildcard");
+        assert!(
+            !accepts(&l, at("127.0.0.1:8081")),
+            "connected, not listening"
+        );
+    }
+
+    #[test]
+    fn a_listener_of_this_process_is_seen() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        assert_eq!(is_listening(addr), Some(true));
+        drop(l);
+        assert_eq!(is_listening(addr), Some(false));
+    }
+}
