@@ -93,7 +93,8 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     let live = !args.quiet && std::io::stderr().is_terminal();
     let mut live_line = LiveLine::new(live, cfg.load.duration.map(|d| d.as_secs_f64()));
     let mut hdr_log = outputs.hdr_log.take().map(|out| {
-        let comment = format!("volley {} {}", env!("CARGO_PKG_VERSION"), argv.join(" "));
+        let shown = crate::result::redact::argv(&argv).join(" ");
+        let comment = format!("volley {} {shown}", env!("CARGO_PKG_VERSION"));
         HdrLogWriter::new(out, comment)
     });
     let ctx = Context {

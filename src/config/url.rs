@@ -28,7 +28,8 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
     let (authority, tail) = rest.split_at(split);
     if authority.contains('@') {
         return Err(bad(format!(
-            "`{url}`: user information in URLs is not supported"
+            "`{}`: user information in URLs is not supported (send credentials with -H 'Authorization: …')",
+            crate::result::redact::url(url)
         )));
     }
     let (host, port) = if let Some(stripped) = authority.strip_prefix('[') {

@@ -20,7 +20,11 @@ pub(super) fn new_index(suite: &SuiteConfig, only: &[String], cells: &[PlannedCe
         schema: SUITE_SCHEMA.to_string(),
         volley_version: env!("CARGO_PKG_VERSION").to_string(),
         suite_file: suite.path.display().to_string(),
-        suite: suite.raw.clone(),
+        suite: {
+            let mut raw = suite.raw.clone();
+            crate::result::redact::json(&mut raw);
+            raw
+        },
         only: only.to_vec(),
         env: environment(suite),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),

@@ -39,7 +39,7 @@ impl PlannedCell {
             control: self.control,
             path: None,
             log: None,
-            flags: self.cell.flags.clone(),
+            flags: crate::result::redact::argv(&self.cell.flags),
             headline: None,
             wall_s: None,
         }

@@ -62,7 +62,7 @@ impl Parts<'_> {
         let mut result = RunResult {
             schema: RUN_SCHEMA.to_string(),
             volley_version: env!("CARGO_PKG_VERSION").to_string(),
-            argv: self.ctx.argv.to_vec(),
+            argv: redact::argv(self.ctx.argv),
             started_at: humantime::format_rfc3339_micros(out.started_at).to_string(),
             interrupted: out.interrupted,
             env: self.env(),
@@ -138,7 +138,7 @@ impl Parts<'_> {
     fn target(&self) -> TargetInfo {
         let load = &self.cfg.load;
         TargetInfo {
-            url: load.target.url.clone(),
+            url: redact::url(&load.target.url).into_owned(),
             addr: self.addr.to_string(),
             method: load.method.clone(),
             body_bytes: load.body.len() as u64,

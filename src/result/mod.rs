@@ -6,6 +6,7 @@
 
 pub mod identity;
 pub mod kinds;
+pub mod redact;
 pub mod suite;
 pub mod warning;
 

@@ -1,0 +1,121 @@
+//! Secrets never reach an output: the values of `Authorization`, `Proxy-Authorization` and
+//! `Cookie` headers, and the user information of URLs, are written as `<redacted>` in every
+//! file and report (the RunResult's `argv` and `target.url`, suite.json, the HDR log's header);
+//! the requests on the wire are unchanged (docs/contract.md, "Secrets").
+
+use std::borrow::Cow;
+
+/// What a secret is replaced with.
+pub const REDACTED: &str = "<redacted>";
+
+/// Headers whose values are secrets (compared without regard to case).
+const SECRET_HEADERS: &[&str] = &["authorization", "proxy-authorization", "cookie"];
+
+/// Prefixes under which a command line carries a header: `-H`, `--header=`, `-H=`, or the
+/// whole argument after `-H` / `--header`, and a suite's `--header=` flags.
+const HEADER_PREFIXES: &[&str] = &["--header=", "-H=", "-H", ""];
+
+/// One command-line argument (or any string that may hold a header line or a URL) with its
+/// secrets redacted.
+pub fn arg(s: &str) -> Cow<'_, str> {
+    for prefix in HEADER_PREFIXES {
+        if let Some(line) = s.strip_prefix(prefix) {
+            if let Some((name, _)) = line.split_once(':') {
+                let n = name.trim();
+                if SECRET_HEADERS.iter().any(|h| n.eq_ignore_ascii_case(h)) {
+                    return Cow::Owned(format!("{prefix}{name}: {REDACTED}"));
+                }
+            }
+        }
+    }
+    url(s)
+}
+
+/// A command line with its secrets redacted.
+pub fn argv(args: &[String]) -> Vec<String> {
+    args.iter().map(|a| arg(a).into_owned()).collect()
+}
+
+/// A URL (anywhere in `s`) without its user information: `http://user:pw@host/` becomes
+/// `http://<redacted>@host/`.
+pub fn url(s: &str) -> Cow<'_, str> {
+    let Some(start) = s.find("://").map(|i| i + 3) else {
+        return Cow::Borrowed(s);
+    };
+    let rest = &s[start..];
+    let authority_end = rest.find(['/', '?', '#', ' ']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => Cow::Owned(format!("{}{REDACTED}{}", &s[..start], &rest[at..])),
+        None => Cow::Borrowed(s),
+    }
+}
+
+/// Every string in a JSON value with its secrets redacted (a suite file's copy in
+/// suite.json: scenario headers, server URLs).
+pub fn json(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => {
+            if let Cow::Owned(r) = arg(s) {
+                *s = r;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(json),
+        serde_json::Value::Object(o) => o.values_mut().for_each(json),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_redacted_in_every_spelling() {
+        let given: Vec<String> = [
+            "volley",
+            "run",
+            "http://127.0.0.1:8080/",
+            "-H",
+            "Authorization: Bearer abc",
+            "-Hcookie: a=b",
+            "--header=Proxy-Authorization:Basic x",
+            "-H=COOKIE : c",
+            "-H",
+            "X-Trace: keep",
+            "--body",
+            "Authorization is a word",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            argv(&given)[3..],
+            [
+                "-H",
+                "Authorization: <redacted>",
+                "-Hcookie: <redacted>",
+                "--header=Proxy-Authorization: <redacted>",
+                "-H=COOKIE : <redacted>",
+                "-H",
+                "X-Trace: keep",
+                "--body",
+                "Authorization is a word",
+            ]
+        );
+    }
+
+    #[test]
+    fn user_information_leaves_urls() {
+        assert_eq!(url("http://u:pw@h:80/a@b"), "http://<redacted>@h:80/a@b");
+        assert_eq!(url("http://h/a@b"), "http://h/a@b");
+        assert_eq!(
+            url("`https://tok@h/`: unsupported"),
+            "`https://<redacted>@h/`: unsupported"
+        );
+        let mut v = serde_json::json!({"scenario": [{"headers": ["Cookie: s=1", "A: b"]}],
+            "server": [{"url": "http://a:b@127.0.0.1:1/"}]});
+        json(&mut v);
+        assert_eq!(v["scenario"][0]["headers"][0], "Cookie: <redacted>");
+        assert_eq!(v["scenario"][0]["headers"][1], "A: b");
+        assert_eq!(v["server"][0]["url"], "http://<redacted>@127.0.0.1:1/");
+    }
+}
