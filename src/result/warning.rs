@@ -142,9 +142,14 @@ impl Warning {
         }
     }
 
-    /// Every closed-loop run (virtual users too): latency is service time.
+    /// Every closed-loop run (virtual users and pipelining too): latency runs from each send
+    /// (a pipelined request's includes its wait behind the others on its connection), and the
+    /// time a request would have waited before it could be sent is not counted.
     pub fn closed_loop() -> Self {
-        Self::new(WarningKind::ClosedLoop, "closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency".into())
+        Self::new(
+            WarningKind::ClosedLoop,
+            "closed loop: latency runs from each send, hiding any wait to send (coordinated omission); -R corrects it".into(),
+        )
     }
 
     /// The client self-check found volley busy in `fraction` of the seconds.
@@ -424,5 +429,23 @@ mod tests {
             recognise("server: 1 process of the tree exited"),
             WarningKind::ServerNote
         );
+        assert_eq!(
+            recognise("closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency"),
+            WarningKind::ClosedLoop
+        );
+    }
+
+    #[test]
+    fn the_closed_loop_warning_is_one_short_line_true_of_pipelining() {
+        let w = Warning::closed_loop();
+        let text = w.text();
+        assert!(text.chars().count() <= 110, "{} chars: {text}", text.len());
+        assert!(!text.contains('\n'));
+        // Pipelined connections do not wait for each response, and their latency includes the
+        // wait behind earlier requests: "service time" and "waits for its previous response"
+        // would be untrue there.
+        assert!(!text.contains("service time"), "{text}");
+        assert!(!text.contains("previous response"), "{text}");
+        assert!(text.contains("coordinated omission") && text.contains("-R"));
     }
 }

@@ -132,12 +132,13 @@ fn throughput(o: &mut String, r: &RunResult) {
     let _ = writeln!(o);
 }
 
-/// The latency kinds the table shows: one column in closed loop, corrected/service/lag in
-/// open loop, where they differ.
+/// The latency kinds the table shows: one unnamed column in closed loop (the table is
+/// "Latency"; what it measures is the closed-loop warning's), corrected/service/lag in open
+/// loop, where they differ.
 fn latency_columns(r: &RunResult) -> Vec<(&str, &Percentiles)> {
     let mut cols: Vec<(&str, &Percentiles)> = Vec::new();
     if r.load.mode != Mode::Open {
-        cols.push(("latency", &r.latency_us));
+        cols.push(("", &r.latency_us));
     } else {
         cols.push(("corrected", &r.latency_us));
         cols.push(("service", &r.service_time_us));
@@ -151,11 +152,11 @@ fn latency_columns(r: &RunResult) -> Vec<(&str, &Percentiles)> {
 /// Every percentile, the extremes, mean and stdev, one column per latency kind.
 fn percentile_table(o: &mut String, r: &RunResult) {
     let cols = latency_columns(r);
-    let _ = write!(o, "  {:<10}", "Latency");
+    let mut head = format!("  {:<10}", "Latency");
     for (name, _) in &cols {
-        let _ = write!(o, "{name:>12}");
+        let _ = write!(head, "{name:>12}");
     }
-    let _ = writeln!(o);
+    let _ = writeln!(o, "{}", head.trim_end());
     let mut row = |label: &str, f: &dyn Fn(&Percentiles) -> String| {
         let _ = write!(o, "    {label:<8}");
         for (_, p) in &cols {
@@ -344,3 +345,6 @@ fn warnings(o: &mut String, r: &RunResult) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,26 @@
+//! The summary's lines for runs that used to print them wrong: a closed-loop table header.
+
+use super::summary;
+use crate::result::{RunResult, Warning};
+
+/// A closed-loop run of the quick suite (50 connections, 4 s after a 1 s warm-up).
+fn closed_loop_run() -> RunResult {
+    let text = include_str!("../../../../tests/fixtures/report/quick/runs/go__get__r1.json");
+    let mut r = RunResult::from_json(text).expect("fixture");
+    r.warnings = vec![Warning::closed_loop()];
+    r
+}
+
+fn line_of<'a>(text: &'a str, label: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} line in\n{text}"))
+}
+
+#[test]
+fn the_closed_loop_table_is_headed_once_and_the_warning_said_once() {
+    let s = summary(&closed_loop_run());
+    assert_eq!(line_of(&s, "Latency"), "  Latency", "{s}");
+    assert!(!s.to_lowercase().contains("latency latency"), "{s}");
+    assert_eq!(s.matches("coordinated omission").count(), 1, "{s}");
+}
