@@ -254,12 +254,21 @@ fn connections(o: &mut String, r: &RunResult) {
     );
 }
 
+/// The shortest measured window the client's cores are given for: its CPU time runs from t0
+/// to the end of the drain, the window only to the last response, and a window of a few
+/// milliseconds (or none: nothing answered) would turn that difference into "1000000 cores".
+const MIN_CORES_WINDOW_S: f64 = 0.1;
+
 /// What volley itself spent: a saturated client measures itself, not the server.
 fn client(o: &mut String, r: &RunResult) {
     let c = &r.client;
     let completed = r.requests.completed;
-    let el = r.elapsed_s.max(1e-9);
     let cpu = c.cpu_user_s + c.cpu_sys_s;
+    let cores = if r.elapsed_s >= MIN_CORES_WINDOW_S {
+        format!(" = {:.2} cores", cpu / r.elapsed_s)
+    } else {
+        String::new()
+    };
     let per_million = if completed > 0 {
         format!(
             ", {:.2} CPU-s per million responses",
@@ -270,14 +279,13 @@ fn client(o: &mut String, r: &RunResult) {
     };
     let _ = writeln!(
         o,
-        "  Client       CPU {:.2} s ({:.0}% user) = {:.2} cores{per_million}, RSS {}",
+        "  Client       CPU {:.2} s ({:.0}% user){cores}{per_million}, RSS {}",
         cpu,
         if cpu > 0.0 {
             c.cpu_user_s / cpu * 100.0
         } else {
             0.0
         },
-        cpu / el,
         bytes(c.rss_max_bytes)
     );
 }

@@ -1,4 +1,5 @@
-//! The summary's lines for runs that used to print them wrong: a closed-loop table header.
+//! The summary's lines for runs that used to print them wrong: a closed-loop table header, a
+//! client with no measured window.
 
 use super::summary;
 use crate::result::{RunResult, Warning};
@@ -23,4 +24,21 @@ fn the_closed_loop_table_is_headed_once_and_the_warning_said_once() {
     assert_eq!(line_of(&s, "Latency"), "  Latency", "{s}");
     assert!(!s.to_lowercase().contains("latency latency"), "{s}");
     assert_eq!(s.matches("coordinated omission").count(), 1, "{s}");
+}
+
+#[test]
+fn a_run_without_a_measured_window_shows_no_cores() {
+    // `-n 1` against a port with no listener: nothing answered, so the window is 0 s while
+    // the CPU time covers the connect attempts.
+    let mut r = closed_loop_run();
+    r.elapsed_s = 0.0;
+    r.client.cpu_user_s = 0.0;
+    r.client.cpu_sys_s = 0.003;
+    let line = line_of(&summary(&r), "Client").to_string();
+    assert!(!line.contains("cores"), "{line}");
+    assert!(line.contains("CPU 0.00 s"), "{line}");
+    r.elapsed_s = 4.0;
+    r.client.cpu_sys_s = 2.0;
+    let line = line_of(&summary(&r), "Client").to_string();
+    assert!(line.contains("= 0.50 cores"), "{line}");
 }
