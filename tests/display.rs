@@ -32,3 +32,31 @@ fn the_closed_loop_note_is_said_once_in_every_format() {
         assert!(!text.contains("service time in closed loop"), "{format:?}");
     }
 }
+
+#[test]
+fn ctrl_c_in_the_warm_up_says_how_long_it_ran() {
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+    let s = common::normal();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(["run", &s.url("/"), "-c", "2", "-d", "5s", "--warmup", "5s"])
+        .args(["--quiet", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(" s of 5 s, interrupted: "), "{stdout}");
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let ran = j["warmup"]["duration_s"].as_f64().unwrap();
+    assert!((0.9..3.0).contains(&ran), "warm-up ran {ran} s");
+    assert_eq!(j["load"]["warmup_s"], 5.0);
+}

@@ -76,6 +76,8 @@ pub struct EngineOutput {
     pub elapsed_s: f64,
     /// Stopped by Ctrl-C.
     pub interrupted: bool,
+    /// How long the warm-up ran: all of it, or up to a Ctrl-C during it (0 without one).
+    pub warmup_s: f64,
 }
 
 impl Shared {
@@ -139,6 +141,11 @@ pub fn run(
     }
     let end_now = clock.now_ns();
     let elapsed_s = c.elapsed_ns(end_now) as f64 / 1e9;
+    let warmup_end_ns = c
+        .stop_at_ns
+        .unwrap_or(u64::MAX)
+        .min(end_now)
+        .min(shared.t0_ns);
     let done = c.agg.finish(elapsed_s);
     let t0_ns = shared.t0_ns;
     for b in &done {
@@ -151,6 +158,7 @@ pub fn run(
         started_at,
         elapsed_s,
         interrupted: c.stop_seen > 0,
+        warmup_s: warmup_end_ns as f64 / 1e9,
     })
 }
 

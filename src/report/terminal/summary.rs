@@ -300,13 +300,23 @@ fn server(o: &mut String, r: &RunResult) {
     }
 }
 
-/// The warm-up, said to be left out of every figure above.
+/// The warm-up, said to be left out of every figure above; one cut short by Ctrl-C says how
+/// long it ran of how long it was to run.
 fn warmup(o: &mut String, r: &RunResult) {
     if let Some(w) = &r.warmup {
+        // `duration_s` is how long it ran (rounded to the millisecond), `load.warmup_s` asked.
+        let length = if w.duration_s + 0.001 < r.load.warmup_s {
+            format!(
+                "{:.1} s of {}, interrupted",
+                w.duration_s,
+                seconds(r.load.warmup_s)
+            )
+        } else {
+            seconds(w.duration_s)
+        };
         let _ = writeln!(
             o,
-            "  Warm-up      {}: {} responses, {} errors (excluded from everything above)",
-            seconds(w.duration_s),
+            "  Warm-up      {length}: {} responses, {} errors (excluded from everything above)",
             thousands(w.completed),
             thousands(w.errors)
         );

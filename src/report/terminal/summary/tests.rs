@@ -1,5 +1,5 @@
 //! The summary's lines for runs that used to print them wrong: a closed-loop table header, a
-//! client with no measured window.
+//! client with no measured window, a warm-up cut short by Ctrl-C.
 
 use super::summary;
 use crate::result::{RunResult, Warning};
@@ -41,4 +41,22 @@ fn a_run_without_a_measured_window_shows_no_cores() {
     r.client.cpu_sys_s = 2.0;
     let line = line_of(&summary(&r), "Client").to_string();
     assert!(line.contains("= 0.50 cores"), "{line}");
+}
+
+#[test]
+fn a_warm_up_cut_short_says_how_long_it_ran() {
+    let mut r = closed_loop_run();
+    r.load.warmup_s = 5.0;
+    r.interrupted = true;
+    if let Some(w) = r.warmup.as_mut() {
+        w.duration_s = 1.004;
+    }
+    let line = line_of(&summary(&r), "Warm-up").to_string();
+    assert!(
+        line.contains("Warm-up      1.0 s of 5 s, interrupted:"),
+        "{line}"
+    );
+    // A warm-up that ran to its end is given as it was asked for.
+    let line = line_of(&summary(&closed_loop_run()), "Warm-up").to_string();
+    assert!(line.contains("Warm-up      1 s:"), "{line}");
 }
