@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::units::thousands;
+
 /// What a warning is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WarningKind {
@@ -172,7 +174,12 @@ impl Warning {
     pub fn never_connected(never: u64, connections: u64, connect_errors: u64) -> Self {
         Self::new(
             WarningKind::NeverConnected,
-            format!("{never} of {connections} connections could not be opened at all ({connect_errors} connect errors)"),
+            format!(
+                "{} of {} connections could not be opened at all ({} connect errors)",
+                thousands(never),
+                thousands(connections),
+                thousands(connect_errors)
+            ),
         )
     }
 
@@ -180,7 +187,7 @@ impl Warning {
     pub fn connect_failures(count: u64) -> Self {
         Self::new(
             WarningKind::ConnectFailures,
-            format!("{count} connection attempts failed"),
+            format!("{} connection attempts failed", thousands(count)),
         )
     }
 
@@ -188,7 +195,10 @@ impl Warning {
     pub fn failed_statuses(count: u64) -> Self {
         Self::new(
             WarningKind::FailedStatuses,
-            format!("{count} responses had a 4xx/5xx status (counted as completed, not as errors)"),
+            format!(
+                "{} responses had a 4xx/5xx status (counted as completed, not as errors)",
+                thousands(count)
+            ),
         )
     }
 
@@ -196,14 +206,18 @@ impl Warning {
     pub fn errors_excluded(count: u64) -> Self {
         Self::new(
             WarningKind::ErrorsExcluded,
-            format!("{count} errors are not in the latency statistics"),
+            format!(
+                "{} errors are not in the latency statistics",
+                thousands(count)
+            ),
         )
     }
 
     /// Fresh connections on which the server spoke first.
     pub fn unsolicited(count: u64) -> Self {
         Self::new(WarningKind::Unsolicited, format!(
-            "{count} fresh connections received bytes before any request was sent (a server that speaks first); each was dropped and replaced after a back-off"
+            "{} fresh connections received bytes before any request was sent (a server that speaks first); each was dropped and replaced after a back-off",
+            thousands(count)
         ))
     }
 
@@ -211,7 +225,10 @@ impl Warning {
     pub fn unsent(count: u64) -> Self {
         Self::new(
             WarningKind::Unsent,
-            format!("{count} requests were due but never sent (the connections were busy or down)"),
+            format!(
+                "{} requests were due but never sent (the connections were busy or down)",
+                thousands(count)
+            ),
         )
     }
 
@@ -372,11 +389,17 @@ mod tests {
             Warning::client_saturated(1.0, 0.75),
             Warning::send_lag(1500),
             Warning::never_connected(3, 10, 40),
+            Warning::never_connected(1_500, 20_000, 497_995),
             Warning::connect_failures(5),
+            Warning::connect_failures(12_345),
             Warning::failed_statuses(7),
+            Warning::failed_statuses(1_000),
             Warning::errors_excluded(9),
+            Warning::errors_excluded(497_995),
             Warning::unsolicited(2),
+            Warning::unsolicited(16_676),
             Warning::unsent(11),
+            Warning::unsent(1_000_000),
             Warning::server_exited(42, 1.5),
             Warning::server_note("2 processes of the tree exited"),
             Warning::syscalls_not_counted("perf_event_paranoid is 3"),
@@ -433,6 +456,23 @@ mod tests {
             recognise("closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency"),
             WarningKind::ClosedLoop
         );
+    }
+
+    #[test]
+    fn counts_are_written_as_the_summary_writes_them() {
+        assert_eq!(
+            Warning::errors_excluded(497_995).text(),
+            "497,995 errors are not in the latency statistics"
+        );
+        assert_eq!(
+            Warning::never_connected(1_500, 20_000, 497_995).text(),
+            "1,500 of 20,000 connections could not be opened at all (497,995 connect errors)"
+        );
+        for w in every_kind() {
+            // No run of four digits or more is left unseparated.
+            let digits = w.text().split(|c: char| !c.is_ascii_digit());
+            assert!(digits.into_iter().all(|d| d.len() < 4), "{}", w.text());
+        }
     }
 
     #[test]
