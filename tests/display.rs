@@ -60,3 +60,56 @@ fn ctrl_c_in_the_warm_up_says_how_long_it_ran() {
     assert!((0.9..3.0).contains(&ran), "warm-up ran {ran} s");
     assert_eq!(j["load"]["warmup_s"], 5.0);
 }
+
+fn warnings_of(j: &serde_json::Value) -> Vec<String> {
+    j["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_server_that_closes_every_keep_alive_connection_is_pointed_out() {
+    use std::time::Duration;
+    // Like python's http.server: HTTP/1.0, one response per connection.
+    let closing = common::spawn(|mut c, _| {
+        if c.read_request() {
+            c.write(b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n.");
+        }
+    });
+    let (_, j, _) = common::volley_json(
+        &["run", &closing.url("/"), "-c", "2", "-n", "200"],
+        Duration::from_secs(20),
+    );
+    let closes = warnings_of(&j)
+        .into_iter()
+        .filter(|w| w.contains("keep-alive was asked for"))
+        .collect::<Vec<_>>();
+    assert_eq!(closes.len(), 1, "{}", j["warnings"]);
+    assert!(
+        closes[0].starts_with("the server closed 200 connections for 200 responses"),
+        "{}",
+        closes[0]
+    );
+    // A keep-alive server, and a run that asked for a connection per request, get no such note.
+    let normal = common::normal();
+    for extra in [&[][..], &["--no-keepalive"][..]] {
+        let url = if extra.is_empty() {
+            normal.url("/")
+        } else {
+            closing.url("/")
+        };
+        let mut args = vec!["run", &url, "-c", "2", "-n", "200"];
+        args.extend_from_slice(extra);
+        let (_, j, _) = common::volley_json(&args, Duration::from_secs(20));
+        assert!(
+            !warnings_of(&j)
+                .iter()
+                .any(|w| w.contains("keep-alive was asked for")),
+            "{args:?}: {}",
+            j["warnings"]
+        );
+    }
+}

@@ -55,8 +55,21 @@ pub fn of(
     if unsent > 0 {
         w.push(Warning::unsent(unsent));
     }
+    w.extend(server_behaviour(cfg, out));
     if let Some(s) = server {
         w.extend(server_warnings(cfg, s));
+    }
+    w
+}
+
+/// What the server did that the counters show but do not explain: closing (nearly) every
+/// keep-alive connection after one response.
+fn server_behaviour(cfg: &RunConfig, out: &EngineOutput) -> Vec<Warning> {
+    let c = &out.agg.counts;
+    let mut w = Vec::new();
+    // 90%: a few requests of a run end with the window rather than with a close.
+    if cfg.load.keepalive && c.completed > 0 && c.closed_by_server * 10 >= c.completed * 9 {
+        w.push(Warning::server_closed_each(c.closed_by_server, c.completed));
     }
     w
 }

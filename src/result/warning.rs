@@ -54,6 +54,9 @@ pub enum WarningKind {
     ServerNotMerged,
     /// `merge`: the shards' thresholds are not carried over.
     ThresholdsNotCarried,
+    /// Keep-alive was asked for, but the server closed (nearly) every connection after one
+    /// response.
+    ServerClosedEach,
     /// A sentence this version of volley does not know.
     Other,
 }
@@ -87,6 +90,10 @@ const PATTERNS: &[(WarningKind, &str)] = &[
     (
         WarningKind::Unsolicited,
         "* fresh connections received bytes before any request was sent*",
+    ),
+    (
+        WarningKind::ServerClosedEach,
+        "the server closed * for * response*: keep-alive was asked for*",
     ),
     (
         WarningKind::Unsent,
@@ -218,6 +225,19 @@ impl Warning {
         Self::new(WarningKind::Unsolicited, format!(
             "{} fresh connections received bytes before any request was sent (a server that speaks first); each was dropped and replaced after a back-off",
             thousands(count)
+        ))
+    }
+
+    /// Keep-alive runs where the server ended `closed` connections for `completed` responses,
+    /// (nearly) one each: every request paid for a new connection.
+    pub fn server_closed_each(closed: u64, completed: u64) -> Self {
+        let s = |n: u64| if n == 1 { "" } else { "s" };
+        Self::new(WarningKind::ServerClosedEach, format!(
+            "the server closed {} connection{} for {} response{}: keep-alive was asked for, but nearly every request needed a new connection",
+            thousands(closed),
+            s(closed),
+            thousands(completed),
+            s(completed)
         ))
     }
 
@@ -398,6 +418,8 @@ mod tests {
             Warning::errors_excluded(497_995),
             Warning::unsolicited(2),
             Warning::unsolicited(16_676),
+            Warning::server_closed_each(4_686, 4_700),
+            Warning::server_closed_each(1, 1),
             Warning::unsent(11),
             Warning::unsent(1_000_000),
             Warning::server_exited(42, 1.5),
