@@ -113,3 +113,82 @@ fn a_server_that_closes_every_keep_alive_connection_is_pointed_out() {
         );
     }
 }
+
+/// The warnings that quote what the server sent.
+fn samples(j: &serde_json::Value) -> Vec<String> {
+    warnings_of(j)
+        .into_iter()
+        .filter(|w| w.starts_with("the server sent "))
+        .collect()
+}
+
+#[test]
+fn a_server_that_is_not_http_is_quoted_once() {
+    use std::io::Write;
+    use std::time::Duration;
+    // An SSH server: its banner on accept, a complaint about what it read, then a close.
+    let ssh = common::spawn(|mut c, _| {
+        let _ = c
+            .stream
+            .write_all(b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n");
+        let mut buf = [0u8; 1024];
+        let _ = std::io::Read::read(&mut c.stream, &mut buf);
+        let _ = c
+            .stream
+            .write_all(b"Invalid SSH identification string.\r\n");
+    });
+    let (_, j, _) = common::volley_json(
+        &["run", &ssh.url("/"), "-c", "2", "-d", "500ms"],
+        Duration::from_secs(20),
+    );
+    let quoted = samples(&j);
+    assert_eq!(quoted.len(), 1, "{}", j["warnings"]);
+    // Whether the banner beat the request (sent first) or followed it (not a response), its
+    // bytes are shown, escaped.
+    assert!(
+        quoted[0].contains(r#": "SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"#),
+        "{}",
+        quoted[0]
+    );
+    if j["errors"]["protocol"].as_u64().unwrap() > 0 {
+        assert!(
+            quoted[0].starts_with(
+                "the server sent what is not a valid HTTP response (malformed response head: "
+            ),
+            "{}",
+            quoted[0]
+        );
+    }
+    // A server that answers is not quoted.
+    let normal = common::normal();
+    let (_, j, _) = common::volley_json(
+        &["run", &normal.url("/"), "-c", "2", "-n", "100"],
+        Duration::from_secs(20),
+    );
+    assert!(samples(&j).is_empty(), "{}", j["warnings"]);
+}
+
+#[test]
+fn bytes_sent_before_any_request_are_quoted() {
+    use std::io::Write;
+    use std::time::Duration;
+    // A valid response before any request, then a hang-up: a request that races it gets it
+    // as its answer, so the only thing to quote is what came unasked.
+    let s = common::spawn(|mut c, _| {
+        let _ = c.stream.write_all(common::OK);
+        std::thread::sleep(Duration::from_millis(200));
+    });
+    let (_, j, _) = common::volley_json(
+        &["run", &s.url("/"), "-R", "5", "-c", "4", "-d", "1s"],
+        Duration::from_secs(20),
+    );
+    assert!(j["connections"]["unsolicited"].as_u64().unwrap_or(0) >= 1);
+    assert_eq!(
+        samples(&j),
+        [
+            r#"the server sent bytes before any request: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n.""#
+        ],
+        "{}",
+        j["warnings"]
+    );
+}

@@ -9,7 +9,11 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::units::thousands;
+use crate::units::{quoted_bytes, thousands};
+
+/// Bytes of what a server sent that a warning shows (the engine keeps one more, to tell a cut
+/// sample).
+pub const SAMPLE_SHOWN: usize = crate::stats::recorder::SAMPLE_BYTES - 1;
 
 /// What a warning is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,6 +61,9 @@ pub enum WarningKind {
     /// Keep-alive was asked for, but the server closed (nearly) every connection after one
     /// response.
     ServerClosedEach,
+    /// The first bytes of what the server sent that volley could not use: a response it could
+    /// not parse, or bytes before any request.
+    ServerBytes,
     /// A sentence this version of volley does not know.
     Other,
 }
@@ -94,6 +101,14 @@ const PATTERNS: &[(WarningKind, &str)] = &[
     (
         WarningKind::ServerClosedEach,
         "the server closed * for * response*: keep-alive was asked for*",
+    ),
+    (
+        WarningKind::ServerBytes,
+        "the server sent what is not a valid HTTP response (*): \"*",
+    ),
+    (
+        WarningKind::ServerBytes,
+        "the server sent bytes before any request: \"*",
     ),
     (
         WarningKind::Unsent,
@@ -239,6 +254,29 @@ impl Warning {
             thousands(completed),
             s(completed)
         ))
+    }
+
+    /// The first response that could not be parsed: the parser's `reason` and the start of the
+    /// `bytes`, escaped (a sample of [`SAMPLE_SHOWN`] bytes; longer ones end with `…`).
+    pub fn not_http(reason: &str, bytes: &[u8]) -> Self {
+        Self::new(
+            WarningKind::ServerBytes,
+            format!(
+                "the server sent what is not a valid HTTP response ({reason}): {}",
+                quoted_bytes(bytes, SAMPLE_SHOWN)
+            ),
+        )
+    }
+
+    /// The first bytes a server sent on a fresh connection before any request, escaped.
+    pub fn sent_first(bytes: &[u8]) -> Self {
+        Self::new(
+            WarningKind::ServerBytes,
+            format!(
+                "the server sent bytes before any request: {}",
+                quoted_bytes(bytes, SAMPLE_SHOWN)
+            ),
+        )
     }
 
     /// Requests due but never written.
@@ -420,6 +458,11 @@ mod tests {
             Warning::unsolicited(16_676),
             Warning::server_closed_each(4_686, 4_700),
             Warning::server_closed_each(1, 1),
+            Warning::not_http(
+                "malformed response head: invalid HTTP version",
+                b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n",
+            ),
+            Warning::sent_first(&[b'x'; 100]),
             Warning::unsent(11),
             Warning::unsent(1_000_000),
             Warning::server_exited(42, 1.5),

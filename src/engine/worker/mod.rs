@@ -21,7 +21,9 @@ use super::transport::{self, ConnectState};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
 use crate::plan::{Due, Pacer};
-use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, WorkerEnd, WorkerReport};
+use crate::stats::recorder::{
+    ns_to_us, ErrorKind, ProtocolSample, Recorder, WorkerEnd, WorkerReport,
+};
 
 const TIMER: Token = Token(usize::MAX - 1);
 /// Token of the waker that interrupts `poll` on Ctrl-C.
@@ -72,6 +74,10 @@ pub struct Worker {
     last_response_ns: u64,
     last_send_ns: u64,
     unsent: u64,
+    /// The first response that could not be parsed (for the warning).
+    protocol_sample: Option<ProtocolSample>,
+    /// The first bytes a server sent before any request (for the warning).
+    unsolicited_sample: Option<Vec<u8>>,
 }
 
 impl Worker {
@@ -124,6 +130,8 @@ impl Worker {
             last_response_ns: 0,
             last_send_ns: 0,
             unsent: 0,
+            protocol_sample: None,
+            unsolicited_sample: None,
             shared,
         })
     }
@@ -414,6 +422,8 @@ impl Worker {
             last_response_ns: self.last_response_ns,
             last_send_ns: self.last_send_ns,
             never_connected,
+            protocol_sample: self.protocol_sample.take(),
+            unsolicited_sample: self.unsolicited_sample.take(),
         })));
     }
 }
