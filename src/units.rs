@@ -328,6 +328,34 @@ pub fn seconds(s: f64) -> String {
     }
 }
 
+/// Bytes a server sent, quoted for a warning: printable ASCII as is, `\r \n \t \" \\`
+/// escaped, anything else as `\xNN`; cut after `max` bytes with `…`.
+///
+/// ```
+/// use volley::units::quoted_bytes;
+/// assert_eq!(quoted_bytes(b"SSH-2.0-x\r\n\x00", 64), r#""SSH-2.0-x\r\n\x00""#);
+/// assert_eq!(quoted_bytes(b"abcdef", 3), "\"abc…\"");
+/// ```
+pub fn quoted_bytes(bytes: &[u8], max: usize) -> String {
+    let mut out = String::from("\"");
+    for &b in &bytes[..bytes.len().min(max)] {
+        match b {
+            b'\r' => out.push_str("\\r"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    if bytes.len() > max {
+        out.push('…');
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod format_tests {
     use super::*;
@@ -344,5 +372,17 @@ mod format_tests {
         assert_eq!(seconds(10.0), "10 s");
         assert_eq!(seconds(0.25), "250 ms");
         assert_eq!(micros_f(45.67), "45.7 µs");
+    }
+
+    #[test]
+    fn quoted_bytes_escape_everything_but_printable_ascii() {
+        assert_eq!(
+            quoted_bytes(b"SSH-2.0-OpenSSH_9.6\r\n", 64),
+            "\"SSH-2.0-OpenSSH_9.6\\r\\n\""
+        );
+        assert_eq!(quoted_bytes(b"a\"b\\c\td", 64), "\"a\\\"b\\\\c\\td\"");
+        assert_eq!(quoted_bytes(&[0x1b, b'[', 0xff], 64), "\"\\x1b[\\xff\"");
+        assert_eq!(quoted_bytes(b"0123456789", 4), "\"0123…\"");
+        assert_eq!(quoted_bytes(b"", 4), "\"\"");
     }
 }

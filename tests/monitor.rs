@@ -295,7 +295,8 @@ fn the_server_dying_mid_run_exits_3_with_results_written() {
 #[test]
 fn monitor_prints_a_line_a_second_and_stops_at_the_duration() {
     let tree = ServerTree::start();
-    let out = volley(&["monitor", "--pid", &tree.pid(), "-d", "2200ms"], LIMIT);
+    // The second that ends with -d gets its line too (it used to be cut: one line for 2 s).
+    let out = volley(&["monitor", "--pid", &tree.pid(), "-d", "2s"], LIMIT);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -308,6 +309,7 @@ fn monitor_prints_a_line_a_second_and_stops_at_the_duration() {
         .filter(|l| l.contains(" | ") && !l.contains("usr%"))
         .collect();
     assert_eq!(lines.len(), 2, "one line per second:\n{stdout}");
+    assert!(lines[1].trim_start().starts_with("2.0 "), "{stdout}");
     assert!(stdout.contains("usr%") && stdout.contains("syscalls/s"));
     assert!(stdout.contains("Server"), "totals at the end:\n{stdout}");
 }

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod habits;
 pub mod merge;
 pub mod monitor;
 pub mod report;

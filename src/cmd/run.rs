@@ -46,8 +46,14 @@ pub struct RunArgs {
     pub html: Option<PathBuf>,
 
     /// No live progress line.
-    #[arg(short = 'q', long)]
+    // `--no-tui` is oha's spelling.
+    #[arg(short = 'q', long, alias = "no-tui")]
     pub quiet: bool,
+
+    /// wrk's `--latency` (wrk2's `-L`): every percentile is always shown, so it is accepted and
+    /// changes nothing. Hidden from --help.
+    #[arg(short = 'L', long, hide = true)]
+    pub latency: bool,
 }
 
 impl RunArgs {

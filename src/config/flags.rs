@@ -48,7 +48,8 @@ pub struct RunFlags {
     pub threads: Option<u64>,
 
     /// Measured duration, e.g. 10s, 1m [default: 10s unless -n is given].
-    #[arg(short = 'd', long = "duration", value_parser = duration, allow_hyphen_values = true)]
+    // `-z` is oha's and hey's spelling.
+    #[arg(short = 'd', long = "duration", short_alias = 'z', value_parser = run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
 
     /// Total measured requests instead of a duration, e.g. 100000 or 100k.
@@ -68,7 +69,8 @@ pub struct RunFlags {
     pub seed: Option<u64>,
 
     /// Virtual users, each holding a connection and looping (locust-style); -d includes the ramp.
-    #[arg(long, value_parser = count)]
+    // `--vus`/`-u` are k6's spellings.
+    #[arg(long, alias = "vus", short_alias = 'u', value_parser = count)]
     pub users: Option<u64>,
 
     /// Users added per second with --users [default: all at once].
@@ -76,7 +78,7 @@ pub struct RunFlags {
     pub spawn_rate: Option<String>,
 
     /// k6-style stages "DUR:USERS,...", e.g. "30s:1000,60s:1000,10s:0" (excludes -d and -n).
-    #[arg(long)]
+    #[arg(long, alias = "stage")]
     pub stages: Option<String>,
 
     /// Pause of each user (or connection) between a response and its next request.
@@ -108,7 +110,8 @@ pub struct RunFlags {
     pub body_size: Option<u64>,
 
     /// Open a new connection per request and send `Connection: close` (connect time counts).
-    #[arg(long)]
+    // `--disable-keepalive` is oha's spelling.
+    #[arg(long, alias = "disable-keepalive")]
     pub no_keepalive: bool,
 
     /// Requests kept outstanding per connection (HTTP/1.1 pipelining).
@@ -556,6 +559,14 @@ pub fn generated_body(n: usize) -> Vec<u8> {
 
 fn duration(s: &str) -> Result<Duration, String> {
     units::parse_duration(s)
+}
+
+/// `-d`: a duration, as in wrk; oha's and hey's `-d` is the request body, so a value that is
+/// not a duration says where the body goes.
+fn run_duration(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s).map_err(|e| {
+        format!("{e}; volley's -d is the measured duration (a request body is --body)")
+    })
 }
 
 fn count(s: &str) -> Result<u64, String> {

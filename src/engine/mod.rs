@@ -83,6 +83,8 @@ pub struct EngineOutput {
     pub latency_lower_bound: bool,
     /// Stopped by Ctrl-C.
     pub interrupted: bool,
+    /// How long the warm-up ran: all of it, or up to a Ctrl-C during it (0 without one).
+    pub warmup_s: f64,
 }
 
 impl Shared {
@@ -148,6 +150,11 @@ pub fn run(
     let end_now = clock.now_ns();
     let elapsed_s = c.elapsed_ns(end_now) as f64 / 1e9;
     let window_s = c.window_end_ns().min(end_now).saturating_sub(shared.t0_ns) as f64 / 1e9;
+    let warmup_end_ns = c
+        .stop_at_ns
+        .unwrap_or(u64::MAX)
+        .min(end_now)
+        .min(shared.t0_ns);
     let done = c.agg.finish(elapsed_s);
     // Unsent requests enter the whole run's corrected histogram only: they belong to no
     // second of the series, and their values are bounds, not measurements.
@@ -171,6 +178,7 @@ pub fn run(
         window_s,
         latency_lower_bound,
         interrupted: c.stop_seen > 0,
+        warmup_s: warmup_end_ns as f64 / 1e9,
     })
 }
 

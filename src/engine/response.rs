@@ -101,6 +101,18 @@ impl ResponseParser {
         self.head.len()
     }
 
+    /// After `feed(input)` failed: where the bytes it could not use begin, at most `max` of
+    /// them. A head that arrived in pieces is kept whole (it already holds `input`'s bytes);
+    /// otherwise it is `input` itself.
+    pub fn failed_bytes<'a>(&'a self, input: &'a [u8], max: usize) -> &'a [u8] {
+        let b = if self.head.is_empty() {
+            input
+        } else {
+            &self.head
+        };
+        &b[..b.len().min(max)]
+    }
+
     /// Discards any partial response (the connection is being replaced).
     pub fn reset(&mut self) {
         *self = ResponseParser::new(self.head_request);
@@ -660,5 +672,24 @@ mod tests {
         let (n, r) = p.feed(&block).unwrap();
         assert_eq!(n, block.len());
         assert_eq!(r.unwrap().body_bytes, 10 << 30);
+    }
+
+    #[test]
+    fn failed_bytes_start_where_the_unusable_response_began() {
+        // In one read: the read itself.
+        let mut p = ResponseParser::new(false);
+        let banner = b"SSH-2.0-OpenSSH_9.6\r\n";
+        assert!(p.feed(banner).is_err());
+        assert_eq!(p.failed_bytes(banner, 64), banner);
+        assert_eq!(p.failed_bytes(banner, 3), b"SSH");
+        // A head that arrived in pieces: all of it, from its first byte.
+        let mut p = ResponseParser::new(false);
+        assert_eq!(p.feed(b"HTTP/1.1 200 OK\r\n").unwrap(), (17, None));
+        let rest = b"Bad Header\r\n\r\n";
+        assert!(p.feed(rest).is_err());
+        assert_eq!(
+            p.failed_bytes(rest, 64),
+            b"HTTP/1.1 200 OK\r\nBad Header\r\n\r\n"
+        );
     }
 }

@@ -268,7 +268,8 @@ impl Parts<'_> {
         let warmup = self.cfg.load.warmup;
         let w = &self.engine.agg.warmup;
         (warmup.as_nanos() > 0).then(|| Warmup {
-            duration_s: warmup.as_secs_f64(),
+            // How long it ran: shorter than asked when Ctrl-C came during it.
+            duration_s: round3(self.engine.warmup_s),
             sent: w.sent,
             completed: w.completed,
             errors: w.errors.total(),

@@ -68,8 +68,29 @@ pub fn of(
         // In the open loop the lower-bound headline says it.
         w.push(Warning::unsent(unsent));
     }
+    w.extend(server_behaviour(cfg, out));
     if let Some(s) = server {
         w.extend(server_warnings(cfg, s));
+    }
+    w
+}
+
+/// What the server did that the counters show but do not explain: what it sent that was not
+/// HTTP (once: the first unparsable response, else the first bytes it sent unasked), closing
+/// (nearly) every keep-alive connection after one response.
+fn server_behaviour(cfg: &RunConfig, out: &EngineOutput) -> Vec<Warning> {
+    let c = &out.agg.counts;
+    let mut w = Vec::new();
+    let protocol = out.ends.iter().find_map(|e| e.protocol_sample.as_ref());
+    let unasked = out.ends.iter().find_map(|e| e.unsolicited_sample.as_ref());
+    match (protocol, unasked) {
+        (Some(p), _) if c.errors.protocol > 0 => w.push(Warning::not_http(&p.reason, &p.bytes)),
+        (_, Some(b)) if c.unsolicited > 0 => w.push(Warning::sent_first(b)),
+        _ => {}
+    }
+    // 90%: a few requests of a run end with the window rather than with a close.
+    if cfg.load.keepalive && c.completed > 0 && c.closed_by_server * 10 >= c.completed * 9 {
+        w.push(Warning::server_closed_each(c.closed_by_server, c.completed));
     }
     w
 }

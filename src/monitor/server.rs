@@ -413,13 +413,19 @@ impl TreeSampler {
     /// Reads the tree once more at `now` (unless it is gone) into the last, partial bucket,
     /// which is kept when long enough to mean something. Returns the window's length, seconds.
     fn read_last_edge(&mut self, now: Instant) -> f64 {
+        self.close_series(now);
+        (now - self.t0.expect("baseline taken")).as_secs_f64()
+    }
+
+    /// Ends the series at `now`: reads the tree into the open bucket and closes it when it is
+    /// long enough to mean something, returning it (`volley monitor` prints it as its last
+    /// line). `finish` at the same instant then adds nothing to the series.
+    pub fn close_series(&mut self, now: Instant) -> Option<Tick> {
         if self.acct.is_none() {
             self.baseline(now);
         }
-        let t0 = self.t0.expect("baseline taken");
-        let t_s = (now - t0).as_secs_f64();
         if self.tree_gone {
-            return t_s;
+            return None;
         }
         let (snap, t_s) = self.snapshot(now, true);
         let point = self.acct.as_mut().expect("baseline").update(&snap, t_s);
@@ -430,9 +436,10 @@ impl TreeSampler {
             .map(|b| (now - b.start).as_secs_f64())
             .unwrap_or(0.0);
         if partial >= MIN_PARTIAL_BUCKET_S || self.samples.is_empty() && partial > 0.0 {
-            self.close_bucket(now, t_s);
+            self.close_bucket(now, t_s)
+        } else {
+            None
         }
-        (now - t0).as_secs_f64()
     }
 
     /// Syscalls between the window's edges, and the ten most frequent of those counted by name.

@@ -69,6 +69,15 @@ pub fn watch(
     let end = duration.map(|d| start + d);
     s.baseline(start);
     let mut machine_prev = read_proc_stat();
+    let mut print = |tick: Tick| {
+        let m = read_proc_stat();
+        let ms = match (machine_prev, m) {
+            (Some(a), Some(b)) => Some(machine_sample(&a, &b, tick.sample.t_s)),
+            _ => None,
+        };
+        machine_prev = m.or(machine_prev);
+        each(line(&tick, ms.as_ref()));
+    };
     let mut next = start + interval;
     loop {
         if !sleep_until(next, end, interrupts) {
@@ -76,13 +85,7 @@ pub fn watch(
         }
         let now = Instant::now();
         if let Some(tick) = s.sample(now) {
-            let m = read_proc_stat();
-            let ms = match (machine_prev, m) {
-                (Some(a), Some(b)) => Some(machine_sample(&a, &b, tick.sample.t_s)),
-                _ => None,
-            };
-            machine_prev = m.or(machine_prev);
-            each(line(&tick, ms.as_ref()));
+            print(tick);
         }
         if s.tree_gone() {
             break;
@@ -92,9 +95,15 @@ pub fn watch(
             next = now + interval;
         }
     }
+    // The last second ends with the watch (at -d, or Ctrl-C): it gets its line too, so
+    // `-d 2s` prints two.
+    let now = Instant::now();
+    if let Some(tick) = s.close_series(now) {
+        print(tick);
+    }
     let died_at_s = s.root_exited_at_s();
     Watched {
-        info: s.finish(Instant::now(), 0),
+        info: s.finish(now, 0),
         died_at_s,
     }
 }

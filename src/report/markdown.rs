@@ -31,7 +31,7 @@ impl Reporter for MarkdownReporter {
         let _ = writeln!(o, "{}", esc(&environment(report)));
         let _ = writeln!(
             o,
-            "\nreq/s, percentiles and server figures are medians over the repetitions that finished (min–max: the range of req/s); latency is corrected for coordinated omission in open loop and is service time in closed loop."
+            "\nreq/s, percentiles and server figures are medians over the repetitions that finished (min–max: the range of req/s); latency runs from each request's due time in open loop (corrected for coordinated omission) and from its send in closed loop."
         );
         o
     }

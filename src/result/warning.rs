@@ -15,6 +15,12 @@ pub use headline::{SharedCpu, Shortfall};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::units::{quoted_bytes, thousands};
+
+/// Bytes of what a server sent that a warning shows (the engine keeps one more, to tell a cut
+/// sample).
+pub const SAMPLE_SHOWN: usize = crate::stats::recorder::SAMPLE_BYTES - 1;
+
 /// What a warning is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WarningKind {
@@ -67,6 +73,12 @@ pub enum WarningKind {
     FailedResponses,
     /// The machine had no idle CPU and volley and the server were not pinned apart (headline).
     SharedMachine,
+    /// Keep-alive was asked for, but the server closed (nearly) every connection after one
+    /// response.
+    ServerClosedEach,
+    /// The first bytes of what the server sent that volley could not use: a response it could
+    /// not parse, or bytes before any request.
+    ServerBytes,
     /// A sentence this version of volley does not know.
     Other,
 }
@@ -115,6 +127,18 @@ const PATTERNS: &[(WarningKind, &str)] = &[
     (
         WarningKind::Unsolicited,
         "* fresh connections received bytes before any request was sent*",
+    ),
+    (
+        WarningKind::ServerClosedEach,
+        "the server closed * for * response*: keep-alive was asked for*",
+    ),
+    (
+        WarningKind::ServerBytes,
+        "the server sent what is not a valid HTTP response (*): \"*",
+    ),
+    (
+        WarningKind::ServerBytes,
+        "the server sent bytes before any request: \"*",
     ),
     (
         WarningKind::Unsent,
@@ -180,9 +204,14 @@ impl Warning {
         }
     }
 
-    /// Every closed-loop run (virtual users too): latency is service time.
+    /// Every closed-loop run (virtual users and pipelining too): latency runs from each send
+    /// (a pipelined request's includes its wait behind the others on its connection), and the
+    /// time a request would have waited before it could be sent is not counted.
     pub fn closed_loop() -> Self {
-        Self::new(WarningKind::ClosedLoop, "closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency".into())
+        Self::new(
+            WarningKind::ClosedLoop,
+            "closed loop: latency runs from each send, hiding any wait to send (coordinated omission); -R corrects it".into(),
+        )
     }
 
     /// The client self-check found volley busy in `fraction` of the seconds.
@@ -205,7 +234,12 @@ impl Warning {
     pub fn never_connected(never: u64, connections: u64, connect_errors: u64) -> Self {
         Self::new(
             WarningKind::NeverConnected,
-            format!("{never} of {connections} connections could not be opened at all ({connect_errors} connect errors)"),
+            format!(
+                "{} of {} connections could not be opened at all ({} connect errors)",
+                thousands(never),
+                thousands(connections),
+                thousands(connect_errors)
+            ),
         )
     }
 
@@ -213,7 +247,7 @@ impl Warning {
     pub fn connect_failures(count: u64) -> Self {
         Self::new(
             WarningKind::ConnectFailures,
-            format!("{count} connection attempts failed"),
+            format!("{} connection attempts failed", thousands(count)),
         )
     }
 
@@ -221,7 +255,10 @@ impl Warning {
     pub fn failed_statuses(count: u64) -> Self {
         Self::new(
             WarningKind::FailedStatuses,
-            format!("{count} responses had a 4xx/5xx status (counted as completed, not as errors)"),
+            format!(
+                "{} responses had a 4xx/5xx status (counted as completed, not as errors)",
+                thousands(count)
+            ),
         )
     }
 
@@ -229,22 +266,65 @@ impl Warning {
     pub fn errors_excluded(count: u64) -> Self {
         Self::new(
             WarningKind::ErrorsExcluded,
-            format!("{count} errors are not in the latency statistics"),
+            format!(
+                "{} errors are not in the latency statistics",
+                thousands(count)
+            ),
         )
     }
 
     /// Fresh connections on which the server spoke first.
     pub fn unsolicited(count: u64) -> Self {
         Self::new(WarningKind::Unsolicited, format!(
-            "{count} fresh connections received bytes before any request was sent (a server that speaks first); each was dropped and replaced after a back-off"
+            "{} fresh connections received bytes before any request was sent (a server that speaks first); each was dropped and replaced after a back-off",
+            thousands(count)
         ))
+    }
+
+    /// Keep-alive runs where the server ended `closed` connections for `completed` responses,
+    /// (nearly) one each: every request paid for a new connection.
+    pub fn server_closed_each(closed: u64, completed: u64) -> Self {
+        let s = |n: u64| if n == 1 { "" } else { "s" };
+        Self::new(WarningKind::ServerClosedEach, format!(
+            "the server closed {} connection{} for {} response{}: keep-alive was asked for, but nearly every request needed a new connection",
+            thousands(closed),
+            s(closed),
+            thousands(completed),
+            s(completed)
+        ))
+    }
+
+    /// The first response that could not be parsed: the parser's `reason` and the start of the
+    /// `bytes`, escaped (a sample of [`SAMPLE_SHOWN`] bytes; longer ones end with `…`).
+    pub fn not_http(reason: &str, bytes: &[u8]) -> Self {
+        Self::new(
+            WarningKind::ServerBytes,
+            format!(
+                "the server sent what is not a valid HTTP response ({reason}): {}",
+                quoted_bytes(bytes, SAMPLE_SHOWN)
+            ),
+        )
+    }
+
+    /// The first bytes a server sent on a fresh connection before any request, escaped.
+    pub fn sent_first(bytes: &[u8]) -> Self {
+        Self::new(
+            WarningKind::ServerBytes,
+            format!(
+                "the server sent bytes before any request: {}",
+                quoted_bytes(bytes, SAMPLE_SHOWN)
+            ),
+        )
     }
 
     /// Requests due but never written.
     pub fn unsent(count: u64) -> Self {
         Self::new(
             WarningKind::Unsent,
-            format!("{count} requests were due but never sent (the connections were busy or down)"),
+            format!(
+                "{} requests were due but never sent (the connections were busy or down)",
+                thousands(count)
+            ),
         )
     }
 
@@ -405,11 +485,24 @@ mod tests {
             Warning::client_saturated(1.0, 0.75),
             Warning::send_lag(1500),
             Warning::never_connected(3, 10, 40),
+            Warning::never_connected(1_500, 20_000, 497_995),
             Warning::connect_failures(5),
+            Warning::connect_failures(12_345),
             Warning::failed_statuses(7),
+            Warning::failed_statuses(1_000),
             Warning::errors_excluded(9),
+            Warning::errors_excluded(497_995),
             Warning::unsolicited(2),
+            Warning::unsolicited(16_676),
+            Warning::server_closed_each(4_686, 4_700),
+            Warning::server_closed_each(1, 1),
+            Warning::not_http(
+                "malformed response head: invalid HTTP version",
+                b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n",
+            ),
+            Warning::sent_first(&[b'x'; 100]),
             Warning::unsent(11),
+            Warning::unsent(1_000_000),
             Warning::server_exited(42, 1.5),
             Warning::server_note("2 processes of the tree exited"),
             Warning::syscalls_not_counted("perf_event_paranoid is 3"),
@@ -478,5 +571,40 @@ mod tests {
             recognise("server: 1 process of the tree exited"),
             WarningKind::ServerNote
         );
+        assert_eq!(
+            recognise("closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency"),
+            WarningKind::ClosedLoop
+        );
+    }
+
+    #[test]
+    fn counts_are_written_as_the_summary_writes_them() {
+        assert_eq!(
+            Warning::errors_excluded(497_995).text(),
+            "497,995 errors are not in the latency statistics"
+        );
+        assert_eq!(
+            Warning::never_connected(1_500, 20_000, 497_995).text(),
+            "1,500 of 20,000 connections could not be opened at all (497,995 connect errors)"
+        );
+        for w in every_kind() {
+            // No run of four digits or more is left unseparated.
+            let digits = w.text().split(|c: char| !c.is_ascii_digit());
+            assert!(digits.into_iter().all(|d| d.len() < 4), "{}", w.text());
+        }
+    }
+
+    #[test]
+    fn the_closed_loop_warning_is_one_short_line_true_of_pipelining() {
+        let w = Warning::closed_loop();
+        let text = w.text();
+        assert!(text.chars().count() <= 110, "{} chars: {text}", text.len());
+        assert!(!text.contains('\n'));
+        // Pipelined connections do not wait for each response, and their latency includes the
+        // wait behind earlier requests: "service time" and "waits for its previous response"
+        // would be untrue there.
+        assert!(!text.contains("service time"), "{text}");
+        assert!(!text.contains("previous response"), "{text}");
+        assert!(text.contains("coordinated omission") && text.contains("-R"));
     }
 }

@@ -217,6 +217,24 @@ pub struct WorkerEnd {
     pub never_connected: u64,
     /// The most connection slots in use at once.
     pub max_active: u64,
+    /// The first response this worker could not parse: what the server sent (for the warning).
+    pub protocol_sample: Option<ProtocolSample>,
+    /// The first bytes a server sent this worker on a fresh connection before any request.
+    pub unsolicited_sample: Option<Vec<u8>>,
+}
+
+/// Bytes kept of what a server sent that volley could not use: one more than a warning shows,
+/// so it can tell the sample was cut.
+pub const SAMPLE_BYTES: usize = 65;
+
+/// The start of a response that could not be parsed, and why (kept once per worker, on the
+/// error path only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolSample {
+    /// The parser's reason.
+    pub reason: String,
+    /// Up to [`SAMPLE_BYTES`] bytes from where the response (or the framing that broke) began.
+    pub bytes: Vec<u8>,
 }
 
 /// The phase a request belongs to: the phase it was due in (open loop) or taken in (closed

@@ -22,7 +22,9 @@ use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
 use crate::plan::{Due, Pacer};
 use crate::stats::histogram::{new_hist, Hist};
-use crate::stats::recorder::{ns_to_us, ErrorKind, Recorder, WorkerEnd, WorkerReport};
+use crate::stats::recorder::{
+    ns_to_us, ErrorKind, ProtocolSample, Recorder, WorkerEnd, WorkerReport,
+};
 
 const TIMER: Token = Token(usize::MAX - 1);
 /// Token of the waker that interrupts `poll` on Ctrl-C.
@@ -80,6 +82,10 @@ pub struct Worker {
     unsent: u64,
     /// Open loop: unsent requests at their lower bound (window end − due time), in µs.
     unsent_latency: Option<Hist>,
+    /// The first response that could not be parsed (for the warning).
+    protocol_sample: Option<ProtocolSample>,
+    /// The first bytes a server sent before any request (for the warning).
+    unsolicited_sample: Option<Vec<u8>>,
 }
 
 impl Worker {
@@ -136,6 +142,8 @@ impl Worker {
             last_send_ns: 0,
             unsent: 0,
             unsent_latency: None,
+            protocol_sample: None,
+            unsolicited_sample: None,
             shared,
         })
     }
@@ -443,6 +451,8 @@ impl Worker {
             last_send_ns: self.last_send_ns,
             never_connected,
             max_active: self.max_active as u64,
+            protocol_sample: self.protocol_sample.take(),
+            unsolicited_sample: self.unsolicited_sample.take(),
         })));
     }
 }

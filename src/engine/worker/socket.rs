@@ -3,6 +3,7 @@
 
 use super::failure::error_kind;
 use super::*;
+use crate::stats::recorder::SAMPLE_BYTES;
 
 impl Worker {
     pub(super) fn connect(&mut self, i: usize, now: u64) {
@@ -168,6 +169,10 @@ impl Worker {
                     // A fresh connection on which the server spoke first: replacing it at once
                     // would loop as fast as the server accepts, so back off like a failed
                     // connect.
+                    if self.unsolicited_sample.is_none() {
+                        let end = n.min(off + SAMPLE_BYTES);
+                        self.unsolicited_sample = Some(self.read_buf[off..end].to_vec());
+                    }
                     self.unsolicited(i, now);
                 } else {
                     // Bytes nobody asked for on a used connection (e.g. a 408 after an idle
@@ -196,7 +201,14 @@ impl Worker {
                         }
                     }
                 }
-                Err(_) => {
+                Err(e) => {
+                    if self.protocol_sample.is_none() {
+                        let bytes = c.parser.failed_bytes(&self.read_buf[off..n], SAMPLE_BYTES);
+                        self.protocol_sample = Some(ProtocolSample {
+                            reason: e.to_string(),
+                            bytes: bytes.to_vec(),
+                        });
+                    }
                     self.fail(i, ErrorKind::Protocol, now, false);
                     return false;
                 }

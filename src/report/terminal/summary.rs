@@ -133,12 +133,13 @@ fn throughput(o: &mut String, r: &RunResult) {
     let _ = writeln!(o);
 }
 
-/// The latency kinds the table shows: one column in closed loop, corrected/service/lag in
-/// open loop, where they differ.
+/// The latency kinds the table shows: one unnamed column in closed loop (the table is
+/// "Latency"; what it measures is the closed-loop warning's), corrected/service/lag in open
+/// loop, where they differ.
 fn latency_columns(r: &RunResult) -> Vec<(&str, &Percentiles)> {
     let mut cols: Vec<(&str, &Percentiles)> = Vec::new();
     if r.load.mode != Mode::Open {
-        cols.push(("latency", &r.latency_us));
+        cols.push(("", &r.latency_us));
     } else {
         cols.push(("corrected", &r.latency_us));
         cols.push(("service", &r.service_time_us));
@@ -152,11 +153,11 @@ fn latency_columns(r: &RunResult) -> Vec<(&str, &Percentiles)> {
 /// Every percentile, the extremes, mean and stdev, one column per latency kind.
 fn percentile_table(o: &mut String, r: &RunResult) {
     let cols = latency_columns(r);
-    let _ = write!(o, "  {:<10}", "Latency");
+    let mut head = format!("  {:<10}", "Latency");
     for (name, _) in &cols {
-        let _ = write!(o, "{name:>12}");
+        let _ = write!(head, "{name:>12}");
     }
-    let _ = writeln!(o);
+    let _ = writeln!(o, "{}", head.trim_end());
     let mut row = |label: &str, f: &dyn Fn(&Percentiles) -> String| {
         let _ = write!(o, "    {label:<8}");
         for (_, p) in &cols {
@@ -254,12 +255,21 @@ fn connections(o: &mut String, r: &RunResult) {
     );
 }
 
+/// The shortest measured window the client's cores are given for: its CPU time runs from t0
+/// to the end of the drain, the window only to the last response, and a window of a few
+/// milliseconds (or none: nothing answered) would turn that difference into "1000000 cores".
+const MIN_CORES_WINDOW_S: f64 = 0.1;
+
 /// What volley itself spent: a saturated client measures itself, not the server.
 fn client(o: &mut String, r: &RunResult) {
     let c = &r.client;
     let completed = r.requests.completed;
-    let el = r.elapsed_s.max(1e-9);
     let cpu = c.cpu_user_s + c.cpu_sys_s;
+    let cores = if r.elapsed_s >= MIN_CORES_WINDOW_S {
+        format!(" = {:.2} cores", cpu / r.elapsed_s)
+    } else {
+        String::new()
+    };
     let per_million = if completed > 0 {
         format!(
             ", {:.2} CPU-s per million responses",
@@ -270,14 +280,13 @@ fn client(o: &mut String, r: &RunResult) {
     };
     let _ = writeln!(
         o,
-        "  Client       CPU {:.2} s ({:.0}% user) = {:.2} cores{per_million}, RSS {}",
+        "  Client       CPU {:.2} s ({:.0}% user){cores}{per_million}, RSS {}",
         cpu,
         if cpu > 0.0 {
             c.cpu_user_s / cpu * 100.0
         } else {
             0.0
         },
-        cpu / el,
         bytes(c.rss_max_bytes)
     );
 }
@@ -292,13 +301,23 @@ fn server(o: &mut String, r: &RunResult) {
     }
 }
 
-/// The warm-up, said to be left out of every figure above.
+/// The warm-up, said to be left out of every figure above; one cut short by Ctrl-C says how
+/// long it ran of how long it was to run.
 fn warmup(o: &mut String, r: &RunResult) {
     if let Some(w) = &r.warmup {
+        // `duration_s` is how long it ran (rounded to the millisecond), `load.warmup_s` asked.
+        let length = if w.duration_s + 0.001 < r.load.warmup_s {
+            format!(
+                "{:.1} s of {}, interrupted",
+                w.duration_s,
+                seconds(r.load.warmup_s)
+            )
+        } else {
+            seconds(w.duration_s)
+        };
         let _ = writeln!(
             o,
-            "  Warm-up      {}: {} responses, {} errors (excluded from everything above)",
-            seconds(w.duration_s),
+            "  Warm-up      {length}: {} responses, {} errors (excluded from everything above)",
             thousands(w.completed),
             thousands(w.errors)
         );
@@ -363,3 +382,6 @@ fn warnings(o: &mut String, r: &RunResult) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -51,8 +51,8 @@ pub fn render(report: &Report, page: &Page) -> String {
     o.push_str(
         "<footer><p>req/s, latency percentiles and per-request costs are medians over the \
          repetitions that finished (min and max: the range of req/s); RSS and threads are peaks. \
-         Latency is corrected for coordinated omission in open loop (from each request's due \
-         time) and is service time in closed loop. The percentile plot adds up the repetitions' \
+         Latency runs from each request's due time in open loop (corrected for coordinated \
+         omission) and from its send in closed loop. The percentile plot adds up the repetitions' \
          histograms. Charts: uPlot 1.6.32 (MIT).</p>\
          <div id=\"selftest\" hidden></div></footer>\n",
     );

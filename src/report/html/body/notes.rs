@@ -6,14 +6,19 @@ use std::fmt::Write;
 use super::{num, opt_f, row_of, status_cell, tend, thead, txt};
 use crate::report::html::{escape_html as esc, Group};
 use crate::report::model::{Cell, Report};
-use crate::result::CellStatus;
+use crate::result::{CellStatus, WarningKind};
 
-/// Each distinct warning once, with the servers it came from.
+/// Each distinct warning once, with the servers it came from; the closed-loop one is left
+/// out, as the footer says what closed-loop latency measures.
 pub(super) fn warnings(o: &mut String, g: &Group) {
     let mut list: Vec<(String, Vec<String>)> = Vec::new();
     for row in &g.rows {
         for r in row.results() {
-            for w in &r.warnings {
+            for w in r
+                .warnings
+                .iter()
+                .filter(|w| w.kind() != WarningKind::ClosedLoop)
+            {
                 match list.iter_mut().find(|(t, _)| t == w.text()) {
                     Some((_, who)) => {
                         if !who.contains(&row.series.server) {
