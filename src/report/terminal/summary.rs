@@ -122,6 +122,15 @@ fn throughput(o: &mut String, r: &RunResult) {
         thousands(r.requests.completed),
         format_elapsed(r.elapsed_s)
     );
+    if let (Some(target), Some(sent)) = (r.load.rate_rps, r.achieved_rps) {
+        let _ = writeln!(
+            o,
+            "  Rate         sent {} req/s of {} target ({:.1} %), over the send window",
+            rate(sent),
+            rate(target),
+            sent / target * 100.0
+        );
+    }
     let el = r.elapsed_s.max(1e-9);
     let _ = writeln!(
         o,
@@ -136,15 +145,24 @@ fn throughput(o: &mut String, r: &RunResult) {
 /// The latency kinds the table shows: one unnamed column in closed loop (the table is
 /// "Latency"; what it measures is the closed-loop warning's), corrected/service/lag in open
 /// loop, where they differ.
-fn latency_columns(r: &RunResult) -> Vec<(&str, &Percentiles)> {
-    let mut cols: Vec<(&str, &Percentiles)> = Vec::new();
+/// Each open-loop column has a second header line saying what it measures: corrected latency
+/// from the due time (`≥` when unsent requests make it a lower bound), service time from the
+/// first byte written, send lag from when the request was due and had a free connection to its
+/// write (volley's own delay; waiting for a busy connection is latency, not lag).
+fn latency_columns(r: &RunResult) -> Vec<(&str, &str, &Percentiles)> {
+    let mut cols: Vec<(&str, &str, &Percentiles)> = Vec::new();
     if r.load.mode != Mode::Open {
-        cols.push(("", &r.latency_us));
+        cols.push(("", "", &r.latency_us));
     } else {
-        cols.push(("corrected", &r.latency_us));
-        cols.push(("service", &r.service_time_us));
+        let from = if r.latency_lower_bound {
+            "≥, from due"
+        } else {
+            "from due"
+        };
+        cols.push(("corrected", from, &r.latency_us));
+        cols.push(("service", "from write", &r.service_time_us));
         if let Some(lag) = &r.schedule_lag_us {
-            cols.push(("send lag", lag));
+            cols.push(("send lag", "volley's", lag));
         }
     }
     cols
@@ -154,13 +172,18 @@ fn latency_columns(r: &RunResult) -> Vec<(&str, &Percentiles)> {
 fn percentile_table(o: &mut String, r: &RunResult) {
     let cols = latency_columns(r);
     let mut head = format!("  {:<10}", "Latency");
-    for (name, _) in &cols {
+    let mut what = format!("  {:<10}", "");
+    for (name, means, _) in &cols {
         let _ = write!(head, "{name:>12}");
+        let _ = write!(what, "{means:>12}");
     }
     let _ = writeln!(o, "{}", head.trim_end());
+    if !what.trim().is_empty() {
+        let _ = writeln!(o, "{}", what.trim_end());
+    }
     let mut row = |label: &str, f: &dyn Fn(&Percentiles) -> String| {
         let _ = write!(o, "    {label:<8}");
-        for (_, p) in &cols {
+        for (_, _, p) in &cols {
             let _ = write!(o, "{:>12}", f(p));
         }
         let _ = writeln!(o);
