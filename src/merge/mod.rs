@@ -244,6 +244,43 @@ mod tests {
     use crate::stats::histogram::decode;
 
     #[test]
+    fn the_merged_load_has_its_own_id_whatever_the_order() {
+        let mut a = shard(T0, &[100, 200]);
+        let mut b = shard(T0 + 1_000, &[300]);
+        a.load_id = Some("aaaaaaaaaaaaaaaa".into());
+        b.load_id = Some("bbbbbbbbbbbbbbbb".into());
+        b.achieved_rps = Some(10.0);
+        a.achieved_rps = Some(20.5);
+        a.requests.failed = 1;
+        b.latency_lower_bound = true;
+        let argv = vec!["volley".to_string()];
+        let ab = merge(
+            &[("a".into(), a.clone()), ("b".into(), b.clone())],
+            argv.clone(),
+            false,
+        )
+        .unwrap();
+        let ba = merge(
+            &[("b".into(), b), ("a".into(), a.clone())],
+            argv.clone(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(ab.load_id, ba.load_id);
+        let aa = merge(
+            &[("a".into(), a.clone()), ("a2".into(), a.clone())],
+            argv,
+            false,
+        )
+        .unwrap();
+        assert_ne!(aa.load_id, a.load_id, "two shards are not one shard's load");
+        assert_ne!(aa.load_id, ab.load_id);
+        assert_eq!(ab.achieved_rps, Some(30.5));
+        assert_eq!(ab.requests.failed, 1);
+        assert!(ab.latency_lower_bound);
+    }
+
+    #[test]
     fn merged_result_sums_and_recomputes() {
         let a = shard(T0, &[100, 200, 300, 400]);
         let b = shard(T0 + 4_000, &[1_000, 2_000, 50_000]);
