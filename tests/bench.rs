@@ -586,3 +586,39 @@ fn a_disk_that_stays_full_shows_the_numbers_and_exits_3() {
     let line = stdout.lines().find(|l| l.starts_with("g ")).expect(&stdout);
     assert!(!line.contains(" - "), "numbers shown: {line}");
 }
+
+/// An open-loop cell the server cannot keep up with: a note on the cell (the suite goes on and
+/// exits 0), and its result says the corrected percentiles are lower bounds.
+#[test]
+fn a_shortfall_in_a_suite_is_a_note_on_the_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"1s\"\n[[server]]\nname = \"slow\"\nurl = \"http://{}/\"\n[[scenario]]\nname = \"over\"\npath = \"/delay?ms=100\"\nrate = 100\nconnections = 2\n",
+        server.addr
+    );
+    let (o, out) = bench(dir.path(), &suite, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let idx = index(&out);
+    let r = &idx["rows"][0];
+    assert_eq!(r["status"], "ok", "a shortfall is not a failed cell");
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("target rate not reached:")),
+        "{r:#}"
+    );
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join(r["path"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["latency_lower_bound"], true);
+    assert!(run["achieved_rps"].as_f64().unwrap() < 50.0);
+}
