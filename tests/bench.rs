@@ -50,6 +50,19 @@ fn assert_schema(idx: &Value) {
     assert!(!v.is_valid(&broken), "a broken index passed the schema");
 }
 
+/// The RunResult a suite row points at.
+fn run_of(out: &Path, row: &Value) -> Value {
+    let path = out.join(row["path"].as_str().expect("a measured row has a path"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Whether one of a row's notes starts with `prefix`.
+fn has_note(row: &Value, prefix: &str) -> bool {
+    row["notes"]
+        .as_array()
+        .is_some_and(|n| n.iter().any(|n| n.as_str().unwrap().starts_with(prefix)))
+}
+
 fn rows<'a>(idx: &'a Value, server: &str) -> Vec<&'a Value> {
     idx["rows"]
         .as_array()
@@ -168,10 +181,7 @@ connections = 2
     // The good server's cell is saved, pinned, and its RunResult is on disk.
     let good = rows(&idx, "good");
     assert_eq!(good[0]["status"], "ok", "{:#}", good[0]);
-    let run: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join(good[0]["path"].as_str().unwrap())).unwrap(),
-    )
-    .unwrap();
+    let run = run_of(&out, &good[0]);
     assert_eq!(run["schema"], "volley.run/1");
     let run_schema: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -291,14 +301,7 @@ fn broken_thresholds_in_a_suite_exit_1() {
     let idx = index(&out);
     let r = &idx["rows"][0];
     assert_eq!(r["status"], "ok", "a broken threshold is not a failed cell");
-    assert!(
-        r["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().starts_with("threshold broken: p99<1us")),
-        "{r:#}"
-    );
+    assert!(has_note(r, "threshold broken: p99<1us"), "{r:#}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("thresholds broken"));
 }
 
@@ -321,10 +324,7 @@ fn a_url_server_is_measured_as_it_is() {
     let r = &idx["rows"][0];
     assert_eq!(r["status"], "ok");
     assert!(r["log"].is_null(), "no lifecycle, no server log");
-    let run: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join(r["path"].as_str().unwrap())).unwrap(),
-    )
-    .unwrap();
+    let run = run_of(&out, &r);
     assert_eq!(
         run["target"]["url"],
         format!("http://{}/hello", server.addr)
@@ -469,10 +469,7 @@ fn ctrl_c_keeps_the_cell_and_skips_the_rest() {
         r[0]["path"].is_string(),
         "the interrupted measurement is saved"
     );
-    let run: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join(r[0]["path"].as_str().unwrap())).unwrap(),
-    )
-    .unwrap();
+    let run = run_of(&out, &r[0]);
     assert_eq!(run["interrupted"], true);
     assert_eq!(r[1]["status"], "skipped");
     assert!(processes_with(&marker).is_empty(), "the server was stopped");
@@ -607,18 +604,8 @@ fn a_shortfall_in_a_suite_is_a_note_on_the_cell() {
     let idx = index(&out);
     let r = &idx["rows"][0];
     assert_eq!(r["status"], "ok", "a shortfall is not a failed cell");
-    assert!(
-        r["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().starts_with("target rate not reached:")),
-        "{r:#}"
-    );
-    let run: Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join(r["path"].as_str().unwrap())).unwrap(),
-    )
-    .unwrap();
+    assert!(has_note(r, "target rate not reached:"), "{r:#}");
+    let run = run_of(&out, &r);
     assert_eq!(run["latency_lower_bound"], true);
     assert!(run["achieved_rps"].as_f64().unwrap() < 50.0);
 }
