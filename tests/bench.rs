@@ -181,7 +181,7 @@ connections = 2
     // The good server's cell is saved, pinned, and its RunResult is on disk.
     let good = rows(&idx, "good");
     assert_eq!(good[0]["status"], "ok", "{:#}", good[0]);
-    let run = run_of(&out, &good[0]);
+    let run = run_of(&out, good[0]);
     assert_eq!(run["schema"], "volley.run/1");
     let run_schema: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -324,7 +324,7 @@ fn a_url_server_is_measured_as_it_is() {
     let r = &idx["rows"][0];
     assert_eq!(r["status"], "ok");
     assert!(r["log"].is_null(), "no lifecycle, no server log");
-    let run = run_of(&out, &r);
+    let run = run_of(&out, r);
     assert_eq!(
         run["target"]["url"],
         format!("http://{}/hello", server.addr)
@@ -605,7 +605,7 @@ fn a_shortfall_in_a_suite_is_a_note_on_the_cell() {
     let r = &idx["rows"][0];
     assert_eq!(r["status"], "ok", "a shortfall is not a failed cell");
     assert!(has_note(r, "target rate not reached:"), "{r:#}");
-    let run = run_of(&out, &r);
+    let run = run_of(&out, r);
     assert_eq!(run["latency_lower_bound"], true);
     assert!(run["achieved_rps"].as_f64().unwrap() < 50.0);
 }
