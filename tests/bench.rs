@@ -608,4 +608,11 @@ fn a_shortfall_in_a_suite_is_a_note_on_the_cell() {
     let run = run_of(&out, r);
     assert_eq!(run["latency_lower_bound"], true);
     assert!(run["achieved_rps"].as_f64().unwrap() < 50.0);
+    assert_eq!(r["headline"]["latency_lower_bound"], true);
+    assert_schema(&idx);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("≥ "),
+        "the table marks lower bounds\n{stdout}"
+    );
 }

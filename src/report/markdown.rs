@@ -87,13 +87,21 @@ fn server_row(o: &mut String, s: &Series) {
     } else {
         String::new()
     };
+    // Unsent requests made some repetition's percentiles lower bounds: so is their median.
+    let at_least = if ok.iter().any(|r| r.latency_lower_bound) {
+        "≥ "
+    } else {
+        ""
+    };
     let pct = |s: Stat| {
         median(
             &ok.iter()
                 .filter_map(|r| s.of(&r.latency_us))
                 .collect::<Vec<_>>(),
         )
-        .map_or("-".into(), |v| micros(v.round() as u64))
+        .map_or("-".into(), |v| {
+            format!("{at_least}{}", micros(v.round() as u64))
+        })
     };
     let _ = writeln!(
         o,

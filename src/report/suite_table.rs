@@ -76,6 +76,17 @@ fn finished_line(series: &Series, ok: &[Headline], runs: String) -> Line {
         )
     };
     let saturated = ok.iter().any(|h| h.client_saturated);
+    // Unsent requests made some repetition's percentiles lower bounds: so is their median.
+    let at_least = if ok.iter().any(|h| h.latency_lower_bound) {
+        "≥ "
+    } else {
+        ""
+    };
+    let latency = |v: Option<f64>| {
+        v.map_or("-".into(), |v| {
+            format!("{at_least}{}", micros(v.round() as u64))
+        })
+    };
     [
         series.label.clone(),
         if series.control() {
@@ -93,8 +104,8 @@ fn finished_line(series: &Series, ok: &[Headline], runs: String) -> Line {
         } else {
             String::new()
         },
-        med_u(&|h| h.latency_p50_us).map_or("-".into(), |v| micros(v.round() as u64)),
-        med_u(&|h| h.latency_p99_us).map_or("-".into(), |v| micros(v.round() as u64)),
+        latency(med_u(&|h| h.latency_p50_us)),
+        latency(med_u(&|h| h.latency_p99_us)),
         ok.iter().map(|h| h.errors).sum::<u64>().to_string(),
         median(
             &ok.iter()

@@ -135,6 +135,9 @@ pub struct Headline {
     pub server_rss_max_bytes: Option<u64>,
     /// The client was saturated.
     pub client_saturated: bool,
+    /// The corrected percentiles are lower bounds (open loop with unsent requests).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency_lower_bound: bool,
 }
 
 impl Headline {
@@ -147,6 +150,7 @@ impl Headline {
             errors: r.requests.errors,
             latency_p50_us: r.latency_us.p50,
             latency_p99_us: r.latency_us.p99,
+            latency_lower_bound: r.latency_lower_bound,
             server_cpu_us_per_request: r.server.as_ref().and_then(|s| s.per_request.cpu_us),
             server_rss_max_bytes: r.server.as_ref().map(|s| s.rss_max_bytes),
             client_saturated: r.client.saturated,
