@@ -8,12 +8,13 @@ use crate::report::html::{escape_html as esc, Group};
 use crate::report::model::{Cell, Report};
 use crate::result::CellStatus;
 
-/// Each distinct warning once, with the servers it came from.
+/// Each distinct warning once, with the servers it came from; the headline ones are in the
+/// page's verdict at the top, not here.
 pub(super) fn warnings(o: &mut String, g: &Group) {
     let mut list: Vec<(String, Vec<String>)> = Vec::new();
     for row in &g.rows {
         for r in row.results() {
-            for w in &r.warnings {
+            for w in r.warnings.iter().filter(|w| !w.kind().is_headline()) {
                 match list.iter_mut().find(|(t, _)| t == w.text()) {
                     Some((_, who)) => {
                         if !who.contains(&row.series.server) {
@@ -53,7 +54,10 @@ pub(super) fn thresholds(o: &mut String, g: &Group) {
                 txt(o, &row.series.server);
                 num(o, Some(f64::from(*rep)), &rep.to_string());
                 txt(o, &t.threshold);
-                num(o, t.actual, &opt_f(t.actual, |v| format!("{v}")));
+                let shown = crate::config::threshold::parse(&t.threshold)
+                    .map(|th| th.show(t.actual))
+                    .unwrap_or_else(|_| opt_f(t.actual, |v| format!("{v}")));
+                num(o, t.actual, &esc(&shown));
                 let _ = writeln!(
                     o,
                     "<td class=\"{}\">{}</td></tr>",
