@@ -4,7 +4,7 @@
 //! A and B are each a RunResult, a `suite.json` or a results folder. Cells pair by scenario,
 //! axes and server, with every repetition of a cell on each side; two sides of one series each
 //! (two single runs, say) pair with each other whatever their names. Runs are repetitions only
-//! when their `load_id` is equal ([`loads`]): a series holding several loads becomes one line
+//! when their `load_id` is equal (`loads`): a series holding several loads becomes one line
 //! per load, and a pair whose sides ran different loads is refused unless `--force`. Per pair
 //! the headline metric — throughput in closed loop and ramp, corrected p99 in open loop, or
 //! `--metric` — is judged: with at least [`MIN_REPETITIONS`] a side by a two-sided

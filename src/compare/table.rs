@@ -13,7 +13,7 @@ pub const FIT_COLUMNS: usize = 100;
 /// How the table is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Layout {
-    /// Fits [`FIT_COLUMNS`]: pair, (metric), A, B, B/A, change, verdict.
+    /// Fits 100 columns: pair, (metric), A, B, B/A, change, verdict.
     #[default]
     Fitted,
     /// `--wide`: one line per pair with the direction, ranges, the test's U and the

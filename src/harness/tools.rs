@@ -16,7 +16,7 @@ use crate::result::{BuildStatus, CellStatus};
 const SYSTEM_DIRS: [&str; 3] = ["/usr/local/sbin", "/usr/sbin", "/sbin"];
 
 /// Where `program` is: a path as given when it holds a `/`, else the first executable file of
-/// that name in the directories of `path` (a PATH value), then in [`SYSTEM_DIRS`].
+/// that name in the directories of `path` (a PATH value), then in /usr/local/sbin, /usr/sbin and /sbin.
 pub fn find(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
     if program.contains('/') {
         let p = PathBuf::from(program);
