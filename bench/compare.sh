@@ -270,8 +270,8 @@ cell_cmd() {
     pipe-h2load) CMD=(h2load --h1 -m "$PIPELINE" -c "$c" -t 1 -D "$dur_s" "$URL") ;;
     close-wrk) CMD=(wrk -t1 "-c$c" "-d$dur" --latency -H "Connection: close" "$URL") ;;
     close-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --no-keepalive -d "$dur" --quiet --json "$base.json") ;;
-    open-fast) CMD=("$VOLLEY" run "$URL" -R "$OPEN_RATE" -c "$c" -t 1 -d "$dur" --quiet --json "$base.json") ;;
-    open-slow) CMD=("$VOLLEY" run "$URL" -R "$SLOW_RATE" -c "$c" -t 1 -d "$dur" --quiet --json "$base.json") ;;
+    open-fast) CMD=("$VOLLEY" run "$URL" -R "$OPEN_RATE" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
+    open-slow) CMD=("$VOLLEY" run "$URL" -R "$SLOW_RATE" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
     *) die 1 "unknown cell $cell" ;;
     esac
 }

@@ -401,7 +401,7 @@ if want users; then
     fi
 fi
 if want memory; then
-    MEM_CMD=("$VOLLEY" run "$URL" -R "$MEM_RATE" -c "$MEM_CONNECTIONS" -t 1 -d "$MEM_DURATION" --quiet --json "$OUT_DIR/memory.json")
+    MEM_CMD=("$VOLLEY" run "$URL" -R "$MEM_RATE" -c "$MEM_CONNECTIONS" -t 1 -d "$MEM_DURATION" --allow-shortfall --quiet --json "$OUT_DIR/memory.json")
     CMD_MEMORY="$(quote taskset -c "$CLIENT_CPU" "${MEM_CMD[@]}" | short)"
     run_sampled memory 1 "$MEM_DURATION_S" "${MEM_CMD[@]}"
 fi

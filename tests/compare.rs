@@ -1,6 +1,7 @@
 //! `volley compare` on real results: runs against the built-in server (a fast path and a
-//! delayed one), results edited for deterministic cases, suite folders with 5 repetitions a
-//! side (synthesized, and from a real `volley bench`), and inputs that must be refused.
+//! delayed one: different loads, compared only with `--force`), results edited for
+//! deterministic cases, suite folders with 5 repetitions a side (synthesized, and from a real
+//! `volley bench`), the width of the table, and inputs that must be refused.
 
 mod common;
 
@@ -90,44 +91,140 @@ fn compare_json(a: &Path, b: &Path, extra: &[&str]) -> (Option<i32>, Value) {
     (o.status.code(), v)
 }
 
+/// The output with its wrapped prose joined again: every line break and the indentation after
+/// it become one space, so that phrases can be looked for whatever the wrapping.
+fn flat(out: &[u8]) -> String {
+    String::from_utf8_lossy(out)
+        .split('\n')
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The longest line of a text, in characters.
+fn longest_line(s: &str) -> usize {
+    s.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
 #[test]
 fn a_result_against_itself_is_no_regression() {
     let (a, _) = runs();
     let o = compare(&[a, a, &"--fail-if-slower", &"5%"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        out.contains("too few repetitions to call (n=1/1; need 5 a side)"),
-        "{out}"
-    );
+    let out = flat(&o.stdout);
+    assert!(out.contains("cannot be called (n=1/1)"), "{out}");
+    assert!(out.contains("too few repetitions to call"), "{out}");
     assert!(out.contains("no regression beyond 5%"), "{out}");
     assert!(out.contains("1.000") && out.contains("+0.0%"), "{out}");
 }
 
 #[test]
-fn a_slower_target_is_a_regression() {
+fn single_runs_show_the_ratio_and_fail_only_when_allowed() {
     let (fast, slow) = runs();
+    // The two runs loaded different paths: not one test, refused without --force, naming
+    // what differs.
     let o = compare(&[fast, slow, &"--fail-if-slower", &"5%"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = flat(&o.stderr);
     assert!(
-        out.contains("REGRESSION") && out.contains("regression: "),
+        err.contains("A /; B /delay?ms=2") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "no table for a refused pair: {}",
+        text(&o)
+    );
+
+    // With --force: one repetition a side cannot be called, so --fail-if-slower passes and
+    // says why; the ratio and change are shown, and the line says the loads differ.
+    let o = compare(&[fast, slow, &"--force", &"--fail-if-slower", &"5%"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = flat(&o.stdout);
+    assert!(out.contains("cannot be called (n=1/1)"), "{out}");
+    assert!(out.contains("loads differ [1]"), "{out}");
+    assert!(
+        out.contains("[1] loads differ (compared because of --force): A /; B /delay?ms=2"),
         "{out}"
     );
-    // Without the flag the same difference is shown, and the exit code stays 0.
-    let o = compare(&[fast, slow]);
+    assert!(!out.contains("REGRESSION"), "{out}");
+    assert!(
+        out.contains("not a regression: run · ") && out.contains("--allow-single"),
+        "{out}"
+    );
+    let (code, v) = compare_json(fast, slow, &["--force", "--fail-if-slower", "5%"]);
+    assert_eq!(code, Some(0));
+    let p = &v["pairs"][0];
+    let ratio = p["ratio"].as_f64().unwrap();
+    assert!(ratio < 0.95, "{p}");
+    assert!(
+        out.contains(&format!("{ratio:.3}")),
+        "the ratio is shown: {out}"
+    );
+    assert_eq!(p["verdict"], "too few repetitions");
+    assert_eq!(
+        (p["beyond_limit"].as_bool(), p["regression"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert_eq!(p["loads_differ"], true);
+    assert_ne!(p["a_load_id"], p["b_load_id"]);
+    assert_eq!(
+        (v["force"].as_bool(), v["allow_single"].as_bool()),
+        (Some(true), Some(false))
+    );
+
+    // --allow-single judges the medians alone: a regression, and the output says so.
+    let o = compare(&[
+        fast,
+        slow,
+        &"--force",
+        &"--fail-if-slower",
+        &"5%",
+        &"--allow-single",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = flat(&o.stdout);
+    assert!(out.contains("REGRESSION"), "{out}");
+    assert!(
+        out.contains("by the medians alone (n=1/1; --allow-single)"),
+        "{out}"
+    );
+    // Without --fail-if-slower the difference is shown and the exit code stays 0.
+    let o = compare(&[fast, slow, &"--force"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // The other way round B is faster: no regression.
-    let o = compare(&[slow, fast, &"--fail-if-slower", &"5"]);
+    let o = compare(&[
+        slow,
+        fast,
+        &"--force",
+        &"--fail-if-slower",
+        &"5",
+        &"--allow-single",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    // Open-loop latency metric by flag: the delayed path's p99 is higher, so worse.
-    let (code, v) = compare_json(fast, slow, &["--metric", "p99", "--fail-if-slower", "5%"]);
+    // Latency metric by flag: the delayed path's p99 is higher, so worse.
+    let (code, v) = compare_json(
+        fast,
+        slow,
+        &[
+            "--metric",
+            "p99",
+            "--fail-if-slower",
+            "5%",
+            "--allow-single",
+            "--force",
+        ],
+    );
     assert_eq!(code, Some(1));
     let p = &v["pairs"][0];
     assert_eq!(p["metric"], "p99");
     assert_eq!(p["better"], "lower");
     assert!(p["ratio"].as_f64().unwrap() > 1.0, "{p}");
     assert_eq!(p["regression"], true);
+    // --allow-single means nothing without --fail-if-slower: a usage error naming the flag.
+    let o = compare(&[fast, slow, &"--allow-single"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--fail-if-slower"));
 }
 
 #[test]
@@ -144,13 +241,15 @@ fn edited_throughput_is_judged_by_the_medians() {
         p
     };
     let ninety = with(0.9, "ninety.json");
-    let (code, v) = compare_json(a, &ninety, &["--fail-if-slower", "5%"]);
+    let (code, v) = compare_json(a, &ninety, &["--fail-if-slower", "5%", "--allow-single"]);
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(v["regression"], true);
     assert_eq!(v["fail_if_slower_pct"], 5.0);
     let p = &v["pairs"][0];
     assert_eq!(p["metric"], "throughput");
     assert_eq!(p["better"], "higher");
+    assert_eq!(p["loads_differ"], false, "one load: the same load_id");
+    assert_eq!(p["a_load_id"], base["load_id"]);
     assert!((p["ratio"].as_f64().unwrap() - 0.9).abs() < 1e-9, "{p}");
     assert!(
         (p["change_pct"].as_f64().unwrap() + 10.0).abs() < 1e-6,
@@ -167,13 +266,18 @@ fn edited_throughput_is_judged_by_the_medians() {
         .map(|s| s["metric"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["p50", "p99", "errors", "cpu_per_request"]);
+    // Without --allow-single the same difference cannot fail.
+    let (code, v) = compare_json(a, &ninety, &["--fail-if-slower", "5%"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["pairs"][0]["beyond_limit"], true);
     // 10% worse passes a 15% limit; 3% worse passes 5%.
-    let (code, _) = compare_json(a, &ninety, &["--fail-if-slower", "15"]);
+    let (code, v) = compare_json(a, &ninety, &["--fail-if-slower", "15", "--allow-single"]);
     assert_eq!(code, Some(0));
+    assert_eq!(v["pairs"][0]["beyond_limit"], false);
     let (code, _) = compare_json(
         a,
         &with(0.97, "ninety-seven.json"),
-        &["--fail-if-slower", "5%"],
+        &["--fail-if-slower", "5%", "--allow-single"],
     );
     assert_eq!(code, Some(0));
     // --json PATH writes the file and prints the table; an unwritable path exits 3.
@@ -272,11 +376,98 @@ fn five_repetitions_a_side_give_a_verdict() {
     assert_eq!(p["verdict"], "no significant difference");
     assert!(p["p_value"].as_f64().unwrap() >= 0.05);
     let o = compare(&[&base, &noisy]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("no significant difference (p="), "{out}");
+    let out = flat(&o.stdout);
+    assert!(out.contains("no significant difference"), "{out}");
     assert!(
         out.contains("only in A: extra connections=2 · serve"),
         "{out}"
+    );
+}
+
+#[test]
+fn the_table_fits_100_columns_unless_wide() {
+    let (a, _) = runs();
+    let template = read(a);
+    let dir = scratch("compare", "width");
+    let name = "post-1k.with_a_rather_long_scenario_name";
+    let x = suite_folder(
+        &dir.join("a-results-folder-with-a-long-name-as-scripts-make-them-20240101T000000Z"),
+        &template,
+        &[
+            (name, &[1000.0, 1010.0, 990.0, 1020.0, 980.0]),
+            ("get", &[5000.0]),
+        ],
+    );
+    let y = suite_folder(
+        &dir.join("b-results-folder-with-a-long-name-as-scripts-make-them-20240102T000000Z"),
+        &template,
+        &[
+            (name, &[1200.0, 700.0, 1150.0, 900.0, 800.0]),
+            ("get", &[4000.0]),
+        ],
+    );
+    let o = compare(&[&x, &y, &"--fail-if-slower", &"5%"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let raw = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        longest_line(&raw) <= 100,
+        "{} columns:\n{raw}",
+        longest_line(&raw)
+    );
+    let out = flat(&o.stdout);
+    // Both pairs are there with their calls, the ranges under the medians.
+    assert!(out.contains("no significant difference"), "{raw}");
+    assert!(out.contains("cannot be called (n=1/1)"), "{out}");
+    assert!(out.contains("980.0–1,020.0"), "{out}");
+    assert!(
+        out.contains("not a regression: get connections=2 · serve: req/s 20.0% worse"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("p50 A → B"),
+        "details only with --wide: {out}"
+    );
+    // --wide: one line per pair with every detail, however wide.
+    let o = compare(&[&x, &y, &"--wide"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(longest_line(&out) > 100, "{out}");
+    for detail in [
+        "p50 A → B",
+        "CPU/req A → B",
+        "U=",
+        "n=5/5",
+        "1,000.0 (980.0–1,020.0)",
+    ] {
+        assert!(out.contains(detail), "--wide lacks {detail}: {out}");
+    }
+}
+
+#[test]
+fn runs_of_another_load_are_not_repetitions() {
+    let (a, _) = runs();
+    let template = read(a);
+    let dir = scratch("compare", "loads");
+    let x = suite_folder(&dir.join("x"), &template, &[("get", &[1000.0; 5])]);
+    let y = suite_folder(&dir.join("y"), &template, &[("get", &[1000.0; 5])]);
+    // The fifth repetition of A ran 2 s, not 1 s (an id is derived from the keys when absent).
+    let odd = x.join("runs/serve__get__r5.json");
+    let mut v = read(&odd);
+    v.as_object_mut().unwrap().remove("load_id");
+    v["load"]["duration_s"] = json!(2.0);
+    write(&odd, &v);
+    let (code, v) = compare_json(&x, &y, &[]);
+    assert_eq!(code, Some(0), "{v}");
+    let p = &v["pairs"][0];
+    assert_eq!(
+        (p["n_a"].as_u64(), p["n_b"].as_u64()),
+        (Some(4), Some(5)),
+        "{p}"
+    );
+    assert_eq!(p["loads_differ"], false);
+    assert_eq!(
+        v["only_in_a"][0]["label"], "get connections=2 (-d 2s)",
+        "the run of another load is a line of its own: {v}"
     );
 }
 
@@ -309,9 +500,18 @@ fn real_suites_with_five_repetitions() {
     };
     let fast = suite("fast", "/");
     let slow = suite("slow", "/delay?ms=3");
-    let (code, v) = compare_json(&fast, &slow, &["--fail-if-slower", "5%"]);
+    // Different paths are different loads: refused, naming the path.
+    let o = compare(&[&fast, &slow, &"--fail-if-slower", &"5%"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("get · serve: A /; B /delay?ms=3"),
+        "{}",
+        text(&o)
+    );
+    let (code, v) = compare_json(&fast, &slow, &["--fail-if-slower", "5%", "--force"]);
     assert_eq!(code, Some(1), "{v}");
     let p = &v["pairs"][0];
+    assert_eq!(p["loads_differ"], true);
     assert_eq!((p["n_a"].as_u64(), p["n_b"].as_u64()), (Some(5), Some(5)));
     assert_eq!(p["metric"], "throughput");
     assert_eq!(p["verdict"], "slower", "{p}");

@@ -5,7 +5,10 @@
 //! console error, CSP violation or alert happened, how many charts were drawn with data, how
 //! many script elements exist, and whether sorting works. A screenshot must not be blank.
 //!
-//! Chromium is required: when it is missing the tests fail and say how to install it.
+//! Chromium is required: when it is missing the browser tests fail and say how to install it.
+//! The checks of the page's structure that need no browser (the verdict first, the columns a
+//! single run leaves out, the style that keeps tables within the page) run without it; with
+//! it, every page is measured at a 1400 px wide window: nothing may scroll sideways.
 
 mod common;
 
@@ -516,4 +519,181 @@ fn markup_in_names_renders_as_text() {
     // The flags are still there for what they warn about.
     assert!(dom.contains("client saturated"));
     assert!(dom.contains("FAIL"));
+}
+
+/// `open-loop.json` as `volley run --threshold ... --html` would have written it with three
+/// thresholds (one broken) and two headline warnings.
+fn single_run_with_verdict(dir: &Path) -> PathBuf {
+    let mut r: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("open-loop.json")).unwrap())
+            .unwrap();
+    r["thresholds"] = serde_json::json!([
+        {"threshold": "p99<1us", "actual": 1459199.0, "pass": false},
+        {"threshold": "errors<1", "actual": 0.0, "pass": true},
+        {"threshold": "rps>100", "actual": 2000.0, "pass": true}
+    ]);
+    let warnings = r["warnings"].as_array_mut().unwrap();
+    warnings.insert(0, Value::from(LOWER_BOUND));
+    warnings.insert(0, Value::from(FAILED));
+    let path = dir.join("verdict.json");
+    std::fs::write(&path, r.to_string()).unwrap();
+    path
+}
+
+/// Headline warnings, as `volley run` words them.
+const LOWER_BOUND: &str = "corrected percentiles are lower bounds: they include 220,991 requests \
+                           due but never sent, each at its wait until the end of the send window";
+const FAILED: &str =
+    "all 79,009 responses were 404; they count as requests.failed (threshold `failed<1%`), not as errors";
+
+/// The page's own style sheet (report.css), out of a rendered page.
+fn page_css(html: &str) -> &str {
+    let start = html
+        .find("<style>/* volley HTML report")
+        .expect("report.css is inlined");
+    &html[start..start + html[start..].find("</style>").unwrap()]
+}
+
+#[test]
+fn a_single_run_leads_with_its_verdict_and_only_the_columns_that_say_something() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_out, _page, html) = render(&[single_run_with_verdict(dir.path())]);
+    let verdict = html
+        .find("<section id=\"verdict\"")
+        .expect("a verdict block");
+    let first_chart = html.find("class=\"chart\"").expect("charts");
+    let first_number = html.find("<section class=\"group\"").unwrap();
+    assert!(
+        verdict < first_chart && verdict < first_number,
+        "the verdict comes first"
+    );
+    let block = &html[verdict..verdict + html[verdict..].find("</section>").unwrap()];
+    assert!(block.contains("Thresholds: 1 of 3 broken"), "{block}");
+    assert!(
+        block.contains("<code>p99&lt;1us</code>: measured 1.46 s"),
+        "{block}"
+    );
+    assert!(
+        block.contains("<code>rps&gt;100</code>: measured 2,000.0 req/s"),
+        "{block}"
+    );
+    for w in [LOWER_BOUND, FAILED] {
+        let w = w.replace('`', "&#96;").replace('<', "&lt;");
+        assert!(
+            block.contains(&w) || block.contains(&w.replace("&#96;", "`")),
+            "headline warning missing from the verdict: {w}\n{block}"
+        );
+    }
+    assert_eq!(
+        html.matches("corrected percentiles are lower bounds")
+            .count(),
+        1,
+        "a headline warning is shown once, at the top"
+    );
+    // One run: no comparison with itself, no median of one, no range of one value.
+    for noise in [
+        "vs fastest",
+        "(median of 1)",
+        "<th>min</th><th>max</th>",
+        "<th>runs</th>",
+    ] {
+        assert!(!html.contains(noise), "`{noise}` on a single run's page");
+    }
+    assert!(
+        html.contains("2,000.0 req/s."),
+        "the single run's throughput sentence"
+    );
+    // Tables stay within the page: text wraps, headers wrap, no cell has a minimum width.
+    let css = page_css(&html);
+    assert!(css.contains("overflow-wrap: anywhere"), "{css}");
+    assert!(
+        css.match_indices("min-width:")
+            .all(|(i, _)| css[i..].starts_with("min-width: 0;")),
+        "a minimum width can push a table past the page: {css}"
+    );
+    let th = &css[css.find("\nth {").expect("a th rule")..];
+    let th = &th[..th.find('}').unwrap()];
+    assert!(th.contains("white-space: normal"), "headers wrap: {th}");
+}
+
+#[test]
+fn a_suite_keeps_its_comparisons() {
+    let (_dir, _page, html) = render(&[fixtures().join("quick")]);
+    assert!(html.contains("<th>vs fastest</th>"));
+    assert!(
+        html.contains("No threshold was set"),
+        "the verdict says nothing broke"
+    );
+    assert!(html.find("id=\"verdict\"").unwrap() < html.find("class=\"chart\"").unwrap());
+}
+
+/// Loads `page` in a `width` px wide window, opens every `<details>`, and returns the
+/// document's scroll width and a description of every box that scrolls sideways.
+fn measure_width(page: &Path, html: &str, width: u32) -> (u32, Vec<String>) {
+    let script = r#"<script>
+setTimeout(function () {
+  Array.prototype.forEach.call(document.querySelectorAll('details'), function (d) { d.open = true; });
+  var wide = [];
+  Array.prototype.forEach.call(document.querySelectorAll('body *'), function (el) {
+    if (getComputedStyle(el).overflowX !== 'visible' && el.scrollWidth > el.clientWidth + 1) {
+      var th = Array.prototype.map.call(el.querySelectorAll('th'), function (t) { return t.textContent; });
+      wide.push(el.tagName + ' ' + el.scrollWidth + ' > ' + el.clientWidth + ' px: ' + th.join(', '));
+    }
+  });
+  var m = document.createElement('div');
+  m.id = 'measured';
+  m.setAttribute('data-scroll-width', document.documentElement.scrollWidth);
+  m.textContent = wide.join(' | ');
+  document.body.appendChild(m);
+}, 600);
+</script></body>"#;
+    let measured = page.with_extension("measure.html");
+    std::fs::write(&measured, html.replacen("</body>", script, 1)).unwrap();
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let out = browser(
+        &measured,
+        &["--dump-dom", &format!("--window-size={width},1000")],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let start = dom
+        .find("<div id=\"measured\"")
+        .unwrap_or_else(|| panic!("the measuring script did not run:\n{}", tail(&dom)));
+    let tag = &dom[start..start + dom[start..].find('>').unwrap()];
+    let scroll: u32 = tag
+        .split("data-scroll-width=\"")
+        .nth(1)
+        .and_then(|v| v.split('"').next())
+        .and_then(|v| v.parse().ok())
+        .expect("a scroll width");
+    let text_start = start + dom[start..].find('>').unwrap() + 1;
+    let text = &dom[text_start..text_start + dom[text_start..].find("</div>").unwrap()];
+    let wide = text
+        .split(" | ")
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    (scroll, wide)
+}
+
+#[test]
+fn every_page_fits_1400_pixels() {
+    let f = fixtures();
+    let input = tempfile::tempdir().unwrap();
+    let hostile = input.path().join("hostile");
+    hostile_suite(&hostile);
+    let pages: Vec<Vec<PathBuf>> = vec![
+        vec![single_run_with_verdict(input.path())],
+        vec![f.join("quick")],
+        vec![f.join("faults")],
+        vec![f.join("quick"), f.join("faults"), f.join("open-loop.json")],
+        vec![hostile],
+    ];
+    for inputs in pages {
+        let (_dir, page, html) = render(&inputs);
+        let (scroll, wide) = measure_width(&page, &html, 1400);
+        assert!(
+            scroll <= 1400 && wide.is_empty(),
+            "{inputs:?} at 1400 px: document {scroll} px wide; scrolling sideways: {wide:#?}"
+        );
+    }
 }

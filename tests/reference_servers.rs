@@ -23,8 +23,9 @@ struct RefServer {
     name: String,
     /// Folder, relative to the repository root; build and start run in it.
     dir: PathBuf,
-    /// Programs that must be found on PATH (or in /usr/sbin) for the lines below.
-    needs: &'static [&'static str],
+    /// Programs that must be found on PATH (or in /usr/sbin) for the lines below: the
+    /// server's `requires` in the suite.
+    needs: Vec<String>,
     /// Run once with `sh -c`; empty when there is nothing to build.
     build: String,
     /// Run with `sh -c` in its own process group, `{port}` replaced by the port.
@@ -33,15 +34,8 @@ struct RefServer {
     env: Vec<(String, String)>,
 }
 
-/// The toolchain each reference server needs, for a clear message when one is missing.
-const NEEDS: &[(&str, &[&str])] = &[
-    ("go", &["go"]),
-    ("node", &["node"]),
-    ("python", &["python3"]),
-    ("java", &["javac", "java"]),
-    ("rust", &["cargo"]),
-    ("nginx", &["nginx"]),
-];
+/// The reference servers, in the order of `suites/quick.toml`.
+const NAMES: [&str; 6] = ["go", "node", "python", "java", "rust", "nginx"];
 
 /// The reference servers, with the build and start lines of `suites/quick.toml` (read through
 /// volley's own suite parser), so the suite and this test cannot drift apart.
@@ -56,17 +50,18 @@ fn servers() -> Vec<RefServer> {
             let ServerKind::Managed(m) = &s.kind else {
                 panic!("quick.toml server {} is not a managed server", s.name)
             };
-            let needs = NEEDS
-                .iter()
-                .find(|(n, _)| *n == s.name)
-                .map(|(_, p)| *p)
-                .unwrap_or_else(|| panic!("no toolchain listed for server {}", s.name));
+            // The suite skips a server whose `requires` are missing: each must name its tools.
+            assert!(
+                !m.requires.is_empty(),
+                "quick.toml server {} has no `requires`",
+                s.name
+            );
             let mut env = m.env.clone();
             env.push(("PIP_DISABLE_PIP_VERSION_CHECK".into(), "1".into()));
             RefServer {
                 name: s.name.clone(),
                 dir: m.dir.clone(),
-                needs,
+                needs: m.requires.clone(),
                 build: m.build.clone().unwrap_or_default(),
                 start: m.start.clone(),
                 env,
@@ -74,11 +69,7 @@ fn servers() -> Vec<RefServer> {
         })
         .collect();
     let names: Vec<&str> = out.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(
-        names,
-        NEEDS.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-        "quick.toml holds every reference server"
-    );
+    assert_eq!(names, NAMES, "quick.toml holds every reference server");
     out
 }
 
@@ -93,7 +84,7 @@ fn reference_servers_meet_the_contract() {
     let servers: &'static [RefServer] = Box::leak(servers().into_boxed_slice());
     let missing: Vec<String> = servers
         .iter()
-        .flat_map(|s| s.needs.iter().map(move |p| (s.name.as_str(), *p)))
+        .flat_map(|s| s.needs.iter().map(move |p| (s.name.as_str(), p.as_str())))
         .filter(|(_, program)| find_program(program).is_none())
         .map(|(name, program)| format!("{program} (for the {name} server)"))
         .collect();
@@ -155,16 +146,8 @@ fn reference_servers_meet_the_contract() {
 /// `program` on PATH, or in /usr/sbin and /sbin (nginx lives there and ordinary users'
 /// PATH may lack them).
 fn find_program(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|d| d.join(program))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            p.metadata()
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        })
+    // The harness's own lookup: PATH, then the system folders where Debian puts nginx.
+    volley::harness::tools::find(program, std::env::var_os("PATH").as_deref())
 }
 
 /// A `sh -c LINE` command in `dir`, in a process group of its own, output to `log`.

@@ -1,6 +1,7 @@
 //! `volley bench SUITE.toml [--only NAME...] [--out DIR]`: run a suite, progress on stderr, the
-//! table and where the results are on stdout. Exit 0; 1 a threshold broke; 3 a cell failed or
-//! a result could not be written; 130 interrupted; 2 the suite could not start.
+//! table and where the results are on stdout. Exit 0 (servers whose required programs are not
+//! installed are skipped with a note); 1 a threshold broke; 3 a cell failed, a result could not
+//! be written, or nothing could run; 130 interrupted; 2 the suite could not start.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
@@ -71,8 +72,17 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
             eprintln!("  {rel}");
         }
     }
+    let skipped = if o.unavailable.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} skipped ({}: not installed)",
+            o.skipped,
+            o.unavailable.keys().cloned().collect::<Vec<_>>().join(", ")
+        )
+    };
     files::stdout(&format!(
-        "\n{} cells in {}: {} ok, {} failed{}. Results: {} (report: {})\n",
+        "\n{} cells in {}: {} ok, {} failed{skipped}{}. Results: {} (report: {})\n",
         o.cells,
         progress::clock(o.wall),
         o.ok,
@@ -89,7 +99,13 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
     if o.thresholds_broken {
         code = ExitCode::NoResponse;
     }
-    if o.failed > 0 || o.files_unwritten || !o.unsaved.is_empty() {
+    // A server whose tools are missing is skipped, not failed; but a suite of which nothing
+    // could run has measured nothing.
+    let nothing_ran = o.ok == 0 && o.skipped > 0 && !o.interrupted;
+    if nothing_ran {
+        eprintln!("volley bench: no cell could run: every server it reached was skipped");
+    }
+    if o.failed > 0 || o.files_unwritten || !o.unsaved.is_empty() || nothing_ran {
         code = ExitCode::Failed;
     }
     if o.interrupted {

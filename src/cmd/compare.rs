@@ -1,13 +1,14 @@
-//! `volley compare A B [--metric M] [--fail-if-slower PCT] [--json PATH|-]`: B against A,
-//! cell by cell. Exit 0, 1 on a regression beyond `--fail-if-slower`, 2 for inputs that cannot
-//! be compared, 3 when the JSON cannot be written.
+//! `volley compare A B [--metric M] [--fail-if-slower PCT [--allow-single]] [--force] [--wide]
+//! [--json PATH|-]`: B against A, cell by cell. Exit 0, 1 on a regression beyond
+//! `--fail-if-slower`, 2 for inputs that cannot be compared (different loads without
+//! `--force`), 3 when the JSON cannot be written.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use super::ExitCode;
-use crate::compare::{self, CompareError, Comparison};
+use crate::compare::{self, CompareError, Comparison, Layout, Options};
 use crate::metric::Metric;
 
 /// `volley compare` flags.
@@ -23,10 +24,25 @@ pub struct CompareArgs {
     #[arg(long, value_parser = metric_parser())]
     pub metric: Option<Metric>,
 
-    /// Exit 1 when B's metric is worse than A's by more than PCT in any pair, e.g. 5% (with 5+
-    /// repetitions a side only when the difference is also significant).
+    /// Exit 1 when B's metric is worse than A's by more than PCT in a pair whose difference the
+    /// test calls slower (5+ repetitions a side), e.g. 5%.
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub fail_if_slower: Option<f64>,
+
+    /// With --fail-if-slower: also fail pairs with fewer than 5 repetitions a side, on their
+    /// medians alone (a difference that cannot be called).
+    #[arg(long, requires = "fail_if_slower")]
+    pub allow_single: bool,
+
+    /// Compare pairs whose sides ran different loads (load_id: path, method, body, mode, rate,
+    /// connections, duration, ...); without it they are refused. The lines say so.
+    #[arg(long)]
+    pub force: bool,
+
+    /// One line per pair with every detail (ranges, U, p50, p99, errors, CPU/req of both
+    /// sides) instead of a table that fits 100 columns.
+    #[arg(long)]
+    pub wide: bool,
 
     /// Write the comparison as JSON to PATH, or to stdout with `-` (the table then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
@@ -42,8 +58,12 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
         compare::compare(
             (&args.a.display().to_string(), &a),
             (&args.b.display().to_string(), &b),
-            args.metric,
-            args.fail_if_slower,
+            Options {
+                metric: args.metric,
+                fail_pct: args.fail_if_slower,
+                allow_single: args.allow_single,
+                force: args.force,
+            },
         )
     };
     let c = match run() {
@@ -53,7 +73,12 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let table = compare::render(&c);
+    let layout = if args.wide {
+        Layout::Wide
+    } else {
+        Layout::Fitted
+    };
+    let table = compare::render(&c, layout);
     let mut code = if c.regression {
         ExitCode::NoResponse
     } else {
@@ -159,5 +184,21 @@ mod tests {
         );
         let e = metric("p98").unwrap_err();
         assert!(e.contains("p98") && e.contains("--metric"), "{e}");
+    }
+
+    #[test]
+    fn allow_single_needs_fail_if_slower() {
+        let e = Cmd::try_parse_from(["compare", "a", "b", "--allow-single"]).unwrap_err();
+        assert!(e.to_string().contains("--fail-if-slower"), "{e}");
+        let c = Cmd::try_parse_from([
+            "compare",
+            "a",
+            "b",
+            "--fail-if-slower",
+            "5",
+            "--allow-single",
+        ])
+        .unwrap();
+        assert!(c.args.allow_single);
     }
 }

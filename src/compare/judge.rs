@@ -2,9 +2,10 @@
 //! metric, the regression check of `--fail-if-slower`, and the secondary metrics shown beside
 //! it (docs/contract.md, "Comparisons").
 
-use super::{stats, MetricDiff, Pair, Verdict, ALPHA, MIN_REPETITIONS, SECONDARY};
+use super::loads::{what_differs, LoadSeries};
+use super::{stats, MetricDiff, Options, Pair, Verdict, ALPHA, MIN_REPETITIONS, SECONDARY};
 use crate::metric::Metric;
-use crate::report::model::{median, Series};
+use crate::report::model::median;
 use crate::result::{Mode, RunResult};
 
 /// Medians, ranges and the test of one metric over two sets of runs.
@@ -19,19 +20,34 @@ struct Judged {
     p_value: Option<f64>,
 }
 
-/// Judges the series `x` of A against its counterpart `y` of B: `metric`, or the headline of
-/// their load mode, with the secondary metrics beside it; `fail_pct` is `--fail-if-slower`.
-pub(super) fn pair(x: &Series, y: &Series, metric: Option<Metric>, fail_pct: Option<f64>) -> Pair {
+/// Judges the series `x` of A against its counterpart `y` of B: `opts.metric`, or the
+/// headline of their load mode, with the secondary metrics beside it; `opts.fail_pct` is
+/// `--fail-if-slower`, which a pair too small to call breaks only with `opts.allow_single`.
+pub(super) fn pair(x: &LoadSeries, y: &LoadSeries, opts: Options) -> Pair {
     let (ra, rb) = (x.ok(), y.ok());
     let mode_a = ra.first().map(|r| r.load.mode);
     let mode_b = rb.first().map(|r| r.load.mode);
-    let mut notes: Vec<String> = mode_note(mode_a, mode_b).into_iter().collect();
-    let m = metric.unwrap_or_else(|| Metric::headline(mode_a.or(mode_b).unwrap_or(Mode::Closed)));
+    let loads_differ = matches!((&x.load_id, &y.load_id), (Some(a), Some(b)) if a != b);
+    let mut notes: Vec<String> = Vec::new();
+    if loads_differ {
+        notes.push(format!(
+            "loads differ (compared because of --force): {}",
+            what_differs(x, y)
+        ));
+    } else {
+        notes.extend(mode_note(mode_a, mode_b));
+    }
+    let m = opts
+        .metric
+        .unwrap_or_else(|| Metric::headline(mode_a.or(mode_b).unwrap_or(Mode::Closed)));
     let j = judge(m, &ra, &rb);
     if j.verdict == Verdict::NotMeasured {
         notes.extend(not_measured_notes(m, &j, &ra, &rb));
     }
-    let regression = fail_pct.is_some_and(|limit| is_regression(m, &j, limit));
+    let beyond_limit = opts.fail_pct.is_some_and(|limit| beyond(m, &j, limit));
+    let regression = beyond_limit && is_called_or_allowed(j.verdict, opts.allow_single);
+    let (a_load_id, b_load_id) = (x.load_id.clone(), y.load_id.clone());
+    let (x, y) = (&x.series, &y.series);
     Pair {
         label: x.label.clone(),
         server: x.server.clone(),
@@ -48,6 +64,10 @@ pub(super) fn pair(x: &Series, y: &Series, metric: Option<Metric>, fail_pct: Opt
         regression,
         secondary: secondary(&ra, &rb),
         notes,
+        beyond_limit,
+        a_load_id,
+        b_load_id,
+        loads_differ,
     }
 }
 
@@ -168,16 +188,20 @@ pub fn worse_pct(metric: Metric, a: f64, b: f64) -> f64 {
     }
 }
 
-/// Whether a judged headline breaks `--fail-if-slower limit_pct`: with 5+ repetitions a side
-/// the test must also call it slower; with fewer the medians decide.
-fn is_regression(metric: Metric, j: &Judged, limit_pct: f64) -> bool {
+/// Whether B's median is worse than A's by more than `limit_pct` percent of A's.
+fn beyond(metric: Metric, j: &Judged, limit_pct: f64) -> bool {
     let (Some(a), Some(b)) = (j.diff.a, j.diff.b) else {
         return false;
     };
-    let worse = worse_pct(metric, a, b) > limit_pct;
-    match j.verdict {
-        Verdict::Slower => worse,
-        Verdict::TooFew => worse,
+    worse_pct(metric, a, b) > limit_pct
+}
+
+/// Whether a difference beyond the limit is a regression: when the test called it slower, or,
+/// with `--allow-single`, when there were too few repetitions to call it at all.
+fn is_called_or_allowed(verdict: Verdict, allow_single: bool) -> bool {
+    match verdict {
+        Verdict::Slower => true,
+        Verdict::TooFew => allow_single,
         Verdict::Faster | Verdict::NoDifference | Verdict::NotMeasured => false,
     }
 }
@@ -194,6 +218,16 @@ mod tests {
         assert_eq!(worse_pct(Metric::Latency(Stat::P99), 100.0, 120.0), 20.0);
         assert_eq!(worse_pct(Metric::Errors, 0.0, 3.0), f64::INFINITY);
         assert_eq!(worse_pct(Metric::Errors, 0.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn only_called_differences_fail_unless_single_runs_are_allowed() {
+        assert!(is_called_or_allowed(Verdict::Slower, false));
+        assert!(!is_called_or_allowed(Verdict::TooFew, false));
+        assert!(is_called_or_allowed(Verdict::TooFew, true));
+        for v in [Verdict::Faster, Verdict::NoDifference, Verdict::NotMeasured] {
+            assert!(!is_called_or_allowed(v, true), "{v:?}");
+        }
     }
 
     #[test]

@@ -1,25 +1,30 @@
-//! `volley compare A B [--metric M] [--fail-if-slower PCT] [--json PATH|-]`: B against A, cell
-//! by cell (docs/contract.md, "Comparisons").
+//! `volley compare A B [--metric M] [--fail-if-slower PCT [--allow-single]] [--force]
+//! [--wide] [--json PATH|-]`: B against A, cell by cell (docs/contract.md, "Comparisons").
 //!
 //! A and B are each a RunResult, a `suite.json` or a results folder. Cells pair by scenario,
 //! axes and server, with every repetition of a cell on each side; two sides of one series each
-//! (two single runs, say) pair with each other whatever their names. Per pair the headline
-//! metric — throughput in closed loop and ramp, corrected p99 in open loop, or `--metric` — is
-//! judged: with at least [`MIN_REPETITIONS`] a side by a two-sided Mann-Whitney U test at
-//! [`ALPHA`] ([`stats`]); with fewer the medians, their ratio and each side's range are shown
-//! and no call is made.
+//! (two single runs, say) pair with each other whatever their names. Runs are repetitions only
+//! when their `load_id` is equal (`loads`): a series holding several loads becomes one line
+//! per load, and a pair whose sides ran different loads is refused unless `--force`. Per pair
+//! the headline metric — throughput in closed loop and ramp, corrected p99 in open loop, or
+//! `--metric` — is judged: with at least [`MIN_REPETITIONS`] a side by a two-sided
+//! Mann-Whitney U test at [`ALPHA`] ([`stats`]); with fewer the medians, their ratio and each
+//! side's range are shown and no call is made, so `--fail-if-slower` fails on such a pair only
+//! with `--allow-single`.
 
 mod judge;
+mod loads;
 mod pairing;
 pub mod stats;
 mod table;
+mod text;
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 pub use judge::worse_pct;
-pub use table::{format_p, render};
+pub use table::{format_p, render, Layout};
 
 use crate::metric::{Metric, Stat};
 use crate::report::model::{LoadError, Report};
@@ -57,6 +62,37 @@ pub enum CompareError {
         /// Path of B.
         b: String,
     },
+    /// Pairs whose sides ran different loads (`load_id`), without `--force`.
+    #[error(
+        "{a} and {b}: {} ran a different load on each side (their load_id differs), so the \
+         runs are not repetitions of one test:\n{}\n\
+         --force compares them anyway, marking the lines whose loads differ",
+        if pairs.len() == 1 { "a pair".to_string() } else { format!("{} pairs", pairs.len()) },
+        pairs.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
+    )]
+    LoadsDiffer {
+        /// Path of A.
+        a: String,
+        /// Path of B.
+        b: String,
+        /// Each refused pair: its name and what differs (`run · host:port: A path /, duration_s
+        /// 3; B path /api/items, duration_s 2`).
+        pairs: Vec<String>,
+    },
+}
+
+/// How to compare: the flags of `volley compare` that change the result.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Options {
+    /// `--metric`: overrides each pair's headline.
+    pub metric: Option<Metric>,
+    /// `--fail-if-slower` in percent.
+    pub fail_pct: Option<f64>,
+    /// `--allow-single`: with fewer than [`MIN_REPETITIONS`] a side, `--fail-if-slower` judges
+    /// the medians alone instead of passing a difference that cannot be called.
+    pub allow_single: bool,
+    /// `--force`: compare pairs whose sides ran different loads, marking them.
+    pub force: bool,
 }
 
 /// The metrics every pair shows beside its headline, without a verdict.
@@ -141,6 +177,15 @@ pub struct Pair {
     /// Remarks (load modes that differ, a metric that was not measured).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// B's median is worse than A's by more than `--fail-if-slower`, whether or not the
+    /// difference could be called (false without the flag).
+    pub beyond_limit: bool,
+    /// The `load_id` of A's runs (null when none finished).
+    pub a_load_id: Option<String>,
+    /// The `load_id` of B's runs.
+    pub b_load_id: Option<String>,
+    /// The sides ran different loads and were compared only because of `--force`.
+    pub loads_differ: bool,
 }
 
 /// A series of one side without a counterpart on the other.
@@ -179,6 +224,10 @@ pub struct Comparison {
     pub min_repetitions: usize,
     /// `--fail-if-slower` in percent; null without it.
     pub fail_if_slower_pct: Option<f64>,
+    /// `--allow-single`: pairs with too few repetitions to call fail on their medians.
+    pub allow_single: bool,
+    /// `--force`: pairs of different loads were compared.
+    pub force: bool,
     /// Any pair is a regression (the exit code is then 1).
     pub regression: bool,
     /// The pairs, in A's order.
@@ -189,16 +238,14 @@ pub struct Comparison {
     pub only_in_b: Vec<Unpaired>,
 }
 
-/// Compares B against A. `metric` overrides each pair's headline; `fail_pct` is
-/// `--fail-if-slower` in percent.
+/// Compares B against A with the given [`Options`].
 pub fn compare(
     (a_name, a): (&str, &Report),
     (b_name, b): (&str, &Report),
-    metric: Option<Metric>,
-    fail_pct: Option<f64>,
+    opts: Options,
 ) -> Result<Comparison, CompareError> {
-    let sa = a.series();
-    let sb = b.series();
+    let sa = loads::split(a.series());
+    let sb = loads::split(b.series());
     let matched = pairing::matches(&sa, &sb);
     if matched.is_empty() {
         return Err(CompareError::NothingPairs {
@@ -208,9 +255,20 @@ pub fn compare(
             b_cells: pairing::describe(&sb),
         });
     }
+    let differing: Vec<String> = matched
+        .iter()
+        .filter_map(|&(i, j)| loads::difference(&sa[i], &sb[j]))
+        .collect();
+    if !differing.is_empty() && !opts.force {
+        return Err(CompareError::LoadsDiffer {
+            a: a_name.into(),
+            b: b_name.into(),
+            pairs: differing,
+        });
+    }
     let pairs: Vec<Pair> = matched
         .iter()
-        .map(|&(i, j)| judge::pair(&sa[i], &sb[j], metric, fail_pct))
+        .map(|&(i, j)| judge::pair(&sa[i], &sb[j], opts))
         .collect();
     if !pairing::any_finished(&sa, &sb, &matched) {
         return Err(CompareError::NoData {
@@ -226,10 +284,12 @@ pub fn compare(
         b: b_name.into(),
         a_title: a.title.clone(),
         b_title: b.title.clone(),
-        metric,
+        metric: opts.metric,
         alpha: ALPHA,
         min_repetitions: MIN_REPETITIONS,
-        fail_if_slower_pct: fail_pct,
+        fail_if_slower_pct: opts.fail_pct,
+        allow_single: opts.allow_single,
+        force: opts.force,
         regression: pairs.iter().any(|p| p.regression),
         pairs,
         only_in_a,

@@ -1,27 +1,46 @@
 //! Which series of A and B pair up: by scenario, axes and server, or the only series of each
-//! side with the other whatever their names (docs/contract.md, "Comparisons").
+//! side with the other whatever their names (docs/contract.md, "Comparisons"). Where a
+//! series of a side was split by load, its parts pair with the part of the other side that ran
+//! the same load.
 
+use super::loads::LoadSeries;
 use super::Unpaired;
-use crate::report::model::Series;
 
 /// Indexes `(in A, in B)` of the series that pair up, in A's order.
-pub(super) fn matches(sa: &[Series], sb: &[Series]) -> Vec<(usize, usize)> {
+pub(super) fn matches(sa: &[LoadSeries], sb: &[LoadSeries]) -> Vec<(usize, usize)> {
     if sa.len() == 1 && sb.len() == 1 {
         // Two single runs (or one cell each): there is only one thing to compare.
         return vec![(0, 0)];
     }
-    sa.iter()
-        .enumerate()
-        .filter_map(|(i, s)| {
-            sb.iter()
-                .position(|t| t.label == s.label && t.server == s.server)
-                .map(|j| (i, j))
-        })
-        .collect()
+    let same_cell = |x: &LoadSeries, y: &LoadSeries| {
+        x.base_label == y.base_label && x.series.server == y.series.server
+    };
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (i, x) in sa.iter().enumerate() {
+        let taken = |j: usize| out.iter().any(|m| m.1 == j);
+        let candidates: Vec<usize> = (0..sb.len())
+            .filter(|&j| same_cell(x, &sb[j]) && !taken(j))
+            .collect();
+        // The same load first; else, when each side holds this cell once, the two (whose
+        // loads the caller then checks).
+        let same_load = candidates
+            .iter()
+            .copied()
+            .find(|&j| x.load_id.is_some() && sb[j].load_id == x.load_id);
+        let alone = candidates.len() == 1 && sa.iter().filter(|t| same_cell(t, x)).count() == 1;
+        if let Some(j) = same_load.or(alone.then(|| candidates[0])) {
+            out.push((i, j));
+        }
+    }
+    out
 }
 
 /// Whether some pair has a finished run on both sides (otherwise there is nothing to judge).
-pub(super) fn any_finished(sa: &[Series], sb: &[Series], matched: &[(usize, usize)]) -> bool {
+pub(super) fn any_finished(
+    sa: &[LoadSeries],
+    sb: &[LoadSeries],
+    matched: &[(usize, usize)],
+) -> bool {
     matched
         .iter()
         .any(|&(i, j)| !sa[i].ok().is_empty() && !sb[j].ok().is_empty())
@@ -29,8 +48,8 @@ pub(super) fn any_finished(sa: &[Series], sb: &[Series], matched: &[(usize, usiz
 
 /// The series of A, then of B, that pair with nothing.
 pub(super) fn unpaired(
-    sa: &[Series],
-    sb: &[Series],
+    sa: &[LoadSeries],
+    sb: &[LoadSeries],
     matched: &[(usize, usize)],
 ) -> (Vec<Unpaired>, Vec<Unpaired>) {
     let only_in_a = (0..sa.len())
@@ -45,22 +64,22 @@ pub(super) fn unpaired(
 }
 
 /// One series without a counterpart.
-fn unpaired_one(s: &Series) -> Unpaired {
+fn unpaired_one(s: &LoadSeries) -> Unpaired {
     Unpaired {
-        label: s.label.clone(),
-        server: s.server.clone(),
+        label: s.series.label.clone(),
+        server: s.series.server.clone(),
         finished: s.ok().len(),
     }
 }
 
 /// The series of one side as a list for an error message (`no cells` for none).
-pub(super) fn describe(series: &[Series]) -> String {
+pub(super) fn describe(series: &[LoadSeries]) -> String {
     if series.is_empty() {
         return "no cells".into();
     }
     series
         .iter()
-        .map(|s| format!("`{} · {}`", s.label, s.server))
+        .map(|s| format!("`{} · {}`", s.series.label, s.series.server))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -1,19 +1,28 @@
 //! The comparison as a table: one line per pair, then the notes, a legend, the unpaired series
-//! and the regressions (docs/contract.md, "Comparisons").
+//! and the regressions (docs/contract.md, "Comparisons"). By default it fits 100 columns: the
+//! headline metric only, each side's range under its median, long names and verdicts wrapped;
+//! `--wide` gives one line per pair with every detail.
 
+use super::text::{self, Align};
 use super::{worse_pct, Comparison, MetricDiff, Pair, Verdict, ALPHA, MIN_REPETITIONS};
+use crate::metric::Metric;
 
-/// How a column's cells line up.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Align {
-    /// Text.
-    Left,
-    /// Numbers.
-    Right,
+/// The width the default layout fits, table and prose.
+pub const FIT_COLUMNS: usize = 100;
+
+/// How the table is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Fits 100 columns: pair, (metric), A, B, B/A, change, verdict.
+    #[default]
+    Fitted,
+    /// `--wide`: one line per pair with the direction, ranges, the test's U and the
+    /// secondary metrics (p50, p99, errors, CPU/req) of both sides.
+    Wide,
 }
 
-/// The columns: header and alignment.
-const COLUMNS: [(&str, Align); 13] = [
+/// The columns of `--wide`: header and alignment.
+const WIDE_COLUMNS: [(&str, Align); 13] = [
     ("scenario", Align::Left),
     ("server", Align::Left),
     ("metric", Align::Left),
@@ -30,63 +39,169 @@ const COLUMNS: [(&str, Align); 13] = [
 ];
 
 /// The comparison as a table, one line per pair, then the notes, a legend, the unpaired series
-/// and, with `--fail-if-slower`, the regressions.
-pub fn render(c: &Comparison) -> String {
+/// and, with `--fail-if-slower`, the regressions and the differences that were not called.
+pub fn render(c: &Comparison, layout: Layout) -> String {
+    let max = match layout {
+        Layout::Fitted => Some(FIT_COLUMNS),
+        Layout::Wide => None,
+    };
+    let para = |t: &str, indent: usize| match max {
+        Some(w) => text::paragraph(t, w, indent),
+        None => format!("{t}\n"),
+    };
     let mut notes: Vec<String> = Vec::new();
-    let rows: Vec<Vec<String>> = c.pairs.iter().map(|p| row(p, &mut notes)).collect();
-    let mut out = format!("A: {} ({})\nB: {} ({})\n\n", c.a, c.a_title, c.b, c.b_title);
-    out += &table(&rows);
-    for (i, n) in notes.iter().enumerate() {
-        out += &format!("[{}] {n}\n", i + 1);
+    let mut out = para(&format!("A: {} ({})", c.a, c.a_title), 3);
+    out += &para(&format!("B: {} ({})", c.b, c.b_title), 3);
+    out.push('\n');
+    let one_metric = single_metric(c).filter(|_| layout == Layout::Fitted);
+    if let Some(m) = one_metric {
+        out += &para(
+            &format!("metric: {}, {} is better", m.label(), m.better()),
+            2,
+        );
     }
-    out += &legend(c);
-    out += &unpaired(c);
+    let rows: Vec<Vec<String>> = c
+        .pairs
+        .iter()
+        .map(|p| row(p, layout, one_metric.is_none(), &mut notes))
+        .collect();
+    out += &match layout {
+        Layout::Fitted => {
+            let cols = fitted_columns(one_metric.is_none());
+            text::table(&cols, &rows, max)
+        }
+        Layout::Wide => text::table(&WIDE_COLUMNS, &rows, None),
+    };
+    for (i, n) in notes.iter().enumerate() {
+        out += &para(&format!("[{}] {n}", i + 1), 4);
+    }
+    out.push('\n');
+    for l in legend(c, layout) {
+        out += &para(&l, 2);
+    }
+    for l in unpaired(c) {
+        out += &para(&l, 2);
+    }
     if let Some(limit) = c.fail_if_slower_pct {
-        out += &regressions(c, limit);
+        out.push('\n');
+        for l in fail_lines(c, limit) {
+            out += &para(&l, 2);
+        }
     }
     out
 }
 
+/// The metric every pair shares, when they do.
+fn single_metric(c: &Comparison) -> Option<Metric> {
+    let first = c.pairs.first()?.headline.metric;
+    c.pairs
+        .iter()
+        .all(|p| p.headline.metric == first)
+        .then_some(first)
+}
+
+/// The columns of the fitted layout; `metric` when the pairs' metrics differ.
+fn fitted_columns(metric: bool) -> Vec<(&'static str, Align)> {
+    let mut cols = vec![("pair", Align::Left)];
+    if metric {
+        cols.push(("metric", Align::Left));
+    }
+    cols.extend([
+        ("A", Align::Right),
+        ("B", Align::Right),
+        ("B/A", Align::Right),
+        ("change", Align::Right),
+        ("verdict", Align::Left),
+    ]);
+    cols
+}
+
 /// The cells of one pair; its notes are appended to `notes` and referred to by number.
-fn row(p: &Pair, notes: &mut Vec<String>) -> Vec<String> {
+fn row(p: &Pair, layout: Layout, metric_column: bool, notes: &mut Vec<String>) -> Vec<String> {
     let m = p.headline.metric;
-    let side = |v: Option<f64>, r: Option<[f64; 2]>, n: usize| match v {
-        None => "-".to_string(),
-        Some(v) if n > 1 => {
-            let r = r.unwrap_or([v, v]);
-            format!("{} ({}–{})", m.format(v), m.format(r[0]), m.format(r[1]))
-        }
-        Some(v) => m.format(v),
-    };
-    let mut verdict = verdict_text(p);
+    let mut verdict = verdict_text(p, layout);
     for note in &p.notes {
         notes.push(note.clone());
-        verdict += &format!(" [{}]", notes.len());
+        let tag = if p.loads_differ && note.starts_with("loads differ") {
+            "; loads differ"
+        } else {
+            ""
+        };
+        verdict += &format!("{tag} [{}]", notes.len());
     }
     if p.regression {
         verdict += " REGRESSION";
     }
-    let mut row = vec![
-        match &p.b_label {
-            Some(b) => format!("{} vs {b}", p.label),
-            None => p.label.clone(),
-        },
-        match &p.b_server {
-            Some(b) => format!("{} vs {b}", p.server),
-            None => p.server.clone(),
-        },
-        m.label().to_string(),
-        p.headline.better.to_string(),
-        side(p.headline.a, p.a_range, p.n_a),
-        side(p.headline.b, p.b_range, p.n_b),
-        p.headline.ratio.map_or("-".into(), |r| format!("{r:.3}")),
-        p.headline
-            .change_pct
-            .map_or("-".into(), |c| format!("{c:+.1}%")),
-        verdict,
-    ];
-    row.extend(p.secondary.iter().map(a_to_b));
-    row
+    let ratio = p.headline.ratio.map_or("-".into(), |r| format!("{r:.3}"));
+    let change = p
+        .headline
+        .change_pct
+        .map_or("-".into(), |c| format!("{c:+.1}%"));
+    match layout {
+        Layout::Fitted => {
+            let mut row = vec![pair_name(p)];
+            if metric_column {
+                row.push(m.label().to_string());
+            }
+            row.extend([
+                side(m, p.headline.a, p.a_range, p.n_a, "\n"),
+                side(m, p.headline.b, p.b_range, p.n_b, "\n"),
+                ratio,
+                change,
+                verdict,
+            ]);
+            row
+        }
+        Layout::Wide => {
+            let mut row = vec![
+                both(&p.label, p.b_label.as_deref()),
+                both(&p.server, p.b_server.as_deref()),
+                m.label().to_string(),
+                p.headline.better.to_string(),
+                side(m, p.headline.a, p.a_range, p.n_a, " "),
+                side(m, p.headline.b, p.b_range, p.n_b, " "),
+                ratio,
+                change,
+                verdict,
+            ];
+            row.extend(p.secondary.iter().map(a_to_b));
+            row
+        }
+    }
+}
+
+/// `a`, or `a vs b` when B's differs.
+fn both(a: &str, b: Option<&str>) -> String {
+    match b {
+        Some(b) => format!("{a} vs {b}"),
+        None => a.to_string(),
+    }
+}
+
+/// `scenario axes · server`, with B's where they differ.
+fn pair_name(p: &Pair) -> String {
+    format!(
+        "{} · {}",
+        both(&p.label, p.b_label.as_deref()),
+        both(&p.server, p.b_server.as_deref())
+    )
+}
+
+/// A side's median, with its min–max after `sep` when it has more than one repetition.
+fn side(m: Metric, v: Option<f64>, r: Option<[f64; 2]>, n: usize, sep: &str) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(v) if n > 1 => {
+            let r = r.unwrap_or([v, v]);
+            let range = format!("{}–{}", m.format(r[0]), m.format(r[1]));
+            if sep == " " {
+                format!("{} ({range})", m.format(v))
+            } else {
+                format!("{}{sep}{range}", m.format(v))
+            }
+        }
+        Some(v) => m.format(v),
+    }
 }
 
 /// A secondary metric as `A → B` (`-` when neither side has it).
@@ -114,12 +229,14 @@ pub fn format_p(p: f64) -> String {
 }
 
 /// The verdict column: the call with its test, or why there is none.
-fn verdict_text(p: &Pair) -> String {
+fn verdict_text(p: &Pair, layout: Layout) -> String {
     let n = format!("n={}/{}", p.n_a, p.n_b);
+    let wide = layout == Layout::Wide;
     match p.verdict {
-        Verdict::TooFew => {
-            format!("too few repetitions to call ({n}; need {MIN_REPETITIONS} a side)")
+        Verdict::TooFew if wide => {
+            format!("cannot be called: too few repetitions ({n}; need {MIN_REPETITIONS} a side)")
         }
+        Verdict::TooFew => format!("cannot be called ({n})"),
         Verdict::NotMeasured => "not measured".into(),
         v => {
             let word = match v {
@@ -127,105 +244,121 @@ fn verdict_text(p: &Pair) -> String {
                 Verdict::Slower => "slower",
                 _ => "no significant difference",
             };
-            format!(
-                "{word} ({}, U={}, {n})",
-                format_p(p.p_value.unwrap_or(1.0)),
-                p.u.unwrap_or(0.0)
-            )
+            let test = format_p(p.p_value.unwrap_or(1.0));
+            if wide {
+                format!("{word} ({test}, U={}, {n})", p.u.unwrap_or(0.0))
+            } else {
+                format!("{word} ({test})")
+            }
         }
     }
 }
 
-/// The header, a rule and the rows, each column as wide as its widest cell.
-fn table(rows: &[Vec<String>]) -> String {
-    let header: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
-    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (w, cell) in width.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
+/// What the numbers are and how the verdicts are made, a paragraph per line.
+fn legend(c: &Comparison, layout: Layout) -> Vec<String> {
+    let mut out = vec![format!(
+        "A and B are medians over the finished repetitions ({}); B/A above 1 means B is higher.",
+        match layout {
+            Layout::Fitted => "min–max under them with more than one",
+            Layout::Wide => "min–max with more than one",
         }
-    }
-    let mut out = line(&header, &width);
-    out += &line(
-        &width.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>(),
-        &width,
+    )];
+    let mut verdicts = format!(
+        "Verdicts need {MIN_REPETITIONS}+ repetitions a side: two-sided Mann-Whitney U test, \
+         α = {ALPHA}; \"faster\" means better in the metric's direction."
     );
-    for r in rows {
-        out += &line(r, &width);
+    if c.pairs.iter().any(|p| p.verdict == Verdict::TooFew) {
+        verdicts += " \"cannot be called\": too few repetitions to call, so no test was made \
+                     and B/A is the ratio of the medians alone, not a finding.";
     }
+    out.push(verdicts);
+    let metric = match c.metric {
+        Some(m) => format!("Metric: {} (--metric).", m.label()),
+        None => "Metric: req/s in closed loop and ramp, corrected p99 in open loop (--metric \
+                 chooses)."
+            .into(),
+    };
+    out.push(match layout {
+        Layout::Fitted => format!(
+            "{metric} --wide: one line per pair with U and both sides' p50, p99, errors and \
+             CPU/req; --json: everything."
+        ),
+        Layout::Wide => metric,
+    });
     out
-}
-
-/// One line of the table, its cells padded to `width` by their column's alignment.
-fn line(cells: &[String], width: &[usize]) -> String {
-    let mut s = String::new();
-    for ((cell, w), (_, align)) in cells.iter().zip(width).zip(&COLUMNS) {
-        let pad = " ".repeat(w - cell.chars().count());
-        match align {
-            Align::Left => {
-                s += cell;
-                s += &pad;
-            }
-            Align::Right => {
-                s += &pad;
-                s += cell;
-            }
-        }
-        s += "  ";
-    }
-    s.trim_end().to_string() + "\n"
-}
-
-/// What the numbers are and how the verdicts are made.
-fn legend(c: &Comparison) -> String {
-    format!(
-        "\nA and B are medians over the finished repetitions (min–max with more than one); B/A above 1 means B is higher.\n\
-         Metric: {}. Verdicts with {MIN_REPETITIONS}+ repetitions a side: two-sided Mann-Whitney U test, α = {ALPHA}; \"faster\" means better in the metric's direction.\n",
-        match c.metric {
-            Some(m) => format!("{} (--metric)", m.label()),
-            None => "req/s in closed loop and ramp, corrected p99 in open loop".into(),
-        }
-    )
 }
 
 /// `only in A: …` and `only in B: …` lines.
-fn unpaired(c: &Comparison) -> String {
-    let mut out = String::new();
+fn unpaired(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
     for (side, list) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
         for u in list {
-            out += &format!(
-                "only in {side}: {} · {} ({} finished)\n",
+            out.push(format!(
+                "only in {side}: {} · {} ({} finished)",
                 u.label, u.server, u.finished
-            );
+            ));
         }
     }
     out
 }
 
-/// The regressions beyond `--fail-if-slower limit`, or a line saying there is none.
-fn regressions(c: &Comparison, limit: f64) -> String {
-    let bad: Vec<&Pair> = c.pairs.iter().filter(|p| p.regression).collect();
-    if bad.is_empty() {
-        return format!("\nno regression beyond {limit}%\n");
-    }
-    let mut out = String::new();
-    for p in bad {
+/// What `--fail-if-slower limit` judged: the rule in force, the regressions, and the pairs
+/// worse than the limit by their medians that are not regressions, with the reason.
+fn fail_lines(c: &Comparison, limit: f64) -> Vec<String> {
+    let mut out = vec![if c.allow_single {
+        format!(
+            "--fail-if-slower {limit}% --allow-single: a pair fails when the test calls it \
+             slower, or, with fewer than {MIN_REPETITIONS} repetitions a side, on its medians \
+             alone."
+        )
+    } else {
+        format!(
+            "--fail-if-slower {limit}%: a pair fails only when the test calls it slower \
+             ({MIN_REPETITIONS}+ repetitions a side); --allow-single also fails pairs with fewer \
+             on their medians alone."
+        )
+    }];
+    for p in c.pairs.iter().filter(|p| p.beyond_limit) {
         let m = p.headline.metric;
         let worse = match (p.headline.a, p.headline.b) {
             (Some(a), Some(b)) => worse_pct(m, a, b),
             _ => f64::NAN,
         };
-        out += &format!(
-            "\nregression: {} · {}: {} {} worse than A (limit {limit}%)\n",
-            p.label,
-            p.server,
-            m.label(),
-            if worse.is_finite() {
-                format!("{worse:.1}%")
-            } else {
-                "infinitely".into()
-            }
+        let by = if worse.is_finite() {
+            format!("{worse:.1}%")
+        } else {
+            "infinitely".into()
+        };
+        let n = format!("n={}/{}", p.n_a, p.n_b);
+        let what = format!(
+            "{}: {} {by} worse than A (limit {limit}%)",
+            pair_name(p),
+            m.label()
         );
+        out.push(match (p.regression, p.verdict) {
+            (true, Verdict::TooFew) => {
+                format!("regression: {what}, by the medians alone ({n}; --allow-single)")
+            }
+            (true, _) => format!(
+                "regression: {what}, called slower ({})",
+                format_p(p.p_value.unwrap_or(1.0))
+            ),
+            (false, Verdict::TooFew) => format!(
+                "not a regression: {what} by the medians, but {n} is too few repetitions to \
+                 call (--allow-single would fail it)"
+            ),
+            (false, v) => format!(
+                "not a regression: {what} by the medians, but the test finds {} ({})",
+                match v {
+                    Verdict::Faster => "B faster",
+                    _ => "no significant difference",
+                },
+                format_p(p.p_value.unwrap_or(1.0))
+            ),
+        });
+    }
+    if !c.regression {
+        out.push(format!("no regression beyond {limit}%"));
     }
     out
 }

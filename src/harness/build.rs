@@ -17,13 +17,20 @@ pub(super) struct FailedBuild {
 }
 
 impl Harness<'_> {
-    /// Builds every managed server once; returns the failed ones by server name.
-    pub(super) fn build_all(&mut self) -> BTreeMap<String, FailedBuild> {
+    /// Builds every managed server once, but those `skipped` (a required program is missing);
+    /// returns the failed ones by server name.
+    pub(super) fn build_all(
+        &mut self,
+        skipped: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, FailedBuild> {
         let mut failed = BTreeMap::new();
         for s in self.suite.servers.clone() {
             let ServerKind::Managed(m) = &s.kind else {
                 continue;
             };
+            if skipped.contains_key(&s.name) {
+                continue;
+            }
             let Some(line) = &m.build else { continue };
             let Some(bi) = self.index.builds.iter().position(|b| b.server == s.name) else {
                 continue;

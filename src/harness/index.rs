@@ -71,10 +71,16 @@ fn pending_builds(suite: &SuiteConfig) -> Vec<BuildRow> {
 }
 
 impl Harness<'_> {
-    /// First output line of each server's `version` command (10 s at most).
-    pub(super) fn record_versions(&mut self) {
+    /// First output line of each server's `version` command (10 s at most); a server
+    /// `skipped` for a missing program is `not installed`.
+    pub(super) fn record_versions(&mut self, skipped: &BTreeMap<String, String>) {
         for s in &self.suite.servers {
             let Some(cmd) = &s.version else { continue };
+            if skipped.contains_key(&s.name) {
+                let v = "not installed".to_string();
+                self.index.env.tools.insert(s.name.clone(), v);
+                continue;
+            }
             let dir = match &s.kind {
                 ServerKind::Managed(m) => m.dir.clone(),
                 _ => PathBuf::from("."),

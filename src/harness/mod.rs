@@ -13,6 +13,7 @@ pub mod matrix;
 pub mod pinning;
 pub mod progress;
 mod record;
+pub mod tools;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -75,6 +76,10 @@ pub struct Outcome {
     pub ok: usize,
     /// Cells that failed (controls excluded).
     pub failed: usize,
+    /// Servers skipped because a program they require is not installed, with the reason.
+    pub unavailable: BTreeMap<String, String>,
+    /// Their cells.
+    pub skipped: usize,
     /// A threshold broke in some cell.
     pub thresholds_broken: bool,
     /// `suite.json` or a report could not be written in the end.
@@ -163,22 +168,32 @@ impl Harness<'_> {
     pub fn run(mut self) -> Outcome {
         let t_start = Instant::now();
         let mut prog = progress::Progress::new(&self.cells);
+        let path = std::env::var_os("PATH");
+        let missing = tools::unavailable(&self.suite, path.as_deref());
+        for (i, c) in self.cells.iter().enumerate() {
+            if missing.contains_key(&c.server) {
+                prog.skip(i);
+            }
+        }
         let header = prog.header(&self.suite, &self.out_dir);
         self.log.line(&header);
-        let failed_builds = self.build_all();
+        self.skip_unavailable(&missing);
+        let failed_builds = self.build_all(&missing);
         // After the builds: a version command may need what they made (a venv's python).
-        self.record_versions();
+        self.record_versions(&missing);
         self.save_index_or_warn();
         self.pin_client();
         for i in 0..self.cells.len() {
             if self.interrupted() {
                 break;
             }
-            self.run_one(i, &mut prog, &failed_builds, t_start);
+            if !missing.contains_key(&self.cells[i].server) {
+                self.run_one(i, &mut prog, &failed_builds, t_start);
+            }
         }
         let interrupted = self.interrupted();
         self.finish(interrupted);
-        self.outcome(interrupted, t_start)
+        self.outcome(interrupted, t_start, missing)
     }
 
     /// Pins volley to `client_cpus`; when that fails the suite runs unpinned and says so.
@@ -239,9 +254,19 @@ impl Harness<'_> {
     }
 
     /// How the suite ended, counted from its rows.
-    fn outcome(&self, interrupted: bool, t_start: Instant) -> Outcome {
+    fn outcome(
+        &self,
+        interrupted: bool,
+        t_start: Instant,
+        unavailable: BTreeMap<String, String>,
+    ) -> Outcome {
         let rows = &self.index.rows;
         Outcome {
+            skipped: rows
+                .iter()
+                .filter(|r| r.status == CellStatus::Skipped && unavailable.contains_key(&r.server))
+                .count(),
+            unavailable,
             report: self.report(),
             cells: rows.len(),
             ok: rows.iter().filter(|r| r.status == CellStatus::Ok).count(),

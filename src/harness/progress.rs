@@ -15,7 +15,8 @@ const FIRST_GUESS_OVERHEAD: Duration = Duration::from_secs(2);
 
 /// The matrix's clock.
 pub struct Progress {
-    planned: Vec<Duration>,
+    /// Each cell's warm-up and measured time; None for a cell that will not run.
+    planned: Vec<Option<Duration>>,
     done: usize,
     overhead_sum: Duration,
 }
@@ -24,7 +25,7 @@ impl Progress {
     /// For the cells about to run.
     pub fn new(cells: &[PlannedCell]) -> Self {
         Progress {
-            planned: cells.iter().map(|c| c.cell.planned()).collect(),
+            planned: cells.iter().map(|c| Some(c.cell.planned())).collect(),
             done: 0,
             overhead_sum: Duration::ZERO,
         }
@@ -55,8 +56,14 @@ impl Progress {
         };
         self.planned[i.min(self.planned.len())..]
             .iter()
+            .flatten()
             .map(|p| *p + overhead)
             .sum()
+    }
+
+    /// Cell `i` will not run (its server is skipped): it leaves the estimate.
+    pub fn skip(&mut self, i: usize) {
+        self.planned[i] = None;
     }
 
     /// The line printed when cell `i` starts.
@@ -83,7 +90,7 @@ impl Progress {
     /// Cell `i` took `wall`.
     pub fn finished(&mut self, i: usize, wall: Duration) {
         self.done += 1;
-        self.overhead_sum += wall.saturating_sub(self.planned[i]);
+        self.overhead_sum += wall.saturating_sub(self.planned[i].unwrap_or_default());
     }
 }
 

@@ -59,8 +59,12 @@ impl Cell {
 /// Cells that differ only by repetition: one line of a comparison table.
 #[derive(Debug, Clone)]
 pub struct Series<'a> {
-    /// Scenario and axes.
+    /// Scenario and axes, and what differs when one label holds several loads.
     pub label: String,
+    /// Scenario and axes alone (what pairs cells across results).
+    pub base_label: String,
+    /// The `load_id` of the finished repetitions (None when none finished).
+    pub load_id: Option<String>,
     /// Server.
     pub server: String,
     /// Every repetition, in order.
@@ -193,67 +197,65 @@ impl Report {
     }
 
     /// Cells grouped by scenario+axes, then server, in order of first appearance. Runs are
-    /// repetitions only when their load is the same (`load_id`): runs of different loads under
-    /// one label (single runs are all labelled `run`) become separate series, labelled by what
-    /// differs.
+    /// repetitions only when their load is the same (`load_id` of the finished runs): runs of
+    /// different loads under one label (single runs are all labelled `run`) become separate
+    /// series, labelled by what differs. Cells that did not finish join their label's first
+    /// series.
     pub fn series(&self) -> Vec<Series<'_>> {
-        let mut groups: Vec<(Series, Option<String>)> = Vec::new();
+        let mut out: Vec<Series> = Vec::new();
         for c in &self.cells {
             let label = c.label();
-            let id = c.result.as_ref().map(load_id);
-            // A cell without a result (failed, skipped) joins its label's first series.
-            match groups.iter_mut().find(|(s, gid)| {
-                s.label == label && s.server == c.server && (id.is_none() || *gid == id)
-            }) {
-                Some((s, gid)) => {
+            let id = c
+                .result
+                .as_ref()
+                .filter(|_| c.status == CellStatus::Ok)
+                .map(load_id);
+            let same = |s: &Series| {
+                s.base_label == label
+                    && s.server == c.server
+                    && (id.is_none() || s.load_id.is_none() || s.load_id == id)
+            };
+            match out.iter_mut().find(|s| same(s)) {
+                Some(s) => {
                     s.cells.push(c);
-                    if gid.is_none() {
-                        *gid = id;
+                    if s.load_id.is_none() {
+                        s.load_id = id;
                     }
                 }
-                None => groups.push((
-                    Series {
-                        label,
-                        server: c.server.clone(),
-                        cells: vec![c],
-                    },
-                    id,
-                )),
+                None => out.push(Series {
+                    label: label.clone(),
+                    base_label: label,
+                    load_id: id,
+                    server: c.server.clone(),
+                    cells: vec![c],
+                }),
             }
         }
-        label_by_load(&mut groups);
-        let mut out: Vec<Series> = groups.into_iter().map(|(s, _)| s).collect();
+        label_by_load(&mut out);
         // Keep each scenario's servers together even when repetitions interleave them.
-        let order: Vec<String> = {
-            let mut o = Vec::new();
-            for s in &out {
-                if !o.contains(&s.label) {
-                    o.push(s.label.clone());
-                }
+        let mut order: Vec<String> = Vec::new();
+        for s in &out {
+            if !order.contains(&s.base_label) {
+                order.push(s.base_label.clone());
             }
-            o
-        };
-        out.sort_by_key(|s| order.iter().position(|l| *l == s.label));
+        }
+        out.sort_by_key(|s| order.iter().position(|l| *l == s.base_label));
         out
     }
 }
 
 /// Series that share a label but not a load get the fields in which their loads differ
-/// added to the label: `run (path /delay?ms=1, mode open, connections 5)`.
-fn label_by_load(groups: &mut [(Series, Option<String>)]) {
-    let mut labels: Vec<String> = groups.iter().map(|(s, _)| s.label.clone()).collect();
+/// added to the label: `run (/delay?ms=1, open loop, -c 5)`.
+fn label_by_load(series: &mut [Series]) {
+    let mut labels: Vec<String> = series.iter().map(|s| s.base_label.clone()).collect();
     labels.sort();
     labels.dedup();
     for label in labels {
-        let members: Vec<usize> = (0..groups.len())
-            .filter(|&i| groups[i].0.label == label)
+        // Series without a finished run say nothing about their load.
+        let members: Vec<usize> = (0..series.len())
+            .filter(|&i| series[i].base_label == label && series[i].load_id.is_some())
             .collect();
-        // Series without a result (failed, skipped) say nothing about their load.
-        let members: Vec<usize> = members
-            .into_iter()
-            .filter(|&i| groups[i].1.is_some())
-            .collect();
-        let mut ids: Vec<&Option<String>> = members.iter().map(|&i| &groups[i].1).collect();
+        let mut ids: Vec<&Option<String>> = members.iter().map(|&i| &series[i].load_id).collect();
         ids.sort();
         ids.dedup();
         if ids.len() < 2 {
@@ -262,7 +264,7 @@ fn label_by_load(groups: &mut [(Series, Option<String>)]) {
         let keys: Vec<LoadKey> = members
             .iter()
             .map(|&i| {
-                groups[i].0.ok().first().map_or_else(LoadKey::new, |r| {
+                series[i].ok().first().map_or_else(LoadKey::new, |r| {
                     let mut k = LoadKey::of_result(r);
                     k.push("load_id", load_id(r));
                     k
@@ -272,7 +274,7 @@ fn label_by_load(groups: &mut [(Series, Option<String>)]) {
         let diffs = labels_of(&keys);
         for (&i, diff) in members.iter().zip(diffs) {
             if !diff.is_empty() {
-                groups[i].0.label = format!("{label} ({diff})");
+                series[i].label = format!("{label} ({diff})");
             }
         }
     }

@@ -109,6 +109,8 @@ pub enum BuildStatus {
     Ok,
     /// The build command failed; the server's cells fail with it.
     Failed,
+    /// Not run: a program the server requires is not installed; its cells are skipped.
+    Skipped,
 }
 
 impl BuildStatus {
@@ -118,6 +120,7 @@ impl BuildStatus {
             BuildStatus::Pending => "pending",
             BuildStatus::Ok => "ok",
             BuildStatus::Failed => "failed",
+            BuildStatus::Skipped => "skipped",
         }
     }
 }

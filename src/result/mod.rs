@@ -89,7 +89,9 @@ pub struct RunResult {
     pub latency_lower_bound: bool,
     /// From the first byte written to the last byte read.
     pub service_time_us: Percentiles,
-    /// Open loop: how late requests left compared with their due time; null in closed loop.
+    /// Open loop: the pacer's own lag, write time − the later of the due time and the moment a
+    /// connection was free for the request (waiting for a busy server's connection is in
+    /// `latency_us`, not here); null in closed loop.
     pub schedule_lag_us: Option<Percentiles>,
     /// `latency_us` histogram, HdrHistogram V2 compressed, base64.
     pub latency_hdr: String,

@@ -113,6 +113,9 @@ pub struct Managed {
     pub ready_path: String,
     /// How long to poll before giving up.
     pub ready_timeout: Duration,
+    /// Programs build and start need (`requires`): when one is missing the server's cells are
+    /// skipped with a note instead of failing.
+    pub requires: Vec<String>,
 }
 
 /// One `[[scenario]]`, expanded.

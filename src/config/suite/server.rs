@@ -23,6 +23,7 @@ const SERVER_KEYS: &[&str] = &[
     "url",
     "control",
     "version",
+    "requires",
 ];
 
 /// The keys of a managed server's lifecycle, which a `url` or control server cannot have.
@@ -33,6 +34,7 @@ const LIFECYCLE_KEYS: &[&str] = &[
     "env",
     "ready_path",
     "ready_timeout",
+    "requires",
 ];
 
 /// Every `[[server]]` of `doc` in file order; a suite needs at least one.
@@ -119,6 +121,10 @@ fn managed(r: &TomlReader, t: &DeTable, sv: &Val, at: &str) -> Result<Managed, S
         Some(v) => ready_timeout(r, v, at)?,
         None => Duration::from_secs(30),
     };
+    let requires = match t.get("requires") {
+        Some(v) => requires(r, v, at)?,
+        None => Vec::new(),
+    };
     Ok(Managed {
         dir,
         build,
@@ -126,7 +132,36 @@ fn managed(r: &TomlReader, t: &DeTable, sv: &Val, at: &str) -> Result<Managed, S
         env,
         ready_path,
         ready_timeout,
+        requires,
     })
+}
+
+/// `requires = ["go"]` (or one string): programs the server's build and start need; each a
+/// name looked up on PATH, or a path.
+fn requires(r: &TomlReader, v: &Val, at: &str) -> Result<Vec<String>, SuiteError> {
+    let bad = |span, what: &str| {
+        r.err(
+            span,
+            Some("requires"),
+            format!("{at}: requires: {what} (expected program names, e.g. requires = [\"go\"])"),
+        )
+    };
+    let items: Vec<&Val> = match v.get_ref() {
+        DeValue::Array(a) => a.iter().collect(),
+        DeValue::String(_) => vec![v],
+        _ => return Err(bad(v.span(), "must be a string or a list of strings")),
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let DeValue::String(s) = item.get_ref() else {
+            return Err(bad(item.span(), "must be a string or a list of strings"));
+        };
+        if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c == '\0') {
+            return Err(bad(item.span(), &format!("`{s}` is not a program name")));
+        }
+        out.push(s.to_string());
+    }
+    Ok(out)
 }
 
 /// `dir`: a folder that exists now, so a typo fails before any build runs.

@@ -154,12 +154,14 @@ fn speed_sentence(g: &Group) -> Option<String> {
     let speed = by_speed(g);
     match speed.as_slice() {
         [] => None,
-        [(r, s)] => Some(format!(
-            "{}: {} req/s (median of {}).",
-            r.series.server,
-            rate(s.median),
-            r.ok.len()
-        )),
+        [(r, s)] => Some(match r.ok.len() {
+            1 => format!("{}: {} req/s.", r.series.server, rate(s.median)),
+            n => format!(
+                "{}: {} req/s (median of {n}).",
+                r.series.server,
+                rate(s.median)
+            ),
+        }),
         [(a, sa), (b, sb), ..] => {
             let lead = sa.median / sb.median;
             let mut line = format!(

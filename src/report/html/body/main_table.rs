@@ -1,5 +1,6 @@
 //! A group's main table: one row per server with throughput, latency percentiles, errors,
-//! status codes, server cost, runs and notes.
+//! status codes, server cost, runs and notes — the columns that say something for this group
+//! only (a single run has no range, no "vs fastest" and no runs column).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -11,41 +12,82 @@ use crate::report::html::{escape_html as esc, Group, Row};
 use crate::result::RunResult;
 use crate::units::{bytes, micros, rate, thousands};
 
-/// Columns of a group's main table.
-const MAIN_COLUMNS: [&str; 17] = [
-    "server",
-    "req/s",
-    "min",
-    "max",
-    "vs fastest",
-    "p50",
-    "p90",
-    "p99",
-    "p99.9",
-    "p99.99",
-    "max latency",
-    "errors",
-    "status codes",
-    "CPU/req",
-    "peak RSS",
-    "runs",
-    "notes",
-];
+/// Which of the optional columns a group's main table has: each only when it can say
+/// something (one run has no range, one server no "vs fastest").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shown {
+    /// `min` and `max` req/s: some server has several finished repetitions.
+    range: bool,
+    /// `vs fastest`: at least two servers compete.
+    vs_fastest: bool,
+    /// `runs`: some server has several repetitions or one that did not finish.
+    runs: bool,
+    /// `notes`: some server has a note or a failure.
+    notes: bool,
+}
+
+impl Shown {
+    fn of(g: &Group) -> Shown {
+        Shown {
+            range: g.rows.iter().any(|r| r.ok.len() > 1),
+            vs_fastest: by_speed(g).len() > 1,
+            runs: g
+                .rows
+                .iter()
+                .any(|r| r.series.cells.len() != 1 || r.ok.len() != 1),
+            notes: g
+                .rows
+                .iter()
+                .any(|r| !name_and_notes(r, &r.results()).1.is_empty() || !r.failures().is_empty()),
+        }
+    }
+
+    /// The header of the table.
+    fn columns(self) -> Vec<&'static str> {
+        let mut c = vec!["server", "req/s"];
+        if self.range {
+            c.extend(["min", "max"]);
+        }
+        if self.vs_fastest {
+            c.push("vs fastest");
+        }
+        c.extend([
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "p99.99",
+            "max latency",
+            "errors",
+            "status codes",
+            "CPU/req",
+            "peak RSS",
+        ]);
+        if self.runs {
+            c.push("runs");
+        }
+        if self.notes {
+            c.push("notes");
+        }
+        c
+    }
+}
 
 /// A group's main table, one row per server; "vs fastest" is relative to the fastest
 /// contender.
 pub(super) fn main_table(o: &mut String, g: &Group) {
     let fastest = by_speed(g).first().map(|(_, s)| s.median);
-    thead(o, &MAIN_COLUMNS);
+    let shown = Shown::of(g);
+    thead(o, &shown.columns());
     for row in &g.rows {
-        server_row(o, row, fastest);
+        server_row(o, row, fastest, shown);
     }
     tend(o);
 }
 
 /// One server's row: its name and badges, then either the measurements or, when no
 /// repetition finished, one wide cell with the reasons.
-fn server_row(o: &mut String, row: &Row, fastest: Option<f64>) {
+fn server_row(o: &mut String, row: &Row, fastest: Option<f64>, shown: Shown) {
     let rs = row.results();
     let (name, notes) = name_and_notes(row, &rs);
     let fail_reasons = fail_reasons(row);
@@ -61,10 +103,10 @@ fn server_row(o: &mut String, row: &Row, fastest: Option<f64>) {
         row.server % 10
     );
     if rs.is_empty() {
-        nothing_finished(o, row, &fail_reasons);
+        nothing_finished(o, row, &fail_reasons, shown.columns().len() - 1);
         return;
     }
-    throughput_cells(o, row, fastest);
+    throughput_cells(o, row, fastest, shown);
     latency_cells(o, &rs);
     errors_cell(o, &rs);
     status_cell(o, &rs);
@@ -72,21 +114,26 @@ fn server_row(o: &mut String, row: &Row, fastest: Option<f64>) {
     num(o, cpu, &opt_f(cpu, |v| format!("{v:.1} µs")));
     let rss = peak_rss(row);
     num(o, rss, &opt_f(rss, |v| bytes(v as u64)));
-    let ok = rs.len();
-    let all = row.series.cells.len();
-    let _ = write!(
-        o,
-        "<td class=\"n{}\" data-v=\"{ok}\">{ok}/{all}</td>",
-        if ok < all { " bad" } else { "" }
-    );
-    o.push_str("<td class=\"notes\">");
-    for f in &fail_reasons {
-        let _ = write!(o, "<div class=\"bad\">{}</div>", esc(f));
+    if shown.runs {
+        let ok = rs.len();
+        let all = row.series.cells.len();
+        let _ = write!(
+            o,
+            "<td class=\"n{}\" data-v=\"{ok}\">{ok}/{all}</td>",
+            if ok < all { " bad" } else { "" }
+        );
     }
-    for n in &notes {
-        let _ = write!(o, "<div>{}</div>", esc(n));
+    if shown.notes {
+        o.push_str("<td class=\"notes\">");
+        for f in &fail_reasons {
+            let _ = write!(o, "<div class=\"bad\">{}</div>", esc(f));
+        }
+        for n in &notes {
+            let _ = write!(o, "<div>{}</div>", esc(n));
+        }
+        o.push_str("</td>");
     }
-    o.push_str("</td></tr>\n");
+    o.push_str("</tr>\n");
 }
 
 /// The server's name (escaped) with its badges, and the notes the badges stand for.
@@ -150,11 +197,10 @@ fn fail_reasons(row: &Row) -> Vec<String> {
 
 /// Nothing to measure: one wide cell with the reasons (the sorter keeps such rows at the
 /// bottom).
-fn nothing_finished(o: &mut String, row: &Row, fail_reasons: &[String]) {
+fn nothing_finished(o: &mut String, row: &Row, fail_reasons: &[String], span: usize) {
     let _ = write!(
         o,
-        "<td colspan=\"{}\" class=\"bad\">0 of {} runs finished",
-        MAIN_COLUMNS.len() - 1,
+        "<td colspan=\"{span}\" class=\"bad\">0 of {} runs finished",
         row.series.cells.len()
     );
     for f in fail_reasons {
@@ -163,12 +209,18 @@ fn nothing_finished(o: &mut String, row: &Row, fail_reasons: &[String]) {
     o.push_str("</td></tr>\n");
 }
 
-/// Median, min and max req/s, and the median as a share of the fastest (none for a control).
-fn throughput_cells(o: &mut String, row: &Row, fastest: Option<f64>) {
+/// Median req/s, min and max when shown, and the median as a share of the fastest when shown
+/// (none for a control).
+fn throughput_cells(o: &mut String, row: &Row, fastest: Option<f64>, shown: Shown) {
     let s = row.rps;
     num(o, s.map(|s| s.median), &opt_f(s.map(|s| s.median), rate));
-    num(o, s.map(|s| s.min), &opt_f(s.map(|s| s.min), rate));
-    num(o, s.map(|s| s.max), &opt_f(s.map(|s| s.max), rate));
+    if shown.range {
+        num(o, s.map(|s| s.min), &opt_f(s.map(|s| s.min), rate));
+        num(o, s.map(|s| s.max), &opt_f(s.map(|s| s.max), rate));
+    }
+    if !shown.vs_fastest {
+        return;
+    }
     let rel = match (s, fastest) {
         (Some(s), Some(f)) if f > 0.0 && !row.series.control() => Some(s.median / f * 100.0),
         _ => None,

@@ -1,6 +1,7 @@
-//! The page's HTML: header (environment and settings), a summary, one section per scenario
-//! group (verdict, main table, chart slots, efficiency table, warnings, thresholds), the cells
-//! that did not finish, and the suite files. Every string that came from a config, a server or
+//! The page's HTML: header (the verdict: thresholds and headline warnings; a summary,
+//! environment and settings), one section per scenario group (verdict, main table, chart
+//! slots, efficiency table, other warnings, thresholds), the cells that did not finish, and
+//! the suite files. Every string that came from a config, a server or
 //! a response goes through `escape_html`; numbers sort by a `data-v` attribute holding the raw
 //! value, so the display can be rounded and carry units.
 //!
@@ -15,6 +16,7 @@ mod notes;
 mod runs;
 mod setup;
 mod suite;
+mod verdict;
 
 use std::fmt::Write;
 
@@ -31,6 +33,7 @@ use notes::{cell_table, noted, thresholds, warnings};
 use runs::{all_percentiles, every_run};
 use setup::{environment, settings};
 use suite::suite_files;
+use verdict::verdict as page_verdict;
 
 /// The page body (everything inside `<body>` but the scripts).
 pub fn render(report: &Report, page: &Page) -> String {
@@ -165,7 +168,9 @@ fn header(o: &mut String, report: &Report, page: &Page) {
         }
         o.push_str("</nav>\n");
     }
-    // The answer first, then where and how it was measured.
+    // The answer first — what broke and what cannot be trusted, then who is fastest — then
+    // where and how it was measured.
+    page_verdict(o, page);
     summary(o, page);
     environment(o, report);
     settings(o, report, page);

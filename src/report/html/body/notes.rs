@@ -8,8 +8,9 @@ use crate::report::html::{escape_html as esc, Group};
 use crate::report::model::{Cell, Report};
 use crate::result::{CellStatus, WarningKind};
 
-/// Each distinct warning once, with the servers it came from; the closed-loop one is left
-/// out, as the footer says what closed-loop latency measures.
+/// Each distinct warning once, with the servers it came from; the headline ones are in the
+/// page's verdict at the top, and the closed-loop one is left out, as the footer says what
+/// closed-loop latency measures.
 pub(super) fn warnings(o: &mut String, g: &Group) {
     let mut list: Vec<(String, Vec<String>)> = Vec::new();
     for row in &g.rows {
@@ -17,7 +18,7 @@ pub(super) fn warnings(o: &mut String, g: &Group) {
             for w in r
                 .warnings
                 .iter()
-                .filter(|w| w.kind() != WarningKind::ClosedLoop)
+                .filter(|w| !w.kind().is_headline() && w.kind() != WarningKind::ClosedLoop)
             {
                 match list.iter_mut().find(|(t, _)| t == w.text()) {
                     Some((_, who)) => {
@@ -58,7 +59,10 @@ pub(super) fn thresholds(o: &mut String, g: &Group) {
                 txt(o, &row.series.server);
                 num(o, Some(f64::from(*rep)), &rep.to_string());
                 txt(o, &t.threshold);
-                num(o, t.actual, &opt_f(t.actual, |v| format!("{v}")));
+                let shown = crate::config::threshold::parse(&t.threshold)
+                    .map(|th| th.show(t.actual))
+                    .unwrap_or_else(|_| opt_f(t.actual, |v| format!("{v}")));
+                num(o, t.actual, &esc(&shown));
                 let _ = writeln!(
                     o,
                     "<td class=\"{}\">{}</td></tr>",

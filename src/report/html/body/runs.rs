@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::{num, opt_f, server_cell, status_cell, tend, thead, txt};
 use crate::metric::Stat;
 use crate::report::html::{escape_html as esc, Group, Row};
-use crate::report::model::median;
+use crate::report::model::{median, Cell};
 use crate::result::{CellStatus, RunResult};
 use crate::stats::Percentiles;
 use crate::units::{bytes, micros, micros_f, rate, seconds, thousands};
@@ -87,8 +87,8 @@ fn percentile_row(o: &mut String, row: &Row, kind: &str, ps: &[&Percentiles]) {
     o.push_str("</tr>\n");
 }
 
-/// Columns of the every-run table.
-const RUN_COLUMNS: [&str; 20] = [
+/// Columns of the every-run table of counters.
+const RUN_COLUMNS: [&str; 15] = [
     "server",
     "rep",
     "status",
@@ -104,6 +104,12 @@ const RUN_COLUMNS: [&str; 20] = [
     "connections opened",
     "closed by server",
     "warm-up responses",
+];
+
+/// Columns of the every-run table of the client.
+const CLIENT_COLUMNS: [&str; 7] = [
+    "server",
+    "rep",
     "client CPU",
     "client peak CPU",
     "client RSS",
@@ -111,7 +117,8 @@ const RUN_COLUMNS: [&str; 20] = [
     "started",
 ];
 
-/// One row per repetition with its counters: what the medians above are made of.
+/// One row per repetition with its counters, then one with what volley itself spent: what the
+/// medians above are made of (two tables, so that each fits the page).
 pub(super) fn every_run(o: &mut String, g: &Group) {
     o.push_str("<details><summary>Every run</summary>");
     thead(o, &RUN_COLUMNS);
@@ -122,13 +129,30 @@ pub(super) fn every_run(o: &mut String, g: &Group) {
             status_cell(o, c.status == CellStatus::Ok, c.status);
             if let Some(r) = &c.result {
                 counters(o, r);
-                client(o, r);
-                txt(o, &r.started_at);
             }
             o.push_str("</tr>\n");
         }
     }
     tend(o);
+    let measured = |c: &&&Cell| c.result.is_some();
+    if g.rows
+        .iter()
+        .any(|r| r.series.cells.iter().any(|c| c.result.is_some()))
+    {
+        o.push_str("<h3>The client (volley) in every run</h3>");
+        thead(o, &CLIENT_COLUMNS);
+        for row in &g.rows {
+            for c in row.series.cells.iter().filter(measured) {
+                let Some(r) = &c.result else { continue };
+                server_cell(o, row);
+                num(o, Some(f64::from(c.rep)), &c.rep.to_string());
+                client(o, r);
+                txt(o, &r.started_at);
+                o.push_str("</tr>\n");
+            }
+        }
+        tend(o);
+    }
     o.push_str("</details>\n");
 }
 

@@ -1,0 +1,114 @@
+//! `volley bench` with a server whose tools are not installed (`requires` names a program
+//! that is not there): its build does not run, its cells are skipped with a note naming the
+//! program, the suite goes on and exits 0; a suite of which nothing could run exits 3.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
+
+fn bench(dir: &Path, suite: &str) -> (Output, PathBuf) {
+    let file = dir.join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let out = dir.join("out");
+    let o = Command::new(VOLLEY)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (o, out)
+}
+
+fn index(out: &Path) -> Value {
+    let idx: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/suite.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let errs: Vec<String> = v.iter_errors(&idx).map(|e| e.to_string()).collect();
+    assert!(errs.is_empty(), "suite.json violates the schema: {errs:?}");
+    idx
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A server that needs a program nobody has, with a build that would leave a trace.
+const MISSING: &str =
+    "[[server]]\nname = \"needs-tool\"\nrequires = [\"sh\", \"volley-no-such-tool\"]\n\
+                       build = \"touch built-anyway\"\nstart = \"exec volley-no-such-tool\"\n\
+                       version = \"volley-no-such-tool --version\"\n";
+
+#[test]
+fn a_server_whose_tools_are_missing_is_skipped_not_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"300ms\"\n{MISSING}\
+         [[server]]\nname = \"fine\"\nrequires = \"sh\"\nstart = \"exec {VOLLEY} serve --port {{port}}\"\n\
+         [[scenario]]\nname = \"g\"\nconnections = 2\n"
+    );
+    let (o, out) = bench(dir.path(), &suite);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("skipped needs-tool: not installed: `volley-no-such-tool` not found on PATH"),
+        "{}",
+        text(&o)
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("needs-tool  skipped [1]"), "{stdout}");
+    assert!(
+        stdout.contains("1 ok, 0 failed, 1 skipped (needs-tool: not installed)"),
+        "{stdout}"
+    );
+    assert!(!dir.path().join("built-anyway").exists(), "its build ran");
+    let idx = index(&out);
+    assert_eq!(idx["builds"][0]["status"], "skipped");
+    assert_eq!(idx["env"]["tools"]["needs-tool"], "not installed");
+    let rows = idx["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["server"], "needs-tool");
+    assert_eq!(rows[0]["status"], "skipped");
+    assert!(rows[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("`volley-no-such-tool`"));
+    assert_eq!(rows[1]["status"], "ok");
+}
+
+#[test]
+fn a_suite_of_which_nothing_can_run_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\nduration = \"300ms\"\n{MISSING}[[scenario]]\nname = \"g\"\n"
+    );
+    let (o, out) = bench(dir.path(), &suite);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no cell could run"));
+    assert_eq!(index(&out)["rows"][0]["status"], "skipped");
+}
+
+#[test]
+fn requires_must_name_programs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, _) = bench(
+        dir.path(),
+        "[suite]\nname = \"x\"\n[[server]]\nname = \"a\"\nstart = \"x\"\nrequires = [\"go build\"]\n[[scenario]]\nname = \"g\"\n",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("suite.toml:6:") && err.contains("requires") && err.contains("`go build`"),
+        "{err}"
+    );
+}
