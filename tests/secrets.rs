@@ -150,3 +150,103 @@ fn a_suites_files_hold_no_secret() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(!SECRETS.iter().any(|s| stdout.contains(s)), "{stdout}");
 }
+
+#[test]
+fn a_suite_varying_headers_names_cells_without_secrets() {
+    let (url, _) = recording();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "[suite]\nname = \"s\"\nduration = \"300ms\"\n[[server]]\nname = \"there\"\nurl = \"{url}\"\n[[scenario]]\nname = \"auth\"\nconnections = 1\nheaders = [[\"Authorization: Bearer s3cret-token\"], [\"X-A: b\"], {{ Cookie = \"session=42\" }}]\n"
+    );
+    let file = dir.path().join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let out = dir.path().join("out");
+    let o = volley(
+        &[
+            "bench",
+            &file.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        assert_no_secret_under(&out) >= 4,
+        "suite.json and three runs"
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!SECRETS.iter().any(|s| all.contains(s)), "{all}");
+}
+
+/// Results written before redaction existed are redacted as they are read.
+#[test]
+fn old_results_are_redacted_when_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/report/open-loop.json"
+    );
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    v["argv"] = serde_json::json!([
+        "volley",
+        "run",
+        "http://u:proxy-pw@127.0.0.1:1/",
+        "-H",
+        "Cookie: session=42"
+    ]);
+    v["target"]["url"] = "http://u:proxy-pw@127.0.0.1:1/".into();
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, v.to_string()).unwrap();
+    let old2 = dir.path().join("old2.json");
+    std::fs::write(&old2, v.to_string()).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let p = |f: &str| out.join(f).display().to_string();
+    let o = volley(
+        &[
+            "report",
+            &old.display().to_string(),
+            "--html",
+            &p("r.html"),
+            "--markdown",
+            &p("r.md"),
+            "--csv",
+            &p("r.csv"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = volley(
+        &[
+            "merge",
+            &old.display().to_string(),
+            &old2.display().to_string(),
+            "-o",
+            &p("m.json"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(assert_no_secret_under(&out), 4);
+}

@@ -81,8 +81,13 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         Ok(c) => c,
         Err(e) => return fail(ExitCode::Usage, &e.to_string()),
     };
-    if let Err(e) = limits::ensure_nofile(cfg.load.connections as u64) {
-        return fail(ExitCode::Usage, &format!("-c/--connections: {e}"));
+    if let Err(e) = limits::ensure_nofile(cfg.load.most_connections() as u64) {
+        let flag = if cfg.load.max_connections.is_some() {
+            "--max-connections"
+        } else {
+            "-c/--connections"
+        };
+        return fail(ExitCode::Usage, &format!("{flag}: {e}"));
     }
     let prepared = match measure::prepare(&cfg) {
         Ok(p) => p,

@@ -388,14 +388,21 @@ fn request(a: &RunFlags) -> Result<Request, ConfigError> {
 }
 
 fn header(h: &str) -> Result<(String, String), ConfigError> {
-    let (name, value) = h
-        .split_once(':')
-        .ok_or_else(|| ConfigError::flag(Flag::Header, format!("`{h}` is not \"Name: value\"")))?;
+    // Messages quote only what comes before the first space: the rest may be a credential.
+    let start = h.split_whitespace().next().unwrap_or("");
+    let shown = if start.len() < h.trim().len() {
+        format!("{start} …")
+    } else {
+        start.to_string()
+    };
+    let (name, value) = h.split_once(':').ok_or_else(|| {
+        ConfigError::flag(Flag::Header, format!("`{shown}` is not \"Name: value\""))
+    })?;
     let name = name.trim();
     if name.is_empty() || !name.bytes().all(is_token_byte) {
         return Err(ConfigError::flag(
             Flag::Header,
-            format!("`{h}`: `{name}` is not a header name"),
+            format!("`{shown}`: not a header name before the `:`"),
         ));
     }
     let value = value.trim();

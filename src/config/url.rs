@@ -6,21 +6,23 @@ use crate::plan::Target;
 /// Parses an `http://` URL. `https://` is refused until TLS exists.
 pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
     let bad = |m: String| ConfigError::flag(Flag::Url, m);
+    // Messages quote the URL without its user information (a password).
+    let shown = crate::result::redact::url(url);
     let (scheme, rest) = url.split_once("://").ok_or_else(|| {
         bad(format!(
-            "`{url}` is not a URL (expected http://host[:port]/path)"
+            "`{shown}` is not a URL (expected http://host[:port]/path)"
         ))
     })?;
     match scheme.to_ascii_lowercase().as_str() {
         "http" => {}
         "https" => {
             return Err(bad(format!(
-                "`{url}`: https is not supported yet (TLS is planned); use http://"
+                "`{shown}`: https is not supported yet (TLS is planned); use http://"
             )))
         }
         other => {
             return Err(bad(format!(
-                "`{url}`: unsupported scheme `{other}` (use http://)"
+                "`{shown}`: unsupported scheme `{other}` (use http://)"
             )))
         }
     }
@@ -28,14 +30,13 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
     let (authority, tail) = rest.split_at(split);
     if authority.contains('@') {
         return Err(bad(format!(
-            "`{}`: user information in URLs is not supported (send credentials with -H 'Authorization: …')",
-            crate::result::redact::url(url)
+            "`{shown}`: user information in URLs is not supported (send credentials with -H 'Authorization: …')"
         )));
     }
     let (host, port) = if let Some(stripped) = authority.strip_prefix('[') {
         let end = stripped
             .find(']')
-            .ok_or_else(|| bad(format!("`{url}`: unterminated IPv6 address")))?;
+            .ok_or_else(|| bad(format!("`{shown}`: unterminated IPv6 address")))?;
         let host = &stripped[..end];
         let after = &stripped[end + 1..];
         let port = match after.strip_prefix(':') {
@@ -43,7 +44,7 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
             None if after.is_empty() => None,
             None => {
                 return Err(bad(format!(
-                    "`{url}`: unexpected `{after}` after the address"
+                    "`{shown}`: unexpected `{after}` after the address"
                 )))
             }
         };
@@ -55,10 +56,10 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
         }
     };
     if host.is_empty() {
-        return Err(bad(format!("`{url}` has no host")));
+        return Err(bad(format!("`{shown}` has no host")));
     }
     if host.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(bad(format!("`{url}`: the host contains whitespace")));
+        return Err(bad(format!("`{shown}`: the host contains whitespace")));
     }
     let port = match port {
         None | Some("") => 80,
@@ -66,7 +67,7 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
             .parse::<u16>()
             .ok()
             .filter(|p| *p != 0)
-            .ok_or_else(|| bad(format!("`{url}`: `{p}` is not a port (1-65535)")))?,
+            .ok_or_else(|| bad(format!("`{shown}`: `{p}` is not a port (1-65535)")))?,
     };
     let mut path = tail.split('#').next().unwrap_or("").to_string();
     if path.is_empty() || path.starts_with('?') {
@@ -74,7 +75,7 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
     }
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err(bad(format!(
-            "`{url}`: the path contains spaces or control characters (percent-encode them)"
+            "`{shown}`: the path contains spaces or control characters (percent-encode them)"
         )));
     }
     let host_literal = if host.contains(':') {

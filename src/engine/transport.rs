@@ -8,7 +8,7 @@ use std::time::Duration;
 use mio::net::TcpStream;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::sys::listeners;
+use crate::sys::listeners::{self, Answer};
 
 /// Why the target cannot be reached before the run starts.
 #[derive(Debug, thiserror::Error)]
@@ -54,30 +54,17 @@ pub struct Picked {
 /// Picks the address to load, without opening a connection the server would count where
 /// that can be avoided: loopback addresses are looked up in the kernel's listening sockets
 /// (so `localhost` works whether the server listens on 127.0.0.1 or ::1), a single remote
-/// address is used as it is. Only a name with several remote addresses is probed: one
-/// connection per address (closed at once) until one accepts, each within `timeout`. When none
-/// listens the run goes ahead against the first address and counts connect errors.
+/// address is used as it is. Probed — one connection per address, closed at once, until one
+/// accepts, each within `timeout` — are only a name with several remote addresses, an IPv4
+/// loopback address whose only listener is an IPv6 wildcard (it may be IPv6-only), and
+/// loopback addresses when the kernel's tables list no listener at all. When none listens
+/// the run goes ahead against the first address and counts connect errors.
 pub fn pick_address(addrs: &[SocketAddr], timeout: Duration) -> Picked {
     let first = |listening| Picked {
         addr: addrs[0],
         listening,
     };
-    if addrs.iter().all(|a| a.ip().is_loopback()) {
-        let known: Option<Vec<bool>> = addrs.iter().map(|a| listeners::is_listening(*a)).collect();
-        if let Some(known) = known {
-            return match addrs.iter().zip(&known).find(|(_, &l)| l) {
-                Some((&addr, _)) => Picked {
-                    addr,
-                    listening: Some(true),
-                },
-                None => first(Some(false)),
-            };
-        }
-    }
-    if addrs.len() == 1 {
-        return first(None);
-    }
-    match addrs
+    let probe = |candidates: &[SocketAddr]| match candidates
         .iter()
         .find(|a| StdTcpStream::connect_timeout(a, timeout).is_ok())
     {
@@ -86,7 +73,36 @@ pub fn pick_address(addrs: &[SocketAddr], timeout: Duration) -> Picked {
             listening: Some(true),
         },
         None => first(Some(false)),
+    };
+    let table = listeners::table().filter(|_| addrs.iter().all(|a| a.ip().is_loopback()));
+    if let Some(table) = table {
+        let answers: Vec<Answer> = addrs
+            .iter()
+            .map(|a| listeners::answer(&table, *a))
+            .collect();
+        if let Some(i) = answers.iter().position(|a| *a == Answer::Yes) {
+            return Picked {
+                addr: addrs[i],
+                listening: Some(true),
+            };
+        }
+        // Only an IPv6 wildcard that may be IPv6-only: a connection tells.
+        let maybe: Vec<SocketAddr> = addrs
+            .iter()
+            .zip(&answers)
+            .filter(|(_, a)| **a == Answer::Maybe)
+            .map(|(a, _)| *a)
+            .collect();
+        return if maybe.is_empty() {
+            first(Some(false))
+        } else {
+            probe(&maybe)
+        };
     }
+    if addrs.len() == 1 {
+        return first(None);
+    }
+    probe(addrs)
 }
 
 /// Starts a non-blocking connect with Nagle off (requests are written whole). With `source`,

@@ -112,7 +112,7 @@ pub fn prepare<'a>(
     }
     let max_conns = cells
         .iter()
-        .map(|c| c.cell.config.load.connections as u64)
+        .map(|c| c.cell.config.load.most_connections() as u64)
         .max()
         .unwrap_or(1);
     limits::ensure_nofile(max_conns).map_err(|source| StartError::Limits {

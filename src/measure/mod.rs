@@ -55,7 +55,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     let load = &cfg.load;
     let sampler = match cfg.monitor {
         Some(m) => {
-            let budget = server::perf_fd_budget(load.connections as u64);
+            let budget = server::perf_fd_budget(load.most_connections() as u64);
             Some(server::attach(m.pid, m.interval, budget)?)
         }
         None => None,

@@ -46,7 +46,7 @@ pub struct LoadSpec {
     pub connections: usize,
     /// Open loop: the most connections it may open on demand (`--max-connections`).
     pub max_connections: Option<usize>,
-    /// Worker threads = min(-t, connections).
+    /// Worker threads = min(-t, the most connections).
     pub threads: usize,
     /// Measured send window; `None` with `-n`.
     pub duration: Option<Duration>,
@@ -93,6 +93,12 @@ impl LoadSpec {
             (None, true) => Mode::Open,
             (None, false) => Mode::Closed,
         }
+    }
+
+    /// The most connections the run can hold open at once (`--max-connections`, else the
+    /// connections): what descriptors are needed for.
+    pub fn most_connections(&self) -> usize {
+        self.max_connections.unwrap_or(self.connections)
     }
 
     /// Warm-up plus measured time (10 s is assumed with `-n`, which has no length).

@@ -280,8 +280,8 @@ fn label_by_load(series: &mut [Series]) {
     }
 }
 
-/// What differs between loads, leaving out the id itself unless nothing else differs (headers
-/// or the body's content, which results do not record).
+/// What differs between loads, leaving out the id itself except where two loads would read
+/// alike (they differ in headers or body content, which results do not record).
 fn labels_of(keys: &[LoadKey]) -> Vec<String> {
     let without_id: Vec<LoadKey> = keys
         .iter()
@@ -293,12 +293,25 @@ fn labels_of(keys: &[LoadKey]) -> Vec<String> {
             out
         })
         .collect();
-    let labels = identity::labels(&without_id);
-    if labels.iter().all(String::is_empty) {
-        identity::labels(keys)
-    } else {
-        labels
+    let mut labels = identity::labels(&without_id);
+    let ids: Vec<&str> = keys
+        .iter()
+        .map(|k| k.get("load_id").unwrap_or(""))
+        .collect();
+    let alike: Vec<bool> = (0..labels.len())
+        .map(|i| (0..labels.len()).any(|j| j != i && labels[j] == labels[i] && ids[j] != ids[i]))
+        .collect();
+    for (i, label) in labels.iter_mut().enumerate() {
+        if alike[i] {
+            let id = format!("load {}", ids[i]);
+            *label = if label.is_empty() {
+                id
+            } else {
+                format!("{label}, {id}")
+            };
+        }
     }
+    labels
 }
 
 /// The RunResult file of a suite row: `rows[].path` is relative to the results folder (the
@@ -377,6 +390,22 @@ mod tests {
     use super::*;
 
     const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report/quick");
+
+    #[test]
+    fn loads_that_read_alike_are_told_apart_by_their_id() {
+        let key = |path: &str, id: &str| {
+            let mut k = LoadKey::new();
+            k.push("path", path).push("load_id", id);
+            k
+        };
+        // x and y differ only in what results do not record (headers, body content).
+        let labels = labels_of(&[key("/", "x"), key("/", "y"), key("/a", "z")]);
+        assert_eq!(labels, ["/, load x", "/, load y", "/a"]);
+        assert_eq!(
+            labels_of(&[key("/", "x"), key("/", "y")]),
+            ["load x", "load y"]
+        );
+    }
 
     #[test]
     fn suite_rows_read_only_files_inside_the_results_folder() {

@@ -75,6 +75,7 @@ impl LoadKey {
     /// (their headers and body content are not recorded, only the body's size).
     pub fn of_result(r: &RunResult) -> Self {
         let (scheme, path) = scheme_and_path(&r.target.url);
+        let scheme = scheme.to_ascii_lowercase();
         let l = &r.load;
         let mut k = LoadKey::new();
         k.push("scheme", scheme)
@@ -176,9 +177,11 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
 
-/// Scheme and path-with-query of a URL as given (`/` when it has no path).
+/// Scheme and path-with-query of a URL as given (`/` when it has no path), without the
+/// `#fragment`, which is never sent.
 pub fn scheme_and_path(url: &str) -> (&str, &str) {
     let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let rest = rest.split('#').next().unwrap_or("");
     let path = rest.find(['/', '?']).map_or("/", |i| &rest[i..]);
     (scheme, path)
 }
@@ -239,5 +242,7 @@ mod tests {
         );
         assert_eq!(scheme_and_path("http://[::1]:80"), ("http", "/"));
         assert_eq!(scheme_and_path("http://h?x"), ("http", "?x"));
+        assert_eq!(scheme_and_path("http://h/a#frag"), ("http", "/a"));
+        assert_eq!(scheme_and_path("http://h#frag"), ("http", "/"));
     }
 }

@@ -532,12 +532,18 @@ pub struct Warmup {
 impl RunResult {
     /// Parses a RunResult, checking the schema identifier.
     pub fn from_json(text: &str) -> Result<Self, ReadError> {
-        let r: RunResult = serde_json::from_str(text)?;
+        let mut r: RunResult = serde_json::from_str(text)?;
         if r.schema != RUN_SCHEMA {
             return Err(ReadError::Schema {
                 found: r.schema,
                 expected: RUN_SCHEMA,
             });
+        }
+        // Files of versions before redaction carry secrets verbatim: nothing read passes them on.
+        r.argv = redact::argv(&r.argv);
+        r.target.url = redact::url(&r.target.url).into_owned();
+        for s in &mut r.shards {
+            s.argv = redact::argv(&s.argv);
         }
         Ok(r)
     }

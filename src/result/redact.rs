@@ -60,7 +60,16 @@ pub fn json(v: &mut serde_json::Value) {
             }
         }
         serde_json::Value::Array(a) => a.iter_mut().for_each(json),
-        serde_json::Value::Object(o) => o.values_mut().for_each(json),
+        serde_json::Value::Object(o) => {
+            for (k, v) in o.iter_mut() {
+                // `headers = { Authorization = "Bearer x" }`: the key names the header.
+                if v.is_string() && SECRET_HEADERS.iter().any(|h| k.eq_ignore_ascii_case(h)) {
+                    *v = REDACTED.into();
+                } else {
+                    json(v);
+                }
+            }
+        }
         _ => {}
     }
 }
@@ -111,9 +120,12 @@ mod tests {
             url("`https://tok@h/`: unsupported"),
             "`https://<redacted>@h/`: unsupported"
         );
-        let mut v = serde_json::json!({"scenario": [{"headers": ["Cookie: s=1", "A: b"]}],
+        let mut v = serde_json::json!({"scenario": [{"headers": ["Cookie: s=1", "A: b"]},
+            {"headers": {"authorization": "Bearer t", "X-A": "b"}}],
             "server": [{"url": "http://a:b@127.0.0.1:1/"}]});
         json(&mut v);
+        assert_eq!(v["scenario"][1]["headers"]["authorization"], "<redacted>");
+        assert_eq!(v["scenario"][1]["headers"]["X-A"], "b");
         assert_eq!(v["scenario"][0]["headers"][0], "Cookie: <redacted>");
         assert_eq!(v["scenario"][0]["headers"][1], "A: b");
         assert_eq!(v["server"][0]["url"], "http://<redacted>@127.0.0.1:1/");

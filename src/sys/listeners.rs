@@ -9,16 +9,47 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// TCP state `LISTEN` in `/proc/net/tcp*`.
 const LISTEN: &str = "0A";
 
-/// Whether something listens on `addr`: `None` when the tables cannot be read.
-pub fn is_listening(addr: SocketAddr) -> Option<bool> {
+/// What the tables say of one address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// A socket listens on the address or its family's wildcard.
+    Yes,
+    /// Only an IPv6 wildcard listens, for an IPv4 address: it takes IPv4 unless it was
+    /// opened IPv6-only (nginx's `listen [::]:80`, `net.ipv6.bindv6only`), which the tables
+    /// do not show.
+    Maybe,
+    /// Nothing listens there.
+    No,
+}
+
+/// The listening addresses of this network namespace; `None` when the tables cannot be read
+/// or hold no listening socket at all (a system whose tables do not reflect its sockets).
+pub fn table() -> Option<Vec<SocketAddr>> {
     let v4 = std::fs::read_to_string("/proc/net/tcp").ok();
     let v6 = std::fs::read_to_string("/proc/net/tcp6").ok();
-    if v4.is_none() && v6.is_none() {
-        return None;
-    }
     let mut listening = parse(v4.as_deref().unwrap_or(""));
     listening.extend(parse(v6.as_deref().unwrap_or("")));
-    Some(accepts(&listening, addr))
+    (!listening.is_empty()).then_some(listening)
+}
+
+/// Whether something listens on `addr` (reads the tables; `None` as for [`table`]).
+pub fn is_listening(addr: SocketAddr) -> Option<Answer> {
+    table().map(|l| answer(&l, addr))
+}
+
+/// What `listening` says of `target`.
+pub fn answer(listening: &[SocketAddr], target: SocketAddr) -> Answer {
+    if accepts(listening, target) {
+        return Answer::Yes;
+    }
+    let v6_wildcard = listening
+        .iter()
+        .any(|l| l.port() == target.port() && l.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+    if target.is_ipv4() && v6_wildcard {
+        Answer::Maybe
+    } else {
+        Answer::No
+    }
 }
 
 /// The listening addresses of a `/proc/net/tcp` or `/proc/net/tcp6` table.
@@ -35,18 +66,16 @@ pub fn parse(table: &str) -> Vec<SocketAddr> {
         .collect()
 }
 
-/// Whether a socket listening on one of `listening` takes connections to `target`: the same
-/// address, the wildcard of its family, or (IPv4) the IPv6 wildcard of a dual-stack socket.
-pub fn accepts(listening: &[SocketAddr], target: SocketAddr) -> bool {
+/// Whether a socket listening on one of `listening` surely takes connections to `target`:
+/// the same address, the wildcard of its family, or the IPv4-mapped form of an IPv4 address.
+fn accepts(listening: &[SocketAddr], target: SocketAddr) -> bool {
     listening.iter().any(|l| {
         l.port() == target.port()
             && match (l.ip(), target.ip()) {
                 (a, b) if a == b => true,
                 (IpAddr::V4(a), IpAddr::V4(_)) => a.is_unspecified(),
                 (IpAddr::V6(a), IpAddr::V6(_)) => a.is_unspecified(),
-                (IpAddr::V6(a), IpAddr::V4(b)) => {
-                    a.is_unspecified() || a.to_ipv4_mapped() == Some(b)
-                }
+                (IpAddr::V6(a), IpAddr::V4(b)) => a.to_ipv4_mapped() == Some(b),
                 (IpAddr::V4(_), IpAddr::V6(_)) => false,
             }
     })
@@ -104,17 +133,25 @@ mod tests {
         );
         l.extend(parse(TCP6));
         assert_eq!(&l[2..], [at("[::1]:8082"), at("[::]:3000")]);
-        assert!(accepts(&l, at("127.0.0.1:8080")));
-        assert!(
-            !accepts(&l, at("[::1]:8080")),
+        let yes = |a| answer(&l, at(a)) == Answer::Yes;
+        assert!(yes("127.0.0.1:8080"));
+        assert_eq!(
+            answer(&l, at("[::1]:8080")),
+            Answer::No,
             "127.0.0.1 does not take ::1"
         );
-        assert!(accepts(&l, at("127.0.0.1:80")), "the IPv4 wildcard");
-        assert!(accepts(&l, at("[::1]:8082")));
-        assert!(!accepts(&l, at("127.0.0.1:8082")));
-        assert!(accepts(&l, at("127.0.0.1:3000")), "a dual-stack wildcard");
-        assert!(
-            !accepts(&l, at("127.0.0.1:8081")),
+        assert!(yes("127.0.0.1:80"), "the IPv4 wildcard");
+        assert!(yes("[::1]:8082"));
+        assert_eq!(answer(&l, at("127.0.0.1:8082")), Answer::No);
+        assert!(yes("[::1]:3000"));
+        assert_eq!(
+            answer(&l, at("127.0.0.1:3000")),
+            Answer::Maybe,
+            "an IPv6 wildcard may be IPv6-only"
+        );
+        assert_eq!(
+            answer(&l, at("127.0.0.1:8081")),
+            Answer::No,
             "connected, not listening"
         );
     }
@@ -123,8 +160,8 @@ mod tests {
     fn a_listener_of_this_process_is_seen() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        assert_eq!(is_listening(addr), Some(true));
+        assert_eq!(is_listening(addr), Some(Answer::Yes));
         drop(l);
-        assert_eq!(is_listening(addr), Some(false));
+        assert_eq!(is_listening(addr), Some(Answer::No));
     }
 }

@@ -363,7 +363,12 @@ fn headers_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteErro
         }
     };
     Ok(Choice {
-        label: headers.join("; "),
+        // The label names cells (file names, suite.json, progress, reports): no secrets.
+        label: headers
+            .iter()
+            .map(|h| crate::result::redact::arg(h).into_owned())
+            .collect::<Vec<_>>()
+            .join("; "),
         flags: headers.iter().map(|h| format!("--header={h}")).collect(),
     })
 }

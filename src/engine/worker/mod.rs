@@ -344,7 +344,10 @@ impl Worker {
         if let Some(&(ready, _)) = self.thinking.front() {
             wake = wake.min(ready.max(now));
         }
-        if !self.is_draining() && !self.free.is_empty() && self.requeue.is_empty() {
+        // With --max-connections a due request can also open a connection.
+        let can_send =
+            !self.free.is_empty() || (self.shared.grow && self.active < self.conns.len());
+        if !self.is_draining() && can_send && self.requeue.is_empty() {
             if let Due::At(t) = self.pacer.peek() {
                 if t > now && t < wake {
                     if self.poll.is_precise() {

@@ -91,7 +91,15 @@ impl Worker {
         }
         let due = !self.requeue.is_empty()
             || matches!(self.pacer.peek(), Due::At(t) if t <= now && t < self.window_end_ns);
-        if !due {
+        // A connection still connecting with nothing queued is free in a moment: the request
+        // waits for it rather than opening one more (the first connects of a run, a
+        // replacement after a close).
+        let about_free = || {
+            self.conns[..self.active]
+                .iter()
+                .any(|c| c.inflight.is_empty() && matches!(c.state, ConnState::Connecting { .. }))
+        };
+        if !due || about_free() {
             return false;
         }
         self.active += 1;

@@ -54,6 +54,11 @@ impl Worker {
                 ConnectState::Ready => {
                     c.state = ConnState::Open;
                     c.ready_ns = c.ready_ns.max(now);
+                    // Requests queued on a connecting connection had no free connection
+                    // until now: the connect is their latency, not volley's send lag.
+                    for r in c.inflight.iter_mut() {
+                        r.lag_origin_ns = r.lag_origin_ns.max(now);
+                    }
                     c.connect_failures = 0;
                     c.ever_connected = true;
                     let phase = self.phase();
