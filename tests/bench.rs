@@ -616,3 +616,53 @@ fn a_shortfall_in_a_suite_is_a_note_on_the_cell() {
         "the table marks lower bounds\n{stdout}"
     );
 }
+
+/// A cell whose responses are all 404 measured an error page: failed with the reason (the
+/// suite exits 3), or with `fail_on_status = false` kept with a note.
+#[test]
+fn a_cell_of_error_pages_fails_unless_the_suite_says_otherwise() {
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let suite = |extra: &str| {
+        format!(
+            "[suite]\nname = \"x\"\nduration = \"300ms\"\n{extra}[[server]]\nname = \"there\"\nurl = \"http://{}/\"\n[[scenario]]\nname = \"missing\"\npath = \"/nothing\"\nconnections = 1\n",
+            server.addr
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (o, out) = bench(dir.path(), &suite(""), &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let idx = index(&out);
+    let r = &idx["rows"][0];
+    assert_eq!(r["status"], "failed", "{r:#}");
+    assert_eq!(r["reason"], "404 on every response");
+    assert_eq!(
+        run_of(&out, r)["requests"]["failed"],
+        run_of(&out, r)["requests"]["completed"]
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (o, out) = bench(dir.path(), &suite("fail_on_status = false\n"), &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = &index(&out)["rows"][0];
+    assert_eq!(r["status"], "ok");
+    assert!(has_note(r, "404 on every response"), "{r:#}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (o, _) = bench(dir.path(), &suite("fail_on_status = \"yes\"\n"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("fail_on_status") && err.contains("suite.toml:4"),
+        "{err}"
+    );
+}

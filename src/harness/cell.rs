@@ -156,15 +156,25 @@ impl Harness<'_> {
             Ok(m) => m,
             Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };
-        let (status, reason) = measured_status(&m.result, m.interrupted, cell.control);
+        let (mut status, mut reason) = measured_status(&m.result, m.interrupted, cell.control);
         // A cell's shortfall is a note: the suite goes on, and its table says it.
-        let notes = m
+        let mut notes: Vec<String> = m
             .result
             .warnings
             .iter()
             .filter(|w| w.kind() == WarningKind::Shortfall)
             .map(|w| w.text().to_string())
             .collect();
+        // Mostly error pages: the numbers do not describe the service.
+        if status == CellStatus::Ok && !cell.control && m.result.mostly_failed() {
+            let what = m.result.failed_description().unwrap_or_default();
+            if self.suite.fail_on_status {
+                status = CellStatus::Failed;
+                reason = Some(what);
+            } else {
+                notes.push(format!("{what} (fail_on_status = false: kept as ok)"));
+            }
+        }
         CellOutcome {
             status,
             reason,

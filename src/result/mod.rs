@@ -4,6 +4,7 @@
 //! may appear without a schema bump (docs/contract.md). This module depends on `stats` only:
 //! everything that makes or reads results sits above it.
 
+mod failed;
 pub mod identity;
 pub mod kinds;
 pub mod redact;

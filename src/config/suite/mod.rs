@@ -67,6 +67,8 @@ pub struct SuiteConfig {
     pub server_cpus: Option<CpuList>,
     /// CPUs for volley itself during the measurements.
     pub client_cpus: Option<CpuList>,
+    /// `fail_on_status`: a cell whose responses mostly had a status of 400 or more fails.
+    pub fail_on_status: bool,
     /// Servers in file order.
     pub servers: Vec<ServerSpec>,
     /// Scenarios in file order, each expanded into its cells.
@@ -206,6 +208,7 @@ impl SuiteConfig {
             repetitions: suite.repetitions,
             server_cpus: suite.server_cpus,
             client_cpus: suite.client_cpus,
+            fail_on_status: suite.fail_on_status,
             servers,
             scenarios,
             raw,

@@ -16,6 +16,7 @@ const SUITE_KEYS: &[&str] = &[
     "duration",
     "server_cpus",
     "client_cpus",
+    "fail_on_status",
 ];
 
 /// The `[suite]` table, checked.
@@ -30,6 +31,9 @@ pub(super) struct SuiteTable<'a> {
     pub server_cpus: Option<CpuList>,
     /// `client_cpus`.
     pub client_cpus: Option<CpuList>,
+    /// `fail_on_status` (default true): a cell whose responses mostly failed (status ≥ 400)
+    /// is a failed cell.
+    pub fail_on_status: bool,
 }
 
 /// A `[suite]` value that scenarios inherit (`warmup = "2s"`).
@@ -86,6 +90,10 @@ impl<'a> SuiteTable<'a> {
             defaults: defaults(r, suite)?,
             server_cpus: cpu_list(r, suite, "server_cpus")?,
             client_cpus: cpu_list(r, suite, "client_cpus")?,
+            fail_on_status: match suite.get("fail_on_status") {
+                Some(v) => r.bool(v, "[suite]", "fail_on_status")?,
+                None => true,
+            },
         })
     }
 }

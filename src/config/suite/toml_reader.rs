@@ -217,6 +217,21 @@ impl<'t> TomlReader<'t> {
         }
     }
 
+    /// `v` as a boolean.
+    pub(super) fn bool(&self, v: &Val, at: &str, key: &str) -> Result<bool, SuiteError> {
+        match v.get_ref() {
+            DeValue::Boolean(b) => Ok(*b),
+            other => Err(self.err(
+                v.span(),
+                Some(key),
+                format!(
+                    "{at}: {key}: must be true or false, not a {}",
+                    other.type_str()
+                ),
+            )),
+        }
+    }
+
     /// `v` as an integer, in any radix and with `_` separators.
     pub(super) fn int(&self, v: &Val, at: &str, key: &str) -> Result<i64, SuiteError> {
         match v.get_ref() {

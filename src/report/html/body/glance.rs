@@ -11,7 +11,9 @@ use crate::units::{bytes, micros, rate};
 fn contenders<'g, 'a>(g: &'g Group<'a>) -> Vec<&'g Row<'a>> {
     g.rows
         .iter()
+        // A row whose responses mostly failed measured error pages: never fastest.
         .filter(|r| !r.series.control() && r.rps.is_some())
+        .filter(|r| !r.results().iter().any(|x| x.mostly_failed()))
         .collect()
 }
 
