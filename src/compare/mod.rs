@@ -14,6 +14,7 @@
 
 mod judge;
 mod loads;
+pub mod page;
 mod pairing;
 pub mod stats;
 mod table;

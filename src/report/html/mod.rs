@@ -42,22 +42,28 @@ pub struct HtmlReporter;
 
 impl Reporter for HtmlReporter {
     fn render(&self, report: &Report) -> String {
-        let series = report.series();
-        let page = Page::of(&series);
-        let body = body::render(report, &page);
-        fill(
-            TEMPLATE,
-            &[
-                ("title", &escape_html(&report.title)),
-                ("uplot_css", UPLOT_CSS),
-                ("css", CSS),
-                ("body", &body),
-                ("data", &script_json(&page.data)),
-                ("uplot_js", UPLOT_JS),
-                ("js", JS),
-            ],
-        )
+        render_with_lead(report, "")
     }
+}
+
+/// The page of `report` with `lead` (trusted HTML, already escaped) before everything else:
+/// how a page built on the report's sections (`volley compare --html`) puts its answer first.
+pub fn render_with_lead(report: &Report, lead: &str) -> String {
+    let series = report.series();
+    let page = Page::of(&series);
+    let body = format!("{lead}{}", body::render(report, &page));
+    fill(
+        TEMPLATE,
+        &[
+            ("title", &escape_html(&report.title)),
+            ("uplot_css", UPLOT_CSS),
+            ("css", CSS),
+            ("body", &body),
+            ("data", &script_json(&page.data)),
+            ("uplot_js", UPLOT_JS),
+            ("js", JS),
+        ],
+    )
 }
 
 #[cfg(test)]
