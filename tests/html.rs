@@ -697,3 +697,38 @@ fn every_page_fits_1400_pixels() {
         );
     }
 }
+
+/// `volley compare A B --html`: the answer first, then both sides' series, drawn offline.
+#[test]
+fn a_verdict_page_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        fixtures().join("quick/runs/go__get__r1.json"),
+        dir.path().join("v2.json"),
+    );
+    std::fs::copy(&a, &b).unwrap();
+    let page = dir.path().join("verdict.html");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_volley"))
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_offline(&html);
+    let answer = html.find("id=\"ab-verdict\"").expect("the answer");
+    assert!(answer < html.find("class=\"chart\"").unwrap(), "before any chart");
+    assert!(html.contains("A: go__get__r1") && html.contains("B: v2"), "named by file");
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: html.matches("class=\"chart\"").count(),
+            sorts: false,
+        },
+    );
+    assert!(dom.contains("cannot be called"), "the call is on the page");
+}

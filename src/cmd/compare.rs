@@ -10,6 +10,7 @@ use clap::Args;
 use super::ExitCode;
 use crate::compare::{self, CompareError, Comparison, Layout, Options};
 use crate::metric::Metric;
+use crate::report::model::Report;
 
 /// `volley compare` flags.
 #[derive(Debug, Args, Clone)]
@@ -47,15 +48,20 @@ pub struct CompareArgs {
     /// Write the comparison as JSON to PATH, or to stdout with `-` (the table then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
     pub json: Option<String>,
+
+    /// Write the verdict page to PATH: the answer first, then both sides' percentile plots
+    /// overlaid, req/s per repetition and the settings (self-contained HTML).
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
 }
 
 /// Runs `volley compare`: 0 no regression, 1 a regression beyond `--fail-if-slower`, 2 bad
 /// input, 3 the JSON could not be written.
 pub fn execute(args: &CompareArgs) -> ExitCode {
-    let run = || -> Result<Comparison, CompareError> {
+    let run = || -> Result<(Comparison, Report, Report), CompareError> {
         let a = compare::load(&args.a)?;
         let b = compare::load(&args.b)?;
-        compare::compare(
+        let c = compare::compare(
             (&args.a.display().to_string(), &a),
             (&args.b.display().to_string(), &b),
             Options {
@@ -64,26 +70,33 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
                 allow_single: args.allow_single,
                 force: args.force,
             },
-        )
+        )?;
+        Ok((c, a, b))
     };
-    let c = match run() {
-        Ok(c) => c,
+    let (c, a, b) = match run() {
+        Ok(v) => v,
         Err(e) => {
             eprintln!("volley compare: {e}");
             return ExitCode::Usage;
         }
     };
+    let mut code = ExitCode::Ok;
+    if let Some(path) = &args.html {
+        let page = compare::page::render(&c, &a, &b);
+        if let Err(e) = crate::sys::files::write_atomically(path, page.as_bytes()) {
+            eprintln!("volley compare: --html {}: {e}", path.display());
+            code = ExitCode::Failed;
+        }
+    }
     let layout = if args.wide {
         Layout::Wide
     } else {
         Layout::Fitted
     };
     let table = compare::render(&c, layout);
-    let mut code = if c.regression {
-        ExitCode::NoResponse
-    } else {
-        ExitCode::Ok
-    };
+    if c.regression {
+        code = code.max_precedence(ExitCode::NoResponse);
+    }
     let mut json = serde_json::to_string_pretty(&c).expect("a comparison always serializes");
     json.push('\n');
     match args.json.as_deref() {
