@@ -575,6 +575,18 @@ fn bad_inputs_exit_2_naming_the_path() {
         "{err}"
     );
 
+    // A suite of many cells that pair with nothing: the message lists a few and counts the rest.
+    let many: Vec<(String, Vec<f64>)> = (0..40).map(|i| (format!("s{i}"), vec![1.0])).collect();
+    let many: Vec<(&str, &[f64])> = many
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_slice()))
+        .collect();
+    let z = suite_folder(&dir.join("z"), &template, &many);
+    let o = compare(&[&x, &z]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("and 35 more") && err.len() < 2_000, "{err}");
+
     let o = compare(&[a, a, &"--fail-if-slower", &"-5%"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

@@ -716,12 +716,23 @@ fn a_verdict_page_in_a_browser() {
         .arg(&page)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     assert_offline(&html);
     let answer = html.find("id=\"ab-verdict\"").expect("the answer");
-    assert!(answer < html.find("class=\"chart\"").unwrap(), "before any chart");
-    assert!(html.contains("A: go__get__r1") && html.contains("B: v2"), "named by file");
+    assert!(
+        answer < html.find("class=\"chart\"").unwrap(),
+        "before any chart"
+    );
+    assert!(
+        html.contains("A: go__get__r1") && html.contains("B: v2"),
+        "named by file"
+    );
     let dom = check_in_browser(
         &page,
         &html,

@@ -72,14 +72,23 @@ fn unpaired_one(s: &LoadSeries) -> Unpaired {
     }
 }
 
-/// The series of one side as a list for an error message (`no cells` for none).
+/// Series an error message names before it only counts the rest.
+const LISTED: usize = 5;
+
+/// The series of one side as a list for an error message (`no cells` for none): the first
+/// few, then how many more — never a line as long as a big suite.
 pub(super) fn describe(series: &[LoadSeries]) -> String {
     if series.is_empty() {
         return "no cells".into();
     }
-    series
+    let mut list = series
         .iter()
+        .take(LISTED)
         .map(|s| format!("`{} · {}`", s.series.label, s.series.server))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if series.len() > LISTED {
+        list += &format!(" and {} more", series.len() - LISTED);
+    }
+    list
 }
