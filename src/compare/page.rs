@@ -13,11 +13,148 @@ use std::path::Path;
 use super::{format_p, Comparison, Pair, Verdict};
 use crate::report::html::{escape_html as esc, render_with_lead};
 use crate::report::model::{Cell, Report};
+use crate::result::identity::LoadKey;
 
 /// The verdict page of comparison `c` of reports `a` and `b` (as loaded from `c.a`, `c.b`).
 pub fn render(c: &Comparison, a: &Report, b: &Report) -> String {
     let combined = combined(c, a, b);
-    render_with_lead(&combined, &lead(c))
+    let mut lead = lead(c);
+    lead += &repetitions(c, &combined);
+    lead += &settings(&combined);
+    render_with_lead(&combined, &lead)
+}
+
+/// Per pair, each repetition's headline value as a dot, A above B on one axis: the noise is
+/// visible next to the difference (inline SVG, no script).
+fn repetitions(c: &Comparison, combined: &Report) -> String {
+    let mut o = String::from(
+        "<section id=\"ab-repetitions\"><h2>Every repetition</h2>\
+         <p class=\"muted\">One dot per repetition that finished; the line is the median.</p>",
+    );
+    for p in &c.pairs {
+        let m = p.headline.metric;
+        let side = |tag: &str| -> Vec<f64> {
+            combined
+                .cells
+                .iter()
+                .filter(|cell| cell.scenario == p.label && cell.server.starts_with(tag))
+                .filter(|cell| cell.status == crate::result::CellStatus::Ok)
+                .filter_map(|cell| cell.result.as_ref().and_then(|r| m.value(r)))
+                .collect()
+        };
+        let (va, vb) = (side("A: "), side("B: "));
+        let all: Vec<f64> = va.iter().chain(&vb).copied().collect();
+        let (Some(lo), Some(hi)) = (
+            all.iter().copied().reduce(f64::min),
+            all.iter().copied().reduce(f64::max),
+        ) else {
+            continue;
+        };
+        let _ = write!(
+            o,
+            "<h3>{} · {}: {} ({} is better; {} … {})</h3>",
+            esc(&p.label),
+            esc(&p.server),
+            esc(m.label()),
+            p.headline.better,
+            esc(&m.format(lo)),
+            esc(&m.format(hi))
+        );
+        o += &dots(
+            &[("A", &va, p.headline.a), ("B", &vb, p.headline.b)],
+            lo,
+            hi,
+        );
+    }
+    o.push_str("</section>\n");
+    o
+}
+
+/// An SVG strip: one row per side, a dot per value, a tick at the median.
+fn dots(rows: &[(&str, &[f64], Option<f64>)], lo: f64, hi: f64) -> String {
+    const W: f64 = 600.0;
+    const ROW: f64 = 22.0;
+    let x = |v: f64| 40.0 + (W - 60.0) * if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+    let mut o = format!(
+        "<svg role=\"img\" width=\"{W}\" height=\"{}\" viewBox=\"0 0 {W} {}\">",
+        ROW * rows.len() as f64 + 6.0,
+        ROW * rows.len() as f64 + 6.0
+    );
+    for (k, (name, values, median)) in rows.iter().enumerate() {
+        let y = ROW * k as f64 + 14.0;
+        let colour = if k == 0 { "var(--c0)" } else { "var(--c1)" };
+        let _ = write!(o, "<text x=\"4\" y=\"{}\">{name}</text>", y + 4.0);
+        for v in values.iter() {
+            let _ = write!(
+                o,
+                "<circle cx=\"{:.1}\" cy=\"{y}\" r=\"4\" fill=\"{colour}\" fill-opacity=\"0.7\"/>",
+                x(*v)
+            );
+        }
+        if let Some(m) = median {
+            let _ = write!(
+                o,
+                "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{2}\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+                x(*m),
+                y - 9.0,
+                y + 9.0
+            );
+        }
+    }
+    o.push_str("</svg>");
+    o
+}
+
+/// The settings of A's and B's first finished runs side by side, differences marked.
+fn settings(combined: &Report) -> String {
+    let first = |tag: &str| {
+        combined
+            .cells
+            .iter()
+            .filter(|c| c.server.starts_with(tag))
+            .find_map(|c| c.result.as_ref())
+    };
+    let (Some(ra), Some(rb)) = (first("A: "), first("B: ")) else {
+        return String::new();
+    };
+    let fields = |r: &crate::result::RunResult| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = LoadKey::of_result(r)
+            .fields()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect();
+        v.push(("volley".into(), r.volley_version.clone()));
+        v.push(("cpu".into(), r.env.cpu_model.clone().unwrap_or_default()));
+        v.push(("cores".into(), r.env.cores.to_string()));
+        v.push(("client_cpus".into(), r.env.pinning.client_cpus.clone()));
+        v.push((
+            "server_cpus".into(),
+            r.env.pinning.server_cpus.clone().unwrap_or_default(),
+        ));
+        v.push(("kernel".into(), r.env.kernel.clone().unwrap_or_default()));
+        v
+    };
+    let (fa, fb) = (fields(ra), fields(rb));
+    let mut o = String::from(
+        "<section id=\"ab-settings\"><h2>Settings side by side</h2>\
+         <table><thead><tr><th>setting</th><th>A</th><th>B</th></tr></thead><tbody>",
+    );
+    for (name, va) in &fa {
+        let vb = fb
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("", |(_, v)| v.as_str());
+        let class = if va != vb { " class=\"bad\"" } else { "" };
+        let _ = write!(
+            o,
+            "<tr{class}><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(name),
+            esc(va),
+            esc(vb)
+        );
+    }
+    o.push_str("</tbody></table></section>\n");
+    o
 }
 
 /// One report holding, for every pair, A's and B's series under the pair's label, each
@@ -182,6 +319,12 @@ mod tests {
             "sides by server"
         );
         assert!(html.contains("cannot be called (n=1/1)"));
+        assert!(html.contains("<circle"), "a dot per repetition");
+        assert!(html.contains("id=\"ab-settings\""));
+        assert!(
+            !html.contains("<tr class=\"bad\">"),
+            "the same results: nothing differs"
+        );
     }
 
     #[test]
