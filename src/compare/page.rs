@@ -144,6 +144,9 @@ fn settings(combined: &Report) -> String {
             .iter()
             .find(|(n, _)| n == name)
             .map_or("", |(_, v)| v.as_str());
+        if va.is_empty() && vb.is_empty() {
+            continue; // not set on either side (no rate in closed loop, ...)
+        }
         let class = if va != vb { " class=\"bad\"" } else { "" };
         let _ = write!(
             o,
