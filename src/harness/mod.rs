@@ -6,6 +6,7 @@
 
 mod build;
 mod cell;
+pub mod estimate;
 mod folder;
 mod index;
 pub mod lifecycle;
@@ -94,15 +95,31 @@ pub struct Outcome {
     pub out_dir: PathBuf,
 }
 
-/// Reads and checks a suite, plans its cells (`only`: server and scenario names) and prepares
-/// the results folder (`out`, or `results/<suite>-<UTC timestamp>/`).
-pub fn prepare<'a>(
-    suite_path: &Path,
-    only: &[String],
-    out: Option<PathBuf>,
-    interrupts: &'a AtomicUsize,
-    log: &'a mut dyn Log,
-) -> Result<Harness<'a>, StartError> {
+/// A suite read, checked and planned; nothing started, no folder made.
+pub struct Planned {
+    /// The suite, filtered by `--only`.
+    pub suite: SuiteConfig,
+    /// Its cells in run order.
+    pub cells: Vec<PlannedCell>,
+}
+
+impl Planned {
+    /// How many cells and about how long (docs/contract.md, "Suites").
+    pub fn estimate(&self) -> estimate::Estimate {
+        estimate::Estimate::of(&self.cells)
+    }
+
+    /// The `--dry-run` listing: cells per server and scenario, and the estimated time.
+    pub fn listing(&self) -> String {
+        let path = std::env::var_os("PATH");
+        let missing = tools::unavailable(&self.suite, path.as_deref());
+        let skipped: Vec<String> = missing.into_keys().collect();
+        estimate::listing(&self.suite, &self.cells, &skipped)
+    }
+}
+
+/// Reads and checks a suite and plans its cells (`only`: server and scenario names).
+pub fn plan(suite_path: &Path, only: &[String]) -> Result<Planned, StartError> {
     let (cores, _) = cpus::allowed();
     let mut suite = SuiteConfig::load(suite_path, cores)?;
     matrix::apply_only(&mut suite, only).map_err(StartError::Only)?;
@@ -110,13 +127,26 @@ pub fn prepare<'a>(
     if cells.is_empty() {
         return Err(StartError::NoCells(suite_path.display().to_string()));
     }
+    Ok(Planned { suite, cells })
+}
+
+/// Prepares a planned suite to run: the descriptor limit for its largest cell and the results
+/// folder (`out`, or `results/<suite>-<UTC timestamp>/`). `only` is recorded in `suite.json`.
+pub fn prepare<'a>(
+    planned: Planned,
+    only: &[String],
+    out: Option<PathBuf>,
+    interrupts: &'a AtomicUsize,
+    log: &'a mut dyn Log,
+) -> Result<Harness<'a>, StartError> {
+    let Planned { suite, cells } = planned;
     let max_conns = cells
         .iter()
         .map(|c| c.cell.config.load.most_connections() as u64)
         .max()
         .unwrap_or(1);
     limits::ensure_nofile(max_conns).map_err(|source| StartError::Limits {
-        suite: suite_path.display().to_string(),
+        suite: suite.path.display().to_string(),
         source,
     })?;
     let out_dir = out.unwrap_or_else(|| folder::default_out(&suite.name));
