@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -111,4 +112,125 @@ fn a_large_matrix_runs_with_yes() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let idx = index(&out);
     assert_eq!(idx["rows"].as_array().unwrap().len(), 101);
+}
+
+/// A port on 127.0.0.1 that nothing listens on (the kernel's pick).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn a_server_on_another_port_fails_early_and_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = free_port();
+    let suite = format!(
+        "[suite]\nname = \"w\"\nrepetitions = 3\nduration = \"1s\"\n[[server]]\nname = \"fixed\"\nstart = \"exec {VOLLEY} serve --port {fixed}\"\nready_timeout = \"60s\"\n[[scenario]]\nname = \"g\"\n"
+    );
+    let t0 = Instant::now();
+    let (o, out) = bench(dir.path(), &suite, &[]);
+    let took = t0.elapsed();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    let idx = index(&out);
+    let rows = idx["rows"].as_array().unwrap();
+    let first = rows[0]["reason"].as_str().unwrap();
+    assert!(
+        first.starts_with(&format!("listening on {fixed}, not on $PORT=")),
+        "{first}"
+    );
+    assert!(first.contains("use $PORT or {port}"), "{first}");
+    let detect = rows[0]["wall_s"].as_f64().unwrap();
+    eprintln!("wrong port detected: cell wall {detect:.2} s (start, detection, stop)");
+    assert!(
+        detect < 5.0,
+        "detected after {detect} s, not within a few seconds"
+    );
+    for r in &rows[1..] {
+        let reason = r["reason"].as_str().unwrap();
+        assert!(reason.starts_with("not started: listening on"), "{reason}");
+        assert!(r["wall_s"].as_f64().unwrap() < 0.5, "no second wait: {r}");
+    }
+    assert!(took < Duration::from_secs(15), "the suite took {took:?}");
+}
+
+#[test]
+fn a_backgrounded_server_gets_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "[suite]\nname = \"bg\"\nduration = \"1s\"\n[[server]]\nname = \"bg\"\nstart = \"{VOLLEY} serve --port {{port}} &\"\n[[scenario]]\nname = \"g\"\n"
+    );
+    let (o, out) = bench(dir.path(), &suite, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    let idx = index(&out);
+    let reason = idx["rows"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("before it was ready")
+            && reason.contains("ends with `&`")
+            && reason.contains(&format!("(`exec {VOLLEY} serve --port")),
+        "{reason}"
+    );
+    assert!(text(&o.stderr).contains("keep it in the foreground"));
+}
+
+/// Zombie children of `pid` (state Z, parent `pid`).
+fn zombie_children(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let mut f = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+        let (state, ppid) = (f.next(), f.next().and_then(|p| p.parse::<i32>().ok()));
+        if state == Some("Z") && ppid == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+#[test]
+fn children_are_reaped_as_they_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    // Servers that stop at once on SIGTERM, one that exits before it is ready, one that dies
+    // during its run: each cell's first process must be waited for.
+    let suite = format!(
+        "[suite]\nname = \"z\"\nrepetitions = 3\nwarmup = \"0s\"\nduration = \"300ms\"\n[[server]]\nname = \"ok\"\nstart = \"exec {VOLLEY} serve --port {{port}}\"\n[[server]]\nname = \"early\"\nstart = \"exit 4\"\n[[server]]\nname = \"dies\"\nstart = \"{VOLLEY} serve --port {{port}} & sleep 0.5; kill -9 $!; exit 1\"\n[[scenario]]\nname = \"g\"\nconnections = [1, 2]\n"
+    );
+    let file = dir.path().join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let mut child = Command::new(VOLLEY)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    // A zombie seen in two looks 1 s apart was not reaped as it exited.
+    let mut seen: std::collections::BTreeMap<i32, Instant> = Default::default();
+    let mut lasting = Vec::new();
+    let mut looks = 0;
+    while child.try_wait().unwrap().is_none() {
+        let now = zombie_children(pid);
+        seen.retain(|p, _| now.contains(p));
+        for p in now {
+            let first = *seen.entry(p).or_insert_with(Instant::now);
+            if first.elapsed() > Duration::from_secs(1) && !lasting.contains(&p) {
+                lasting.push(p);
+            }
+        }
+        looks += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        looks > 20,
+        "the suite ran long enough to be watched ({looks} looks)"
+    );
+    assert!(lasting.is_empty(), "zombie children of volley: {lasting:?}");
 }

@@ -13,6 +13,7 @@ pub mod lifecycle;
 pub mod matrix;
 pub mod pinning;
 pub mod progress;
+pub mod ready;
 mod record;
 pub mod tools;
 
@@ -167,6 +168,7 @@ pub fn prepare<'a>(
         unwritten: Default::default(),
         thresholds_broken: false,
         unsaved: BTreeMap::new(),
+        wrong_port: BTreeMap::new(),
     };
     h.save_index().map_err(|e| out_err(e.to_string()))?;
     Ok(h)
@@ -185,6 +187,9 @@ pub struct Harness<'a> {
     thresholds_broken: bool,
     /// Results a failed write left in memory: row -> (path, JSON, result).
     unsaved: BTreeMap<usize, (String, String, RunResult)>,
+    /// Servers seen listening on other ports than `$PORT`, with the reason: their later cells
+    /// fail at once instead of waiting again.
+    wrong_port: BTreeMap<String, String>,
 }
 
 impl Harness<'_> {
