@@ -234,3 +234,48 @@ fn children_are_reaped_as_they_exit() {
     );
     assert!(lasting.is_empty(), "zombie children of volley: {lasting:?}");
 }
+
+#[test]
+fn an_interrupted_suite_sums_up_its_skipped_cells_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("suite.toml");
+    std::fs::write(&file, control_suite(40, "3s")).unwrap();
+    let out = dir.path().join("out");
+    let child = Command::new(VOLLEY)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !out.join("suite.json").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert!(
+        stdout.contains(
+            "skipped 39 cells (interrupted): none×g connections=2, none×g connections=3,"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains(", … and 33 more\n"), "{stdout}");
+    assert!(
+        !stdout.contains("skipped ["),
+        "no row per skipped cell: {stdout}"
+    );
+    assert!(stdout.lines().count() < 20, "{stdout}");
+    assert!(
+        stdout.contains("40 cells in ")
+            && stdout.contains(": 0 ok, 0 failed, 1 interrupted, 39 skipped (interrupted)."),
+        "{stdout}"
+    );
+}

@@ -106,8 +106,16 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
             o.unavailable.keys().cloned().collect::<Vec<_>>().join(", ")
         )
     };
+    let stopped = if o.interrupted {
+        format!(
+            ", {} interrupted, {} skipped (interrupted)",
+            o.interrupted_cells, o.skipped_by_interrupt
+        )
+    } else {
+        String::new()
+    };
     files::stdout(&format!(
-        "\n{} cells in {}: {} ok, {} failed{skipped}{}. Results: {} (report: {})\n",
+        "\n{} cells in {}: {} ok, {} failed{stopped}{skipped}{}. Results: {} (report: {})\n",
         o.cells,
         progress::clock(o.wall),
         o.ok,

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::suite::{SuiteConfig, SuiteError};
 use crate::report::Report;
+use crate::result::suite::SKIPPED_BY_INTERRUPT;
 use crate::result::{CellStatus, RunResult, SuiteIndex, SuiteState};
 use crate::sys::{cpus, limits};
 use build::FailedBuild;
@@ -82,6 +83,10 @@ pub struct Outcome {
     pub unavailable: BTreeMap<String, String>,
     /// Their cells.
     pub skipped: usize,
+    /// Cells Ctrl-C stopped while they ran (their measurement up to then is kept).
+    pub interrupted_cells: usize,
+    /// Cells Ctrl-C kept from running.
+    pub skipped_by_interrupt: usize,
     /// A threshold broke in some cell.
     pub thresholds_broken: bool,
     /// `suite.json` or a report could not be written in the end.
@@ -274,7 +279,7 @@ impl Harness<'_> {
             .filter(|r| r.status == CellStatus::Pending)
         {
             row.status = CellStatus::Skipped;
-            row.reason = Some("interrupted before this cell".into());
+            row.reason = Some(SKIPPED_BY_INTERRUPT.into());
         }
         self.index.state = if interrupted {
             SuiteState::Interrupted
@@ -302,6 +307,17 @@ impl Harness<'_> {
                 .filter(|r| r.status == CellStatus::Skipped && unavailable.contains_key(&r.server))
                 .count(),
             unavailable,
+            interrupted_cells: rows
+                .iter()
+                .filter(|r| r.status == CellStatus::Interrupted)
+                .count(),
+            skipped_by_interrupt: rows
+                .iter()
+                .filter(|r| {
+                    r.status == CellStatus::Skipped
+                        && r.reason.as_deref() == Some(SKIPPED_BY_INTERRUPT)
+                })
+                .count(),
             report: self.report(),
             cells: rows.len(),
             ok: rows.iter().filter(|r| r.status == CellStatus::Ok).count(),
