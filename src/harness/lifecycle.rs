@@ -1,6 +1,6 @@
 //! A managed server's life in one cell: build (once per suite), start in its own process group
-//! (pinned, with `PORT`), poll until ready, stop with SIGTERM then SIGKILL, and prove that no
-//! process of it is left.
+//! (pinned, with `PORT`), stop with SIGTERM then SIGKILL, reap it, and prove that no process of
+//! it is left. Waiting until it is ready is in [`super::ready`].
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
