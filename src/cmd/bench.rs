@@ -1,14 +1,19 @@
-//! `volley bench SUITE.toml [--only NAME...] [--out DIR]`: run a suite, progress on stderr, the
-//! table and where the results are on stdout. Exit 0 (servers whose required programs are not
-//! installed are skipped with a note); 1 a threshold broke; 3 a cell failed, a result could not
-//! be written, or nothing could run; 130 interrupted; 2 the suite could not start.
+//! `volley bench SUITE.toml [--only NAME...] [--out DIR] [--dry-run] [--yes]`: run a suite,
+//! progress on stderr, the table and where the results are on stdout. Exit 0 (servers whose
+//! required programs are not installed are skipped with a note); 1 a threshold broke; 3 a cell
+//! failed, a result could not be written, or nothing could run; 130 interrupted; 2 the suite
+//! could not start (or a large matrix was not confirmed). `--dry-run` lists the cells and the
+//! estimated time and exits 0 without starting anything.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use clap::Args;
 
 use super::ExitCode;
+use crate::harness::estimate::{Estimate, CONFIRM_CELLS, CONFIRM_WALL};
 use crate::harness::{self, progress, Log};
 use crate::report::Format;
 use crate::sys::files;
@@ -27,6 +32,15 @@ pub struct BenchArgs {
     /// Results folder [default: results/<suite>-<UTC timestamp>/]; must be new or empty.
     #[arg(long)]
     pub out: Option<PathBuf>,
+
+    /// List the cells and the estimated wall time, then exit without starting anything.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Run a matrix over 100 cells or 30 minutes without asking (needed when stdin is not a
+    /// terminal).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// The harness's progress, on stderr.
@@ -47,13 +61,24 @@ impl Log for Stderr {
 /// Runs `volley bench` and returns the exit code.
 pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
     let mut log = Stderr;
-    let h = match harness::prepare(
-        &args.suite,
-        &args.only,
-        args.out.clone(),
-        interrupts,
-        &mut log,
-    ) {
+    let planned = match harness::plan(&args.suite, &args.only) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("volley bench: {e}");
+            return ExitCode::Usage;
+        }
+    };
+    if args.dry_run {
+        files::stdout(&planned.listing());
+        return ExitCode::Ok;
+    }
+    let estimate = planned.estimate();
+    if estimate.needs_confirmation() && !args.yes {
+        if let Some(code) = confirm(&estimate, interrupts) {
+            return code;
+        }
+    }
+    let h = match harness::prepare(planned, &args.only, args.out.clone(), interrupts, &mut log) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("volley bench: {e}");
@@ -81,8 +106,16 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
             o.unavailable.keys().cloned().collect::<Vec<_>>().join(", ")
         )
     };
+    let stopped = if o.interrupted {
+        format!(
+            ", {} interrupted, {} skipped (interrupted)",
+            o.interrupted_cells, o.skipped_by_interrupt
+        )
+    } else {
+        String::new()
+    };
     files::stdout(&format!(
-        "\n{} cells in {}: {} ok, {} failed{skipped}{}. Results: {} (report: {})\n",
+        "\n{} cells in {}: {} ok, {} failed{stopped}{skipped}{}. Results: {} (report: {})\n",
         o.cells,
         progress::clock(o.wall),
         o.ok,
@@ -112,4 +145,48 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
         code = code.max_precedence(ExitCode::Interrupted);
     }
     code
+}
+
+/// Asks whether to run a large matrix: `None` to run, else the exit code. Without a terminal
+/// on stdin nothing can be asked: exit 2, naming `--yes` and `--dry-run`.
+fn confirm(e: &Estimate, interrupts: &AtomicUsize) -> Option<ExitCode> {
+    let limits = format!(
+        "over {CONFIRM_CELLS} cells or {}",
+        progress::clock(CONFIRM_WALL)
+    );
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "volley bench: {} ({limits}) and stdin is not a terminal to confirm it: pass --yes to run it, or --dry-run to list the cells; nothing was started",
+            e.summary()
+        );
+        return Some(ExitCode::Usage);
+    }
+    {
+        use std::io::Write;
+        eprint!("{} — run? [y/N] ", e.summary());
+        let _ = std::io::stderr().flush();
+    }
+    // Read on a thread of its own, so that Ctrl-C at the prompt is not stuck in read(2).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = tx.send(std::io::stdin().read_line(&mut line).map(|_| line));
+    });
+    loop {
+        if interrupts.load(Ordering::SeqCst) > 0 {
+            eprintln!();
+            return Some(ExitCode::Interrupted);
+        }
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Ok(answer)) if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") => {
+                return None
+            }
+            Ok(_) => {
+                eprintln!("volley bench: not run (answer y to run, or pass --yes)");
+                return Some(ExitCode::Usage);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Some(ExitCode::Usage),
+        }
+    }
 }

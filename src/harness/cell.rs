@@ -4,6 +4,7 @@
 
 use super::lifecycle::{self, Running};
 use super::matrix::PlannedCell;
+use super::ready::{self, NotReady};
 use super::Harness;
 use crate::config::suite::{Managed, ServerKind};
 use crate::config::{parse_url, MonitorConfig, RunConfig, DEFAULT_MONITOR_INTERVAL};
@@ -75,6 +76,13 @@ impl Harness<'_> {
 
     /// A managed server's cell: a fresh server on a free port, measured once ready, stopped.
     fn run_managed(&mut self, cell: &PlannedCell, m: &Managed, cores: usize) -> CellOutcome {
+        // A server that listened on the wrong port will again: no second wait for it.
+        if let Some(reason) = self.wrong_port.get(&cell.server) {
+            return CellOutcome::failed(
+                format!("not started: {reason} (seen in an earlier cell of this server)"),
+                Vec::new(),
+            );
+        }
         let port = match lifecycle::free_port() {
             Ok(p) => p,
             Err(e) => return CellOutcome::failed(format!("no free port: {e}"), Vec::new()),
@@ -105,8 +113,20 @@ impl Harness<'_> {
         running: &mut Running,
         cores: usize,
     ) -> CellOutcome {
-        match lifecycle::wait_ready(running, &m.ready_path, m.ready_timeout, self.interrupts) {
-            Err(reason) => {
+        match ready::wait_ready(running, &m.ready_path, m.ready_timeout, self.interrupts) {
+            Err(e) => {
+                let mut reason = e.to_string();
+                match e {
+                    NotReady::WrongPort { .. } => {
+                        self.wrong_port.insert(cell.server.clone(), reason.clone());
+                    }
+                    NotReady::Exited(_) | NotReady::Timeout { .. }
+                        if ready::backgrounds(&m.start) =>
+                    {
+                        reason = format!("{reason}; {}", ready::background_hint(&m.start));
+                    }
+                    _ => {}
+                }
                 let mut o = CellOutcome::failed(reason, Vec::new());
                 if self.interrupted() {
                     o.status = CellStatus::Interrupted;

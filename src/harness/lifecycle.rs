@@ -1,10 +1,10 @@
 //! A managed server's life in one cell: build (once per suite), start in its own process group
-//! (pinned, with `PORT`), poll until ready, stop with SIGTERM then SIGKILL, and prove that no
-//! process of it is left.
+//! (pinned, with `PORT`), stop with SIGTERM then SIGKILL, reap it, and prove that no process of
+//! it is left. Waiting until it is ready is in [`super::ready`].
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{Read, Seek, SeekFrom};
+use std::net::TcpListener;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -182,78 +182,6 @@ pub fn start(
     })
 }
 
-/// Polls `GET ready_path` until the server answers with a status below 500. `Err` says why
-/// it never did: it exited, the timeout passed (with the last thing seen), or Ctrl-C.
-pub fn wait_ready(
-    r: &mut Running,
-    ready_path: &str,
-    timeout: Duration,
-    interrupts: &AtomicUsize,
-) -> Result<Duration, String> {
-    let t0 = Instant::now();
-    let addr = SocketAddr::from(([127, 0, 0, 1], r.port));
-    loop {
-        if let Ok(Some(status)) = r.child.try_wait() {
-            return Err(format!("{} before it was ready", describe(status)));
-        }
-        if interrupts.load(Ordering::SeqCst) > 0 {
-            return Err("interrupted while waiting for the server to be ready".into());
-        }
-        let last = match probe(addr, ready_path) {
-            Ok(code) if code < 500 => return Ok(t0.elapsed()),
-            Ok(code) => format!("GET {ready_path} answered {code}"),
-            Err(e) => format!("GET {ready_path} on {addr}: {e}"),
-        };
-        if t0.elapsed() >= timeout {
-            return Err(format!(
-                "not ready after {} (ready_timeout; last: {last})",
-                humantime::format_duration(Duration::from_millis(timeout.as_millis() as u64))
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// One readiness request: the status code of the answer.
-pub fn probe(addr: SocketAddr, path: &str) -> std::io::Result<u16> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.set_write_timeout(Some(Duration::from_secs(2)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: volley-ready\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut buf = Vec::with_capacity(256);
-    let mut chunk = [0u8; 256];
-    while !buf.windows(2).any(|w| w == b"\r\n") && buf.len() < 4096 {
-        let n = s.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let line = String::from_utf8_lossy(&buf);
-    let line = line.lines().next().unwrap_or("");
-    let mut parts = line.split_whitespace();
-    match (
-        parts.next(),
-        parts.next().and_then(|c| c.parse::<u16>().ok()),
-    ) {
-        (Some(v), Some(code)) if v.starts_with("HTTP/") => Ok(code),
-        _ => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            if line.is_empty() {
-                "closed without an HTTP response".to_string()
-            } else {
-                format!(
-                    "not an HTTP response: `{}`",
-                    line.chars().take(60).collect::<String>()
-                )
-            },
-        )),
-    }
-}
-
 /// How a stop went.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stopped {
@@ -309,6 +237,7 @@ fn stop_group(child: &mut Child, pgid: i32, grace: Duration) -> (bool, Vec<i32>)
         members.extend(members_now(pgid, &members));
         members.retain(|p| alive(*p));
         if members.is_empty() {
+            reap(child);
             return (false, Vec::new());
         }
         if Instant::now() >= deadline {
@@ -322,10 +251,19 @@ fn stop_group(child: &mut Child, pgid: i32, grace: Duration) -> (bool, Vec<i32>)
         let _ = child.try_wait();
         members.retain(|p| alive(*p));
         if members.is_empty() || Instant::now() >= deadline {
-            let _ = child.try_wait();
+            reap(child);
             return (true, members);
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for the first process once it is no longer alive: it may have died between the last
+/// `try_wait` and the look at `/proc`, and a `Child` dropped unwaited stays a zombie for as
+/// long as volley runs. A process still alive (stuck after SIGKILL) is not waited for.
+fn reap(child: &mut Child) {
+    if !alive(child.id() as i32) {
+        let _ = child.wait();
     }
 }
 

@@ -6,12 +6,14 @@
 
 mod build;
 mod cell;
+pub mod estimate;
 mod folder;
 mod index;
 pub mod lifecycle;
 pub mod matrix;
 pub mod pinning;
 pub mod progress;
+pub mod ready;
 mod record;
 pub mod tools;
 
@@ -22,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::suite::{SuiteConfig, SuiteError};
 use crate::report::Report;
+use crate::result::suite::SKIPPED_BY_INTERRUPT;
 use crate::result::{CellStatus, RunResult, SuiteIndex, SuiteState};
 use crate::sys::{cpus, limits};
 use build::FailedBuild;
@@ -80,6 +83,10 @@ pub struct Outcome {
     pub unavailable: BTreeMap<String, String>,
     /// Their cells.
     pub skipped: usize,
+    /// Cells Ctrl-C stopped while they ran (their measurement up to then is kept).
+    pub interrupted_cells: usize,
+    /// Cells Ctrl-C kept from running.
+    pub skipped_by_interrupt: usize,
     /// A threshold broke in some cell.
     pub thresholds_broken: bool,
     /// `suite.json` or a report could not be written in the end.
@@ -94,15 +101,31 @@ pub struct Outcome {
     pub out_dir: PathBuf,
 }
 
-/// Reads and checks a suite, plans its cells (`only`: server and scenario names) and prepares
-/// the results folder (`out`, or `results/<suite>-<UTC timestamp>/`).
-pub fn prepare<'a>(
-    suite_path: &Path,
-    only: &[String],
-    out: Option<PathBuf>,
-    interrupts: &'a AtomicUsize,
-    log: &'a mut dyn Log,
-) -> Result<Harness<'a>, StartError> {
+/// A suite read, checked and planned; nothing started, no folder made.
+pub struct Planned {
+    /// The suite, filtered by `--only`.
+    pub suite: SuiteConfig,
+    /// Its cells in run order.
+    pub cells: Vec<PlannedCell>,
+}
+
+impl Planned {
+    /// How many cells and about how long (docs/contract.md, "Suites").
+    pub fn estimate(&self) -> estimate::Estimate {
+        estimate::Estimate::of(&self.cells)
+    }
+
+    /// The `--dry-run` listing: cells per server and scenario, and the estimated time.
+    pub fn listing(&self) -> String {
+        let path = std::env::var_os("PATH");
+        let missing = tools::unavailable(&self.suite, path.as_deref());
+        let skipped: Vec<String> = missing.into_keys().collect();
+        estimate::listing(&self.suite, &self.cells, &skipped)
+    }
+}
+
+/// Reads and checks a suite and plans its cells (`only`: server and scenario names).
+pub fn plan(suite_path: &Path, only: &[String]) -> Result<Planned, StartError> {
     let (cores, _) = cpus::allowed();
     let mut suite = SuiteConfig::load(suite_path, cores)?;
     matrix::apply_only(&mut suite, only).map_err(StartError::Only)?;
@@ -110,13 +133,26 @@ pub fn prepare<'a>(
     if cells.is_empty() {
         return Err(StartError::NoCells(suite_path.display().to_string()));
     }
+    Ok(Planned { suite, cells })
+}
+
+/// Prepares a planned suite to run: the descriptor limit for its largest cell and the results
+/// folder (`out`, or `results/<suite>-<UTC timestamp>/`). `only` is recorded in `suite.json`.
+pub fn prepare<'a>(
+    planned: Planned,
+    only: &[String],
+    out: Option<PathBuf>,
+    interrupts: &'a AtomicUsize,
+    log: &'a mut dyn Log,
+) -> Result<Harness<'a>, StartError> {
+    let Planned { suite, cells } = planned;
     let max_conns = cells
         .iter()
         .map(|c| c.cell.config.load.most_connections() as u64)
         .max()
         .unwrap_or(1);
     limits::ensure_nofile(max_conns).map_err(|source| StartError::Limits {
-        suite: suite_path.display().to_string(),
+        suite: suite.path.display().to_string(),
         source,
     })?;
     let out_dir = out.unwrap_or_else(|| folder::default_out(&suite.name));
@@ -137,6 +173,7 @@ pub fn prepare<'a>(
         unwritten: Default::default(),
         thresholds_broken: false,
         unsaved: BTreeMap::new(),
+        wrong_port: BTreeMap::new(),
     };
     h.save_index().map_err(|e| out_err(e.to_string()))?;
     Ok(h)
@@ -155,6 +192,9 @@ pub struct Harness<'a> {
     thresholds_broken: bool,
     /// Results a failed write left in memory: row -> (path, JSON, result).
     unsaved: BTreeMap<usize, (String, String, RunResult)>,
+    /// Servers seen listening on other ports than `$PORT`, with the reason: their later cells
+    /// fail at once instead of waiting again.
+    wrong_port: BTreeMap<String, String>,
 }
 
 impl Harness<'_> {
@@ -239,7 +279,7 @@ impl Harness<'_> {
             .filter(|r| r.status == CellStatus::Pending)
         {
             row.status = CellStatus::Skipped;
-            row.reason = Some("interrupted before this cell".into());
+            row.reason = Some(SKIPPED_BY_INTERRUPT.into());
         }
         self.index.state = if interrupted {
             SuiteState::Interrupted
@@ -267,6 +307,17 @@ impl Harness<'_> {
                 .filter(|r| r.status == CellStatus::Skipped && unavailable.contains_key(&r.server))
                 .count(),
             unavailable,
+            interrupted_cells: rows
+                .iter()
+                .filter(|r| r.status == CellStatus::Interrupted)
+                .count(),
+            skipped_by_interrupt: rows
+                .iter()
+                .filter(|r| {
+                    r.status == CellStatus::Skipped
+                        && r.reason.as_deref() == Some(SKIPPED_BY_INTERRUPT)
+                })
+                .count(),
             report: self.report(),
             cells: rows.len(),
             ok: rows.iter().filter(|r| r.status == CellStatus::Ok).count(),

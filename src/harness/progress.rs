@@ -11,7 +11,7 @@ use crate::result::SuiteRow;
 use crate::units::{bytes, opt_micros, rate};
 
 /// Overhead assumed per cell before one has finished (start, ready, drain, stop).
-const FIRST_GUESS_OVERHEAD: Duration = Duration::from_secs(2);
+pub(super) const FIRST_GUESS_OVERHEAD: Duration = Duration::from_secs(2);
 
 /// The matrix's clock.
 pub struct Progress {

@@ -37,6 +37,20 @@ impl Units {
     }
 }
 
+/// The inodes of the sockets process `pid` holds open (`/proc/PID/fd/N -> socket:[INODE]`);
+/// empty when its descriptors cannot be read (another user's process, or gone).
+pub fn socket_inodes(pid: i32) -> Vec<u64> {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|target| {
+            let t = target.to_str()?;
+            t.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .collect()
+}
+
 fn count_fds(pid: i32) -> Option<u64> {
     let dir = format!("/proc/{pid}/fd");
     // Since Linux 6.2 the size of /proc/PID/fd is the number of open descriptors.

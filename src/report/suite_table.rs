@@ -2,7 +2,8 @@
 //! repetitions of throughput, latency and server cost, with the throughput range.
 
 use super::model::{median, Report, Series};
-use crate::result::Headline;
+use crate::result::suite::SKIPPED_BY_INTERRUPT;
+use crate::result::{CellStatus, Headline};
 use crate::units::{bytes, micros, rate};
 
 /// Columns of the table.
@@ -17,7 +18,22 @@ type Line = [String; 10];
 pub fn render(report: &Report) -> String {
     let mut lines: Vec<Line> = Vec::new();
     let mut notes: Vec<(String, String)> = Vec::new();
+    let mut unreached = Unreached::default();
     for series in report.series() {
+        let skipped = series
+            .cells
+            .iter()
+            .filter(|c| skipped_by_interrupt(c))
+            .count();
+        if skipped > 0 {
+            unreached.cells += skipped;
+            unreached
+                .series
+                .push(format!("{}×{}", series.server, series.label));
+        }
+        if skipped == series.cells.len() {
+            continue;
+        }
         let ok: Vec<Headline> = series.ok().into_iter().map(Headline::of).collect();
         let runs = format!("{}/{}", ok.len(), series.cells.len());
         lines.push(if ok.is_empty() {
@@ -26,10 +42,55 @@ pub fn render(report: &Report) -> String {
             finished_line(&series, &ok, runs)
         });
     }
-    if lines.is_empty() {
+    if lines.is_empty() && unreached.cells == 0 {
         return String::new();
     }
-    table(report, &lines, &notes)
+    let skipped = if unreached.cells > 0 {
+        unreached.line()
+    } else {
+        String::new()
+    };
+    table(report, &lines, &notes, &skipped)
+}
+
+/// Cells that Ctrl-C kept from running: one line under the table, not a row each.
+#[derive(Default)]
+struct Unreached {
+    cells: usize,
+    /// `server×scenario axes` of each series with such a cell.
+    series: Vec<String>,
+}
+
+impl Unreached {
+    /// Series named before the rest are counted.
+    const NAMED: usize = 6;
+
+    /// `skipped 84 cells (interrupted): go×get, go×post, … and 12 more`.
+    fn line(&self) -> String {
+        let named = self
+            .series
+            .iter()
+            .take(Self::NAMED)
+            .cloned()
+            .collect::<Vec<_>>();
+        let more = self.series.len().saturating_sub(Self::NAMED);
+        format!(
+            "skipped {} cell{} (interrupted): {}{}\n",
+            self.cells,
+            if self.cells == 1 { "" } else { "s" },
+            named.join(", "),
+            if more > 0 {
+                format!(", … and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// A cell Ctrl-C kept from running.
+fn skipped_by_interrupt(c: &super::model::Cell) -> bool {
+    c.status == CellStatus::Skipped && c.reason.as_deref() == Some(SKIPPED_BY_INTERRUPT)
 }
 
 /// A series with no finished repetition: its status and a note number in the req/s column.
@@ -122,8 +183,8 @@ fn finished_line(series: &Series, ok: &[Headline], runs: String) -> Line {
 }
 
 /// The environment line, the aligned table (a scenario named once for its servers), the notes
-/// on failures and what the numbers are.
-fn table(report: &Report, lines: &[Line], notes: &[(String, String)]) -> String {
+/// on failures, the cells Ctrl-C kept from running (`skipped`, a line) and what the numbers are.
+fn table(report: &Report, lines: &[Line], notes: &[(String, String)], skipped: &str) -> String {
     let width = widths(lines);
     let mut out = format!("\n{}\n\n", environment(report));
     out += &fmt_line(&HEADER.map(String::from), &width);
@@ -141,6 +202,7 @@ fn table(report: &Report, lines: &[Line], notes: &[(String, String)]) -> String 
     for (i, (server, why)) in notes.iter().enumerate() {
         out += &format!("[{}] {server}: {why}\n", i + 1);
     }
+    out += skipped;
     out += "\nreq/s, p50 and p99 (corrected latency) are medians over the repetitions that finished; CPU/req and RSS are the server's (median, peak).\n";
     out
 }

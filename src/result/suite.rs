@@ -172,6 +172,10 @@ impl SuiteIndex {
     }
 }
 
+/// The reason of a `skipped` row that Ctrl-C kept from running (rows skipped for a missing
+/// program say which program instead).
+pub const SKIPPED_BY_INTERRUPT: &str = "interrupted before this cell";
+
 /// `connections=3,rate=500`: axis values as they are shown and compared everywhere.
 pub fn axes_label<'a>(axes: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
     axes.into_iter()

@@ -54,14 +54,46 @@ pub fn answer(listening: &[SocketAddr], target: SocketAddr) -> Answer {
 
 /// The listening addresses of a `/proc/net/tcp` or `/proc/net/tcp6` table.
 pub fn parse(table: &str) -> Vec<SocketAddr> {
+    parse_sockets(table).into_iter().map(|l| l.addr).collect()
+}
+
+/// A listening socket: its address and its inode (what `/proc/PID/fd/N` links to as
+/// `socket:[INODE]`, so the process holding it can be found).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listener {
+    /// Local address.
+    pub addr: SocketAddr,
+    /// Socket inode.
+    pub inode: u64,
+}
+
+/// The listening sockets of this network namespace, IPv4 and IPv6 (empty when the tables
+/// cannot be read).
+pub fn sockets() -> Vec<Listener> {
+    let mut out = Vec::new();
+    for path in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        if let Ok(t) = std::fs::read_to_string(path) {
+            out.extend(parse_sockets(&t));
+        }
+    }
+    out
+}
+
+/// The listening sockets of a `/proc/net/tcp` or `/proc/net/tcp6` table.
+pub fn parse_sockets(table: &str) -> Vec<Listener> {
     table
         .lines()
         .skip(1)
         .filter_map(|line| {
-            let mut f = line.split_whitespace();
-            let local = f.nth(1)?;
-            let state = f.nth(1)?;
-            (state == LISTEN).then(|| parse_addr(local)).flatten()
+            // sl local_address rem_address st tx:rx tr:tm retrnsmt uid timeout inode
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.get(3) != Some(&LISTEN) {
+                return None;
+            }
+            Some(Listener {
+                addr: parse_addr(f.get(1)?)?,
+                inode: f.get(9)?.parse().ok()?,
+            })
         })
         .collect()
 }
@@ -154,6 +186,15 @@ mod tests {
             Answer::No,
             "connected, not listening"
         );
+    }
+
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn listeners_carry_their_inode() {
+        let l = parse_sockets(TCP6);
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[1].addr, at("[::]:3000"));
+        assert_eq!(l[1].inode, 5);
     }
 
     #[test]
