@@ -142,6 +142,7 @@ fn table(report: &Report, lines: &[Line], notes: &[(String, String)]) -> String 
         out += &format!("[{}] {server}: {why}\n", i + 1);
     }
     out += "\nreq/s, p50 and p99 (corrected latency) are medians over the repetitions that finished; CPU/req and RSS are the server's (median, peak).\n";
+    out += &super::versus::text(&super::versus::lines(report));
     out
 }
 
