@@ -652,8 +652,14 @@ fn baseline_inside_one_real_suite() {
         table.contains("vs v1"),
         "the suite's table compares with its baseline: {table}"
     );
+    assert!(table.contains("get · v2 vs v1: req/s ×"), "{table}");
     let index = read(&out.join("suite.json"));
-    assert_eq!(index["suite"]["suite"]["baseline"], "v1", "{index}");
+    assert_eq!(index["baseline"], "v1", "{index}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("### vs v1 (baseline)") && md.contains("| get | v2 | req/s | ×"),
+        "{md}"
+    );
     let o = compare(&[&out, &"--baseline", &"v1", &"--json", &"-"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -45,16 +45,20 @@ fn versus(o: &mut String, report: &Report) {
         return;
     };
     let _ = writeln!(o, "### vs {} (baseline)\n", esc(&first.baseline));
-    let _ = writeln!(o, "| scenario | server | metric | ratio | verdict |");
-    let _ = writeln!(o, "|---|---|---|--:|---|");
+    let _ = writeln!(
+        o,
+        "| scenario | server | metric | ratio | shift (95% CI) | verdict |"
+    );
+    let _ = writeln!(o, "|---|---|---|--:|--:|---|");
     for l in &lines {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             esc(&l.label),
             esc(&l.server),
             l.metric.label(),
             l.ratio_text(),
+            esc(&l.shift_text()),
             esc(&l.verdict())
         );
     }

@@ -32,23 +32,32 @@ pub struct VsLine {
 }
 
 impl VsLine {
-    /// The call in words: `10.0% slower, 95% CI 7.0–13.0% (p=0.012)`, `no significant
-    /// difference (p=0.40)`, `cannot be called (n=3/3)`.
+    /// The call in words: `slower (p=0.012)`, `no significant difference (p=0.40)`,
+    /// `cannot be called (n=3/3)`; "slower" and "faster" in the metric's direction.
     pub fn verdict(&self) -> String {
         let p = self
             .versus
             .p_value
             .map_or(String::new(), |p| format!(" (p={p:.3})"));
-        let effect = |v: &Versus| {
-            v.effect.map_or_else(
-                || "not measured".to_string(),
-                |e| ab::effect_words(&e, self.metric.higher_is_better(), ALPHA),
-            )
-        };
         match self.versus.call {
-            Call::Faster | Call::Slower => format!("{}{p}", effect(&self.versus)),
+            Call::Faster => format!("faster{p}"),
+            Call::Slower => format!("slower{p}"),
             Call::NoDifference => format!("no significant difference{p}"),
             Call::TooFew => format!("cannot be called (n={}/{})", self.n.0, self.n.1),
+        }
+    }
+
+    /// The shift of the server against the baseline in % of the baseline's median, signed,
+    /// with its 95 % interval: `-10.0% (95% CI -13.0 to -7.0%)`; `-` when not measured.
+    pub fn shift_text(&self) -> String {
+        let Some(e) = self.versus.effect else {
+            return "-".into();
+        };
+        match (e.low_pct, e.high_pct) {
+            (Some(lo), Some(hi)) => {
+                format!("{:+.1}% (95% CI {lo:+.1} to {hi:+.1}%)", e.pct)
+            }
+            _ => format!("{:+.1}% (no CI)", e.pct),
         }
     }
 
@@ -124,18 +133,20 @@ pub fn text(lines: &[VsLine]) -> String {
         return String::new();
     };
     let mut out = format!(
-        "\nvs {} (baseline; medians' ratio, shift with its 95% CI, Mann-Whitney at α = 0.05, \
-         5+ repetitions a side):\n",
+        "\nvs {} (baseline): ratio of the medians; shift: Hodges-Lehmann, in % of the \
+         baseline's median, with its 95% CI; calls: Mann-Whitney U, α = 0.05, 5+ repetitions \
+         a side\n",
         first.baseline
     );
     for l in lines {
         out += &format!(
-            "  {} · {} vs {}: {} {}, {}\n",
+            "  {} · {} vs {}: {} {}, shift {}: {}\n",
             l.label,
             l.server,
             l.baseline,
             l.metric.label(),
             l.ratio_text(),
+            l.shift_text(),
             l.verdict()
         );
     }
