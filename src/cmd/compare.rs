@@ -250,6 +250,34 @@ mod tests {
     }
 
     #[test]
+    fn baseline_takes_one_input_and_against_needs_it() {
+        let c = Cmd::try_parse_from([
+            "compare",
+            "dir",
+            "--baseline",
+            "v1",
+            "--against",
+            "v2",
+            "v3",
+        ])
+        .unwrap();
+        assert_eq!(c.args.baseline.as_deref(), Some("v1"));
+        assert_eq!(c.args.against, ["v2", "v3"]);
+        assert!(c.args.b.is_none());
+        assert!(check_inputs(&c.args).is_ok());
+        let e = Cmd::try_parse_from(["compare", "dir", "--against", "v2"]).unwrap_err();
+        assert!(e.to_string().contains("--baseline"), "{e}");
+        let two = Cmd::try_parse_from(["compare", "a", "b", "--baseline", "v1"]).unwrap();
+        assert!(check_inputs(&two.args)
+            .unwrap_err()
+            .contains("one results folder"));
+        let one = Cmd::try_parse_from(["compare", "a"]).unwrap();
+        assert!(check_inputs(&one.args)
+            .unwrap_err()
+            .contains("--baseline NAME"));
+    }
+
+    #[test]
     fn allow_single_needs_fail_if_slower() {
         let e = Cmd::try_parse_from(["compare", "a", "b", "--allow-single"]).unwrap_err();
         assert!(e.to_string().contains("--fail-if-slower"), "{e}");
