@@ -109,7 +109,18 @@ fn longest_line(s: &str) -> usize {
 #[test]
 fn a_result_against_itself_is_no_regression() {
     let (a, _) = runs();
-    let o = compare(&[a, a, &"--fail-if-slower", &"5%"]);
+    // The same file twice is refused: every server would pair with itself.
+    let o = compare(&[a, a]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = flat(&o.stderr);
+    assert!(
+        err.contains("same results") && err.contains("--baseline"),
+        "{err}"
+    );
+    // A copy is other results that happen to hold the same numbers.
+    let copy = scratch("compare", "itself").join("copy.json");
+    std::fs::copy(a, &copy).unwrap();
+    let o = compare(&[a, &copy, &"--fail-if-slower", &"5%"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = flat(&o.stdout);
     assert!(out.contains("cannot be called (n=1/1)"), "{out}");
@@ -293,16 +304,22 @@ fn edited_throughput_is_judged_by_the_medians() {
 /// A results folder with `suite.json` and one run file per (scenario, rep), each a copy of
 /// `template` with the given throughput.
 fn suite_folder(dir: &Path, template: &Value, cells: &[(&str, &[f64])]) -> PathBuf {
+    let cells: Vec<(&str, &str, &[f64])> = cells.iter().map(|(s, t)| ("serve", *s, *t)).collect();
+    servers_folder(dir, template, &cells)
+}
+
+/// A results folder of several servers: one run file per (server, scenario, rep).
+fn servers_folder(dir: &Path, template: &Value, cells: &[(&str, &str, &[f64])]) -> PathBuf {
     std::fs::create_dir_all(dir.join("runs")).unwrap();
     let mut rows = Vec::new();
-    for (scenario, throughputs) in cells {
+    for (server, scenario, throughputs) in cells {
         for (i, t) in throughputs.iter().enumerate() {
-            let rel = format!("runs/serve__{scenario}__r{}.json", i + 1);
+            let rel = format!("runs/{server}__{scenario}__r{}.json", i + 1);
             let mut v = template.clone();
             v["throughput_rps"] = json!(t);
             write(&dir.join(&rel), &v);
             rows.push(json!({
-                "server": "serve", "scenario": scenario, "axes": {"connections": "2"},
+                "server": server, "scenario": scenario, "axes": {"connections": "2"},
                 "rep": i + 1, "status": "ok", "reason": null, "control": false,
                 "path": rel, "log": null, "flags": ["-c", "2"], "headline": null, "wall_s": 1.0
             }));
@@ -382,6 +399,76 @@ fn five_repetitions_a_side_give_a_verdict() {
         out.contains("only in A: extra connections=2 · serve"),
         "{out}"
     );
+}
+
+/// `--baseline` on a synthetic folder of three servers: v2 is 10 % slower (called, with the
+/// shift and its interval), v3 the same as v1 (no significant difference).
+#[test]
+fn baseline_calls_the_slower_server_with_its_interval() {
+    let (a, _) = runs();
+    let template = read(a);
+    let dir = scratch("compare", "baseline");
+    let folder = servers_folder(
+        &dir.join("ab"),
+        &template,
+        &[
+            ("v1", "get", &[1000.0, 1010.0, 990.0, 1020.0, 980.0]),
+            ("v2", "get", &[900.0, 910.0, 890.0, 920.0, 880.0]),
+            ("v3", "get", &[1005.0, 995.0, 1015.0, 985.0, 1000.0]),
+            ("v2", "only-v2", &[1.0]),
+        ],
+    );
+    let o = compare(&[
+        &folder,
+        &"--baseline",
+        &"v1",
+        &"--fail-if-slower",
+        &"5",
+        &"--json",
+        &"-",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pairs = v["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2, "{v}");
+    let p = &pairs[0];
+    assert_eq!(
+        (p["a_name"].as_str(), p["b_name"].as_str()),
+        (Some("v1"), Some("v2"))
+    );
+    assert_eq!(p["verdict"], "slower");
+    assert_eq!(p["regression"], true);
+    // The differences are −100 + 10k, k = −4..4 taken 1, 2, 3, 4, 5, 4, 3, 2, 1 times: the
+    // shift −100 (−10 % of 1000), the 95 % interval of 5 and 5 [D_3, D_23] = [−130, −70].
+    assert_eq!(p["effect_pct"], -10.0);
+    let near = |k: &str, want: f64| (p[k].as_f64().unwrap() - want).abs() < 1e-9;
+    assert!(
+        near("ci_low_pct", -13.0) && near("ci_high_pct", -7.0),
+        "{p}"
+    );
+    assert_eq!(pairs[1]["b_name"], "v3");
+    assert_eq!(pairs[1]["verdict"], "no significant difference");
+    assert_eq!(v["only_in_b"][0]["label"], "only-v2 connections=2");
+    let o = compare(&[&folder, &"--baseline", &"v1", &"--wide"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("10.0% slower, 95% CI 7.0–13.0% (p=0.012"),
+        "{out}"
+    );
+    // --against picks servers.
+    let o = compare(&[
+        &folder,
+        &"--baseline",
+        &"v1",
+        &"--against",
+        &"v3",
+        &"--json",
+        &"-",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["pairs"][0]["b_name"], "v3");
 }
 
 #[test]
@@ -516,11 +603,94 @@ fn real_suites_with_five_repetitions() {
     assert_eq!(p["metric"], "throughput");
     assert_eq!(p["verdict"], "slower", "{p}");
     assert!(p["p_value"].as_f64().unwrap() < 0.05, "{p}");
-    // suite.json given directly works the same as its folder.
-    let (code, v) = compare_json(&fast.join("suite.json"), &fast, &[]);
-    assert_eq!(code, Some(0));
-    assert_eq!(v["pairs"][0]["verdict"], "no significant difference");
-    assert_eq!(v["pairs"][0]["p_value"], 1.0);
+    // A folder and its own suite.json, or the folder by another path, are the same results.
+    for other in [fast.join("suite.json"), fast.join("runs").join("..")] {
+        let o = compare(&[&fast, &other]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = flat(&o.stderr);
+        assert!(
+            err.contains("same results") && err.contains("--baseline"),
+            "{err}"
+        );
+    }
+}
+
+/// Two identical servers in one suite, 5 interleaved repetitions of 300 ms: `--baseline`
+/// pairs them on the same scenario and finds no significant difference.
+#[test]
+fn baseline_inside_one_real_suite() {
+    let dir = scratch("compare", "ab-bench");
+    let file = dir.join("ab.toml");
+    let server = |name: &str| {
+        format!("[[server]]\nname = \"{name}\"\nstart = \"exec {VOLLEY} serve --port {{port}}\"\n")
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "[suite]\nname = \"ab\"\nrepetitions = 5\nduration = \"300ms\"\nbaseline = \"v1\"\n\
+             {}{}[[scenario]]\nname = \"get\"\npath = \"/delay?ms=2\"\nconnections = 2\n",
+            server("v1"),
+            server("v2")
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = {
+        let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        Command::new(VOLLEY)
+            .arg("bench")
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(o.status.code(), Some(0), "bench: {}", text(&o));
+    let table = flat(&o.stdout);
+    assert!(
+        table.contains("vs v1"),
+        "the suite's table compares with its baseline: {table}"
+    );
+    assert!(table.contains("get · v2 vs v1: req/s ×"), "{table}");
+    let index = read(&out.join("suite.json"));
+    assert_eq!(index["baseline"], "v1", "{index}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("### vs v1 (baseline)") && md.contains("| get | v2 | req/s | ×"),
+        "{md}"
+    );
+    let o = compare(&[&out, &"--baseline", &"v1", &"--json", &"-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = &v["pairs"][0];
+    assert_eq!(
+        (p["a_name"].as_str(), p["b_name"].as_str()),
+        (Some("v1"), Some("v2")),
+        "{p}"
+    );
+    assert_eq!(p["verdict"], "no significant difference", "{p}");
+    assert!(p["ci_low_pct"].as_f64().unwrap() <= p["ci_high_pct"].as_f64().unwrap());
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 1);
+    // Unknown names exit 2 naming the servers there are.
+    let o = compare(&[&out, &"--baseline", &"v9"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = flat(&o.stderr);
+    assert!(
+        err.contains("--baseline v9") && err.contains("v1, v2"),
+        "{err}"
+    );
+    let o = compare(&[&out, &"--baseline", &"v1", &"--against", &"v7"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(flat(&o.stderr).contains("--against v7"), "{}", text(&o));
+    // --baseline takes one results folder.
+    let o = compare(&[&out, &out, &"--baseline", &"v1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        flat(&o.stderr).contains("one results folder"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

@@ -1,25 +1,37 @@
 //! `volley compare A B [--metric M] [--fail-if-slower PCT [--allow-single]] [--force] [--wide]
-//! [--json PATH|-]`: B against A, cell by cell. Exit 0, 1 on a regression beyond
-//! `--fail-if-slower`, 2 for inputs that cannot be compared (different loads without
-//! `--force`), 3 when the JSON cannot be written.
+//! [--json PATH|-]`: B against A, cell by cell; `volley compare RESULTS --baseline NAME
+//! [--against NAME...]`: servers of one results folder against one of them. Exit 0, 1 on a
+//! regression beyond `--fail-if-slower`, 2 for inputs that cannot be compared (different loads
+//! without `--force`, A and B the same results, an unknown server), 3 when the JSON cannot be
+//! written.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use super::ExitCode;
-use crate::compare::{self, CompareError, Comparison, Layout, Options};
+use crate::compare::{self, CompareError, Comparison, Layout, Options, Within};
 use crate::metric::Metric;
 use crate::report::model::Report;
 
 /// `volley compare` flags.
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
-    /// The baseline: a RunResult JSON file, a suite.json or a `volley bench` results folder.
+    /// The baseline: a RunResult JSON file, a suite.json or a `volley bench` results folder
+    /// (with --baseline: the one results folder whose servers are compared).
     pub a: PathBuf,
 
-    /// The candidate, compared against A (same kinds of input).
-    pub b: PathBuf,
+    /// The candidate, compared against A (same kinds of input); none with --baseline.
+    pub b: Option<PathBuf>,
+
+    /// Compare the servers inside one results folder: NAME is the baseline server (side A),
+    /// paired with every other server on the same scenario and axes.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+
+    /// With --baseline: only these servers against the baseline [default: every other].
+    #[arg(long, value_name = "NAME", num_args = 1.., requires = "baseline")]
+    pub against: Vec<String>,
 
     /// The metric judged [default: throughput in closed loop and ramp, corrected p99 in open loop].
     #[arg(long, value_parser = metric_parser())]
@@ -58,20 +70,35 @@ pub struct CompareArgs {
 /// Runs `volley compare`: 0 no regression, 1 a regression beyond `--fail-if-slower`, 2 bad
 /// input, 3 the JSON could not be written.
 pub fn execute(args: &CompareArgs) -> ExitCode {
-    let run = || -> Result<(Comparison, Report, Report), CompareError> {
+    if let Err(e) = check_inputs(args) {
+        eprintln!("volley compare: {e}");
+        return ExitCode::Usage;
+    }
+    let opts = Options {
+        metric: args.metric,
+        fail_pct: args.fail_if_slower,
+        allow_single: args.allow_single,
+        force: args.force,
+    };
+    let run = || -> Result<(Comparison, Report, Option<Report>), CompareError> {
         let a = compare::load(&args.a)?;
-        let b = compare::load(&args.b)?;
-        let c = compare::compare(
-            (&args.a.display().to_string(), &a),
-            (&args.b.display().to_string(), &b),
-            Options {
-                metric: args.metric,
-                fail_pct: args.fail_if_slower,
-                allow_single: args.allow_single,
-                force: args.force,
-            },
-        )?;
-        Ok((c, a, b))
+        let a_name = args.a.display().to_string();
+        match (&args.baseline, &args.b) {
+            (Some(baseline), _) => {
+                let within = Within {
+                    baseline,
+                    against: &args.against,
+                };
+                let c = compare::compare_within((&a_name, &a), within, opts)?;
+                Ok((c, a, None))
+            }
+            (None, Some(b_path)) => {
+                let b = compare::load(b_path)?;
+                let c = compare::compare((&a_name, &a), (&b_path.display().to_string(), &b), opts)?;
+                Ok((c, a, Some(b)))
+            }
+            (None, None) => unreachable!("check_inputs requires B without --baseline"),
+        }
     };
     let (c, a, b) = match run() {
         Ok(v) => v,
@@ -82,7 +109,8 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
     };
     let mut code = ExitCode::Ok;
     if let Some(path) = &args.html {
-        let page = compare::page::render(&c, &a, &b);
+        // With --baseline both sides are servers of the one results folder.
+        let page = compare::page::render(&c, &a, b.as_ref().unwrap_or(&a));
         if let Err(e) = crate::sys::files::write_atomically(path, page.as_bytes()) {
             eprintln!("volley compare: --html {}: {e}", path.display());
             code = ExitCode::Failed;
@@ -122,6 +150,42 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
         None => print!("{table}"),
     }
     code
+}
+
+/// The inputs fit the form: two results, or one with `--baseline`; A and B not the same.
+fn check_inputs(args: &CompareArgs) -> Result<(), String> {
+    let a = args.a.display();
+    match (&args.baseline, &args.b) {
+        (Some(_), Some(b)) => Err(format!(
+            "--baseline compares the servers inside one results folder, but two inputs were \
+             given ({a} and {}); give one, or drop --baseline to compare B against A",
+            b.display()
+        )),
+        (None, None) => Err(format!(
+            "only one input ({a}): give A and B, or --baseline NAME to compare the servers \
+             inside {a} against NAME"
+        )),
+        (None, Some(b)) if same_results(&args.a, b) => Err(format!(
+            "A and B are the same results ({a} and {}): every server would be paired with \
+             itself; to compare the servers inside one results folder use `volley compare \
+             {a} --baseline NAME`",
+            b.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether two inputs name the same results: the same file or folder, also through other
+/// paths, a folder and its `suite.json` counting as one.
+fn same_results(a: &Path, b: &Path) -> bool {
+    let canon = |p: &Path| -> Option<PathBuf> {
+        let c = std::fs::canonicalize(p).ok()?;
+        if c.file_name().is_some_and(|n| n == "suite.json") {
+            return c.parent().map(Path::to_path_buf);
+        }
+        Some(c)
+    };
+    matches!((canon(a), canon(b)), (Some(x), Some(y)) if x == y)
 }
 
 fn percent(s: &str) -> Result<f64, String> {
@@ -197,6 +261,34 @@ mod tests {
         );
         let e = metric("p98").unwrap_err();
         assert!(e.contains("p98") && e.contains("--metric"), "{e}");
+    }
+
+    #[test]
+    fn baseline_takes_one_input_and_against_needs_it() {
+        let c = Cmd::try_parse_from([
+            "compare",
+            "dir",
+            "--baseline",
+            "v1",
+            "--against",
+            "v2",
+            "v3",
+        ])
+        .unwrap();
+        assert_eq!(c.args.baseline.as_deref(), Some("v1"));
+        assert_eq!(c.args.against, ["v2", "v3"]);
+        assert!(c.args.b.is_none());
+        assert!(check_inputs(&c.args).is_ok());
+        let e = Cmd::try_parse_from(["compare", "dir", "--against", "v2"]).unwrap_err();
+        assert!(e.to_string().contains("--baseline"), "{e}");
+        let two = Cmd::try_parse_from(["compare", "a", "b", "--baseline", "v1"]).unwrap();
+        assert!(check_inputs(&two.args)
+            .unwrap_err()
+            .contains("one results folder"));
+        let one = Cmd::try_parse_from(["compare", "a"]).unwrap();
+        assert!(check_inputs(&one.args)
+            .unwrap_err()
+            .contains("--baseline NAME"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ struct Judged {
     verdict: Verdict,
     u: Option<f64>,
     p_value: Option<f64>,
+    effect: Option<stats::Effect>,
 }
 
 /// Judges the series `x` of A against its counterpart `y` of B: `opts.metric`, or the
@@ -68,6 +69,11 @@ pub(super) fn pair(x: &LoadSeries, y: &LoadSeries, opts: Options) -> Pair {
         a_load_id,
         b_load_id,
         loads_differ,
+        a_name: x.server.clone(),
+        b_name: y.server.clone(),
+        effect_pct: j.effect.map(|e| e.pct),
+        ci_low_pct: j.effect.and_then(|e| e.low_pct),
+        ci_high_pct: j.effect.and_then(|e| e.high_pct),
     }
 }
 
@@ -167,6 +173,7 @@ fn judge(metric: Metric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
         verdict,
         u,
         p_value,
+        effect: stats::effect(&va, &vb, ALPHA),
     }
 }
 

@@ -16,9 +16,10 @@ mod judge;
 mod loads;
 pub mod page;
 mod pairing;
-pub mod stats;
+pub use crate::stats::ab as stats;
 mod table;
 mod text;
+mod within;
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,7 @@ use serde::Serialize;
 
 pub use judge::worse_pct;
 pub use table::{format_p, render, Layout};
+pub use within::{compare_within, Within};
 
 use crate::metric::{Metric, Stat};
 use crate::report::model::{LoadError, Report};
@@ -62,6 +64,24 @@ pub enum CompareError {
         a: String,
         /// Path of B.
         b: String,
+    },
+    /// `--baseline` or `--against` names a server the results do not hold.
+    #[error("{path}: {flag} {name}: no server of that name in these results; the servers are: {present}")]
+    UnknownServer {
+        /// The results folder.
+        path: String,
+        /// `--baseline` or `--against`.
+        flag: String,
+        /// The name given.
+        name: String,
+        /// The servers present, listed.
+        present: String,
+    },
+    /// `--against` names the baseline itself.
+    #[error("--against {name}: that is the baseline (--baseline {name}); name the other servers")]
+    AgainstItself {
+        /// The name given.
+        name: String,
     },
     /// Pairs whose sides ran different loads (`load_id`), without `--force`.
     #[error(
@@ -187,6 +207,18 @@ pub struct Pair {
     pub b_load_id: Option<String>,
     /// The sides ran different loads and were compared only because of `--force`.
     pub loads_differ: bool,
+    /// A's name: its server (the baseline with `--baseline`).
+    pub a_name: String,
+    /// B's name: its server.
+    pub b_name: String,
+    /// The Hodges-Lehmann shift of B against A (median of every difference b − a) in percent
+    /// of A's median; null when a side lacks the metric or A's median is 0.
+    pub effect_pct: Option<f64>,
+    /// Lower end of the shift's 95 % confidence interval, in percent of A's median; null with
+    /// fewer than 5 repetitions a side.
+    pub ci_low_pct: Option<f64>,
+    /// Upper end of the interval.
+    pub ci_high_pct: Option<f64>,
 }
 
 /// A series of one side without a counterpart on the other.
@@ -278,7 +310,20 @@ pub fn compare(
         });
     }
     let (only_in_a, only_in_b) = pairing::unpaired(&sa, &sb, &matched);
-    Ok(Comparison {
+    let mut c = assemble((a_name, a), (b_name, b), opts, pairs);
+    c.only_in_a = only_in_a;
+    c.only_in_b = only_in_b;
+    Ok(c)
+}
+
+/// The comparison of judged pairs (nothing unpaired yet).
+fn assemble(
+    (a_name, a): (&str, &Report),
+    (b_name, b): (&str, &Report),
+    opts: Options,
+    pairs: Vec<Pair>,
+) -> Comparison {
+    Comparison {
         schema: COMPARE_SCHEMA,
         volley_version: env!("CARGO_PKG_VERSION"),
         a: a_name.into(),
@@ -293,9 +338,9 @@ pub fn compare(
         force: opts.force,
         regression: pairs.iter().any(|p| p.regression),
         pairs,
-        only_in_a,
-        only_in_b,
-    })
+        only_in_a: Vec::new(),
+        only_in_b: Vec::new(),
+    }
 }
 
 /// Loads one side (a RunResult, suite.json or results folder).

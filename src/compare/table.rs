@@ -4,7 +4,7 @@
 //! `--wide` gives one line per pair with every detail.
 
 use super::text::{self, Align};
-use super::{worse_pct, Comparison, MetricDiff, Pair, Verdict, ALPHA, MIN_REPETITIONS};
+use super::{stats, worse_pct, Comparison, MetricDiff, Pair, Verdict, ALPHA, MIN_REPETITIONS};
 use crate::metric::Metric;
 
 /// The width the default layout fits, table and prose.
@@ -245,13 +245,40 @@ fn verdict_text(p: &Pair, layout: Layout) -> String {
                 _ => "no significant difference",
             };
             let test = format_p(p.p_value.unwrap_or(1.0));
+            // A call states its size: the shift and its interval (no size for no difference).
+            let said = match (v, effect(p)) {
+                (Verdict::Faster | Verdict::Slower, Some(e)) => {
+                    stats::effect_words(&e, p.headline.metric.higher_is_better(), ALPHA)
+                }
+                _ => word.to_string(),
+            };
             if wide {
-                format!("{word} ({test}, U={}, {n})", p.u.unwrap_or(0.0))
+                let ci = effect(p).map_or(String::new(), |e| {
+                    format!(
+                        ", shift {}",
+                        stats::effect_words(&e, p.headline.metric.higher_is_better(), ALPHA)
+                    )
+                });
+                let ci = if matches!(v, Verdict::NoDifference) {
+                    ci
+                } else {
+                    String::new()
+                };
+                format!("{said} ({test}, U={}, {n}{ci})", p.u.unwrap_or(0.0))
             } else {
-                format!("{word} ({test})")
+                format!("{said} ({test})")
             }
         }
     }
+}
+
+/// The pair's effect, when it has one.
+fn effect(p: &Pair) -> Option<stats::Effect> {
+    Some(stats::Effect {
+        pct: p.effect_pct?,
+        low_pct: p.ci_low_pct,
+        high_pct: p.ci_high_pct,
+    })
 }
 
 /// What the numbers are and how the verdicts are made, a paragraph per line.
@@ -265,7 +292,8 @@ fn legend(c: &Comparison, layout: Layout) -> Vec<String> {
     )];
     let mut verdicts = format!(
         "Verdicts need {MIN_REPETITIONS}+ repetitions a side: two-sided Mann-Whitney U test, \
-         α = {ALPHA}; \"faster\" means better in the metric's direction."
+         α = {ALPHA}; \"faster\" means better in the metric's direction. A call gives the \
+         shift (Hodges-Lehmann: median of every B − A, in % of A's median) and its 95% CI."
     );
     if c.pairs.iter().any(|p| p.verdict == Verdict::TooFew) {
         verdicts += " \"cannot be called\": too few repetitions to call, so no test was made \

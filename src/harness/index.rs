@@ -25,6 +25,7 @@ pub(super) fn new_index(suite: &SuiteConfig, only: &[String], cells: &[PlannedCe
             crate::result::redact::json(&mut raw);
             raw
         },
+        baseline: suite.baseline.clone(),
         only: only.to_vec(),
         env: environment(suite),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),

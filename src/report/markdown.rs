@@ -28,6 +28,7 @@ impl Reporter for MarkdownReporter {
             let group: Vec<&Series> = series.iter().filter(|s| s.label == label).collect();
             scenario(&mut o, report, label, &group);
         }
+        versus(&mut o, report);
         let _ = writeln!(o, "{}", esc(&environment(report)));
         let _ = writeln!(
             o,
@@ -35,6 +36,37 @@ impl Reporter for MarkdownReporter {
         );
         o
     }
+}
+
+/// With `[suite] baseline`: every other server against it, a row per server and cell.
+fn versus(o: &mut String, report: &Report) {
+    let lines = super::versus::lines(report);
+    let Some(first) = lines.first() else {
+        return;
+    };
+    let _ = writeln!(o, "### vs {} (baseline)\n", esc(&first.baseline));
+    let _ = writeln!(
+        o,
+        "| scenario | server | metric | ratio | shift (95% CI) | verdict |"
+    );
+    let _ = writeln!(o, "|---|---|---|--:|--:|---|");
+    for l in &lines {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            esc(&l.label),
+            esc(&l.server),
+            l.metric.label(),
+            l.ratio_text(),
+            esc(&l.shift_text()),
+            esc(&l.verdict())
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nratio: median of the server ÷ median of {}; the shift is the Hodges-Lehmann estimate (median of every difference) in % of the baseline's median with its 95% confidence interval; a call needs 5+ repetitions a side and p < 0.05 (two-sided Mann-Whitney U test).\n",
+        esc(&first.baseline)
+    );
 }
 
 /// One scenario cell: its heading (in a suite), the load, the servers' table and, where a

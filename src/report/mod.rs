@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod model;
 pub mod suite_table;
 pub mod terminal;
+pub mod versus;
 
 pub use model::Report;
 

@@ -204,6 +204,7 @@ fn table(report: &Report, lines: &[Line], notes: &[(String, String)], skipped: &
     }
     out += skipped;
     out += "\nreq/s, p50 and p99 (corrected latency) are medians over the repetitions that finished; CPU/req and RSS are the server's (median, peak).\n";
+    out += &super::versus::text(&super::versus::lines(report));
     out
 }
 

@@ -22,6 +22,9 @@ pub struct SuiteIndex {
     pub suite_file: String,
     /// The suite file's content as JSON.
     pub suite: serde_json::Value,
+    /// `[suite] baseline`: the server the reports compare every other with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     /// `--only` names, when given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub only: Vec<String>,

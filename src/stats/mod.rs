@@ -1,6 +1,7 @@
 //! Statistics: per-thread recorders, HDR histogram helpers and the aggregator that turns
 //! per-second intervals into totals and a time series. Everything merges.
 
+pub mod ab;
 pub mod aggregate;
 pub mod hdrlog;
 pub mod histogram;

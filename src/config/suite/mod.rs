@@ -69,6 +69,8 @@ pub struct SuiteConfig {
     pub client_cpus: Option<CpuList>,
     /// `fail_on_status`: a cell whose responses mostly had a status of 400 or more fails.
     pub fail_on_status: bool,
+    /// `baseline`: the server every other is compared with in the reports (one of `servers`).
+    pub baseline: Option<String>,
     /// Servers in file order.
     pub servers: Vec<ServerSpec>,
     /// Scenarios in file order, each expanded into its cells.
@@ -201,6 +203,8 @@ impl SuiteConfig {
         // The per-cell checks size threads by the CPUs volley will be pinned to.
         let cell_cores = suite.client_cpus.as_ref().map_or(cores, |l| l.cpus.len());
         let servers = server::read_servers(&reader, doc)?;
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        let baseline = suite_table::check_baseline(&reader, &suite.baseline, &names)?;
         let scenarios = scenario::read_scenarios(&reader, doc, &suite, &servers, cell_cores)?;
         Ok(SuiteConfig {
             path: path.to_path_buf(),
@@ -209,6 +213,7 @@ impl SuiteConfig {
             server_cpus: suite.server_cpus,
             client_cpus: suite.client_cpus,
             fail_on_status: suite.fail_on_status,
+            baseline,
             servers,
             scenarios,
             raw,

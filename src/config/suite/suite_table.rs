@@ -17,6 +17,7 @@ const SUITE_KEYS: &[&str] = &[
     "server_cpus",
     "client_cpus",
     "fail_on_status",
+    "baseline",
 ];
 
 /// The `[suite]` table, checked.
@@ -34,6 +35,9 @@ pub(super) struct SuiteTable<'a> {
     /// `fail_on_status` (default true): a cell whose responses mostly failed (status ≥ 400)
     /// is a failed cell.
     pub fail_on_status: bool,
+    /// `baseline`: the server the reports compare every other with (checked against the
+    /// servers by [`check_baseline`]).
+    pub baseline: Option<(String, &'a Val<'a>)>,
 }
 
 /// A `[suite]` value that scenarios inherit (`warmup = "2s"`).
@@ -94,8 +98,34 @@ impl<'a> SuiteTable<'a> {
                 Some(v) => r.bool(v, "[suite]", "fail_on_status")?,
                 None => true,
             },
+            baseline: match suite.get("baseline") {
+                Some(v) => Some((r.str(v, "[suite]", "baseline")?, v)),
+                None => None,
+            },
         })
     }
+}
+
+/// `baseline` names one of the `[[server]]`s (`names`, in file order).
+pub(super) fn check_baseline(
+    r: &TomlReader,
+    baseline: &Option<(String, &Val)>,
+    names: &[&str],
+) -> Result<Option<String>, SuiteError> {
+    let Some((name, v)) = baseline else {
+        return Ok(None);
+    };
+    if names.contains(&name.as_str()) {
+        return Ok(Some(name.clone()));
+    }
+    Err(r.err(
+        v.span(),
+        Some("baseline"),
+        format!(
+            "[suite]: baseline = \"{name}\" names no [[server]]; the servers are: {}",
+            names.join(", ")
+        ),
+    ))
 }
 
 /// `repetitions`: 1 to 1000, default 1.
@@ -184,6 +214,22 @@ mod tests {
             s.scenarios[1].cells[0].planned(),
             std::time::Duration::from_secs(2)
         );
+    }
+
+    #[test]
+    fn baseline_names_a_server() {
+        let text = |b: &str| {
+            format!("[suite]\nname = \"t\"\nbaseline = {b}\n[[server]]\nname = \"v1\"\nstart = \"x\"\n[[server]]\nname = \"v2\"\nstart = \"x\"\n[[scenario]]\nname = \"x\"\n")
+        };
+        assert_eq!(
+            parse(&text("\"v1\"")).unwrap().baseline.as_deref(),
+            Some("v1")
+        );
+        let (line, _, key, msg) = err(&text("\"v3\""));
+        assert_eq!((line, key.as_deref()), (3, Some("baseline")));
+        assert!(msg.contains("v3") && msg.contains("v1, v2"), "{msg}");
+        let (line, _, key, _) = err(&text("3"));
+        assert_eq!((line, key.as_deref()), (3, Some("baseline")));
     }
 
     #[test]

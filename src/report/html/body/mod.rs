@@ -17,6 +17,7 @@ mod runs;
 mod setup;
 mod suite;
 mod verdict;
+mod versus;
 
 use std::fmt::Write;
 
@@ -34,6 +35,7 @@ use runs::{all_percentiles, every_run};
 use setup::{environment, settings};
 use suite::suite_files;
 use verdict::verdict as page_verdict;
+use versus::versus;
 
 /// The page body (everything inside `<body>` but the scripts).
 pub fn render(report: &Report, page: &Page) -> String {
@@ -172,6 +174,7 @@ fn header(o: &mut String, report: &Report, page: &Page) {
     // where and how it was measured.
     page_verdict(o, page);
     summary(o, page);
+    versus(o, report);
     environment(o, report);
     settings(o, report, page);
     o.push_str("</header>\n");

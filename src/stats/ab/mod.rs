@@ -1,8 +1,16 @@
-//! The two-sample test behind `volley compare`'s verdicts: a two-sided Mann-Whitney U test
-//! (Wilcoxon rank-sum) with the normal approximation, the tie correction of the variance and a
-//! continuity correction of 0.5 — what R's `wilcox.test(a, b, exact = FALSE, correct = TRUE)`
-//! and SciPy's `mannwhitneyu(a, b, method="asymptotic", use_continuity=True)` compute.
+//! A/B statistics behind `volley compare`'s verdicts and the suites' "vs baseline" lines: a
+//! two-sided Mann-Whitney U test (Wilcoxon rank-sum) with the normal approximation, the tie
+//! correction of the variance and a continuity correction of 0.5 — what R's
+//! `wilcox.test(a, b, exact = FALSE, correct = TRUE)` and SciPy's
+//! `mannwhitneyu(a, b, method="asymptotic", use_continuity=True)` compute — and the
+//! Hodges-Lehmann shift with its distribution-free confidence interval ([`shift`]).
 //! Pure functions only; nothing here knows about RunResults.
+
+mod effect;
+mod shift;
+
+pub use effect::{effect, effect_words, versus, Call, Effect, Versus, MIN_CALL_N};
+pub use shift::{hodges_lehmann, Shift, MIN_INTERVAL_N};
 
 /// The outcome of a two-sided Mann-Whitney U test of sample A against sample B.
 #[derive(Debug, Clone, Copy, PartialEq)]
