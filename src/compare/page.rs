@@ -10,7 +10,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::{format_p, Comparison, Pair, Verdict};
+use super::{Comparison, Pair};
 use crate::report::html::{escape_html as esc, render_with_lead};
 use crate::report::model::{Cell, Report};
 use crate::result::identity::LoadKey;
@@ -52,9 +52,10 @@ fn repetitions(c: &Comparison, combined: &Report) -> String {
         };
         let _ = write!(
             o,
-            "<h3>{} · {}: {} ({} is better; {} … {})</h3>",
+            "<h3>{}: A {} · B {}: {} ({} is better; {} … {})</h3>",
             esc(&p.label),
-            esc(&p.server),
+            esc(&p.a_name),
+            esc(&p.b_name),
             esc(m.label()),
             p.headline.better,
             esc(&m.format(lo)),
@@ -256,43 +257,26 @@ fn lead(c: &Comparison) -> String {
     o
 }
 
-/// `B is slower on get · go: req/s −19.0 % (p=0.0079, n=5/5)`.
+/// `get · go: req/s −19.0 %: 19.0% slower, 95% CI 12.0–25.0% (p=0.0079)`.
 fn sentence(p: &Pair) -> String {
-    let what = format!("{} · {}: {}", p.label, p.server, p.headline.metric.label());
     let change = p
         .headline
         .change_pct
-        .map_or(String::new(), |v| format!(" {v:+.1} %"));
-    let n = format!("n={}/{}", p.n_a, p.n_b);
-    match p.verdict {
-        Verdict::Slower => format!("B is slower on {what}{change} ({}, {n})", p_text(p)),
-        Verdict::Faster => format!("B is faster on {what}{change} ({}, {n})", p_text(p)),
-        Verdict::NoDifference => {
-            format!(
-                "No significant difference on {what}{change} ({}, {n})",
-                p_text(p)
-            )
-        }
-        Verdict::TooFew => format!(
-            "{what}{change} by the medians: cannot be called ({n}; 5 repetitions a side are needed)"
-        ),
-        Verdict::NotMeasured => format!("{what}: not measured on a side"),
-    }
+        .map_or(String::new(), |v| format!(" {v:+.1} % by the medians"));
+    format!(
+        "{} · {} vs {}: {}{change}: {}",
+        p.label,
+        p.a_name,
+        p.b_name,
+        p.headline.metric.label(),
+        call(p)
+    )
 }
 
-fn p_text(p: &Pair) -> String {
-    p.p_value.map_or("no test".into(), format_p)
-}
-
-/// The verdict column: the call, with the p-value where a test was made.
+/// The verdict column: the call with the shift, its interval and the p-value, as the table
+/// of `volley compare` says it.
 fn call(p: &Pair) -> String {
-    match p.verdict {
-        Verdict::Slower => format!("slower ({})", p_text(p)),
-        Verdict::Faster => format!("faster ({})", p_text(p)),
-        Verdict::NoDifference => format!("no significant difference ({})", p_text(p)),
-        Verdict::TooFew => format!("cannot be called (n={}/{})", p.n_a, p.n_b),
-        Verdict::NotMeasured => "not measured".into(),
-    }
+    super::table::verdict_text(p, super::Layout::Fitted)
 }
 
 #[cfg(test)]

@@ -229,7 +229,7 @@ pub fn format_p(p: f64) -> String {
 }
 
 /// The verdict column: the call with its test, or why there is none.
-fn verdict_text(p: &Pair, layout: Layout) -> String {
+pub(super) fn verdict_text(p: &Pair, layout: Layout) -> String {
     let n = format!("n={}/{}", p.n_a, p.n_b);
     let wide = layout == Layout::Wide;
     match p.verdict {
