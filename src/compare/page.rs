@@ -197,9 +197,12 @@ fn combined(c: &Comparison, a: &Report, b: &Report) -> Report {
     }
 }
 
-/// `A: go`, or for a single run file `A: v1` (the file's name without `.json`).
+/// `A: go`, or for a single run file outside a results folder `A: v1` (the file's name
+/// without `.json`).
 fn side_name(side: &str, path: &str, server: &str, single_file: bool) -> String {
-    if single_file {
+    // A run file outside a results folder is named after the address it loaded: the file's
+    // name says more.
+    if single_file && server.parse::<std::net::SocketAddr>().is_ok() {
         let stem = Path::new(path)
             .file_stem()
             .map(|s| s.to_string_lossy().to_string())
@@ -321,5 +324,9 @@ mod tests {
             "A: v1"
         );
         assert_eq!(side_name("B", "/r/out", "go", false), "B: go");
+        assert_eq!(
+            side_name("A", "/r/runs/go__get__r1.json", "go", true),
+            "A: go"
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::result::identity::{self, load_id, LoadKey};
-use crate::result::{CellStatus, RunResult, SuiteIndex, SUITE_SCHEMA};
+use crate::result::{CellStatus, RunResult, SuiteIndex, SuiteRow, SUITE_SCHEMA};
 
 /// Everything a reporter renders.
 #[derive(Debug, Clone)]
@@ -361,13 +361,41 @@ fn load_one(p: &Path) -> Result<Report, LoadError> {
         }
         Some(s) if s.starts_with("volley.run/") => {
             let r = RunResult::from_json(&text).map_err(|e| err(e.to_string()))?;
-            Ok(Report::single(r))
+            let mut report = Report::single(r);
+            // A run out of a results folder keeps its server's name and its cell.
+            if let Some(row) = suite_row_of(&file) {
+                let cell = &mut report.cells[0];
+                cell.server = row.server;
+                cell.scenario = row.scenario;
+                cell.axes = row.axes;
+                cell.rep = row.rep;
+                cell.control = row.control;
+            }
+            Ok(report)
         }
         Some(s) => Err(err(format!(
             "unknown schema `{s}` (expected volley.run/1 or volley.suite/1)"
         ))),
         None => Err(err("no `schema` key: not a volley result".into())),
     }
+}
+
+/// The `suite.json` row of a RunResult file kept in a results folder (`<dir>/runs/<file>`,
+/// with `<dir>/suite.json`), when there is one.
+fn suite_row_of(file: &Path) -> Option<SuiteRow> {
+    let runs = file.parent()?;
+    if runs.file_name()? != "runs" {
+        return None;
+    }
+    let dir = runs.parent()?;
+    let index =
+        SuiteIndex::from_json(&std::fs::read_to_string(dir.join("suite.json")).ok()?).ok()?;
+    let name = file.file_name()?.to_str()?;
+    index.rows.into_iter().find(|r| {
+        r.path
+            .as_deref()
+            .is_some_and(|p| Path::new(p).file_name().and_then(|f| f.to_str()) == Some(name))
+    })
 }
 
 /// Median of values (None when empty).
