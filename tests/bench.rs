@@ -9,27 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::{bench_suite as bench, suite_index as index};
+
 const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
-
-fn bench(dir: &Path, suite: &str, extra: &[&str]) -> (Output, PathBuf) {
-    let file = dir.join("suite.toml");
-    std::fs::write(&file, suite).unwrap();
-    let out = dir.join("out");
-    let o = Command::new(VOLLEY)
-        .arg("bench")
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .args(extra)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    (o, out)
-}
-
-fn index(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap()
-}
 
 /// `suite.json` checked against `schema/suite.schema.json`.
 fn assert_schema(idx: &Value) {

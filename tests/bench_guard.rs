@@ -3,34 +3,13 @@
 //! wrong port or backgrounded by its start line fails early with a hint; no zombie children
 //! pile up during a suite; an interrupted suite sums up its skipped cells in one line.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+mod common;
+use common::{bench_suite as bench, suite_index as index};
 
 const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
-
-fn bench(dir: &Path, suite: &str, extra: &[&str]) -> (Output, PathBuf) {
-    let file = dir.join("suite.toml");
-    std::fs::write(&file, suite).unwrap();
-    let out = dir.join("out");
-    let o = Command::new(VOLLEY)
-        .arg("bench")
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .args(extra)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (o, out)
-}
-
-fn index(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

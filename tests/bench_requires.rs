@@ -2,31 +2,17 @@
 //! that is not there): its build does not run, its cells are skipped with a note naming the
 //! program, the suite goes on and exits 0; a suite of which nothing could run exits 3.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use serde_json::Value;
 
+mod common;
+
 const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
 
-fn bench(dir: &Path, suite: &str) -> (Output, PathBuf) {
-    let file = dir.join("suite.toml");
-    std::fs::write(&file, suite).unwrap();
-    let out = dir.join("out");
-    let o = Command::new(VOLLEY)
-        .arg("bench")
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    (o, out)
-}
-
 fn index(out: &Path) -> Value {
-    let idx: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap();
+    let idx: Value = common::suite_index(out);
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/suite.schema.json");
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let v = jsonschema::draft202012::new(&schema).unwrap();
@@ -58,7 +44,7 @@ fn a_server_whose_tools_are_missing_is_skipped_not_failed() {
          [[server]]\nname = \"fine\"\nrequires = \"sh\"\nstart = \"exec {VOLLEY} serve --port {{port}}\"\n\
          [[scenario]]\nname = \"g\"\nconnections = 2\n"
     );
-    let (o, out) = bench(dir.path(), &suite);
+    let (o, out) = common::bench_suite(dir.path(), &suite, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -92,7 +78,7 @@ fn a_suite_of_which_nothing_can_run_exits_3() {
     let suite = format!(
         "[suite]\nname = \"x\"\nduration = \"300ms\"\n{MISSING}[[scenario]]\nname = \"g\"\n"
     );
-    let (o, out) = bench(dir.path(), &suite);
+    let (o, out) = common::bench_suite(dir.path(), &suite, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no cell could run"));
     assert_eq!(index(&out)["rows"][0]["status"], "skipped");
@@ -101,9 +87,10 @@ fn a_suite_of_which_nothing_can_run_exits_3() {
 #[test]
 fn requires_must_name_programs() {
     let dir = tempfile::tempdir().unwrap();
-    let (o, _) = bench(
+    let (o, _) = common::bench_suite(
         dir.path(),
         "[suite]\nname = \"x\"\n[[server]]\nname = \"a\"\nstart = \"x\"\nrequires = [\"go build\"]\n[[scenario]]\nname = \"g\"\n",
+        &[],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);

@@ -27,28 +27,14 @@ fn the_slower_of_two_servers_is_called_with_its_interval() {
         taking(Duration::from_millis(5)),
     );
     let dir = tempfile::tempdir().unwrap();
-    let suite = dir.path().join("ab.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            "[suite]\nname = \"ab\"\nrepetitions = 5\nduration = \"400ms\"\nbaseline = \"v1\"\n\
-             [[server]]\nname = \"v1\"\nurl = \"{}\"\n[[server]]\nname = \"v2\"\nurl = \"{}\"\n\
-             [[scenario]]\nname = \"get\"\nconnections = 1\n",
-            fast.url("/"),
-            slow.url("/")
-        ),
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let o = volley(
-        &[
-            "bench",
-            suite.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        Duration::from_secs(60),
+    let suite = format!(
+        "[suite]\nname = \"ab\"\nrepetitions = 5\nduration = \"400ms\"\nbaseline = \"v1\"\n\
+         [[server]]\nname = \"v1\"\nurl = \"{}\"\n[[server]]\nname = \"v2\"\nurl = \"{}\"\n\
+         [[scenario]]\nname = \"get\"\nconnections = 1\n",
+        fast.url("/"),
+        slow.url("/")
     );
+    let (o, out) = bench_suite(dir.path(), &suite, &[]);
     assert_eq!(
         o.status.code(),
         Some(0),

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::volley;
+use common::{bench_suite, volley};
 
 const SECRETS: [&str; 3] = ["s3cret-token", "session=42", "proxy-pw"];
 
@@ -124,18 +124,7 @@ fn a_suites_files_hold_no_secret() {
     let suite = format!(
         "[suite]\nname = \"s\"\nduration = \"1s\"\n[[server]]\nname = \"there\"\nurl = \"{url}\"\n[[scenario]]\nname = \"auth\"\nconnections = 1\nheaders = [\"Authorization: Bearer s3cret-token\", \"Cookie: session=42\"]\n"
     );
-    let file = dir.path().join("suite.toml");
-    std::fs::write(&file, suite).unwrap();
-    let out = dir.path().join("out");
-    let o = volley(
-        &[
-            "bench",
-            &file.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-        ],
-        Duration::from_secs(60),
-    );
+    let (o, out) = bench_suite(dir.path(), &suite, &[]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -158,18 +147,7 @@ fn a_suite_varying_headers_names_cells_without_secrets() {
     let suite = format!(
         "[suite]\nname = \"s\"\nduration = \"300ms\"\n[[server]]\nname = \"there\"\nurl = \"{url}\"\n[[scenario]]\nname = \"auth\"\nconnections = 1\nheaders = [[\"Authorization: Bearer s3cret-token\"], [\"X-A: b\"], {{ Cookie = \"session=42\" }}]\n"
     );
-    let file = dir.path().join("suite.toml");
-    std::fs::write(&file, suite).unwrap();
-    let out = dir.path().join("out");
-    let o = volley(
-        &[
-            "bench",
-            &file.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-        ],
-        Duration::from_secs(60),
-    );
+    let (o, out) = bench_suite(dir.path(), &suite, &[]);
     assert_eq!(
         o.status.code(),
         Some(0),

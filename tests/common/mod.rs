@@ -189,8 +189,39 @@ pub fn stalling_from(first: Duration, every: Duration, pause: Duration) -> TestS
 
 /// Runs volley with `args`, killing it after `limit` (a hang is a failure, not a stuck CI).
 pub fn volley(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args(args)
+    limited(
+        Command::new(env!("CARGO_BIN_EXE_volley")).args(args),
+        args,
+        limit,
+    )
+}
+
+/// `volley bench` of `suite` (written to `dir/suite.toml`), run from `dir` with its results in
+/// `dir/out` and `extra` flags, within 3 minutes: the output and the results folder.
+pub fn bench_suite(
+    dir: &std::path::Path,
+    suite: &str,
+    extra: &[&str],
+) -> (Output, std::path::PathBuf) {
+    let file = dir.join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let out = dir.join("out");
+    let (f, o) = (file.display().to_string(), out.display().to_string());
+    let mut args = vec!["bench", f.as_str(), "--out", o.as_str()];
+    args.extend_from_slice(extra);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volley"));
+    cmd.args(&args).current_dir(dir);
+    (limited(&mut cmd, &args, Duration::from_secs(180)), out)
+}
+
+/// A results folder's `suite.json`.
+pub fn suite_index(out: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap()
+}
+
+/// Runs `cmd` (volley with `args`), killing it after `limit`.
+fn limited(cmd: &mut Command, args: &[&str], limit: Duration) -> Output {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
