@@ -28,7 +28,8 @@ pub(super) fn pair(x: &LoadSeries, y: &LoadSeries, opts: Options) -> Pair {
     let (ra, rb) = (x.ok(), y.ok());
     let mode_a = ra.first().map(|r| r.load.mode);
     let mode_b = rb.first().map(|r| r.load.mode);
-    let loads_differ = matches!((&x.load_id, &y.load_id), (Some(a), Some(b)) if a != b);
+    let loads_differ =
+        matches!((&x.series.load_id, &y.series.load_id), (Some(a), Some(b)) if a != b);
     let mut notes: Vec<String> = Vec::new();
     if loads_differ {
         notes.push(format!(
@@ -47,7 +48,7 @@ pub(super) fn pair(x: &LoadSeries, y: &LoadSeries, opts: Options) -> Pair {
     }
     let beyond_limit = opts.fail_pct.is_some_and(|limit| beyond(m, &j, limit));
     let regression = beyond_limit && is_called_or_allowed(j.verdict, opts.allow_single);
-    let (a_load_id, b_load_id) = (x.load_id.clone(), y.load_id.clone());
+    let (a_load_id, b_load_id) = (x.series.load_id.clone(), y.series.load_id.clone());
     let (x, y) = (&x.series, &y.series);
     Pair {
         label: x.label.clone(),

@@ -12,10 +12,6 @@ use crate::result::{CellStatus, RunResult};
 pub(super) struct LoadSeries<'a> {
     /// The cells; its label names the load when the report's series held several.
     pub series: Series<'a>,
-    /// The report's label of the series (scenario and axes), before any split.
-    pub base_label: String,
-    /// The `load_id` of the finished runs (None when none finished).
-    pub load_id: Option<String>,
     /// The load as the first finished run's keys record it, for naming differences.
     pub key: Option<LoadKey>,
 }
@@ -40,12 +36,7 @@ pub(super) fn split(series: Vec<Series<'_>>) -> Vec<LoadSeries<'_>> {
         .into_iter()
         .map(|s| {
             let key = s.ok().first().map(|r| LoadKey::of_result(r));
-            LoadSeries {
-                base_label: s.base_label.clone(),
-                load_id: s.load_id.clone(),
-                key,
-                series: s,
-            }
+            LoadSeries { key, series: s }
         })
         .collect()
 }
@@ -54,7 +45,7 @@ pub(super) fn split(series: Vec<Series<'_>>) -> Vec<LoadSeries<'_>> {
 /// differs (`run · 127.0.0.1:8080: A /, -d 3s; B /api/items, -d 2s`).
 /// None when the loads are equal or a side has no finished run.
 pub(super) fn difference(x: &LoadSeries, y: &LoadSeries) -> Option<String> {
-    let (Some(ia), Some(ib)) = (&x.load_id, &y.load_id) else {
+    let (Some(ia), Some(ib)) = (&x.series.load_id, &y.series.load_id) else {
         return None;
     };
     if ia == ib {
@@ -79,8 +70,8 @@ pub(super) fn what_differs(x: &LoadSeries, y: &LoadSeries) -> String {
         return format!(
             "A load {}, B load {} (they differ in request headers or body content, which \
              results do not show)",
-            x.load_id.as_deref().unwrap_or("?"),
-            y.load_id.as_deref().unwrap_or("?")
+            x.series.load_id.as_deref().unwrap_or("?"),
+            y.series.load_id.as_deref().unwrap_or("?")
         );
     }
     format!("A {}; B {}", names[0], names[1])
@@ -120,8 +111,8 @@ mod tests {
         let s = split(r.series());
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].ok().len(), 3);
-        assert_eq!(s[0].series.label, s[0].base_label);
-        assert_eq!(s[0].load_id, Some(identity::load_id(&run())));
+        assert_eq!(s[0].series.label, s[0].series.base_label);
+        assert_eq!(s[0].series.load_id, Some(identity::load_id(&run())));
     }
 
     #[test]

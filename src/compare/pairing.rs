@@ -13,7 +13,7 @@ pub(super) fn matches(sa: &[LoadSeries], sb: &[LoadSeries]) -> Vec<(usize, usize
         return vec![(0, 0)];
     }
     let same_cell = |x: &LoadSeries, y: &LoadSeries| {
-        x.base_label == y.base_label && x.series.server == y.series.server
+        x.series.base_label == y.series.base_label && x.series.server == y.series.server
     };
     let mut out: Vec<(usize, usize)> = Vec::new();
     for (i, x) in sa.iter().enumerate() {
@@ -26,7 +26,7 @@ pub(super) fn matches(sa: &[LoadSeries], sb: &[LoadSeries]) -> Vec<(usize, usize
         let same_load = candidates
             .iter()
             .copied()
-            .find(|&j| x.load_id.is_some() && sb[j].load_id == x.load_id);
+            .find(|&j| x.series.load_id.is_some() && sb[j].series.load_id == x.series.load_id);
         let alone = candidates.len() == 1 && sa.iter().filter(|t| same_cell(t, x)).count() == 1;
         if let Some(j) = same_load.or(alone.then(|| candidates[0])) {
             out.push((i, j));

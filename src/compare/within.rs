@@ -57,10 +57,13 @@ pub fn compare_within(
     let mut matched: Vec<(&LoadSeries, &LoadSeries)> = Vec::new();
     let mut only_in_b: Vec<Unpaired> = Vec::new();
     for y in &sb {
-        let cands: Vec<&&LoadSeries> = sa.iter().filter(|x| x.base_label == y.base_label).collect();
+        let cands: Vec<&&LoadSeries> = sa
+            .iter()
+            .filter(|x| x.series.base_label == y.series.base_label)
+            .collect();
         let same_load = cands
             .iter()
-            .find(|x| y.load_id.is_some() && x.load_id == y.load_id);
+            .find(|x| y.series.load_id.is_some() && x.series.load_id == y.series.load_id);
         match same_load.or((cands.len() == 1).then(|| &cands[0])) {
             Some(x) => matched.push((x, y)),
             None => only_in_b.push(unpaired(y)),
