@@ -744,3 +744,24 @@ fn a_verdict_page_in_a_browser() {
     );
     assert!(dom.contains("cannot be called"), "the call is on the page");
 }
+
+/// A verdict page that cannot be written: exit 3 naming `--html`, after the table.
+#[test]
+fn an_unwritable_verdict_page_is_named() {
+    let a = fixtures().join("quick/runs/go__get__r1.json");
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("v2.json");
+    std::fs::copy(&a, &b).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_volley"))
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .arg("--html")
+        .arg(dir.path().join("no/such/dir/page.html"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--html") && err.contains("page.html"), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cannot be called"));
+}
