@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, SystemTime};
 
 use volley::engine::{self, Observer};
-use volley::plan::{LoadSpec, Plan, Target};
+use volley::plan::{LoadSpec, Plan, Scheme, Target};
 use volley::result::Arrivals;
 use volley::stats::aggregate::FinishedBucket;
 
@@ -29,6 +29,7 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
         timeout: Duration::from_secs(2),
         think_time: Duration::ZERO,
         ramp: None,
+        tls: None,
     }
 }
 
@@ -39,6 +40,8 @@ fn target(addr: std::net::SocketAddr) -> Target {
         port: addr.port(),
         path: "/".into(),
         host_header: addr.to_string(),
+        scheme: Scheme::Http,
+        unix_socket: None,
     }
 }
 

@@ -57,6 +57,18 @@ pub enum Flag {
     MaxConnections,
     /// `--allow-shortfall`.
     AllowShortfall,
+    /// `-k/--insecure`.
+    Insecure,
+    /// `--cacert`.
+    Cacert,
+    /// `--cert`.
+    Cert,
+    /// `--key`.
+    Key,
+    /// `--no-tls-resume`.
+    NoTlsResume,
+    /// `--unix-socket`.
+    UnixSocket,
 }
 
 /// (flag, as messages spell it, long name, suite scenario key).
@@ -111,6 +123,22 @@ const FLAGS: &[(Flag, &str, &str, &str)] = &[
         "--allow-shortfall",
         "allow-shortfall",
         "allow_shortfall",
+    ),
+    (Flag::Insecure, "-k/--insecure", "insecure", "insecure"),
+    (Flag::Cacert, "--cacert", "cacert", "cacert"),
+    (Flag::Cert, "--cert", "cert", "cert"),
+    (Flag::Key, "--key", "key", "key"),
+    (
+        Flag::NoTlsResume,
+        "--no-tls-resume",
+        "no-tls-resume",
+        "no_tls_resume",
+    ),
+    (
+        Flag::UnixSocket,
+        "--unix-socket",
+        "unix-socket",
+        "unix_socket",
     ),
 ];
 

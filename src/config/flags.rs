@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use super::tls::{tls_spec, unix_socket};
 use super::{monitor_config, parse_url, threshold, ConfigError, Flag, RunConfig};
 use crate::plan::ramp::Ramp;
 use crate::plan::{LoadSpec, RampSpec};
@@ -146,6 +147,31 @@ pub struct RunFlags {
     /// the summary's headline).
     #[arg(long)]
     pub allow_shortfall: bool,
+
+    /// https: do not verify the server's certificate (curl's -k).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+
+    /// https: also trust the CA certificates in this PEM file (besides the system's).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// https: client certificate chain (PEM), for servers that ask for one.
+    #[arg(long, value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+
+    /// https: the client certificate's private key (PEM) [default: in the --cert file].
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+
+    /// https: a full handshake on every connection instead of resuming the TLS session.
+    #[arg(long)]
+    pub no_tls_resume: bool,
+
+    /// Connect to this Unix domain socket instead of the URL's host and port; the URL still
+    /// gives the Host header and the path (curl's spelling).
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
 }
 
 /// Largest request body volley builds in memory.
@@ -172,7 +198,9 @@ impl RunConfig {
 
 /// The load the flags describe: its target, shape (connections, rate, ramp, window) and request.
 fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
-    let target = parse_url(&a.url)?;
+    let mut target = parse_url(&a.url)?;
+    target.unix_socket = unix_socket(a)?;
+    let tls = tls_spec(a, target.scheme)?;
     let ramp = ramp_from_flags(a)?;
     let shape = shape(a)?;
     let Request {
@@ -221,6 +249,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         timeout: a.timeout,
         think_time: a.think_time.unwrap_or(Duration::ZERO),
         ramp,
+        tls,
     })
 }
 

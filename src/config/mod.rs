@@ -8,6 +8,7 @@ pub mod flags;
 pub mod monitor;
 pub mod suite;
 pub mod threshold;
+pub mod tls;
 pub mod url;
 
 pub use flag::Flag;

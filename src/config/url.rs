@@ -1,9 +1,10 @@
-//! The URL argument: `http://host[:port]/path?query`, checked and split into a [`Target`].
+//! The URL argument: `http[s]://host[:port]/path?query`, checked and split into a [`Target`].
 
 use super::{ConfigError, Flag};
-use crate::plan::Target;
+use crate::plan::{Scheme, Target};
 
-/// Parses an `http://` URL. `https://` is refused until TLS exists.
+/// Parses an `http://` or `https://` URL (no Unix socket: `--unix-socket` is added by the
+/// caller).
 pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
     let bad = |m: String| ConfigError::flag(Flag::Url, m);
     // Messages quote the URL without its user information (a password).
@@ -13,19 +14,15 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
             "`{shown}` is not a URL (expected http://host[:port]/path)"
         ))
     })?;
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" => {}
-        "https" => {
-            return Err(bad(format!(
-                "`{shown}`: https is not supported yet (TLS is planned); use http://"
-            )))
-        }
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
         other => {
             return Err(bad(format!(
-                "`{shown}`: unsupported scheme `{other}` (use http://)"
+                "`{shown}`: unsupported scheme `{other}` (use http:// or https://)"
             )))
         }
-    }
+    };
     let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(split);
     if authority.contains('@') {
@@ -62,7 +59,7 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
         return Err(bad(format!("`{shown}`: the host contains whitespace")));
     }
     let port = match port {
-        None | Some("") => 80,
+        None | Some("") => scheme.default_port(),
         Some(p) => p
             .parse::<u16>()
             .ok()
@@ -83,7 +80,7 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
     } else {
         host.clone()
     };
-    let host_header = if port == 80 {
+    let host_header = if port == scheme.default_port() {
         host_literal
     } else {
         format!("{host_literal}:{port}")
@@ -94,6 +91,8 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
         port,
         path,
         host_header,
+        scheme,
+        unix_socket: None,
     })
 }
 
@@ -119,11 +118,21 @@ mod tests {
             (t.host.as_str(), t.path.as_str(), t.host_header.as_str()),
             ("::1", "/?x", "[::1]:9000")
         );
-        assert!(parse_url("https://x/")
+        let t = parse_url("https://example.com/x").unwrap();
+        assert_eq!(
+            (t.scheme, t.port, t.host_header.as_str()),
+            (Scheme::Https, 443, "example.com")
+        );
+        let t = parse_url("HTTPS://example.com:8443/").unwrap();
+        assert_eq!(
+            (t.scheme, t.port, t.host_header.as_str()),
+            (Scheme::Https, 8443, "example.com:8443")
+        );
+        assert_eq!(parse_url("http://h/").unwrap().scheme, Scheme::Http);
+        assert!(parse_url("ftp://x/")
             .unwrap_err()
             .to_string()
-            .contains("https is not supported"));
-        assert!(parse_url("ftp://x/").is_err());
+            .contains("use http:// or https://"));
         assert!(parse_url("127.0.0.1:8080").is_err());
         assert!(parse_url("http://:80/").is_err());
         assert!(parse_url("http://h:99999/").is_err());

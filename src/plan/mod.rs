@@ -9,7 +9,7 @@ pub mod spec;
 
 pub use pacer::{Due, Pacer};
 pub use request::RequestTemplate;
-pub use spec::{LoadSpec, RampSpec, Target};
+pub use spec::{LoadSpec, RampSpec, Scheme, Target, TlsSpec};
 
 use crate::result::Arrivals;
 

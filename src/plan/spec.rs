@@ -2,6 +2,7 @@
 //! needs and nothing about where results go. `config` builds it from flags or a suite cell;
 //! the engine and the plan read it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +23,53 @@ pub struct Target {
     pub path: String,
     /// Value of the Host header.
     pub host_header: String,
+    /// `http` or `https`.
+    pub scheme: Scheme,
+    /// `--unix-socket`: connect to this socket instead of `host:port` (the URL still gives
+    /// the Host header, the path and the scheme).
+    pub unix_socket: Option<PathBuf>,
+}
+
+/// The URL's scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Cleartext HTTP.
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+impl Scheme {
+    /// As in URLs: `http`, `https`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+
+    /// The port a URL without one means.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
+}
+
+/// How an `https://` run sets up TLS (docs/contract.md, "HTTPS").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSpec {
+    /// Verify the server's certificate (`-k/--insecure` turns it off).
+    pub verify: bool,
+    /// `--cacert`: more trusted roots, besides the system's.
+    pub cacert: Option<PathBuf>,
+    /// `--cert`: the client certificate chain.
+    pub cert: Option<PathBuf>,
+    /// `--key`: its private key (`None`: in the `--cert` file).
+    pub key: Option<PathBuf>,
+    /// Resume TLS sessions on reconnects (`--no-tls-resume` turns it off).
+    pub resume: bool,
 }
 
 /// A virtual-user run: the schedule and how it was asked for.
@@ -77,6 +125,8 @@ pub struct LoadSpec {
     pub think_time: Duration,
     /// Virtual-user ramp (`--users` / `--stages`); `None` for plain closed or open loop.
     pub ramp: Option<RampSpec>,
+    /// TLS settings; `Some` exactly for `https://` targets.
+    pub tls: Option<TlsSpec>,
 }
 
 impl LoadSpec {

@@ -264,7 +264,7 @@ mod tests {
         let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\ncontrol = \"open-port\"\n[[scenario]]\nname = \"x\"\n");
         assert_eq!((line, key.as_deref()), (5, Some("control")), "{msg}");
 
-        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nurl = \"https://x/\"\n[[scenario]]\nname = \"x\"\n");
+        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nurl = \"ftp://x/\"\n[[scenario]]\nname = \"x\"\n");
         assert_eq!((line, key.as_deref()), (5, Some("url")), "{msg}");
 
         let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\ndir = \"/no/such/dir\"\n[[scenario]]\nname = \"x\"\n");
