@@ -31,7 +31,22 @@ fn bad_flags_exit_2_naming_the_flag() {
     expect(&["run", "127.0.0.1:8080"], 2, "URL");
     expect(&["run", "http://"], 2, "URL");
     expect(&["run", "ftp://x/"], 2, "unsupported scheme");
-    expect(&["run", "https://127.0.0.1/"], 2, "https is not supported");
+    expect(&["run", "ws://127.0.0.1/"], 2, "use http:// or https://");
+    expect(
+        &["run", "https://127.0.0.1:1/", "--cacert", "/no/such/ca.pem"],
+        2,
+        "--cacert /no/such/ca.pem",
+    );
+    expect(
+        &["run", "https://127.0.0.1:1/", "--key", "/etc/hostname"],
+        2,
+        "--key: needs --cert",
+    );
+    expect(
+        &["run", "http://x/", "--unix-socket", "/no/such.sock"],
+        2,
+        "--unix-socket /no/such.sock",
+    );
     expect(&["run", "http://127.0.0.1:99999/"], 2, "port");
     expect(&["run", url, "-c", "0"], 2, "-c/--connections");
     expect(&["run", url, "-t", "0"], 2, "-t/--threads");

@@ -4,7 +4,8 @@
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, SystemTime};
 
-use volley::engine::{self, Observer};
+use volley::engine::transport::Endpoint;
+use volley::engine::{self, Observer, Route};
 use volley::plan::{LoadSpec, Plan, Scheme, Target};
 use volley::result::Arrivals;
 use volley::stats::aggregate::FinishedBucket;
@@ -29,6 +30,13 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
         timeout: Duration::from_secs(2),
         think_time: Duration::ZERO,
         ramp: None,
+        tls: None,
+    }
+}
+
+fn tcp(addr: std::net::SocketAddr) -> Route {
+    Route {
+        endpoint: Endpoint::Tcp(addr),
         tls: None,
     }
 }
@@ -82,7 +90,7 @@ fn a_closed_loop_reports_to_its_observer_in_order() {
     );
     let plan = Plan::new(&spec, 7);
     let mut events = Events::default();
-    let out = engine::run(&spec, plan, server.addr, &AtomicUsize::new(0), &mut events).unwrap();
+    let out = engine::run(&spec, plan, tcp(server.addr), &AtomicUsize::new(0), &mut events).unwrap();
 
     let c = &out.agg.counts;
     assert!(c.completed > 100, "{} responses", c.completed);
@@ -131,7 +139,7 @@ fn an_open_loop_keeps_its_rate_and_an_interrupt_drains() {
     let out = engine::run(
         &spec,
         Plan::new(&spec, 7),
-        server.addr,
+        tcp(server.addr),
         &AtomicUsize::new(0),
         &mut engine::Observers(vec![]),
     )
@@ -156,7 +164,7 @@ fn an_open_loop_keeps_its_rate_and_an_interrupt_drains() {
     let out = engine::run(
         &long,
         Plan::new(&long, 7),
-        server.addr,
+        tcp(server.addr),
         &pressed,
         &mut engine::Observers(vec![]),
     )

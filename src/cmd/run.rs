@@ -11,7 +11,7 @@ use clap::Args;
 use super::{ExitCode, ReportPaths};
 use crate::config::{RunConfig, RunFlags};
 use crate::engine::{Observer, Observers};
-use crate::measure::{self, Context, Measured};
+use crate::measure::{self, Context, MeasureError, Measured};
 use crate::report::hdr_log::HdrLogWriter;
 use crate::report::terminal::LiveLine;
 use crate::report::{Format, Report};
@@ -123,6 +123,8 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     };
     let m = match measured {
         Ok(m) => m,
+        // Found before any request was written: the server's TLS cannot be used.
+        Err(e @ MeasureError::Handshake { .. }) => return fail(ExitCode::Usage, &e.to_string()),
         Err(e) => return fail(ExitCode::Failed, &e.to_string()),
     };
     let mut code = write_outputs(&m.result, outputs, outcome_code(&m, cfg.allow_shortfall));

@@ -3,9 +3,8 @@
 
 use std::collections::VecDeque;
 
-use mio::net::TcpStream;
-
 use super::response::ResponseParser;
+use super::stream::Stream;
 pub use crate::stats::recorder::Phase;
 
 /// A request from the moment it is taken from the schedule until it ends.
@@ -52,10 +51,12 @@ pub enum ConnState {
         /// Run-clock ns when it may try again.
         until_ns: u64,
     },
-    /// A non-blocking connect is in progress.
+    /// A non-blocking connect is in progress, then (TLS) the handshake.
     Connecting {
-        /// When it started.
+        /// When the connect started.
         since_ns: u64,
+        /// When the socket connected and the TLS handshake began (0: not yet).
+        tcp_ns: u64,
     },
     /// Connected.
     Open,
@@ -64,8 +65,8 @@ pub enum ConnState {
 /// One connection slot, owned by one worker for the whole run.
 #[derive(Debug)]
 pub struct Conn {
-    /// The socket while there is one.
-    pub stream: Option<TcpStream>,
+    /// The socket (with TLS, when the run has it) while there is one.
+    pub stream: Option<Stream>,
     /// Life-cycle state.
     pub state: ConnState,
     /// Requests on this connection, oldest first.

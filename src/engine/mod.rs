@@ -8,21 +8,69 @@ pub mod conn;
 pub mod observer;
 pub mod poller;
 pub mod response;
+pub mod stream;
+pub mod tls;
 pub mod transport;
 pub mod worker;
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use crate::plan::{LoadSpec, Plan, RequestTemplate};
 use crate::stats::recorder::{WorkerEnd, WorkerReport};
+use crate::stats::transport::TransportStats;
 use crate::stats::Aggregator;
 use clock::Clock;
 pub use observer::{Observer, Observers};
+use tls::TlsClient;
+use transport::Endpoint;
+
+/// Where a run's connections go and how: the endpoint, and for `https://` the TLS client.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The address or Unix socket.
+    pub endpoint: Endpoint,
+    /// TLS, for `https://`.
+    pub tls: Option<TlsClient>,
+}
+
+/// The run's first TLS handshake decides whether the server's TLS set-up can be used: a
+/// set-up failure (certificate, alert, not TLS) before any handshake succeeded ends the run
+/// before a request is written, with its reason — not thousands of connect errors.
+#[derive(Debug, Default)]
+pub struct TlsGate {
+    verified: AtomicBool,
+    failure: Mutex<Option<String>>,
+}
+
+impl TlsGate {
+    /// A handshake succeeded: later failures are counted as connect errors.
+    pub fn pass(&self) {
+        if !self.verified.load(Ordering::Relaxed) {
+            self.verified.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// A set-up failure: true when it ends the run (no handshake succeeded before it).
+    pub fn fail(&self, reason: impl FnOnce() -> String) -> bool {
+        if self.verified.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        f.get_or_insert_with(reason);
+        true
+    }
+
+    fn take(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+}
 
 /// `Shared::stop`: keep going.
 pub const STOP_NONE: u8 = 0;
@@ -33,8 +81,12 @@ pub const STOP_ABORT: u8 = 2;
 
 /// Read-only run parameters every worker sees, plus the stop flag.
 pub struct Shared {
-    /// Target address (resolved once).
-    pub addr: SocketAddr,
+    /// Where connections go (the address resolved once, or the Unix socket).
+    pub endpoint: Endpoint,
+    /// TLS for `https://`.
+    pub tls: Option<TlsClient>,
+    /// The first handshake's verdict.
+    pub tls_gate: TlsGate,
     /// The request.
     pub template: RequestTemplate,
     /// The request bytes repeated `pipeline` times, so one write can carry a window (the
@@ -85,14 +137,20 @@ pub struct EngineOutput {
     pub interrupted: bool,
     /// How long the warm-up ran: all of it, or up to a Ctrl-C during it (0 without one).
     pub warmup_s: f64,
+    /// Connect and handshake times of every worker, and what TLS negotiated.
+    pub transport: TransportStats,
+    /// The TLS set-up failed on the run's first handshakes: nothing was sent; the reason.
+    pub tls_failure: Option<String>,
 }
 
 impl Shared {
-    fn new(spec: &LoadSpec, plan: &Plan, addr: SocketAddr, clock: Clock) -> Self {
+    fn new(spec: &LoadSpec, plan: &Plan, route: Route, clock: Clock) -> Self {
         let t0_ns = spec.warmup.as_nanos() as u64;
         let pipeline = spec.pipeline;
         Shared {
-            addr,
+            endpoint: route.endpoint,
+            tls: route.tls,
+            tls_gate: TlsGate::default(),
             stream_bytes: if pipeline == 1 {
                 Arc::clone(&plan.template.bytes)
             } else {
@@ -115,19 +173,19 @@ impl Shared {
     }
 }
 
-/// Runs the load of `spec`, split by `plan`, against `addr`. `interrupts` counts Ctrl-C presses
+/// Runs the load of `spec`, split by `plan`, along `route`. `interrupts` counts Ctrl-C presses
 /// (set by the signal handler): the first drains, the second stops. `observer` is told of
 /// every step (see [`Observer`]).
 pub fn run(
     spec: &LoadSpec,
     plan: Plan,
-    addr: SocketAddr,
+    route: Route,
     interrupts: &AtomicUsize,
     observer: &mut dyn Observer,
 ) -> std::io::Result<EngineOutput> {
     let clock = Clock::start();
     let wall_start = SystemTime::now();
-    let shared = Arc::new(Shared::new(spec, &plan, addr, clock));
+    let shared = Arc::new(Shared::new(spec, &plan, route, clock));
     let threads = plan.threads.len();
     let (tx, rx) = mpsc::channel::<WorkerReport>();
     let (wakers, handles) = spawn_workers(&shared, plan, tx)?;
@@ -159,7 +217,9 @@ pub fn run(
     // Unsent requests enter the whole run's corrected histogram only: they belong to no
     // second of the series, and their values are bounds, not measurements.
     let mut latency_lower_bound = false;
+    let mut transport = TransportStats::default();
     for e in &mut c.ends {
+        transport.merge(&std::mem::take(&mut e.transport));
         if let Some(h) = e.unsent_latency.take() {
             latency_lower_bound = true;
             let _ = c.agg.latency.add(&h);
@@ -179,6 +239,8 @@ pub fn run(
         latency_lower_bound,
         interrupted: c.stop_seen > 0,
         warmup_s: warmup_end_ns as f64 / 1e9,
+        transport,
+        tls_failure: shared.tls_gate.take(),
     })
 }
 

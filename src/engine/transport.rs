@@ -1,5 +1,6 @@
-//! TCP transport: resolving the target once and opening non-blocking connections.
-//! (TLS and Unix sockets will sit behind this seam.)
+//! Where connections go: resolving the target once, picking its address, opening
+//! non-blocking TCP connections (or naming the Unix socket), and telling when a connect is
+//! done. What travels over them is [`super::stream`]'s business.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream as StdTcpStream, ToSocketAddrs};
@@ -8,6 +9,7 @@ use std::time::Duration;
 use mio::net::TcpStream;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::stream::Socket as StreamSocket;
 use crate::sys::listeners::{self, Answer};
 
 /// Why the target cannot be reached before the run starts.
@@ -149,6 +151,45 @@ pub fn is_port_exhaustion(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EADDRNOTAVAIL)
 }
 
+/// Where a run's connections go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A TCP address, resolved once.
+    Tcp(SocketAddr),
+    /// A Unix domain socket (`--unix-socket`).
+    Unix(std::path::PathBuf),
+}
+
+impl std::fmt::Display for Endpoint {
+    /// As `target.addr` records it: `127.0.0.1:8080`, `[::1]:80`, `unix:/run/app.sock`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Tcp(a) => write!(f, "{a}"),
+            Endpoint::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+/// Why a Unix socket cannot be used (checked before the run: exit 2).
+pub fn check_unix_socket(path: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("--unix-socket {shown}: {e}"))?;
+    if !meta.file_type().is_socket() {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else if meta.is_file() {
+            "a regular file"
+        } else {
+            "not a socket"
+        };
+        return Err(format!(
+            "--unix-socket {shown}: {what}, not a Unix domain socket"
+        ));
+    }
+    Ok(())
+}
+
 /// Result of checking a connection that epoll reported writable.
 pub enum ConnectState {
     /// Connected.
@@ -160,13 +201,13 @@ pub enum ConnectState {
 }
 
 /// Whether a non-blocking connect finished.
-pub fn connect_state(s: &TcpStream) -> ConnectState {
+pub fn connect_state(s: &StreamSocket) -> ConnectState {
     match s.take_error() {
         Ok(Some(e)) | Err(e) => return ConnectState::Failed(e),
         Ok(None) => {}
     }
-    match s.peer_addr() {
-        Ok(_) => ConnectState::Ready,
+    match s.check_connected() {
+        Ok(()) => ConnectState::Ready,
         Err(e) if e.kind() == io::ErrorKind::NotConnected => ConnectState::Pending,
         Err(e) => ConnectState::Failed(e),
     }

@@ -2,11 +2,10 @@
 //! sampler and the server monitor produced (docs/contract.md says what every key means).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 
 use super::{warnings, Context};
 use crate::config::RunConfig;
-use crate::engine::EngineOutput;
+use crate::engine::{EngineOutput, Route};
 use crate::monitor::client::{saturation, ClientReport};
 use crate::monitor::procfs;
 use crate::result::identity::LoadKey;
@@ -20,8 +19,8 @@ use sha2::{Digest, Sha256};
 pub struct Parts<'a> {
     /// The run as configured.
     pub cfg: &'a RunConfig,
-    /// The address loaded.
-    pub addr: SocketAddr,
+    /// Where the run connected, and whether over TLS.
+    pub route: &'a Route,
     /// The seed Poisson arrivals used.
     pub seed: u64,
     /// Where it ran.
@@ -91,6 +90,10 @@ impl Parts<'_> {
             latency_lower_bound: out.latency_lower_bound,
             service_time_us: Percentiles::of(&out.agg.service),
             schedule_lag_us: lag.clone(),
+            setup: SetupTimes::of(
+                out.transport.connect.as_ref(),
+                out.transport.handshake.as_ref(),
+            ),
             latency_hdr: encode(&out.agg.latency),
             service_time_hdr: encode(&out.agg.service),
             timeseries: out.agg.series.clone(),
@@ -135,13 +138,36 @@ impl Parts<'_> {
         }
     }
 
+    /// What TLS negotiated (null for cleartext; the version and cipher are null when no
+    /// handshake finished).
+    fn tls_info(&self) -> Option<TlsInfo> {
+        self.route.tls.as_ref()?;
+        let t = &self.engine.transport;
+        let seen = t.tls.clone().unwrap_or_default();
+        Some(TlsInfo {
+            version: seen.version,
+            cipher: seen.cipher,
+            alpn: seen.alpn,
+            resumed_fraction: t.resumed_fraction().map(|f| (f * 1e4).round() / 1e4),
+            handshakes: t.handshakes,
+            insecure: self.cfg.load.tls.as_ref().is_some_and(|s| !s.verify),
+        })
+    }
+
     fn target(&self) -> TargetInfo {
         let load = &self.cfg.load;
         TargetInfo {
             url: redact::url(&load.target.url).into_owned(),
-            addr: self.addr.to_string(),
+            addr: self.route.endpoint.to_string(),
             method: load.method.clone(),
             body_bytes: load.body.len() as u64,
+            protocol: Some("http/1.1".into()),
+            tls: self.tls_info(),
+            unix_socket: load
+                .target
+                .unix_socket
+                .as_ref()
+                .map(|p| p.display().to_string()),
         }
     }
 

@@ -11,8 +11,9 @@ use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use crate::config::RunConfig;
-use crate::engine::transport::{self, ResolveError};
-use crate::engine::{self, Observer, Observers};
+use crate::engine::tls::{self, TlsSetupError};
+use crate::engine::transport::{self, Endpoint, ResolveError};
+use crate::engine::{self, Observer, Observers, Route};
 use crate::monitor::client::ClientMonitor;
 use crate::monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
 use crate::plan::Plan;
@@ -27,6 +28,21 @@ pub enum MeasureError {
     /// The target's host does not resolve.
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    /// `--unix-socket` names no socket.
+    #[error("{0}")]
+    UnixSocket(String),
+    /// The TLS settings cannot be used (a PEM file, the server name).
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
+    /// The run's first TLS handshakes failed on the server's set-up (its certificate, its TLS
+    /// settings, or no TLS at all): no request was written.
+    #[error("TLS handshake with {host} failed: {reason}")]
+    Handshake {
+        /// `host:port` (or the Unix socket).
+        host: String,
+        /// Why, in words a user can act on.
+        reason: String,
+    },
     /// The monitor's sampling thread could not start.
     #[error("could not start the server monitor: {0}")]
     MonitorThread(std::io::Error),
@@ -35,10 +51,11 @@ pub enum MeasureError {
     Engine(std::io::Error),
 }
 
-/// A run ready to start: the address to load and the attached monitor.
+/// A run ready to start: where to connect, with TLS when the URL is `https://`, and the
+/// attached monitor.
 pub struct Prepared {
-    /// The address used for the whole run.
-    pub addr: SocketAddr,
+    /// Where the whole run connects, and how.
+    pub route: Route,
     /// Every address the host resolved to, in the order tried.
     pub tried: Vec<SocketAddr>,
     /// False when nothing listens at any of them (the run goes on with the first, and its
@@ -60,10 +77,33 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
         }
         None => None,
     };
+    let tls = match &load.tls {
+        Some(spec) => Some(tls::client(
+            spec,
+            &load.target.host,
+            load.most_connections(),
+        )?),
+        None => None,
+    };
+    if let Some(path) = &load.target.unix_socket {
+        transport::check_unix_socket(path).map_err(MeasureError::UnixSocket)?;
+        return Ok(Prepared {
+            route: Route {
+                endpoint: Endpoint::Unix(path.clone()),
+                tls,
+            },
+            tried: Vec::new(),
+            reachable: true,
+            sampler,
+        });
+    }
     let tried = transport::resolve(&load.target.host, load.target.port)?;
     let picked = transport::pick_address(&tried, load.timeout.min(Duration::from_secs(2)));
     Ok(Prepared {
-        addr: picked.addr,
+        route: Route {
+            endpoint: Endpoint::Tcp(picked.addr),
+            tls,
+        },
         reachable: picked.listening != Some(false),
         tried,
         sampler,
@@ -117,16 +157,28 @@ pub fn run(
     let mut client = ClientMonitor::default();
     let out = {
         let mut all = Observers(vec![observer, &mut client]);
-        engine::run(load, plan, prepared.addr, interrupts, &mut all)
+        engine::run(load, plan, prepared.route.clone(), interrupts, &mut all)
             .map_err(MeasureError::Engine)?
     };
+    if let Some(reason) = &out.tls_failure {
+        if let Some(m) = monitor {
+            m.finish(0);
+        }
+        return Err(MeasureError::Handshake {
+            host: match &prepared.route.endpoint {
+                Endpoint::Tcp(_) => load.target.host_header.clone(),
+                unix => unix.to_string(),
+            },
+            reason: reason.clone(),
+        });
+    }
     // The last edge is read as soon as the engine returns: right after the last response (or
     // timeout) of the drain.
     let server = monitor.map(|m| m.finish(out.agg.counts.completed));
     let server_died = server.as_ref().is_some_and(|s| s.exited_at_s.is_some());
     let parts = assemble::Parts {
         cfg,
-        addr: prepared.addr,
+        route: &prepared.route,
         seed,
         ctx,
         engine: &out,

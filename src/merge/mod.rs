@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::result::identity::{load_id, LoadKey};
-use crate::result::{RunResult, RUN_SCHEMA};
+use crate::result::{RunResult, SetupTimes, TargetInfo, TlsInfo, RUN_SCHEMA};
 use crate::stats::histogram::encode;
 use crate::stats::Percentiles;
 
@@ -136,7 +136,7 @@ pub fn merge(
         started_at: base.started_at.clone(),
         interrupted: rs.iter().any(|r| r.interrupted),
         env: base.env.clone(),
-        target: base.target.clone(),
+        target: merged_target(&rs, base),
         load,
         load_id: Some(merged_load_id(&rs)),
         elapsed_s,
@@ -151,6 +151,7 @@ pub fn merge(
         latency_lower_bound: rs.iter().any(|r| r.latency_lower_bound),
         service_time_us: Percentiles::of(&hists.service),
         schedule_lag_us,
+        setup: SetupTimes::add(&rs.iter().map(|r| &r.setup).collect::<Vec<_>>()),
         latency_hdr: encode(&hists.latency),
         service_time_hdr: encode(&hists.service),
         timeseries,
@@ -162,6 +163,23 @@ pub fn merge(
         thresholds: Vec::new(),
         shards: shards::list(&rs),
     })
+}
+
+/// The earliest shard's target, with TLS handshake counts of every shard: the resumed fraction
+/// is the share of all their handshakes.
+fn merged_target(rs: &[&RunResult], base: &RunResult) -> TargetInfo {
+    let mut target = base.target.clone();
+    if let Some(tls) = target.tls.as_mut() {
+        let infos: Vec<&TlsInfo> = rs.iter().filter_map(|r| r.target.tls.as_ref()).collect();
+        let handshakes: u64 = infos.iter().map(|t| t.handshakes).sum();
+        let resumed: f64 = infos
+            .iter()
+            .map(|t| t.resumed_fraction.unwrap_or(0.0) * t.handshakes as f64)
+            .sum();
+        tls.handshakes = handshakes;
+        tls.resumed_fraction = (handshakes > 0).then(|| resumed / handshakes as f64);
+    }
+    target
 }
 
 /// The merged load's identity, from its shards' (sorted, so the order given does not matter):

@@ -59,6 +59,9 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             addr: "127.0.0.1:8080".into(),
             method: "GET".into(),
             body_bytes: 0,
+            protocol: Some("http/1.1".into()),
+            tls: None,
+            unix_socket: None,
         },
         load: LoadInfo {
             mode: Mode::Closed,
@@ -107,6 +110,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
         latency_lower_bound: false,
         service_time_us: Percentiles::of(&h),
         schedule_lag_us: None,
+        setup: SetupTimes::default(),
         latency_hdr: encode(&h),
         service_time_hdr: encode(&h),
         timeseries: vec![

@@ -9,6 +9,7 @@ pub mod identity;
 pub mod kinds;
 pub mod redact;
 pub mod suite;
+pub mod transport;
 pub mod warning;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ pub use kinds::{Arrivals, BuildStatus, CellStatus, Mode, SuiteState};
 pub use suite::{
     axes_label, BuildRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow, SUITE_SCHEMA,
 };
+pub use transport::{SetupTimes, TlsInfo};
 pub use warning::{Warning, WarningKind};
 
 /// A result file that cannot be used: not JSON of the expected shape, or another schema.
@@ -94,6 +96,10 @@ pub struct RunResult {
     /// connection was free for the request (waiting for a busy server's connection is in
     /// `latency_us`, not here); null in closed loop.
     pub schedule_lag_us: Option<Percentiles>,
+    /// Connect and TLS handshake times (`connect_us`, `tls_handshake_us`), apart from the
+    /// request latencies.
+    #[serde(flatten)]
+    pub setup: SetupTimes,
     /// `latency_us` histogram, HdrHistogram V2 compressed, base64.
     pub latency_hdr: String,
     /// `service_time_us` histogram, same encoding.
@@ -166,6 +172,15 @@ pub struct TargetInfo {
     pub method: String,
     /// Request body size.
     pub body_bytes: u64,
+    /// The HTTP protocol spoken: `http/1.1` (absent in results written before HTTPS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// What TLS negotiated; null for cleartext (absent in results written before HTTPS).
+    #[serde(default)]
+    pub tls: Option<TlsInfo>,
+    /// `--unix-socket`: the socket connected to (then `addr` is `unix:` and its path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_socket: Option<String>,
 }
 
 /// Load parameters.

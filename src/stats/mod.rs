@@ -6,6 +6,7 @@ pub mod aggregate;
 pub mod hdrlog;
 pub mod histogram;
 pub mod recorder;
+pub mod transport;
 
 pub use aggregate::{Aggregator, TimePoint};
 pub use histogram::{new_hist, Hist, Percentiles};

@@ -130,6 +130,8 @@ pub(super) fn error_kind(e: &io::Error) -> ErrorKind {
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::ConnectionAborted
         | io::ErrorKind::BrokenPipe => ErrorKind::Reset,
+        // TLS refused what the server sent (an alert, a corrupt record).
+        io::ErrorKind::InvalidData => ErrorKind::Protocol,
         _ => ErrorKind::Closed,
     }
 }

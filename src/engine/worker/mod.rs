@@ -7,7 +7,7 @@ mod schedule;
 mod socket;
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -17,7 +17,8 @@ use mio::{Interest, Poll, Token};
 use super::clock::{tighten_timer_slack, TimerFd};
 use super::conn::{Conn, ConnState, InFlight, Phase};
 use super::poller::Poller;
-use super::transport::{self, ConnectState};
+use super::stream::{Handshake, Socket, Stream};
+use super::transport::{self, ConnectState, Endpoint};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
 use crate::plan::{Due, Pacer};
@@ -25,6 +26,7 @@ use crate::stats::histogram::{new_hist, Hist};
 use crate::stats::recorder::{
     ns_to_us, ErrorKind, ProtocolSample, Recorder, WorkerEnd, WorkerReport,
 };
+use crate::stats::transport::TransportStats;
 
 const TIMER: Token = Token(usize::MAX - 1);
 /// Token of the waker that interrupts `poll` on Ctrl-C.
@@ -86,6 +88,8 @@ pub struct Worker {
     protocol_sample: Option<ProtocolSample>,
     /// The first bytes a server sent before any request (for the warning).
     unsolicited_sample: Option<Vec<u8>>,
+    /// Connect and handshake times.
+    transport: TransportStats,
 }
 
 impl Worker {
@@ -144,6 +148,7 @@ impl Worker {
             unsent_latency: None,
             protocol_sample: None,
             unsolicited_sample: None,
+            transport: TransportStats::default(),
             shared,
         })
     }
@@ -386,7 +391,10 @@ impl Worker {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             match c.state {
-                ConnState::Connecting { since_ns } if now.saturating_sub(since_ns) > timeout => {
+                // A stalled TLS handshake times out here too, as a connect.
+                ConnState::Connecting { since_ns, .. }
+                    if now.saturating_sub(since_ns) > timeout =>
+                {
                     self.connect_failed(i, now, io::Error::from(io::ErrorKind::TimedOut));
                 }
                 ConnState::Backoff { until_ns } if now >= until_ns => {
@@ -456,6 +464,7 @@ impl Worker {
             max_active: self.max_active as u64,
             protocol_sample: self.protocol_sample.take(),
             unsolicited_sample: self.unsolicited_sample.take(),
+            transport: std::mem::take(&mut self.transport),
         })));
     }
 }

@@ -7,21 +7,11 @@ use crate::stats::recorder::SAMPLE_BYTES;
 
 impl Worker {
     pub(super) fn connect(&mut self, i: usize, now: u64) {
-        let mut attempt = transport::connect(self.shared.addr, self.source);
-        // Out of ephemeral ports towards a loopback target: move on to the next source
-        // address (127.0.0.2, .3, ...), each with a port range of its own.
-        while let Err(e) = &attempt {
-            if !transport::is_port_exhaustion(e) {
-                break;
-            }
-            match transport::next_loopback_source(self.shared.addr, self.source) {
-                Some(ip) => {
-                    self.source = Some(ip);
-                    attempt = transport::connect(self.shared.addr, self.source);
-                }
-                None => break,
-            }
+        let attempt = match &self.shared.endpoint {
+            Endpoint::Tcp(addr) => self.connect_tcp(*addr).map(Socket::Tcp),
+            Endpoint::Unix(path) => Socket::unix(path),
         }
+        .and_then(|socket| Stream::new(socket, self.shared.tls.as_ref()));
         match attempt {
             Ok(mut s) => {
                 if let Err(e) = self.poll.registry().register(
@@ -34,43 +24,121 @@ impl Worker {
                 }
                 let c = &mut self.conns[i];
                 c.stream = Some(s);
-                c.state = ConnState::Connecting { since_ns: now };
+                c.state = ConnState::Connecting {
+                    since_ns: now,
+                    tcp_ns: 0,
+                };
             }
             Err(e) => self.connect_failed(i, now, e),
         }
     }
 
+    /// Starts a TCP connect; out of ephemeral ports towards a loopback target, moves on to the
+    /// next source address (127.0.0.2, .3, ...), each with a port range of its own.
+    fn connect_tcp(&mut self, addr: std::net::SocketAddr) -> io::Result<mio::net::TcpStream> {
+        let mut attempt = transport::connect(addr, self.source);
+        while let Err(e) = &attempt {
+            if !transport::is_port_exhaustion(e) {
+                break;
+            }
+            match transport::next_loopback_source(addr, self.source) {
+                Some(ip) => {
+                    self.source = Some(ip);
+                    attempt = transport::connect(addr, self.source);
+                }
+                None => break,
+            }
+        }
+        attempt
+    }
+
     pub(super) fn on_writable(&mut self, i: usize) {
         let now = self.shared.clock.now_ns();
         let c = &mut self.conns[i];
-        if let ConnState::Connecting { .. } = c.state {
+        if let ConnState::Connecting { since_ns, tcp_ns } = c.state {
+            if tcp_ns > 0 {
+                self.drive_handshake(i, now);
+                return;
+            }
             let Some(s) = c.stream.as_ref() else { return };
-            match transport::connect_state(s) {
+            match transport::connect_state(s.socket()) {
                 ConnectState::Pending => return,
                 ConnectState::Failed(e) => {
                     self.connect_failed(i, now, e);
                     return;
                 }
                 ConnectState::Ready => {
-                    c.state = ConnState::Open;
-                    c.ready_ns = c.ready_ns.max(now);
-                    // Requests queued on a connecting connection had no free connection
-                    // until now: the connect is their latency, not volley's send lag.
-                    for r in c.inflight.iter_mut() {
-                        r.lag_origin_ns = r.lag_origin_ns.max(now);
+                    self.transport
+                        .connected(ns_to_us(now.saturating_sub(since_ns)));
+                    if matches!(s, Stream::Tls(_)) {
+                        c.state = ConnState::Connecting {
+                            since_ns,
+                            tcp_ns: now.max(1),
+                        };
+                        self.drive_handshake(i, now);
+                        return;
                     }
-                    c.connect_failures = 0;
-                    c.ever_connected = true;
-                    let phase = self.phase();
-                    self.rec.counters_for(phase, now).connections_opened += 1;
-                    if self.shared.keepalive {
-                        self.mark_free(i);
-                    }
+                    self.opened(i, now);
                 }
             }
         }
         if self.conns[i].state == ConnState::Open {
             self.write(i, now);
+        }
+    }
+
+    /// The connection is ready for requests (connected, and with TLS, after the handshake).
+    fn opened(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        c.state = ConnState::Open;
+        c.ready_ns = c.ready_ns.max(now);
+        // Requests queued on a connecting connection had no free connection until now: the
+        // connect (and handshake) is their latency, not volley's send lag.
+        for r in c.inflight.iter_mut() {
+            r.lag_origin_ns = r.lag_origin_ns.max(now);
+        }
+        c.connect_failures = 0;
+        c.ever_connected = true;
+        let phase = self.phase();
+        self.rec.counters_for(phase, now).connections_opened += 1;
+        if self.shared.keepalive {
+            self.mark_free(i);
+        }
+    }
+
+    /// Moves a TLS handshake on; when it ends, the connection opens and its requests go.
+    fn drive_handshake(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let ConnState::Connecting { tcp_ns, .. } = c.state else {
+            return;
+        };
+        let Some(Stream::Tls(t)) = c.stream.as_mut() else {
+            return;
+        };
+        match t.handshake() {
+            Handshake::Pending => {}
+            Handshake::Done => {
+                let (seen, resumed) = t.negotiated();
+                self.transport.handshake_done(
+                    ns_to_us(now.saturating_sub(tcp_ns)),
+                    resumed,
+                    || seen,
+                );
+                self.shared.tls_gate.pass();
+                self.opened(i, now);
+                if self.conns[i].state == ConnState::Open {
+                    self.write(i, now);
+                }
+            }
+            Handshake::Failed(e) => {
+                if e.is_setup() && self.shared.tls_gate.fail(|| e.describe()) {
+                    // The server's TLS cannot be used: stop the run before any request goes.
+                    self.shared
+                        .stop
+                        .store(crate::engine::STOP_ABORT, Ordering::Relaxed);
+                }
+                self.connect_failed(i, now, io::Error::other(e.describe()));
+            }
         }
     }
 
@@ -83,10 +151,20 @@ impl Worker {
         let (open_loop, keepalive) = (self.shared.open_loop, self.shared.keepalive);
         loop {
             let c = &mut self.conns[i];
-            if c.state != ConnState::Open || c.write_pos >= c.write_end {
+            if c.state != ConnState::Open {
                 return;
             }
             let Some(s) = c.stream.as_mut() else { return };
+            if c.write_pos >= c.write_end {
+                // TLS may still hold records of the last write the socket did not take.
+                match s.flush() {
+                    Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                        self.fail(i, error_kind(&e), now, true);
+                    }
+                    _ => {}
+                }
+                return;
+            }
             let off = (c.write_pos % len) as usize;
             let avail =
                 ((c.write_end - c.write_pos) as usize).min(self.shared.stream_bytes.len() - off);
@@ -125,7 +203,8 @@ impl Worker {
             let c = &mut self.conns[i];
             let Some(s) = c.stream.as_mut() else { return };
             if matches!(c.state, ConnState::Connecting { .. }) {
-                // A refused connect is reported as readable + error: let the writable path decide.
+                // A refused connect is reported as readable + error: let the writable path
+                // decide; a TLS handshake goes on from there too.
                 self.on_writable(i);
                 if !matches!(self.conns[i].state, ConnState::Open) {
                     return;
@@ -157,7 +236,15 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     let now = self.shared.clock.now_ns();
-                    self.fail(i, error_kind(&e), now, true);
+                    let kind = error_kind(&e);
+                    if kind == ErrorKind::Protocol && self.protocol_sample.is_none() {
+                        // A TLS failure mid-stream (an alert, a bad record).
+                        self.protocol_sample = Some(ProtocolSample {
+                            reason: e.to_string(),
+                            bytes: Vec::new(),
+                        });
+                    }
+                    self.fail(i, kind, now, true);
                     return;
                 }
             }

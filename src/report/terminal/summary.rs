@@ -16,6 +16,7 @@ pub fn summary(r: &RunResult) -> String {
     headlines(&mut o, r);
     throughput(&mut o, r);
     percentile_table(&mut o, r);
+    setup_times(&mut o, r);
     requests(&mut o, r);
     errors(&mut o, r);
     connections(&mut o, r);
@@ -35,10 +36,42 @@ fn header(o: &mut String, r: &RunResult) {
         r.volley_version, r.target.method, r.target.url, r.target.addr
     );
     let _ = writeln!(o, "{}", how_it_ran(r));
+    if let Some(tls) = tls_line(r) {
+        let _ = writeln!(o, "{tls}");
+    }
     if r.interrupted {
         let _ = writeln!(o, "INTERRUPTED: results cover the run up to Ctrl-C");
     }
     let _ = writeln!(o);
+}
+
+/// `TLSv1.3 TLS13_AES_256_GCM_SHA384, ALPN http/1.1, 98.0 % of 1,204 handshakes resumed`.
+fn tls_line(r: &RunResult) -> Option<String> {
+    let t = r.target.tls.as_ref()?;
+    let mut line = match (&t.version, &t.cipher) {
+        (Some(v), Some(c)) => format!("{v} {c}"),
+        _ => "TLS: no handshake finished".to_string(),
+    };
+    match &t.alpn {
+        Some(a) => {
+            let _ = write!(line, ", ALPN {a}");
+        }
+        None if t.version.is_some() => line.push_str(", no ALPN"),
+        None => {}
+    }
+    if let Some(f) = t.resumed_fraction {
+        let _ = write!(
+            line,
+            ", {:.1} % of {} handshake{} resumed",
+            f * 100.0,
+            thousands(t.handshakes),
+            plural(t.handshakes)
+        );
+    }
+    if t.insecure {
+        line.push_str(", certificate not verified (-k)");
+    }
+    Some(line)
 }
 
 /// `open loop at 2,000 req/s (uniform), 8 connections, 2 threads, 3 s after 1 s warm-up, ...`
@@ -166,6 +199,32 @@ fn latency_columns(r: &RunResult) -> Vec<(&str, &str, &Percentiles)> {
         }
     }
     cols
+}
+
+/// Connect and TLS handshake times, beside the request latencies and never inside them
+/// (every connection of the run, warm-up included).
+fn setup_times(o: &mut String, r: &RunResult) {
+    let rows = [
+        ("Connect", r.setup.connect_us.as_ref()),
+        ("TLS handshake", r.setup.tls_handshake_us.as_ref()),
+    ];
+    let mut any = false;
+    for (name, p) in rows {
+        let Some(p) = p.filter(|p| p.max.is_some()) else {
+            continue;
+        };
+        any = true;
+        let _ = writeln!(
+            o,
+            "  {name:<14}p50 {} · p99 {} · max {}",
+            opt_micros(p.p50),
+            opt_micros(p.p99),
+            opt_micros(p.max)
+        );
+    }
+    if any {
+        let _ = writeln!(o);
+    }
 }
 
 /// Every percentile, the extremes, mean and stdev, one column per latency kind.

@@ -1,0 +1,377 @@
+//! A connection's byte stream: a TCP or Unix socket, or TLS over either. The worker reads and
+//! writes through [`Stream`] the same way for all of them; the TLS side drives rustls (sans-IO)
+//! by hand so it fits the edge-triggered loop:
+//!
+//! - a read that returns fewer bytes than asked means the socket is drained (as for a plain
+//!   socket), so the loop can skip the `read()` that would return `EAGAIN`;
+//! - a write is accepted only while rustls has nothing left to send from the last one (the
+//!   socket's back-pressure reaches the worker), and what the socket did not take is sent on
+//!   the next writable event ([`Stream::flush`]).
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use mio::event::Source;
+use mio::net::{TcpStream, UnixStream};
+use mio::{Interest, Registry, Token};
+use rustls::ClientConnection;
+
+use super::tls::{HandshakeError, TlsClient};
+use crate::stats::transport::TlsSeen;
+
+/// The socket under a stream.
+#[derive(Debug)]
+pub enum Socket {
+    /// TCP.
+    Tcp(TcpStream),
+    /// A Unix domain socket (`--unix-socket`).
+    Unix(UnixStream),
+}
+
+impl Socket {
+    /// Starts a non-blocking connect to the Unix socket at `path`.
+    pub fn unix(path: &Path) -> io::Result<Socket> {
+        UnixStream::connect(path).map(Socket::Unix)
+    }
+
+    /// The pending error of a non-blocking connect, if any.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        match self {
+            Socket::Tcp(s) => s.take_error(),
+            Socket::Unix(s) => s.take_error(),
+        }
+    }
+
+    /// Whether the connect has finished (`NotConnected` while it has not).
+    pub fn check_connected(&self) -> io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.peer_addr().map(|_| ()),
+            Socket::Unix(s) => s.peer_addr().map(|_| ()),
+        }
+    }
+}
+
+impl Read for Socket {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.read(buf),
+            Socket::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Socket {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.write(buf),
+            Socket::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.write_vectored(bufs),
+            Socket::Unix(s) => s.write_vectored(bufs),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A connection's stream.
+#[derive(Debug)]
+pub enum Stream {
+    /// Cleartext.
+    Plain(Socket),
+    /// TLS (boxed: rustls's state is large, and most runs have none).
+    Tls(Box<TlsStream>),
+}
+
+/// How far a TLS handshake got.
+#[derive(Debug)]
+pub enum Handshake {
+    /// Finished: requests may be written.
+    Done,
+    /// Waiting for the socket.
+    Pending,
+    /// Failed.
+    Failed(HandshakeError),
+}
+
+impl Stream {
+    /// `socket`, with TLS when `tls` is given (the handshake starts on the first
+    /// [`Stream::handshake`]).
+    pub fn new(socket: Socket, tls: Option<&TlsClient>) -> io::Result<Stream> {
+        match tls {
+            None => Ok(Stream::Plain(socket)),
+            Some(t) => {
+                let conn =
+                    ClientConnection::new(std::sync::Arc::clone(&t.config), t.server_name.clone())
+                        .map_err(io::Error::other)?;
+                Ok(Stream::Tls(Box::new(TlsStream {
+                    socket,
+                    conn,
+                    drained: false,
+                    head: Head::default(),
+                })))
+            }
+        }
+    }
+
+    /// The socket.
+    pub fn socket(&self) -> &Socket {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => &t.socket,
+        }
+    }
+
+    /// Reads decrypted bytes; fewer than `buf.len()` means the socket is drained.
+    #[inline]
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(t) => t.read(buf),
+        }
+    }
+
+    /// Writes (for TLS: encrypts and sends) as much of `buf` as the socket takes.
+    #[inline]
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+        }
+    }
+
+    /// Sends what TLS still holds of earlier writes (`WouldBlock` while the socket is full).
+    #[inline]
+    pub fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(_) => Ok(()),
+            Stream::Tls(t) => t.flush_tls(),
+        }
+    }
+}
+
+impl Source for Stream {
+    fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Stream::Plain(Socket::Tcp(s)) => s.register(r, t, i),
+            Stream::Plain(Socket::Unix(s)) => s.register(r, t, i),
+            Stream::Tls(x) => match &mut x.socket {
+                Socket::Tcp(s) => s.register(r, t, i),
+                Socket::Unix(s) => s.register(r, t, i),
+            },
+        }
+    }
+
+    fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Stream::Plain(Socket::Tcp(s)) => s.reregister(r, t, i),
+            Stream::Plain(Socket::Unix(s)) => s.reregister(r, t, i),
+            Stream::Tls(x) => match &mut x.socket {
+                Socket::Tcp(s) => s.reregister(r, t, i),
+                Socket::Unix(s) => s.reregister(r, t, i),
+            },
+        }
+    }
+
+    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
+        match self {
+            Stream::Plain(Socket::Tcp(s)) => s.deregister(r),
+            Stream::Plain(Socket::Unix(s)) => s.deregister(r),
+            Stream::Tls(x) => match &mut x.socket {
+                Socket::Tcp(s) => s.deregister(r),
+                Socket::Unix(s) => s.deregister(r),
+            },
+        }
+    }
+}
+
+/// The first bytes a server sent during the handshake, kept inline (no allocation per
+/// connection) so that a plain-HTTP answer on a TLS port can be named.
+#[derive(Debug, Default)]
+struct Head {
+    bytes: [u8; 32],
+    len: u8,
+}
+
+/// TLS over a socket.
+#[derive(Debug)]
+pub struct TlsStream {
+    socket: Socket,
+    conn: ClientConnection,
+    /// The last socket read returned less than asked: no more bytes until the next event.
+    drained: bool,
+    head: Head,
+}
+
+/// A reader that tells whether the socket gave less than asked (so it is drained), and keeps
+/// the first bytes of a handshake.
+struct Counting<'a> {
+    socket: &'a mut Socket,
+    short: bool,
+    head: Option<&'a mut Head>,
+}
+
+impl Read for Counting<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.socket.read(buf)?;
+        self.short = n < buf.len();
+        if let Some(h) = self.head.as_deref_mut() {
+            let room = h.bytes.len() - h.len as usize;
+            let take = room.min(n);
+            h.bytes[h.len as usize..h.len as usize + take].copy_from_slice(&buf[..take]);
+            h.len += take as u8;
+        }
+        Ok(n)
+    }
+}
+
+impl TlsStream {
+    /// Drives the handshake as far as the socket allows.
+    pub fn handshake(&mut self) -> Handshake {
+        loop {
+            match self.flush_tls() {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Handshake::Pending,
+                Err(e) => return Handshake::Failed(HandshakeError::Io(e)),
+            }
+            if !self.conn.is_handshaking() {
+                return Handshake::Done;
+            }
+            let mut rd = Counting {
+                socket: &mut self.socket,
+                short: false,
+                head: Some(&mut self.head),
+            };
+            match self.conn.read_tls(&mut rd) {
+                Ok(0) => {
+                    return Handshake::Failed(HandshakeError::Io(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    )))
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Handshake::Pending,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Handshake::Failed(HandshakeError::Io(e)),
+            }
+            if let Err(error) = self.conn.process_new_packets() {
+                // Tell the server why (rustls queued an alert), then give up.
+                let _ = self.flush_tls();
+                let head = self.head.bytes[..self.head.len as usize].to_vec();
+                return Handshake::Failed(HandshakeError::Tls { error, head });
+            }
+        }
+    }
+
+    /// What the handshake settled, and whether it resumed a session.
+    pub fn negotiated(&self) -> (TlsSeen, bool) {
+        let seen = TlsSeen {
+            version: self.conn.protocol_version().map(version_name),
+            cipher: self
+                .conn
+                .negotiated_cipher_suite()
+                .map(|s| format!("{:?}", s.suite())),
+            alpn: self
+                .conn
+                .alpn_protocol()
+                .map(|p| String::from_utf8_lossy(p).into_owned()),
+        };
+        let resumed = self.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+        (seen, resumed)
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut filled = 0;
+        loop {
+            match self.conn.reader().read(&mut buf[filled..]) {
+                // The server's close_notify: the end of the stream.
+                Ok(0) => return Ok(filled),
+                Ok(n) => {
+                    filled += n;
+                    if filled == buf.len() {
+                        return Ok(filled);
+                    }
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The socket ended without close_notify: for HTTP, a close like any other.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(filled),
+                Err(e) => return Err(e),
+            }
+            if self.drained {
+                self.drained = false;
+                return if filled > 0 {
+                    Ok(filled)
+                } else {
+                    Err(io::ErrorKind::WouldBlock.into())
+                };
+            }
+            let mut rd = Counting {
+                socket: &mut self.socket,
+                short: false,
+                head: None,
+            };
+            match self.conn.read_tls(&mut rd) {
+                Ok(0) => {}
+                Ok(_) => self.drained = rd.short,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && filled > 0 => return Ok(filled),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            if let Err(e) = self.conn.process_new_packets() {
+                let _ = self.flush_tls();
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("TLS: {e}"),
+                ));
+            }
+            // rustls may owe the server an answer (a key update, an alert).
+            if self.conn.wants_write() {
+                match self.flush_tls() {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // Nothing new while the last records are not on the wire: the socket is full.
+        self.flush_tls()?;
+        let n = self.conn.writer().write(buf)?;
+        match self.flush_tls() {
+            Ok(()) => Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(n),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn flush_tls(&mut self) -> io::Result<()> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(&mut self.socket) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn version_name(v: rustls::ProtocolVersion) -> String {
+    match v {
+        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".into(),
+        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".into(),
+        other => format!("{other:?}"),
+    }
+}

@@ -1,0 +1,95 @@
+//! What a result records of the transport (docs/contract.md, "HTTPS and Unix sockets"): the
+//! negotiated TLS parameters in `target.tls`, and the connect and TLS handshake times as
+//! blocks of their own beside the request latencies.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::histogram::{decode, encode, sum, Hist};
+use crate::stats::Percentiles;
+
+/// `target.tls`: what the run's TLS handshakes negotiated (the first one stands for all).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TlsInfo {
+    /// `TLSv1.3` or `TLSv1.2`.
+    pub version: Option<String>,
+    /// The cipher suite, e.g. `TLS13_AES_256_GCM_SHA384`.
+    pub cipher: Option<String>,
+    /// The protocol the server chose by ALPN (`http/1.1`), null when it chose none.
+    pub alpn: Option<String>,
+    /// Share of the handshakes that resumed a session (null without handshakes).
+    pub resumed_fraction: Option<f64>,
+    /// Handshakes made (warm-up included).
+    #[serde(default)]
+    pub handshakes: u64,
+    /// `-k/--insecure`: the server's certificate was not verified.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// How long opening connections took, kept apart from request latency: `connect_us` (TCP or
+/// Unix connect) and `tls_handshake_us` (from the connected socket to the handshake's end),
+/// null when there were none; their histograms make `merge` exact.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SetupTimes {
+    /// Connect times.
+    #[serde(default)]
+    pub connect_us: Option<Percentiles>,
+    /// TLS handshake times.
+    #[serde(default)]
+    pub tls_handshake_us: Option<Percentiles>,
+    /// `connect_us`'s histogram (HdrHistogram V2 compressed, base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_hdr: Option<String>,
+    /// `tls_handshake_us`'s histogram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake_hdr: Option<String>,
+}
+
+impl SetupTimes {
+    /// From the run's histograms.
+    pub fn of(connect: Option<&Hist>, handshake: Option<&Hist>) -> Self {
+        SetupTimes {
+            connect_us: connect.map(Percentiles::of),
+            tls_handshake_us: handshake.map(Percentiles::of),
+            connect_hdr: connect.map(encode),
+            tls_handshake_hdr: handshake.map(encode),
+        }
+    }
+
+    /// Several runs' set-up times added (`merge`): exact where every input kept its
+    /// histograms, otherwise the blocks are left out (percentiles cannot be combined).
+    pub fn add(all: &[&SetupTimes]) -> Self {
+        let added = |get: fn(&SetupTimes) -> Option<&String>| -> Option<Hist> {
+            let present: Vec<&String> = all.iter().filter_map(|s| get(s)).collect();
+            if present.is_empty() {
+                return None;
+            }
+            let hists: Result<Vec<Hist>, _> = present.iter().map(|h| decode(h)).collect();
+            hists.ok().map(|h| sum(&h))
+        };
+        let connect = added(|s| s.connect_hdr.as_ref());
+        let handshake = added(|s| s.tls_handshake_hdr.as_ref());
+        Self::of(connect.as_ref(), handshake.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::new_hist;
+
+    #[test]
+    fn merged_setup_times_are_exact() {
+        let mut a = new_hist();
+        a.record(100).unwrap();
+        let mut b = new_hist();
+        b.record(300).unwrap();
+        let sa = SetupTimes::of(Some(&a), None);
+        let sb = SetupTimes::of(Some(&b), None);
+        let m = SetupTimes::add(&[&sa, &sb]);
+        let c = m.connect_us.unwrap();
+        assert_eq!((c.min, c.max), (Some(100), Some(300)));
+        assert!(m.tls_handshake_us.is_none());
+        assert_eq!(SetupTimes::add(&[]), SetupTimes::default());
+    }
+}

@@ -1,0 +1,107 @@
+//! What opening connections cost and what TLS negotiated, per worker and merged: the connect
+//! and handshake times as histograms of their own (never inside request latency), and how many
+//! handshakes resumed a session. Every connection of the run counts, warm-up included: with
+//! keep-alive the connections are opened before the measured window.
+
+use super::histogram::{new_hist, Hist};
+
+/// What a TLS handshake settled (the first one seen stands for the run).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsSeen {
+    /// `TLSv1.3`, `TLSv1.2`.
+    pub version: Option<String>,
+    /// The cipher suite, e.g. `TLS13_AES_256_GCM_SHA384`.
+    pub cipher: Option<String>,
+    /// The ALPN protocol the server chose, if any.
+    pub alpn: Option<String>,
+}
+
+/// Connection set-up of one worker, or of the run once merged.
+#[derive(Debug, Default, Clone)]
+pub struct TransportStats {
+    /// µs from `connect()` to the socket being connected.
+    pub connect: Option<Hist>,
+    /// µs from the socket being connected to the TLS handshake's end.
+    pub handshake: Option<Hist>,
+    /// Finished TLS handshakes.
+    pub handshakes: u64,
+    /// Those that resumed a session.
+    pub resumed: u64,
+    /// What the first finished handshake negotiated.
+    pub tls: Option<TlsSeen>,
+}
+
+impl TransportStats {
+    /// A connect that took `us` µs.
+    pub fn connected(&mut self, us: u64) {
+        self.connect
+            .get_or_insert_with(new_hist)
+            .saturating_record(us);
+    }
+
+    /// A TLS handshake that took `us` µs and negotiated `seen`.
+    pub fn handshake_done(&mut self, us: u64, resumed: bool, seen: impl FnOnce() -> TlsSeen) {
+        self.handshake
+            .get_or_insert_with(new_hist)
+            .saturating_record(us);
+        self.handshakes += 1;
+        self.resumed += u64::from(resumed);
+        if self.tls.is_none() {
+            self.tls = Some(seen());
+        }
+    }
+
+    /// Adds another worker's numbers.
+    pub fn merge(&mut self, o: &TransportStats) {
+        for (mine, theirs) in [
+            (&mut self.connect, &o.connect),
+            (&mut self.handshake, &o.handshake),
+        ] {
+            if let Some(t) = theirs {
+                match mine {
+                    Some(m) => {
+                        let _ = m.add(t);
+                    }
+                    None => *mine = Some(t.clone()),
+                }
+            }
+        }
+        self.handshakes += o.handshakes;
+        self.resumed += o.resumed;
+        if self.tls.is_none() {
+            self.tls = o.tls.clone();
+        }
+    }
+
+    /// Share of handshakes that resumed a session; `None` without handshakes.
+    pub fn resumed_fraction(&self) -> Option<f64> {
+        (self.handshakes > 0).then(|| self.resumed as f64 / self.handshakes as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_merge_into_one_run() {
+        let mut a = TransportStats::default();
+        a.connected(100);
+        a.handshake_done(900, false, || TlsSeen {
+            version: Some("TLSv1.3".into()),
+            ..TlsSeen::default()
+        });
+        let mut b = TransportStats::default();
+        b.connected(300);
+        b.handshake_done(200, true, TlsSeen::default);
+        b.handshake_done(250, true, TlsSeen::default);
+        let mut run = TransportStats::default();
+        run.merge(&a);
+        run.merge(&b);
+        assert_eq!(run.connect.as_ref().unwrap().len(), 2);
+        assert_eq!(run.handshake.as_ref().unwrap().len(), 3);
+        assert_eq!(run.resumed_fraction(), Some(2.0 / 3.0));
+        assert_eq!(run.tls.unwrap().version.as_deref(), Some("TLSv1.3"));
+        assert_eq!(TransportStats::default().resumed_fraction(), None);
+    }
+}
