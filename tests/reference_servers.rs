@@ -1,11 +1,14 @@
 //! Contract test for the reference servers in `servers/`: builds each one with its build line,
 //! starts it with its start line on a free port, checks every endpoint of the contract
 //! byte-exactly with a raw HTTP/1.1 client, and stops it (SIGTERM to its process group, SIGKILL
-//! after 5 s) leaving no process behind.
+//! after 5 s) leaving no process behind. Then it starts the server again with `TLS_CERT` and
+//! `TLS_KEY` (a certificate made with the `openssl` CLI) and checks it over HTTPS with `curl`:
+//! TLS 1.2 and 1.3, a GET, a POST and a second request on the same connection.
 //!
 //! It needs the toolchains (go, node, python3, javac/java, cargo, nginx with the echo module;
-//! `servers/install.sh` installs what is missing) and PyPI and crates.io for the first build.
-//! A missing toolchain fails the test with its name: nothing is skipped.
+//! `servers/install.sh` installs what is missing), `openssl` and `curl`, and PyPI and
+//! crates.io for the first build. A missing program fails the test with its name: nothing is
+//! skipped.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -77,6 +80,17 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(900);
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// curl's `--max-time` for one HTTPS request, in seconds.
+const CURL_MAX_TIME: &str = "10";
+
+/// What the HTTPS checks need: the programs and the certificate files.
+struct Tls {
+    curl: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+    /// A 1 KiB request body for `curl --data-binary @FILE`.
+    body_1k: PathBuf,
+}
 
 #[test]
 fn reference_servers_meet_the_contract() {
@@ -84,9 +98,14 @@ fn reference_servers_meet_the_contract() {
     let servers: &'static [RefServer] = Box::leak(servers().into_boxed_slice());
     let missing: Vec<String> = servers
         .iter()
-        .flat_map(|s| s.needs.iter().map(move |p| (s.name.as_str(), p.as_str())))
+        .flat_map(|s| {
+            s.needs
+                .iter()
+                .map(move |p| (format!("the {} server", s.name), p.as_str()))
+        })
+        .chain(["openssl", "curl"].map(|p| ("the HTTPS checks".to_string(), p)))
         .filter(|(_, program)| find_program(program).is_none())
-        .map(|(name, program)| format!("{program} (for the {name} server)"))
+        .map(|(what, program)| format!("{program} (for {what})"))
         .collect();
     assert!(
         missing.is_empty(),
@@ -97,6 +116,7 @@ fn reference_servers_meet_the_contract() {
 
     let logs = tempfile::tempdir().expect("tempdir");
     let started = Instant::now();
+    let tls = make_tls(logs.path());
 
     // Builds in parallel (network-bound pip next to CPU-bound cargo); servers one by one.
     let builds: Vec<_> = servers
@@ -120,9 +140,17 @@ fn reference_servers_meet_the_contract() {
         let outcome = built.and_then(|took| {
             eprintln!("[{}] built in {:.1?}", s.name, took);
             let t = Instant::now();
-            check_server(s, &root.join(&s.dir), logs.path())?;
+            check_server(s, &root.join(&s.dir), logs.path(), None)?;
             eprintln!(
                 "[{}] contract met, stopped cleanly ({:.1?})",
+                s.name,
+                t.elapsed()
+            );
+            let t = Instant::now();
+            check_server(s, &root.join(&s.dir), logs.path(), Some(&tls))
+                .map_err(|e| format!("over HTTPS: {e}"))?;
+            eprintln!(
+                "[{}] HTTPS (TLS 1.2 and 1.3) met, stopped cleanly ({:.1?})",
                 s.name,
                 t.elapsed()
             );
@@ -210,26 +238,37 @@ fn build(s: &RefServer, dir: &Path, log: &Path) -> Result<Duration, String> {
     }
 }
 
-/// Starts the server, checks the contract, stops it.
-fn check_server(s: &RefServer, dir: &Path, logs: &Path) -> Result<(), String> {
+/// Starts the server (with TLS_CERT and TLS_KEY when `tls` is given), checks the contract
+/// (the HTTPS checks with `tls`), stops it.
+fn check_server(s: &RefServer, dir: &Path, logs: &Path, tls: Option<&Tls>) -> Result<(), String> {
     let port = free_port();
-    let stdout = logs.join(format!("{}-stdout.log", s.name));
-    let stderr = logs.join(format!("{}-stderr.log", s.name));
+    let run = if tls.is_some() { "-tls" } else { "" };
+    let stdout = logs.join(format!("{}{run}-stdout.log", s.name));
+    let stderr = logs.join(format!("{}{run}-stderr.log", s.name));
     let line = s.start.replace("{port}", &port.to_string());
     let mut cmd = shell(s, &line, dir, &stderr);
     // TMPDIR inside the test's temp dir, so run dirs (nginx's) go away with it.
     cmd.env("PORT", port.to_string())
         .env("TMPDIR", logs)
         .stdout(File::create(&stdout).expect("log file"));
+    if let Some(tls) = tls {
+        cmd.env("TLS_CERT", &tls.cert).env("TLS_KEY", &tls.key);
+    }
     let child = cmd
         .spawn()
         .map_err(|e| format!("cannot run the start line `{line}`: {e}"))?;
     let mut group = Group::new(child);
 
-    let result = wait_until_up(&mut group.child, port)
-        .map(|took| eprintln!("[{}] answering on port {port} after {took:.1?}", s.name))
-        .and_then(|()| check_contract(port))
-        .map_err(|e| format!("{e}\n--- stderr tail ---\n{}", tail(&stderr)));
+    let result = match tls {
+        None => wait_until_up(&mut group.child, port),
+        Some(tls) => wait_until_up_tls(&mut group.child, port, tls),
+    }
+    .map(|took| eprintln!("[{}] answering on port {port} after {took:.1?}", s.name))
+    .and_then(|()| match tls {
+        None => check_contract(port),
+        Some(tls) => check_tls(port, tls),
+    })
+    .map_err(|e| format!("{e}\n--- stderr tail ---\n{}", tail(&stderr)));
 
     let t = Instant::now();
     let stopped = group.stop(STOP_GRACE);
@@ -245,6 +284,41 @@ fn check_server(s: &RefServer, dir: &Path, logs: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A self-signed ECDSA P-256 certificate for localhost and 127.0.0.1, made with the openssl
+/// CLI in `dir`, as volley's harness makes one, and a 1 KiB body file.
+fn make_tls(dir: &Path) -> Tls {
+    let openssl = find_program("openssl").expect("openssl (for the HTTPS checks) not found");
+    let curl = find_program("curl").expect("curl (for the HTTPS checks) not found");
+    let cert = dir.join("cert.pem");
+    let key = dir.join("key.pem");
+    let out = Command::new(&openssl)
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+        .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=localhost", "-addext"])
+        .arg("subjectAltName=DNS:localhost,IP:127.0.0.1")
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run openssl ({}): {e}", openssl.display()));
+    assert!(
+        out.status.success(),
+        "openssl req (making the test certificate) failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body_1k = dir.join("body-1k");
+    std::fs::write(&body_1k, [b'p'; 1024]).expect("write the 1 KiB body");
+    Tls {
+        curl,
+        cert,
+        key,
+        body_1k,
+    }
 }
 
 fn free_port() -> u16 {
@@ -274,6 +348,142 @@ fn wait_until_up(child: &mut Child, port: u16) -> Result<Duration, String> {
         }
         thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Like `wait_until_up`, over HTTPS with curl.
+fn wait_until_up_tls(child: &mut Child, port: u16, tls: &Tls) -> Result<Duration, String> {
+    let t = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for server") {
+            return Err(format!("exited before answering ({status})"));
+        }
+        let last = match curl(tls, port, &[], &["/"]) {
+            Ok(r) if r.status == 200 && r.body == b"." => return Ok(t.elapsed()),
+            Ok(r) => format!("status {}, body {:?}", r.status, r.text()),
+            Err(e) => e,
+        };
+        if t.elapsed() > START_TIMEOUT {
+            return Err(format!(
+                "no `200 .` answer to GET https://127.0.0.1:{port}/ within {START_TIMEOUT:?}; \
+                 last try: {last}"
+            ));
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The HTTPS part of the contract, with curl trusting the test certificate: GET / and POST /
+/// (1 KiB) over HTTP/1.1, TLS 1.2 and TLS 1.3 each, and a second request reusing the connection.
+fn check_tls(port: u16, tls: &Tls) -> Result<(), String> {
+    let post = format!("@{}", tls.body_1k.display());
+    let post_args = [
+        "--data-binary",
+        post.as_str(),
+        "-H",
+        "Content-Type: application/octet-stream",
+        // No `Expect: 100-continue` round trip.
+        "-H",
+        "Expect:",
+    ];
+    for (version, flags) in [
+        ("TLS 1.2", &["--tlsv1.2", "--tls-max", "1.2"][..]),
+        ("TLS 1.3", &["--tlsv1.3"][..]),
+    ] {
+        curl(tls, port, flags, &["/"]).and_then(|r| r.want(&format!("{version} GET /"), b"."))?;
+        let args: Vec<&str> = flags.iter().chain(&post_args).copied().collect();
+        curl(tls, port, &args, &["/"])
+            .and_then(|r| r.want(&format!("{version} POST / (1024 bytes)"), b"length:1024"))?;
+    }
+    // Two URLs in one curl run share the connection when the server keeps it alive.
+    let r = curl(tls, port, &[], &["/", "/hello"])?;
+    r.want("GET / then /hello on one connection", b".Hello, World!")?;
+    if r.connects != 1 {
+        return Err(format!(
+            "GET / then /hello: {} TLS connections, want 1 (keep-alive over TLS)",
+            r.connects
+        ));
+    }
+    Ok(())
+}
+
+/// What `curl` reports for its requests: the last status, the bodies one after the other, and
+/// how many connections it opened.
+struct CurlReply {
+    status: u16,
+    body: Vec<u8>,
+    connects: u32,
+}
+
+impl CurlReply {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    fn want(&self, what: &str, body: &[u8]) -> Result<(), String> {
+        if self.status == 200 && self.body == body {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what}: status {}, body {:?}, want 200 {:?}",
+                self.status,
+                self.text(),
+                String::from_utf8_lossy(body)
+            ))
+        }
+    }
+}
+
+/// `curl --cacert CERT --http1.1 -sS [args] https://127.0.0.1:PORT/PATH...`, bounded by
+/// `--max-time`. Each request's write-out line (status, HTTP version, new connections) goes
+/// to stderr, so the body on stdout stays byte-exact.
+fn curl(tls: &Tls, port: u16, args: &[&str], paths: &[&str]) -> Result<CurlReply, String> {
+    let mut cmd = Command::new(&tls.curl);
+    cmd.arg("--cacert")
+        .arg(&tls.cert)
+        .args(["--http1.1", "-sS", "--max-time", CURL_MAX_TIME])
+        .args([
+            "-w",
+            "%{stderr}@@ %{http_code} %{http_version} %{num_connects}\n",
+        ])
+        .args(args)
+        .args(paths.iter().map(|p| format!("https://127.0.0.1:{port}{p}")))
+        .stdin(Stdio::null());
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run curl ({}): {e}", tls.curl.display()))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let what = format!("curl {} {paths:?}", args.join(" "));
+    if !out.status.success() {
+        return Err(format!("{what}: {} {}", out.status, stderr.trim()));
+    }
+    let mut reply = CurlReply {
+        status: 0,
+        body: out.stdout,
+        connects: 0,
+    };
+    let mut seen = 0;
+    for line in stderr.lines().filter_map(|l| l.strip_prefix("@@ ")) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let [code, version, connects] = fields[..] else {
+            return Err(format!("{what}: unexpected write-out {line:?}"));
+        };
+        if version != "1.1" {
+            return Err(format!("{what}: HTTP version {version}, want 1.1"));
+        }
+        // The first status other than 200, if any.
+        if reply.status == 0 || reply.status == 200 {
+            reply.status = code.parse().unwrap_or(0);
+        }
+        reply.connects += connects.parse::<u32>().unwrap_or(0);
+        seen += 1;
+    }
+    if seen != paths.len() {
+        return Err(format!(
+            "{what}: {seen} responses, want {}: {stderr}",
+            paths.len()
+        ));
+    }
+    Ok(reply)
 }
 
 /// Every endpoint of the contract, byte-exactly.

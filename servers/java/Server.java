@@ -1,17 +1,35 @@
-// Reference server for volley: the JDK's built-in com.sun.net.httpserver.HttpServer.
+// Reference server for volley: the JDK's built-in com.sun.net.httpserver.HttpServer, or its
+// HttpsServer when TLS_CERT and TLS_KEY name a PEM certificate chain and a PEM (PKCS#8) key.
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsParameters;
+import com.sun.net.httpserver.HttpsServer;
 
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
+import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import java.security.spec.InvalidKeySpecException;
+import java.security.spec.PKCS8EncodedKeySpec;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
 
 public final class Server {
     private static final byte[] DOT = {'.'};
@@ -32,7 +50,7 @@ public final class Server {
                 return t;
             });
 
-    public static void main(String[] args) throws IOException {
+    public static void main(String[] args) throws IOException, GeneralSecurityException {
         // Two JDK defaults that would distort a benchmark (a -D on the command line still wins):
         // at most 200 idle keep-alive connections are kept, the rest closed after each response,
         // so more connections than that would measure reconnects; and Nagle's algorithm is left
@@ -41,12 +59,85 @@ public final class Server {
         defaultProperty("sun.net.httpserver.nodelay", "true");
         int port = Integer.parseInt(System.getenv().getOrDefault("PORT", "8080"));
 
+        String cert = System.getenv("TLS_CERT");
+        String key = System.getenv("TLS_KEY");
+        boolean tls = cert != null && !cert.isEmpty() && key != null && !key.isEmpty();
+
         // Backlog 1024 instead of the JDK's 50, so a burst of new connections is not refused.
-        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 1024);
+        InetSocketAddress addr = new InetSocketAddress("127.0.0.1", port);
+        HttpServer server;
+        if (tls) {
+            HttpsServer https = HttpsServer.create(addr, 1024);
+            https.setHttpsConfigurator(configurator(sslContext(Path.of(cert), Path.of(key))));
+            server = https;
+        } else {
+            server = HttpServer.create(addr, 1024);
+        }
         server.createContext("/", Server::handle);
         ExecutorService pool = Executors.newFixedThreadPool(THREADS);
         server.setExecutor(pool);
         server.start();
+    }
+
+    /**
+     * The JDK's TLS defaults (TLS 1.3 and 1.2, its cipher suites, session resumption), with ALPN
+     * answering http/1.1, the only protocol this server speaks.
+     */
+    private static HttpsConfigurator configurator(SSLContext context) {
+        return new HttpsConfigurator(context) {
+            @Override
+            public void configure(HttpsParameters params) {
+                SSLParameters ssl = getSSLContext().getDefaultSSLParameters();
+                ssl.setApplicationProtocols(new String[] {"http/1.1"});
+                params.setSSLParameters(ssl);
+            }
+        };
+    }
+
+    /**
+     * A TLS context for a PEM certificate chain and a PEM private key. Java 17 reads PEM
+     * certificates but not PEM keys: the key's base64 is decoded here into a PKCS#8 spec.
+     */
+    private static SSLContext sslContext(Path certFile, Path keyFile)
+            throws IOException, GeneralSecurityException {
+        Certificate[] chain;
+        try (InputStream in = Files.newInputStream(certFile)) {
+            chain = CertificateFactory.getInstance("X.509").generateCertificates(in)
+                    .toArray(new Certificate[0]);
+        }
+        if (chain.length == 0) {
+            throw new GeneralSecurityException("TLS_CERT " + certFile + ": no certificate");
+        }
+        PrivateKey key = privateKey(keyFile);
+        KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
+        store.load(null, null);
+        char[] password = new char[0];
+        store.setKeyEntry("server", key, password, chain);
+        KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        kmf.init(store, password);
+        SSLContext context = SSLContext.getInstance("TLS");
+        context.init(kmf.getKeyManagers(), null, null);
+        return context;
+    }
+
+    /** The unencrypted PKCS#8 key (`BEGIN PRIVATE KEY`) in a PEM file: EC, or else RSA. */
+    private static PrivateKey privateKey(Path file) throws IOException, GeneralSecurityException {
+        String pem = Files.readString(file, StandardCharsets.US_ASCII);
+        String begin = "-----BEGIN PRIVATE KEY-----";
+        String end = "-----END PRIVATE KEY-----";
+        int from = pem.indexOf(begin);
+        int to = pem.indexOf(end, from + 1);
+        if (from < 0 || to < 0) {
+            throw new GeneralSecurityException("TLS_KEY " + file + ": no unencrypted PKCS#8 key ("
+                    + begin + "); convert one with `openssl pkcs8 -topk8 -nocrypt`");
+        }
+        byte[] der = Base64.getMimeDecoder().decode(pem.substring(from + begin.length(), to));
+        PKCS8EncodedKeySpec spec = new PKCS8EncodedKeySpec(der);
+        try {
+            return KeyFactory.getInstance("EC").generatePrivate(spec);
+        } catch (InvalidKeySpecException notEc) {
+            return KeyFactory.getInstance("RSA").generatePrivate(spec);
+        }
     }
 
     private static void defaultProperty(String key, String value) {

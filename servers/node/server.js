@@ -1,7 +1,10 @@
-// Reference server for volley: Node.js built-in `http` module, production defaults.
+// Reference server for volley: Node.js built-in `http` module, production defaults; HTTPS
+// (the built-in `https` module) when TLS_CERT and TLS_KEY name a PEM certificate chain and key.
 'use strict';
 
+const fs = require('node:fs');
 const http = require('node:http');
+const https = require('node:https');
 
 const port = Number(process.env.PORT || 8080);
 const DOT = Buffer.from('.');
@@ -24,7 +27,7 @@ function intParam(params, name) {
   return Number(raw);
 }
 
-const server = http.createServer((req, res) => {
+function handle(req, res) {
   const q = req.url.indexOf('?');
   const path = q === -1 ? req.url : req.url.slice(0, q);
   const params = new URLSearchParams(q === -1 ? '' : req.url.slice(q + 1));
@@ -64,7 +67,17 @@ const server = http.createServer((req, res) => {
     default:
       send(res, 404, Buffer.from('not found'));
   }
-});
+}
+
+// Node's TLS defaults: TLS 1.2 and 1.3, session tickets; the https module answers ALPN with
+// http/1.1 (it speaks HTTP/1.1 only).
+const tls = process.env.TLS_CERT && process.env.TLS_KEY;
+const server = tls
+  ? https.createServer({
+    cert: fs.readFileSync(process.env.TLS_CERT),
+    key: fs.readFileSync(process.env.TLS_KEY),
+  }, handle)
+  : http.createServer(handle);
 
 server.listen(port, '127.0.0.1');
 

@@ -1,6 +1,7 @@
 """Reference server for volley: FastAPI on uvicorn, production defaults.
 
 Start: .venv/bin/uvicorn app:app --host 127.0.0.1 --port $PORT --no-access-log
+HTTPS: add --ssl-certfile "$TLS_CERT" --ssl-keyfile "$TLS_KEY" (uvicorn terminates TLS).
 """
 
 import asyncio

@@ -1,6 +1,8 @@
-//! Reference server for volley: hyper 1 (HTTP/1.1) on tokio's multi-threaded runtime.
+//! Reference server for volley: hyper 1 (HTTP/1.1) on tokio's multi-threaded runtime; HTTPS
+//! with rustls (tokio-rustls) when TLS_CERT and TLS_KEY name a PEM certificate chain and key.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,7 +13,11 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 type Reply = Response<Full<Bytes>>;
 
@@ -76,12 +82,44 @@ async fn handle(req: Request<Incoming>) -> Result<Reply, Infallible> {
     Ok(reply)
 }
 
+/// The TLS acceptor for TLS_CERT and TLS_KEY, or None when they are not set (plain HTTP).
+fn tls_acceptor() -> Result<Option<TlsAcceptor>, Box<dyn std::error::Error>> {
+    let (Some(cert), Some(key)) = (std::env::var_os("TLS_CERT"), std::env::var_os("TLS_KEY"))
+    else {
+        return Ok(None);
+    };
+    let chain = CertificateDer::pem_file_iter(&cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("TLS_CERT {}: {e}", cert.to_string_lossy()))?;
+    let key = PrivateKeyDer::from_pem_file(&key)
+        .map_err(|e| format!("TLS_KEY {}: {e}", key.to_string_lossy()))?;
+    // rustls' defaults: TLS 1.2 and 1.3, its safe cipher suites, and session resumption from
+    // an in-memory cache of 256 sessions (by session id in 1.2, by ticket in 1.3).
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(TlsAcceptor::from(Arc::new(config))))
+}
+
+/// Serves HTTP/1.1 on one connection, plain or TLS; keep-alive is on by default.
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S) {
+    // A failed connection only ends that connection.
+    let _ = http1::Builder::new()
+        .serve_connection(TokioIo::new(io), service_fn(handle))
+        .await;
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = std::env::var("PORT")
         .ok()
         .and_then(|p| p.parse().ok())
         .unwrap_or(8080);
+    let tls = tls_acceptor()?;
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     loop {
         let (stream, _) = match listener.accept().await {
@@ -93,11 +131,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         };
         let _ = stream.set_nodelay(true);
+        let tls = tls.clone();
         tokio::spawn(async move {
-            // Keep-alive is on by default; a failed connection only ends that connection.
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service_fn(handle))
-                .await;
+            match tls {
+                // The handshake runs in the connection's task, not in the accept loop; a
+                // failed one only ends that connection.
+                Some(tls) => {
+                    if let Ok(stream) = tls.accept(stream).await {
+                        serve(stream).await;
+                    }
+                }
+                None => serve(stream).await,
+            }
         });
     }
 }
