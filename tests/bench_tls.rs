@@ -219,3 +219,19 @@ fn https_cells_pass_against_a_tls_server_verified_with_its_certificate() {
     assert!(stdout.contains("protocol=https"), "{stdout}");
     assert!(stdout.contains("protocol=http/1.1"), "{stdout}");
 }
+
+#[test]
+fn a_url_server_of_another_scheme_than_the_cell_fails_the_cell_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = "[suite]\nname = \"tls\"\nduration = \"300ms\"\n\
+                 [[server]]\nname = \"there\"\nurl = \"http://127.0.0.1:9/\"\n\
+                 [[scenario]]\nname = \"get\"\nprotocol = \"https\"\n";
+    let (o, out) = common::bench_suite(dir.path(), suite, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let idx = index(&out);
+    let reason = idx["rows"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the server's url is http:// but the cell's protocol is https"),
+        "{reason}"
+    );
+}
