@@ -2,11 +2,13 @@
 //! with the monitor on the server's process group, stop it and check that nothing of it is
 //! left (docs/contract.md, "Suites").
 
+use std::path::PathBuf;
+
 use super::lifecycle::{self, Running};
 use super::matrix::PlannedCell;
 use super::ready::{self, NotReady};
 use super::Harness;
-use crate::config::suite::{Managed, ServerKind};
+use crate::config::suite::{Managed, Protocol, ServerKind};
 use crate::config::{parse_url, MonitorConfig, RunConfig, DEFAULT_MONITOR_INTERVAL};
 use crate::engine::Observers;
 use crate::measure::{self, MeasureError};
@@ -52,8 +54,20 @@ impl Harness<'_> {
         match &spec.kind {
             ServerKind::Managed(m) => self.run_managed(cell, m, cores),
             ServerKind::Url(t) => {
+                let scheme = t.scheme.as_str();
+                let protocol = cell.cell.protocol;
+                if scheme != protocol.scheme() {
+                    return CellOutcome::failed(
+                        format!(
+                            "the server's url is {scheme}:// but the cell's protocol is {}: set protocol = \"{}\" in the scenario, or leave this server out of it (servers = [...])",
+                            protocol.as_str(),
+                            if scheme == "https" { "https" } else { "http/1.1" }
+                        ),
+                        Vec::new(),
+                    );
+                }
                 let url = format!(
-                    "http://{}{}",
+                    "{scheme}://{}{}",
                     t.host_header,
                     if cell.cell.path == "/" && t.path != "/" {
                         &t.path
@@ -61,15 +75,19 @@ impl Harness<'_> {
                         &cell.cell.path
                     }
                 );
-                self.measure_cell(cell, &url, cores, None)
+                self.measure_cell(cell, &url, cores, None, None)
             }
             ServerKind::ClosedPort => {
                 let port = match lifecycle::free_port() {
                     Ok(p) => p,
                     Err(e) => return CellOutcome::failed(format!("no free port: {e}"), Vec::new()),
                 };
-                let url = format!("http://127.0.0.1:{port}{}", cell.cell.path);
-                self.measure_cell(cell, &url, cores, None)
+                let url = format!(
+                    "{}://127.0.0.1:{port}{}",
+                    cell.cell.protocol.scheme(),
+                    cell.cell.path
+                );
+                self.measure_cell(cell, &url, cores, None, None)
             }
         }
     }
@@ -91,11 +109,17 @@ impl Harness<'_> {
             self.out_dir.join(format!("logs/{}.stdout", cell.id)),
             self.out_dir.join(format!("logs/{}.stderr", cell.id)),
         );
-        let mut running =
-            match lifecycle::start(m, port, self.suite.server_cpus.as_ref(), (&logs.0, &logs.1)) {
-                Ok(r) => r,
-                Err(e) => return CellOutcome::failed(e, Vec::new()),
-            };
+        let tls = cell.cell.protocol == Protocol::Https;
+        let mut running = match lifecycle::start(
+            m,
+            port,
+            self.suite.server_cpus.as_ref(),
+            (&logs.0, &logs.1),
+            tls,
+        ) {
+            Ok(r) => r,
+            Err(e) => return CellOutcome::failed(e, Vec::new()),
+        };
         let mut outcome = self.measure_when_ready(cell, m, &mut running, cores);
         stop_and_check(&mut running, &mut outcome);
         // Most servers print nothing to stdout: no empty files in the results.
@@ -134,22 +158,30 @@ impl Harness<'_> {
                 o
             }
             Ok(_ready) => {
-                let url = format!("http://127.0.0.1:{}{}", running.port, cell.cell.path);
-                self.measure_cell(cell, &url, cores, Some(running.pgid()))
+                let url = format!(
+                    "{}://127.0.0.1:{}{}",
+                    cell.cell.protocol.scheme(),
+                    running.port,
+                    cell.cell.path
+                );
+                let cacert = running.tls.as_ref().map(|f| f.cert.clone());
+                self.measure_cell(cell, &url, cores, Some(running.pgid()), cacert)
             }
         }
     }
 
-    /// Measures a cell's load against `url`, monitoring the server's process group `pid`.
+    /// Measures a cell's load against `url`, monitoring the server's process group `pid`;
+    /// `cacert` is the certificate the harness gave the server (an https cell).
     fn measure_cell(
         &mut self,
         cell: &PlannedCell,
         url: &str,
         cores: usize,
         pid: Option<i32>,
+        cacert: Option<PathBuf>,
     ) -> CellOutcome {
-        let cfg = match cell_config(cell, url, pid) {
-            Ok(cfg) => cfg,
+        let (cfg, flags) = match cell_config(cell, url, pid, cacert) {
+            Ok(c) => c,
             Err(reason) => return CellOutcome::failed(reason, Vec::new()),
         };
         let prepared = match measure::prepare(&cfg) {
@@ -164,7 +196,7 @@ impl Harness<'_> {
             .client_cpus
             .as_ref()
             .map_or_else(|| cpus::allowed().1, |c| c.text.clone());
-        let argv = cell_argv(url, &cell.cell.flags, pid);
+        let argv = cell_argv(url, &flags, pid);
         let ctx = measure::Context {
             argv: &argv,
             cores,
@@ -205,15 +237,29 @@ impl Harness<'_> {
     }
 }
 
-/// The cell's run configuration aimed at `url`, with the monitor on `pid` when there is one.
-fn cell_config(cell: &PlannedCell, url: &str, pid: Option<i32>) -> Result<RunConfig, String> {
+/// The cell's run configuration aimed at `url`, with the monitor on `pid` when there is one,
+/// and its flags. An https cell trusts `cacert` (the certificate its server was given) unless
+/// the scenario turned verification off (`insecure`) or named its own `cacert`.
+fn cell_config(
+    cell: &PlannedCell,
+    url: &str,
+    pid: Option<i32>,
+    cacert: Option<PathBuf>,
+) -> Result<(RunConfig, Vec<String>), String> {
     let mut cfg = cell.cell.config.clone();
+    let mut flags = cell.cell.flags.clone();
     cfg.load.target = parse_url(url).map_err(|e| e.to_string())?;
     cfg.monitor = pid.map(|pid| MonitorConfig {
         pid,
         interval: DEFAULT_MONITOR_INTERVAL,
     });
-    Ok(cfg)
+    if let (Some(tls), Some(cert)) = (cfg.load.tls.as_mut(), cacert) {
+        if tls.verify && tls.cacert.is_none() {
+            flags.push(format!("--cacert={}", cert.display()));
+            tls.cacert = Some(cert);
+        }
+    }
+    Ok((cfg, flags))
 }
 
 /// The status of a measured cell: a cell without a single response failed, unless it is a

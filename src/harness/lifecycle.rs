@@ -11,6 +11,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::certificate::{self, CertFiles};
 use super::pinning;
 use crate::config::suite::Managed;
 use crate::monitor::procfs;
@@ -108,8 +109,11 @@ pub struct Running {
     pub port: u16,
     /// Its stderr, for the tail shown with failures.
     pub stderr_log: std::path::PathBuf,
-    /// Its own `TMPDIR`, removed after the stop (run dirs such as nginx's go with it).
+    /// Its own `TMPDIR` (or, when the suite sets `TMPDIR`, the folder of its certificate),
+    /// removed after the stop (run dirs such as nginx's go with it).
     pub tmp: Option<std::path::PathBuf>,
+    /// The certificate it was given (`TLS_CERT`, `TLS_KEY`) in an https cell.
+    pub tls: Option<CertFiles>,
 }
 
 impl Running {
@@ -125,12 +129,14 @@ impl Running {
 }
 
 /// Starts `m.start` in `m.dir` through `sh -c`, in a new process group, with `PORT` and
-/// `{port}`, pinned to `cpus`, stdout and stderr to `logs.0`/`logs.1`.
+/// `{port}`, pinned to `cpus`, stdout and stderr to `logs.0`/`logs.1`. With `tls`, a fresh
+/// certificate is written into its private folder and named by `TLS_CERT` and `TLS_KEY`.
 pub fn start(
     m: &Managed,
     port: u16,
     cpus: Option<&CpuList>,
     logs: (&Path, &Path),
+    tls: bool,
 ) -> Result<Running, String> {
     let open = |p: &Path| File::create(p).map_err(|e| format!("cannot write {}: {e}", p.display()));
     let (out, err) = (open(logs.0)?, open(logs.1)?);
@@ -146,13 +152,29 @@ pub fn start(
         .process_group(0);
     // A fresh TMPDIR per cell, unless the suite sets one: what a server leaves there (nginx's
     // run dir, say) is removed with it after the stop.
-    let tmp = if m.env.iter().any(|(k, _)| k == "TMPDIR") {
-        None
-    } else {
+    // An https cell's certificate goes there too; when the suite's TMPDIR is used, into a
+    // folder of the harness's own, removed the same way.
+    let own_tmp = !m.env.iter().any(|(k, _)| k == "TMPDIR");
+    let tmp = if own_tmp || tls {
         let t = std::env::temp_dir().join(format!("volley-bench-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&t).map_err(|e| format!("cannot create {}: {e}", t.display()))?;
-        cmd.env("TMPDIR", &t);
+        if own_tmp {
+            cmd.env("TMPDIR", &t);
+        }
         Some(t)
+    } else {
+        None
+    };
+    let tls = match (&tmp, tls) {
+        (Some(dir), true) => {
+            let files = certificate::generate(dir).map_err(|e| {
+                let _ = std::fs::remove_dir_all(dir);
+                e.to_string()
+            })?;
+            cmd.env("TLS_CERT", &files.cert).env("TLS_KEY", &files.key);
+            Some(files)
+        }
+        _ => None,
     };
     for (k, v) in &m.env {
         cmd.env(k, substitute(v, port));
@@ -171,14 +193,18 @@ pub fn start(
             Ok(())
         });
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start `sh -c {line}` in {}: {e}", m.dir.display()))?;
+    let child = cmd.spawn().map_err(|e| {
+        if let Some(t) = &tmp {
+            let _ = std::fs::remove_dir_all(t);
+        }
+        format!("cannot start `sh -c {line}` in {}: {e}", m.dir.display())
+    })?;
     Ok(Running {
         child,
         port,
         stderr_log: logs.1.to_path_buf(),
         tmp,
+        tls,
     })
 }
 

@@ -6,6 +6,7 @@
 
 mod build;
 mod cell;
+pub mod certificate;
 pub mod estimate;
 mod folder;
 mod index;

@@ -1,13 +1,17 @@
 //! Waiting for a started server to be ready: `GET ready_path` every 50 ms until it answers
 //! below 500, the server exits, the timeout passes, Ctrl-C, or the server's process tree is
-//! seen listening on other ports than `$PORT` (docs/contract.md, "Suites").
+//! seen listening on other ports than `$PORT` (docs/contract.md, "Suites"). In an https cell
+//! the request goes over TLS, trusting only the certificate the server was given.
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use rustls::pki_types::{CertificateDer, ServerName};
 
 use super::lifecycle::{describe, members, Running};
 use crate::monitor::read::socket_inodes;
@@ -34,6 +38,10 @@ pub enum NotReady {
         /// The last probe's outcome.
         last: String,
     },
+    /// An https cell's server answered the readiness request in plain HTTP.
+    PlainHttp,
+    /// The readiness check's TLS client could not be set up.
+    Tls(String),
     /// The server's processes listen on these ports, none of them `port`.
     WrongPort {
         /// Where they listen.
@@ -55,6 +63,11 @@ impl fmt::Display for NotReady {
                 "not ready after {} (ready_timeout; last: {last})",
                 humantime::format_duration(Duration::from_millis(after.as_millis() as u64))
             ),
+            NotReady::PlainHttp => write!(
+                f,
+                "the server answered plain HTTP: does it read TLS_CERT/TLS_KEY? (the cell's protocol is https)"
+            ),
+            NotReady::Tls(e) => write!(f, "TLS client for the readiness check: {e}"),
             NotReady::WrongPort { listening, port } => write!(
                 f,
                 "listening on {}, not on $PORT={port} — use $PORT or {{port}} in the start line",
@@ -81,6 +94,10 @@ pub fn wait_ready(
     let addr = SocketAddr::from(([127, 0, 0, 1], r.port));
     let mut next_check = t0;
     let mut elsewhere_since: Option<Instant> = None;
+    let tls = match &r.tls {
+        Some(files) => Some(tls_client(&files.cert_der).map_err(NotReady::Tls)?),
+        None => None,
+    };
     loop {
         if let Ok(Some(status)) = r.child.try_wait() {
             return Err(NotReady::Exited(describe(status)));
@@ -88,7 +105,15 @@ pub fn wait_ready(
         if interrupts.load(Ordering::SeqCst) > 0 {
             return Err(NotReady::Interrupted);
         }
-        let last = match probe(addr, ready_path) {
+        let answer = match &tls {
+            Some(config) => match probe_tls(addr, ready_path, config) {
+                Err(TlsProbeError::PlainHttp) => return Err(NotReady::PlainHttp),
+                Err(TlsProbeError::Io(e)) => Err(e),
+                Ok(code) => Ok(code),
+            },
+            None => probe(addr, ready_path),
+        };
+        let last = match answer {
             Ok(code) if code < 500 => return Ok(t0.elapsed()),
             Ok(code) => format!("GET {ready_path} answered {code}"),
             Err(e) => format!("GET {ready_path} on {addr}: {e}"),
@@ -169,15 +194,124 @@ pub fn background_hint(line: &str) -> String {
     )
 }
 
-/// One readiness request: the status code of the answer.
-pub fn probe(addr: SocketAddr, path: &str) -> std::io::Result<u16> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+/// A TLS client for readiness checks that trusts `cert_der` only (the certificate the server
+/// was given), with rustls' ring provider.
+pub fn tls_client(cert_der: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(cert_der.to_vec()))
+        .map_err(|e| e.to_string())?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// Why a readiness request over TLS got no status.
+#[derive(Debug)]
+pub enum TlsProbeError {
+    /// The server speaks plain HTTP on the port.
+    PlainHttp,
+    /// Anything else (refused, a handshake or certificate error, no HTTP answer).
+    Io(std::io::Error),
+}
+
+/// One readiness request over TLS to `addr` (verified as its IP address, as the engine does
+/// for `https://127.0.0.1:…`): the status code of the answer.
+pub fn probe_tls(
+    addr: SocketAddr,
+    path: &str,
+    config: &Arc<rustls::ClientConfig>,
+) -> Result<u16, TlsProbeError> {
+    let s = connect(addr).map_err(TlsProbeError::Io)?;
+    let name = ServerName::IpAddress(addr.ip().into());
+    let conn = rustls::ClientConnection::new(config.clone(), name)
+        .map_err(|e| TlsProbeError::Io(std::io::Error::other(e)))?;
+    let mut tls = rustls::StreamOwned::new(
+        conn,
+        Sniff {
+            inner: s,
+            first: Vec::new(),
+        },
+    );
+    match request_status(&mut tls, addr, path) {
+        Ok(code) => Ok(code),
+        Err(_) if tls.sock.first.starts_with(b"HTTP/") => Err(TlsProbeError::PlainHttp),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(TlsProbeError::Io(e)),
+        Err(e) => {
+            // A plain HTTP server may wait for a line end that a ClientHello lacks, so the
+            // handshake times out instead of reading `HTTP/`: ask it in plain HTTP.
+            if probe(addr, path).is_ok() {
+                Err(TlsProbeError::PlainHttp)
+            } else {
+                Err(TlsProbeError::Io(with_tls_context(e)))
+            }
+        }
+    }
+}
+
+/// A handshake error says it was one.
+fn with_tls_context(e: std::io::Error) -> std::io::Error {
+    if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+        std::io::Error::new(e.kind(), format!("TLS: {e}"))
+    } else {
+        e
+    }
+}
+
+/// A socket that keeps the first bytes it read (to tell a plain HTTP answer from TLS).
+struct Sniff {
+    inner: TcpStream,
+    first: Vec<u8>,
+}
+
+impl Read for Sniff {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let want = 8usize.saturating_sub(self.first.len()).min(n);
+        self.first.extend_from_slice(&buf[..want]);
+        Ok(n)
+    }
+}
+
+impl Write for Sniff {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A connection to `addr` with the readiness check's timeouts.
+fn connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let s = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     s.set_write_timeout(Some(Duration::from_secs(2)))?;
+    Ok(s)
+}
+
+/// One readiness request: the status code of the answer.
+pub fn probe(addr: SocketAddr, path: &str) -> std::io::Result<u16> {
+    let mut s = connect(addr)?;
+    request_status(&mut s, addr, path)
+}
+
+/// Sends `GET path` on `s` and reads the status line of the answer.
+fn request_status<S: Read + Write>(
+    s: &mut S,
+    addr: SocketAddr,
+    path: &str,
+) -> std::io::Result<u16> {
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: volley-ready\r\nConnection: close\r\n\r\n"
     )?;
+    s.flush()?;
     let mut buf = Vec::with_capacity(256);
     let mut chunk = [0u8; 256];
     while !buf.windows(2).any(|w| w == b"\r\n") && buf.len() < 4096 {
@@ -199,6 +333,10 @@ pub fn probe(addr: SocketAddr, path: &str) -> std::io::Result<u16> {
             std::io::ErrorKind::InvalidData,
             if line.is_empty() {
                 "closed without an HTTP response".to_string()
+            } else if matches!(buf.first(), Some(0x15 | 0x16)) {
+                // A TLS record: an alert or a handshake.
+                "the server answered with TLS (set protocol = \"https\" in the scenario)"
+                    .to_string()
             } else {
                 format!(
                     "not an HTTP response: `{}`",
@@ -241,6 +379,112 @@ mod tests {
             NotReady::Exited("exited with status 0".into()).to_string(),
             "exited with status 0 before it was ready"
         );
+    }
+
+    /// A server on 127.0.0.1 that answers `conns` connections with `serve`.
+    fn server(
+        conns: usize,
+        serve: impl Fn(TcpStream) + Send + 'static,
+    ) -> (SocketAddr, std::thread::JoinHandle<()>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let h = std::thread::spawn(move || {
+            for s in l.incoming().take(conns) {
+                serve(s.unwrap());
+            }
+        });
+        (addr, h)
+    }
+
+    /// Reads from `r` until a blank line (the end of a request head) or the end.
+    fn read_head(r: &mut impl Read) {
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && matches!(r.read(&mut b), Ok(1)) {
+            head.push(b[0]);
+        }
+    }
+
+    fn tls_server(files: &crate::harness::certificate::CertFiles) -> Arc<rustls::ServerConfig> {
+        use rustls::pki_types::pem::PemObject;
+        let cert = CertificateDer::from_pem_file(&files.cert).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(&files.key).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![cert], key)
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn https_readiness_speaks_tls_with_the_given_certificate() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::harness::certificate::generate(dir.path()).unwrap();
+        let config = tls_server(&files);
+        let (addr, h) = server(1, move |s| {
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            read_head(&mut tls);
+            let _ = tls.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n");
+            let _ = tls.flush();
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        });
+        let client = tls_client(&files.cert_der).unwrap();
+        assert_eq!(probe_tls(addr, "/ready", &client).unwrap(), 204);
+        h.join().unwrap();
+
+        // Another certificate than the one the client trusts: a handshake error, said so.
+        let other = tempfile::tempdir().unwrap();
+        let other = crate::harness::certificate::generate(other.path()).unwrap();
+        let config = tls_server(&other);
+        let (addr, h) = server(2, move |s| {
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            read_head(&mut tls);
+        });
+        match probe_tls(addr, "/", &client) {
+            Err(TlsProbeError::Io(e)) => assert!(e.to_string().starts_with("TLS: "), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        // The plain check that follows it found no HTTP either; this thread is done.
+        drop(std::net::TcpStream::connect(addr));
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn a_plain_http_answer_on_an_https_cell_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::harness::certificate::generate(dir.path()).unwrap();
+        let client = tls_client(&files.cert_der).unwrap();
+        // Answers at once, whatever came (nginx without ssl says 400 to a ClientHello).
+        let (addr, h) = server(1, |mut s| {
+            let _ = s.read(&mut [0u8; 512]);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        });
+        assert!(matches!(
+            probe_tls(addr, "/", &client),
+            Err(TlsProbeError::PlainHttp)
+        ));
+        h.join().unwrap();
+        assert!(NotReady::PlainHttp
+            .to_string()
+            .contains("does it read TLS_CERT/TLS_KEY?"));
+
+        // And an http cell whose server speaks TLS is told so.
+        let config = tls_server(&files);
+        let (addr, h) = server(1, move |s| {
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            read_head(&mut tls);
+        });
+        let e = probe(addr, "/").unwrap_err();
+        assert!(e.to_string().contains("answered with TLS"), "{e}");
+        h.join().unwrap();
     }
 
     #[test]

@@ -8,7 +8,7 @@ use clap::{Args, FromArgMatches};
 use toml::de::DeValue;
 
 use super::toml_reader::{TomlReader, Val};
-use super::{axes_label, Cell, CellError, SuiteError, MAX_CELLS_PER_SCENARIO};
+use super::{axes_label, Cell, CellError, Protocol, SuiteError, MAX_CELLS_PER_SCENARIO};
 use crate::config::{ConfigError, Flag, RunConfig, RunFlags};
 
 /// One scenario key with its alternatives: several when it is a list (an axis), else one.
@@ -41,6 +41,8 @@ struct Combination {
     flags: Vec<String>,
     /// Request path.
     path: String,
+    /// `protocol`.
+    protocol: Protocol,
     /// The index of the choice taken on each axis.
     picks: Vec<usize>,
 }
@@ -58,13 +60,15 @@ pub(super) fn expand(
     refuse_too_large(r, at, table.clone(), axes)?;
     let mut out: Vec<Cell> = Vec::new();
     for c in combinations(axes, path) {
-        let url = format!("http://127.0.0.1:1{}", c.path);
+        // The scheme decides which checks apply (the TLS flags only mean something for https).
+        let url = format!("{}://127.0.0.1:1{}", c.protocol.scheme(), c.path);
         match check_flags(&c.flags, &url, cores) {
             Ok(mut config) => {
                 share_body(&mut config, &out);
                 out.push(Cell {
                     axes: c.labels,
                     path: c.path,
+                    protocol: c.protocol,
                     flags: c.flags,
                     config,
                 });
@@ -124,6 +128,7 @@ fn combinations(axes: &[Axis], path: &str) -> Vec<Combination> {
         labels: Vec::new(),
         flags: Vec::new(),
         path: path.to_string(),
+        protocol: Protocol::default(),
         picks: Vec::new(),
     }];
     for axis in axes {
@@ -151,12 +156,19 @@ fn extend(cell: &Combination, axis: &Axis, ci: usize, choice: &Choice) -> Combin
     } else {
         cell.path.clone()
     };
+    let protocol = if axis.key == "protocol" {
+        // Checked when the key was read.
+        Protocol::from_key(&choice.label).unwrap_or_default()
+    } else {
+        cell.protocol
+    };
     let mut picks = cell.picks.clone();
     picks.push(ci);
     Combination {
         labels,
         flags,
         path,
+        protocol,
         picks,
     }
 }

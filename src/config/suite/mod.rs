@@ -142,6 +142,43 @@ impl Scenario {
     }
 }
 
+/// A cell's `protocol` (docs/contract.md, "Suites"): how the harness reaches its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// `http/1.1` (the default): cleartext.
+    #[default]
+    Http1,
+    /// `https`: HTTP/1.1 over TLS; a managed server gets a certificate (`TLS_CERT`, `TLS_KEY`).
+    Https,
+}
+
+impl Protocol {
+    /// The protocol a scenario's `protocol` value names (`None` for any other value).
+    pub fn from_key(value: &str) -> Option<Protocol> {
+        match value {
+            "http/1.1" => Some(Protocol::Http1),
+            "https" => Some(Protocol::Https),
+            _ => None,
+        }
+    }
+
+    /// The URL scheme of its cells (`http`, `https`).
+    pub fn scheme(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http",
+            Protocol::Https => "https",
+        }
+    }
+
+    /// As written in a suite file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Https => "https",
+        }
+    }
+}
+
 /// One point of a scenario's matrix: the `volley run` flags it stands for, and what they mean.
 #[derive(Debug, Clone)]
 pub struct Cell {
@@ -149,10 +186,12 @@ pub struct Cell {
     pub axes: Vec<(String, String)>,
     /// Request path (and query).
     pub path: String,
+    /// `protocol`: the scheme of the cell's URL.
+    pub protocol: Protocol,
     /// `volley run` flags, without URL and without the flags the harness sets.
     pub flags: Vec<String>,
     /// The run the flags describe, checked as `volley run` checks it. Its target is a
-    /// placeholder (`http://127.0.0.1:1` + `path`) until the harness knows the server's port.
+    /// placeholder (`http://127.0.0.1:1` + `path`, `https://` for https cells) until the harness knows the server's port.
     pub config: RunConfig,
 }
 

@@ -11,7 +11,7 @@ use toml::de::{DeArray, DeTable, DeValue};
 use super::matrix::{self, Axis, Choice};
 use super::suite_table::{SuiteDefault, SuiteTable};
 use super::toml_reader::{ArrayTable, TomlReader, Val};
-use super::{Scenario, ServerSpec, SuiteError};
+use super::{Protocol, Scenario, ServerSpec, SuiteError};
 use crate::config::RunFlags;
 
 /// `volley run` flags a scenario may not set: the harness sets them per cell.
@@ -24,7 +24,7 @@ const HARNESS_FLAGS: &[&str] = &[
 const RENAMED_FLAGS: &[&str] = &["no_keepalive", "header", "threshold"];
 
 /// Scenario keys that are not the name of a `volley run` flag (besides `name` and `servers`).
-const OWN_KEYS: &[&str] = &["path", "keepalive", "headers", "thresholds"];
+const OWN_KEYS: &[&str] = &["path", "keepalive", "headers", "thresholds", "protocol"];
 
 /// What every scenario is read against.
 struct Context<'s, 'a> {
@@ -268,6 +268,7 @@ fn flags_for(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, Sui
     match key {
         "path" => path_choice(r, v, at),
         "keepalive" => keepalive_choice(r, v, at),
+        "protocol" => protocol_choice(r, v, at),
         "thresholds" => thresholds_choice(r, v, at),
         "headers" => headers_choice(r, v, at),
         _ => flag_choice(r, key, v, at),
@@ -314,6 +315,40 @@ fn keepalive_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteEr
         label: label.into(),
         flags,
     })
+}
+
+/// `protocol = "http/1.1" | "https"`: no flag; the harness puts the scheme in the URL (and
+/// gives a managed server a certificate). `h2` and `h2c` are taken by HTTP/2, which comes next.
+fn protocol_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    let key = "protocol";
+    let s = match v.get_ref() {
+        DeValue::String(s) => s.to_string(),
+        _ => {
+            return Err(wrong_type(
+                r,
+                key,
+                v,
+                at,
+                "must be \"http/1.1\" or \"https\"",
+            ))
+        }
+    };
+    match Protocol::from_key(&s) {
+        Some(_) => Ok(Choice {
+            label: s,
+            flags: Vec::new(),
+        }),
+        None if s == "h2" || s == "h2c" => Err(r.err(
+            v.span(),
+            Some(key),
+            format!("{at}: protocol: {s} is not supported yet (use \"http/1.1\" or \"https\")"),
+        )),
+        None => Err(r.err(
+            v.span(),
+            Some(key),
+            format!("{at}: protocol: unknown protocol `{s}` (expected \"http/1.1\" or \"https\")"),
+        )),
+    }
 }
 
 /// `thresholds`: one string or a list of them, each a `--threshold` of the same cell.
@@ -416,7 +451,13 @@ fn flag_choice(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, S
         DeValue::String(s) => s.to_string(),
         DeValue::Integer(i) => i.as_str().replace('_', ""),
         DeValue::Float(f) => f.as_str().replace('_', ""),
-        DeValue::Boolean(_) if key == "no_keepalive" => unreachable!(),
+        // A switch (`insecure = true`) is its flag, or nothing when false.
+        DeValue::Boolean(b) if is_switch(key) => {
+            return Ok(Choice {
+                label: b.to_string(),
+                flags: if *b { vec![flag] } else { Vec::new() },
+            })
+        }
         _ => return Err(wrong_type(r, key, v, at, "must be a string or a number")),
     };
     // rate = 0 is the closed loop (docs/contract.md, "Suites"): no `--rate` at all.
@@ -431,6 +472,16 @@ fn flag_choice(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, S
         label: text.clone(),
         flags: vec![format!("{flag}={text}")],
     })
+}
+
+/// Whether scenario key `key` is a `volley run` flag that takes no value (`insecure`).
+fn is_switch(key: &str) -> bool {
+    let long = key.replace('_', "-");
+    let cmd = RunFlags::augment_args(clap::Command::new("run"));
+    let switch = cmd
+        .get_arguments()
+        .any(|a| a.get_long() == Some(long.as_str()) && !a.get_action().takes_values());
+    switch
 }
 
 /// Long names of every `volley run` flag, from the clap definition (so the suite keys never
@@ -493,6 +544,78 @@ mod tests {
         ));
         assert_eq!((line, key.as_deref()), (9, Some("thresholds")));
         assert!(msg.contains("unknown metric `p98`"), "{msg}");
+    }
+
+    #[test]
+    fn protocol_is_a_key_and_an_axis() {
+        use super::super::Protocol;
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\n[[scenario]]\nname = \"s\"\nprotocol = \"https\"\n[[scenario]]\nname = \"m\"\nprotocol = [\"http/1.1\", \"https\"]\nconnections = [1, 2]\n"
+        ))
+        .unwrap();
+        let p = &s.scenarios[0].cells[0];
+        assert_eq!(p.protocol, Protocol::Http1);
+        assert!(p.config.load.tls.is_none());
+        let one = &s.scenarios[1].cells[0];
+        assert_eq!(
+            (one.protocol, one.axes_label()),
+            (Protocol::Https, String::new())
+        );
+        assert_eq!(one.config.load.target.url, "https://127.0.0.1:1/");
+        assert!(one.config.load.tls.as_ref().is_some_and(|t| t.verify));
+        assert!(!one.flags.iter().any(|f| f.contains("protocol")));
+        let m = &s.scenarios[2].cells;
+        assert_eq!(m.len(), 4);
+        assert_eq!(m[0].axes_label(), "protocol=http/1.1,connections=1");
+        assert_eq!(m[3].axes_label(), "protocol=https,connections=2");
+        assert_eq!(
+            m.iter().map(|c| c.protocol).collect::<Vec<_>>(),
+            [
+                Protocol::Http1,
+                Protocol::Http1,
+                Protocol::Https,
+                Protocol::Https
+            ]
+        );
+    }
+
+    #[test]
+    fn protocol_refuses_http2_for_now_and_unknown_values() {
+        let (line, col, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = \"h2\"\n"
+        ));
+        assert_eq!((line, col, key.as_deref()), (9, 12, Some("protocol")));
+        assert!(msg.contains("h2 is not supported yet"), "{msg}");
+        let (line, col, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = [\"https\", \"h2c\"]\n"
+        ));
+        assert_eq!((line, col, key.as_deref()), (9, 22, Some("protocol")));
+        assert!(msg.contains("h2c is not supported yet"), "{msg}");
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = \"spdy\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("protocol")));
+        assert!(msg.contains("unknown protocol `spdy`"), "{msg}");
+        let (line, _, key, msg) = err(&format!("{BASE}[[scenario]]\nname = \"p\"\nprotocol = 2\n"));
+        assert_eq!((line, key.as_deref()), (9, Some("protocol")), "{msg}");
+    }
+
+    #[test]
+    fn switches_take_booleans() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = \"https\"\ninsecure = [true, false]\n"
+        ))
+        .unwrap();
+        let cells = &s.scenarios[0].cells;
+        assert_eq!(cells[0].flags[..1], ["--insecure"]);
+        assert!(cells[0].config.load.tls.as_ref().is_some_and(|t| !t.verify));
+        assert!(!cells[1].flags.iter().any(|f| f.contains("insecure")));
+        assert!(cells[1].config.load.tls.as_ref().is_some_and(|t| t.verify));
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nconnections = true\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("connections")));
+        assert!(msg.contains("must be a string or a number"), "{msg}");
     }
 
     #[test]

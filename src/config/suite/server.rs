@@ -267,6 +267,11 @@ mod tests {
         let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nurl = \"ftp://x/\"\n[[scenario]]\nname = \"x\"\n");
         assert_eq!((line, key.as_deref()), (5, Some("url")), "{msg}");
 
+        let s = super::super::testing::parse("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nurl = \"https://localhost:8443/x\"\n[[scenario]]\nname = \"x\"\nprotocol = \"https\"\n").unwrap();
+        assert!(
+            matches!(&s.servers[0].kind, super::ServerKind::Url(t) if t.scheme == crate::plan::Scheme::Https && t.port == 8443)
+        );
+
         let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\ndir = \"/no/such/dir\"\n[[scenario]]\nname = \"x\"\n");
         assert_eq!((line, key.as_deref()), (6, Some("dir")), "{msg}");
 
