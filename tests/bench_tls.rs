@@ -166,7 +166,6 @@ fn http2_is_refused_at_its_line_for_now() {
 }
 
 #[test]
-#[ignore = "needs the engine's TLS (merged on main)"]
 fn https_cells_pass_against_a_tls_server_verified_with_its_certificate() {
     let dir = with_server();
     let suite = "[suite]\nname = \"tls\"\nduration = \"500ms\"\n\
