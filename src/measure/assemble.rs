@@ -151,6 +151,7 @@ impl Parts<'_> {
             resumed_fraction: t.resumed_fraction().map(|f| (f * 1e4).round() / 1e4),
             handshakes: t.handshakes,
             insecure: self.cfg.load.tls.as_ref().is_some_and(|s| !s.verify),
+            resumption: self.cfg.load.tls.as_ref().is_none_or(|s| s.resume),
         })
     }
 

@@ -104,7 +104,12 @@ impl LoadKey {
             .push("warmup_s", l.warmup_s)
             .push("keepalive", l.keepalive)
             .push("timeout_s", l.timeout_s)
-            .push_unless("max_connections", opt(l.max_connections), "");
+            .push_unless("max_connections", opt(l.max_connections), "")
+            .push_unless(
+                "tls_resume",
+                r.target.tls.as_ref().is_none_or(|t| t.resumption),
+                "true",
+            );
         k
     }
 }
@@ -154,6 +159,7 @@ fn spell(name: &str, value: &str) -> String {
         "keepalive" if value == "true" => return "keep-alive".to_string(),
         "keepalive" => return "no keep-alive".to_string(),
         "headers" => return "headers".to_string(),
+        "tls_resume" => return "--no-tls-resume".to_string(),
         "body_sha256" => return format!("body {}…", &value[..value.len().min(8)]),
         "body_bytes" => return format!("body {value} B"),
         "duration_s" => return format!("-d {value}s"),

@@ -24,6 +24,13 @@ pub struct TlsInfo {
     /// `-k/--insecure`: the server's certificate was not verified.
     #[serde(default)]
     pub insecure: bool,
+    /// Sessions were resumed on reconnects (false with `--no-tls-resume`).
+    #[serde(default = "yes")]
+    pub resumption: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How long opening connections took, kept apart from request latency: `connect_us` (TCP or

@@ -301,8 +301,9 @@ impl Warning {
         Self::new(
             WarningKind::ServerBytes,
             format!(
-                "the server sent what is not a valid HTTP response ({reason}): {}",
-                quoted_bytes(bytes, SAMPLE_SHOWN)
+                "the server sent what is not a valid HTTP response ({reason}): {}{}",
+                quoted_bytes(bytes, SAMPLE_SHOWN),
+                tls_hint(bytes)
             ),
         )
     }
@@ -312,8 +313,9 @@ impl Warning {
         Self::new(
             WarningKind::ServerBytes,
             format!(
-                "the server sent bytes before any request: {}",
-                quoted_bytes(bytes, SAMPLE_SHOWN)
+                "the server sent bytes before any request: {}{}",
+                quoted_bytes(bytes, SAMPLE_SHOWN),
+                tls_hint(bytes)
             ),
         )
     }
@@ -403,6 +405,15 @@ fn glob(p: &[u8], t: &[u8]) -> bool {
     }
 }
 
+/// Bytes that start like a TLS record (a handshake or an alert, version 3.x): the server
+/// speaks TLS on this port.
+fn tls_hint(bytes: &[u8]) -> &'static str {
+    match bytes {
+        [0x15 | 0x16, 0x03, ..] => " — TLS records: the server speaks HTTPS on this port (use https://)",
+        _ => "",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,6 +472,15 @@ mod tests {
                 busy_cores: 1.98,
             }),
         ]
+    }
+
+    #[test]
+    fn tls_records_on_a_cleartext_url_are_named() {
+        let alert = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46];
+        let w = Warning::not_http("invalid HTTP version", &alert);
+        assert!(w.text().ends_with("(use https://)"), "{}", w.text());
+        assert_eq!(w.kind(), WarningKind::ServerBytes);
+        assert!(!Warning::sent_first(b"220 smtp").text().contains("https"));
     }
 
     #[test]
