@@ -276,12 +276,23 @@ pub fn environment(report: &Report) -> String {
         r.volley_version.clone()
     });
     format!(
-        "Environment: {}, {cores} CPUs, Linux {}; server {}, volley {}; volley {version}.",
+        "Environment: {}, {cores} CPUs, Linux {}; server {}, volley {}; volley {version}{}.",
         cpu.as_deref().unwrap_or("unknown CPU"),
         kernel.as_deref().unwrap_or("?"),
         pin.0.map_or("not pinned".into(), |c| format!("on CPU {c}")),
         pin.1.map_or("not pinned".into(), |c| format!("on CPU {c}")),
+        protocols_clause(report),
     )
+}
+
+/// `; protocols: http/1.1, https: TLSv1.3 …` when any run was not plain HTTP/1.1 over TCP.
+pub fn protocols_clause(report: &Report) -> String {
+    let p = report.protocols();
+    if p.iter().all(|d| d == "http/1.1") {
+        String::new()
+    } else {
+        format!("; protocols: {}", p.join("; "))
+    }
 }
 
 /// Escapes what Markdown (and HTML inside it) would interpret in a table cell.

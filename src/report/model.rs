@@ -102,7 +102,49 @@ pub struct LoadError {
     pub message: String,
 }
 
+/// One run's protocol in words (see [`Report::protocols`]).
+pub fn protocol_of(r: &RunResult) -> String {
+    let http = r.target.protocol.as_deref().unwrap_or("http/1.1");
+    let mut d = match &r.target.tls {
+        None => http.to_string(),
+        Some(t) => {
+            let mut d = format!(
+                "https: {} {}",
+                t.version.as_deref().unwrap_or("no handshake"),
+                t.cipher.as_deref().unwrap_or("")
+            )
+            .trim_end()
+            .to_string();
+            if let Some(a) = &t.alpn {
+                d.push_str(&format!(", ALPN {a}"));
+            }
+            if t.insecure {
+                d.push_str(", not verified (-k)");
+            }
+            d
+        }
+    };
+    if r.target.unix_socket.is_some() {
+        d.push_str(" over a Unix socket");
+    }
+    d
+}
+
 impl Report {
+    /// How the runs spoke to their servers, each description once in order of appearance:
+    /// `http/1.1`, `https: TLSv1.3 TLS13_AES_256_GCM_SHA384, ALPN http/1.1`, `http/1.1 over a
+    /// Unix socket` (results written before HTTPS count as `http/1.1`).
+    pub fn protocols(&self) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for r in self.cells.iter().filter_map(|c| c.result.as_ref()) {
+            let d = protocol_of(r);
+            if !seen.contains(&d) {
+                seen.push(d);
+            }
+        }
+        seen
+    }
+
     /// A report of one run.
     pub fn single(r: RunResult) -> Report {
         let server = r.target.addr.clone();

@@ -250,11 +250,12 @@ fn environment(report: &Report) -> String {
         None => format!("{who} not pinned"),
     };
     format!(
-        "{}, {} CPUs, Linux {}; {}, {}",
+        "{}, {} CPUs, Linux {}; {}, {}{}",
         e.cpu_model.as_deref().unwrap_or("unknown CPU"),
         e.cores,
         e.kernel.as_deref().unwrap_or("?"),
         pin("servers", &e.pinning.server_cpus),
-        pin("volley", &e.pinning.client_cpus)
+        pin("volley", &e.pinning.client_cpus),
+        super::markdown::protocols_clause(report)
     )
 }

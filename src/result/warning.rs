@@ -409,7 +409,9 @@ fn glob(p: &[u8], t: &[u8]) -> bool {
 /// speaks TLS on this port.
 fn tls_hint(bytes: &[u8]) -> &'static str {
     match bytes {
-        [0x15 | 0x16, 0x03, ..] => " — TLS records: the server speaks HTTPS on this port (use https://)",
+        [0x15 | 0x16, 0x03, ..] => {
+            " — TLS records: the server speaks HTTPS on this port (use https://)"
+        }
         _ => "",
     }
 }

@@ -45,7 +45,25 @@ pub(super) fn environment(o: &mut String, report: &Report) {
     }
     tend(o);
     versions(o, report);
+    protocols(o, report);
     o.push_str("</section>\n");
+}
+
+/// How the runs spoke to their servers (the protocol, and TLS's version, cipher and ALPN),
+/// when any did not use plain HTTP/1.1 over TCP.
+fn protocols(o: &mut String, report: &Report) {
+    let p = report.protocols();
+    if p.iter().all(|d| d == "http/1.1") {
+        return;
+    }
+    o.push_str("<h3>Protocols</h3>");
+    thead(o, &["protocol"]);
+    for d in &p {
+        o.push_str("<tr>");
+        txt(o, d);
+        o.push_str("</tr>\n");
+    }
+    tend(o);
 }
 
 /// A suite's environment, as its index recorded it.
