@@ -23,8 +23,8 @@ const TIPS: &[(&[&str], &str)] = &[
         "basic auth (oha's and hey's -a) is a header: -H 'Authorization: Basic BASE64'",
     ),
     (
-        &["-k", "--keepalive"],
-        "keep-alive (ab's -k) is volley's default; --no-keepalive turns it off",
+        &["--keepalive"],
+        "keep-alive is volley's default; --no-keepalive turns it off",
     ),
     (&["-p"], "a POST body from a file (ab's -p) is --body-file PATH"),
     (
