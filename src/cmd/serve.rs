@@ -1,5 +1,7 @@
 //! `volley serve [--port P] [--bind ADDR]`: the built-in reference server, for trying volley.
 
+use std::path::PathBuf;
+
 use clap::Args;
 
 use super::ExitCode;
@@ -14,14 +16,43 @@ pub struct ServeArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
+
+    /// Serve HTTPS with this PEM certificate chain [default: $TLS_CERT].
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The certificate's PEM private key [default: $TLS_KEY].
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
-/// Serves until killed; exit 2 when the address cannot be bound.
+/// Serves until killed; exit 2 when the address cannot be bound or the certificate read.
 pub fn execute(args: &ServeArgs) -> ExitCode {
-    let announce = |local: std::net::SocketAddr| {
-        crate::sys::files::stdout(&format!("volley serve: listening on http://{local}/ (endpoints: / POST / /hello /delay?ms=N /bytes?n=N)\n"));
+    // The reference servers' contract: TLS_CERT and TLS_KEY in the environment mean HTTPS.
+    let from_env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     };
-    match crate::serve::run(&args.bind, args.port, announce) {
+    let files = match (&args.tls_cert, &args.tls_key) {
+        (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+        _ => from_env("TLS_CERT").zip(from_env("TLS_KEY")),
+    };
+    let tls = match files
+        .map(|(c, k)| crate::serve::tls_config(&c, &k))
+        .transpose()
+    {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("volley serve: --tls-cert/--tls-key: {e}");
+            return ExitCode::Usage;
+        }
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let announce = |local: std::net::SocketAddr| {
+        crate::sys::files::stdout(&format!("volley serve: listening on {scheme}://{local}/ (endpoints: / POST / /hello /delay?ms=N /bytes?n=N)\n"));
+    };
+    match crate::serve::run(&args.bind, args.port, tls, announce) {
         Ok(()) => ExitCode::Ok,
         Err(e) => {
             eprintln!("volley serve: --port {}: {e}", args.port);

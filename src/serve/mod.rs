@@ -3,15 +3,24 @@
 //! blocking I/O: simple, and enough for a demo target (use nginx or a reference server for
 //! serious comparisons).
 //!
+//! With a certificate (`volley serve --tls-cert FILE --tls-key FILE`, or `TLS_CERT`/`TLS_KEY`
+//! in the environment, as the reference servers read them) it serves HTTPS (rustls, TLS 1.2
+//! and 1.3, ALPN `http/1.1`, sessions resumable).
+//!
 //! `GET /` -> `.`; `POST /` -> `length:N`; `GET /hello` -> `Hello, World!`;
 //! `GET /delay?ms=N` -> waits N ms, then `.`; `GET /bytes?n=N` -> N bytes. Not in the
 //! contract: `GET /burn?us=N` spends N µs of CPU, then `.` (the server monitor's tests).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::ServerConfig;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -83,39 +92,78 @@ pub fn listen(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
     Err(last)
 }
 
+/// The TLS settings of an HTTPS server from a PEM certificate chain and its private key.
+pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!("{}: no certificate (expected PEM)", cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("the certificate and key: {e}"))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
 /// Binds `addr` and serves on background threads. Returns once it listens.
 pub fn spawn(addr: &str) -> io::Result<Server> {
+    spawn_with(addr, None)
+}
+
+/// [`spawn`], over TLS when `tls` is given.
+pub fn spawn_with(addr: &str, tls: Option<Arc<ServerConfig>>) -> io::Result<Server> {
     let listener = listen(addr)?;
     let local = listener.local_addr()?;
     let requests = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&requests);
     std::thread::Builder::new()
         .name("volley-serve".into())
-        .spawn(move || accept_loop(listener, counter))?;
+        .spawn(move || accept_loop(listener, counter, tls))?;
     Ok(Server {
         addr: local,
         requests,
     })
 }
 
-/// Serves in the foreground until the process ends (`volley serve`); `listening` is told the
-/// bound address once it listens.
-pub fn run(bind: &str, port: u16, listening: impl FnOnce(SocketAddr)) -> io::Result<()> {
+/// Serves in the foreground until the process ends (`volley serve`), over TLS when `tls` is
+/// given; `listening` is told the bound address once it listens.
+pub fn run(
+    bind: &str,
+    port: u16,
+    tls: Option<Arc<ServerConfig>>,
+    listening: impl FnOnce(SocketAddr),
+) -> io::Result<()> {
     let listener = listen((bind, port))?;
     listening(listener.local_addr()?);
-    accept_loop(listener, Arc::new(AtomicU64::new(0)));
+    accept_loop(listener, Arc::new(AtomicU64::new(0)), tls);
     Ok(())
 }
 
-fn accept_loop(listener: TcpListener, requests: Arc<AtomicU64>) {
+fn accept_loop(listener: TcpListener, requests: Arc<AtomicU64>, tls: Option<Arc<ServerConfig>>) {
     for stream in listener.incoming() {
         match stream {
             Ok(s) => {
                 let counter = Arc::clone(&requests);
+                let tls = tls.clone();
                 let _ = std::thread::Builder::new()
                     .stack_size(128 * 1024)
                     .spawn(move || {
-                        let _ = serve_connection(s, &counter);
+                        let _ = s.set_nodelay(true);
+                        let _ = match tls {
+                            None => serve_connection(s, &counter),
+                            Some(cfg) => rustls::ServerConnection::new(cfg)
+                                .map_err(io::Error::other)
+                                .and_then(|c| {
+                                    serve_connection(rustls::StreamOwned::new(c, s), &counter)
+                                }),
+                        };
                     });
             }
             // Out of descriptors or similar: back off briefly rather than spin.
@@ -132,10 +180,8 @@ struct Request {
     body_len: u64,
 }
 
-fn serve_connection(stream: TcpStream, requests: &AtomicU64) -> io::Result<()> {
-    let _ = stream.set_nodelay(true);
-    let mut reader = BufReader::with_capacity(16 * 1024, stream.try_clone()?);
-    let mut writer = stream;
+fn serve_connection<S: Read + Write>(stream: S, requests: &AtomicU64) -> io::Result<()> {
+    let mut reader = BufReader::with_capacity(16 * 1024, stream);
     loop {
         let req = match read_request(&mut reader)? {
             Some(r) => r,
@@ -143,7 +189,7 @@ fn serve_connection(stream: TcpStream, requests: &AtomicU64) -> io::Result<()> {
         };
         requests.fetch_add(1, Ordering::Relaxed);
         let keep = req.keep_alive;
-        respond(&mut writer, &req)?;
+        respond(reader.get_mut(), &req)?;
         if !keep {
             return Ok(());
         }
@@ -151,7 +197,7 @@ fn serve_connection(stream: TcpStream, requests: &AtomicU64) -> io::Result<()> {
 }
 
 /// Reads one request head and its body. `None` at a clean end of stream.
-fn read_request(r: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
+fn read_request<S: Read>(r: &mut BufReader<S>) -> io::Result<Option<Request>> {
     let mut head = Vec::with_capacity(512);
     loop {
         let buf = r.fill_buf()?;
@@ -231,7 +277,7 @@ fn read_request(r: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
     }))
 }
 
-fn read_chunked_body(r: &mut BufReader<TcpStream>) -> io::Result<u64> {
+fn read_chunked_body<S: Read>(r: &mut BufReader<S>) -> io::Result<u64> {
     let mut total = 0;
     loop {
         let mut line = String::new();
@@ -264,7 +310,7 @@ fn query_u64(query: &str, key: &str) -> Option<u64> {
         .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
 }
 
-fn respond(w: &mut TcpStream, req: &Request) -> io::Result<()> {
+fn respond<W: Write>(w: &mut W, req: &Request) -> io::Result<()> {
     let head_only = req.method == "HEAD";
     let get = req.method == "GET" || head_only;
     let conn = if req.keep_alive {
@@ -272,7 +318,7 @@ fn respond(w: &mut TcpStream, req: &Request) -> io::Result<()> {
     } else {
         "Connection: close\r\n"
     };
-    let small = |w: &mut TcpStream, status: &str, body: &[u8]| -> io::Result<()> {
+    let small = |w: &mut W, status: &str, body: &[u8]| -> io::Result<()> {
         let mut out = format!(
             "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{conn}\r\n",
             body.len()
@@ -326,7 +372,47 @@ fn respond(w: &mut TcpStream, req: &Request) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::net::TcpStream;
+
     use super::*;
+
+    #[test]
+    fn serves_https_with_a_certificate() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let (cert_path, key_path) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        std::fs::write(&cert_path, key.cert.pem()).unwrap();
+        std::fs::write(&key_path, key.signing_key.serialize_pem()).unwrap();
+        let server = spawn_with(
+            "127.0.0.1:0",
+            Some(tls_config(&cert_path, &key_path).unwrap()),
+        )
+        .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(key.cert.der().clone()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let conn = rustls::ClientConnection::new(Arc::new(client), "localhost".try_into().unwrap())
+            .unwrap();
+        let tcp = TcpStream::connect(server.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        tls.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = Vec::new();
+        let _ = tls.read_to_end(&mut out);
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK") && text.ends_with("Hello, World!"),
+            "{text}"
+        );
+        assert_eq!(server.requests.load(Ordering::Relaxed), 1);
+        assert!(tls_config(&key_path, &key_path).is_err());
+    }
 
     #[test]
     fn the_backlog_is_somaxconn_or_linux_default() {
