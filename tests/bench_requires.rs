@@ -2,33 +2,13 @@
 //! that is not there): its build does not run, its cells are skipped with a note naming the
 //! program, the suite goes on and exits 0; a suite of which nothing could run exits 3.
 
-use std::path::Path;
-use std::process::Output;
-
-use serde_json::Value;
-
 mod common;
 
 const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
 
-fn index(out: &Path) -> Value {
-    let idx: Value = common::suite_index(out);
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/suite.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::draft202012::new(&schema).unwrap();
-    let errs: Vec<String> = v.iter_errors(&idx).map(|e| e.to_string()).collect();
-    assert!(errs.is_empty(), "suite.json violates the schema: {errs:?}");
-    idx
-}
+use common::checked_suite_index as index;
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::output_text as text;
 
 /// A server that needs a program nobody has, with a build that would leave a trace.
 const MISSING: &str =

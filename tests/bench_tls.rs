@@ -4,7 +4,6 @@
 //! `http.server` wrapped in `ssl` when `TLS_CERT` is set, plain HTTP otherwise.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::Value;
 
@@ -42,25 +41,9 @@ if cert:
 srv.serve_forever()
 "#;
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::output_text as text;
 
-/// `suite.json`, checked against its schema.
-fn index(out: &Path) -> Value {
-    let idx: Value = common::suite_index(out);
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/suite.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::draft202012::new(&schema).unwrap();
-    let errs: Vec<String> = v.iter_errors(&idx).map(|e| e.to_string()).collect();
-    assert!(errs.is_empty(), "suite.json violates the schema: {errs:?}");
-    idx
-}
+use common::checked_suite_index as index;
 
 /// What the server of `row` said it was given: (TLS_CERT, TLS_KEY, TMPDIR).
 fn given(out: &Path, row: &Value) -> (String, String, String) {
@@ -136,7 +119,7 @@ fn a_server_answering_plain_http_on_an_https_cell_fails_saying_so() {
     let dir = tempfile::tempdir().unwrap();
     let suite = format!(
         "[suite]\nname = \"tls\"\nduration = \"300ms\"\n\
-         [[server]]\nname = \"plain\"\nstart = \"exec {VOLLEY} serve --port {{port}}\"\n\
+         [[server]]\nname = \"plain\"\nstart = \"exec python3 -m http.server {{port}} --bind 127.0.0.1\"\n\
          [[scenario]]\nname = \"get\"\nprotocol = \"https\"\n"
     );
     let (o, out) = common::bench_suite(dir.path(), &suite, &[]);

@@ -62,14 +62,7 @@ fn compare(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     c.output().unwrap()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::output_text as text;
 
 /// The comparison JSON of `volley compare A B ARGS --json -`.
 fn compare_json(a: &Path, b: &Path, extra: &[&str]) -> (Option<i32>, Value) {

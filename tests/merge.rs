@@ -88,14 +88,7 @@ fn merge(inputs: &[&Path], out: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::output_text as text;
 
 fn u(v: &Value, ptr: &str) -> u64 {
     v.pointer(ptr)

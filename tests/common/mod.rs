@@ -219,6 +219,28 @@ pub fn suite_index(out: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap()
 }
 
+/// A results folder's `suite.json`, checked against `schema/suite.schema.json`.
+pub fn checked_suite_index(out: &std::path::Path) -> serde_json::Value {
+    let idx = suite_index(out);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/suite.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let errs: Vec<String> = v.iter_errors(&idx).map(|e| e.to_string()).collect();
+    assert!(errs.is_empty(), "suite.json violates the schema: {errs:?}");
+    idx
+}
+
+/// A finished command's exit code, stdout and stderr, for assertion messages.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// Runs `cmd` (volley with `args`), killing it after `limit`.
 fn limited(cmd: &mut Command, args: &[&str], limit: Duration) -> Output {
     let mut child = cmd
