@@ -90,7 +90,14 @@ fn a_closed_loop_reports_to_its_observer_in_order() {
     );
     let plan = Plan::new(&spec, 7);
     let mut events = Events::default();
-    let out = engine::run(&spec, plan, tcp(server.addr), &AtomicUsize::new(0), &mut events).unwrap();
+    let out = engine::run(
+        &spec,
+        plan,
+        tcp(server.addr),
+        &AtomicUsize::new(0),
+        &mut events,
+    )
+    .unwrap();
 
     let c = &out.agg.counts;
     assert!(c.completed > 100, "{} responses", c.completed);
