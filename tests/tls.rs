@@ -622,3 +622,95 @@ fn a_certificate_chain_over_64_kib_exits_2_naming_the_bound() {
     assert!(err.contains("64 KiB"), "{err}");
     assert_eq!(s.requests(), 0);
 }
+
+// ---- the result file ----
+
+fn assert_schema_valid(doc: &Value, what: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/run.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let errs: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect();
+    assert!(errs.is_empty(), "{what}: {}", errs.join("\n"));
+}
+
+fn assert_percentiles(block: &Value, what: &str) {
+    for k in ["p50", "p90", "p99", "max"] {
+        assert!(block[k].as_u64().is_some(), "{what}.{k}: {block}");
+    }
+}
+
+#[test]
+fn https_and_unix_socket_results_validate_against_the_schema() {
+    let p = pki();
+    let s = trusted_server(&p, Versions::Both);
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-n", "50", "-c", "2", "-t", "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_schema_valid(&j, "https run");
+    assert_percentiles(&j["connect_us"], "connect_us");
+    assert_percentiles(&j["tls_handshake_us"], "tls_handshake_us");
+    assert!(j["connect_hdr"].as_str().is_some(), "connect_hdr");
+    assert!(
+        j["tls_handshake_hdr"].as_str().is_some(),
+        "tls_handshake_hdr"
+    );
+    let tls = &j["target"]["tls"];
+    assert!(tls["resumed_fraction"].as_f64().is_some(), "{tls}");
+    assert!(j["target"]["unix_socket"].is_null(), "{}", j["target"]);
+
+    let dir = tempdir();
+    let path = dir.path().join("app.sock");
+    let _server = unix_server(&path);
+    let sock = path.display().to_string();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            "http://api/",
+            "--unix-socket",
+            &sock,
+            "-n",
+            "20",
+            "-c",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_schema_valid(&j, "unix socket run");
+    assert!(j["target"]["tls"].is_null(), "{}", j["target"]);
+    assert!(j["tls_handshake_us"].is_null(), "{}", j["tls_handshake_us"]);
+}
+
+#[test]
+fn the_server_monitor_works_over_tls() {
+    // The in-process server is this test process: monitor it.
+    let p = pki();
+    let s = trusted_server(&p, Versions::Both);
+    let url = s.url("localhost", "/");
+    let pid = std::process::id().to_string();
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-d", "1s", "-c", "2", "-t", "1", "--pid", &pid,
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    let pids = j["server"]["pids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", j["server"]));
+    assert!(
+        pids.iter()
+            .any(|p| p.as_u64() == Some(std::process::id() as u64)),
+        "{pids:?}"
+    );
+    assert_eq!(j["target"]["tls"]["version"], "TLSv1.3");
+}
