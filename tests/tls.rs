@@ -714,3 +714,176 @@ fn the_server_monitor_works_over_tls() {
     );
     assert_eq!(j["target"]["tls"]["version"], "TLSv1.3");
 }
+
+// ---- the byte stream under load: large bodies both ways, key updates, closes ----
+
+#[test]
+fn large_responses_over_tls_are_read_whole() {
+    const SIZE: usize = 300 * 1024;
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::Body(SIZE),
+    );
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-n", "30", "-c", "2", "-t", "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_invariant(&j);
+    assert_eq!(n(&j, &["requests", "completed"]), 30, "{}", j["errors"]);
+    assert!(
+        n(&j, &["bytes", "received"]) >= 30 * SIZE as u64,
+        "{}",
+        j["bytes"]
+    );
+}
+
+#[test]
+fn large_request_bodies_over_tls_are_written_whole() {
+    let p = pki();
+    let s = trusted_server(&p, Versions::Both);
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "--cacert",
+            &p.cacert,
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-m",
+            "POST",
+            "--body-size",
+            "1MiB",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_invariant(&j);
+    assert_eq!(n(&j, &["requests", "completed"]), 20, "{}", j["errors"]);
+    assert_eq!(s.requests(), 20, "the server read every body whole");
+    assert!(n(&j, &["bytes", "sent"]) >= 20 << 20, "{}", j["bytes"]);
+}
+
+#[test]
+fn a_server_key_update_keeps_the_connection_going() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::KeyUpdate,
+    );
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-n", "50", "-c", "1", "-t", "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n(&j, &["requests", "completed"]), 50, "{}", j["errors"]);
+    assert_eq!(n(&j, &["connections", "opened"]), 1, "{}", j["connections"]);
+    assert_eq!(s.requests(), 50);
+}
+
+#[test]
+fn close_notify_after_each_response_reconnects_cleanly() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::CloseNotify,
+    );
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-n", "40", "-c", "2", "-t", "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_invariant(&j);
+    assert_eq!(n(&j, &["requests", "completed"]), 40, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    assert!(
+        n(&j, &["target", "tls", "handshakes"]) >= 40,
+        "{}",
+        j["target"]
+    );
+}
+
+#[test]
+fn a_corrupt_record_after_the_handshake_is_a_protocol_error() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::CorruptRecord,
+    );
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "--cacert",
+            &p.cacert,
+            "-d",
+            "1s",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--timeout",
+            "1s",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 1, "nothing completed: {err}");
+    assert_invariant(&j);
+    assert!(n(&j, &["errors", "protocol"]) > 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["errors", "timeout"]), 0, "{}", j["errors"]);
+}
+
+#[test]
+fn a_server_that_closes_during_the_handshake_is_not_a_setup_failure() {
+    // Reads the ClientHello and closes: a failing connection, not a certificate to fix.
+    let s = common::spawn(|mut c, _| {
+        let mut buf = [0u8; 4096];
+        let _ = c.stream.read(&mut buf);
+    });
+    let url = format!("https://127.0.0.1:{}/", s.addr.port());
+    let t = Instant::now();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "-k",
+            "-d",
+            "500ms",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--timeout",
+            "300ms",
+        ],
+        LIMIT,
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 1, "no response: {err}");
+    assert_invariant(&j);
+    assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+}

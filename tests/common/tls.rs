@@ -183,6 +183,16 @@ pub enum After {
     Answer,
     /// Reads one request, then writes a raw fatal alert record onto the TCP socket.
     RawAlert,
+    /// Reads one request, then writes an application-data record of garbage (it cannot
+    /// decrypt) onto the TCP socket.
+    CorruptRecord,
+    /// Answers every request with a body of this many bytes.
+    Body(usize),
+    /// Before each answer, updates its traffic keys and asks the client to do the same
+    /// (TLS 1.3 KeyUpdate).
+    KeyUpdate,
+    /// Answers one request with `Connection: close`, then sends close_notify and closes.
+    CloseNotify,
 }
 
 /// A TLS test server: its address, and what it saw.
@@ -258,6 +268,38 @@ fn connection(
                 if tls.write_all(OK).and_then(|_| tls.flush()).is_err() {
                     return;
                 }
+            }
+            After::Body(size) => {
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n");
+                let body = vec![b'b'; size];
+                let ok = tls.write_all(head.as_bytes()).is_ok()
+                    && tls.write_all(&body).is_ok()
+                    && tls.flush().is_ok();
+                if !ok {
+                    return;
+                }
+            }
+            After::KeyUpdate => {
+                if tls.conn.refresh_traffic_keys().is_err()
+                    || tls.write_all(OK).and_then(|_| tls.flush()).is_err()
+                {
+                    return;
+                }
+            }
+            After::CloseNotify => {
+                let _ = tls.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n.",
+                );
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+                return;
+            }
+            After::CorruptRecord => {
+                let mut record = vec![0x17, 0x03, 0x03, 0x00, 0x40];
+                record.extend_from_slice(&[0xa5; 0x40]);
+                let _ = tls.sock.write_all(&record);
+                std::thread::sleep(Duration::from_millis(200));
+                return;
             }
             After::RawAlert => {
                 // A plaintext fatal alert (decode_error) where an encrypted record belongs.
