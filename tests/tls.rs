@@ -887,3 +887,129 @@ fn a_server_that_closes_during_the_handshake_is_not_a_setup_failure() {
     assert_invariant(&j);
     assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
 }
+
+// ---- names, files and transports ----
+
+#[test]
+fn the_urls_host_is_sent_as_sni_but_an_address_is_not() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost", "127.0.0.1"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::Answer,
+    );
+    for (host, want) in [("localhost", Some("localhost")), ("127.0.0.1", None)] {
+        let url = s.url(host, "/");
+        let (code, j, err) = volley_json(
+            &[
+                "run", &url, "--cacert", &p.cacert, "-n", "5", "-c", "1", "-t", "1",
+            ],
+            LIMIT,
+        );
+        assert_eq!(code, 0, "{host}: {err}");
+        assert_eq!(n(&j, &["requests", "completed"]), 5, "{}", j["errors"]);
+        let names = s.names();
+        assert_eq!(names.last().unwrap().as_deref(), want, "{host}: {names:?}");
+    }
+}
+
+#[test]
+fn https_over_a_unix_socket_verifies_the_urls_host() {
+    let p = pki();
+    let leaf = p.ca.server(&["api.internal"]);
+    let path = p.dir.path().join("tls.sock");
+    let s = tls::serve_unix(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        &path,
+    );
+    let sock = path.display().to_string();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            "https://api.internal/x",
+            "--unix-socket",
+            &sock,
+            "--cacert",
+            &p.cacert,
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "-t",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n(&j, &["requests", "completed"]), 20, "{}", j["errors"]);
+    assert_eq!(
+        j["target"]["addr"],
+        format!("unix:{sock}"),
+        "{}",
+        j["target"]
+    );
+    assert_eq!(j["target"]["tls"]["version"], "TLSv1.3", "{}", j["target"]);
+    assert_eq!(s.requests(), 20);
+    assert_eq!(s.names()[0].as_deref(), Some("api.internal"));
+    // The name in the URL is what the certificate must carry, socket or not.
+    let err = setup_failure(&[
+        "run",
+        "https://other.internal/x",
+        "--unix-socket",
+        &sock,
+        "--cacert",
+        &p.cacert,
+        "-n",
+        "5",
+        "-c",
+        "1",
+    ]);
+    assert!(err.contains("not valid for this host"), "{err}");
+}
+
+#[test]
+fn one_pem_file_with_certificate_and_key_is_enough_for_cert() {
+    let (p, s, cert, key) = client_auth_server(Versions::Both);
+    let both = format!(
+        "{}{}",
+        std::fs::read_to_string(&cert).unwrap(),
+        std::fs::read_to_string(&key).unwrap()
+    );
+    let combined = tls::write(p.dir.path(), "client-both.pem", &both);
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "--cert", &combined, "-n", "5", "-c", "1", "-t",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n(&j, &["requests", "completed"]), 5, "{}", j["errors"]);
+}
+
+#[test]
+fn unusable_tls_files_exit_2_naming_their_flag_before_connecting() {
+    let p = pki();
+    let s = trusted_server(&p, Versions::Both);
+    let url = s.url("localhost", "/");
+    let other = Ca::new("other").client("someone else");
+    let client = p.ca.client("volley");
+    let cert = tls::write(p.dir.path(), "client.pem", &client.pem);
+    let wrong_key = tls::write(p.dir.path(), "wrong.key", &other.key_pem);
+    let junk = tls::write(p.dir.path(), "junk.pem", "not pem\n");
+    let missing = p.dir.path().join("missing.pem").display().to_string();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--cacert", &missing], "--cacert "),
+        (&["--cacert", &junk], "--cacert "),
+        (&["--cert", &junk, "--key", &junk], "--cert "),
+        (&["--cert", &cert, "--key", &wrong_key], "--cert/--key"),
+    ];
+    for (flags, names) in cases {
+        let mut args = vec!["run", url.as_str(), "-n", "5", "-c", "1"];
+        args.extend_from_slice(flags);
+        let err = setup_failure(&args);
+        assert!(err.contains(names), "{flags:?}: {err}");
+    }
+    assert_eq!(s.handshakes(), 0, "no connection was made");
+}

@@ -4,10 +4,10 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rcgen::{
@@ -202,6 +202,7 @@ pub struct TlsServer {
     pub handshakes: Arc<AtomicU64>,
     /// Requests read (over TLS, after a handshake).
     pub requests: Arc<AtomicU64>,
+    names: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl TlsServer {
@@ -218,36 +219,75 @@ impl TlsServer {
 
 /// Starts a TLS server with `config`, each connection on its own thread doing `after`.
 pub fn serve(config: ServerConfig, after: After) -> TlsServer {
-    let config = Arc::new(config);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let handshakes = Arc::new(AtomicU64::new(0));
-    let requests = Arc::new(AtomicU64::new(0));
-    let (h, r) = (Arc::clone(&handshakes), Arc::clone(&requests));
+    let server = TlsServer {
+        addr,
+        handshakes: Arc::default(),
+        requests: Arc::default(),
+        names: Arc::default(),
+    };
+    let seen = server.seen();
+    let config = Arc::new(config);
     std::thread::spawn(move || {
         for s in listener.incoming() {
             let Ok(sock) = s else { continue };
             let _ = sock.set_nodelay(true);
             // No thread outlives a test by much, whatever the client does.
             let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
-            let (config, h, r) = (Arc::clone(&config), Arc::clone(&h), Arc::clone(&r));
-            std::thread::spawn(move || connection(config, sock, after, &h, &r));
+            let (config, seen) = (Arc::clone(&config), seen.clone());
+            std::thread::spawn(move || connection(config, sock, after, &seen));
         }
     });
-    TlsServer {
-        addr,
-        handshakes,
-        requests,
+    server
+}
+
+/// Starts a TLS server with `config` on a Unix socket at `path`; `addr` is unspecified.
+pub fn serve_unix(config: ServerConfig, path: &Path) -> TlsServer {
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    let server = TlsServer {
+        addr: "0.0.0.0:0".parse().unwrap(),
+        handshakes: Arc::default(),
+        requests: Arc::default(),
+        names: Arc::default(),
+    };
+    let seen = server.seen();
+    let config = Arc::new(config);
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(sock) = s else { continue };
+            let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+            let (config, seen) = (Arc::clone(&config), seen.clone());
+            std::thread::spawn(move || connection(config, sock, After::Answer, &seen));
+        }
+    });
+    server
+}
+
+/// The counters a connection updates.
+#[derive(Clone)]
+struct Seen {
+    handshakes: Arc<AtomicU64>,
+    requests: Arc<AtomicU64>,
+    names: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl TlsServer {
+    fn seen(&self) -> Seen {
+        Seen {
+            handshakes: Arc::clone(&self.handshakes),
+            requests: Arc::clone(&self.requests),
+            names: Arc::clone(&self.names),
+        }
+    }
+
+    /// The server names (SNI) of the completed handshakes.
+    pub fn names(&self) -> Vec<Option<String>> {
+        self.names.lock().unwrap().clone()
     }
 }
 
-fn connection(
-    config: Arc<ServerConfig>,
-    mut sock: TcpStream,
-    after: After,
-    handshakes: &AtomicU64,
-    requests: &AtomicU64,
-) {
+fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: After, seen: &Seen) {
     let Ok(mut conn) = ServerConnection::new(config) else {
         return;
     };
@@ -258,11 +298,15 @@ fn connection(
             return;
         }
     }
-    handshakes.fetch_add(1, Ordering::SeqCst);
+    seen.handshakes.fetch_add(1, Ordering::SeqCst);
+    seen.names
+        .lock()
+        .unwrap()
+        .push(conn.server_name().map(str::to_string));
     let mut tls = StreamOwned::new(conn, sock);
     let mut reader = Requests::default();
     while reader.next(&mut tls) {
-        requests.fetch_add(1, Ordering::SeqCst);
+        seen.requests.fetch_add(1, Ordering::SeqCst);
         match after {
             After::Answer => {
                 if tls.write_all(OK).and_then(|_| tls.flush()).is_err() {
