@@ -163,9 +163,9 @@ fn insecure_accepts_a_self_signed_certificate_and_says_so() {
     assert_eq!(j["target"]["tls"]["insecure"], true, "{}", j["target"]);
 }
 
-fn resumed_fraction(extra: &[&str]) -> (f64, Value) {
+fn resumed_fraction(versions: Versions, extra: &[&str]) -> (f64, Value) {
     let p = pki();
-    let s = trusted_server(&p, Versions::Both);
+    let s = trusted_server(&p, versions);
     let url = s.url("localhost", "/");
     let mut args = vec![
         "run",
@@ -196,13 +196,21 @@ fn resumed_fraction(extra: &[&str]) -> (f64, Value) {
 
 #[test]
 fn new_connections_resume_their_sessions() {
-    let (f, j) = resumed_fraction(&[]);
+    let (f, j) = resumed_fraction(Versions::Both, &[]);
     assert!(f > 0.8, "resumed {f}: {}", j["target"]["tls"]);
+    assert_eq!(j["target"]["tls"]["version"], "TLSv1.3");
+}
+
+#[test]
+fn tls12_sessions_resume_too() {
+    let (f, j) = resumed_fraction(Versions::Tls12, &[]);
+    assert!(f > 0.8, "resumed {f}: {}", j["target"]["tls"]);
+    assert_eq!(j["target"]["tls"]["version"], "TLSv1.2");
 }
 
 #[test]
 fn no_tls_resume_makes_every_handshake_full() {
-    let (f, j) = resumed_fraction(&["--no-tls-resume"]);
+    let (f, j) = resumed_fraction(Versions::Both, &["--no-tls-resume"]);
     assert_eq!(f, 0.0, "{}", j["target"]["tls"]);
 }
 
@@ -1012,4 +1020,58 @@ fn unusable_tls_files_exit_2_naming_their_flag_before_connecting() {
         assert!(err.contains(names), "{flags:?}: {err}");
     }
     assert_eq!(s.handshakes(), 0, "no connection was made");
+}
+
+#[test]
+fn a_certificate_that_turns_bad_after_the_first_handshake_fails_those_connections_only() {
+    let p = pki();
+    let good = p.ca.server(&["localhost"]);
+    let bad = tls::self_signed(&["localhost"]);
+    let good = Arc::new(tls::config(
+        vec![good.der.clone()],
+        good.key(),
+        Versions::Both,
+    ));
+    let bad = Arc::new(tls::config(
+        vec![bad.der.clone()],
+        bad.key(),
+        Versions::Both,
+    ));
+    let s = tls::serve_with(
+        move |k| Arc::clone(if k == 0 { &good } else { &bad }),
+        After::Answer,
+    );
+    let url = s.url("localhost", "/");
+    let t = Instant::now();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "--cacert",
+            &p.cacert,
+            "--no-keepalive",
+            "--no-tls-resume",
+            "-n",
+            "20",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--timeout",
+            "500ms",
+        ],
+        LIMIT,
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    // One good handshake: the run goes on, the later failures are connect errors.
+    assert_eq!(code, 0, "{err}");
+    assert_invariant(&j);
+    assert_eq!(n(&j, &["requests", "completed"]), 1, "{}", j["requests"]);
+    assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+    assert_eq!(s.requests(), 1, "no request went to the untrusted server");
+    assert_eq!(s.handshakes(), 1);
 }

@@ -219,6 +219,15 @@ impl TlsServer {
 
 /// Starts a TLS server with `config`, each connection on its own thread doing `after`.
 pub fn serve(config: ServerConfig, after: After) -> TlsServer {
+    let config = Arc::new(config);
+    serve_with(move |_| Arc::clone(&config), after)
+}
+
+/// Starts a TLS server whose `k`-th connection (from 0) uses `config(k)`.
+pub fn serve_with<F>(config: F, after: After) -> TlsServer
+where
+    F: Fn(u64) -> Arc<ServerConfig> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let server = TlsServer {
@@ -228,14 +237,13 @@ pub fn serve(config: ServerConfig, after: After) -> TlsServer {
         names: Arc::default(),
     };
     let seen = server.seen();
-    let config = Arc::new(config);
     std::thread::spawn(move || {
-        for s in listener.incoming() {
+        for (k, s) in listener.incoming().enumerate() {
             let Ok(sock) = s else { continue };
             let _ = sock.set_nodelay(true);
             // No thread outlives a test by much, whatever the client does.
             let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
-            let (config, seen) = (Arc::clone(&config), seen.clone());
+            let (config, seen) = (config(k as u64), seen.clone());
             std::thread::spawn(move || connection(config, sock, after, &seen));
         }
     });
