@@ -203,6 +203,7 @@ pub struct TlsServer {
     /// Requests read (over TLS, after a handshake).
     pub requests: Arc<AtomicU64>,
     names: Arc<Mutex<Vec<Option<String>>>>,
+    durations: Arc<Mutex<Vec<Duration>>>,
 }
 
 impl TlsServer {
@@ -235,6 +236,7 @@ where
         handshakes: Arc::default(),
         requests: Arc::default(),
         names: Arc::default(),
+        durations: Arc::default(),
     };
     let seen = server.seen();
     std::thread::spawn(move || {
@@ -258,6 +260,7 @@ pub fn serve_unix(config: ServerConfig, path: &Path) -> TlsServer {
         handshakes: Arc::default(),
         requests: Arc::default(),
         names: Arc::default(),
+        durations: Arc::default(),
     };
     let seen = server.seen();
     let config = Arc::new(config);
@@ -278,6 +281,7 @@ struct Seen {
     handshakes: Arc<AtomicU64>,
     requests: Arc<AtomicU64>,
     names: Arc<Mutex<Vec<Option<String>>>>,
+    durations: Arc<Mutex<Vec<Duration>>>,
 }
 
 impl TlsServer {
@@ -286,7 +290,15 @@ impl TlsServer {
             handshakes: Arc::clone(&self.handshakes),
             requests: Arc::clone(&self.requests),
             names: Arc::clone(&self.names),
+            durations: Arc::clone(&self.durations),
         }
+    }
+
+    /// How long the completed handshakes took on the server, sorted.
+    pub fn durations(&self) -> Vec<Duration> {
+        let mut d = self.durations.lock().unwrap().clone();
+        d.sort();
+        d
     }
 
     /// The server names (SNI) of the completed handshakes.
@@ -299,6 +311,16 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
     let Ok(mut conn) = ServerConnection::new(config) else {
         return;
     };
+    // The handshake's time on the server: from the ClientHello's arrival to the client's
+    // Finished.
+    if conn.read_tls(&mut sock).is_err() {
+        return;
+    }
+    let start = std::time::Instant::now();
+    if conn.process_new_packets().is_err() {
+        let _ = conn.write_tls(&mut sock);
+        return;
+    }
     while conn.is_handshaking() {
         if conn.complete_io(&mut sock).is_err() {
             // Send the alert rustls queued, if any.
@@ -306,6 +328,7 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
             return;
         }
     }
+    seen.durations.lock().unwrap().push(start.elapsed());
     seen.handshakes.fetch_add(1, Ordering::SeqCst);
     seen.names
         .lock()
