@@ -1121,3 +1121,58 @@ fn the_handshake_time_covers_what_the_server_sees_of_it() {
         client["p50"]
     );
 }
+
+#[test]
+fn a_server_without_alpn_is_still_http11_and_says_no_alpn() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let config = tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both);
+    let s = tls::serve(tls::with_alpn(config, &[]), After::Answer);
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-n", "10", "-c", "1", "-t", "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n(&j, &["requests", "completed"]), 10);
+    assert!(j["target"]["tls"]["alpn"].is_null(), "{}", j["target"]);
+    assert_eq!(j["target"]["protocol"], "http/1.1");
+}
+
+#[test]
+fn a_server_that_only_speaks_h2_exits_2_naming_the_alert() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let config = tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both);
+    let s = tls::serve(tls::with_alpn(config, &[b"h2"]), After::Answer);
+    let url = s.url("localhost", "/");
+    let err = setup_failure(&["run", &url, "--cacert", &p.cacert, "-n", "5", "-c", "1"]);
+    assert!(err.contains("NoApplicationProtocol"), "{err}");
+    assert_eq!(s.requests(), 0);
+}
+
+#[test]
+fn many_connections_over_two_threads_count_every_handshake() {
+    let p = pki();
+    let s = trusted_server(&p, Versions::Both);
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-n", "600", "-c", "24", "-t", "2",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_invariant(&j);
+    assert_eq!(n(&j, &["requests", "completed"]), 600, "{}", j["errors"]);
+    assert_eq!(
+        n(&j, &["target", "tls", "handshakes"]),
+        24,
+        "{}",
+        j["target"]
+    );
+    assert_eq!(s.handshakes(), 24);
+    assert_eq!(s.requests(), 600);
+}

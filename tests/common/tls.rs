@@ -158,6 +158,12 @@ pub fn config(
     c
 }
 
+/// `config` offering the ALPN protocols `alpn` (none: the server chooses no protocol).
+pub fn with_alpn(mut config: ServerConfig, alpn: &[&[u8]]) -> ServerConfig {
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    config
+}
+
 /// A server configuration that requires a client certificate signed by `client_ca`.
 pub fn config_client_auth(leaf: &Leaf, client_ca: &Ca, versions: Versions) -> ServerConfig {
     let mut roots = rustls::RootCertStore::empty();
