@@ -51,6 +51,11 @@ fn setup_failure(args: &[&str]) -> String {
     );
     assert_eq!(err.lines().count(), 1, "one line: {err:?}");
     assert!(err.starts_with("volley: "), "{err}");
+    assert!(
+        o.stdout.is_empty(),
+        "nothing on stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     err
 }
 
@@ -1175,4 +1180,69 @@ fn many_connections_over_two_threads_count_every_handshake() {
     );
     assert_eq!(s.handshakes(), 24);
     assert_eq!(s.requests(), 600);
+}
+
+#[test]
+fn a_body_delimited_by_the_close_is_complete_with_or_without_close_notify() {
+    for notify in [true, false] {
+        let p = pki();
+        let leaf = p.ca.server(&["localhost"]);
+        let s = tls::serve(
+            tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+            After::UntilClose { notify },
+        );
+        let url = s.url("localhost", "/");
+        let (code, j, err) = volley_json(
+            &[
+                "run", &url, "--cacert", &p.cacert, "-n", "20", "-c", "2", "-t", "1",
+            ],
+            LIMIT,
+        );
+        assert_eq!(code, 0, "close_notify {notify}: {err}");
+        assert_invariant(&j);
+        assert_eq!(
+            n(&j, &["requests", "completed"]),
+            20,
+            "close_notify {notify}: {}",
+            j["errors"]
+        );
+        assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    }
+}
+
+#[test]
+fn a_stalled_handshake_with_a_request_count_still_ends() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(16).collect();
+        std::thread::sleep(Duration::from_secs(10));
+        drop(held);
+    });
+    let url = format!("https://localhost:{port}/");
+    let t = Instant::now();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "-k",
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--timeout",
+            "300ms",
+        ],
+        LIMIT,
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 1, "no response: {err}");
+    assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "sent"]), 0);
 }

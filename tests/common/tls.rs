@@ -199,6 +199,9 @@ pub enum After {
     KeyUpdate,
     /// Answers one request with `Connection: close`, then sends close_notify and closes.
     CloseNotify,
+    /// Answers one request with a body delimited by the end of the connection (no
+    /// Content-Length), then closes: with close_notify or without (a bare TCP close).
+    UntilClose { notify: bool },
 }
 
 /// A TLS test server: its address, and what it saw.
@@ -372,6 +375,14 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
                     b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n.",
                 );
                 tls.conn.send_close_notify();
+                let _ = tls.flush();
+                return;
+            }
+            After::UntilClose { notify } => {
+                let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello");
+                if notify {
+                    tls.conn.send_close_notify();
+                }
                 let _ = tls.flush();
                 return;
             }
