@@ -1246,3 +1246,56 @@ fn a_stalled_handshake_with_a_request_count_still_ends() {
     assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
     assert_eq!(n(&j, &["requests", "sent"]), 0);
 }
+
+#[test]
+fn a_response_in_one_byte_records_is_reassembled() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::Trickle,
+    );
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-n", "30", "-c", "2", "-t", "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_invariant(&j);
+    assert_eq!(n(&j, &["requests", "completed"]), 30, "{}", j["errors"]);
+    assert_eq!(n(&j, &["status_codes", "200"]), 30, "{}", j["status_codes"]);
+}
+
+#[test]
+fn an_idle_connection_closed_with_close_notify_is_reopened_without_errors() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::IdleClose,
+    );
+    let url = s.url("localhost", "/");
+    // A request every 50 ms on one connection; the server closes it 20 ms after each answer.
+    let (code, j, err) = volley_json(
+        &[
+            "run", &url, "--cacert", &p.cacert, "-R", "20", "-d", "1s", "-c", "1", "-t", "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_invariant(&j);
+    let done = n(&j, &["requests", "completed"]);
+    assert!(
+        (18..=21).contains(&done),
+        "completed {done}: {}",
+        j["errors"]
+    );
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    assert!(
+        n(&j, &["target", "tls", "handshakes"]) >= 18,
+        "{}",
+        j["target"]
+    );
+}

@@ -202,6 +202,10 @@ pub enum After {
     /// Answers one request with a body delimited by the end of the connection (no
     /// Content-Length), then closes: with close_notify or without (a bare TCP close).
     UntilClose { notify: bool },
+    /// Answers every request one byte per TLS record.
+    Trickle,
+    /// Answers one request, waits 20 ms, then closes the idle connection with close_notify.
+    IdleClose,
 }
 
 /// A TLS test server: its address, and what it saw.
@@ -383,6 +387,20 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
                 if notify {
                     tls.conn.send_close_notify();
                 }
+                let _ = tls.flush();
+                return;
+            }
+            After::Trickle => {
+                for b in OK {
+                    if tls.write_all(&[*b]).and_then(|_| tls.flush()).is_err() {
+                        return;
+                    }
+                }
+            }
+            After::IdleClose => {
+                let _ = tls.write_all(OK).and_then(|_| tls.flush());
+                std::thread::sleep(Duration::from_millis(20));
+                tls.conn.send_close_notify();
                 let _ = tls.flush();
                 return;
             }
