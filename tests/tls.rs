@@ -1299,3 +1299,27 @@ fn an_idle_connection_closed_with_close_notify_is_reopened_without_errors() {
         j["target"]
     );
 }
+
+#[test]
+fn an_untrusted_certificate_ends_every_kind_of_run_before_any_request() {
+    let leaf = tls::self_signed(&["localhost"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::Answer,
+    );
+    let url = s.url("localhost", "/");
+    let loads: [&[&str]; 5] = [
+        &["--warmup", "300ms", "-d", "1s", "-c", "2"],
+        &["-R", "100", "-d", "1s", "-c", "2"],
+        &["--users", "3", "--spawn-rate", "10", "-d", "1s"],
+        &["-d", "1s", "-c", "4", "-t", "2"],
+        &["-d", "1s", "-c", "2", "--no-keepalive"],
+    ];
+    for load in loads {
+        let mut args = vec!["run", url.as_str()];
+        args.extend_from_slice(load);
+        let err = setup_failure(&args);
+        assert!(err.contains("--cacert"), "{load:?}: {err}");
+    }
+    assert_eq!(s.requests(), 0);
+}
