@@ -1323,3 +1323,17 @@ fn an_untrusted_certificate_ends_every_kind_of_run_before_any_request() {
     }
     assert_eq!(s.requests(), 0);
 }
+
+#[test]
+fn no_cipher_suite_in_common_exits_2_saying_so() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let s = tls::serve(tls::config_no_common_suite(&leaf), After::Answer);
+    let url = s.url("localhost", "/");
+    let err = setup_failure(&["run", &url, "--cacert", &p.cacert, "-n", "5", "-c", "1"]);
+    assert!(
+        err.contains("no TLS version or cipher suite in common"),
+        "{err}"
+    );
+    assert_eq!(s.requests(), 0);
+}

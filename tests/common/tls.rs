@@ -158,6 +158,20 @@ pub fn config(
     c
 }
 
+/// A TLS 1.2 server configuration whose only cipher suite needs an RSA key, with an ECDSA
+/// certificate: no handshake can succeed (the server answers `handshake_failure`).
+pub fn config_no_common_suite(leaf: &Leaf) -> ServerConfig {
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites =
+        vec![rustls::crypto::ring::cipher_suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256];
+    ServerConfig::builder_with_provider(Arc::new(p))
+        .with_protocol_versions(protocol_versions(Versions::Tls12))
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der.clone()], leaf.key())
+        .unwrap()
+}
+
 /// `config` offering the ALPN protocols `alpn` (none: the server chooses no protocol).
 pub fn with_alpn(mut config: ServerConfig, alpn: &[&[u8]]) -> ServerConfig {
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
