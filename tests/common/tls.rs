@@ -1,0 +1,488 @@
+//! In-process TLS test servers (rustls over a blocking `TcpListener`, one thread per
+//! connection) and the certificates they present, made with rcgen: a CA and leaves signed by
+//! it, self-signed leaves, expired ones, client certificates, chains of any size.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
+
+pub const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n.";
+
+/// A certificate authority that signs leaves.
+pub struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+/// A certificate and its key, in the forms rustls and volley want.
+pub struct Leaf {
+    pub der: CertificateDer<'static>,
+    pub pem: String,
+    key_der: Vec<u8>,
+    pub key_pem: String,
+}
+
+impl Leaf {
+    pub fn key(&self) -> PrivateKeyDer<'static> {
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone()))
+    }
+}
+
+impl Ca {
+    pub fn new(name: &str) -> Ca {
+        let mut params = CertificateParams::default();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        Ca { issuer }
+    }
+
+    pub fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    pub fn der(&self) -> CertificateDer<'static> {
+        self.issuer.der().clone()
+    }
+
+    /// A server certificate for `names`, valid now.
+    pub fn server(&self, names: &[&str]) -> Leaf {
+        self.sign(leaf_params(names, ExtendedKeyUsagePurpose::ServerAuth))
+    }
+
+    /// A server certificate for `names` that expired in 2021.
+    pub fn expired_server(&self, names: &[&str]) -> Leaf {
+        let mut p = leaf_params(names, ExtendedKeyUsagePurpose::ServerAuth);
+        p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        p.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        self.sign(p)
+    }
+
+    /// A client certificate.
+    pub fn client(&self, name: &str) -> Leaf {
+        let mut p = leaf_params(&[], ExtendedKeyUsagePurpose::ClientAuth);
+        p.distinguished_name.push(DnType::CommonName, name);
+        self.sign(p)
+    }
+
+    fn sign(&self, params: CertificateParams) -> Leaf {
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        Leaf {
+            der: cert.der().clone(),
+            pem: cert.pem(),
+            key_der: key.serialize_der(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+}
+
+fn leaf_params(names: &[&str], eku: ExtendedKeyUsagePurpose) -> CertificateParams {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut p = CertificateParams::new(names).unwrap();
+    p.is_ca = IsCa::ExplicitNoCa;
+    p.extended_key_usages = vec![eku];
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    p
+}
+
+/// A self-signed server certificate for `names`.
+pub fn self_signed(names: &[&str]) -> Leaf {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let rcgen::CertifiedKey { cert, signing_key } =
+        rcgen::generate_simple_self_signed(names).unwrap();
+    Leaf {
+        der: cert.der().clone(),
+        pem: cert.pem(),
+        key_der: signing_key.serialize_der(),
+        key_pem: signing_key.serialize_pem(),
+    }
+}
+
+/// Writes `text` to `dir/name` and returns the path as a string.
+pub fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p: PathBuf = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Which TLS versions a server offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Versions {
+    Both,
+    Tls12,
+}
+
+fn protocol_versions(versions: Versions) -> &'static [&'static rustls::SupportedProtocolVersion] {
+    static BOTH: [&rustls::SupportedProtocolVersion; 2] =
+        [&rustls::version::TLS13, &rustls::version::TLS12];
+    static TLS12: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS12];
+    match versions {
+        Versions::Both => &BOTH,
+        Versions::Tls12 => &TLS12,
+    }
+}
+
+/// A server configuration presenting `chain` (leaf first) with `key`.
+pub fn config(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    versions: Versions,
+) -> ServerConfig {
+    let mut c = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(protocol_versions(versions))
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    c.alpn_protocols = vec![b"http/1.1".to_vec()];
+    c
+}
+
+/// A TLS 1.2 server configuration whose only cipher suite needs an RSA key, with an ECDSA
+/// certificate: no handshake can succeed (the server answers `handshake_failure`).
+pub fn config_no_common_suite(leaf: &Leaf) -> ServerConfig {
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites =
+        vec![rustls::crypto::ring::cipher_suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256];
+    ServerConfig::builder_with_provider(Arc::new(p))
+        .with_protocol_versions(protocol_versions(Versions::Tls12))
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der.clone()], leaf.key())
+        .unwrap()
+}
+
+/// `config` offering the ALPN protocols `alpn` (none: the server chooses no protocol).
+pub fn with_alpn(mut config: ServerConfig, alpn: &[&[u8]]) -> ServerConfig {
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    config
+}
+
+/// A server configuration that requires a client certificate signed by `client_ca`.
+pub fn config_client_auth(leaf: &Leaf, client_ca: &Ca, versions: Versions) -> ServerConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(client_ca.der()).unwrap();
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .unwrap();
+    let mut c = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(protocol_versions(versions))
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(vec![leaf.der.clone()], leaf.key())
+        .unwrap();
+    c.alpn_protocols = vec![b"http/1.1".to_vec()];
+    c
+}
+
+/// What a TLS test server does with a connection once the handshake is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// Answers every request with 200 `.` (keep-alive).
+    Answer,
+    /// Reads one request, then writes a raw fatal alert record onto the TCP socket.
+    RawAlert,
+    /// Reads one request, then writes an application-data record of garbage (it cannot
+    /// decrypt) onto the TCP socket.
+    CorruptRecord,
+    /// Answers every request with a body of this many bytes.
+    Body(usize),
+    /// Before each answer, updates its traffic keys and asks the client to do the same
+    /// (TLS 1.3 KeyUpdate).
+    KeyUpdate,
+    /// Answers one request with `Connection: close`, then sends close_notify and closes.
+    CloseNotify,
+    /// Answers one request with a body delimited by the end of the connection (no
+    /// Content-Length), then closes: with close_notify or without (a bare TCP close).
+    UntilClose { notify: bool },
+    /// Answers every request one byte per TLS record.
+    Trickle,
+    /// Answers one request, waits 20 ms, then closes the idle connection with close_notify.
+    IdleClose,
+}
+
+/// A TLS test server: its address, and what it saw.
+pub struct TlsServer {
+    pub addr: SocketAddr,
+    /// Handshakes that completed.
+    pub handshakes: Arc<AtomicU64>,
+    /// Requests read (over TLS, after a handshake).
+    pub requests: Arc<AtomicU64>,
+    names: Arc<Mutex<Vec<Option<String>>>>,
+    durations: Arc<Mutex<Vec<Duration>>>,
+}
+
+impl TlsServer {
+    pub fn url(&self, host: &str, path: &str) -> String {
+        format!("https://{host}:{}{path}", self.addr.port())
+    }
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+    pub fn handshakes(&self) -> u64 {
+        self.handshakes.load(Ordering::SeqCst)
+    }
+}
+
+/// Starts a TLS server with `config`, each connection on its own thread doing `after`.
+pub fn serve(config: ServerConfig, after: After) -> TlsServer {
+    let config = Arc::new(config);
+    serve_with(move |_| Arc::clone(&config), after)
+}
+
+/// Starts a TLS server whose `k`-th connection (from 0) uses `config(k)`.
+pub fn serve_with<F>(config: F, after: After) -> TlsServer
+where
+    F: Fn(u64) -> Arc<ServerConfig> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = TlsServer {
+        addr,
+        handshakes: Arc::default(),
+        requests: Arc::default(),
+        names: Arc::default(),
+        durations: Arc::default(),
+    };
+    let seen = server.seen();
+    std::thread::spawn(move || {
+        for (k, s) in listener.incoming().enumerate() {
+            let Ok(sock) = s else { continue };
+            let _ = sock.set_nodelay(true);
+            // No thread outlives a test by much, whatever the client does.
+            let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+            let (config, seen) = (config(k as u64), seen.clone());
+            std::thread::spawn(move || connection(config, sock, after, &seen));
+        }
+    });
+    server
+}
+
+/// Starts a TLS server with `config` on a Unix socket at `path`; `addr` is unspecified.
+pub fn serve_unix(config: ServerConfig, path: &Path) -> TlsServer {
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    let server = TlsServer {
+        addr: "0.0.0.0:0".parse().unwrap(),
+        handshakes: Arc::default(),
+        requests: Arc::default(),
+        names: Arc::default(),
+        durations: Arc::default(),
+    };
+    let seen = server.seen();
+    let config = Arc::new(config);
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(sock) = s else { continue };
+            let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+            let (config, seen) = (Arc::clone(&config), seen.clone());
+            std::thread::spawn(move || connection(config, sock, After::Answer, &seen));
+        }
+    });
+    server
+}
+
+/// The counters a connection updates.
+#[derive(Clone)]
+struct Seen {
+    handshakes: Arc<AtomicU64>,
+    requests: Arc<AtomicU64>,
+    names: Arc<Mutex<Vec<Option<String>>>>,
+    durations: Arc<Mutex<Vec<Duration>>>,
+}
+
+impl TlsServer {
+    fn seen(&self) -> Seen {
+        Seen {
+            handshakes: Arc::clone(&self.handshakes),
+            requests: Arc::clone(&self.requests),
+            names: Arc::clone(&self.names),
+            durations: Arc::clone(&self.durations),
+        }
+    }
+
+    /// How long the completed handshakes took on the server, sorted.
+    pub fn durations(&self) -> Vec<Duration> {
+        let mut d = self.durations.lock().unwrap().clone();
+        d.sort();
+        d
+    }
+
+    /// The server names (SNI) of the completed handshakes.
+    pub fn names(&self) -> Vec<Option<String>> {
+        self.names.lock().unwrap().clone()
+    }
+}
+
+fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: After, seen: &Seen) {
+    let Ok(mut conn) = ServerConnection::new(config) else {
+        return;
+    };
+    // The handshake's time on the server: from the ClientHello's arrival to the client's
+    // Finished.
+    if conn.read_tls(&mut sock).is_err() {
+        return;
+    }
+    let start = std::time::Instant::now();
+    if conn.process_new_packets().is_err() {
+        let _ = conn.write_tls(&mut sock);
+        return;
+    }
+    while conn.is_handshaking() {
+        if conn.complete_io(&mut sock).is_err() {
+            // Send the alert rustls queued, if any.
+            let _ = conn.write_tls(&mut sock);
+            return;
+        }
+    }
+    seen.durations.lock().unwrap().push(start.elapsed());
+    seen.handshakes.fetch_add(1, Ordering::SeqCst);
+    seen.names
+        .lock()
+        .unwrap()
+        .push(conn.server_name().map(str::to_string));
+    let mut tls = StreamOwned::new(conn, sock);
+    let mut reader = Requests::default();
+    while reader.next(&mut tls) {
+        seen.requests.fetch_add(1, Ordering::SeqCst);
+        match after {
+            After::Answer => {
+                if tls.write_all(OK).and_then(|_| tls.flush()).is_err() {
+                    return;
+                }
+            }
+            After::Body(size) => {
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n");
+                let body = vec![b'b'; size];
+                let ok = tls.write_all(head.as_bytes()).is_ok()
+                    && tls.write_all(&body).is_ok()
+                    && tls.flush().is_ok();
+                if !ok {
+                    return;
+                }
+            }
+            After::KeyUpdate => {
+                if tls.conn.refresh_traffic_keys().is_err()
+                    || tls.write_all(OK).and_then(|_| tls.flush()).is_err()
+                {
+                    return;
+                }
+            }
+            After::CloseNotify => {
+                let _ = tls.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n.",
+                );
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+                return;
+            }
+            After::UntilClose { notify } => {
+                let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello");
+                if notify {
+                    tls.conn.send_close_notify();
+                }
+                let _ = tls.flush();
+                return;
+            }
+            After::Trickle => {
+                for b in OK {
+                    if tls.write_all(&[*b]).and_then(|_| tls.flush()).is_err() {
+                        return;
+                    }
+                }
+            }
+            After::IdleClose => {
+                let _ = tls.write_all(OK).and_then(|_| tls.flush());
+                std::thread::sleep(Duration::from_millis(20));
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+                return;
+            }
+            After::CorruptRecord => {
+                let mut record = vec![0x17, 0x03, 0x03, 0x00, 0x40];
+                record.extend_from_slice(&[0xa5; 0x40]);
+                let _ = tls.sock.write_all(&record);
+                std::thread::sleep(Duration::from_millis(200));
+                return;
+            }
+            After::RawAlert => {
+                // A plaintext fatal alert (decode_error) where an encrypted record belongs.
+                let _ = tls
+                    .sock
+                    .write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32]);
+                std::thread::sleep(Duration::from_millis(200));
+                return;
+            }
+        }
+    }
+}
+
+/// Reads HTTP/1.1 requests (head and a Content-Length body) from a byte stream.
+#[derive(Default)]
+pub struct Requests {
+    buf: Vec<u8>,
+    /// The head of the last request read.
+    pub last_head: String,
+}
+
+impl Requests {
+    /// Reads the next request; false at the end of the stream (or on an error).
+    pub fn next(&mut self, r: &mut impl Read) -> bool {
+        loop {
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let l = l.to_ascii_lowercase();
+                        l.strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap_or(0))
+                    })
+                    .unwrap_or(0);
+                let total = end + 4 + len;
+                while self.buf.len() < total {
+                    if !self.fill(r) {
+                        return false;
+                    }
+                }
+                self.buf.drain(..total);
+                self.last_head = head;
+                return true;
+            }
+            if !self.fill(r) {
+                return false;
+            }
+        }
+    }
+
+    fn fill(&mut self, r: &mut impl Read) -> bool {
+        let mut tmp = [0u8; 16 * 1024];
+        match r.read(&mut tmp) {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                true
+            }
+        }
+    }
+}
