@@ -9,8 +9,6 @@ use serde_json::Value;
 
 mod common;
 
-const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
-
 /// Serves `GET` with 200 `.` on 127.0.0.1:$PORT, over TLS when `TLS_CERT` is set; first says on
 /// stderr what it was given.
 const SERVER_PY: &str = r#"
@@ -117,12 +115,10 @@ fn an_https_cell_gives_its_server_a_certificate_in_a_private_folder() {
 #[test]
 fn a_server_answering_plain_http_on_an_https_cell_fails_saying_so() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = format!(
-        "[suite]\nname = \"tls\"\nduration = \"300ms\"\n\
-         [[server]]\nname = \"plain\"\nstart = \"exec python3 -m http.server {{port}} --bind 127.0.0.1\"\n\
-         [[scenario]]\nname = \"get\"\nprotocol = \"https\"\n"
-    );
-    let (o, out) = common::bench_suite(dir.path(), &suite, &[]);
+    let suite = "[suite]\nname = \"tls\"\nduration = \"300ms\"\n\
+         [[server]]\nname = \"plain\"\nstart = \"exec python3 -m http.server {port} --bind 127.0.0.1\"\n\
+         [[scenario]]\nname = \"get\"\nprotocol = \"https\"\n";
+    let (o, out) = common::bench_suite(dir.path(), suite, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let idx = index(&out);
     let row = &idx["rows"][0];

@@ -37,34 +37,48 @@ pub struct Route {
     pub tls: Option<TlsClient>,
 }
 
-/// The run's first TLS handshake decides whether the server's TLS set-up can be used: a
-/// set-up failure (certificate, alert, not TLS) before any handshake succeeded ends the run
-/// before a request is written, with its reason — not thousands of connect errors.
+/// What a run's first exchanges found wrong with the server's TLS before any response: the
+/// run ends before requests are written, with this reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsFailure {
+    /// An `https://` run whose handshakes fail on the server's set-up (its certificate, its
+    /// TLS settings, no TLS at all): why.
+    Handshake(String),
+    /// An `http://` run whose server answered with TLS records: it speaks HTTPS there.
+    SpeaksTls,
+}
+
+/// The run's first exchanges decide whether the server's TLS set-up fits the URL: a set-up
+/// failure (certificate, alert, not TLS — or TLS on an `http://` URL) before any response of
+/// the run ends the run, with its reason — not thousands of connect errors. With TLS 1.3 a
+/// server may refuse the client's certificate only after the client's side of the handshake
+/// ended, so the gate opens at the first response, not at the first handshake.
 #[derive(Debug, Default)]
 pub struct TlsGate {
-    verified: AtomicBool,
-    failure: Mutex<Option<String>>,
+    passed: AtomicBool,
+    failure: Mutex<Option<TlsFailure>>,
 }
 
 impl TlsGate {
-    /// A handshake succeeded: later failures are counted as connect errors.
+    /// A response arrived: later failures are counted as errors.
+    #[inline]
     pub fn pass(&self) {
-        if !self.verified.load(Ordering::Relaxed) {
-            self.verified.store(true, Ordering::Relaxed);
+        if !self.passed.load(Ordering::Relaxed) {
+            self.passed.store(true, Ordering::Relaxed);
         }
     }
 
-    /// A set-up failure: true when it ends the run (no handshake succeeded before it).
-    pub fn fail(&self, reason: impl FnOnce() -> String) -> bool {
-        if self.verified.load(Ordering::Relaxed) {
+    /// A set-up failure: true when it ends the run (no response arrived before it).
+    pub fn fail(&self, failure: impl FnOnce() -> TlsFailure) -> bool {
+        if self.passed.load(Ordering::Relaxed) {
             return false;
         }
         let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-        f.get_or_insert_with(reason);
+        f.get_or_insert_with(failure);
         true
     }
 
-    fn take(&self) -> Option<String> {
+    fn take(&self) -> Option<TlsFailure> {
         self.failure
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -139,8 +153,9 @@ pub struct EngineOutput {
     pub warmup_s: f64,
     /// Connect and handshake times of every worker, and what TLS negotiated.
     pub transport: TransportStats,
-    /// The TLS set-up failed on the run's first handshakes: nothing was sent; the reason.
-    pub tls_failure: Option<String>,
+    /// The server's TLS set-up did not fit the URL (see [`TlsGate`]): the run stopped before
+    /// any response; why.
+    pub tls_failure: Option<TlsFailure>,
 }
 
 impl Shared {

@@ -16,7 +16,7 @@ use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 use rustls::ClientConnection;
 
-use super::tls::{HandshakeError, TlsClient};
+use super::tls::{HandshakeError, TlsClient, TlsReadError};
 use crate::stats::transport::TlsSeen;
 
 /// The socket under a stream.
@@ -328,10 +328,7 @@ impl TlsStream {
             }
             if let Err(e) = self.conn.process_new_packets() {
                 let _ = self.flush_tls();
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("TLS: {e}"),
-                ));
+                return Err(io::Error::new(io::ErrorKind::InvalidData, TlsReadError(e)));
             }
             // rustls may owe the server an answer (a key update, an alert).
             if self.conn.wants_write() {

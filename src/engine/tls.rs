@@ -347,6 +347,38 @@ impl ClientSessionStore for TicketPool {
     }
 }
 
+/// A TLS failure after the handshake (an alert, a record that does not decrypt), carried in an
+/// `io::Error` of kind `InvalidData` from [`super::stream::Stream::read`].
+#[derive(Debug, thiserror::Error)]
+#[error("TLS: {0}")]
+pub struct TlsReadError(pub Error);
+
+impl TlsReadError {
+    /// The rustls error inside `e`, if it is one.
+    pub fn of(e: &std::io::Error) -> Option<&Error> {
+        e.get_ref()?.downcast_ref::<TlsReadError>().map(|t| &t.0)
+    }
+}
+
+/// An alert that refuses the client's certificate (or its absence). With TLS 1.3 it arrives
+/// after the client's side of the handshake ended, with the first response.
+pub fn refuses_client(e: &Error) -> bool {
+    use rustls::AlertDescription as A;
+    matches!(
+        e,
+        Error::AlertReceived(
+            A::CertificateRequired
+                | A::BadCertificate
+                | A::UnknownCA
+                | A::CertificateUnknown
+                | A::UnsupportedCertificate
+                | A::CertificateRevoked
+                | A::CertificateExpired
+                | A::AccessDenied
+        )
+    )
+}
+
 /// Why a handshake failed, and whether that says something about the server's setup (it will
 /// fail the same way on every connection) rather than about one connection.
 #[derive(Debug)]
@@ -413,6 +445,9 @@ fn describe_tls(error: &Error, head: &[u8]) -> String {
             };
             format!("the server refused the handshake with the alert `{a:?}`{hint}")
         }
+        Error::InvalidMessage(rustls::InvalidMessage::HandshakePayloadTooLarge) => format!(
+            "the server's handshake message is larger than 64 KiB (a huge certificate chain?): {error}"
+        ),
         Error::InvalidMessage(_) | Error::InappropriateMessage { .. } => format!(
             "the server's answer is not a TLS handshake ({error}); is it serving plain HTTP (http://)?"
         ),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::config::RunConfig;
 use crate::engine::tls::{self, TlsSetupError};
 use crate::engine::transport::{self, Endpoint, ResolveError};
-use crate::engine::{self, Observer, Observers, Route};
+use crate::engine::{self, Observer, Observers, Route, TlsFailure};
 use crate::monitor::client::ClientMonitor;
 use crate::monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
 use crate::plan::Plan;
@@ -42,6 +42,12 @@ pub enum MeasureError {
         host: String,
         /// Why, in words a user can act on.
         reason: String,
+    },
+    /// An `http://` run whose server answered with TLS records.
+    #[error("{host} speaks TLS: it answered the request with a TLS record; use https://")]
+    SpeaksTls {
+        /// `host:port` (or the Unix socket).
+        host: String,
     },
     /// The monitor's sampling thread could not start.
     #[error("could not start the server monitor: {0}")]
@@ -160,16 +166,20 @@ pub fn run(
         engine::run(load, plan, prepared.route.clone(), interrupts, &mut all)
             .map_err(MeasureError::Engine)?
     };
-    if let Some(reason) = &out.tls_failure {
+    if let Some(failure) = &out.tls_failure {
         if let Some(m) = monitor {
             m.finish(0);
         }
-        return Err(MeasureError::Handshake {
-            host: match &prepared.route.endpoint {
-                Endpoint::Tcp(_) => load.target.host_header.clone(),
-                unix => unix.to_string(),
+        let host = match &prepared.route.endpoint {
+            Endpoint::Tcp(_) => load.target.host_header.clone(),
+            unix => unix.to_string(),
+        };
+        return Err(match failure {
+            TlsFailure::Handshake(reason) => MeasureError::Handshake {
+                host,
+                reason: reason.clone(),
             },
-            reason: reason.clone(),
+            TlsFailure::SpeaksTls => MeasureError::SpeaksTls { host },
         });
     }
     // The last edge is read as soon as the engine returns: right after the last response (or

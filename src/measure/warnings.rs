@@ -47,7 +47,8 @@ pub fn of(
             c.errors.connect,
         ));
     } else if c.errors.connect > 0 {
-        w.push(Warning::connect_failures(c.errors.connect));
+        let first = out.ends.iter().find_map(|e| e.connect_sample.as_deref());
+        w.push(Warning::connect_failures(c.errors.connect, first));
     }
     let failed: u64 = c
         .status_codes()

@@ -116,7 +116,10 @@ const PATTERNS: &[(WarningKind, &str)] = &[
         WarningKind::NeverConnected,
         "* of * connections could not be opened at all (* connect errors)",
     ),
-    (WarningKind::ConnectFailures, "* connection attempts failed"),
+    (
+        WarningKind::ConnectFailures,
+        "* connection attempts failed*",
+    ),
     (
         WarningKind::FailedStatuses,
         "* responses had a 4xx/5xx status *",
@@ -244,11 +247,13 @@ impl Warning {
         )
     }
 
-    /// Connection attempts failed, though every connection opened at some point.
-    pub fn connect_failures(count: u64) -> Self {
+    /// Connection attempts failed, though every connection opened at some point; `first`:
+    /// why the first of them failed, when known (a TLS handshake's reason).
+    pub fn connect_failures(count: u64, first: Option<&str>) -> Self {
+        let why = first.map_or(String::new(), |r| format!(" (the first: {r})"));
         Self::new(
             WarningKind::ConnectFailures,
-            format!("{} connection attempts failed", thousands(count)),
+            format!("{} connection attempts failed{why}", thousands(count)),
         )
     }
 
@@ -405,14 +410,17 @@ fn glob(p: &[u8], t: &[u8]) -> bool {
     }
 }
 
-/// Bytes that start like a TLS record (a handshake or an alert, version 3.x): the server
+/// Bytes that start like a TLS record (a handshake or an alert, version 3.x): a server that
 /// speaks TLS on this port.
+pub fn looks_like_tls(bytes: &[u8]) -> bool {
+    matches!(bytes, [0x15 | 0x16, 0x03, ..])
+}
+
 fn tls_hint(bytes: &[u8]) -> &'static str {
-    match bytes {
-        [0x15 | 0x16, 0x03, ..] => {
-            " — TLS records: the server speaks HTTPS on this port (use https://)"
-        }
-        _ => "",
+    if looks_like_tls(bytes) {
+        " — TLS records: the server speaks HTTPS on this port (use https://)"
+    } else {
+        ""
     }
 }
 
@@ -428,8 +436,9 @@ mod tests {
             Warning::send_lag(1500),
             Warning::never_connected(3, 10, 40),
             Warning::never_connected(1_500, 20_000, 497_995),
-            Warning::connect_failures(5),
-            Warning::connect_failures(12_345),
+            Warning::connect_failures(5, None),
+            Warning::connect_failures(5, Some("TLS: certificate expired")),
+            Warning::connect_failures(12_345, None),
             Warning::failed_statuses(7),
             Warning::failed_statuses(1_000),
             Warning::errors_excluded(9),

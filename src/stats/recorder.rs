@@ -221,6 +221,8 @@ pub struct WorkerEnd {
     pub protocol_sample: Option<ProtocolSample>,
     /// The first bytes a server sent this worker on a fresh connection before any request.
     pub unsolicited_sample: Option<Vec<u8>>,
+    /// Why this worker's first failed TLS handshake failed (for the warning).
+    pub connect_sample: Option<String>,
     /// Connect and TLS handshake times, and what TLS negotiated.
     pub transport: super::transport::TransportStats,
 }

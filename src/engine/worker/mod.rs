@@ -90,6 +90,8 @@ pub struct Worker {
     unsolicited_sample: Option<Vec<u8>>,
     /// Connect and handshake times.
     transport: TransportStats,
+    /// Why the first failed TLS handshake failed (for the warning).
+    connect_sample: Option<String>,
 }
 
 impl Worker {
@@ -149,6 +151,7 @@ impl Worker {
             protocol_sample: None,
             unsolicited_sample: None,
             transport: TransportStats::default(),
+            connect_sample: None,
             shared,
         })
     }
@@ -464,6 +467,7 @@ impl Worker {
             max_active: self.max_active as u64,
             protocol_sample: self.protocol_sample.take(),
             unsolicited_sample: self.unsolicited_sample.take(),
+            connect_sample: self.connect_sample.take(),
             transport: std::mem::take(&mut self.transport),
         })));
     }

@@ -3,6 +3,9 @@
 
 use super::failure::error_kind;
 use super::*;
+use crate::engine::tls::{self, HandshakeError, TlsReadError};
+use crate::engine::{TlsFailure, STOP_ABORT};
+use crate::result::warning;
 use crate::stats::recorder::SAMPLE_BYTES;
 
 impl Worker {
@@ -118,25 +121,25 @@ impl Worker {
         match t.handshake() {
             Handshake::Pending => {}
             Handshake::Done => {
+                // The clock after the step: it checked the certificate and derived the keys.
+                let now = self.shared.clock.now_ns();
                 let (seen, resumed) = t.negotiated();
                 self.transport.handshake_done(
                     ns_to_us(now.saturating_sub(tcp_ns)),
                     resumed,
                     || seen,
                 );
-                self.shared.tls_gate.pass();
                 self.opened(i, now);
                 if self.conns[i].state == ConnState::Open {
                     self.write(i, now);
                 }
             }
             Handshake::Failed(e) => {
-                if e.is_setup() && self.shared.tls_gate.fail(|| e.describe()) {
-                    // The server's TLS cannot be used: stop the run before any request goes.
-                    self.shared
-                        .stop
-                        .store(crate::engine::STOP_ABORT, Ordering::Relaxed);
+                if e.is_setup() {
+                    self.setup_failed(|| TlsFailure::Handshake(e.describe()));
                 }
+                self.connect_sample
+                    .get_or_insert_with(|| format!("TLS handshake: {}", e.describe()));
                 self.connect_failed(i, now, io::Error::other(e.describe()));
             }
         }
@@ -237,6 +240,21 @@ impl Worker {
                 Err(e) => {
                     let now = self.shared.clock.now_ns();
                     let kind = error_kind(&e);
+                    let refused = TlsReadError::of(&e).filter(|t| tls::refuses_client(t));
+                    if let Some(t) = refused.filter(|_| self.conns[i].responses == 0) {
+                        // TLS 1.3: the server refused the client's certificate after the
+                        // client's side of the handshake ended.
+                        let error = t.clone();
+                        self.setup_failed(|| {
+                            TlsFailure::Handshake(
+                                HandshakeError::Tls {
+                                    error,
+                                    head: Vec::new(),
+                                }
+                                .describe(),
+                            )
+                        });
+                    }
                     if kind == ErrorKind::Protocol && self.protocol_sample.is_none() {
                         // A TLS failure mid-stream (an alert, a bad record).
                         self.protocol_sample = Some(ProtocolSample {
@@ -248,6 +266,14 @@ impl Worker {
                     return;
                 }
             }
+        }
+    }
+
+    /// The server's TLS set-up does not fit the URL: unless a response already arrived, the
+    /// run stops now, before more requests go.
+    fn setup_failed(&mut self, failure: impl FnOnce() -> TlsFailure) {
+        if self.shared.tls_gate.fail(failure) {
+            self.shared.stop.store(STOP_ABORT, Ordering::Relaxed);
         }
     }
 
@@ -294,6 +320,14 @@ impl Worker {
                     }
                 }
                 Err(e) => {
+                    if c.responses == 0
+                        && self.shared.tls.is_none()
+                        && warning::looks_like_tls(&self.read_buf[off..n])
+                    {
+                        // TLS records in answer to an http:// request.
+                        self.setup_failed(|| TlsFailure::SpeaksTls);
+                    }
+                    let c = &mut self.conns[i];
                     if self.protocol_sample.is_none() {
                         let bytes = c.parser.failed_bytes(&self.read_buf[off..n], SAMPLE_BYTES);
                         self.protocol_sample = Some(ProtocolSample {
@@ -319,6 +353,9 @@ impl Worker {
         };
         c.responses += 1;
         c.unsolicited_streak = 0;
+        if c.responses == 1 {
+            self.shared.tls_gate.pass();
+        }
         c.ready_ns = now + think_ns;
         if think_ns > 0 {
             // Think times are all equal, so wake-ups come in completion order.
