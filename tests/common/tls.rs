@@ -1,14 +1,18 @@
 //! In-process TLS test servers (rustls over a blocking `TcpListener`, one thread per
 //! connection) and the certificates they present, made with rcgen: a CA and leaves signed by
-//! it, self-signed leaves, expired ones, client certificates, chains of any size.
+//! it, self-signed leaves, expired ones, client certificates, chains of any size; a Unix-socket
+//! HTTP server; and the helpers of the HTTPS tests that use them. Included with
+//! `#[path = "common/tls.rs"] mod tls;` by `tests/tls.rs` and `tests/tls_refused.rs`, which
+//! both have `mod common;` at their root.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -16,6 +20,9 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
+use serde_json::Value;
+
+use crate::common::{assert_invariant, volley};
 
 pub const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n.";
 
@@ -484,5 +491,156 @@ impl Requests {
                 true
             }
         }
+    }
+}
+
+// ---- helpers of tests/tls.rs and tests/tls_refused.rs ----
+
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+pub fn n(j: &Value, path: &[&str]) -> u64 {
+    let mut v = j;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_u64().unwrap_or_else(|| panic!("{path:?} in {j}"))
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A run that must end before any load: exit 2, exactly one line on stderr (returned).
+pub fn setup_failure(args: &[&str]) -> String {
+    let t = Instant::now();
+    let o = volley(args, LIMIT);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+    assert!(err.starts_with("volley: "), "{err}");
+    assert!(
+        o.stdout.is_empty(),
+        "nothing on stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    err
+}
+
+/// A CA, a leaf for `localhost` signed by it, and `ca.pem` in a temporary folder.
+pub struct Pki {
+    pub dir: tempfile::TempDir,
+    pub ca: Ca,
+    pub cacert: String,
+}
+
+pub fn pki() -> Pki {
+    let dir = tempdir();
+    let ca = Ca::new("volley test CA");
+    let cacert = write(dir.path(), "ca.pem", &ca.pem());
+    Pki { dir, ca, cacert }
+}
+
+pub fn trusted_server(p: &Pki, versions: Versions) -> TlsServer {
+    let leaf = p.ca.server(&["localhost"]);
+    serve(
+        config(vec![leaf.der.clone()], leaf.key(), versions),
+        After::Answer,
+    )
+}
+
+pub fn client_auth_server(versions: Versions) -> (Pki, TlsServer, String, String) {
+    let p = pki();
+    let client_ca = Ca::new("client CA");
+    let leaf = p.ca.server(&["localhost"]);
+    let s = serve(
+        config_client_auth(&leaf, &client_ca, versions),
+        After::Answer,
+    );
+    let client = client_ca.client("volley");
+    let cert = write(p.dir.path(), "client.pem", &client.pem);
+    let key = write(p.dir.path(), "client.key", &client.key_pem);
+    (p, s, cert, key)
+}
+
+pub fn check_https_run(j: &Value, version: &str, requests: u64) {
+    assert_invariant(j);
+    assert_eq!(
+        n(j, &["requests", "completed"]),
+        requests,
+        "{}",
+        j["requests"]
+    );
+    assert_eq!(n(j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    let t = &j["target"];
+    assert_eq!(t["protocol"], "http/1.1", "{t}");
+    assert_eq!(t["tls"]["version"], version, "{t}");
+    assert_eq!(t["tls"]["alpn"], "http/1.1", "{t}");
+    assert_eq!(t["tls"]["insecure"], false, "{t}");
+    assert!(
+        t["tls"]["cipher"].as_str().is_some_and(|c| !c.is_empty()),
+        "{t}"
+    );
+    assert!(t["tls"]["handshakes"].as_u64().unwrap() >= 1, "{t}");
+    assert!(
+        j["tls_handshake_us"]["p50"].as_u64().is_some(),
+        "{}",
+        j["tls_handshake_us"]
+    );
+    assert!(
+        j["connect_us"]["p50"].as_u64().is_some(),
+        "{}",
+        j["connect_us"]
+    );
+}
+
+/// An HTTP/1.1 server on a Unix socket: answers 200 `.` to each request, keeping the heads.
+pub fn unix_server(path: &std::path::Path) -> (Arc<AtomicU64>, Arc<Mutex<Vec<String>>>) {
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let (c, h) = (Arc::clone(&count), Arc::clone(&heads));
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let (c, h) = (Arc::clone(&c), Arc::clone(&h));
+            std::thread::spawn(move || {
+                let mut r = Requests::default();
+                while r.next(&mut s) {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    h.lock().unwrap().push(r.last_head.clone());
+                    if s.write_all(OK).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (count, heads)
+}
+
+pub fn assert_schema_valid(doc: &Value, what: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/run.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let errs: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect();
+    assert!(errs.is_empty(), "{what}: {}", errs.join("\n"));
+}
+
+pub fn assert_percentiles(block: &Value, what: &str) {
+    for k in ["p50", "p90", "p99", "max"] {
+        assert!(block[k].as_u64().is_some(), "{what}.{k}: {block}");
     }
 }
