@@ -88,6 +88,11 @@ impl Stat {
         STATS.iter().find(|e| e.1 == name).map(|e| e.0)
     }
 
+    /// Its position in [`STATS`] (and in the prefixed name lists).
+    fn index(self) -> usize {
+        STATS.iter().position(|e| e.0 == self).unwrap_or(0)
+    }
+
     /// Its value in a percentile block, µs; `None` for an empty histogram.
     pub fn of(self, p: &Percentiles) -> Option<f64> {
         let int = |v: Option<u64>| v.map(|v| v as f64);
@@ -126,6 +131,10 @@ pub enum Metric {
     FailedRate,
     /// The server's CPU time per completed request, µs (needs the monitor).
     CpuPerRequest,
+    /// A statistic of the connect times (`connect_us`), µs.
+    Connect(Stat),
+    /// A statistic of the TLS handshake times (`tls_handshake_us`), µs.
+    Handshake(Stat),
 }
 
 /// The unit a metric's values (and a threshold's limit) are in.
@@ -148,6 +157,8 @@ pub fn names() -> impl Iterator<Item = &'static str> {
         .chain(STATS.iter().map(|e| e.1))
         .chain(SERVICE_NAMES)
         .chain(["errors", "failed", "cpu_per_request"])
+        .chain(CONNECT_NAMES)
+        .chain(HANDSHAKE_NAMES)
 }
 
 impl Metric {
@@ -158,6 +169,12 @@ impl Metric {
         }
         if let Some(s) = name.strip_prefix("service_").and_then(Stat::parse) {
             return Some(Metric::Service(s));
+        }
+        if let Some(s) = name.strip_prefix("connect_").and_then(Stat::parse) {
+            return Some(Metric::Connect(s));
+        }
+        if let Some(s) = name.strip_prefix("tls_handshake_").and_then(Stat::parse) {
+            return Some(Metric::Handshake(s));
         }
         match name {
             "throughput" | "rps" => Some(Metric::Throughput),
@@ -172,7 +189,9 @@ impl Metric {
     pub fn name(self) -> &'static str {
         match self {
             Metric::Latency(s) => s.name(),
-            Metric::Service(s) => SERVICE_NAMES[STATS.iter().position(|e| e.0 == s).unwrap_or(0)],
+            Metric::Service(s) => SERVICE_NAMES[s.index()],
+            Metric::Connect(s) => CONNECT_NAMES[s.index()],
+            Metric::Handshake(s) => HANDSHAKE_NAMES[s.index()],
             Metric::Throughput => "throughput",
             Metric::Errors | Metric::ErrorRate => "errors",
             Metric::Failed | Metric::FailedRate => "failed",
@@ -193,7 +212,11 @@ impl Metric {
     /// What its values are measured in.
     pub fn unit(self) -> Unit {
         match self {
-            Metric::Latency(_) | Metric::Service(_) | Metric::CpuPerRequest => Unit::Micros,
+            Metric::Latency(_)
+            | Metric::Service(_)
+            | Metric::Connect(_)
+            | Metric::Handshake(_)
+            | Metric::CpuPerRequest => Unit::Micros,
             Metric::Throughput => Unit::PerSecond,
             Metric::Errors | Metric::Failed => Unit::Count,
             Metric::ErrorRate | Metric::FailedRate => Unit::Percent,
@@ -233,6 +256,8 @@ impl Metric {
                 (n > 0.0).then(|| r.requests.failed as f64 / n * 100.0)
             }
             Metric::CpuPerRequest => r.server.as_ref()?.per_request.cpu_us,
+            Metric::Connect(s) => s.of(r.setup.connect_us.as_ref()?),
+            Metric::Handshake(s) => s.of(r.setup.tls_handshake_us.as_ref()?),
         }
     }
 
@@ -302,6 +327,36 @@ const SERVICE_NAMES: [&str; 11] = [
     "service_p99.999",
 ];
 
+/// `connect_` names in the order of [`STATS`].
+const CONNECT_NAMES: [&str; 11] = [
+    "connect_min",
+    "connect_mean",
+    "connect_max",
+    "connect_p50",
+    "connect_p75",
+    "connect_p90",
+    "connect_p95",
+    "connect_p99",
+    "connect_p99.9",
+    "connect_p99.99",
+    "connect_p99.999",
+];
+
+/// `tls_handshake_` names in the order of [`STATS`].
+const HANDSHAKE_NAMES: [&str; 11] = [
+    "tls_handshake_min",
+    "tls_handshake_mean",
+    "tls_handshake_max",
+    "tls_handshake_p50",
+    "tls_handshake_p75",
+    "tls_handshake_p90",
+    "tls_handshake_p95",
+    "tls_handshake_p99",
+    "tls_handshake_p99.9",
+    "tls_handshake_p99.99",
+    "tls_handshake_p99.999",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,7 +364,7 @@ mod tests {
     #[test]
     fn every_name_parses_back_to_a_metric_of_that_name() {
         let all: Vec<&str> = names().collect();
-        assert_eq!(all.len(), 27);
+        assert_eq!(all.len(), 49);
         for n in all {
             let m = Metric::parse(n).unwrap_or_else(|| panic!("{n}"));
             let canonical = if n == "rps" { "throughput" } else { n };
@@ -317,6 +372,14 @@ mod tests {
         }
         assert_eq!(Metric::parse("p98"), None);
         assert_eq!(Metric::parse("service_"), None);
+        assert_eq!(
+            Metric::parse("tls_handshake_p99"),
+            Some(Metric::Handshake(Stat::P99))
+        );
+        assert_eq!(
+            Metric::parse("connect_max"),
+            Some(Metric::Connect(Stat::Max))
+        );
         assert_eq!(Stat::P99_9.key(), "p99_9");
     }
 

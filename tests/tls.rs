@@ -47,6 +47,38 @@ fn https_with_a_private_ca_negotiates_tls13_and_measures_the_handshake() {
 }
 
 #[test]
+fn thresholds_judge_the_handshake_and_connect_times() {
+    let p = pki();
+    let s = trusted_server(&p, Versions::Both);
+    let url = s.url("localhost", "/");
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "--cacert",
+            &p.cacert,
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--threshold",
+            "tls_handshake_p99<60s",
+            "--threshold",
+            "connect_max<1us",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 1, "the connect threshold cannot hold: {err}");
+    let t = &j["thresholds"];
+    assert_eq!(t[0]["threshold"], "tls_handshake_p99<60s", "{t}");
+    assert_eq!(t[0]["pass"], true, "{t}");
+    assert!(t[0]["actual"].as_f64().unwrap() > 0.0, "{t}");
+    assert_eq!(t[1]["pass"], false, "{t}");
+}
+
+#[test]
 fn a_tls12_only_server_is_reported_as_tls12() {
     let p = pki();
     let s = trusted_server(&p, Versions::Tls12);
