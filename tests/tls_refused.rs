@@ -338,6 +338,46 @@ fn a_corrupt_record_after_the_handshake_is_a_protocol_error() {
     assert_eq!(n(&j, &["errors", "timeout"]), 0, "{}", j["errors"]);
 }
 
+/// A partial record and the FIN in one segment: the close must be read at once (a `closed`
+/// error), not found by the request timeout.
+#[test]
+fn a_record_cut_short_by_the_close_ends_the_request_at_once() {
+    let p = pki();
+    let leaf = p.ca.server(&["localhost"]);
+    let s = tls::serve(
+        tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both),
+        After::Truncated,
+    );
+    let url = s.url("localhost", "/");
+    let t = Instant::now();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "--cacert",
+            &p.cacert,
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--timeout",
+            "10s",
+        ],
+        LIMIT,
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 1, "nothing completed: {err}");
+    assert_invariant(&j);
+    assert_eq!(n(&j, &["errors", "closed"]), 3, "{}", j["errors"]);
+    assert_eq!(n(&j, &["errors", "timeout"]), 0, "{}", j["errors"]);
+}
+
 #[test]
 fn a_stalled_handshake_times_out_as_a_connect_error() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -117,6 +117,7 @@ impl Stream {
                     conn,
                     drained: false,
                     head: Head::default(),
+                    pending: None,
                 })))
             }
         }
@@ -136,6 +137,17 @@ impl Stream {
         match self {
             Stream::Plain(s) => s.read(buf),
             Stream::Tls(t) => t.read(buf),
+        }
+    }
+
+    /// TLS holds something for the next read although the last one came back short: the end
+    /// of the stream (close_notify) or an error that followed the bytes returned. The reader
+    /// must read once more instead of waiting for an event that will not come.
+    #[inline]
+    pub fn has_pending(&self) -> bool {
+        match self {
+            Stream::Plain(_) => false,
+            Stream::Tls(t) => t.pending.is_some(),
         }
     }
 
@@ -209,6 +221,20 @@ pub struct TlsStream {
     /// The last socket read returned less than asked: no more bytes until the next event.
     drained: bool,
     head: Head,
+    /// What the next read returns, found after bytes that were returned first: the end of
+    /// the stream (`Ok(0)`) or an error (the socket's is reported once by the kernel).
+    pending: Option<io::Result<usize>>,
+}
+
+impl Drop for TlsStream {
+    /// Closing says so (close_notify), best effort and without waiting: servers otherwise
+    /// log an unexpected end of stream.
+    fn drop(&mut self) {
+        if !self.conn.is_handshaking() {
+            self.conn.send_close_notify();
+            let _ = self.flush_tls();
+        }
+    }
 }
 
 /// A reader that tells whether the socket gave less than asked (so it is drained), and keeps
@@ -289,11 +315,14 @@ impl TlsStream {
     }
 
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(r) = self.pending.take() {
+            return r;
+        }
         let mut filled = 0;
         loop {
             match self.conn.reader().read(&mut buf[filled..]) {
                 // The server's close_notify: the end of the stream.
-                Ok(0) => return Ok(filled),
+                Ok(0) => return self.end(filled, Ok(0)),
                 Ok(n) => {
                     filled += n;
                     if filled == buf.len() {
@@ -303,17 +332,18 @@ impl TlsStream {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 // The socket ended without close_notify: for HTTP, a close like any other.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(filled),
-                Err(e) => return Err(e),
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    return self.end(filled, Ok(0))
+                }
+                Err(e) => return self.end(filled, Err(e)),
             }
-            if self.drained {
+            // Only with bytes to return: a short read without plaintext (a partial record, a
+            // ticket) may have come with the peer's FIN or reset, which only a read sees.
+            if self.drained && filled > 0 {
                 self.drained = false;
-                return if filled > 0 {
-                    Ok(filled)
-                } else {
-                    Err(io::ErrorKind::WouldBlock.into())
-                };
+                return Ok(filled);
             }
+            self.drained = false;
             let mut rd = Counting {
                 socket: &mut self.socket,
                 short: false,
@@ -324,21 +354,32 @@ impl TlsStream {
                 Ok(_) => self.drained = rd.short,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && filled > 0 => return Ok(filled),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                Err(e) => return self.end(filled, Err(e)),
             }
             if let Err(e) = self.conn.process_new_packets() {
                 let _ = self.flush_tls();
-                return Err(io::Error::new(io::ErrorKind::InvalidData, TlsReadError(e)));
+                let e = io::Error::new(io::ErrorKind::InvalidData, TlsReadError(e));
+                return self.end(filled, Err(e));
             }
             // rustls may owe the server an answer (a key update, an alert).
             if self.conn.wants_write() {
                 match self.flush_tls() {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
+                    Err(e) => return self.end(filled, Err(e)),
                 }
             }
         }
+    }
+
+    /// What ends a read after `filled` bytes: returned now when there are none, else kept for
+    /// the next call so the bytes go first (they are never dropped).
+    fn end(&mut self, filled: usize, r: io::Result<usize>) -> io::Result<usize> {
+        if filled == 0 {
+            return r;
+        }
+        self.pending = Some(r);
+        Ok(filled)
     }
 
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {

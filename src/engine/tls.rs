@@ -2,7 +2,7 @@
 //! run (trusted roots, `-k`, a client certificate, ALPN, session resumption), and what a failed
 //! handshake means in words a user can act on. The byte-level side is in [`super::stream`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -184,7 +184,8 @@ impl ServerCertVerifier for Pinned {
             ocsp_response,
             now,
         );
-        let ca_as_server = matches!(&verdict, Err(Error::InvalidCertificate(CertificateError::Other(o))) if format!("{o:?}").contains("CaUsedAsEndEntity"));
+        let ca_as_server =
+            matches!(&verdict, Err(Error::InvalidCertificate(c)) if is_ca_as_server(c));
         if !ca_as_server
             || !self
                 .pinned
@@ -221,6 +222,13 @@ impl ServerCertVerifier for Pinned {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.webpki.supported_verify_schemes()
     }
+}
+
+/// WebPKI refused a CA certificate as the server's own (a self-signed one made with
+/// `openssl req -x509`).
+fn is_ca_as_server(c: &CertificateError) -> bool {
+    matches!(c, CertificateError::Other(o)
+        if o.0.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity))
 }
 
 /// `-k`: the server's certificate is not checked (chain, name, dates), but the handshake's
@@ -275,11 +283,13 @@ impl ServerCertVerifier for NoVerify {
 
 /// Session store sized to the run: rustls's default keeps 8 TLS 1.3 tickets per server, so
 /// with more connections reconnecting at once most would find none and make a full handshake —
-/// `--no-keepalive` would then measure key exchange, not resumption. One lock per handshake.
+/// `--no-keepalive` would then measure key exchange, not resumption. A run talks to one server
+/// name, so the store is one set of sessions (the name is not looked up or copied): one lock
+/// per handshake, no allocation.
 #[derive(Debug)]
 struct TicketPool {
     per_server: usize,
-    servers: Mutex<HashMap<ServerName<'static>, Sessions>>,
+    sessions: Mutex<Sessions>,
 }
 
 #[derive(Debug, Default)]
@@ -293,44 +303,39 @@ impl TicketPool {
     fn new(connections: usize) -> Self {
         TicketPool {
             per_server: connections.clamp(8, 4096),
-            servers: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(Sessions::default()),
         }
     }
 
-    fn with<T>(&self, name: &ServerName<'_>, f: impl FnOnce(&mut Sessions) -> T) -> T {
-        let mut map = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        f(map.entry(name.to_owned()).or_default())
+    fn with<T>(&self, f: impl FnOnce(&mut Sessions) -> T) -> T {
+        f(&mut self.sessions.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
 impl ClientSessionStore for TicketPool {
-    fn set_kx_hint(&self, server_name: ServerName<'static>, group: NamedGroup) {
-        self.with(&server_name, |s| s.kx_hint = Some(group));
+    fn set_kx_hint(&self, _: ServerName<'static>, group: NamedGroup) {
+        self.with(|s| s.kx_hint = Some(group));
     }
 
-    fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<NamedGroup> {
-        self.with(server_name, |s| s.kx_hint)
+    fn kx_hint(&self, _: &ServerName<'_>) -> Option<NamedGroup> {
+        self.with(|s| s.kx_hint)
     }
 
-    fn set_tls12_session(&self, server_name: ServerName<'static>, value: Tls12ClientSessionValue) {
-        self.with(&server_name, |s| s.tls12 = Some(value));
+    fn set_tls12_session(&self, _: ServerName<'static>, value: Tls12ClientSessionValue) {
+        self.with(|s| s.tls12 = Some(value));
     }
 
-    fn tls12_session(&self, server_name: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
-        self.with(server_name, |s| s.tls12.clone())
+    fn tls12_session(&self, _: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
+        self.with(|s| s.tls12.clone())
     }
 
-    fn remove_tls12_session(&self, server_name: &ServerName<'static>) {
-        self.with(server_name, |s| s.tls12 = None);
+    fn remove_tls12_session(&self, _: &ServerName<'static>) {
+        self.with(|s| s.tls12 = None);
     }
 
-    fn insert_tls13_ticket(
-        &self,
-        server_name: ServerName<'static>,
-        value: Tls13ClientSessionValue,
-    ) {
+    fn insert_tls13_ticket(&self, _: ServerName<'static>, value: Tls13ClientSessionValue) {
         let cap = self.per_server;
-        self.with(&server_name, |s| {
+        self.with(|s| {
             if s.tls13.len() >= cap {
                 s.tls13.pop_front();
             }
@@ -338,12 +343,9 @@ impl ClientSessionStore for TicketPool {
         });
     }
 
-    fn take_tls13_ticket(
-        &self,
-        server_name: &ServerName<'static>,
-    ) -> Option<Tls13ClientSessionValue> {
+    fn take_tls13_ticket(&self, _: &ServerName<'static>) -> Option<Tls13ClientSessionValue> {
         // The newest ticket first: the oldest are the likeliest to have expired.
-        self.with(server_name, |s| s.tls13.pop_back())
+        self.with(|s| s.tls13.pop_back())
     }
 }
 
@@ -398,8 +400,33 @@ impl HandshakeError {
     /// A failure that repeats on every connection (the server's certificate, its TLS settings,
     /// or a server that does not speak TLS): before any handshake succeeded, it ends the run.
     pub fn is_setup(&self) -> bool {
+        use rustls::AlertDescription as A;
         match self {
-            HandshakeError::Tls { .. } => true,
+            HandshakeError::Tls { error, head } => {
+                head.starts_with(b"HTTP/")
+                    || refuses_client(error)
+                    || matches!(
+                        error,
+                        Error::InvalidCertificate(_)
+                            | Error::NoCertificatesPresented
+                            | Error::UnsupportedNameType
+                            | Error::PeerIncompatible(_)
+                            | Error::NoApplicationProtocol
+                            | Error::InvalidMessage(_)
+                            | Error::InappropriateMessage { .. }
+                            | Error::InappropriateHandshakeMessage { .. }
+                            | Error::AlertReceived(
+                                A::HandshakeFailure
+                                    | A::ProtocolVersion
+                                    | A::InsufficientSecurity
+                                    | A::NoApplicationProtocol
+                                    | A::UnrecognisedName
+                                    | A::IllegalParameter
+                                    | A::DecodeError
+                                    | A::UnexpectedMessage
+                            )
+                    )
+            }
             // rustls's bound on handshake messages (64 KiB) comes back as InvalidData.
             HandshakeError::Io(e) => e.kind() == std::io::ErrorKind::InvalidData,
         }
@@ -467,7 +494,7 @@ fn describe_cert(c: &CertificateError) -> String {
         CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
             format!("it is not valid for this host ({c}; use the name it carries, or -k)")
         }
-        CertificateError::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => "it is a CA certificate used as the server's own (trust that exact certificate with --cacert FILE, or -k)".into(),
+        c if is_ca_as_server(c) => "it is a CA certificate used as the server's own (trust that exact certificate with --cacert FILE, or -k)".into(),
         other => format!("{other} (-k skips verification)"),
     }
 }

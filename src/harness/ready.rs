@@ -241,16 +241,33 @@ pub fn probe_tls(
         Ok(code) => Ok(code),
         Err(_) if tls.sock.first.starts_with(b"HTTP/") => Err(TlsProbeError::PlainHttp),
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(TlsProbeError::Io(e)),
-        Err(e) => {
-            // A plain HTTP server may wait for a line end that a ClientHello lacks, so the
-            // handshake times out instead of reading `HTTP/`: ask it in plain HTTP.
-            if probe(addr, path).is_ok() {
-                Err(TlsProbeError::PlainHttp)
-            } else {
-                Err(TlsProbeError::Io(with_tls_context(e)))
-            }
-        }
+        // A plain HTTP server may wait for a line end that a ClientHello lacks, so the
+        // handshake times out instead of reading `HTTP/`, or answer in HTTP/0.9 (a body
+        // without a status line): ask it in plain HTTP. A TLS server
+        // answers that with a 400 (nginx: "plain HTTP request was sent to HTTPS port"), which
+        // is not a plain server. Other errors (a reset while it starts, a certificate) are
+        // retried until `ready_timeout` like any other.
+        Err(e) if handshake_stalled_or_not_tls(&e) => match probe(addr, path) {
+            Ok(code) if code != 400 => Err(TlsProbeError::PlainHttp),
+            _ => Err(TlsProbeError::Io(with_tls_context(e))),
+        },
+        Err(e) => Err(TlsProbeError::Io(with_tls_context(e))),
     }
+}
+
+/// The handshake timed out, or what came back was not TLS at all: worth asking in plain HTTP.
+fn handshake_stalled_or_not_tls(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    let not_tls = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|t| {
+            matches!(
+                t,
+                rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }
+            )
+        });
+    not_tls || matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
 /// A handshake error says it was one.

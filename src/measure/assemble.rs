@@ -152,6 +152,7 @@ impl Parts<'_> {
             handshakes: t.handshakes,
             insecure: self.cfg.load.tls.as_ref().is_some_and(|s| !s.verify),
             resumption: self.cfg.load.tls.as_ref().is_none_or(|s| s.resume),
+            client_cert: self.cfg.load.tls.as_ref().is_some_and(|s| s.cert.is_some()),
         })
     }
 

@@ -171,7 +171,10 @@ pub fn run(
             m.finish(0);
         }
         let host = match &prepared.route.endpoint {
-            Endpoint::Tcp(_) => load.target.host_header.clone(),
+            Endpoint::Tcp(_) if load.target.host.contains(':') => {
+                format!("[{}]:{}", load.target.host, load.target.port)
+            }
+            Endpoint::Tcp(_) => format!("{}:{}", load.target.host, load.target.port),
             unix => unix.to_string(),
         };
         return Err(match failure {

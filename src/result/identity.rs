@@ -109,6 +109,12 @@ impl LoadKey {
                 "tls_resume",
                 r.target.tls.as_ref().is_none_or(|t| t.resumption),
                 "true",
+            )
+            // Mutual TLS costs the server a certificate check per full handshake.
+            .push_unless(
+                "client_cert",
+                r.target.tls.as_ref().is_some_and(|t| t.client_cert),
+                "false",
             );
         k
     }
@@ -160,6 +166,7 @@ fn spell(name: &str, value: &str) -> String {
         "keepalive" => return "no keep-alive".to_string(),
         "headers" => return "headers".to_string(),
         "tls_resume" => return "--no-tls-resume".to_string(),
+        "client_cert" => return "--cert".to_string(),
         "body_sha256" => return format!("body {}…", &value[..value.len().min(8)]),
         "body_bytes" => return format!("body {value} B"),
         "duration_s" => return format!("-d {value}s"),

@@ -27,6 +27,9 @@ pub struct TlsInfo {
     /// Sessions were resumed on reconnects (false with `--no-tls-resume`).
     #[serde(default = "yes")]
     pub resumption: bool,
+    /// A client certificate was presented (`--cert`).
+    #[serde(default)]
+    pub client_cert: bool,
 }
 
 fn yes() -> bool {
@@ -63,12 +66,13 @@ impl SetupTimes {
         }
     }
 
-    /// Several runs' set-up times added (`merge`): exact where every input kept its
-    /// histograms, otherwise the blocks are left out (percentiles cannot be combined).
+    /// Several runs' set-up times added (`merge`): exact when every input kept the histogram;
+    /// when some did not (results written before HTTPS, or with nothing to measure: a `None`
+    /// cannot tell them apart), the block is left out rather than shown for part of the load.
     pub fn add(all: &[&SetupTimes]) -> Self {
         let added = |get: fn(&SetupTimes) -> Option<&String>| -> Option<Hist> {
             let present: Vec<&String> = all.iter().filter_map(|s| get(s)).collect();
-            if present.is_empty() {
+            if present.is_empty() || present.len() < all.len() {
                 return None;
             }
             let hists: Result<Vec<Hist>, _> = present.iter().map(|h| decode(h)).collect();
@@ -98,5 +102,8 @@ mod tests {
         assert_eq!((c.min, c.max), (Some(100), Some(300)));
         assert!(m.tls_handshake_us.is_none());
         assert_eq!(SetupTimes::add(&[]), SetupTimes::default());
+        // A shard without the histogram: no block, not a block for part of the load.
+        let old = SetupTimes::default();
+        assert!(SetupTimes::add(&[&sa, &old]).connect_us.is_none());
     }
 }

@@ -227,6 +227,9 @@ pub enum After {
     Trickle,
     /// Answers one request, waits 20 ms, then closes the idle connection with close_notify.
     IdleClose,
+    /// Reads one request, writes the first bytes of a record and closes the TCP connection:
+    /// the partial record and the FIN arrive together.
+    Truncated,
 }
 
 /// A TLS test server: its address, and what it saw.
@@ -423,6 +426,12 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
                 std::thread::sleep(Duration::from_millis(20));
                 tls.conn.send_close_notify();
                 let _ = tls.flush();
+                return;
+            }
+            After::Truncated => {
+                let _ = tls
+                    .sock
+                    .write_all(&[0x17, 0x03, 0x03, 0x00, 0x40, 0x01, 0x02]);
                 return;
             }
             After::CorruptRecord => {

@@ -229,7 +229,11 @@ impl Worker {
                     if !self.on_bytes(i, n, now) {
                         return;
                     }
-                    if n < self.read_buf.len() && !hangup {
+                    let pending = self.conns[i]
+                        .stream
+                        .as_ref()
+                        .is_some_and(Stream::has_pending);
+                    if n < self.read_buf.len() && !hangup && !pending {
                         // A short read drained the socket (edge-triggered: no more data until the
                         // next event), saving the read() that would return EAGAIN.
                         return;
