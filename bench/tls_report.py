@@ -236,7 +236,7 @@ if "tls-close" in TABLES:
         fr = [r["log_resumed"] / r["log_lines"] for r in rs if r.get("log_lines")]
         vf = [r["tls"]["resumed_fraction"] for r in rs if r.get("tls")]
         protos = sorted({p for r in rs for p in r.get("log_protos", [])})
-        L.append(f"| {LABEL[c]} | {med([r['units'] / r['wall'] for r in rs]):,.0f} | {med([r['cpu_per_m'] for r in rs]) / 1e6 * 1e6:.1f} | "
+        L.append(f"| {LABEL[c]} | {med([r['units'] / r['wall'] for r in rs]):,.0f} | {med([r['cpu_per_m'] for r in rs]):.1f} | "
                  f"{'%.1f %%' % (100 * med(fr)) if fr else '—'} | {'%.1f %%' % (100 * med(vf)) if vf else '—'} | "
                  f"{', '.join(protos) or '—'} | {us(med([r['p50'] for r in rs]))} | {us(med([r['p99'] for r in rs]))} |")
     L.append("")
@@ -310,7 +310,7 @@ if "tls-memory" in TABLES:
     L += [f"Closed loop with N keep-alive connections, each sending its next GET {META['THINK_TIME']} after the previous "
           f"response (`--think-time {META['THINK_TIME']}`), {META['MEM_DURATION']}, `--timeout 10s`; nginx listens with "
           "backlog=4096. Client RSS from `client.rss_max_bytes` (volley's own peak) and `/usr/bin/time`'s max RSS. "
-          f"Medians of {REPS} runs:", "",
+          f"Medians of {min(REPS, int(META.get('MEM_REPS', REPS)))} run(s):", "",
           "| protocol | connections | opened | req/s | errors | `client.rss_max_bytes` | /usr/bin/time max RSS |",
           "|---|---:|---:|---:|---:|---:|---:|"]
     M = {}
