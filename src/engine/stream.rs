@@ -118,6 +118,7 @@ impl Stream {
                     drained: false,
                     head: Head::default(),
                     pending: None,
+                    peer_closed: false,
                 })))
             }
         }
@@ -224,13 +225,16 @@ pub struct TlsStream {
     /// What the next read returns, found after bytes that were returned first: the end of
     /// the stream (`Ok(0)`) or an error (the socket's is reported once by the kernel).
     pending: Option<io::Result<usize>>,
+    /// The server ended the stream (close_notify or its FIN): nothing to say back.
+    peer_closed: bool,
 }
 
 impl Drop for TlsStream {
     /// Closing says so (close_notify), best effort and without waiting: servers otherwise
-    /// log an unexpected end of stream.
+    /// log an unexpected end of stream. Not after the server closed (`Connection: close`):
+    /// the write would only draw a reset.
     fn drop(&mut self) {
-        if !self.conn.is_handshaking() {
+        if !self.conn.is_handshaking() && !self.peer_closed {
             self.conn.send_close_notify();
             let _ = self.flush_tls();
         }
@@ -375,6 +379,9 @@ impl TlsStream {
     /// What ends a read after `filled` bytes: returned now when there are none, else kept for
     /// the next call so the bytes go first (they are never dropped).
     fn end(&mut self, filled: usize, r: io::Result<usize>) -> io::Result<usize> {
+        if matches!(r, Ok(0)) {
+            self.peer_closed = true;
+        }
         if filled == 0 {
             return r;
         }
