@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod conn;
+pub mod h2;
 pub mod observer;
 pub mod poller;
 pub mod response;

@@ -1,0 +1,270 @@
+use loona_hpack::Encoder;
+
+use super::*;
+use crate::engine::h2::frame::MAX_WINDOW;
+
+/// A server's side of the conversation: frames built by hand, headers by a real HPACK
+/// encoder (which indexes, so the client's decoder must keep its table in step).
+struct Server {
+    hpack: Encoder<'static>,
+}
+
+impl Server {
+    fn new() -> Self {
+        Server {
+            hpack: Encoder::new(),
+        }
+    }
+
+    fn head(&mut self, status: &str) -> Vec<u8> {
+        self.hpack.encode(vec![
+            (&b":status"[..], status.as_bytes()),
+            (&b"content-type"[..], &b"text/plain"[..]),
+        ])
+    }
+
+    fn frame(kind: Kind, fl: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        frame::write(&mut out, kind, fl, stream, payload);
+        out
+    }
+}
+
+fn events(c: &mut H2Conn, bytes: &[u8]) -> Vec<Event> {
+    let mut ev = Vec::new();
+    c.feed(bytes, &mut |e| ev.push(e)).unwrap();
+    ev
+}
+
+fn frames_in(out: &[u8]) -> Vec<(Header, Vec<u8>)> {
+    let mut v = Vec::new();
+    let mut off = 0;
+    while off < out.len() {
+        let h = Header::parse(&out[off..]);
+        let end = off + HEADER_LEN + h.len as usize;
+        v.push((h, out[off + HEADER_LEN..end].to_vec()));
+        off = end;
+    }
+    v
+}
+
+#[test]
+fn the_client_opens_with_the_preface_wide_windows_and_no_push() {
+    let c = H2Conn::new(Arc::from(&b""[..]));
+    assert!(c.out.starts_with(frame::PREFACE));
+    let f = frames_in(&c.out[frame::PREFACE.len()..]);
+    assert_eq!(f[0].0.kind, Kind::Settings);
+    assert_eq!(f[0].1, [0, 2, 0, 0, 0, 0, 0, 4, 0x7f, 0xff, 0xff, 0xff]);
+    assert_eq!(f[1].0.kind, Kind::WindowUpdate);
+    assert_eq!(f[1].1, (MAX_WINDOW - 65_535).to_be_bytes());
+}
+
+#[test]
+fn responses_decode_across_streams_and_any_split_of_the_bytes() {
+    let mut s = Server::new();
+    let mut bytes = Server::frame(Kind::Settings, 0, 0, &[0, 3, 0, 0, 0, 2]);
+    for stream in [1, 3] {
+        // The second head is mostly indexed from the first's table entries.
+        bytes.extend(Server::frame(
+            Kind::Headers,
+            flags::END_HEADERS,
+            stream,
+            &s.head("200"),
+        ));
+        bytes.extend(Server::frame(
+            Kind::Data,
+            flags::END_STREAM,
+            stream,
+            b"hello",
+        ));
+    }
+    let want = vec![
+        Event::Settings { max_streams: 2 },
+        Event::Head {
+            stream: 1,
+            status: 200,
+        },
+        Event::Data { stream: 1, len: 5 },
+        Event::End { stream: 1 },
+        Event::Head {
+            stream: 3,
+            status: 200,
+        },
+        Event::Data { stream: 3, len: 5 },
+        Event::End { stream: 3 },
+    ];
+    for step in [bytes.len(), 1, 7] {
+        let mut c = H2Conn::new(Arc::from(&b""[..]));
+        assert_eq!(c.open_stream(&[0x82]), 1);
+        assert_eq!(c.open_stream(&[0x82]), 3);
+        let mut got = Vec::new();
+        for chunk in bytes.chunks(step) {
+            got.extend(events(&mut c, chunk));
+        }
+        assert_eq!(got, want, "fed {step} bytes at a time");
+        assert_eq!(c.open_streams(), 0);
+        // The SETTINGS were acknowledged.
+        assert!(frames_in(&c.out[frame::PREFACE.len()..])
+            .iter()
+            .any(|(h, _)| h.kind == Kind::Settings && h.has(flags::ACK)));
+    }
+}
+
+#[test]
+fn the_servers_stream_limit_and_goaway_bound_new_streams() {
+    let mut c = H2Conn::new(Arc::from(&b""[..]));
+    events(
+        &mut c,
+        &Server::frame(Kind::Settings, 0, 0, &[0, 3, 0, 0, 0, 1]),
+    );
+    assert!(c.can_open());
+    c.open_stream(&[0x82]);
+    assert!(!c.can_open(), "one stream at a time");
+    let ev = events(
+        &mut c,
+        &Server::frame(Kind::RstStream, 0, 1, &7u32.to_be_bytes()),
+    );
+    assert_eq!(ev, [Event::Reset { stream: 1, code: 7 }]);
+    assert!(c.can_open());
+    let mut goaway = 1u32.to_be_bytes().to_vec();
+    goaway.extend(0u32.to_be_bytes());
+    let ev = events(&mut c, &Server::frame(Kind::GoAway, 0, 0, &goaway));
+    assert_eq!(
+        ev,
+        [Event::GoAway {
+            last_stream: 1,
+            code: 0
+        }]
+    );
+    assert!(!c.can_open());
+}
+
+#[test]
+fn interim_heads_trailers_padding_and_continuation_are_understood() {
+    let mut s = Server::new();
+    let mut c = H2Conn::new(Arc::from(&b""[..]));
+    c.open_stream(&[0x82]);
+    let mut bytes = Server::frame(Kind::Headers, flags::END_HEADERS, 1, &s.head("103"));
+    // A head split over HEADERS and two CONTINUATIONs.
+    let head = s.head("204");
+    bytes.extend(Server::frame(Kind::Headers, 0, 1, &head[..1]));
+    bytes.extend(Server::frame(Kind::Continuation, 0, 1, &head[1..2]));
+    bytes.extend(Server::frame(
+        Kind::Continuation,
+        flags::END_HEADERS,
+        1,
+        &head[2..],
+    ));
+    // Padded DATA: pad length 3, two bytes of body, three of padding.
+    bytes.extend(Server::frame(
+        Kind::Data,
+        flags::PADDED,
+        1,
+        &[3, b'o', b'k', 0, 0, 0],
+    ));
+    let trailers = s.hpack.encode(vec![(&b"grpc-status"[..], &b"0"[..])]);
+    bytes.extend(Server::frame(
+        Kind::Headers,
+        flags::END_HEADERS | flags::END_STREAM,
+        1,
+        &trailers,
+    ));
+    assert_eq!(
+        events(&mut c, &bytes),
+        [
+            Event::Head {
+                stream: 1,
+                status: 204
+            },
+            Event::Data { stream: 1, len: 2 },
+            Event::End { stream: 1 },
+        ]
+    );
+    // PING is answered with its payload.
+    events(&mut c, &Server::frame(Kind::Ping, 0, 0, b"12345678"));
+    let f = frames_in(&c.out[frame::PREFACE.len()..]);
+    let (h, p) = f.last().unwrap();
+    assert_eq!(
+        (h.kind, h.flags, p.as_slice()),
+        (Kind::Ping, flags::ACK, &b"12345678"[..])
+    );
+}
+
+#[test]
+fn protocol_violations_are_connection_errors() {
+    let bad = [
+        Server::frame(Kind::Continuation, flags::END_HEADERS, 1, &[0x88]),
+        Server::frame(
+            Kind::PushPromise,
+            flags::END_HEADERS,
+            1,
+            &[0, 0, 0, 2, 0x82],
+        ),
+        Server::frame(Kind::Data, flags::PADDED, 1, &[9, 1]),
+        Server::frame(
+            Kind::Headers,
+            flags::END_HEADERS,
+            1,
+            &[0xff, 0xff, 0xff, 0x7f],
+        ),
+        {
+            let mut f = Vec::new();
+            Header {
+                len: 20_000,
+                kind: Kind::Data,
+                flags: 0,
+                stream: 1,
+            }
+            .write(&mut f);
+            f
+        },
+    ];
+    for b in bad {
+        let mut c = H2Conn::new(Arc::from(&b""[..]));
+        c.open_stream(&[0x82]);
+        assert!(c.feed(&b, &mut |_| {}).is_err(), "{b:?}");
+    }
+}
+
+#[test]
+fn request_bodies_wait_for_the_servers_windows() {
+    let body: Arc<[u8]> = vec![7u8; 100_000].into();
+    let mut c = H2Conn::new(Arc::clone(&body));
+    let before = c.out.len();
+    let stream = c.open_stream(&[0x82]);
+    let sent = |c: &H2Conn, from: usize| -> (usize, bool) {
+        let f = frames_in(&c.out[from..]);
+        let data: Vec<&(Header, Vec<u8>)> =
+            f.iter().filter(|(h, _)| h.kind == Kind::Data).collect();
+        (
+            data.iter().map(|(_, p)| p.len()).sum(),
+            data.last().is_some_and(|(h, _)| h.has(flags::END_STREAM)),
+        )
+    };
+    // The default windows: 65,535 bytes, in frames of at most 16,384.
+    assert_eq!(sent(&c, before), (65_535, false));
+    let mut updates = Server::frame(Kind::WindowUpdate, 0, 0, &100_000u32.to_be_bytes());
+    updates.extend(Server::frame(
+        Kind::WindowUpdate,
+        0,
+        stream,
+        &100_000u32.to_be_bytes(),
+    ));
+    events(&mut c, &updates);
+    assert_eq!(sent(&c, before), (100_000, true));
+}
+
+#[test]
+fn the_receive_window_is_topped_up_when_half_used() {
+    let mut c = H2Conn::new(Arc::from(&b""[..]));
+    c.update_at = 20_000;
+    c.open_stream(&[0x82]);
+    let before = c.out.len();
+    let chunk = vec![0u8; 16_000];
+    events(&mut c, &Server::frame(Kind::Data, 0, 1, &chunk));
+    assert_eq!(c.out.len(), before, "not yet");
+    events(&mut c, &Server::frame(Kind::Data, 0, 1, &chunk));
+    let f = frames_in(&c.out[before..]);
+    assert_eq!(f[0].0.kind, Kind::WindowUpdate);
+    assert_eq!(f[0].1, 32_000u32.to_be_bytes());
+}

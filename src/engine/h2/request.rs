@@ -1,0 +1,141 @@
+//! The request's header block, encoded once per run: every request of a run carries the same
+//! headers, so the block is encoded without touching the HPACK dynamic table (indexed static
+//! entries and literals "without indexing", RFC 7541 §6.2.2) and the same bytes are valid on
+//! every stream of every connection — no encoder state per connection, no work per request.
+
+use loona_hpack::encoder::encode_integer_into;
+
+/// Headers that belong to one HTTP/1.1 connection and are forbidden in HTTP/2 (RFC 9113
+/// §8.2.2); `host` becomes `:authority`.
+const HOP_BY_HOP: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+];
+
+/// The header block of `method scheme://authority path` with `headers` (names are lowered,
+/// connection-specific ones left out) and, for a body of `body_len` bytes, `content-length`.
+pub fn header_block(
+    method: &str,
+    scheme: &str,
+    authority: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body_len: Option<usize>,
+) -> Vec<u8> {
+    let mut b = Vec::with_capacity(64 + authority.len() + path.len());
+    // Static table (RFC 7541 Appendix A): 2 `:method GET`, 3 `:method POST`, 4 `:path /`,
+    // 6 `:scheme http`, 7 `:scheme https`; names 1 `:authority`, 2 `:method`, 4 `:path`.
+    match method {
+        "GET" => b.push(0x82),
+        "POST" => b.push(0x83),
+        m => literal_indexed_name(&mut b, 2, m),
+    }
+    b.push(if scheme == "https" { 0x87 } else { 0x86 });
+    literal_indexed_name(&mut b, 1, authority);
+    if path == "/" {
+        b.push(0x84);
+    } else {
+        literal_indexed_name(&mut b, 4, path);
+    }
+    let mut has_length = false;
+    for (name, value) in headers {
+        let name = name.to_ascii_lowercase();
+        if HOP_BY_HOP.contains(&name.as_str()) {
+            continue;
+        }
+        has_length |= name == "content-length";
+        literal_new_name(&mut b, &name, value);
+    }
+    if let (Some(n), false) = (body_len, has_length) {
+        literal_new_name(&mut b, "content-length", &n.to_string());
+    }
+    b
+}
+
+/// Literal header field without indexing, name from the static table (4-bit prefix).
+fn literal_indexed_name(b: &mut Vec<u8>, index: usize, value: &str) {
+    let _ = encode_integer_into(index, 4, 0x00, b);
+    string(b, value.as_bytes());
+}
+
+/// Literal header field without indexing, new name.
+fn literal_new_name(b: &mut Vec<u8>, name: &str, value: &str) {
+    b.push(0x00);
+    string(b, name.as_bytes());
+    string(b, value.as_bytes());
+}
+
+/// A string literal without Huffman coding (7-bit length prefix).
+fn string(b: &mut Vec<u8>, s: &[u8]) {
+    let _ = encode_integer_into(s.len(), 7, 0x00, b);
+    b.extend_from_slice(s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(block: &[u8]) -> Vec<(String, String)> {
+        let mut d = loona_hpack::Decoder::new();
+        let mut out = Vec::new();
+        d.decode_with_cb(block, |n, v| {
+            out.push((
+                String::from_utf8_lossy(&n).into_owned(),
+                String::from_utf8_lossy(&v).into_owned(),
+            ))
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_block_decodes_to_the_request_and_leaves_the_table_alone() {
+        let headers = vec![
+            ("X-Trace".to_string(), "abc".to_string()),
+            ("Connection".to_string(), "close".to_string()),
+            ("Host".to_string(), "ignored".to_string()),
+        ];
+        let block = header_block(
+            "POST",
+            "https",
+            "localhost:8443",
+            "/a?b=1",
+            &headers,
+            Some(5),
+        );
+        let mut d = loona_hpack::Decoder::new();
+        for _ in 0..2 {
+            // The same bytes decode the same way on the same connection: no table entries.
+            let mut got = Vec::new();
+            d.decode_with_cb(&block, |n, v| got.push((n.into_owned(), v.into_owned())))
+                .unwrap();
+            let got: Vec<(String, String)> = got
+                .into_iter()
+                .map(|(n, v)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (":method", "POST"),
+                    (":scheme", "https"),
+                    (":authority", "localhost:8443"),
+                    (":path", "/a?b=1"),
+                    ("x-trace", "abc"),
+                    ("content-length", "5"),
+                ]
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+            );
+        }
+        let get = decoded(&header_block("GET", "http", "h", "/", &[], None));
+        assert_eq!(get[0], (":method".into(), "GET".into()));
+        assert_eq!(get[3], (":path".into(), "/".into()));
+        let long = "/".to_string() + &"x".repeat(300);
+        let put = decoded(&header_block("PUT", "http", "h", &long, &[], None));
+        assert_eq!(put[0].1, "PUT");
+        assert_eq!(put[3].1, long);
+    }
+}
