@@ -163,7 +163,9 @@ fn shortfall(cfg: &RunConfig, r: &RunResult) -> Option<Shortfall> {
 /// CPUs. A correctly pinned run is busy too, and does not warn.
 fn shared_cpu(r: &RunResult, ctx: &Context, server_pid: Option<i32>) -> Option<SharedCpu> {
     let samples = &r.machine.samples;
-    if samples.is_empty() || r.elapsed_s <= 0.0 {
+    // volley's CPU runs from the start to the end of the drain; over a window this short
+    // (a few requests) dividing it by the window would claim more cores than the machine has.
+    if samples.is_empty() || r.elapsed_s < SHARED_MIN_WINDOW_S {
         return None;
     }
     let idle_pct = samples.iter().map(|s| s.idle_pct).sum::<f64>() / samples.len() as f64;
@@ -185,17 +187,21 @@ fn shared_cpu(r: &RunResult, ctx: &Context, server_pid: Option<i32>) -> Option<S
         return None;
     }
     let cores = cpus::online() as f64;
+    let busy_cores = (100.0 - idle_pct) / 100.0 * cores;
     Some(SharedCpu {
         idle_pct,
-        client_cores: (r.client.cpu_user_s + r.client.cpu_sys_s) / r.elapsed_s,
+        client_cores: ((r.client.cpu_user_s + r.client.cpu_sys_s) / r.elapsed_s).min(busy_cores),
         server_cores: r
             .server
             .as_ref()
             .filter(|s| s.window_s > 0.0)
             .map(|s| (s.cpu_user_s + s.cpu_sys_s) / s.window_s),
-        busy_cores: (100.0 - idle_pct) / 100.0 * cores,
+        busy_cores,
     })
 }
+
+/// The shortest measured window the shared-machine check judges (see [`shared_cpu`]).
+const SHARED_MIN_WINDOW_S: f64 = 0.5;
 
 #[cfg(test)]
 mod tests {
@@ -239,6 +245,21 @@ mod tests {
         assert!(
             text.contains("taskset") && text.contains("client_cpus"),
             "{text}"
+        );
+        // A window of a few milliseconds is not judged (its cores would be volley's start-up
+        // and drain divided by almost nothing).
+        let mut short = run(0.8);
+        short.elapsed_s = 0.01;
+        assert!(shared_cpu(&short, &ctx(&all, None), None).is_none());
+        // volley cannot have used more cores than were busy.
+        let mut heavy = run(0.8);
+        heavy.client.cpu_user_s = 100.0;
+        let c = shared_cpu(&heavy, &ctx(&all, None), None).unwrap();
+        assert!(
+            c.client_cores <= c.busy_cores,
+            "{} > {}",
+            c.client_cores,
+            c.busy_cores
         );
         // A correctly pinned suite cell is just as busy, and does not warn.
         assert!(shared_cpu(&busy, &ctx("0", Some("1")), None).is_none());
