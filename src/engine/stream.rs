@@ -119,6 +119,7 @@ impl Stream {
                     head: Head::default(),
                     pending: None,
                     peer_closed: false,
+                    finished_pending: false,
                 })))
             }
         }
@@ -227,6 +228,8 @@ pub struct TlsStream {
     pending: Option<io::Result<usize>>,
     /// The server ended the stream (close_notify or its FIN): nothing to say back.
     peer_closed: bool,
+    /// The handshake ended with the client's last flight still to send (see `handshake`).
+    finished_pending: bool,
 }
 
 impl Drop for TlsStream {
@@ -267,13 +270,17 @@ impl TlsStream {
     /// Drives the handshake as far as the socket allows.
     pub fn handshake(&mut self) -> Handshake {
         loop {
+            if !self.conn.is_handshaking() {
+                // The client's last flight (its Finished) is not flushed here: it leaves with
+                // the first request in one write ([`Stream::write`]), or with the flush the
+                // worker makes when no request waits.
+                self.finished_pending = self.conn.wants_write();
+                return Handshake::Done;
+            }
             match self.flush_tls() {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Handshake::Pending,
                 Err(e) => return Handshake::Failed(HandshakeError::Io(e)),
-            }
-            if !self.conn.is_handshaking() {
-                return Handshake::Done;
             }
             let mut rd = Counting {
                 socket: &mut self.socket,
@@ -390,8 +397,13 @@ impl TlsStream {
     }
 
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // Nothing new while the last records are not on the wire: the socket is full.
-        self.flush_tls()?;
+        // Nothing new while the last records are not on the wire: the socket is full. Only
+        // the handshake's last flight may wait for the first request, to share its write.
+        if std::mem::take(&mut self.finished_pending) {
+            // Nothing of it was tried yet: the socket has room.
+        } else {
+            self.flush_tls()?;
+        }
         let n = self.conn.writer().write(buf)?;
         match self.flush_tls() {
             Ok(()) => Ok(n),
