@@ -104,7 +104,7 @@ pub enum Handshake {
 
 impl Stream {
     /// `socket`, with TLS when `tls` is given (the handshake starts on the first
-    /// [`Stream::handshake`]).
+    /// [`TlsStream::handshake`]).
     pub fn new(socket: Socket, tls: Option<&TlsClient>) -> io::Result<Stream> {
         match tls {
             None => Ok(Stream::Plain(socket)),
