@@ -256,10 +256,13 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let spawned = Instant::now();
     std::thread::sleep(Duration::from_millis(1500));
     let t = Instant::now();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // volley ran at most this long before Ctrl-C (less when it was slow to start).
+    let wall = t.duration_since(spawned).as_secs_f64();
     let out = child.wait_with_output().unwrap();
     assert!(
         t.elapsed() < Duration::from_secs(5),
@@ -278,7 +281,9 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
     assert_eq!(j["interrupted"], true);
     assert!(j["requests"]["completed"].as_u64().unwrap() > 0);
     let el = j["elapsed_s"].as_f64().unwrap();
-    assert!((1.0..4.0).contains(&el), "elapsed {el}");
+    // Up to the Ctrl-C (plus its noticing and at most a second of drain), not the 30 s asked
+    // for.
+    assert!(el > 0.0 && el <= wall + 1.5, "elapsed {el} after {wall} s");
     assert_invariant(&j);
 }
 
