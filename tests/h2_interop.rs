@@ -27,7 +27,8 @@ fn nginx() -> Option<String> {
         .map(|p| p.to_string())
 }
 
-/// nginx on a free port with `listen … http2` (h2c), answering `.` to everything.
+/// nginx on a free port with `listen … http2` (h2c), answering `.` to everything; one
+/// process (`master_process off`), so stopping it leaves no worker behind.
 fn start(dir: &std::path::Path) -> (Nginx, u16) {
     let bin = nginx().expect("nginx is needed (servers/install.sh installs it)");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -36,7 +37,7 @@ fn start(dir: &std::path::Path) -> (Nginx, u16) {
         .unwrap()
         .port();
     let conf = format!(
-        "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+        "master_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
          events {{ worker_connections 64; }}\n\
          http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};\n\
          fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
