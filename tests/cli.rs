@@ -47,6 +47,19 @@ fn bad_flags_exit_2_naming_the_flag() {
         2,
         "--unix-socket /no/such.sock",
     );
+    expect(
+        &[
+            "serve",
+            "--port",
+            "0",
+            "--tls-cert",
+            "/no/c.pem",
+            "--tls-key",
+            "/no/k.pem",
+        ],
+        2,
+        "--tls-cert /no/c.pem",
+    );
     expect(&["run", "http://127.0.0.1:99999/"], 2, "port");
     expect(&["run", url, "-c", "0"], 2, "-c/--connections");
     expect(&["run", url, "-t", "0"], 2, "-t/--threads");

@@ -44,7 +44,7 @@ pub fn execute(args: &ServeArgs) -> ExitCode {
     {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("volley serve: --tls-cert/--tls-key: {e}");
+            eprintln!("volley serve: {e}");
             return ExitCode::Usage;
         }
     };

@@ -133,6 +133,13 @@ impl Stream {
         }
     }
 
+    fn socket_mut(&mut self) -> &mut Socket {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => &mut t.socket,
+        }
+    }
+
     /// Reads decrypted bytes; fewer than `buf.len()` means the socket is drained.
     #[inline]
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -172,38 +179,27 @@ impl Stream {
     }
 }
 
+impl Socket {
+    /// What epoll registers: the socket itself, plain or under TLS.
+    fn source(&mut self) -> &mut dyn Source {
+        match self {
+            Socket::Tcp(s) => s,
+            Socket::Unix(s) => s,
+        }
+    }
+}
+
 impl Source for Stream {
     fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
-        match self {
-            Stream::Plain(Socket::Tcp(s)) => s.register(r, t, i),
-            Stream::Plain(Socket::Unix(s)) => s.register(r, t, i),
-            Stream::Tls(x) => match &mut x.socket {
-                Socket::Tcp(s) => s.register(r, t, i),
-                Socket::Unix(s) => s.register(r, t, i),
-            },
-        }
+        self.socket_mut().source().register(r, t, i)
     }
 
     fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
-        match self {
-            Stream::Plain(Socket::Tcp(s)) => s.reregister(r, t, i),
-            Stream::Plain(Socket::Unix(s)) => s.reregister(r, t, i),
-            Stream::Tls(x) => match &mut x.socket {
-                Socket::Tcp(s) => s.reregister(r, t, i),
-                Socket::Unix(s) => s.reregister(r, t, i),
-            },
-        }
+        self.socket_mut().source().reregister(r, t, i)
     }
 
     fn deregister(&mut self, r: &Registry) -> io::Result<()> {
-        match self {
-            Stream::Plain(Socket::Tcp(s)) => s.deregister(r),
-            Stream::Plain(Socket::Unix(s)) => s.deregister(r),
-            Stream::Tls(x) => match &mut x.socket {
-                Socket::Tcp(s) => s.deregister(r),
-                Socket::Unix(s) => s.deregister(r),
-            },
-        }
+        self.socket_mut().source().deregister(r)
     }
 }
 

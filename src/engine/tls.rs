@@ -97,11 +97,7 @@ pub fn client(spec: &TlsSpec, host: &str, connections: usize) -> Result<TlsClien
             } else {
                 "--cert"
             };
-            let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| TlsSetupError::File {
-                flag,
-                path: key_path.display().to_string(),
-                reason: format!("no private key found ({e}); expected PEM"),
-            })?;
+            let key = private_key(flag, key_path)?;
             builder
                 .with_client_auth_cert(chain, key)
                 .map_err(|e| TlsSetupError::Config(format!("--cert/--key: {e}")))?
@@ -138,8 +134,20 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsSetupError> {
     Ok(roots)
 }
 
-/// Every certificate of a PEM file; none is an error.
-fn certificates(
+/// The private key in a PEM file named by `flag`.
+pub fn private_key(
+    flag: &'static str,
+    path: &Path,
+) -> Result<PrivateKeyDer<'static>, TlsSetupError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsSetupError::File {
+        flag,
+        path: path.display().to_string(),
+        reason: format!("no private key found ({e}); expected PEM"),
+    })
+}
+
+/// Every certificate of a PEM file named by `flag`; none is an error.
+pub fn certificates(
     flag: &'static str,
     path: &Path,
 ) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {

@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
+
+use crate::engine::tls;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -93,21 +93,17 @@ pub fn listen(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
 }
 
 /// The TLS settings of an HTTPS server from a PEM certificate chain and its private key.
+/// Errors name the flag and file (`--tls-cert PATH: no certificate in the file …`).
 pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
-    let chain = CertificateDer::pem_file_iter(cert)
-        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{}: {e}", cert.display()))?;
-    if chain.is_empty() {
-        return Err(format!("{}: no certificate (expected PEM)", cert.display()));
-    }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let chain = tls::certificates("--tls-cert", cert).map_err(|e| e.to_string())?;
+    let key = tls::private_key("--tls-key", key).map_err(|e| e.to_string())?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_single_cert(chain, key)
-        .map_err(|e| format!("the certificate and key: {e}"))?;
+        .map_err(|e| format!("--tls-cert/--tls-key: the certificate and key: {e}"))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
@@ -411,7 +407,13 @@ mod tests {
             "{text}"
         );
         assert_eq!(server.requests.load(Ordering::Relaxed), 1);
-        assert!(tls_config(&key_path, &key_path).is_err());
+        let e = tls_config(&key_path, &key_path).unwrap_err();
+        assert!(
+            e.starts_with("--tls-cert ") && e.contains("no certificate"),
+            "{e}"
+        );
+        let e = tls_config(&cert_path, &cert_path).unwrap_err();
+        assert!(e.starts_with("--tls-key "), "{e}");
     }
 
     #[test]
