@@ -9,6 +9,8 @@
 #   suite     the suite TOML loader (seeded with suites/*.toml)
 #   result    RunResult and suite.json readers, report rendering, histogram decoding (seeded
 #             with tests/fixtures/report/)
+#   h2        the HTTP/2 client connection (H2Conn) fed a server's bytes in fuzzer-chosen
+#             pieces, in one piece and byte by byte: events, floods, windows, HPACK
 #
 # The checks are volley::fuzzing::check_<target>; inputs kept in fuzz/regressions/<target>/
 # seed the runs and are replayed by `cargo test --test fuzz_regressions`. The growing corpus
@@ -19,7 +21,7 @@
 #   RESPONSE_SECONDS=900      seconds for response (10^7 executions take ~400-900 s here)
 #   SANITIZER=none            cargo fuzz's -s: none (the parsers fuzzed are safe Rust; AddressSanitizer only
 #                             made the runs 2-15x slower) or address
-#   TARGETS="response units suite result"
+#   TARGETS="response units suite result h2"
 #   FUZZ_CPU=auto             the CPU the fuzzer is pinned to (taskset, when it exists); auto:
 #                             the idlest CPU over the second before each target (a CPU that
 #                             other work keeps busy starved a pinned fuzzer here)
@@ -41,7 +43,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-60}
 RESPONSE_SECONDS=${RESPONSE_SECONDS:-900}
 SANITIZER=${SANITIZER:-none}
-TARGETS=${TARGETS:-response units suite result}
+TARGETS=${TARGETS:-response units suite result h2}
 FUZZ_CPU=${FUZZ_CPU:-auto}
 RSS_LIMIT_MB=${RSS_LIMIT_MB:-2048}
 TIMEOUT_S=${TIMEOUT_S:-10}
@@ -104,6 +106,8 @@ for t in $TARGETS; do
     case $t in
     # 1 KiB holds several responses with every framing; twice the executions of 4 KiB inputs.
     response) extra=(-max_len=1024) ;;
+    # 4 KiB: a few exchanges with CONTINUATIONs; the floods' bounds are seeded (regressions/h2).
+    h2) extra=(-max_len=4096) ;;
     suite) seeds+=("$ROOT/suites") ;;
     result) for d in "$ROOT"/tests/fixtures/report/*/runs "$ROOT"/tests/fixtures/report; do [[ -d $d ]] && seeds+=("$d"); done ;;
     esac

@@ -1,11 +1,16 @@
 #!/bin/sh
 # Installs what the tests need beyond Rust and the reference servers' tools: headless Chromium,
 # which tests/html.rs uses to load the HTML report as a person would (Debian's `chromium`
-# package, from apt, only when /usr/bin/chromium is missing). Idempotent, non-interactive, and
-# quiet when everything is present. Needs root or sudo to install.
+# package), and nghttp2's clients h2load and nghttp, which tests/reference_servers.rs uses as
+# independent HTTP/2 peers (Debian's `nghttp2-client`); from apt, only when missing.
+# Idempotent, non-interactive, and quiet when everything is present. Needs root or sudo.
 set -eu
 
-if [ -x /usr/bin/chromium ]; then
+pkgs=""
+[ -x /usr/bin/chromium ] || pkgs="$pkgs chromium"
+{ command -v h2load >/dev/null 2>&1 && command -v nghttp >/dev/null 2>&1; } ||
+    pkgs="$pkgs nghttp2-client"
+if [ -z "$pkgs" ]; then
     exit 0
 fi
 
@@ -14,8 +19,8 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo >/dev/null 2>&1; then
     sudo="sudo"
 else
-    echo "install-test-deps.sh: headless Chromium (/usr/bin/chromium) is needed by" \
-        "tests/html.rs: run as root, or install sudo, or run: apt-get install chromium" >&2
+    echo "install-test-deps.sh: needed by the tests:$pkgs: run as root, or install sudo," \
+        "or run: apt-get install$pkgs" >&2
     exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -26,9 +31,10 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >/dev/null
-$sudo apt-get install -y -qq chromium >/dev/null
+# shellcheck disable=SC2086 # the package list is split on purpose
+$sudo apt-get install -y -qq $pkgs >/dev/null
 if [ ! -x /usr/bin/chromium ]; then
     echo "install-test-deps.sh: apt-get installed chromium but /usr/bin/chromium is missing" >&2
     exit 1
 fi
-echo "installed: chromium"
+echo "installed:$pkgs"

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::config::suite::{SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
 use crate::config::{parse_url, threshold};
+use crate::engine::h2::conn::{Event as H2Event, H2Conn, H2Error, MAX_QUEUED_ACKS, RECEIVE_WINDOW};
 use crate::engine::response::{ParseError, Response, ResponseParser, MAX_HEAD_BYTES};
 use crate::report::{Format, Report};
 use crate::result::{RunResult, SuiteIndex};
@@ -344,5 +345,210 @@ fn render_all(report: &Report) {
         Format::Html,
     ] {
         let _ = f.reporter().render(report);
+    }
+}
+
+/// What one HTTP/2 connection's server bytes turned into: the events in order, and the error
+/// that ended the connection, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct H2Outcome {
+    /// Every event `feed` reported.
+    pub events: Vec<H2Event>,
+    /// The connection error, if any.
+    pub error: Option<H2Error>,
+}
+
+/// How the `h2` target sets up a connection (from the input's first byte).
+#[derive(Debug, Clone, Copy)]
+pub struct H2Setup {
+    /// Streams opened before any byte is fed.
+    pub streams: u32,
+    /// Request body bytes per stream.
+    pub body: usize,
+    /// The receive window announced.
+    pub window: u32,
+    /// Whether the caller takes all of `out` after every `feed` (the socket wrote it).
+    pub drain: bool,
+}
+
+/// The request body of a stream when the `h2` input asks for one: small enough that windows
+/// of a few bytes still send it in a bounded number of frames.
+const H2_FUZZ_BODY: usize = 100;
+
+/// Opens `setup.streams` streams on a fresh connection, then feeds `wire` in pieces whose
+/// lengths cycle through `splits` (0: the whole rest), checking `H2Conn`'s promises after
+/// every call: events name only streams that were opened, a stream has at most one head,
+/// body bytes only after it, at most one end (End or Reset) and nothing after that or after a
+/// GOAWAY that did not process it; `out` grows by a bounded amount whatever the server sends.
+pub fn run_h2(wire: &[u8], setup: H2Setup, splits: &[usize]) -> H2Outcome {
+    let body: std::sync::Arc<[u8]> = vec![b'b'; setup.body].into();
+    let mut c = H2Conn::new(body, setup.window);
+    let opened: Vec<u32> = (0..setup.streams)
+        .map(|_| c.open_stream(&[0x82, 0x86, 0x84, 0x41, 0x01, b'h']))
+        .collect();
+    let base = c.out.len();
+    let mut checker = H2Checker::new(opened);
+    let mut events = Vec::new();
+    let mut pos = 0usize;
+    let mut k = 0usize;
+    while pos < wire.len() {
+        let step = match splits.get(k % splits.len().max(1)) {
+            Some(&s) if s > 0 => s,
+            _ => wire.len() - pos,
+        };
+        k += 1;
+        let piece = &wire[pos..(pos + step).min(wire.len())];
+        pos += piece.len();
+        let r = c.feed(piece, &mut |e| {
+            checker.check(&e);
+            events.push(e);
+        });
+        let bound = h2_out_bound(base, wire.len(), setup);
+        assert!(
+            c.out.len() <= bound,
+            "out grew to {} bytes (bound {bound})",
+            c.out.len()
+        );
+        assert!(c.open_streams() <= setup.streams as usize);
+        if let Err(e) = r {
+            assert!(e.0.ends_with(')'), "an error without its HTTP/2 code: {e}");
+            return H2Outcome {
+                events,
+                error: Some(e),
+            };
+        }
+        if setup.drain {
+            c.out.clear();
+        }
+    }
+    H2Outcome {
+        events,
+        error: None,
+    }
+}
+
+/// The most `out` may hold after a client queued `base` bytes and then read `wire_len`
+/// server bytes without writing anything: every acknowledgement allowed, window updates
+/// (a connection and a stream one per half window read), and the request bodies (a byte
+/// per frame at worst, 10 bytes on the wire each).
+fn h2_out_bound(base: usize, wire_len: usize, setup: H2Setup) -> usize {
+    let acks = (MAX_QUEUED_ACKS + 1) * 17;
+    let updates = 26 * (wire_len / (setup.window as usize / 2) + 1) * (setup.streams as usize + 1);
+    let bodies = setup.streams as usize * setup.body * 10;
+    base + acks + updates + bodies
+}
+
+/// The per-stream promises of `H2Conn`'s events.
+struct H2Checker {
+    opened: Vec<u32>,
+    headed: Vec<u32>,
+    ended: Vec<u32>,
+    /// The last stream of the first GOAWAY: streams above it get no more events.
+    goaway: Option<u32>,
+}
+
+impl H2Checker {
+    fn new(opened: Vec<u32>) -> Self {
+        H2Checker {
+            opened,
+            headed: Vec::new(),
+            ended: Vec::new(),
+            goaway: None,
+        }
+    }
+
+    fn check(&mut self, e: &H2Event) {
+        let stream = match e {
+            H2Event::Settings { .. } => return,
+            H2Event::GoAway { last_stream, .. } => {
+                self.goaway = Some(self.goaway.map_or(*last_stream, |l| l.min(*last_stream)));
+                return;
+            }
+            H2Event::Head { stream, status } => {
+                assert!((200..1000).contains(status), "a head with status {status}");
+                assert!(!self.headed.contains(stream), "a second head: {e:?}");
+                self.headed.push(*stream);
+                *stream
+            }
+            H2Event::Data { stream, len } => {
+                assert!(*len > 0, "empty data reported: {e:?}");
+                assert!(self.headed.contains(stream), "data before the head: {e:?}");
+                *stream
+            }
+            H2Event::End { stream } => {
+                assert!(self.headed.contains(stream), "an end without a head: {e:?}");
+                self.ended.push(*stream);
+                *stream
+            }
+            H2Event::Reset { stream, .. } => {
+                self.ended.push(*stream);
+                *stream
+            }
+        };
+        assert!(
+            self.opened.contains(&stream),
+            "an event for a stream never opened: {e:?}"
+        );
+        assert!(
+            self.ended.iter().filter(|s| **s == stream).count() <= 1,
+            "a second end: {e:?}"
+        );
+        if !matches!(e, H2Event::End { .. } | H2Event::Reset { .. }) {
+            assert!(
+                !self.ended.contains(&stream),
+                "an event after the end: {e:?}"
+            );
+        }
+        assert!(
+            self.goaway.is_none_or(|last| stream <= last),
+            "an event for a stream GOAWAY did not process: {e:?}"
+        );
+    }
+}
+
+/// Fuzz target `h2`: byte 0 sets up the client (bits 0-1: 1 to 4 streams; bit 2: each sends
+/// a 100-byte body; bit 3: a 65,535-byte receive window instead of 2^31 − 1; bit 4: `out` is
+/// drained after every `feed`), bytes 1-3 the piece lengths (0: the rest); the remaining bytes
+/// are what the server sent. Besides the promises of `run_h2`, the same bytes fed in one
+/// piece, byte by byte and in the chosen pieces give the same events and the same error
+/// (with `out` never drained, so acknowledgement counts do not depend on the pieces).
+pub fn check_h2(data: &[u8]) {
+    let Some((setup, splits, wire)) = h2_input(data) else {
+        return;
+    };
+    let kept = H2Setup {
+        drain: false,
+        ..setup
+    };
+    let whole = run_h2(wire, kept, &[0]);
+    let bytewise = run_h2(wire, kept, &[1]);
+    let split = run_h2(wire, kept, &splits);
+    for (name, o) in [("byte by byte", &bytewise), ("in pieces", &split)] {
+        assert_eq!(whole, *o, "one piece and {name} differ");
+    }
+    if setup.drain {
+        run_h2(wire, setup, &splits);
+    }
+}
+
+/// An `h2` input read as `check_h2` reads it: the set-up, the piece lengths, the server's
+/// bytes (`None` when shorter than 4 bytes).
+pub fn h2_input(data: &[u8]) -> Option<(H2Setup, [usize; 3], &[u8])> {
+    match data {
+        [flags, a, b, c, wire @ ..] => Some((
+            H2Setup {
+                streams: u32::from(flags & 3) + 1,
+                body: if flags & 4 != 0 { H2_FUZZ_BODY } else { 0 },
+                window: if flags & 8 != 0 {
+                    65_535
+                } else {
+                    RECEIVE_WINDOW
+                },
+                drain: flags & 16 != 0,
+            },
+            [*a as usize, *b as usize, *c as usize],
+            wire,
+        )),
+        _ => None,
     }
 }

@@ -31,7 +31,8 @@ class H(http.server.BaseHTTPRequestHandler):
 
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), H)
 cert, key = os.environ.get("TLS_CERT"), os.environ.get("TLS_KEY")
-print("given", cert or "-", key or "-", os.environ.get("TMPDIR", "-"), file=sys.stderr, flush=True)
+print("given", cert or "-", key or "-", os.environ.get("TMPDIR", "-"), os.environ.get("H2C", "-"),
+      file=sys.stderr, flush=True)
 if cert:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
@@ -131,16 +132,70 @@ fn a_server_answering_plain_http_on_an_https_cell_fails_saying_so() {
 }
 
 #[test]
-fn http2_is_refused_at_its_line_for_now() {
+fn an_unknown_protocol_is_refused_at_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let suite = "[suite]\nname = \"tls\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n\
-                 [[scenario]]\nname = \"get\"\nprotocol = [\"https\", \"h2\"]\n";
+                 [[scenario]]\nname = \"get\"\nprotocol = [\"https\", \"h3\"]\n";
     let (o, _) = common::bench_suite(dir.path(), suite, &["--dry-run"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("suite.toml:8:22: [[scenario]] \"get\": protocol: h2 is not supported yet"),
+        err.contains("suite.toml:8:22: [[scenario]] \"get\": protocol: unknown protocol `h3`"),
         "{err}"
+    );
+}
+
+/// The python server speaks HTTP/1.1 only: its h2 cell gets a certificate and `--http2` and
+/// fails at readiness because ALPN chose no h2; its h2c cell gets `H2C=1` and `--h2c` and fails
+/// because it answers the HTTP/2 preface in HTTP/1. A server whose `protocols` leave them out
+/// gets no such cells, and a note.
+#[test]
+fn http2_cells_start_their_server_for_their_protocol_and_name_one_that_does_not_speak_it() {
+    let dir = with_server();
+    let suite = "[suite]\nname = \"h2\"\nduration = \"300ms\"\n\
+         [[server]]\nname = \"py\"\nstart = \"exec python3 server.py\"\nready_timeout = \"20s\"\n\
+         [[server]]\nname = \"old\"\nstart = \"exec python3 server.py\"\nprotocols = [\"http/1.1\"]\n\
+         [[scenario]]\nname = \"get\"\nprotocol = [\"h2\", \"h2c\"]\n";
+    let (o, out) = common::bench_suite(dir.path(), suite, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("old: its h2, h2c cells are not run (protocols = [\"http/1.1\"])"),
+        "{stderr}"
+    );
+    let idx = index(&out);
+    let rows = idx["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{}", text(&o));
+    let (h2, h2c) = (&rows[0], &rows[1]);
+    assert_eq!(
+        (&h2["server"], &h2c["server"]),
+        (&"py".into(), &"py".into())
+    );
+    let flags = |r: &Value| r["flags"].to_string();
+    assert!(flags(h2).contains("--http2") && flags(h2c).contains("--h2c"));
+    let reason = |r: &Value| r["reason"].as_str().unwrap_or("").to_string();
+    assert!(
+        reason(h2).contains("did not choose h2 by ALPN (it answered no ALPN protocol)"),
+        "{h2}"
+    );
+    assert!(reason(h2c).contains("does it read H2C=1?"), "{h2c}");
+    let log = |r: &Value| std::fs::read_to_string(out.join(r["log"].as_str().unwrap())).unwrap();
+    let given_line = |r: &Value| {
+        let log = log(r);
+        let line = log
+            .lines()
+            .find(|l| l.starts_with("given "))
+            .map(str::to_string);
+        line.unwrap_or_else(|| panic!("no `given` line in {log}"))
+    };
+    let (h2_given, h2c_given) = (given_line(h2), given_line(h2c));
+    assert!(
+        h2_given.contains("cert.pem") && h2_given.ends_with(" -"),
+        "{h2_given}"
+    );
+    assert!(
+        h2c_given.starts_with("given - - ") && h2c_given.ends_with(" 1"),
+        "{h2c_given}"
     );
 }
 

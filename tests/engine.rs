@@ -31,6 +31,11 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
         think_time: Duration::ZERO,
         ramp: None,
         tls: None,
+        http: volley::plan::HttpVersion::Http1,
+        h2: volley::plan::H2Spec {
+            streams: 1,
+            window: volley::plan::DEFAULT_H2_WINDOW,
+        },
     }
 }
 

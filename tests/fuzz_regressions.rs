@@ -57,3 +57,8 @@ fn suite() {
 fn result() {
     replay("result", volley::fuzzing::check_result);
 }
+
+#[test]
+fn h2() {
+    replay("h2", volley::fuzzing::check_h2);
+}

@@ -2,67 +2,25 @@
 //! h2c with prior knowledge. Requests on several streams at once, responses and their ends
 //! decoded, the server's SETTINGS honoured. Needs nginx (the reference servers' suite does).
 
+#[path = "common/nginx.rs"]
+mod nginx;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use volley::engine::h2::conn::{Event, H2Conn};
 use volley::engine::h2::request::header_block;
 
-struct Nginx(Child);
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn nginx() -> Option<String> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .map(|p| p.to_string())
-}
-
-/// nginx on a free port with `listen … http2` (h2c), answering `.` to everything; one
-/// process (`master_process off`), so stopping it leaves no worker behind.
-fn start(dir: &std::path::Path) -> (Nginx, u16) {
-    let bin = nginx().expect("nginx is needed (servers/install.sh installs it)");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let conf = format!(
-        "master_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-         events {{ worker_connections 64; }}\n\
-         http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};\n\
-         fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
-         server {{ listen 127.0.0.1:{port} http2; http2_max_concurrent_streams 8;\n\
-         location / {{ return 200 '.'; }} }} }}\n",
-        d = dir.display()
+/// nginx on a free port with `listen … http2` (h2c), answering `.` to everything.
+fn start(dir: &std::path::Path) -> (nginx::Nginx, u16) {
+    let port = nginx::free_port();
+    let server = format!(
+        "server {{ listen 127.0.0.1:{port} http2; http2_max_concurrent_streams 8;\n\
+         location / {{ return 200 '.'; }} }}"
     );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let child = Command::new(bin)
-        .arg("-p")
-        .arg(dir)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .args(["-g", "daemon off;"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let n = Nginx(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nginx did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (n, port)
+    (nginx::start(dir, &server, &[port]), port)
 }
 
 #[test]
@@ -71,7 +29,10 @@ fn streams_to_nginx_over_h2c_complete_with_their_status() {
     let (_nginx, port) = start(dir.path());
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut c = H2Conn::new(Arc::from(&b""[..]));
+    let mut c = H2Conn::new(
+        Arc::from(&b""[..]),
+        volley::engine::h2::conn::RECEIVE_WINDOW,
+    );
     let block = header_block("GET", "http", &format!("127.0.0.1:{port}"), "/", &[], None);
     let (mut heads, mut ends, mut max) = (Vec::new(), 0, 0);
     for _ in 0..3 {

@@ -1,9 +1,10 @@
 //! Every suite file the repository ships (`suites/`, `examples/`) is valid: a key renamed or a
 //! value refused later would otherwise surface only when someone runs that suite.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use volley::config::suite::SuiteConfig;
+use volley::config::suite::{Protocol, ServerKind, SuiteConfig};
 
 fn suite_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -20,18 +21,84 @@ fn suite_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn every_shipped_suite_file_parses() {
+/// Every shipped suite file, parsed.
+fn shipped() -> Vec<(PathBuf, SuiteConfig)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     suite_files(&root.join("suites"), &mut files);
     suite_files(&root.join("examples"), &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let suite = SuiteConfig::load(&f, 2).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            (f, suite)
+        })
+        .collect()
+}
+
+#[test]
+fn every_shipped_suite_file_parses() {
+    let suites = shipped();
     assert!(
-        files.iter().any(|f| f.ends_with("suites/protocols.toml")),
-        "{files:?}"
+        suites
+            .iter()
+            .any(|(f, _)| f.ends_with("suites/protocols.toml")),
+        "{:?}",
+        suites.iter().map(|(f, _)| f).collect::<Vec<_>>()
     );
-    for f in &files {
-        let suite = SuiteConfig::load(f, 2).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    for (f, suite) in &suites {
         assert!(!suite.servers.is_empty(), "{}", f.display());
+    }
+}
+
+/// A reference server (a folder under `servers/`) speaks the same protocols in every suite,
+/// and the protocols suite runs each server in every protocol it speaks: h2 and h2c for the
+/// four stacks that have HTTP/2, HTTP/1.1 and HTTPS only for java and python.
+#[test]
+fn reference_servers_list_the_same_protocols_everywhere() {
+    let mut seen: BTreeMap<String, (Vec<Protocol>, String)> = BTreeMap::new();
+    for (file, suite) in shipped() {
+        for s in &suite.servers {
+            let ServerKind::Managed(m) = &s.kind else {
+                continue;
+            };
+            let Ok(dir) = m.dir.strip_prefix("servers") else {
+                continue;
+            };
+            let dir = dir.display().to_string();
+            let here = file.display().to_string();
+            let (first, where_) = seen
+                .entry(dir.clone())
+                .or_insert_with(|| (s.protocols.clone(), here.clone()));
+            assert_eq!(
+                &s.protocols, first,
+                "servers/{dir}: protocols in {here} differ from {where_}"
+            );
+        }
+    }
+    let http1_only = [Protocol::Http1, Protocol::Https];
+    for (dir, (protocols, _)) in &seen {
+        let want: &[Protocol] = if dir == "java" || dir == "python" {
+            &http1_only
+        } else {
+            &Protocol::ALL
+        };
+        assert_eq!(protocols, want, "servers/{dir}");
+    }
+    assert_eq!(seen.len(), 6, "{seen:?}");
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let suite = SuiteConfig::load(&root.join("suites/protocols.toml"), 2).unwrap();
+    let used: Vec<Protocol> = suite
+        .scenarios
+        .iter()
+        .flat_map(|s| s.cells.iter().map(|c| c.protocol))
+        .collect();
+    for p in Protocol::ALL {
+        assert!(
+            used.contains(&p),
+            "protocols.toml has no {} cell",
+            p.as_str()
+        );
     }
 }

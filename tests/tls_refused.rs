@@ -164,13 +164,23 @@ fn a_certificate_chain_over_64_kib_exits_2_naming_the_bound() {
 }
 
 #[test]
-fn a_server_that_only_speaks_h2_exits_2_naming_the_alert() {
+fn a_server_that_only_speaks_h2_refuses_http1_1_naming_the_alert() {
     let p = pki();
     let leaf = p.ca.server(&["localhost"]);
     let config = tls::config(vec![leaf.der.clone()], leaf.key(), Versions::Both);
     let s = tls::serve(tls::with_alpn(config, &[b"h2"]), After::Answer);
     let url = s.url("localhost", "/");
-    let err = setup_failure(&["run", &url, "--cacert", &p.cacert, "-n", "5", "-c", "1"]);
+    let err = setup_failure(&[
+        "run",
+        &url,
+        "--cacert",
+        &p.cacert,
+        "--http1.1",
+        "-n",
+        "5",
+        "-c",
+        "1",
+    ]);
     assert!(err.contains("NoApplicationProtocol"), "{err}");
     assert_eq!(s.requests(), 0);
 }

@@ -1,3 +1,3 @@
 module volley/servers/go
 
-go 1.22
+go 1.24

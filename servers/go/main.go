@@ -1,5 +1,6 @@
 // Reference server for volley: Go standard library net/http, production defaults; HTTPS
-// when TLS_CERT and TLS_KEY are set.
+// (h2 and http/1.1 by ALPN) when TLS_CERT and TLS_KEY are set; HTTP/1.1 and cleartext HTTP/2
+// with prior knowledge (h2c) on the same port when H2C=1.
 package main
 
 import (
@@ -83,10 +84,18 @@ func main() {
 		IdleTimeout:       120 * time.Second,
 	}
 	// HTTPS when TLS_CERT and TLS_KEY name a PEM certificate chain and key: crypto/tls
-	// defaults (TLS 1.2 and 1.3, session tickets), and net/http offers h2 and http/1.1 in ALPN.
+	// defaults (TLS 1.2 and 1.3, session tickets), and net/http offers h2 and http/1.1 in ALPN
+	// (its default protocols, HTTP1 and HTTP2, with the bundled HTTP/2 server's defaults).
 	cert, key := os.Getenv("TLS_CERT"), os.Getenv("TLS_KEY")
 	if cert != "" && key != "" {
 		log.Fatal(srv.ListenAndServeTLS(cert, key))
+	}
+	// H2C=1: cleartext HTTP/2 with prior knowledge too. net/http tells the two apart by the
+	// HTTP/2 connection preface, so HTTP/1.1 clients are still served on the same port.
+	if os.Getenv("H2C") == "1" {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
 	log.Fatal(srv.ListenAndServe())
 }

@@ -1,10 +1,12 @@
-// Reference server for volley: Node.js built-in `http` module, production defaults; HTTPS
-// (the built-in `https` module) when TLS_CERT and TLS_KEY name a PEM certificate chain and key.
+// Reference server for volley: Node.js built-in `http` module, production defaults. When
+// TLS_CERT and TLS_KEY name a PEM certificate chain and key: HTTPS with the built-in `http2`
+// module, h2 and http/1.1 by ALPN. When H2C=1: cleartext HTTP/2 with prior knowledge (h2c)
+// with the `http2` module, and no HTTP/1.1 on that port (Node cannot serve both there).
 'use strict';
 
 const fs = require('node:fs');
 const http = require('node:http');
-const https = require('node:https');
+const http2 = require('node:http2');
 
 const port = Number(process.env.PORT || 8080);
 const DOT = Buffer.from('.');
@@ -69,15 +71,23 @@ function handle(req, res) {
   }
 }
 
-// Node's TLS defaults: TLS 1.2 and 1.3, session tickets; the https module answers ALPN with
-// http/1.1 (it speaks HTTP/1.1 only).
-const tls = process.env.TLS_CERT && process.env.TLS_KEY;
-const server = tls
-  ? https.createServer({
-    cert: fs.readFileSync(process.env.TLS_CERT),
-    key: fs.readFileSync(process.env.TLS_KEY),
-  }, handle)
-  : http.createServer(handle);
+// The same handler serves every protocol: over HTTP/2 `req` and `res` are the http2 module's
+// compatibility API (Http2ServerRequest/Response), which mirrors http's.
+function createServer() {
+  if (process.env.TLS_CERT && process.env.TLS_KEY) {
+    // Node's TLS defaults (TLS 1.2 and 1.3, session tickets) and HTTP/2 defaults; ALPN offers
+    // h2 and, with allowHTTP1, http/1.1, whose clients get Node's HTTP/1.1 server.
+    return http2.createSecureServer({
+      cert: fs.readFileSync(process.env.TLS_CERT),
+      key: fs.readFileSync(process.env.TLS_KEY),
+      allowHTTP1: true,
+    }, handle);
+  }
+  if (process.env.H2C === '1') return http2.createServer(handle);
+  return http.createServer(handle);
+}
+
+const server = createServer();
 
 server.listen(port, '127.0.0.1');
 

@@ -124,9 +124,11 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     let m = match measured {
         Ok(m) => m,
         // Found before any request was written: the server's TLS cannot be used.
-        Err(e @ (MeasureError::Handshake { .. } | MeasureError::SpeaksTls { .. })) => {
-            return fail(ExitCode::Usage, &e.to_string())
-        }
+        Err(
+            e @ (MeasureError::Handshake { .. }
+            | MeasureError::SpeaksTls { .. }
+            | MeasureError::NoH2 { .. }),
+        ) => return fail(ExitCode::Usage, &e.to_string()),
         Err(e) => return fail(ExitCode::Failed, &e.to_string()),
     };
     let mut code = write_outputs(&m.result, outputs, outcome_code(&m, cfg.allow_shortfall));

@@ -69,6 +69,16 @@ pub enum Flag {
     NoTlsResume,
     /// `--unix-socket`.
     UnixSocket,
+    /// `--http1.1`.
+    Http1,
+    /// `--http2`.
+    Http2,
+    /// `--h2c`.
+    H2c,
+    /// `--streams`.
+    Streams,
+    /// `--h2-window`.
+    H2Window,
 }
 
 /// (flag, as messages spell it, long name, suite scenario key).
@@ -140,6 +150,11 @@ const FLAGS: &[(Flag, &str, &str, &str)] = &[
         "unix-socket",
         "unix_socket",
     ),
+    (Flag::Http1, "--http1.1", "http1.1", "protocol"),
+    (Flag::Http2, "--http2", "http2", "protocol"),
+    (Flag::H2c, "--h2c", "h2c", "protocol"),
+    (Flag::Streams, "--streams", "streams", "streams"),
+    (Flag::H2Window, "--h2-window", "h2-window", "h2_window"),
 ];
 
 impl Flag {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use super::http::{h2_spec, http_version};
 use super::tls::{tls_spec, unix_socket};
 use super::{monitor_config, parse_url, threshold, ConfigError, Flag, RunConfig};
 use crate::plan::ramp::Ramp;
@@ -172,6 +173,29 @@ pub struct RunFlags {
     /// gives the Host header and the path (curl's spelling).
     #[arg(long, value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
+
+    /// Speak HTTP/1.1 only (https: offer only http/1.1 by ALPN).
+    #[arg(long = "http1.1")]
+    pub http1_1: bool,
+
+    /// https: speak HTTP/2; a server that does not choose h2 by ALPN ends the run (exit 2).
+    /// Without a version flag an https:// run speaks HTTP/2 when the server offers it.
+    #[arg(long)]
+    pub http2: bool,
+
+    /// http: speak HTTP/2 in cleartext with prior knowledge (curl's --http2-prior-knowledge).
+    #[arg(long, alias = "http2-prior-knowledge")]
+    pub h2c: bool,
+
+    /// HTTP/2: concurrent streams per connection (h2load's -m) [default: 1]; the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS caps it.
+    #[arg(long, value_parser = count, value_name = "N")]
+    pub streams: Option<u64>,
+
+    /// HTTP/2: receive window per stream and per connection, e.g. 1MiB
+    /// [default: 2GiB-1, the largest].
+    #[arg(long, value_parser = size, value_name = "BYTES")]
+    pub h2_window: Option<u64>,
 }
 
 /// Largest request body volley builds in memory.
@@ -201,6 +225,8 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     let mut target = parse_url(&a.url)?;
     target.unix_socket = unix_socket(a)?;
     let tls = tls_spec(a, target.scheme)?;
+    let http = http_version(a, target.scheme)?;
+    let h2 = h2_spec(a, http)?;
     let ramp = ramp_from_flags(a)?;
     let shape = shape(a)?;
     let Request {
@@ -250,6 +276,8 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         think_time: a.think_time.unwrap_or(Duration::ZERO),
         ramp,
         tls,
+        http,
+        h2,
     })
 }
 

@@ -5,6 +5,7 @@
 
 pub mod flag;
 pub mod flags;
+pub mod http;
 pub mod monitor;
 pub mod suite;
 pub mod threshold;

@@ -1,8 +1,10 @@
 //! One connection's state: the socket, the requests in flight on it (a sliding window of at
-//! most `--pipeline`), how far their bytes are written, and the response parser.
+//! most `--pipeline`, or HTTP/2 streams), how far their bytes are written, and the response
+//! parser (HTTP/1.1) or the HTTP/2 session.
 
 use std::collections::VecDeque;
 
+use super::h2::conn::H2Conn;
 use super::response::ResponseParser;
 use super::stream::Stream;
 pub use crate::stats::recorder::Phase;
@@ -24,6 +26,10 @@ pub struct InFlight {
     pub sent_counted: bool,
     /// Already resent once after a silent close.
     pub resent: bool,
+    /// HTTP/2: its stream (0: not opened yet; always 0 on HTTP/1.1).
+    pub stream: u32,
+    /// HTTP/2: the status of its response head, once it arrived (0: not yet).
+    pub status: u16,
 }
 
 impl InFlight {
@@ -37,6 +43,8 @@ impl InFlight {
             phase,
             sent_counted: false,
             resent: false,
+            stream: 0,
+            status: 0,
         }
     }
 }
@@ -91,6 +99,13 @@ pub struct Conn {
     pub flush_pending: bool,
     /// Run-clock ns before which this connection's user is thinking (`--think-time`).
     pub ready_ns: u64,
+    /// When the socket last became ready for requests (run-clock ns).
+    pub opened_ns: u64,
+    /// The HTTP/2 session, when the connection speaks HTTP/2 (boxed: most of a run's
+    /// connections are HTTP/1.1 ones or none at all, and the slot stays small).
+    pub h2: Option<Box<H2Conn>>,
+    /// HTTP/2: requests at the back of `inflight` waiting for a stream (not opened yet).
+    pub h2_queued: usize,
 }
 
 impl Conn {
@@ -110,6 +125,20 @@ impl Conn {
             in_free: false,
             flush_pending: false,
             ready_ns: 0,
+            opened_ns: 0,
+            h2: None,
+            h2_queued: 0,
+        }
+    }
+
+    /// How many requests the connection may hold now: the pipeline window on HTTP/1.1; on
+    /// HTTP/2 `streams` capped by the server's limit, none after its GOAWAY.
+    #[inline]
+    pub fn capacity(&self, pipeline: usize, streams: usize) -> usize {
+        match &self.h2 {
+            None => pipeline,
+            Some(h) if h.going_away() => 0,
+            Some(h) => streams.min(h.max_streams() as usize),
         }
     }
 
@@ -120,6 +149,8 @@ impl Conn {
         self.write_pos = 0;
         self.write_end = 0;
         self.responses = 0;
+        self.h2 = None;
+        self.h2_queued = 0;
     }
 
     /// Back-off after `failures` consecutive failed connects: 1 ms doubling to 100 ms, so a

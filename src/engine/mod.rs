@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use crate::plan::{LoadSpec, Plan, RequestTemplate};
+use crate::plan::{HttpVersion, LoadSpec, Plan, RequestTemplate};
 use crate::stats::recorder::{WorkerEnd, WorkerReport};
 use crate::stats::transport::TransportStats;
 use crate::stats::Aggregator;
@@ -38,29 +38,32 @@ pub struct Route {
     pub tls: Option<TlsClient>,
 }
 
-/// What a run's first exchanges found wrong with the server's TLS before any response: the
-/// run ends before requests are written, with this reason.
+/// What a run's first exchanges found wrong with the server's set-up before any response
+/// (its TLS, or the HTTP version asked for): the run ends with this reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TlsFailure {
+pub enum SetupFailure {
     /// An `https://` run whose handshakes fail on the server's set-up (its certificate, its
     /// TLS settings, no TLS at all): why.
     Handshake(String),
     /// An `http://` run whose server answered with TLS records: it speaks HTTPS there.
     SpeaksTls,
+    /// HTTP/2 was asked for (`--http2`, `--h2c`) and the server does not speak it there: why.
+    NoH2(String),
 }
 
-/// The run's first exchanges decide whether the server's TLS set-up fits the URL: a set-up
-/// failure (certificate, alert, not TLS — or TLS on an `http://` URL) before any response of
-/// the run ends the run, with its reason — not thousands of connect errors. With TLS 1.3 a
+/// The run's first exchanges decide whether the server's set-up fits the URL: a set-up
+/// failure (certificate, alert, not TLS — or TLS on an `http://` URL, or no HTTP/2 where it
+/// was asked for) before any response of the run ends the run, with its reason — not
+/// thousands of connect errors. With TLS 1.3 a
 /// server may refuse the client's certificate only after the client's side of the handshake
 /// ended, so the gate opens at the first response, not at the first handshake.
 #[derive(Debug, Default)]
-pub struct TlsGate {
+pub struct SetupGate {
     passed: AtomicBool,
-    failure: Mutex<Option<TlsFailure>>,
+    failure: Mutex<Option<SetupFailure>>,
 }
 
-impl TlsGate {
+impl SetupGate {
     /// A response arrived: later failures are counted as errors.
     #[inline]
     pub fn pass(&self) {
@@ -70,7 +73,7 @@ impl TlsGate {
     }
 
     /// A set-up failure: true when it ends the run (no response arrived before it).
-    pub fn fail(&self, failure: impl FnOnce() -> TlsFailure) -> bool {
+    pub fn fail(&self, failure: impl FnOnce() -> SetupFailure) -> bool {
         if self.passed.load(Ordering::Relaxed) {
             return false;
         }
@@ -79,7 +82,7 @@ impl TlsGate {
         true
     }
 
-    fn take(&self) -> Option<TlsFailure> {
+    fn take(&self) -> Option<SetupFailure> {
         self.failure
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -101,7 +104,7 @@ pub struct Shared {
     /// TLS for `https://`.
     pub tls: Option<TlsClient>,
     /// The first handshake's verdict.
-    pub tls_gate: TlsGate,
+    pub setup_gate: SetupGate,
     /// The request.
     pub template: RequestTemplate,
     /// The request bytes repeated `pipeline` times, so one write can carry a window (the
@@ -131,6 +134,16 @@ pub struct Shared {
     pub think_ns: u64,
     /// `--max-connections`: the open loop opens connections on demand.
     pub grow: bool,
+    /// Which HTTP the run speaks (HTTP/2 decided per connection for `https://` by ALPN).
+    pub http: HttpVersion,
+    /// HTTP/2: concurrent streams per connection (`--streams`).
+    pub streams: usize,
+    /// HTTP/2: the receive window connections announce.
+    pub h2_window: u32,
+    /// HTTP/2: the request's header block, the same on every stream (empty on HTTP/1.1 runs).
+    pub h2_block: Arc<[u8]>,
+    /// The request body (HTTP/2 sends it in DATA frames).
+    pub body: Arc<[u8]>,
 }
 
 /// Everything the engine measured.
@@ -154,9 +167,9 @@ pub struct EngineOutput {
     pub warmup_s: f64,
     /// Connect and handshake times of every worker, and what TLS negotiated.
     pub transport: TransportStats,
-    /// The server's TLS set-up did not fit the URL (see [`TlsGate`]): the run stopped before
+    /// The server's TLS set-up did not fit the URL (see [`SetupGate`]): the run stopped before
     /// any response; why.
-    pub tls_failure: Option<TlsFailure>,
+    pub setup_failure: Option<SetupFailure>,
 }
 
 impl Shared {
@@ -166,7 +179,7 @@ impl Shared {
         Shared {
             endpoint: route.endpoint,
             tls: route.tls,
-            tls_gate: TlsGate::default(),
+            setup_gate: SetupGate::default(),
             stream_bytes: if pipeline == 1 {
                 Arc::clone(&plan.template.bytes)
             } else {
@@ -185,6 +198,15 @@ impl Shared {
             ramp: spec.ramp.as_ref().map(|r| r.ramp.clone()),
             think_ns: spec.think_time.as_nanos() as u64,
             grow: spec.max_connections.is_some() && spec.is_open() && spec.ramp.is_none(),
+            http: spec.http,
+            streams: spec.h2.streams,
+            h2_window: spec.h2.window,
+            h2_block: if spec.http.may_be_h2() {
+                h2::request::for_spec(spec).into()
+            } else {
+                Arc::from(&[][..])
+            },
+            body: Arc::clone(&spec.body),
         }
     }
 }
@@ -256,7 +278,7 @@ pub fn run(
         interrupted: c.stop_seen > 0,
         warmup_s: warmup_end_ns as f64 / 1e9,
         transport,
-        tls_failure: shared.tls_gate.take(),
+        setup_failure: shared.setup_gate.take(),
     })
 }
 

@@ -16,10 +16,21 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error, NamedGroup};
 use rustls::{RootCertStore, SignatureScheme};
 
-use crate::plan::TlsSpec;
+use crate::plan::{HttpVersion, TlsSpec};
 
-/// ALPN protocols offered (HTTP/2 joins with its issue).
+/// ALPN name of HTTP/1.1.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+/// ALPN name of HTTP/2 over TLS.
+pub const ALPN_H2: &[u8] = b"h2";
+
+/// The ALPN protocols a run offers, preferred first: HTTP/2 when it may speak it.
+pub fn alpn_offer(http: HttpVersion) -> Vec<Vec<u8>> {
+    match http {
+        HttpVersion::Http1 | HttpVersion::H2c => vec![ALPN_HTTP1.to_vec()],
+        HttpVersion::Negotiate => vec![ALPN_H2.to_vec(), ALPN_HTTP1.to_vec()],
+        HttpVersion::H2 => vec![ALPN_H2.to_vec()],
+    }
+}
 
 /// What every connection of a run needs to start TLS: the shared configuration (with its
 /// session store) and the name the certificate must carry (SNI unless it is an address).
@@ -60,9 +71,15 @@ pub enum TlsSetupError {
     Config(String),
 }
 
-/// Builds the run's TLS client for `host` from `spec`. `connections` sizes the session store,
-/// so that every reconnecting connection can find a ticket to resume with.
-pub fn client(spec: &TlsSpec, host: &str, connections: usize) -> Result<TlsClient, TlsSetupError> {
+/// Builds the run's TLS client for `host` from `spec`, offering the ALPN protocols of `http`.
+/// `connections` sizes the session store, so that every reconnecting connection can find a
+/// ticket to resume with.
+pub fn client(
+    spec: &TlsSpec,
+    host: &str,
+    connections: usize,
+    http: HttpVersion,
+) -> Result<TlsClient, TlsSetupError> {
     let provider = Arc::new(crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
@@ -103,7 +120,7 @@ pub fn client(spec: &TlsSpec, host: &str, connections: usize) -> Result<TlsClien
                 .map_err(|e| TlsSetupError::Config(format!("--cert/--key: {e}")))?
         }
     };
-    config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
+    config.alpn_protocols = alpn_offer(http);
     config.resumption = if spec.resume {
         Resumption::store(Arc::new(TicketPool::new(connections)))
     } else {
@@ -441,6 +458,19 @@ impl HandshakeError {
     }
 
     /// What went wrong, for one line naming the host: actionable where the cause is known.
+    /// The server refused every protocol offered by ALPN (rustls servers send the
+    /// no_application_protocol alert).
+    pub fn refuses_alpn(&self) -> bool {
+        match self {
+            HandshakeError::Tls { error, .. } => matches!(
+                error,
+                Error::NoApplicationProtocol
+                    | Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)
+            ),
+            HandshakeError::Io(_) => false,
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             HandshakeError::Tls { error, head } => describe_tls(error, head),
@@ -558,7 +588,9 @@ mod tests {
             key: None,
             resume: true,
         };
-        let e = client(&spec, "localhost", 1).unwrap_err().to_string();
+        let e = client(&spec, "localhost", 1, HttpVersion::Negotiate)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("--cacert ") && e.contains("no certificate"),
             "{e}"
@@ -570,7 +602,9 @@ mod tests {
             key: None,
             resume: true,
         };
-        let e = client(&spec, "localhost", 1).unwrap_err().to_string();
+        let e = client(&spec, "localhost", 1, HttpVersion::Negotiate)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--cert "), "{e}");
     }
 }

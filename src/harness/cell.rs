@@ -8,7 +8,7 @@ use super::lifecycle::{self, Running};
 use super::matrix::PlannedCell;
 use super::ready::{self, NotReady};
 use super::Harness;
-use crate::config::suite::{Managed, Protocol, ServerKind};
+use crate::config::suite::{Managed, ServerKind};
 use crate::config::{parse_url, MonitorConfig, RunConfig, DEFAULT_MONITOR_INTERVAL};
 use crate::engine::Observers;
 use crate::measure::{self, MeasureError};
@@ -59,9 +59,9 @@ impl Harness<'_> {
                 if scheme != protocol.scheme() {
                     return CellOutcome::failed(
                         format!(
-                            "the server's url is {scheme}:// but the cell's protocol is {}: set protocol = \"{}\" in the scenario, or leave this server out of it (servers = [...])",
+                            "the server's url is {scheme}:// but the cell's protocol is {}: set protocol = {} in the scenario, or leave this server out of it (servers = [...])",
                             protocol.as_str(),
-                            if scheme == "https" { "https" } else { "http/1.1" }
+                            if scheme == "https" { "\"https\" or \"h2\"" } else { "\"http/1.1\" or \"h2c\"" }
                         ),
                         Vec::new(),
                     );
@@ -109,13 +109,12 @@ impl Harness<'_> {
             self.out_dir.join(format!("logs/{}.stdout", cell.id)),
             self.out_dir.join(format!("logs/{}.stderr", cell.id)),
         );
-        let tls = cell.cell.protocol == Protocol::Https;
         let mut running = match lifecycle::start(
             m,
             port,
             self.suite.server_cpus.as_ref(),
             (&logs.0, &logs.1),
-            tls,
+            cell.cell.protocol,
         ) {
             Ok(r) => r,
             Err(e) => return CellOutcome::failed(e, Vec::new()),

@@ -108,6 +108,9 @@ pub fn listing(suite: &SuiteConfig, cells: &[PlannedCell], skipped: &[String]) -
             clock(*wall)
         );
     }
+    for note in super::matrix::unspoken(suite) {
+        out += &format!("  {note}\n");
+    }
     out += &format!("The estimate counts {INCLUDES}. Nothing was started.\n");
     out
 }

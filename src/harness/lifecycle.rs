@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::certificate::{self, CertFiles};
 use super::pinning;
-use crate::config::suite::Managed;
+use crate::config::suite::{Managed, Protocol};
 use crate::monitor::procfs;
 use crate::sys::cpus::CpuList;
 
@@ -112,8 +112,10 @@ pub struct Running {
     /// Its own `TMPDIR` (or, when the suite sets `TMPDIR`, the folder of its certificate),
     /// removed after the stop (run dirs such as nginx's go with it).
     pub tmp: Option<std::path::PathBuf>,
-    /// The certificate it was given (`TLS_CERT`, `TLS_KEY`) in an https cell.
+    /// The certificate it was given (`TLS_CERT`, `TLS_KEY`) in an https or h2 cell.
     pub tls: Option<CertFiles>,
+    /// The protocol of its cell (how readiness is asked).
+    pub protocol: Protocol,
 }
 
 impl Running {
@@ -129,15 +131,17 @@ impl Running {
 }
 
 /// Starts `m.start` in `m.dir` through `sh -c`, in a new process group, with `PORT` and
-/// `{port}`, pinned to `cpus`, stdout and stderr to `logs.0`/`logs.1`. With `tls`, a fresh
-/// certificate is written into its private folder and named by `TLS_CERT` and `TLS_KEY`.
+/// `{port}`, pinned to `cpus`, stdout and stderr to `logs.0`/`logs.1`, for a cell of
+/// `protocol`: over TLS (https, h2) a fresh certificate is written into its private folder and
+/// named by `TLS_CERT` and `TLS_KEY`; for h2c `H2C=1` is set.
 pub fn start(
     m: &Managed,
     port: u16,
     cpus: Option<&CpuList>,
     logs: (&Path, &Path),
-    tls: bool,
+    protocol: Protocol,
 ) -> Result<Running, String> {
+    let tls = protocol.tls();
     let open = |p: &Path| File::create(p).map_err(|e| format!("cannot write {}: {e}", p.display()));
     let (out, err) = (open(logs.0)?, open(logs.1)?);
     let line = substitute(&m.start, port);
@@ -150,6 +154,9 @@ pub fn start(
         .stdout(out)
         .stderr(err)
         .process_group(0);
+    if protocol == Protocol::H2c {
+        cmd.env("H2C", "1");
+    }
     // A fresh TMPDIR per cell, unless the suite sets one: what a server leaves there (nginx's
     // run dir, say) is removed with it after the stop.
     // An https cell's certificate goes there too; when the suite's TMPDIR is used, into a
@@ -205,6 +212,7 @@ pub fn start(
         stderr_log: logs.1.to_path_buf(),
         tmp,
         tls,
+        protocol,
     })
 }
 

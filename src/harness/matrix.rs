@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::suite::{Cell, ServerKind, SuiteConfig};
+use crate::config::suite::{Cell, Protocol, ServerKind, SuiteConfig};
 use crate::result::{CellStatus, SuiteRow};
 
 /// One cell to run, with everything needed to name and record it.
@@ -73,16 +73,48 @@ pub fn apply_only(suite: &mut SuiteConfig, only: &[String]) -> Result<(), String
     Ok(())
 }
 
-/// Every cell in run order: repetition, then server, then scenario and its cells. A server
-/// gets every cell of a repetition before the next server starts, so a slow or failing
-/// server delays nobody's comparison within a repetition.
+/// One note per server whose `protocols` leave out cells of its scenarios, which are not
+/// planned: `java: its h2, h2c cells are not run (protocols = ["http/1.1", "https"])`.
+pub fn unspoken(suite: &SuiteConfig) -> Vec<String> {
+    let mut notes = Vec::new();
+    for server in &suite.servers {
+        let left_out: BTreeSet<Protocol> = suite
+            .scenarios
+            .iter()
+            .filter(|s| s.runs_on(&server.name))
+            .flat_map(|s| s.cells.iter().map(|c| c.protocol))
+            .filter(|p| !server.speaks(*p))
+            .collect();
+        if left_out.is_empty() {
+            continue;
+        }
+        let names: Vec<&str> = left_out.iter().map(|p| p.as_str()).collect();
+        let spoken: Vec<String> = server
+            .protocols
+            .iter()
+            .map(|p| format!("\"{}\"", p.as_str()))
+            .collect();
+        notes.push(format!(
+            "{}: its {} cells are not run (protocols = [{}])",
+            server.name,
+            names.join(", "),
+            spoken.join(", ")
+        ));
+    }
+    notes
+}
+
+/// Every cell in run order: repetition, then server, then scenario and its cells, but the
+/// cells of a protocol the server does not speak (its `protocols`). A server gets every cell
+/// of a repetition before the next server starts, so a slow or failing server delays
+/// nobody's comparison within a repetition.
 pub fn plan(suite: &SuiteConfig) -> Vec<PlannedCell> {
     let mut out = Vec::new();
     let mut used = BTreeSet::new();
     for rep in 1..=suite.repetitions {
         for (si, server) in suite.servers.iter().enumerate() {
             for scenario in suite.scenarios.iter().filter(|s| s.runs_on(&server.name)) {
-                for cell in &scenario.cells {
+                for cell in scenario.cells.iter().filter(|c| server.speaks(c.protocol)) {
                     let mut id = format!("{}__{}", server.name, scenario.name);
                     let axes = sanitize(
                         &cell
@@ -182,6 +214,31 @@ mod tests {
         assert!(
             e.contains("`nope`") && e.contains("a, none") && e.contains("get, post"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn cells_of_a_protocol_a_server_does_not_speak_are_not_planned() {
+        let s = SuiteConfig::parse(
+            "[suite]\nname = \"t\"\nduration = \"1s\"\n[[server]]\nname = \"java\"\nstart = \"x\"\nprotocols = [\"http/1.1\", \"https\"]\n[[server]]\nname = \"go\"\nstart = \"x\"\n[[scenario]]\nname = \"p\"\nprotocol = [\"http/1.1\", \"h2\", \"h2c\"]\n",
+            Path::new("t.toml"),
+            2,
+        )
+        .unwrap();
+        let ids: Vec<String> = plan(&s).into_iter().map(|c| c.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "java__p__protocol-http-1.1__r1",
+                "go__p__protocol-http-1.1__r1",
+                "go__p__protocol-h2__r1",
+                "go__p__protocol-h2c__r1"
+            ]
+        );
+        assert_eq!(s.cells_per_rep(), 4);
+        assert_eq!(
+            unspoken(&s),
+            ["java: its h2, h2c cells are not run (protocols = [\"http/1.1\", \"https\"])"]
         );
     }
 

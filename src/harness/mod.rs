@@ -15,6 +15,7 @@ pub mod matrix;
 pub mod pinning;
 pub mod progress;
 pub mod ready;
+pub mod ready_h2;
 mod record;
 pub mod tools;
 
@@ -218,6 +219,9 @@ impl Harness<'_> {
         }
         let header = prog.header(&self.suite, &self.out_dir);
         self.log.line(&header);
+        for note in matrix::unspoken(&self.suite) {
+            self.log.line(&note);
+        }
         self.skip_unavailable(&missing);
         let failed_builds = self.build_all(&missing);
         // After the builds: a version command may need what they made (a venv's python).

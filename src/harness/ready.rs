@@ -1,7 +1,10 @@
 //! Waiting for a started server to be ready: `GET ready_path` every 50 ms until it answers
 //! below 500, the server exits, the timeout passes, Ctrl-C, or the server's process tree is
 //! seen listening on other ports than `$PORT` (docs/contract.md, "Suites"). In an https cell
-//! the request goes over TLS, trusting only the certificate the server was given.
+//! the request goes over TLS, trusting only the certificate the server was given; in an h2
+//! cell too, offering h2 by ALPN and asking in HTTP/2 (`ready_h2`); in an h2c cell it is
+//! asked in cleartext HTTP/2 with prior knowledge, so a server that speaks only HTTP/2 on the
+//! port is seen ready.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -14,6 +17,8 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::{CertificateDer, ServerName};
 
 use super::lifecycle::{describe, members, Running};
+use super::ready_h2::{self, H2ProbeError};
+use crate::config::suite::Protocol;
 use crate::monitor::read::socket_inodes;
 use crate::sys::listeners;
 
@@ -38,8 +43,13 @@ pub enum NotReady {
         /// The last probe's outcome.
         last: String,
     },
-    /// An https cell's server answered the readiness request in plain HTTP.
-    PlainHttp,
+    /// An https or h2 cell's server answered the readiness request in plain HTTP.
+    PlainHttp(Protocol),
+    /// An h2 cell's server finished the TLS handshake without choosing h2 by ALPN (what it
+    /// chose instead).
+    NoH2(String),
+    /// An h2c cell's server did not answer the HTTP/2 preface in HTTP/2 (what it sent).
+    NotH2c(String),
     /// The readiness check's TLS client could not be set up.
     Tls(String),
     /// The server's processes listen on these ports, none of them `port`.
@@ -63,9 +73,18 @@ impl fmt::Display for NotReady {
                 "not ready after {} (ready_timeout; last: {last})",
                 humantime::format_duration(Duration::from_millis(after.as_millis() as u64))
             ),
-            NotReady::PlainHttp => write!(
+            NotReady::PlainHttp(p) => write!(
                 f,
-                "the server answered plain HTTP: does it read TLS_CERT/TLS_KEY? (the cell's protocol is https)"
+                "the server answered plain HTTP: does it read TLS_CERT/TLS_KEY? (the cell's protocol is {})",
+                p.as_str()
+            ),
+            NotReady::NoH2(chose) => write!(
+                f,
+                "the server did not choose h2 by ALPN ({chose}): does it offer h2 over TLS? (the cell's protocol is h2; leave it out with the server's protocols = [...])"
+            ),
+            NotReady::NotH2c(line) => write!(
+                f,
+                "the server did not answer the HTTP/2 preface in HTTP/2 (it sent `{line}`): does it read H2C=1? (the cell's protocol is h2c; leave it out with the server's protocols = [...])"
             ),
             NotReady::Tls(e) => write!(f, "TLS client for the readiness check: {e}"),
             NotReady::WrongPort { listening, port } => write!(
@@ -94,10 +113,7 @@ pub fn wait_ready(
     let addr = SocketAddr::from(([127, 0, 0, 1], r.port));
     let mut next_check = t0;
     let mut elsewhere_since: Option<Instant> = None;
-    let tls = match &r.tls {
-        Some(files) => Some(tls_client(&files.cert_der).map_err(NotReady::Tls)?),
-        None => None,
-    };
+    let asker = Asker::for_cell(r)?;
     loop {
         if let Ok(Some(status)) = r.child.try_wait() {
             return Err(NotReady::Exited(describe(status)));
@@ -105,15 +121,7 @@ pub fn wait_ready(
         if interrupts.load(Ordering::SeqCst) > 0 {
             return Err(NotReady::Interrupted);
         }
-        let answer = match &tls {
-            Some(config) => match probe_tls(addr, ready_path, config) {
-                Err(TlsProbeError::PlainHttp) => return Err(NotReady::PlainHttp),
-                Err(TlsProbeError::Io(e)) => Err(e),
-                Ok(code) => Ok(code),
-            },
-            None => probe(addr, ready_path),
-        };
-        let last = match answer {
+        let last = match asker.ask(addr, ready_path)? {
             Ok(code) if code < 500 => return Ok(t0.elapsed()),
             Ok(code) => format!("GET {ready_path} answered {code}"),
             Err(e) => format!("GET {ready_path} on {addr}: {e}"),
@@ -139,6 +147,59 @@ pub fn wait_ready(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// How a cell's readiness request is asked, by its protocol.
+enum Asker {
+    /// HTTP/1.1 in cleartext.
+    Plain,
+    /// Over TLS with this client: HTTP/1.1 (https), or HTTP/2 chosen by ALPN (h2).
+    Tls(Arc<rustls::ClientConfig>, Protocol),
+    /// HTTP/2 in cleartext with prior knowledge.
+    H2c,
+}
+
+impl Asker {
+    /// The asker for a started server's cell, trusting the certificate it was given.
+    fn for_cell(r: &Running) -> Result<Asker, NotReady> {
+        let client = |alpn: &[&[u8]]| match &r.tls {
+            Some(files) => tls_client(&files.cert_der, alpn).map_err(NotReady::Tls),
+            None => Err(NotReady::Tls("no certificate was made for the cell".into())),
+        };
+        Ok(match r.protocol {
+            Protocol::Http1 => Asker::Plain,
+            Protocol::Https => Asker::Tls(client(&[])?, Protocol::Https),
+            Protocol::H2 => Asker::Tls(client(&[b"h2", b"http/1.1"])?, Protocol::H2),
+            Protocol::H2c => Asker::H2c,
+        })
+    }
+
+    /// One readiness request: its answer (a status, or why there is none yet), or why the
+    /// cell fails at once.
+    fn ask(&self, addr: SocketAddr, path: &str) -> Result<std::io::Result<u16>, NotReady> {
+        match self {
+            Asker::Plain => Ok(probe(addr, path)),
+            Asker::Tls(config, protocol) => {
+                match probe_tls(addr, path, config, *protocol == Protocol::H2) {
+                    Ok(code) => Ok(Ok(code)),
+                    Err(TlsProbeError::Io(e)) => Ok(Err(e)),
+                    Err(TlsProbeError::PlainHttp) => Err(NotReady::PlainHttp(*protocol)),
+                    Err(TlsProbeError::NoH2(chose)) => Err(NotReady::NoH2(chose)),
+                }
+            }
+            Asker::H2c => match probe_h2c(addr, path) {
+                Ok(code) => Ok(Ok(code)),
+                Err(H2ProbeError::Io(e)) => Ok(Err(e)),
+                Err(H2ProbeError::NotHttp2(line)) => Err(NotReady::NotH2c(line)),
+            },
+        }
+    }
+}
+
+/// One readiness request in cleartext HTTP/2 with prior knowledge: the status of the answer.
+pub fn probe_h2c(addr: SocketAddr, path: &str) -> Result<u16, H2ProbeError> {
+    let mut s = connect(addr)?;
+    ready_h2::request_status(&mut s, "http", &addr.to_string(), path)
 }
 
 /// The TCP ports the processes of group `pgid` (and their descendants) listen on.
@@ -195,8 +256,8 @@ pub fn background_hint(line: &str) -> String {
 }
 
 /// A TLS client for readiness checks that trusts `cert_der` only (the certificate the server
-/// was given), with rustls' ring provider.
-pub fn tls_client(cert_der: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> {
+/// was given), with rustls' ring provider, offering `alpn` (none when empty).
+pub fn tls_client(cert_der: &[u8], alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(CertificateDer::from(cert_der.to_vec()))
@@ -207,6 +268,8 @@ pub fn tls_client(cert_der: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> 
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
+    let mut config = config;
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))
 }
 
@@ -215,16 +278,20 @@ pub fn tls_client(cert_der: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> 
 pub enum TlsProbeError {
     /// The server speaks plain HTTP on the port.
     PlainHttp,
+    /// Asked for HTTP/2, the server's handshake chose something else by ALPN (said how).
+    NoH2(String),
     /// Anything else (refused, a handshake or certificate error, no HTTP answer).
     Io(std::io::Error),
 }
 
 /// One readiness request over TLS to `addr` (verified as its IP address, as the engine does
-/// for `https://127.0.0.1:…`): the status code of the answer.
+/// for `https://127.0.0.1:…`): the status code of the answer. With `http2` the handshake must
+/// choose h2 by ALPN and the request is asked in HTTP/2.
 pub fn probe_tls(
     addr: SocketAddr,
     path: &str,
     config: &Arc<rustls::ClientConfig>,
+    http2: bool,
 ) -> Result<u16, TlsProbeError> {
     let s = connect(addr).map_err(TlsProbeError::Io)?;
     let name = ServerName::IpAddress(addr.ip().into());
@@ -237,7 +304,15 @@ pub fn probe_tls(
             first: Vec::new(),
         },
     );
-    match request_status(&mut tls, addr, path) {
+    let answer = if http2 {
+        match h2_over_tls(&mut tls, addr, path) {
+            Err(TlsProbeError::Io(e)) => Err(e),
+            done => return done,
+        }
+    } else {
+        request_status(&mut tls, addr, path)
+    };
+    match answer {
         Ok(code) => Ok(code),
         Err(_) if tls.sock.first.starts_with(b"HTTP/") => Err(TlsProbeError::PlainHttp),
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(TlsProbeError::Io(e)),
@@ -252,6 +327,34 @@ pub fn probe_tls(
             _ => Err(TlsProbeError::Io(with_tls_context(e))),
         },
         Err(e) => Err(TlsProbeError::Io(with_tls_context(e))),
+    }
+}
+
+/// Finishes the handshake, checks that ALPN chose h2 and asks in HTTP/2.
+fn h2_over_tls(
+    tls: &mut rustls::StreamOwned<rustls::ClientConnection, Sniff>,
+    addr: SocketAddr,
+    path: &str,
+) -> Result<u16, TlsProbeError> {
+    while tls.conn.is_handshaking() {
+        tls.conn
+            .complete_io(&mut tls.sock)
+            .map_err(TlsProbeError::Io)?;
+    }
+    match tls.conn.alpn_protocol() {
+        Some(b"h2") => {}
+        Some(p) => {
+            let chose = format!("it chose {}", String::from_utf8_lossy(p));
+            return Err(TlsProbeError::NoH2(chose));
+        }
+        None => return Err(TlsProbeError::NoH2("it answered no ALPN protocol".into())),
+    }
+    match ready_h2::request_status(tls, "https", &addr.to_string(), path) {
+        Ok(code) => Ok(code),
+        Err(H2ProbeError::Io(e)) => Err(TlsProbeError::Io(e)),
+        Err(H2ProbeError::NotHttp2(line)) => Err(TlsProbeError::Io(std::io::Error::other(
+            format!("not HTTP/2 after ALPN h2: `{line}`"),
+        ))),
     }
 }
 
@@ -451,8 +554,8 @@ mod tests {
             tls.conn.send_close_notify();
             let _ = tls.flush();
         });
-        let client = tls_client(&files.cert_der).unwrap();
-        assert_eq!(probe_tls(addr, "/ready", &client).unwrap(), 204);
+        let client = tls_client(&files.cert_der, &[]).unwrap();
+        assert_eq!(probe_tls(addr, "/ready", &client, false).unwrap(), 204);
         h.join().unwrap();
 
         // Another certificate than the one the client trusts: a handshake error, said so.
@@ -464,7 +567,7 @@ mod tests {
             let mut tls = rustls::StreamOwned::new(conn, s);
             read_head(&mut tls);
         });
-        match probe_tls(addr, "/", &client) {
+        match probe_tls(addr, "/", &client, false) {
             Err(TlsProbeError::Io(e)) => assert!(e.to_string().starts_with("TLS: "), "{e}"),
             other => panic!("{other:?}"),
         }
@@ -477,18 +580,18 @@ mod tests {
     fn a_plain_http_answer_on_an_https_cell_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let files = crate::harness::certificate::generate(dir.path()).unwrap();
-        let client = tls_client(&files.cert_der).unwrap();
+        let client = tls_client(&files.cert_der, &[]).unwrap();
         // Answers at once, whatever came (nginx without ssl says 400 to a ClientHello).
         let (addr, h) = server(1, |mut s| {
             let _ = s.read(&mut [0u8; 512]);
             let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
         });
         assert!(matches!(
-            probe_tls(addr, "/", &client),
+            probe_tls(addr, "/", &client, false),
             Err(TlsProbeError::PlainHttp)
         ));
         h.join().unwrap();
-        assert!(NotReady::PlainHttp
+        assert!(NotReady::PlainHttp(Protocol::Https)
             .to_string()
             .contains("does it read TLS_CERT/TLS_KEY?"));
 
@@ -501,6 +604,93 @@ mod tests {
         });
         let e = probe(addr, "/").unwrap_err();
         assert!(e.to_string().contains("answered with TLS"), "{e}");
+        h.join().unwrap();
+    }
+
+    /// The server side of an HTTP/2 readiness request: reads the preface, SETTINGS and
+    /// HEADERS, answers SETTINGS and a HEADERS of `:status` 204.
+    fn serve_h2(s: &mut (impl Read + Write)) {
+        let mut head = vec![0u8; ready_h2::PREFACE.len() + 9 + 9];
+        s.read_exact(&mut head).unwrap();
+        assert!(head.starts_with(ready_h2::PREFACE));
+        let len = u32::from_be_bytes([
+            0,
+            head[head.len() - 9],
+            head[head.len() - 8],
+            head[head.len() - 7],
+        ]);
+        s.read_exact(&mut vec![0u8; len as usize]).unwrap();
+        let block = loona_hpack::Encoder::new().encode([(&b":status"[..], &b"204"[..])]);
+        let mut out = Vec::new();
+        ready_h2::put_frame(&mut out, 0x4, 0, 0, &[]);
+        ready_h2::put_frame(&mut out, 0x1, 0x5, 1, &block);
+        s.write_all(&out).unwrap();
+        s.flush().unwrap();
+    }
+
+    fn alpn_server(
+        files: &crate::harness::certificate::CertFiles,
+        alpn: &[&[u8]],
+    ) -> Arc<rustls::ServerConfig> {
+        let mut config = Arc::unwrap_or_clone(tls_server(files));
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Arc::new(config)
+    }
+
+    #[test]
+    fn h2_readiness_needs_h2_by_alpn_and_asks_in_http2() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::harness::certificate::generate(dir.path()).unwrap();
+        let client = tls_client(&files.cert_der, &[b"h2", b"http/1.1"]).unwrap();
+        let config = alpn_server(&files, &[b"h2", b"http/1.1"]);
+        let (addr, h) = server(1, move |s| {
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            serve_h2(&mut tls);
+        });
+        assert_eq!(probe_tls(addr, "/", &client, true).unwrap(), 204);
+        h.join().unwrap();
+
+        // A server offering http/1.1 only: the cell fails at once, saying what it chose.
+        let config = alpn_server(&files, &[b"http/1.1"]);
+        let (addr, h) = server(1, move |s| {
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            let _ = tls.read(&mut [0u8; 64]);
+        });
+        match probe_tls(addr, "/", &client, true) {
+            Err(TlsProbeError::NoH2(chose)) => assert_eq!(chose, "it chose http/1.1"),
+            other => panic!("{other:?}"),
+        }
+        h.join().unwrap();
+        let msg = NotReady::NoH2("it chose http/1.1".into()).to_string();
+        assert!(
+            msg.contains("did not choose h2 by ALPN (it chose http/1.1)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn h2c_readiness_asks_with_prior_knowledge_and_names_an_http1_answer() {
+        let (addr, h) = server(1, |mut s| serve_h2(&mut s));
+        assert_eq!(probe_h2c(addr, "/ready").unwrap(), 204);
+        h.join().unwrap();
+
+        // An HTTP/1.1-only server answers the preface with a 400.
+        let (addr, h) = server(1, |mut s| {
+            let _ = s.read(&mut [0u8; 512]);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        });
+        match probe_h2c(addr, "/") {
+            Err(H2ProbeError::NotHttp2(line)) => {
+                let msg = NotReady::NotH2c(line).to_string();
+                assert!(
+                    msg.contains("(it sent `HTTP/1.1 400 Bad Request`): does it read H2C=1?"),
+                    "{msg}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
         h.join().unwrap();
     }
 

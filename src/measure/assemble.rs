@@ -156,6 +156,31 @@ impl Parts<'_> {
         })
     }
 
+    /// What the run spoke: HTTP/2 when any connection did (over TLS `h2`, else `h2c`).
+    fn protocol(&self) -> &'static str {
+        match (self.engine.transport.h2_connections > 0, &self.route.tls) {
+            (false, _) => "http/1.1",
+            (true, Some(_)) => "h2",
+            (true, None) => "h2c",
+        }
+    }
+
+    fn h2_info(&self) -> Option<H2Info> {
+        let t = &self.engine.transport;
+        if t.h2_connections == 0 {
+            return None;
+        }
+        let streams = self.cfg.load.h2.streams as u64;
+        let max = t.h2_max_streams.map(u64::from);
+        Some(H2Info {
+            connections: t.h2_connections,
+            max_concurrent_streams: max,
+            streams_per_connection: max.map_or(streams, |m| m.min(streams)),
+            goaways: t.h2_goaways,
+            window: u64::from(self.cfg.load.h2.window),
+        })
+    }
+
     fn target(&self) -> TargetInfo {
         let load = &self.cfg.load;
         TargetInfo {
@@ -163,7 +188,8 @@ impl Parts<'_> {
             addr: self.route.endpoint.to_string(),
             method: load.method.clone(),
             body_bytes: load.body.len() as u64,
-            protocol: Some("http/1.1".into()),
+            protocol: Some(self.protocol().into()),
+            h2: self.h2_info(),
             tls: self.tls_info(),
             unix_socket: load
                 .target
@@ -190,6 +216,7 @@ impl Parts<'_> {
             warmup_s: load.warmup.as_secs_f64(),
             keepalive: load.keepalive,
             pipeline: load.pipeline as u64,
+            streams: load.h2.streams as u64,
             timeout_s: load.timeout.as_secs_f64(),
             users: ramp.map(|r| r.ramp.max_users()),
             spawn_rate: ramp.and_then(|r| r.spawn_rate),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::config::RunConfig;
 use crate::engine::tls::{self, TlsSetupError};
 use crate::engine::transport::{self, Endpoint, ResolveError};
-use crate::engine::{self, Observer, Observers, Route, TlsFailure};
+use crate::engine::{self, Observer, Observers, Route, SetupFailure};
 use crate::monitor::client::ClientMonitor;
 use crate::monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
 use crate::plan::Plan;
@@ -48,6 +48,14 @@ pub enum MeasureError {
     SpeaksTls {
         /// `host:port` (or the Unix socket).
         host: String,
+    },
+    /// HTTP/2 was asked for (`--http2`, `--h2c`) and the server does not speak it there.
+    #[error("{host} does not speak HTTP/2 {reason}")]
+    NoH2 {
+        /// `host:port` (or the Unix socket).
+        host: String,
+        /// What it did instead, and what to do.
+        reason: String,
     },
     /// The monitor's sampling thread could not start.
     #[error("could not start the server monitor: {0}")]
@@ -88,6 +96,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
             spec,
             &load.target.host,
             load.most_connections(),
+            load.http,
         )?),
         None => None,
     };
@@ -166,7 +175,7 @@ pub fn run(
         engine::run(load, plan, prepared.route.clone(), interrupts, &mut all)
             .map_err(MeasureError::Engine)?
     };
-    if let Some(failure) = &out.tls_failure {
+    if let Some(failure) = &out.setup_failure {
         if let Some(m) = monitor {
             m.finish(0);
         }
@@ -178,11 +187,15 @@ pub fn run(
             unix => unix.to_string(),
         };
         return Err(match failure {
-            TlsFailure::Handshake(reason) => MeasureError::Handshake {
+            SetupFailure::Handshake(reason) => MeasureError::Handshake {
                 host,
                 reason: reason.clone(),
             },
-            TlsFailure::SpeaksTls => MeasureError::SpeaksTls { host },
+            SetupFailure::SpeaksTls => MeasureError::SpeaksTls { host },
+            SetupFailure::NoH2(reason) => MeasureError::NoH2 {
+                host,
+                reason: reason.clone(),
+            },
         });
     }
     // The last edge is read as soon as the engine returns: right after the last response (or

@@ -35,6 +35,7 @@ pub(super) fn merge(rs: &[&RunResult], warnings: &mut Vec<Warning>) -> LoadInfo 
         warmup_s: loads.clone().map(|l| l.warmup_s).fold(0.0, f64::max),
         keepalive: l0.keepalive,
         pipeline: l0.pipeline,
+        streams: l0.streams,
         timeout_s: l0.timeout_s,
         users: sum_some(loads.clone().map(|l| l.users)),
         spawn_rate: sum_some(loads.clone().map(|l| l.spawn_rate)).map(|v| round(v, 6)),
@@ -58,6 +59,7 @@ fn settings_that_differ(rs: &[&RunResult]) -> Vec<&'static str> {
             "--pipeline",
             loads.clone().any(|l| l.pipeline != l0.pipeline),
         ),
+        ("--streams", loads.clone().any(|l| l.streams != l0.streams)),
         (
             "--arrivals",
             loads.clone().any(|l| l.arrivals != l0.arrivals),

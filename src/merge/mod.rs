@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::result::identity::{load_id, LoadKey};
-use crate::result::{RunResult, SetupTimes, TargetInfo, TlsInfo, RUN_SCHEMA};
+use crate::result::{H2Info, RunResult, SetupTimes, TargetInfo, TlsInfo, RUN_SCHEMA};
 use crate::stats::histogram::encode;
 use crate::stats::Percentiles;
 
@@ -178,6 +178,17 @@ fn merged_target(rs: &[&RunResult], base: &RunResult) -> TargetInfo {
             .sum();
         tls.handshakes = handshakes;
         tls.resumed_fraction = (handshakes > 0).then(|| resumed / handshakes as f64);
+    }
+    if let Some(h2) = target.h2.as_mut() {
+        let infos: Vec<&H2Info> = rs.iter().filter_map(|r| r.target.h2.as_ref()).collect();
+        h2.connections = infos.iter().map(|h| h.connections).sum();
+        h2.goaways = infos.iter().map(|h| h.goaways).sum();
+        h2.max_concurrent_streams = infos.iter().filter_map(|h| h.max_concurrent_streams).min();
+        h2.streams_per_connection = infos
+            .iter()
+            .map(|h| h.streams_per_connection)
+            .min()
+            .unwrap_or(h2.streams_per_connection);
     }
     target
 }

@@ -9,7 +9,9 @@ pub mod spec;
 
 pub use pacer::{Due, Pacer};
 pub use request::RequestTemplate;
-pub use spec::{LoadSpec, RampSpec, Scheme, Target, TlsSpec};
+pub use spec::{
+    H2Spec, HttpVersion, LoadSpec, RampSpec, Scheme, Target, TlsSpec, DEFAULT_H2_WINDOW,
+};
 
 use crate::result::Arrivals;
 

@@ -20,31 +20,8 @@ impl RequestTemplate {
     /// Serializes the request for `cfg`. Default headers (`Host`, `User-Agent`, `Content-Length`
     /// with a body, `Connection: close` without keep-alive) give way to a user `-H` of the same name.
     pub fn build(cfg: &LoadSpec) -> Self {
-        let user_has = |name: &str| {
-            cfg.headers
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(name))
-        };
         let mut head = format!("{} {} HTTP/1.1\r\n", cfg.method, cfg.target.path);
-        let mut defaults: Vec<(&str, String)> = vec![
-            ("Host", cfg.target.host_header.clone()),
-            (
-                "User-Agent",
-                format!("volley/{}", env!("CARGO_PKG_VERSION")),
-            ),
-        ];
-        if !cfg.body.is_empty() || cfg.method == "POST" || cfg.method == "PUT" {
-            defaults.push(("Content-Length", cfg.body.len().to_string()));
-        }
-        if !cfg.keepalive {
-            defaults.push(("Connection", "close".to_string()));
-        }
-        for (name, value) in defaults {
-            if !user_has(name) {
-                head.push_str(&format!("{name}: {value}\r\n"));
-            }
-        }
-        for (name, value) in &cfg.headers {
+        for (name, value) in Self::header_fields(cfg) {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
@@ -62,6 +39,38 @@ impl RequestTemplate {
             idempotent: matches!(m, "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"),
             asks_close,
         }
+    }
+
+    /// The request's header fields in the order they are sent: the defaults (`Host`,
+    /// `User-Agent`, `Content-Length` with a body, `Connection: close` without keep-alive) a
+    /// user `-H` of the same name does not replace, then the user's. HTTP/2 sends the same
+    /// fields (`Host` becomes `:authority`, connection-specific ones are left out).
+    pub fn header_fields(cfg: &LoadSpec) -> Vec<(String, String)> {
+        let user_has = |name: &str| {
+            cfg.headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        let mut defaults: Vec<(&str, String)> = vec![
+            ("Host", cfg.target.host_header.clone()),
+            (
+                "User-Agent",
+                format!("volley/{}", env!("CARGO_PKG_VERSION")),
+            ),
+        ];
+        if !cfg.body.is_empty() || cfg.method == "POST" || cfg.method == "PUT" {
+            defaults.push(("Content-Length", cfg.body.len().to_string()));
+        }
+        if !cfg.keepalive {
+            defaults.push(("Connection", "close".to_string()));
+        }
+        let mut fields: Vec<(String, String)> = defaults
+            .into_iter()
+            .filter(|(n, _)| !user_has(n))
+            .map(|(n, v)| (n.to_string(), v))
+            .collect();
+        fields.extend(cfg.headers.iter().cloned());
+        fields
     }
 
     /// True for HEAD: responses have a head only.

@@ -57,6 +57,37 @@ impl Scheme {
     }
 }
 
+/// Which HTTP a run speaks (docs/contract.md, "HTTP/2").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpVersion {
+    /// HTTP/1.1: `http://` URLs, and `https://` with `--http1.1`.
+    Http1,
+    /// `https://` by default: HTTP/2 when the server chooses `h2` by ALPN, else HTTP/1.1.
+    Negotiate,
+    /// `--http2` on `https://`: HTTP/2, which the server must choose by ALPN.
+    H2,
+    /// `--h2c`: HTTP/2 in cleartext with prior knowledge.
+    H2c,
+}
+
+impl HttpVersion {
+    /// Whether the run may (or must) speak HTTP/2.
+    pub fn may_be_h2(self) -> bool {
+        !matches!(self, HttpVersion::Http1)
+    }
+}
+
+/// HTTP/2 settings of a run that may speak it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct H2Spec {
+    /// Concurrent streams per connection (`--streams`), before the server's limit.
+    pub streams: usize,
+    /// Receive window announced per stream and for the connection (`--h2-window`).
+    pub window: u32,
+}
+
+pub use crate::result::DEFAULT_H2_WINDOW;
+
 /// How an `https://` run sets up TLS (docs/contract.md, "HTTPS").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsSpec {
@@ -127,6 +158,10 @@ pub struct LoadSpec {
     pub ramp: Option<RampSpec>,
     /// TLS settings; `Some` exactly for `https://` targets.
     pub tls: Option<TlsSpec>,
+    /// Which HTTP the run speaks.
+    pub http: HttpVersion,
+    /// HTTP/2 streams and window (used when the run speaks HTTP/2).
+    pub h2: H2Spec,
 }
 
 impl LoadSpec {

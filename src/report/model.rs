@@ -124,6 +124,13 @@ pub fn protocol_of(r: &RunResult) -> String {
             d
         }
     };
+    if let Some(h) = &r.target.h2 {
+        let n = h.streams_per_connection;
+        d.push_str(&format!(
+            ", HTTP/2 {n} stream{} per connection",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
     if r.target.unix_socket.is_some() {
         d.push_str(" over a Unix socket");
     }

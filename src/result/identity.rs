@@ -6,7 +6,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::RunResult;
+use super::{RunResult, DEFAULT_H2_WINDOW};
 
 /// The normalised load as ordered `name = value` fields; its hash is the `load_id`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -99,6 +99,20 @@ impl LoadKey {
             )
             .push("think_time_s", l.think_time_s)
             .push("pipeline", l.pipeline)
+            .push_unless("streams", l.streams, "1")
+            .push_unless(
+                "protocol",
+                r.target.protocol.as_deref().unwrap_or("http/1.1"),
+                "http/1.1",
+            )
+            .push_unless(
+                "h2_window",
+                r.target
+                    .h2
+                    .as_ref()
+                    .map_or(u64::from(DEFAULT_H2_WINDOW), |h| h.window),
+                &DEFAULT_H2_WINDOW.to_string(),
+            )
             .push("duration_s", opt(l.duration_s))
             .push("requests", opt(l.requests))
             .push("warmup_s", l.warmup_s)
@@ -177,6 +191,9 @@ fn spell(name: &str, value: &str) -> String {
         "connections" => "-c",
         "requests" => "-n",
         "pipeline" => "--pipeline",
+        "streams" => "--streams",
+        "h2_window" => "--h2-window",
+        "protocol" => "--http1.1/--http2/--h2c",
         "users" => "--users",
         "spawn_rate" => "--spawn-rate",
         "stages" => "--stages",

@@ -172,15 +172,43 @@ pub struct TargetInfo {
     pub method: String,
     /// Request body size.
     pub body_bytes: u64,
-    /// The HTTP protocol spoken: `http/1.1` (absent in results written before HTTPS).
+    /// The HTTP protocol spoken: `http/1.1`, `h2` (over TLS) or `h2c` (absent in results
+    /// written before HTTPS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+    /// HTTP/2: what the server's SETTINGS and GOAWAYs did to the load; null on HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Info>,
     /// What TLS negotiated; null for cleartext (absent in results written before HTTPS).
     #[serde(default)]
     pub tls: Option<TlsInfo>,
     /// `--unix-socket`: the socket connected to (then `addr` is `unix:` and its path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unix_socket: Option<String>,
+}
+
+/// The receive window HTTP/2 connections announce unless `--h2-window` says otherwise:
+/// 2^31 − 1, the largest there is (small windows throttle a benchmark, not the server).
+pub const DEFAULT_H2_WINDOW: u32 = (1 << 31) - 1;
+
+/// `target.h2`: how HTTP/2 went (docs/contract.md, "HTTP/2").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct H2Info {
+    /// Connections that spoke HTTP/2 (warm-up and reconnects included).
+    pub connections: u64,
+    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null when it set none.
+    pub max_concurrent_streams: Option<u64>,
+    /// Streams in flight per connection at most: `--streams` capped by the server's limit.
+    pub streams_per_connection: u64,
+    /// GOAWAY frames received (each ended a connection; streams it had not processed went
+    /// again on another).
+    pub goaways: u64,
+    /// The receive window the client announced, per stream and per connection (bytes).
+    pub window: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// Load parameters.
@@ -212,6 +240,10 @@ pub struct LoadInfo {
     pub keepalive: bool,
     /// Requests outstanding per connection.
     pub pipeline: u64,
+    /// HTTP/2 concurrent streams per connection asked for (`--streams`; 1 in results
+    /// written before HTTP/2).
+    #[serde(default = "one")]
+    pub streams: u64,
     /// Per-request timeout.
     pub timeout_s: f64,
     /// Ramp mode: the most virtual users (each holds one connection).

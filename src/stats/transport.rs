@@ -29,6 +29,12 @@ pub struct TransportStats {
     pub resumed: u64,
     /// What the first finished handshake negotiated.
     pub tls: Option<TlsSeen>,
+    /// Connections that spoke HTTP/2.
+    pub h2_connections: u64,
+    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS a server sent (`None`: it set no limit).
+    pub h2_max_streams: Option<u32>,
+    /// GOAWAY frames received.
+    pub h2_goaways: u64,
 }
 
 impl TransportStats {
@@ -51,6 +57,14 @@ impl TransportStats {
         }
     }
 
+    /// The server's SETTINGS on an HTTP/2 connection, with its stream limit (`u32::MAX`: none).
+    pub fn h2_settings(&mut self, max_streams: u32) {
+        if max_streams != u32::MAX {
+            let m = self.h2_max_streams.get_or_insert(max_streams);
+            *m = (*m).min(max_streams);
+        }
+    }
+
     /// Adds another worker's numbers.
     pub fn merge(&mut self, o: &TransportStats) {
         for (mine, theirs) in [
@@ -68,6 +82,11 @@ impl TransportStats {
         }
         self.handshakes += o.handshakes;
         self.resumed += o.resumed;
+        self.h2_connections += o.h2_connections;
+        self.h2_goaways += o.h2_goaways;
+        if let Some(m) = o.h2_max_streams {
+            self.h2_settings(m);
+        }
         if self.tls.is_none() {
             self.tls = o.tls.clone();
         }

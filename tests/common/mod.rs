@@ -2,6 +2,8 @@
 //! runs the real `volley` binary with a hard time limit.
 #![allow(dead_code)]
 
+pub mod h2;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Output, Stdio};

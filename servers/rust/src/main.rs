@@ -1,5 +1,7 @@
-//! Reference server for volley: hyper 1 (HTTP/1.1) on tokio's multi-threaded runtime; HTTPS
-//! with rustls (tokio-rustls) when TLS_CERT and TLS_KEY name a PEM certificate chain and key.
+//! Reference server for volley: hyper 1 on tokio's multi-threaded runtime, HTTP/1.1 and HTTP/2
+//! through hyper-util's auto builder (cleartext: HTTP/1.1 and h2c with prior knowledge on the
+//! same port, always); HTTPS with rustls (tokio-rustls), ALPN h2 and http/1.1, when TLS_CERT
+//! and TLS_KEY name a PEM certificate chain and key.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -9,10 +11,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -101,14 +103,17 @@ fn tls_acceptor() -> Result<Option<TlsAcceptor>, Box<dyn std::error::Error>> {
     .with_safe_default_protocol_versions()?
     .with_no_client_auth()
     .with_single_cert(chain, key)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // h2 first: a client offering both gets HTTP/2, as from the other servers.
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Some(TlsAcceptor::from(Arc::new(config))))
 }
 
-/// Serves HTTP/1.1 on one connection, plain or TLS; keep-alive is on by default.
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(io: S) {
+/// Serves one connection, plain or TLS: HTTP/2 when it opens with the HTTP/2 preface (h2c
+/// with prior knowledge, or h2 chosen by ALPN), else HTTP/1.1 with keep-alive; hyper's
+/// defaults for both.
+async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(io: S) {
     // A failed connection only ends that connection.
-    let _ = http1::Builder::new()
+    let _ = auto::Builder::new(TokioExecutor::new())
         .serve_connection(TokioIo::new(io), service_fn(handle))
         .await;
 }

@@ -88,6 +88,16 @@ pub struct ServerSpec {
     pub kind: ServerKind,
     /// A shell command whose first output line is the stack's version (kept in `suite.json`).
     pub version: Option<String>,
+    /// `protocols`: the protocols it speaks (default: all); cells of any other protocol are
+    /// not run on it.
+    pub protocols: Vec<Protocol>,
+}
+
+impl ServerSpec {
+    /// Whether it speaks `p` (its `protocols` list it).
+    pub fn speaks(&self, p: Protocol) -> bool {
+        self.protocols.contains(&p)
+    }
 }
 
 /// How a server is obtained.
@@ -143,30 +153,55 @@ impl Scenario {
 }
 
 /// A cell's `protocol` (docs/contract.md, "Suites"): how the harness reaches its server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord)]
 pub enum Protocol {
     /// `http/1.1` (the default): cleartext.
     #[default]
     Http1,
     /// `https`: HTTP/1.1 over TLS; a managed server gets a certificate (`TLS_CERT`, `TLS_KEY`).
     Https,
+    /// `h2`: HTTP/2 over TLS, chosen by ALPN (`--http2`); a certificate as for `https`.
+    H2,
+    /// `h2c`: cleartext HTTP/2 with prior knowledge (`--h2c`); a managed server gets `H2C=1`.
+    H2c,
 }
 
 impl Protocol {
+    /// Every protocol, in the order of the docs.
+    pub const ALL: [Protocol; 4] = [
+        Protocol::Http1,
+        Protocol::Https,
+        Protocol::H2,
+        Protocol::H2c,
+    ];
+
     /// The protocol a scenario's `protocol` value names (`None` for any other value).
     pub fn from_key(value: &str) -> Option<Protocol> {
-        match value {
-            "http/1.1" => Some(Protocol::Http1),
-            "https" => Some(Protocol::Https),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|p| p.as_str() == value)
     }
 
     /// The URL scheme of its cells (`http`, `https`).
     pub fn scheme(self) -> &'static str {
+        if self.tls() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// Whether it runs over TLS (a managed server gets `TLS_CERT` and `TLS_KEY`).
+    pub fn tls(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::H2)
+    }
+
+    /// The `volley run` flag its cells get: `--http1.1` for https (which would otherwise
+    /// speak HTTP/2 with a server offering h2), `--http2`, `--h2c`; plain HTTP/1.1 needs none.
+    pub fn flag(self) -> Option<&'static str> {
         match self {
-            Protocol::Http1 => "http",
-            Protocol::Https => "https",
+            Protocol::Http1 => None,
+            Protocol::Https => Some("--http1.1"),
+            Protocol::H2 => Some("--http2"),
+            Protocol::H2c => Some("--h2c"),
         }
     }
 
@@ -175,7 +210,22 @@ impl Protocol {
         match self {
             Protocol::Http1 => "http/1.1",
             Protocol::Https => "https",
+            Protocol::H2 => "h2",
+            Protocol::H2c => "h2c",
         }
+    }
+
+    /// `"http/1.1", "https", "h2" or "h2c"`, for messages.
+    pub fn expected() -> String {
+        let quoted: Vec<String> = Self::ALL
+            .iter()
+            .map(|p| format!("\"{}\"", p.as_str()))
+            .collect();
+        format!(
+            "{} or {}",
+            quoted[..quoted.len() - 1].join(", "),
+            quoted[quoted.len() - 1]
+        )
     }
 }
 
@@ -267,7 +317,7 @@ impl SuiteConfig {
                 self.scenarios
                     .iter()
                     .filter(|sc| sc.runs_on(&sv.name))
-                    .map(|sc| sc.cells.len())
+                    .map(|sc| sc.cells.iter().filter(|c| sv.speaks(c.protocol)).count())
                     .sum::<usize>()
             })
             .sum()

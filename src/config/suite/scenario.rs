@@ -23,6 +23,13 @@ const HARNESS_FLAGS: &[&str] = &[
 /// `headers`, `thresholds`), so their own names are not keys.
 const RENAMED_FLAGS: &[&str] = &["no_keepalive", "header", "threshold"];
 
+/// `volley run`'s HTTP version flags, which a scenario says with `protocol` (the value given).
+const VERSION_FLAGS: &[(&str, &str)] = &[
+    ("http1.1", "\"http/1.1\" or \"https\""),
+    ("http2", "\"h2\""),
+    ("h2c", "\"h2c\""),
+];
+
 /// Scenario keys that are not the name of a `volley run` flag (besides `name` and `servers`).
 const OWN_KEYS: &[&str] = &["path", "keepalive", "headers", "thresholds", "protocol"];
 
@@ -138,6 +145,13 @@ fn check_key(cx: &Context, key: &str, span: Range<usize>, at: &str) -> Result<()
             ),
         ));
     }
+    if let Some((_, protocol)) = VERSION_FLAGS.iter().find(|(f, _)| *f == key) {
+        return Err(cx.r.err(
+            span,
+            Some(key),
+            format!("{at}: `{key}` is said with `protocol = {protocol}` in a suite (the harness sets the HTTP version flag of each cell)"),
+        ));
+    }
     let flag_name = key.replace('_', "-");
     let known = OWN_KEYS.contains(&key)
         || (!RENAMED_FLAGS.contains(&key) && cx.run_flags.contains(&flag_name));
@@ -156,7 +170,11 @@ fn scenario_keys(run_flags: &[String]) -> Vec<String> {
     let mut keys: Vec<String> = run_flags
         .iter()
         .map(|f| f.replace('-', "_"))
-        .filter(|k| !HARNESS_FLAGS.contains(&k.as_str()) && !RENAMED_FLAGS.contains(&k.as_str()))
+        .filter(|k| {
+            !HARNESS_FLAGS.contains(&k.as_str())
+                && !RENAMED_FLAGS.contains(&k.as_str())
+                && !VERSION_FLAGS.iter().any(|(f, _)| f == k)
+        })
         .collect();
     keys.extend(OWN_KEYS.iter().map(|k| k.to_string()));
     keys.push("servers".into());
@@ -317,38 +335,27 @@ fn keepalive_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteEr
     })
 }
 
-/// `protocol = "http/1.1" | "https"`: no flag; the harness puts the scheme in the URL (and
-/// gives a managed server a certificate). `h2` and `h2c` are taken by HTTP/2, which comes next.
+/// `protocol = "http/1.1" | "https" | "h2" | "h2c"`: the harness puts the scheme in the URL
+/// (and gives a managed server a certificate, or `H2C=1`); `h2` adds `--http2` and `h2c` adds
+/// `--h2c` to the cell's flags.
 fn protocol_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteError> {
     let key = "protocol";
-    let s = match v.get_ref() {
-        DeValue::String(s) => s.to_string(),
-        _ => {
-            return Err(wrong_type(
-                r,
-                key,
-                v,
-                at,
-                "must be \"http/1.1\" or \"https\"",
-            ))
-        }
+    let expected = Protocol::expected();
+    let DeValue::String(s) = v.get_ref() else {
+        let what = format!("must be {expected}");
+        return Err(wrong_type(r, key, v, at, &what));
     };
-    match Protocol::from_key(&s) {
-        Some(_) => Ok(Choice {
-            label: s,
-            flags: Vec::new(),
-        }),
-        None if s == "h2" || s == "h2c" => Err(r.err(
+    let Some(protocol) = Protocol::from_key(s) else {
+        return Err(r.err(
             v.span(),
             Some(key),
-            format!("{at}: protocol: {s} is not supported yet (use \"http/1.1\" or \"https\")"),
-        )),
-        None => Err(r.err(
-            v.span(),
-            Some(key),
-            format!("{at}: protocol: unknown protocol `{s}` (expected \"http/1.1\" or \"https\")"),
-        )),
-    }
+            format!("{at}: protocol: unknown protocol `{s}` (expected {expected})"),
+        ));
+    };
+    Ok(Choice {
+        label: s.to_string(),
+        flags: protocol.flag().into_iter().map(String::from).collect(),
+    })
 }
 
 /// `thresholds`: one string or a list of them, each a `--threshold` of the same cell.
@@ -580,24 +587,87 @@ mod tests {
     }
 
     #[test]
-    fn protocol_refuses_http2_for_now_and_unknown_values() {
+    fn http2_protocols_give_their_scheme_and_version_flag() {
+        use super::super::Protocol;
+        use crate::plan::HttpVersion;
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = [\"http/1.1\", \"https\", \"h2\", \"h2c\"]\n[[scenario]]\nname = \"s\"\nprotocol = [\"h2\", \"h2c\"]\nstreams = 10\n"
+        ))
+        .unwrap();
+        let cells = &s.scenarios[0].cells;
+        let seen: Vec<_> = cells
+            .iter()
+            .map(|c| {
+                (
+                    c.protocol,
+                    c.config.load.target.url.as_str(),
+                    c.config.load.http,
+                    c.flags.first().map(String::as_str),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    Protocol::Http1,
+                    "http://127.0.0.1:1/",
+                    HttpVersion::Http1,
+                    Some("--duration=2s")
+                ),
+                (
+                    Protocol::Https,
+                    "https://127.0.0.1:1/",
+                    HttpVersion::Http1,
+                    Some("--http1.1")
+                ),
+                (
+                    Protocol::H2,
+                    "https://127.0.0.1:1/",
+                    HttpVersion::H2,
+                    Some("--http2")
+                ),
+                (
+                    Protocol::H2c,
+                    "http://127.0.0.1:1/",
+                    HttpVersion::H2c,
+                    Some("--h2c")
+                ),
+            ]
+        );
+        assert_eq!(cells[3].axes_label(), "protocol=h2c");
+        assert!(cells[2].config.load.tls.is_some() && cells[3].config.load.tls.is_none());
+        let streams = &s.scenarios[1].cells;
+        assert_eq!(streams[1].flags[..2], ["--h2c", "--streams=10"]);
+        assert_eq!(streams[1].config.load.h2.streams, 10);
+    }
+
+    #[test]
+    fn unknown_protocols_and_version_flags_as_keys_point_at_themselves() {
         let (line, col, key, msg) = err(&format!(
-            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = \"h2\"\n"
-        ));
-        assert_eq!((line, col, key.as_deref()), (9, 12, Some("protocol")));
-        assert!(msg.contains("h2 is not supported yet"), "{msg}");
-        let (line, col, key, msg) = err(&format!(
-            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = [\"https\", \"h2c\"]\n"
+            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = [\"https\", \"h3\"]\n"
         ));
         assert_eq!((line, col, key.as_deref()), (9, 22, Some("protocol")));
-        assert!(msg.contains("h2c is not supported yet"), "{msg}");
-        let (line, _, key, msg) = err(&format!(
-            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = \"spdy\"\n"
-        ));
-        assert_eq!((line, key.as_deref()), (9, Some("protocol")));
-        assert!(msg.contains("unknown protocol `spdy`"), "{msg}");
+        assert!(
+            msg.contains(
+                "unknown protocol `h3` (expected \"http/1.1\", \"https\", \"h2\" or \"h2c\")"
+            ),
+            "{msg}"
+        );
         let (line, _, key, msg) = err(&format!("{BASE}[[scenario]]\nname = \"p\"\nprotocol = 2\n"));
         assert_eq!((line, key.as_deref()), (9, Some("protocol")), "{msg}");
+        let (line, _, key, msg) = err(&format!("{BASE}[[scenario]]\nname = \"p\"\nhttp2 = true\n"));
+        assert_eq!((line, key.as_deref()), (9, Some("http2")));
+        assert!(msg.contains("`protocol = \"h2\"`"), "{msg}");
+        let (_, _, key, _) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\n\"http1.1\" = true\n"
+        ));
+        assert_eq!(key.as_deref(), Some("http1.1"));
+        // A flag that contradicts the protocol is blamed on the flag.
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = \"https\"\nstreams = 4\n"
+        ));
+        assert_eq!((line, key.as_deref()), (10, Some("streams")), "{msg}");
     }
 
     #[test]
@@ -607,7 +677,7 @@ mod tests {
         ))
         .unwrap();
         let cells = &s.scenarios[0].cells;
-        assert_eq!(cells[0].flags[..1], ["--insecure"]);
+        assert_eq!(cells[0].flags[..2], ["--http1.1", "--insecure"]);
         assert!(cells[0].config.load.tls.as_ref().is_some_and(|t| !t.verify));
         assert!(!cells[1].flags.iter().any(|f| f.contains("insecure")));
         assert!(cells[1].config.load.tls.as_ref().is_some_and(|t| t.verify));

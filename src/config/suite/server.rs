@@ -7,7 +7,7 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 
 use super::toml_reader::{ArrayTable, TomlReader, Val};
-use super::{Managed, ServerKind, ServerSpec, SuiteError};
+use super::{Managed, Protocol, ServerKind, ServerSpec, SuiteError};
 use crate::config::parse_url;
 use crate::units;
 
@@ -24,6 +24,7 @@ const SERVER_KEYS: &[&str] = &[
     "control",
     "version",
     "requires",
+    "protocols",
 ];
 
 /// The keys of a managed server's lifecycle, which a `url` or control server cannot have.
@@ -63,11 +64,48 @@ fn read_server(r: &TomlReader, sv: &Val, taken: &[&str]) -> Result<ServerSpec, S
         .get("version")
         .map(|v| r.str(v, &at, "version"))
         .transpose()?;
+    let protocols = match t.get("protocols") {
+        Some(v) => protocols(r, v, &at)?,
+        None => Protocol::ALL.to_vec(),
+    };
     Ok(ServerSpec {
         name,
         kind,
         version,
+        protocols,
     })
+}
+
+/// `protocols = ["http/1.1", "https"]`: the protocols the server speaks, at least one.
+fn protocols(r: &TomlReader, v: &Val, at: &str) -> Result<Vec<Protocol>, SuiteError> {
+    let bad = |span, what: &str| {
+        r.err(
+            span,
+            Some("protocols"),
+            format!(
+                "{at}: protocols: {what} (a list of {}; default: all)",
+                Protocol::expected()
+            ),
+        )
+    };
+    let DeValue::Array(a) = v.get_ref() else {
+        return Err(bad(v.span(), "must be a list"));
+    };
+    let mut out = Vec::new();
+    for item in a.iter() {
+        let DeValue::String(s) = item.get_ref() else {
+            return Err(bad(item.span(), "each protocol is a string"));
+        };
+        match Protocol::from_key(s) {
+            Some(p) if !out.contains(&p) => out.push(p),
+            Some(_) => return Err(bad(item.span(), &format!("`{s}` is listed twice"))),
+            None => return Err(bad(item.span(), &format!("unknown protocol `{s}`"))),
+        }
+    }
+    if out.is_empty() {
+        return Err(bad(v.span(), "an empty list runs nothing"));
+    }
+    Ok(out)
 }
 
 /// What the server's keys make it: `control` wins over `url`, which wins over `start`.
@@ -81,7 +119,7 @@ fn server_kind(r: &TomlReader, t: &DeTable, sv: &Val, at: &str) -> Result<Server
                 format!("{at}: control: unknown control `{c}` (expected \"closed-port\")"),
             ));
         }
-        r.exclusive(t, at, "control", &["url", "start"])?;
+        r.exclusive(t, at, "control", &["url", "start", "protocols"])?;
         r.exclusive(t, at, "control", LIFECYCLE_KEYS)?;
         Ok(ServerKind::ClosedPort)
     } else if let Some(v) = t.get("url") {
@@ -280,5 +318,34 @@ mod tests {
 
         let (_, _, _, msg) = err("[suite]\nname = \"t\"\n[[scenario]]\nname = \"x\"\n");
         assert!(msg.contains("no [[server]]"), "{msg}");
+    }
+
+    #[test]
+    fn protocols_list_what_a_server_speaks() {
+        use super::super::Protocol;
+        let head = "[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n";
+        let s = super::super::testing::parse(&format!(
+            "{head}protocols = [\"http/1.1\", \"https\"]\n[[server]]\nname = \"b\"\nstart = \"y\"\n[[scenario]]\nname = \"x\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.servers[0].protocols, [Protocol::Http1, Protocol::Https]);
+        assert!(!s.servers[0].speaks(Protocol::H2c));
+        assert_eq!(s.servers[1].protocols, Protocol::ALL, "the default: all");
+
+        let (line, col, key, msg) = err(&format!(
+            "{head}protocols = [\"h2\", \"http/2\"]\n[[scenario]]\nname = \"x\"\n"
+        ));
+        assert_eq!((line, col, key.as_deref()), (6, 20, Some("protocols")));
+        assert!(msg.contains("unknown protocol `http/2`"), "{msg}");
+        let (line, _, _, msg) = err(&format!(
+            "{head}protocols = []\n[[scenario]]\nname = \"x\"\n"
+        ));
+        assert!(line == 6 && msg.contains("empty list"), "{msg}");
+        let (line, _, _, msg) = err(&format!(
+            "{head}protocols = \"h2\"\n[[scenario]]\nname = \"x\"\n"
+        ));
+        assert!(line == 6 && msg.contains("must be a list"), "{msg}");
+        let (line, _, key, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\ncontrol = \"closed-port\"\nprotocols = [\"h2\"]\n[[scenario]]\nname = \"x\"\n");
+        assert_eq!((line, key.as_deref()), (6, Some("protocols")), "{msg}");
     }
 }

@@ -7,11 +7,12 @@
 //! window when half of it is used; request bodies respect the server's windows and wait for
 //! its WINDOW_UPDATEs.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use loona_hpack::Decoder;
+use httlib_hpack::Decoder;
 
-use super::frame::{self, flags, setting, Header, Kind, HEADER_LEN};
+use super::frame::{self, code, flags, setting, Header, Kind, HEADER_LEN};
 
 /// What the server said or did, in the order it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +63,38 @@ pub enum Event {
 #[error("HTTP/2: {0}")]
 pub struct H2Error(pub String);
 
-/// The receive window the client announces, per stream and for the connection.
+/// The receive window the client announces by default, per stream and for the connection
+/// (`--h2-window` sets another).
 pub const RECEIVE_WINDOW: u32 = frame::MAX_WINDOW;
+
+/// The largest header block (HEADERS and its CONTINUATIONs) the client assembles; a server
+/// that sends more is refused (ENHANCE_YOUR_CALM) instead of being buffered.
+/// 64 KiB, like the HTTP/1.1 head limit: the HPACK decoder moves the rest of the block for
+/// every field, so the block's size bounds that cost too.
+pub const MAX_HEADER_BLOCK: usize = 64 << 10;
+
+/// The most CONTINUATION frames one header block may take (nghttp2 allows 8, the h2 crate 5
+/// for this block size; 64 serves servers that split finely), so a stream of empty
+/// CONTINUATIONs (CVE-2024-27316 style) ends the connection quickly.
+pub const MAX_CONTINUATIONS: usize = 64;
+
+/// The most acknowledgements (SETTINGS and PING ACKs) queued in `out` and not yet written:
+/// a server that makes the client queue more (SETTINGS or PING flood, CVE-2019-9512/9515) is
+/// refused with ENHANCE_YOUR_CALM. nghttp2's default `max_outbound_ack`, the same rule.
+pub const MAX_QUEUED_ACKS: usize = 1000;
+
+/// The HPACK dynamic table size the client allows the server's encoder (the protocol's
+/// default SETTINGS_HEADER_TABLE_SIZE, which the client never changes): a size update above
+/// it is a COMPRESSION_ERROR, so the table stays within 4 KiB per connection.
+pub const HEADER_TABLE_SIZE: u32 = 4096;
+
+/// The largest decoded header list (RFC 7541 §4.1 sizes: name + value + 32 per field): an
+/// HPACK bomb (a small block of references to a large table entry) is refused before it
+/// allocates more. 64 KiB, like the HTTP/1.1 head limit.
+pub const MAX_HEADER_LIST: usize = 64 << 10;
+
+/// Kept capacity of the header block buffer between blocks (a rare large block is freed).
+const BLOCK_KEEP: usize = 64 << 10;
 
 /// A request body waiting for flow-control window.
 #[derive(Debug)]
@@ -73,28 +104,56 @@ struct Pending {
     window: i64,
 }
 
+/// A stream the client opened and the server has not ended.
+#[derive(Debug)]
+struct Stream {
+    id: u32,
+    /// The final (non-1xx) response head arrived.
+    head: bool,
+    /// DATA bytes received since the stream's window was last topped up.
+    unacked: u64,
+}
+
 /// One connection's HTTP/2 state.
 pub struct H2Conn {
     /// Bytes to write to the server, in order; the caller drains what the socket took.
     pub out: Vec<u8>,
     inbuf: Vec<u8>,
     decoder: Decoder<'static>,
+    /// The field just decoded (kept to reuse the allocation).
+    field: Vec<(Vec<u8>, Vec<u8>, u8)>,
     /// The request body every stream of the run sends (empty without one).
     body: Arc<[u8]>,
     max_streams: u32,
     max_frame: usize,
     peer_initial_window: i64,
     send_window: i64,
+    /// The receive window announced, per stream and for the connection.
+    window: u32,
     recv_unacked: u64,
-    /// Received bytes after which the connection's window is topped up.
+    /// Received bytes after which a window is topped up.
     update_at: u64,
     next_stream: u32,
-    open: Vec<u32>,
+    open: Vec<Stream>,
     /// A header block being assembled from HEADERS and CONTINUATION: (stream, end stream).
     block_of: Option<(u32, bool)>,
     block: Vec<u8>,
+    continuations: usize,
     pending: Vec<Pending>,
     goaway: bool,
+    /// The server's SETTINGS arrived: until then no stream is opened, so its stream limit is
+    /// never exceeded (a server may refuse streams over it).
+    settings_seen: bool,
+    /// Bytes of `out` the caller has taken so far, and `out`'s length when this connection
+    /// last touched it: what was drained in between was written.
+    written: u64,
+    seen_len: usize,
+    /// Where (in bytes ever queued) each acknowledgement not yet written ends.
+    acks: VecDeque<u64>,
+    /// A frame has arrived (the first must be the server's SETTINGS).
+    framed: bool,
+    /// The server answered in HTTP/1.x instead of HTTP/2.
+    http1: bool,
 }
 
 impl std::fmt::Debug for H2Conn {
@@ -107,37 +166,58 @@ impl std::fmt::Debug for H2Conn {
     }
 }
 
+/// A connection error with the HTTP/2 error `code` named at the end of the message.
+fn fail(code: u32, what: impl std::fmt::Display) -> H2Error {
+    H2Error(format!("{what} ({})", frame::error_name(code)))
+}
+
 impl H2Conn {
-    /// A new connection that will send `body` with every request; the preface and the
-    /// client's SETTINGS are queued in [`H2Conn::out`] (send them before anything else).
-    pub fn new(body: Arc<[u8]>) -> H2Conn {
+    /// A new connection that will send `body` with every request and announce `window` bytes
+    /// of receive window per stream and for the connection (at least the protocol's 65,535,
+    /// at most 2^31 − 1); the preface and the client's SETTINGS are queued in
+    /// [`H2Conn::out`] (send them before anything else).
+    pub fn new(body: Arc<[u8]>, window: u32) -> H2Conn {
+        let window = window.clamp(frame::DEFAULT_WINDOW, frame::MAX_WINDOW);
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(frame::PREFACE);
         frame::settings(
             &mut out,
             &[
                 (setting::ENABLE_PUSH, 0),
-                (setting::INITIAL_WINDOW_SIZE, RECEIVE_WINDOW),
+                (setting::INITIAL_WINDOW_SIZE, window),
             ],
         );
-        frame::window_update(&mut out, 0, RECEIVE_WINDOW - frame::DEFAULT_WINDOW);
+        if window > frame::DEFAULT_WINDOW {
+            frame::window_update(&mut out, 0, window - frame::DEFAULT_WINDOW);
+        }
+        let decoder = Decoder::with_dynamic_size(HEADER_TABLE_SIZE);
+        let seen_len = out.len();
         H2Conn {
             out,
             inbuf: Vec::new(),
-            decoder: Decoder::new(),
+            decoder,
+            field: Vec::with_capacity(1),
             body,
             max_streams: u32::MAX,
             max_frame: frame::DEFAULT_MAX_FRAME as usize,
             peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
             send_window: i64::from(frame::DEFAULT_WINDOW),
+            window,
             recv_unacked: 0,
-            update_at: u64::from(RECEIVE_WINDOW / 2),
+            update_at: u64::from(window / 2),
             next_stream: 1,
             open: Vec::new(),
             block_of: None,
             block: Vec::new(),
+            continuations: 0,
             pending: Vec::new(),
             goaway: false,
+            settings_seen: false,
+            written: 0,
+            seen_len,
+            acks: VecDeque::new(),
+            framed: false,
+            http1: false,
         }
     }
 
@@ -151,10 +231,27 @@ impl H2Conn {
         self.max_streams
     }
 
-    /// Whether another stream may be opened: under the server's limit, before GOAWAY, and
-    /// with stream ids left.
+    /// Whether the server's SETTINGS arrived (the first frame it must send).
+    pub fn settings_seen(&self) -> bool {
+        self.settings_seen
+    }
+
+    /// Whether the server answered the preface in HTTP/1.x (`feed` then failed): a server
+    /// that does not speak HTTP/2 in cleartext, a set-up error rather than a load result.
+    pub fn answered_http1(&self) -> bool {
+        self.http1
+    }
+
+    /// Whether the server said GOAWAY.
+    pub fn going_away(&self) -> bool {
+        self.goaway
+    }
+
+    /// Whether another stream may be opened: after the server's SETTINGS, under its limit,
+    /// before GOAWAY, and with stream ids left.
     pub fn can_open(&self) -> bool {
-        !self.goaway
+        self.settings_seen
+            && !self.goaway
             && (self.open.len() as u64) < u64::from(self.max_streams)
             && self.next_stream < frame::MAX_WINDOW
     }
@@ -162,9 +259,14 @@ impl H2Conn {
     /// Opens a stream with the request header `block` (see [`super::request`]) and the
     /// connection's body; returns its id.
     pub fn open_stream(&mut self, block: &[u8]) -> u32 {
+        self.sync_written();
         let stream = self.next_stream;
         self.next_stream += 2;
-        self.open.push(stream);
+        self.open.push(Stream {
+            id: stream,
+            head: false,
+            unacked: 0,
+        });
         let no_body = self.body.is_empty();
         let mut chunks = block.chunks(self.max_frame).peekable();
         let first = chunks.next().unwrap_or(&[]);
@@ -189,7 +291,15 @@ impl H2Conn {
             });
             self.send_bodies();
         }
+        self.seen_len = self.out.len();
         stream
+    }
+
+    /// Counts what the caller drained from `out` since this connection last touched it as
+    /// written.
+    fn sync_written(&mut self) {
+        self.written += self.seen_len.saturating_sub(self.out.len()) as u64;
+        self.seen_len = self.out.len();
     }
 
     /// Writes as much of the waiting request bodies as the windows allow.
@@ -222,8 +332,16 @@ impl H2Conn {
         }
     }
 
-    /// Takes `data` from the server and reports what it means to `on`, in order.
+    /// Takes `data` from the server and reports what it means to `on`, in order. After an
+    /// error the connection is unusable (its message names the HTTP/2 error code).
     pub fn feed(&mut self, data: &[u8], on: &mut impl FnMut(Event)) -> Result<(), H2Error> {
+        self.sync_written();
+        let r = self.feed_frames(data, on);
+        self.seen_len = self.out.len();
+        r
+    }
+
+    fn feed_frames(&mut self, data: &[u8], on: &mut impl FnMut(Event)) -> Result<(), H2Error> {
         if self.inbuf.is_empty() {
             let used = self.frames(data, on)?;
             self.inbuf.extend_from_slice(&data[used..]);
@@ -231,8 +349,7 @@ impl H2Conn {
         }
         let mut buf = std::mem::take(&mut self.inbuf);
         buf.extend_from_slice(data);
-        let used = self.frames(&buf, on);
-        let used = used?;
+        let used = self.frames(&buf, on)?;
         buf.drain(..used);
         self.inbuf = buf;
         Ok(())
@@ -242,12 +359,18 @@ impl H2Conn {
     fn frames(&mut self, data: &[u8], on: &mut impl FnMut(Event)) -> Result<usize, H2Error> {
         let mut off = 0;
         while data.len() - off >= HEADER_LEN {
+            if !self.framed {
+                self.first_frame(&data[off..])?;
+            }
             let h = Header::parse(&data[off..]);
-            if h.len as usize > frame::DEFAULT_MAX_FRAME as usize {
-                return Err(H2Error(format!(
-                    "a {:?} frame of {} bytes, over the 16,384 this client accepts (FRAME_SIZE_ERROR)",
-                    h.kind, h.len
-                )));
+            if h.len > frame::DEFAULT_MAX_FRAME {
+                return Err(fail(
+                    code::FRAME_SIZE_ERROR,
+                    format_args!(
+                        "a {:?} frame of {} bytes, over the 16,384 this client accepts",
+                        h.kind, h.len
+                    ),
+                ));
             }
             let end = off + HEADER_LEN + h.len as usize;
             if data.len() < end {
@@ -259,203 +382,173 @@ impl H2Conn {
         Ok(off)
     }
 
+    /// The server's first frame (at least its header is in `data`) must be SETTINGS (RFC 9113
+    /// §3.4); an HTTP/1.x answer is named as such.
+    fn first_frame(&mut self, data: &[u8]) -> Result<(), H2Error> {
+        if data.starts_with(b"HTTP/1.") {
+            self.http1 = true;
+            let line = data
+                .split(|b| *b == b'\r' || *b == b'\n')
+                .next()
+                .unwrap_or(data);
+            let line = String::from_utf8_lossy(&line[..line.len().min(64)]).into_owned();
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!("the server answered in HTTP/1.x ({line:?}), not HTTP/2"),
+            ));
+        }
+        let h = Header::parse(data);
+        if h.kind != Kind::Settings || h.has(flags::ACK) {
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!(
+                    "the server's first frame is {:?}, not SETTINGS: it does not speak HTTP/2",
+                    h.kind
+                ),
+            ));
+        }
+        self.framed = true;
+        Ok(())
+    }
+
     fn frame(&mut self, h: Header, p: &[u8], on: &mut impl FnMut(Event)) -> Result<(), H2Error> {
         if self.block_of.is_some() && h.kind != Kind::Continuation {
-            return Err(H2Error(format!(
-                "a {:?} frame inside a header block (PROTOCOL_ERROR)",
-                h.kind
-            )));
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!("a {:?} frame inside a header block", h.kind),
+            ));
         }
         match h.kind {
             Kind::Data => self.data(h, p, on),
             Kind::Headers => self.headers(h, p, on),
             Kind::Continuation => self.continuation(h, p, on),
             Kind::Settings => self.settings(h, p, on),
-            Kind::Ping => {
-                if !h.has(flags::ACK) {
-                    frame::write(&mut self.out, Kind::Ping, flags::ACK, 0, p);
-                }
-                Ok(())
-            }
-            Kind::RstStream => {
-                let code = u32_at(p, 0).ok_or_else(|| H2Error("a short RST_STREAM".into()))?;
-                if self.close(h.stream) {
-                    on(Event::Reset {
-                        stream: h.stream,
-                        code,
-                    });
-                }
-                Ok(())
-            }
-            Kind::GoAway => {
-                let last = u32_at(p, 0).ok_or_else(|| H2Error("a short GOAWAY".into()))?;
-                let code = u32_at(p, 4).unwrap_or(0);
-                self.goaway = true;
-                on(Event::GoAway {
-                    last_stream: last & frame::MAX_WINDOW,
-                    code,
-                });
-                Ok(())
-            }
+            Kind::Ping => self.ping(h, p),
+            Kind::RstStream => self.rst_stream(h, p, on),
+            Kind::GoAway => self.goaway(h, p, on),
             Kind::WindowUpdate => self.window_update(h, p),
-            Kind::PushPromise => Err(H2Error(
-                "the server pushed a stream although push was disabled (PROTOCOL_ERROR)".into(),
+            Kind::PushPromise => Err(fail(
+                code::PROTOCOL_ERROR,
+                "the server pushed a stream although push was disabled",
             )),
             Kind::Priority | Kind::Unknown(_) => Ok(()),
         }
     }
 
+    /// Checks that a frame which belongs to a stream names one this client opened (open or
+    /// closed since): not stream 0, not an even (server-initiated) or idle stream.
+    fn on_client_stream(&self, h: &Header) -> Result<(), H2Error> {
+        if h.stream == 0 {
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!("a {:?} frame on stream 0", h.kind),
+            ));
+        }
+        if h.stream % 2 == 0 || h.stream >= self.next_stream {
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!(
+                    "a {:?} frame on stream {}, which this client never opened",
+                    h.kind, h.stream
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that a connection-level frame is on stream 0 and `len` bytes long (any length
+    /// when `len` is `None`).
+    fn on_connection(h: &Header, p: &[u8], len: Option<usize>) -> Result<(), H2Error> {
+        if h.stream != 0 {
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!("a {:?} frame on stream {}, not 0", h.kind, h.stream),
+            ));
+        }
+        match len {
+            Some(n) if p.len() != n => Err(fail(
+                code::FRAME_SIZE_ERROR,
+                format_args!("a {:?} frame of {} bytes, not {n}", h.kind, p.len()),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn index(&self, stream: u32) -> Option<usize> {
+        self.open.iter().position(|s| s.id == stream)
+    }
+
     fn data(&mut self, h: Header, p: &[u8], on: &mut impl FnMut(Event)) -> Result<(), H2Error> {
+        self.on_client_stream(&h)?;
         // Padding counts against the windows too.
-        self.recv_unacked += p.len() as u64;
+        let len = p.len() as u64;
+        if self.recv_unacked + len > u64::from(self.window) {
+            return Err(fail(
+                code::FLOW_CONTROL_ERROR,
+                format_args!(
+                    "the server sent {} bytes of DATA where the connection's window allowed {}",
+                    self.recv_unacked + len,
+                    self.window
+                ),
+            ));
+        }
+        self.recv_unacked += len;
         if self.recv_unacked >= self.update_at {
             frame::window_update(&mut self.out, 0, self.recv_unacked as u32);
             self.recv_unacked = 0;
         }
         let body = unpad(h, p)?;
-        if !self.open.contains(&h.stream) {
-            // A stream this client already reset or never opened: its bytes are ignored.
+        let Some(i) = self.index(h.stream) else {
+            // A stream the server already ended: its bytes are ignored.
             return Ok(());
-        }
+        };
+        let end = h.has(flags::END_STREAM);
+        self.stream_window(i, len, end)?;
         if !body.is_empty() {
             on(Event::Data {
                 stream: h.stream,
                 len: body.len(),
             });
         }
-        if h.has(flags::END_STREAM) && self.close(h.stream) {
+        if end && self.close(h.stream) {
             on(Event::End { stream: h.stream });
         }
         Ok(())
     }
 
-    fn headers(&mut self, h: Header, p: &[u8], on: &mut impl FnMut(Event)) -> Result<(), H2Error> {
-        let mut frag = unpad(h, p)?;
-        if h.has(flags::PRIORITY) {
-            frag = frag
-                .get(5..)
-                .ok_or_else(|| H2Error("a HEADERS frame too short for its priority".into()))?;
-        }
-        self.block.clear();
-        self.block.extend_from_slice(frag);
-        self.block_of = Some((h.stream, h.has(flags::END_STREAM)));
-        if h.has(flags::END_HEADERS) {
-            self.end_block(on)?;
-        }
-        Ok(())
-    }
-
-    fn continuation(
-        &mut self,
-        h: Header,
-        p: &[u8],
-        on: &mut impl FnMut(Event),
-    ) -> Result<(), H2Error> {
-        match self.block_of {
-            Some((stream, _)) if stream == h.stream => {}
-            _ => {
-                return Err(H2Error(
-                    "a CONTINUATION frame that continues no header block (PROTOCOL_ERROR)".into(),
-                ))
-            }
-        }
-        self.block.extend_from_slice(p);
-        if self.block.len() > 1 << 20 {
-            return Err(H2Error("a header block over 1 MiB".into()));
-        }
-        if h.has(flags::END_HEADERS) {
-            self.end_block(on)?;
-        }
-        Ok(())
-    }
-
-    /// A whole header block: decoded (always, to keep the table in step with the server's).
-    fn end_block(&mut self, on: &mut impl FnMut(Event)) -> Result<(), H2Error> {
-        let Some((stream, end_stream)) = self.block_of.take() else {
-            return Ok(());
-        };
-        let mut status: Option<Result<u16, ()>> = None;
-        self.decoder
-            .decode_with_cb(&self.block, |name, value| {
-                if &name[..] == b":status" {
-                    status = Some(
-                        std::str::from_utf8(&value)
-                            .ok()
-                            .and_then(|s| s.parse().ok())
-                            .ok_or(()),
-                    );
-                }
-            })
-            .map_err(|e| {
-                H2Error(format!(
-                    "the server's header block does not decode ({e:?}, COMPRESSION_ERROR)"
-                ))
-            })?;
-        if !self.open.contains(&stream) {
-            return Ok(());
-        }
-        match status {
-            Some(Ok(s)) if (100..200).contains(&s) => {}
-            Some(Ok(s)) => on(Event::Head { stream, status: s }),
-            Some(Err(())) => return Err(H2Error("a response with an invalid :status".into())),
-            None => {} // trailers
-        }
-        if end_stream && self.close(stream) {
-            on(Event::End { stream });
-        }
-        Ok(())
-    }
-
-    fn settings(&mut self, h: Header, p: &[u8], on: &mut impl FnMut(Event)) -> Result<(), H2Error> {
-        if h.has(flags::ACK) {
-            return Ok(());
-        }
-        if p.len() % 6 != 0 {
-            return Err(H2Error(
-                "a SETTINGS frame whose length is not a multiple of 6".into(),
+    /// Takes `len` DATA bytes from the window of the `i`th open stream, tops it up when half
+    /// is used (unless the stream `ends`), and checks the server stays within it and sent
+    /// the response head first.
+    fn stream_window(&mut self, i: usize, len: u64, ends: bool) -> Result<(), H2Error> {
+        let s = &mut self.open[i];
+        if !s.head {
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!("DATA before the response head on stream {}", s.id),
             ));
         }
-        for s in p.chunks(6) {
-            let id = u16::from_be_bytes([s[0], s[1]]);
-            let v = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-            match id {
-                setting::MAX_CONCURRENT_STREAMS => self.max_streams = v,
-                setting::INITIAL_WINDOW_SIZE => {
-                    let delta = i64::from(v) - self.peer_initial_window;
-                    self.peer_initial_window = i64::from(v);
-                    for p in &mut self.pending {
-                        p.window += delta;
-                    }
-                }
-                setting::MAX_FRAME_SIZE => self.max_frame = v.clamp(16_384, (1 << 24) - 1) as usize,
-                _ => {}
-            }
+        if s.unacked + len > u64::from(self.window) {
+            return Err(fail(
+                code::FLOW_CONTROL_ERROR,
+                format_args!(
+                    "the server sent {} bytes of DATA on stream {} where its window allowed {}",
+                    s.unacked + len,
+                    s.id,
+                    self.window
+                ),
+            ));
         }
-        frame::write(&mut self.out, Kind::Settings, flags::ACK, 0, &[]);
-        on(Event::Settings {
-            max_streams: self.max_streams,
-        });
-        self.send_bodies();
-        Ok(())
-    }
-
-    fn window_update(&mut self, h: Header, p: &[u8]) -> Result<(), H2Error> {
-        let inc = i64::from(
-            u32_at(p, 0).ok_or_else(|| H2Error("a short WINDOW_UPDATE".into()))?
-                & frame::MAX_WINDOW,
-        );
-        if h.stream == 0 {
-            self.send_window += inc;
-        } else if let Some(p) = self.pending.iter_mut().find(|p| p.stream == h.stream) {
-            p.window += inc;
+        s.unacked += len;
+        if !ends && s.unacked >= self.update_at {
+            frame::window_update(&mut self.out, s.id, s.unacked as u32);
+            s.unacked = 0;
         }
-        self.send_bodies();
         Ok(())
     }
 
     /// Forgets an open stream; false when it was not open.
     fn close(&mut self, stream: u32) -> bool {
-        match self.open.iter().position(|s| *s == stream) {
+        match self.index(stream) {
             Some(i) => {
                 self.open.swap_remove(i);
                 self.pending.retain(|p| p.stream != stream);
@@ -471,13 +564,15 @@ fn unpad(h: Header, p: &[u8]) -> Result<&[u8], H2Error> {
     if !h.has(flags::PADDED) {
         return Ok(p);
     }
-    let pad = *p
-        .first()
-        .ok_or_else(|| H2Error("a padded frame without its pad length".into()))?
-        as usize;
+    let pad = *p.first().ok_or_else(|| {
+        fail(
+            code::FRAME_SIZE_ERROR,
+            "a padded frame without its pad length",
+        )
+    })? as usize;
     p.get(1..p.len().saturating_sub(pad))
         .filter(|_| pad < p.len())
-        .ok_or_else(|| H2Error("padding longer than the frame (PROTOCOL_ERROR)".into()))
+        .ok_or_else(|| fail(code::PROTOCOL_ERROR, "padding longer than the frame"))
 }
 
 fn u32_at(p: &[u8], at: usize) -> Option<u32> {
@@ -485,5 +580,7 @@ fn u32_at(p: &[u8], at: usize) -> Option<u32> {
         .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
+mod control;
+mod headers;
 #[cfg(test)]
 mod tests;

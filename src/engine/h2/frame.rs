@@ -106,6 +106,9 @@ pub mod setting {
     pub const MAX_FRAME_SIZE: u16 = 0x5;
 }
 
+/// The largest SETTINGS_MAX_FRAME_SIZE a peer may announce (2^24 − 1).
+pub const MAX_FRAME_LIMIT: u32 = (1 << 24) - 1;
+
 /// A frame's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
@@ -180,6 +183,24 @@ pub fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
 /// Appends an RST_STREAM with `code`.
 pub fn rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
     write(out, Kind::RstStream, 0, stream, &code.to_be_bytes());
+}
+
+/// HTTP/2 error codes a client reports (RFC 9113 §7).
+pub mod code {
+    /// NO_ERROR: a graceful shutdown.
+    pub const NO_ERROR: u32 = 0x0;
+    /// PROTOCOL_ERROR.
+    pub const PROTOCOL_ERROR: u32 = 0x1;
+    /// FLOW_CONTROL_ERROR.
+    pub const FLOW_CONTROL_ERROR: u32 = 0x3;
+    /// FRAME_SIZE_ERROR.
+    pub const FRAME_SIZE_ERROR: u32 = 0x6;
+    /// REFUSED_STREAM: the stream was not processed and may be retried.
+    pub const REFUSED_STREAM: u32 = 0x7;
+    /// COMPRESSION_ERROR.
+    pub const COMPRESSION_ERROR: u32 = 0x9;
+    /// ENHANCE_YOUR_CALM: the peer behaves in a way that costs too much.
+    pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 }
 
 /// HTTP/2 error codes (RFC 9113 §7), named as the RFC names them.

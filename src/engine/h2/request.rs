@@ -5,6 +5,27 @@
 
 use loona_hpack::encoder::encode_integer_into;
 
+use crate::plan::{LoadSpec, RequestTemplate};
+
+/// The header block of the run's request: the same fields as its HTTP/1.1 form
+/// ([`RequestTemplate::header_fields`]), `Host` (the user's, or the URL's) as `:authority`.
+pub fn for_spec(spec: &LoadSpec) -> Vec<u8> {
+    let fields = RequestTemplate::header_fields(spec);
+    let authority = fields
+        .iter()
+        .rev()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(spec.target.host_header.as_str(), |(_, v)| v.as_str());
+    header_block(
+        &spec.method,
+        spec.target.scheme.as_str(),
+        authority,
+        &spec.target.path,
+        &fields,
+        None,
+    )
+}
+
 /// Headers that belong to one HTTP/1.1 connection and are forbidden in HTTP/2 (RFC 9113
 /// §8.2.2); `host` becomes `:authority`.
 const HOP_BY_HOP: [&str; 6] = [

@@ -3,6 +3,7 @@
 //! threads except the stop flag and the report channel (one message per second).
 
 mod failure;
+mod h2;
 mod schedule;
 mod socket;
 
@@ -16,12 +17,13 @@ use mio::{Interest, Poll, Token};
 
 use super::clock::{tighten_timer_slack, TimerFd};
 use super::conn::{Conn, ConnState, InFlight, Phase};
+use super::h2::conn::Event;
 use super::poller::Poller;
 use super::stream::{Handshake, Socket, Stream};
 use super::transport::{self, ConnectState, Endpoint};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
-use crate::plan::{Due, Pacer};
+use crate::plan::{Due, HttpVersion, Pacer};
 use crate::stats::histogram::{new_hist, Hist};
 use crate::stats::recorder::{
     ns_to_us, ErrorKind, ProtocolSample, Recorder, WorkerEnd, WorkerReport,
@@ -92,6 +94,8 @@ pub struct Worker {
     transport: TransportStats,
     /// Why the first failed TLS handshake failed (for the warning).
     connect_sample: Option<String>,
+    /// HTTP/2 events of the read being handled (kept to reuse its allocation).
+    h2_events: Vec<Event>,
 }
 
 impl Worker {
@@ -152,6 +156,7 @@ impl Worker {
             unsolicited_sample: None,
             transport: TransportStats::default(),
             connect_sample: None,
+            h2_events: Vec::new(),
             shared,
         })
     }
@@ -298,8 +303,16 @@ impl Worker {
                 {
                     break;
                 }
+                if c.h2.is_some() {
+                    // HTTP/2: only requests still waiting for a stream can be taken back.
+                    if c.h2_queued == 0 {
+                        break;
+                    }
+                    c.h2_queued -= 1;
+                } else {
+                    c.write_end -= len;
+                }
                 let r = c.inflight.pop_back().expect("checked above");
-                c.write_end -= len;
                 if r.phase == Phase::Measured {
                     self.unsent_request(r.start_ns);
                 }
@@ -405,6 +418,14 @@ impl Worker {
                     self.conns[i].state = ConnState::Closed;
                     self.conns[i].ready_ns = now;
                     self.mark_free(i);
+                }
+                ConnState::Open
+                    if c.h2.as_ref().is_some_and(|h| !h.settings_seen())
+                        && now.saturating_sub(c.opened_ns) > timeout =>
+                {
+                    // An HTTP/2 connection whose server never sent its SETTINGS never became
+                    // usable: a failed connect, like a stalled handshake.
+                    self.connect_failed(i, now, io::Error::from(io::ErrorKind::TimedOut));
                 }
                 ConnState::Open => {
                     if let Some(front) = c.inflight.front() {

@@ -21,7 +21,10 @@ impl Worker {
             return false; // a retired user, or one thinking
         }
         match c.state {
-            ConnState::Open => self.shared.keepalive && c.inflight.len() < self.shared.pipeline,
+            ConnState::Open => {
+                self.shared.keepalive
+                    && c.inflight.len() < c.capacity(self.shared.pipeline, self.shared.streams)
+            }
             ConnState::Closed => c.inflight.is_empty(),
             _ => false,
         }
@@ -115,8 +118,16 @@ impl Worker {
         // The pacer's own lag counts from when both the request was due and a connection was
         // free for it: waiting for a busy server's connection is latency, not client lag.
         req.lag_origin_ns = req.start_ns.max(c.ready_ns).min(now);
-        req.stream_pos = c.write_end;
-        c.write_end += len;
+        req.stream = 0;
+        req.status = 0;
+        if c.h2.is_some() {
+            // It waits for a stream, opened when the connection is written.
+            req.stream_pos = u64::MAX;
+            c.h2_queued += 1;
+        } else {
+            req.stream_pos = c.write_end;
+            c.write_end += len;
+        }
         c.inflight.push_back(req);
         if c.state == ConnState::Open {
             if !c.flush_pending {

@@ -4,7 +4,7 @@
 use super::failure::error_kind;
 use super::*;
 use crate::engine::tls::{self, HandshakeError, TlsReadError};
-use crate::engine::{TlsFailure, STOP_ABORT};
+use crate::engine::{SetupFailure, STOP_ABORT};
 use crate::result::warning;
 use crate::stats::recorder::SAMPLE_BYTES;
 
@@ -81,7 +81,8 @@ impl Worker {
                         self.drive_handshake(i, now);
                         return;
                     }
-                    self.opened(i, now);
+                    let h2 = self.shared.http == HttpVersion::H2c;
+                    self.opened(i, now, h2);
                 }
             }
         }
@@ -90,10 +91,15 @@ impl Worker {
         }
     }
 
-    /// The connection is ready for requests (connected, and with TLS, after the handshake).
-    fn opened(&mut self, i: usize, now: u64) {
+    /// The connection is ready for requests (connected, and with TLS, after the handshake);
+    /// `h2`: it speaks HTTP/2.
+    fn opened(&mut self, i: usize, now: u64, h2: bool) {
+        if h2 {
+            self.start_h2(i);
+        }
         let c = &mut self.conns[i];
         c.state = ConnState::Open;
+        c.opened_ns = now;
         c.ready_ns = c.ready_ns.max(now);
         // Requests queued on a connecting connection had no free connection until now: the
         // connect (and handshake) is their latency, not volley's send lag.
@@ -124,19 +130,32 @@ impl Worker {
                 // The clock after the step: it checked the certificate and derived the keys.
                 let now = self.shared.clock.now_ns();
                 let (seen, resumed) = t.negotiated();
+                let h2 = seen.alpn.as_deref() == Some("h2");
                 self.transport.handshake_done(
                     ns_to_us(now.saturating_sub(tcp_ns)),
                     resumed,
-                    || seen,
+                    || seen.clone(),
                 );
-                self.opened(i, now);
+                if !h2 && self.shared.http == HttpVersion::H2 {
+                    let chose = match seen.alpn {
+                        Some(p) => format!("chose {p} by ALPN instead of h2"),
+                        None => "chose no protocol by ALPN".to_string(),
+                    };
+                    self.refused_h2(i, now, chose);
+                    return;
+                }
+                self.opened(i, now, h2);
                 if self.conns[i].state == ConnState::Open {
                     self.write(i, now);
                 }
             }
+            Handshake::Failed(e) if e.refuses_alpn() && self.shared.http == HttpVersion::H2 => {
+                let alert = e.describe();
+                self.refused_h2(i, now, format!("refused h2 by ALPN ({alert})"));
+            }
             Handshake::Failed(e) => {
                 if e.is_setup() {
-                    self.setup_failed(|| TlsFailure::Handshake(e.describe()));
+                    self.setup_failed(|| SetupFailure::Handshake(e.describe()));
                 }
                 self.connect_sample
                     .get_or_insert_with(|| format!("TLS handshake: {}", e.describe()));
@@ -149,9 +168,12 @@ impl Worker {
     /// connection are the same bytes, so the stream is the template repeated; a buffer of
     /// `pipeline` copies lets one write carry a whole window of pipelined requests.
     pub(super) fn write(&mut self, i: usize, now: u64) {
+        if self.conns[i].h2.is_some() {
+            self.write_h2(i, now);
+            return;
+        }
         // Fields are borrowed one by one (no Arc clone: that would be an atomic per write).
         let len = self.shared.template.bytes.len() as u64;
-        let (open_loop, keepalive) = (self.shared.open_loop, self.shared.keepalive);
         loop {
             let c = &mut self.conns[i];
             if c.state != ConnState::Open {
@@ -176,19 +198,7 @@ impl Worker {
                     self.fail(i, ErrorKind::Closed, now, true);
                     return;
                 }
-                Ok(n) => {
-                    c.write_pos += n as u64;
-                    let newly_sent = mark_written(c, &mut self.rec, now, open_loop, keepalive);
-                    let phase = self.phase();
-                    let counts = self.rec.counters_for(phase, now);
-                    counts.bytes_sent += n as u64;
-                    if phase == Phase::Measured {
-                        counts.sent += newly_sent;
-                        if newly_sent > 0 {
-                            self.last_send_ns = now;
-                        }
-                    }
-                }
+                Ok(n) => self.wrote(i, n, now),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -197,6 +207,39 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// `n` more bytes of connection `i`'s request stream are written: the requests whose
+    /// first byte went out are sent (and, in the open loop, their lag recorded).
+    #[inline]
+    pub(super) fn wrote(&mut self, i: usize, n: usize, now: u64) {
+        let (open_loop, keepalive) = (self.shared.open_loop, self.shared.keepalive);
+        let c = &mut self.conns[i];
+        c.write_pos += n as u64;
+        let newly_sent = mark_written(c, &mut self.rec, now, open_loop, keepalive);
+        let phase = self.phase();
+        let counts = self.rec.counters_for(phase, now);
+        counts.bytes_sent += n as u64;
+        if phase == Phase::Measured {
+            counts.sent += newly_sent;
+            if newly_sent > 0 {
+                self.last_send_ns = now;
+            }
+        }
+    }
+
+    /// `--http2`: the server's handshake chose another protocol than `h2` by ALPN. Before any
+    /// response this ends the run (it does not speak HTTP/2 there); later it is a failed
+    /// connect.
+    fn refused_h2(&mut self, i: usize, now: u64, what: String) {
+        let reason = format!(
+            "over TLS: its handshake {what}; drop --http2 (an https:// URL speaks HTTP/2 \
+             when the server offers it, HTTP/1.1 otherwise)"
+        );
+        self.setup_failed(|| SetupFailure::NoH2(reason.clone()));
+        self.connect_sample
+            .get_or_insert_with(|| format!("HTTP/2 {reason}"));
+        self.connect_failed(i, now, io::Error::other("no h2 by ALPN"));
     }
 
     /// `hangup`: epoll saw the peer's FIN (or an error) with this event, so a short read does
@@ -250,7 +293,7 @@ impl Worker {
                         // client's side of the handshake ended.
                         let error = t.clone();
                         self.setup_failed(|| {
-                            TlsFailure::Handshake(
+                            SetupFailure::Handshake(
                                 HandshakeError::Tls {
                                     error,
                                     head: Vec::new(),
@@ -275,14 +318,17 @@ impl Worker {
 
     /// The server's TLS set-up does not fit the URL: unless a response already arrived, the
     /// run stops now, before more requests go.
-    fn setup_failed(&mut self, failure: impl FnOnce() -> TlsFailure) {
-        if self.shared.tls_gate.fail(failure) {
+    pub(super) fn setup_failed(&mut self, failure: impl FnOnce() -> SetupFailure) {
+        if self.shared.setup_gate.fail(failure) {
             self.shared.stop.store(STOP_ABORT, Ordering::Relaxed);
         }
     }
 
     /// Parses `n` bytes from the read buffer. False when the connection was closed meanwhile.
     pub(super) fn on_bytes(&mut self, i: usize, n: usize, now: u64) -> bool {
+        if self.conns[i].h2.is_some() {
+            return self.on_h2_bytes(i, n, now);
+        }
         let mut off = 0;
         while off < n {
             let c = &mut self.conns[i];
@@ -329,7 +375,7 @@ impl Worker {
                         && warning::looks_like_tls(&self.read_buf[off..n])
                     {
                         // TLS records in answer to an http:// request.
-                        self.setup_failed(|| TlsFailure::SpeaksTls);
+                        self.setup_failed(|| SetupFailure::SpeaksTls);
                     }
                     let c = &mut self.conns[i];
                     if self.protocol_sample.is_none() {
@@ -350,15 +396,20 @@ impl Worker {
     /// A response ended on connection `i` (by its length, its last chunk, or the close that
     /// delimits it): the request at the front is complete, and its user thinks before the next.
     pub(super) fn response_done(&mut self, i: usize, status: u16, now: u64) {
-        let think_ns = self.shared.think_ns;
-        let c = &mut self.conns[i];
-        let Some(req) = c.inflight.pop_front() else {
+        let Some(req) = self.conns[i].inflight.pop_front() else {
             return;
         };
+        self.request_done(i, req, status, now);
+    }
+
+    /// Request `req`, taken off connection `i`, got its whole response.
+    pub(super) fn request_done(&mut self, i: usize, req: InFlight, status: u16, now: u64) {
+        let think_ns = self.shared.think_ns;
+        let c = &mut self.conns[i];
         c.responses += 1;
         c.unsolicited_streak = 0;
         if c.responses == 1 {
-            self.shared.tls_gate.pass();
+            self.shared.setup_gate.pass();
         }
         c.ready_ns = now + think_ns;
         if think_ns > 0 {

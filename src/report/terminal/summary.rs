@@ -39,6 +39,9 @@ fn header(o: &mut String, r: &RunResult) {
     if let Some(tls) = tls_line(r) {
         let _ = writeln!(o, "{tls}");
     }
+    if let Some(h2) = h2_line(r) {
+        let _ = writeln!(o, "{h2}");
+    }
     if r.interrupted {
         let _ = writeln!(o, "INTERRUPTED: results cover the run up to Ctrl-C");
     }
@@ -70,6 +73,35 @@ fn tls_line(r: &RunResult) -> Option<String> {
     }
     if t.insecure {
         line.push_str(", certificate not verified (-k)");
+    }
+    Some(line)
+}
+
+/// `HTTP/2 (h2c): 8 streams per connection: the server allows 8 at once
+/// (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams 32; 3 GOAWAYs`.
+fn h2_line(r: &RunResult) -> Option<String> {
+    let h = r.target.h2.as_ref()?;
+    let protocol = r.target.protocol.as_deref().unwrap_or("h2");
+    let n = h.streams_per_connection;
+    let mut line = format!(
+        "HTTP/2 ({protocol}): {n} stream{} per connection",
+        plural(n)
+    );
+    if n < r.load.streams {
+        let _ = write!(
+            line,
+            ": the server allows {n} at once (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than \
+             --streams {}",
+            r.load.streams
+        );
+    }
+    if h.goaways > 0 {
+        let _ = write!(
+            line,
+            "; {} GOAWAY{}",
+            thousands(h.goaways),
+            plural(h.goaways)
+        );
     }
     Some(line)
 }

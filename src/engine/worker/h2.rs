@@ -1,0 +1,317 @@
+//! The HTTP/2 side of a worker: a connection that speaks HTTP/2 writes from its session's
+//! queue instead of the repeated request, feeds what it reads to the session, and turns the
+//! session's events into completed, failed or resent requests. Streams complete in any order;
+//! the in-flight list keeps the order they were opened in (then the requests waiting for a
+//! stream), so the write bookkeeping of HTTP/1.1 (`stream_pos`, `mark_written`) holds as is.
+
+use super::failure::error_kind;
+use super::*;
+use crate::engine::h2::conn::{Event, H2Conn, H2Error};
+use crate::engine::h2::frame::error_name;
+use crate::engine::SetupFailure;
+
+/// RST_STREAM's REFUSED_STREAM: the server did not process the stream; it may go again.
+const REFUSED_STREAM: u32 = 0x7;
+
+impl Worker {
+    /// The connection just opened speaks HTTP/2: its session starts (the preface and SETTINGS
+    /// go out with the next write), and the requests already queued on it wait for streams.
+    pub(super) fn start_h2(&mut self, i: usize) {
+        let h2 = H2Conn::new(Arc::clone(&self.shared.body), self.shared.h2_window);
+        self.transport.h2_connections += 1;
+        let c = &mut self.conns[i];
+        for r in c.inflight.iter_mut() {
+            r.stream = 0;
+            r.stream_pos = u64::MAX;
+        }
+        c.h2_queued = c.inflight.len();
+        c.write_end = c.write_pos + h2.out.len() as u64;
+        c.h2 = Some(Box::new(h2));
+    }
+
+    /// Opens streams for the requests waiting on connection `i`, as far as the server allows.
+    fn open_streams(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(h2) = c.h2.as_mut() else { return };
+        while c.h2_queued > 0 && h2.can_open() {
+            let at = c.inflight.len() - c.h2_queued;
+            let pos = c.write_pos + h2.out.len() as u64;
+            let r = &mut c.inflight[at];
+            r.stream_pos = pos;
+            r.stream = h2.open_stream(&self.shared.h2_block);
+            c.h2_queued -= 1;
+        }
+        c.write_end = c.write_pos + h2.out.len() as u64;
+    }
+
+    /// Writes what the session has queued (new streams first opened) as far as the socket
+    /// takes it.
+    pub(super) fn write_h2(&mut self, i: usize, now: u64) {
+        self.open_streams(i);
+        loop {
+            let c = &mut self.conns[i];
+            if c.state != ConnState::Open {
+                return;
+            }
+            let (Some(s), Some(h2)) = (c.stream.as_mut(), c.h2.as_mut()) else {
+                return;
+            };
+            if h2.out.is_empty() {
+                match s.flush() {
+                    Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                        self.fail(i, error_kind(&e), now, true);
+                    }
+                    _ => {}
+                }
+                return;
+            }
+            match s.write(&h2.out) {
+                Ok(0) => {
+                    self.fail(i, ErrorKind::Closed, now, true);
+                    return;
+                }
+                Ok(n) => {
+                    h2.out.drain(..n);
+                    c.write_end = c.write_pos + n as u64 + h2.out.len() as u64;
+                    self.wrote(i, n, now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.fail(i, error_kind(&e), now, true);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Feeds `n` bytes of the read buffer to connection `i`'s session and acts on what they
+    /// meant. False when the connection was closed meanwhile.
+    pub(super) fn on_h2_bytes(&mut self, i: usize, n: usize, now: u64) -> bool {
+        let mut events = std::mem::take(&mut self.h2_events);
+        let Some(h2) = self.conns[i].h2.as_mut() else {
+            return true;
+        };
+        let settings_seen = h2.settings_seen();
+        let fed = h2.feed(&self.read_buf[..n], &mut |e| events.push(e));
+        let mut alive = true;
+        for e in events.drain(..) {
+            if alive {
+                alive = self.on_h2_event(i, e, now);
+            }
+        }
+        self.h2_events = events;
+        if !alive {
+            return false;
+        }
+        if let Err(e) = fed {
+            self.h2_failed(i, e, settings_seen, n, now);
+            return false;
+        }
+        // Acknowledgements, window updates and new streams go out with the next flush.
+        let c = &self.conns[i];
+        if c.h2.as_ref().is_some_and(|h| !h.out.is_empty()) || c.h2_queued > 0 {
+            self.flush_soon(i);
+        }
+        true
+    }
+
+    /// Queues connection `i` for the write at the end of the next dispatch.
+    fn flush_soon(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.flush_pending {
+            c.flush_pending = true;
+            self.to_flush.push(i);
+        }
+    }
+
+    /// One event of the session. False when the connection was closed.
+    fn on_h2_event(&mut self, i: usize, e: Event, now: u64) -> bool {
+        match e {
+            Event::Settings { max_streams } => {
+                self.transport.h2_settings(max_streams);
+                self.h2_settings(i, now);
+            }
+            Event::Head { stream, status } => {
+                let c = &mut self.conns[i];
+                if let Some(r) = c.inflight.iter_mut().find(|r| r.stream == stream) {
+                    r.status = status;
+                }
+            }
+            Event::Data { .. } => {}
+            Event::End { stream } => return self.h2_end(i, stream, now),
+            Event::Reset { stream, code } => self.h2_reset(i, stream, code, now),
+            Event::GoAway { last_stream, code } => {
+                return self.h2_goaway(i, last_stream, code, now)
+            }
+        }
+        true
+    }
+
+    /// The server's SETTINGS: requests queued beyond its stream limit go to other
+    /// connections; the first SETTINGS makes the connection ready, so the wait for it is
+    /// the connection's set-up, not the client's lag.
+    fn h2_settings(&mut self, i: usize, now: u64) {
+        let (pipeline, streams) = (self.shared.pipeline, self.shared.streams);
+        let c = &mut self.conns[i];
+        let cap = c.capacity(pipeline, streams);
+        let mut back = Vec::new();
+        while c.inflight.len() > cap && c.h2_queued > 0 {
+            back.extend(c.inflight.pop_back());
+            c.h2_queued -= 1;
+        }
+        for r in back {
+            self.requeue.push_front(r);
+        }
+        let c = &mut self.conns[i];
+        if c.responses == 0 {
+            for r in c.inflight.iter_mut().filter(|r| r.stream == 0) {
+                r.lag_origin_ns = r.lag_origin_ns.max(now);
+            }
+        }
+        self.flush_soon(i);
+        if self.shared.keepalive {
+            self.mark_free(i);
+        }
+    }
+
+    /// A stream ended: its request is complete (a response without a status is a
+    /// `protocol` error), and the connection has a free stream.
+    fn h2_end(&mut self, i: usize, stream: u32, now: u64) -> bool {
+        let c = &mut self.conns[i];
+        let Some(at) = c.inflight.iter().position(|r| r.stream == stream) else {
+            return true;
+        };
+        let req = c.inflight.remove(at).expect("found above");
+        if req.status == 0 {
+            self.sample_protocol(|| format!("HTTP/2: stream {stream} ended without a response"));
+            self.count_error(req.phase, ErrorKind::Protocol, now);
+        } else {
+            self.request_done(i, req, req.status, now);
+        }
+        self.after_h2_stream(i, now)
+    }
+
+    /// After a stream ended or was reset: close the connection when it is done (no
+    /// keep-alive, a retired user, GOAWAY), or offer its free stream.
+    fn after_h2_stream(&mut self, i: usize, now: u64) -> bool {
+        let c = &self.conns[i];
+        let opened = c.inflight.len() - c.h2_queued;
+        let going_away = c.h2.as_ref().is_some_and(|h| h.going_away());
+        if !self.shared.keepalive && c.inflight.is_empty() {
+            self.close_and_replace(i, now, false);
+            return false;
+        }
+        if going_away && opened == 0 {
+            // The graceful GOAWAY's last stream finished: reconnect.
+            self.close_and_replace(i, now, true);
+            return false;
+        }
+        if i >= self.active && c.inflight.is_empty() {
+            self.retire(i);
+            return false;
+        }
+        if self.shared.keepalive {
+            self.mark_free(i);
+        }
+        true
+    }
+
+    /// The server reset a stream: REFUSED_STREAM (not processed) goes again once; any other
+    /// code ends the request as a `protocol` error.
+    fn h2_reset(&mut self, i: usize, stream: u32, code: u32, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(at) = c.inflight.iter().position(|r| r.stream == stream) else {
+            return;
+        };
+        let req = c.inflight.remove(at).expect("found above");
+        if code == REFUSED_STREAM {
+            self.retry_or_end(vec![req], true, ErrorKind::Protocol, now);
+        } else {
+            self.sample_protocol(|| {
+                format!(
+                    "HTTP/2: the server reset stream {stream} (RST_STREAM {})",
+                    error_name(code)
+                )
+            });
+            self.count_error(req.phase, ErrorKind::Protocol, now);
+        }
+        self.after_h2_stream(i, now);
+    }
+
+    /// GOAWAY: the streams above `last` were not processed and go again on another
+    /// connection, as do requests still waiting for a stream. A graceful one (code 0) lets
+    /// the others finish, then the connection is replaced; one with an error ends them as
+    /// `protocol` errors now.
+    fn h2_goaway(&mut self, i: usize, last: u32, code: u32, now: u64) -> bool {
+        self.transport.h2_goaways += 1;
+        let c = &mut self.conns[i];
+        let mut back = Vec::new();
+        let mut kept = VecDeque::with_capacity(c.inflight.len());
+        for r in c.inflight.drain(..) {
+            if r.stream == 0 || r.stream > last {
+                back.push(r);
+            } else {
+                kept.push_back(r);
+            }
+        }
+        c.inflight = kept;
+        c.h2_queued = 0;
+        for r in back.into_iter().rev() {
+            self.requeue.push_front(r);
+        }
+        if code != 0 {
+            self.sample_protocol(|| {
+                format!(
+                    "HTTP/2: the server went away with {} (GOAWAY, last stream {last})",
+                    error_name(code)
+                )
+            });
+            self.fail(i, ErrorKind::Protocol, now, false);
+            return false;
+        }
+        if self.conns[i].inflight.is_empty() {
+            self.close_and_replace(i, now, true);
+            return false;
+        }
+        true
+    }
+
+    /// The session failed (a connection error): before the server's SETTINGS, a server that
+    /// answered in HTTP/1.1 does not speak HTTP/2 here and, before any response, ends the
+    /// run; otherwise the requests on it end as `protocol` errors.
+    fn h2_failed(&mut self, i: usize, e: H2Error, settings_seen: bool, n: usize, now: u64) {
+        let head = &self.read_buf[..n.min(64)];
+        if !settings_seen && head.starts_with(b"HTTP/") {
+            let line = head
+                .split(|b| *b == b'\r' || *b == b'\n')
+                .next()
+                .unwrap_or(head);
+            let line = String::from_utf8_lossy(line).into_owned();
+            let reason = match self.shared.http {
+                HttpVersion::H2c => format!(
+                    "in cleartext (--h2c): it answered the HTTP/2 connection preface with \
+                     \"{line}\"; drop --h2c to speak HTTP/1.1"
+                ),
+                _ => format!(
+                    "over TLS although it chose h2 by ALPN: it answered the HTTP/2 connection \
+                     preface with \"{line}\"; use --http1.1"
+                ),
+            };
+            self.setup_failed(|| SetupFailure::NoH2(reason));
+            self.sample_protocol(|| format!("HTTP/2: the server answered in HTTP/1.1: {line}"));
+        } else {
+            self.sample_protocol(|| e.to_string());
+        }
+        self.fail(i, ErrorKind::Protocol, now, false);
+    }
+
+    fn sample_protocol(&mut self, reason: impl FnOnce() -> String) {
+        if self.protocol_sample.is_none() {
+            self.protocol_sample = Some(ProtocolSample {
+                reason: reason(),
+                bytes: Vec::new(),
+            });
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! In-process HTTP/2 servers (h2c, prior knowledge) for integration tests: one well-behaved
+//! minimal server and hostile ones, one per [`Behaviour`]. Frames are written by hand (the
+//! hostile ones must break the rules a library enforces); each connection runs on its own
+//! thread and ends when volley closes it (a write fails) or after [`LINGER`].
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{spawn, Ctx, TestServer};
+
+/// What a client sends first.
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// How long a connection is kept after the server is done with it (waiting for volley to
+/// close it), at most.
+pub const LINGER: Duration = Duration::from_secs(3);
+
+/// Frame types and flags used here (RFC 9113 §6).
+pub mod kind {
+    pub const DATA: u8 = 0;
+    pub const HEADERS: u8 = 1;
+    pub const RST_STREAM: u8 = 3;
+    pub const SETTINGS: u8 = 4;
+    pub const PING: u8 = 6;
+    pub const GOAWAY: u8 = 7;
+    pub const WINDOW_UPDATE: u8 = 8;
+    pub const CONTINUATION: u8 = 9;
+    pub const END_STREAM: u8 = 0x1;
+    pub const ACK: u8 = 0x1;
+    pub const END_HEADERS: u8 = 0x4;
+}
+use kind::*;
+
+/// `:status: 200` from the HPACK static table.
+const STATUS_200: u8 = 0x88;
+
+/// How a server behaves on every connection.
+#[derive(Debug, Clone, Copy)]
+pub enum Behaviour {
+    /// Answers every stream 200 with a one-byte body once the request has ended, after
+    /// holding what one read brought for `hold` (so streams overlap); announces
+    /// SETTINGS_MAX_CONCURRENT_STREAMS `max_streams` when given.
+    Normal {
+        max_streams: Option<u32>,
+        hold: Duration,
+    },
+    /// Like `Normal`, but after the `n`th stream of a connection it sends GOAWAY (code 0) with
+    /// that stream as the last, answers the streams up to it and ignores later ones.
+    GoAwayAfter(u32),
+    /// At the first stream: GOAWAY with that stream as the last and this error code, nothing
+    /// answered, then the connection is closed.
+    GoAwayError(u32),
+    /// RST_STREAM with this code on every stream.
+    Reset(u32),
+    /// SETTINGS_INITIAL_WINDOW_SIZE 0 and never a WINDOW_UPDATE: request bodies never leave.
+    ZeroWindow,
+    /// At the first stream, SETTINGS frames without end, never reading.
+    SettingsFlood,
+    /// At the first stream, PINGs without end, never reading.
+    PingFlood,
+    /// At the first stream, a HEADERS frame without END_HEADERS and CONTINUATIONs without end.
+    EndlessContinuation,
+    /// Every response head starts with an HPACK table size update to 128 MiB and indexes
+    /// 4 KiB values (a table that would grow without a bound).
+    HugeTableSize,
+    /// Answers the preface with an HTTP/1.1 400 and closes.
+    Http11,
+}
+
+/// A running HTTP/2 test server.
+pub struct H2Server {
+    pub server: TestServer,
+    /// The most streams open at once (HEADERS read, not answered) on any one connection.
+    pub max_open: Arc<AtomicU64>,
+    /// Connections accepted.
+    pub connections: Arc<AtomicU64>,
+}
+
+impl H2Server {
+    pub fn url(&self, path: &str) -> String {
+        self.server.url(path)
+    }
+    /// Requests answered (or, for the hostile behaviours, streams the server saw).
+    pub fn requests(&self) -> u64 {
+        self.server.requests()
+    }
+    pub fn max_open(&self) -> u64 {
+        self.max_open.load(Ordering::SeqCst)
+    }
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// Starts a server that behaves like `b` on every connection.
+pub fn serve(b: Behaviour) -> H2Server {
+    let max_open = Arc::new(AtomicU64::new(0));
+    let connections = Arc::new(AtomicU64::new(0));
+    let (m, n) = (Arc::clone(&max_open), Arc::clone(&connections));
+    let server = spawn(move |c, _| {
+        n.fetch_add(1, Ordering::SeqCst);
+        let mut p = Peer::new(c, Arc::clone(&m));
+        let _ = p.stream().set_read_timeout(Some(LINGER));
+        if matches!(b, Behaviour::Http11) {
+            http11(&mut p);
+            return;
+        }
+        if !p.read_preface() {
+            return;
+        }
+        run(&mut p, b);
+    });
+    H2Server {
+        server,
+        max_open,
+        connections,
+    }
+}
+
+fn run(p: &mut Peer, b: Behaviour) {
+    match b {
+        Behaviour::Normal { max_streams, hold } => {
+            let settings = max_streams.map(|n| vec![(3u16, n)]).unwrap_or_default();
+            p.serve(&settings, hold, None);
+        }
+        Behaviour::GoAwayAfter(n) => p.serve(&[], Duration::ZERO, Some(n)),
+        Behaviour::GoAwayError(code) => {
+            if let Some(stream) = p.start(&[]) {
+                p.send(GOAWAY, 0, 0, &goaway(stream, code));
+                p.close();
+            }
+        }
+        Behaviour::Reset(code) => p.reset_all(code),
+        Behaviour::ZeroWindow => p.zero_window(),
+        Behaviour::SettingsFlood => {
+            if p.start(&[]).is_some() {
+                flood(p, &frame(SETTINGS, 0, 0, &[]));
+            }
+        }
+        Behaviour::PingFlood => {
+            if p.start(&[]).is_some() {
+                flood(p, &frame(PING, 0, 0, b"flooding"));
+            }
+        }
+        Behaviour::EndlessContinuation => {
+            if let Some(stream) = p.start(&[]) {
+                let mut first = frame(HEADERS, 0, stream, &[STATUS_200]);
+                first.extend(frame(CONTINUATION, 0, stream, &[0x40; 1024]).repeat(16));
+                p.write(&first);
+                flood(p, &frame(CONTINUATION, 0, stream, &[0x40; 1024]));
+            }
+        }
+        Behaviour::HugeTableSize => p.huge_table(),
+        Behaviour::Http11 => unreachable!("handled before the preface"),
+    }
+}
+
+/// `unit` again and again (64 KiB at a time) until volley closes (30 s at most).
+fn flood(p: &mut Peer, unit: &[u8]) {
+    let chunk = unit.repeat((64 << 10) / unit.len().max(1));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while p.write(&chunk) && Instant::now() < deadline {}
+}
+
+fn http11(p: &mut Peer) {
+    let mut buf = [0u8; 64];
+    let _ = p.stream().read(&mut buf);
+    p.write(
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\nConnection: close\r\n\r\nBad Request",
+    );
+    p.close();
+}
+
+/// A frame: length (3), type, flags, stream (4), payload.
+pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.push(kind);
+    f.push(flags);
+    f.extend((stream & 0x7fff_ffff).to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn settings(values: &[(u16, u32)]) -> Vec<u8> {
+    let mut p = Vec::new();
+    for (id, v) in values {
+        p.extend(id.to_be_bytes());
+        p.extend(v.to_be_bytes());
+    }
+    frame(SETTINGS, 0, 0, &p)
+}
+
+fn goaway(last: u32, code: u32) -> Vec<u8> {
+    let mut p = last.to_be_bytes().to_vec();
+    p.extend(code.to_be_bytes());
+    p
+}
+
+/// An HPACK integer with an `n`-bit prefix (RFC 7541 §5.1) after the bits of `first`.
+fn hpack_int(mut v: usize, n: u32, first: u8, out: &mut Vec<u8>) {
+    let max = (1usize << n) - 1;
+    if v < max {
+        out.push(first | v as u8);
+        return;
+    }
+    out.push(first | max as u8);
+    v -= max;
+    while v >= 128 {
+        out.push((v % 128) as u8 | 0x80);
+        v /= 128;
+    }
+    out.push(v as u8);
+}
+
+/// A client frame as the server reads it.
+struct Frame {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+    payload: Vec<u8>,
+}
+
+/// The server's side of one connection.
+struct Peer {
+    ctx: Ctx,
+    buf: Vec<u8>,
+    max_open: Arc<AtomicU64>,
+    /// Streams whose HEADERS arrived and that are not answered yet.
+    open: Vec<u32>,
+    /// Streams whose request ended (END_STREAM), to answer.
+    done: Vec<u32>,
+    /// Streams seen on this connection.
+    seen: u32,
+}
+
+impl Peer {
+    fn new(ctx: Ctx, max_open: Arc<AtomicU64>) -> Self {
+        Peer {
+            ctx,
+            buf: Vec::new(),
+            max_open,
+            open: Vec::new(),
+            done: Vec::new(),
+            seen: 0,
+        }
+    }
+
+    fn stream(&mut self) -> &mut TcpStream {
+        &mut self.ctx.stream
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> bool {
+        self.ctx.stream.write_all(bytes).is_ok()
+    }
+
+    fn send(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) -> bool {
+        self.write(&frame(kind, flags, stream, payload))
+    }
+
+    /// Stops writing and waits (bounded) for volley to close its side.
+    fn close(&mut self) {
+        let _ = self.ctx.stream.shutdown(Shutdown::Write);
+        let deadline = Instant::now() + LINGER;
+        let mut tmp = [0u8; 16 << 10];
+        while Instant::now() < deadline {
+            match self.ctx.stream.read(&mut tmp) {
+                Ok(n) if n > 0 => {}
+                _ => return,
+            }
+        }
+    }
+
+    fn fill(&mut self) -> bool {
+        let mut tmp = [0u8; 64 << 10];
+        match self.ctx.stream.read(&mut tmp) {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                true
+            }
+        }
+    }
+
+    fn read_preface(&mut self) -> bool {
+        while self.buf.len() < PREFACE.len() {
+            if !self.fill() {
+                return false;
+            }
+        }
+        if &self.buf[..PREFACE.len()] != PREFACE {
+            return false;
+        }
+        self.buf.drain(..PREFACE.len());
+        true
+    }
+
+    /// A whole frame at the start of the buffer, taken out of it.
+    fn take_frame(&mut self) -> Option<Frame> {
+        if self.buf.len() < 9 {
+            return None;
+        }
+        let len = u32::from_be_bytes([0, self.buf[0], self.buf[1], self.buf[2]]) as usize;
+        if self.buf.len() < 9 + len {
+            return None;
+        }
+        let f = Frame {
+            kind: self.buf[3],
+            flags: self.buf[4],
+            stream: u32::from_be_bytes([self.buf[5], self.buf[6], self.buf[7], self.buf[8]])
+                & 0x7fff_ffff,
+            payload: self.buf[9..9 + len].to_vec(),
+        };
+        self.buf.drain(..9 + len);
+        Some(f)
+    }
+
+    /// Handles the connection frames every behaviour answers (SETTINGS and PING acks);
+    /// returns the frame when it is about a stream, `None` when it was handled.
+    fn common(&mut self, f: Frame) -> Option<Frame> {
+        match f.kind {
+            SETTINGS if f.flags & ACK == 0 => {
+                self.send(SETTINGS, ACK, 0, &[]);
+                None
+            }
+            PING if f.flags & ACK == 0 => {
+                let p = f.payload.clone();
+                self.send(PING, ACK, 0, &p);
+                None
+            }
+            HEADERS | DATA | kind::RST_STREAM => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Notes a stream frame: new streams, ended requests (DATA's window is given back when
+    /// `replenish`).
+    fn track(&mut self, f: &Frame, replenish: bool) {
+        match f.kind {
+            HEADERS if !self.open.contains(&f.stream) => {
+                self.open.push(f.stream);
+                self.seen += 1;
+            }
+            DATA if replenish && !f.payload.is_empty() => {
+                let n = (f.payload.len() as u32).to_be_bytes();
+                self.send(WINDOW_UPDATE, 0, 0, &n);
+                if f.flags & END_STREAM == 0 {
+                    self.send(WINDOW_UPDATE, 0, f.stream, &n);
+                }
+            }
+            kind::RST_STREAM => self.open.retain(|s| *s != f.stream),
+            _ => {}
+        }
+        if matches!(f.kind, HEADERS | DATA) && f.flags & END_STREAM != 0 {
+            self.done.push(f.stream);
+        }
+        let open = self.open.len() as u64;
+        self.max_open.fetch_max(open, Ordering::SeqCst);
+    }
+
+    /// Sends the server's SETTINGS and reads until the first stream's HEADERS: its id.
+    fn start(&mut self, values: &[(u16, u32)]) -> Option<u32> {
+        self.write(&settings(values));
+        loop {
+            while let Some(f) = self.take_frame() {
+                if let Some(f) = self.common(f) {
+                    if f.kind == HEADERS {
+                        self.ctx.requests.fetch_add(1, Ordering::SeqCst);
+                        return Some(f.stream);
+                    }
+                }
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
+    /// The well-behaved server; with `goaway_after`, graceful GOAWAY after that many streams.
+    fn serve(&mut self, values: &[(u16, u32)], hold: Duration, goaway_after: Option<u32>) {
+        self.write(&settings(values));
+        let mut last: Option<u32> = None;
+        while self.fill() {
+            while let Some(f) = self.take_frame() {
+                let Some(f) = self.common(f) else { continue };
+                if last.is_some_and(|l| f.stream > l) {
+                    continue; // not processed: volley sends it again elsewhere
+                }
+                self.track(&f, true);
+                if last.is_none() && goaway_after == Some(self.seen) {
+                    last = Some(f.stream);
+                    self.send(GOAWAY, 0, 0, &goaway(f.stream, 0));
+                }
+            }
+            if !self.done.is_empty() && !hold.is_zero() {
+                std::thread::sleep(hold);
+            }
+            if !self.answer() {
+                return;
+            }
+            if last.is_some() && self.open.is_empty() {
+                self.close();
+                return;
+            }
+        }
+    }
+
+    /// Answers every ended request 200 with a one-byte body.
+    fn answer(&mut self) -> bool {
+        let mut out = Vec::new();
+        for s in std::mem::take(&mut self.done) {
+            out.extend(frame(HEADERS, END_HEADERS, s, &[STATUS_200]));
+            out.extend(frame(DATA, END_STREAM, s, b"."));
+            self.open.retain(|o| *o != s);
+            self.ctx.requests.fetch_add(1, Ordering::SeqCst);
+        }
+        out.is_empty() || self.write(&out)
+    }
+
+    fn reset_all(&mut self, code: u32) {
+        self.write(&settings(&[]));
+        while self.fill() {
+            while let Some(f) = self.take_frame() {
+                let Some(f) = self.common(f) else { continue };
+                if f.kind == HEADERS && !self.open.contains(&f.stream) {
+                    self.open.push(f.stream);
+                    self.ctx.requests.fetch_add(1, Ordering::SeqCst);
+                    if !self.send(kind::RST_STREAM, 0, f.stream, &code.to_be_bytes()) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn zero_window(&mut self) {
+        self.write(&settings(&[(4, 0)]));
+        while self.fill() {
+            while let Some(f) = self.take_frame() {
+                if let Some(f) = self.common(f) {
+                    self.track(&f, false);
+                }
+            }
+            // Never answers: no request can end without its body.
+        }
+    }
+
+    fn huge_table(&mut self) {
+        self.write(&settings(&[]));
+        while self.fill() {
+            while let Some(f) = self.take_frame() {
+                let Some(f) = self.common(f) else { continue };
+                if f.kind != HEADERS {
+                    continue;
+                }
+                self.ctx.requests.fetch_add(1, Ordering::SeqCst);
+                let mut block = Vec::new();
+                hpack_int(1 << 27, 5, 0x20, &mut block);
+                block.push(STATUS_200);
+                for i in 0..3 {
+                    // Literal with incremental indexing, new name.
+                    block.push(0x40);
+                    let name = format!("x-fill-{i}");
+                    hpack_int(name.len(), 7, 0, &mut block);
+                    block.extend(name.as_bytes());
+                    hpack_int(4096, 7, 0, &mut block);
+                    block.extend(std::iter::repeat_n(b'a', 4096));
+                }
+                if !self.send(HEADERS, END_HEADERS | END_STREAM, f.stream, &block) {
+                    return;
+                }
+            }
+        }
+    }
+}
