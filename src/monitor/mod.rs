@@ -2,6 +2,7 @@
 //! tree with perf syscall counters), and the client self-check with the machine view.
 
 pub mod client;
+pub mod gc;
 pub mod perf;
 pub mod procfs;
 pub mod read;
