@@ -66,6 +66,7 @@ pub fn parse_line(line: &str) -> Option<GcEvent> {
         pause_ms: stw1 + stw2,
         heap_before_bytes: Some((before * MIB) as u64),
         heap_after_bytes: Some((live * MIB) as u64),
+        unix_ms: None,
     })
 }
 
