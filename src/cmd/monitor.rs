@@ -33,7 +33,7 @@ pub struct MonitorArgs {
 
 /// Runs `volley monitor`; `interrupts` counts Ctrl-C presses.
 pub fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
-    let cfg = match monitor_config(Some(args.pid), Some(args.monitor_interval)) {
+    let cfg = match monitor_config(Some(args.pid), Some(args.monitor_interval), None) {
         Ok(Some(c)) => c,
         Ok(None) => unreachable!("a pid was given"),
         Err(e) => {
@@ -45,7 +45,7 @@ pub fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
         eprintln!("volley monitor: -d/--duration: must be longer than 0");
         return ExitCode::Usage;
     }
-    let s = match server::attach(cfg.pid, cfg.interval, server::perf_fd_budget(0)) {
+    let s = match server::attach(&cfg, server::perf_fd_budget(0)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("volley monitor: {e}");

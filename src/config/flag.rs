@@ -51,6 +51,8 @@ pub enum Flag {
     Pid,
     /// `--monitor-interval`.
     MonitorInterval,
+    /// `--gc-log`.
+    GcLog,
     /// `--threshold`.
     Threshold,
     /// `--max-connections`.
@@ -121,6 +123,7 @@ const FLAGS: &[(Flag, &str, &str, &str)] = &[
         "monitor-interval",
         "monitor_interval",
     ),
+    (Flag::GcLog, "--gc-log", "gc-log", "gc_log"),
     (Flag::Threshold, "--threshold", "threshold", "thresholds"),
     (
         Flag::MaxConnections,

@@ -133,6 +133,12 @@ pub struct RunFlags {
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub monitor_interval: Option<Duration>,
 
+    /// The monitored server's GC log (JVM -Xlog:gc, Go GODEBUG=gctrace=1, Node --trace-gc;
+    /// recognized by its lines), read at the end: its pauses in the window go into the result
+    /// and the summary. Needs --pid. A JVM's counters are read without it.
+    #[arg(long, value_name = "PATH")]
+    pub gc_log: Option<std::path::PathBuf>,
+
     /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'failed<1%', 'rps>5000'
     /// (a broken one exits 1). Without thresholds, 4xx/5xx responses alone do not change the
     /// exit code: use 'failed<1%' to fail on them.
@@ -205,7 +211,7 @@ impl RunConfig {
     /// Checks the flags. `cores` is how many CPUs volley may use (the default thread count).
     pub fn from_flags(a: &RunFlags, cores: usize) -> Result<Self, ConfigError> {
         let load = load_spec(a, cores)?;
-        let monitor = monitor_config(a.pid, a.monitor_interval)?;
+        let monitor = monitor_config(a.pid, a.monitor_interval, a.gc_log.clone())?;
         let thresholds = a
             .threshold
             .iter()

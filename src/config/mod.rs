@@ -14,7 +14,7 @@ pub mod url;
 
 pub use flag::Flag;
 pub use flags::{generated_body, RunFlags, MAX_BODY_BYTES};
-pub use monitor::{monitor_config, MonitorConfig, DEFAULT_MONITOR_INTERVAL};
+pub use monitor::{monitor_config, GcLogConfig, MonitorConfig, DEFAULT_MONITOR_INTERVAL};
 pub use url::parse_url;
 
 use crate::plan::LoadSpec;

@@ -1,21 +1,34 @@
-//! The server monitor's settings (`--pid`, `--monitor-interval`).
+//! The server monitor's settings (`--pid`, `--monitor-interval`, `--gc-log`).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{ConfigError, Flag};
+use crate::result::GcSource;
 
 /// Shortest sampling interval.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// Longest sampling interval.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
 
-/// The server monitor's settings (`--pid`, `--monitor-interval`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The server monitor's settings (`--pid`, `--monitor-interval`, `--gc-log`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MonitorConfig {
     /// The server process (its descendants are monitored too).
     pub pid: i32,
     /// Sampling interval.
     pub interval: Duration,
+    /// The server runtime's GC log, read at the end of the window.
+    pub gc_log: Option<GcLogConfig>,
+}
+
+/// A GC log to read (`--gc-log`, or the one a suite cell's runtime writes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GcLogConfig {
+    /// The file.
+    pub path: PathBuf,
+    /// Its format; `None`: recognized from its lines.
+    pub format: Option<GcSource>,
 }
 
 /// Default `--monitor-interval`: 10 Hz.
@@ -26,8 +39,15 @@ pub const DEFAULT_MONITOR_INTERVAL: Duration = Duration::from_millis(100);
 pub fn monitor_config(
     pid: Option<i64>,
     interval: Option<Duration>,
+    gc_log: Option<PathBuf>,
 ) -> Result<Option<MonitorConfig>, ConfigError> {
     let Some(pid) = pid else {
+        if gc_log.is_some() {
+            return Err(ConfigError::flag(
+                Flag::GcLog,
+                "needs --pid (the server whose log it is: volley places its pauses on the run's clock by that process)",
+            ));
+        }
         return match interval {
             Some(_) => Err(ConfigError::flag(
                 Flag::MonitorInterval,
@@ -52,6 +72,7 @@ pub fn monitor_config(
     Ok(Some(MonitorConfig {
         pid: pid as i32,
         interval,
+        gc_log: gc_log.map(|path| GcLogConfig { path, format: None }),
     }))
 }
 
@@ -62,27 +83,35 @@ mod tests {
     #[test]
     fn monitor_flags() {
         let ms = Duration::from_millis;
-        assert_eq!(monitor_config(None, None).unwrap(), None);
+        assert_eq!(monitor_config(None, None, None).unwrap(), None);
         assert_eq!(
-            monitor_config(Some(42), None).unwrap(),
+            monitor_config(Some(42), None, None).unwrap(),
             Some(MonitorConfig {
                 pid: 42,
-                interval: ms(100)
+                interval: ms(100),
+                gc_log: None,
             })
         );
         assert_eq!(
-            monitor_config(Some(42), Some(ms(250)))
+            monitor_config(Some(42), Some(ms(250)), None)
                 .unwrap()
                 .unwrap()
                 .interval,
             ms(250)
         );
-        let err = |p, i| monitor_config(p, i).unwrap_err().to_string();
+        let err = |p, i| monitor_config(p, i, None).unwrap_err().to_string();
         assert!(err(None, Some(ms(100))).starts_with("--monitor-interval: needs --pid"));
         assert!(err(Some(0), None).starts_with("--pid:"));
         assert!(err(Some(-5), None).starts_with("--pid:"));
         assert!(err(Some(1 << 40), None).starts_with("--pid:"));
         assert!(err(Some(1), Some(ms(1))).starts_with("--monitor-interval:"));
         assert!(err(Some(1), Some(ms(60_000))).starts_with("--monitor-interval:"));
+        let log = Some(PathBuf::from("gc.log"));
+        let e = monitor_config(None, None, log.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--gc-log: needs --pid"), "{e}");
+        let m = monitor_config(Some(7), None, log).unwrap().unwrap();
+        assert_eq!(m.gc_log.unwrap().path, PathBuf::from("gc.log"));
     }
 }

@@ -9,7 +9,7 @@ use super::matrix::PlannedCell;
 use super::ready::{self, NotReady};
 use super::Harness;
 use crate::config::suite::{Managed, ServerKind};
-use crate::config::{parse_url, MonitorConfig, RunConfig, DEFAULT_MONITOR_INTERVAL};
+use crate::config::{parse_url, GcLogConfig, MonitorConfig, RunConfig, DEFAULT_MONITOR_INTERVAL};
 use crate::engine::Observers;
 use crate::measure::{self, MeasureError};
 use crate::result::{CellStatus, RunResult, WarningKind};
@@ -75,7 +75,7 @@ impl Harness<'_> {
                         &cell.cell.path
                     }
                 );
-                self.measure_cell(cell, &url, cores, None, None)
+                self.measure_cell(cell, &url, cores, None)
             }
             ServerKind::ClosedPort => {
                 let port = match lifecycle::free_port() {
@@ -87,7 +87,7 @@ impl Harness<'_> {
                     cell.cell.protocol.scheme(),
                     cell.cell.path
                 );
-                self.measure_cell(cell, &url, cores, None, None)
+                self.measure_cell(cell, &url, cores, None)
             }
         }
     }
@@ -163,23 +163,28 @@ impl Harness<'_> {
                     running.port,
                     cell.cell.path
                 );
-                let cacert = running.tls.as_ref().map(|f| f.cert.clone());
-                self.measure_cell(cell, &url, cores, Some(running.pgid()), cacert)
+                let given = Given {
+                    pid: running.pgid(),
+                    cacert: running.tls.as_ref().map(|f| f.cert.clone()),
+                    gc_log: running.gc_log.clone(),
+                };
+                self.measure_cell(cell, &url, cores, Some(given))
             }
         }
     }
 
-    /// Measures a cell's load against `url`, monitoring the server's process group `pid`;
-    /// `cacert` is the certificate the harness gave the server (an https cell).
+    /// Measures a cell's load against `url`, monitoring the server the harness started when
+    /// there is one (`given`).
     fn measure_cell(
         &mut self,
         cell: &PlannedCell,
         url: &str,
         cores: usize,
-        pid: Option<i32>,
-        cacert: Option<PathBuf>,
+        given: Option<Given>,
     ) -> CellOutcome {
-        let (cfg, flags) = match cell_config(cell, url, pid, cacert) {
+        let pid = given.as_ref().map(|g| g.pid);
+        let gc_log = given.as_ref().and_then(|g| g.gc_log.clone());
+        let (cfg, flags) = match cell_config(cell, url, given) {
             Ok(c) => c,
             Err(reason) => return CellOutcome::failed(reason, Vec::new()),
         };
@@ -195,7 +200,7 @@ impl Harness<'_> {
             .client_cpus
             .as_ref()
             .map_or_else(|| cpus::allowed().1, |c| c.text.clone());
-        let argv = cell_argv(url, &flags, pid);
+        let argv = cell_argv(url, &flags, pid, gc_log.as_ref());
         let ctx = measure::Context {
             argv: &argv,
             cores,
@@ -236,21 +241,33 @@ impl Harness<'_> {
     }
 }
 
-/// The cell's run configuration aimed at `url`, with the monitor on `pid` when there is one,
-/// and its flags. An https cell trusts `cacert` (the certificate its server was given) unless
-/// the scenario turned verification off (`insecure`) or named its own `cacert`.
+/// What the harness gave a server it started, which the cell's run needs.
+struct Given {
+    /// Its process group (the monitor's root).
+    pid: i32,
+    /// The certificate it was given (https and h2 cells).
+    cacert: Option<PathBuf>,
+    /// The GC log its runtime writes (`runtime` of its `[[server]]`).
+    gc_log: Option<GcLogConfig>,
+}
+
+/// The cell's run configuration aimed at `url`, with the monitor on the server the harness
+/// started (and its GC log), and its flags. An https cell trusts the certificate its server
+/// was given unless the scenario turned verification off (`insecure`) or named its own
+/// `cacert`.
 fn cell_config(
     cell: &PlannedCell,
     url: &str,
-    pid: Option<i32>,
-    cacert: Option<PathBuf>,
+    given: Option<Given>,
 ) -> Result<(RunConfig, Vec<String>), String> {
     let mut cfg = cell.cell.config.clone();
     let mut flags = cell.cell.flags.clone();
     cfg.load.target = parse_url(url).map_err(|e| e.to_string())?;
-    cfg.monitor = pid.map(|pid| MonitorConfig {
-        pid,
+    let cacert = given.as_ref().and_then(|g| g.cacert.clone());
+    cfg.monitor = given.map(|g| MonitorConfig {
+        pid: g.pid,
         interval: DEFAULT_MONITOR_INTERVAL,
+        gc_log: g.gc_log,
     });
     if let (Some(tls), Some(cert)) = (cfg.load.tls.as_mut(), cacert) {
         if tls.verify && tls.cacert.is_none() {
@@ -321,12 +338,20 @@ fn stop_and_check(running: &mut Running, outcome: &mut CellOutcome) {
 
 /// The `volley run` command line a cell amounts to (the RunResult's `argv`): its flags, and
 /// the ones the harness adds.
-fn cell_argv(url: &str, flags: &[String], pid: Option<i32>) -> Vec<String> {
+fn cell_argv(
+    url: &str,
+    flags: &[String],
+    pid: Option<i32>,
+    gc_log: Option<&GcLogConfig>,
+) -> Vec<String> {
     let mut argv = vec!["volley".to_string(), "run".to_string(), url.to_string()];
     argv.extend(flags.iter().cloned());
     argv.push("--quiet".into());
     if let Some(pid) = pid {
         argv.extend(["--pid".to_string(), pid.to_string()]);
+    }
+    if let Some(log) = gc_log {
+        argv.extend(["--gc-log".to_string(), log.path.display().to_string()]);
     }
     argv
 }

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use super::certificate::{self, CertFiles};
 use super::pinning;
+use super::runtime;
 use crate::config::suite::{Managed, Protocol};
+use crate::config::GcLogConfig;
 use crate::monitor::procfs;
 use crate::sys::cpus::CpuList;
 
@@ -116,6 +118,8 @@ pub struct Running {
     pub tls: Option<CertFiles>,
     /// The protocol of its cell (how readiness is asked).
     pub protocol: Protocol,
+    /// The GC log its runtime writes (`runtime` of its `[[server]]`).
+    pub gc_log: Option<GcLogConfig>,
 }
 
 impl Running {
@@ -162,7 +166,7 @@ pub fn start(
     // An https cell's certificate goes there too; when the suite's TMPDIR is used, into a
     // folder of the harness's own, removed the same way.
     let own_tmp = !m.env.iter().any(|(k, _)| k == "TMPDIR");
-    let tmp = if own_tmp || tls {
+    let tmp = if own_tmp || tls || m.runtime.is_some() {
         let t = std::env::temp_dir().join(format!("volley-bench-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&t).map_err(|e| format!("cannot create {}: {e}", t.display()))?;
         if own_tmp {
@@ -183,9 +187,22 @@ pub fn start(
         }
         _ => None,
     };
-    for (k, v) in &m.env {
-        cmd.env(k, substitute(v, port));
-    }
+    let env: Vec<(String, String)> = m
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), substitute(v, port)))
+        .collect();
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    let gc_log = match (m.runtime, &tmp) {
+        (Some(rt), Some(dir)) => {
+            let (vars, log) = runtime::gc_env(rt, dir, logs, &env).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(dir);
+            })?;
+            cmd.envs(vars);
+            Some(log)
+        }
+        _ => None,
+    };
     let set = cpus.map(|c| pinning::cpu_set(&c.cpus));
     // SAFETY: between fork and exec only async-signal-safe calls: prctl and sched_setaffinity.
     unsafe {
@@ -213,6 +230,7 @@ pub fn start(
         tmp,
         tls,
         protocol,
+        gc_log,
     })
 }
 

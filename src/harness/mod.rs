@@ -17,6 +17,7 @@ pub mod progress;
 pub mod ready;
 pub mod ready_h2;
 mod record;
+pub mod runtime;
 pub mod tools;
 
 use std::collections::{BTreeMap, BTreeSet};

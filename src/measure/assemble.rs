@@ -7,6 +7,7 @@ use super::{warnings, Context};
 use crate::config::RunConfig;
 use crate::engine::{EngineOutput, Route};
 use crate::monitor::client::{saturation, ClientReport};
+use crate::monitor::gc;
 use crate::monitor::procfs;
 use crate::result::identity::LoadKey;
 use crate::result::*;
@@ -108,7 +109,12 @@ impl Parts<'_> {
             shards: Vec::new(),
         };
         result.load_id = Some(self.load_key(&result).id());
-        result.server = self.server;
+        result.server = self.server.map(|mut s| {
+            if let Some(gc) = s.gc.as_mut() {
+                correlate_gc(gc, out);
+            }
+            s
+        });
         let headlines = warnings::headlines(self.cfg, &result, self.ctx);
         result.warnings.splice(0..0, headlines);
         result.thresholds = self
@@ -344,4 +350,19 @@ fn status_codes(c: &crate::stats::Counters) -> BTreeMap<String, u64> {
 
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
+}
+
+/// The GC correlation: the requests at or above the run's p99.9 (each worker kept its
+/// slowest) against the window's pauses.
+fn correlate_gc(gc: &mut ServerGc, out: &EngineOutput) {
+    if out.agg.latency.is_empty() {
+        return;
+    }
+    let threshold_us = out.agg.latency.value_at_quantile(0.999);
+    let slow: Vec<_> = out
+        .ends
+        .iter()
+        .flat_map(|e| e.slowest.iter().copied())
+        .collect();
+    gc::summary::correlate(gc, &slow, threshold_us);
 }

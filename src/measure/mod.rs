@@ -84,10 +84,10 @@ pub struct Prepared {
 /// 2 s at most — the same for `volley run` and suite cells, which both come here).
 pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     let load = &cfg.load;
-    let sampler = match cfg.monitor {
+    let sampler = match &cfg.monitor {
         Some(m) => {
             let budget = server::perf_fd_budget(load.most_connections() as u64);
-            Some(server::attach(m.pid, m.interval, budget)?)
+            Some(server::attach(m, budget)?)
         }
         None => None,
     };

@@ -101,7 +101,7 @@ fn server_behaviour(cfg: &RunConfig, out: &EngineOutput) -> Vec<Warning> {
 fn server_warnings(cfg: &RunConfig, s: &ServerInfo) -> Vec<Warning> {
     let mut w = Vec::new();
     if let Some(t) = s.exited_at_s {
-        let pid = cfg.monitor.map(|m| m.pid).unwrap_or_default();
+        let pid = cfg.monitor.as_ref().map(|m| m.pid).unwrap_or_default();
         w.push(Warning::server_exited(pid, t));
     } else if let Some(note) = &s.note {
         w.push(Warning::server_note(note));
@@ -132,7 +132,7 @@ pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> 
             .collect();
         w.push(Warning::failed_responses(&statuses, completed));
     }
-    if let Some(c) = shared_cpu(r, ctx, cfg.monitor.map(|m| m.pid)) {
+    if let Some(c) = shared_cpu(r, ctx, cfg.monitor.as_ref().map(|m| m.pid)) {
         w.push(Warning::shared_machine(&c));
     }
     w

@@ -14,10 +14,12 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::gc::watch::{Clocks, GcWatch};
 use super::perf::{self, SyscallCounters, SyscallReading};
 use super::procfs::{self, CtxSwitches};
 use super::read::{read_tree, Units};
 use super::tree::{Accountant, Point, ProcKey, Snapshot, WindowTotals};
+use crate::config::MonitorConfig;
 use crate::result::{PerRequest, ServerInfo, ServerSample, SyscallCount};
 
 /// Why a pid cannot be monitored (exit code 2: found before the load starts).
@@ -52,6 +54,14 @@ pub enum MonitorError {
         pid: i32,
         /// The file.
         path: String,
+    },
+    /// The GC log cannot be read.
+    #[error("--gc-log {path}: {source}")]
+    GcLog {
+        /// The file.
+        path: String,
+        /// The operating system's reason.
+        source: io::Error,
     },
 }
 
@@ -102,15 +112,20 @@ pub struct TreeSampler {
     samples: Vec<ServerSample>,
     root_exited_at_s: Option<f64>,
     tree_gone: bool,
+    gc: GcWatch,
 }
 
-/// Checks that `pid` can be monitored and opens its syscall counters (at most `perf_fd_budget`
-/// descriptors). Nothing is counted yet: the window starts with `TreeSampler::baseline`.
-pub fn attach(
-    pid: i32,
-    interval: Duration,
-    perf_fd_budget: usize,
-) -> Result<TreeSampler, MonitorError> {
+/// Checks that `cfg.pid` can be monitored (and its GC log read) and opens its syscall
+/// counters (at most `perf_fd_budget` descriptors). Nothing is counted yet: the window starts
+/// with `TreeSampler::baseline`.
+pub fn attach(cfg: &MonitorConfig, perf_fd_budget: usize) -> Result<TreeSampler, MonitorError> {
+    let (pid, interval) = (cfg.pid, cfg.interval);
+    if let Some(log) = &cfg.gc_log {
+        fs::File::open(&log.path).map_err(|source| MonitorError::GcLog {
+            path: log.path.display().to_string(),
+            source,
+        })?;
+    }
     let units = Units::detect();
     let stat_path = format!("/proc/{pid}/stat");
     let text = fs::read_to_string(&stat_path).map_err(|e| match e.kind() {
@@ -171,6 +186,7 @@ pub fn attach(
         samples: Vec::new(),
         root_exited_at_s: None,
         tree_gone: false,
+        gc: GcWatch::new(cfg.gc_log.clone()),
     })
 }
 
@@ -233,6 +249,24 @@ impl TreeSampler {
         self.tree_gone
     }
 
+    /// The wall clock now (t0 at the baseline) and when the monitored process started.
+    fn clocks(&self) -> Clocks {
+        let unix_ms = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64() * 1e3)
+                .unwrap_or(0.0)
+        };
+        let now_unix_ms = unix_ms(std::time::SystemTime::now());
+        let started = since_boot_s().map(|up| {
+            let age_s = up - self.root.starttime_ticks as f64 / self.units.ticks_per_s;
+            now_unix_ms - age_s * 1e3
+        });
+        Clocks {
+            t0_unix_ms: now_unix_ms,
+            process_start_unix_ms: started,
+        }
+    }
+
     fn read_syscalls(&self, by_name: bool) -> Option<SyscallReading> {
         self.perf.as_ref().ok().map(|c| c.read(by_name))
     }
@@ -254,6 +288,8 @@ impl TreeSampler {
     pub fn baseline(&mut self, now: Instant) {
         self.t0 = Some(now);
         let (snap, _) = self.snapshot(now, true);
+        let clocks = self.clocks();
+        self.gc.baseline(&live_pids(&snap), clocks);
         let acct = Accountant::new(&snap);
         self.perf_base = self.read_syscalls(true);
         let p = acct.max();
@@ -284,6 +320,7 @@ impl TreeSampler {
         // server with many connections ten times a second would cost more than it tells.
         let closing = now + self.interval / 2 >= start + self.bucket_len;
         let (snap, t_s) = self.snapshot(now, closing);
+        self.gc.sample(t_s, &live_pids(&snap));
         let point = self
             .acct
             .as_mut()
@@ -392,6 +429,7 @@ impl TreeSampler {
             samples: std::mem::take(&mut self.samples),
             exited_at_s: self.root_exited_at_s.map(|t| round(t, 3)),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
+            gc: std::mem::take(&mut self.gc).finish(t_s),
         };
         // Dropping the counters hands them to a detached process (see SyscallCounters' Drop).
         drop(std::mem::replace(&mut self.perf, Err(String::new())));
@@ -428,6 +466,7 @@ impl TreeSampler {
             return None;
         }
         let (snap, t_s) = self.snapshot(now, true);
+        self.gc.sample(t_s, &live_pids(&snap));
         let point = self.acct.as_mut().expect("baseline").update(&snap, t_s);
         self.add_to_bucket(&point);
         let partial = self
@@ -461,6 +500,26 @@ impl TreeSampler {
         top.truncate(10);
         (Some(b.total.saturating_sub(a.total)), top)
     }
+}
+
+/// Seconds since boot on the clock /proc's start times use (CLOCK_BOOTTIME).
+fn since_boot_s() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the struct we own.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
+}
+
+/// The live processes of a reading.
+fn live_pids(snap: &Snapshot) -> Vec<i32> {
+    snap.procs
+        .iter()
+        .filter(|r| !r.exited)
+        .map(|r| r.key.pid)
+        .collect()
 }
 
 /// The processes of the tree that exited in the window, in words (the first few by pid).

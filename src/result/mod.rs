@@ -5,6 +5,7 @@
 //! everything that makes or reads results sits above it.
 
 mod failed;
+pub mod gc;
 pub mod identity;
 pub mod kinds;
 pub mod redact;
@@ -17,6 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::{ErrorCounts, Percentiles, TimePoint};
+pub use gc::{GcSource, ServerGc};
 pub use kinds::{Arrivals, BuildStatus, CellStatus, Mode, SuiteState};
 pub use suite::{
     axes_label, BuildRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow, SUITE_SCHEMA,
@@ -517,6 +519,10 @@ pub struct ServerInfo {
     /// Processes of the tree that exited during the window, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The server's garbage collections in the window (a JVM's counter file, or the
+    /// runtime's GC log); null when none was found.
+    #[serde(default)]
+    pub gc: Option<ServerGc>,
 }
 
 /// One entry of the syscall top list.

@@ -6,6 +6,7 @@ pub mod aggregate;
 pub mod hdrlog;
 pub mod histogram;
 pub mod recorder;
+pub mod slowest;
 pub mod transport;
 
 pub use aggregate::{Aggregator, TimePoint};

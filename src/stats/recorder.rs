@@ -5,6 +5,7 @@
 use std::sync::mpsc::Sender;
 
 use super::histogram::{new_hist, Hist};
+use super::slowest::{SlowRequest, Slowest};
 
 /// Error kinds (docs/contract.md, "Counters").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,6 +224,8 @@ pub struct WorkerEnd {
     pub unsolicited_sample: Option<Vec<u8>>,
     /// Why this worker's first failed TLS handshake failed (for the warning).
     pub connect_sample: Option<String>,
+    /// Its slowest measured requests, slowest first (bounded: `stats::slowest`).
+    pub slowest: Vec<SlowRequest>,
     /// Connect and TLS handshake times, and what TLS negotiated.
     pub transport: super::transport::TransportStats,
 }
@@ -267,6 +270,7 @@ pub struct Recorder {
     /// Active virtual users (ramp mode); reported with every interval.
     pub users: u64,
     dirty: bool,
+    slowest: Slowest,
 }
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -287,6 +291,7 @@ impl Recorder {
             warmup: Counters::default(),
             users: 0,
             dirty: false,
+            slowest: Slowest::default(),
         }
     }
 
@@ -352,6 +357,13 @@ impl Recorder {
         c.status[status as usize % STATUS_SLOTS] += 1;
         self.latency.saturating_record(latency_us);
         self.service.saturating_record(service_us);
+        self.slowest
+            .offer(latency_us, now_ns.saturating_sub(self.t0_ns));
+    }
+
+    /// The slowest measured requests so far, slowest first (for the worker's end).
+    pub fn take_slowest(&mut self) -> Vec<SlowRequest> {
+        std::mem::take(&mut self.slowest).into_sorted()
     }
 
     /// A measured request's first byte was written `lag_us` after it was due (open loop).

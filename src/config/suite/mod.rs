@@ -130,6 +130,31 @@ pub struct Managed {
     /// Programs build and start need (`requires`): when one is missing the server's cells are
     /// skipped with a note instead of failing.
     pub requires: Vec<String>,
+    /// `runtime`: whose GC log the harness turns on (through the environment) and reads.
+    pub runtime: Option<Runtime>,
+}
+
+/// A server's runtime (`runtime` of `[[server]]`): how its GC log is turned on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    /// HotSpot: `-Xlog:gc` to a file, through `JAVA_TOOL_OPTIONS`.
+    Jvm,
+    /// Go: `GODEBUG=gctrace=1`, on stderr.
+    Go,
+    /// Node.js: `--trace-gc` set by a preload (`NODE_OPTIONS=--require`), on stdout.
+    Node,
+}
+
+impl Runtime {
+    /// The `runtime` value naming it.
+    pub fn from_key(value: &str) -> Option<Runtime> {
+        match value {
+            "jvm" => Some(Runtime::Jvm),
+            "go" => Some(Runtime::Go),
+            "node" => Some(Runtime::Node),
+            _ => None,
+        }
+    }
 }
 
 /// One `[[scenario]]`, expanded.

@@ -16,7 +16,7 @@ use crate::config::RunFlags;
 
 /// `volley run` flags a scenario may not set: the harness sets them per cell.
 const HARNESS_FLAGS: &[&str] = &[
-    "url", "json", "hdr_log", "pid", "quiet", "csv", "markdown", "html",
+    "url", "json", "hdr_log", "pid", "gc_log", "quiet", "csv", "markdown", "html",
 ];
 
 /// `volley run` flags that are scenario keys under another name and shape (`keepalive`,

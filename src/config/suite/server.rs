@@ -7,7 +7,7 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 
 use super::toml_reader::{ArrayTable, TomlReader, Val};
-use super::{Managed, Protocol, ServerKind, ServerSpec, SuiteError};
+use super::{Managed, Protocol, Runtime, ServerKind, ServerSpec, SuiteError};
 use crate::config::parse_url;
 use crate::units;
 
@@ -25,6 +25,7 @@ const SERVER_KEYS: &[&str] = &[
     "version",
     "requires",
     "protocols",
+    "runtime",
 ];
 
 /// The keys of a managed server's lifecycle, which a `url` or control server cannot have.
@@ -36,6 +37,7 @@ const LIFECYCLE_KEYS: &[&str] = &[
     "ready_path",
     "ready_timeout",
     "requires",
+    "runtime",
 ];
 
 /// Every `[[server]]` of `doc` in file order; a suite needs at least one.
@@ -163,6 +165,7 @@ fn managed(r: &TomlReader, t: &DeTable, sv: &Val, at: &str) -> Result<Managed, S
         Some(v) => requires(r, v, at)?,
         None => Vec::new(),
     };
+    let runtime = t.get("runtime").map(|v| runtime(r, v, at)).transpose()?;
     Ok(Managed {
         dir,
         build,
@@ -171,6 +174,20 @@ fn managed(r: &TomlReader, t: &DeTable, sv: &Val, at: &str) -> Result<Managed, S
         ready_path,
         ready_timeout,
         requires,
+        runtime,
+    })
+}
+
+/// `runtime = "jvm"|"go"|"node"`: the harness turns the runtime's GC log on through the
+/// environment and reads it for every cell.
+fn runtime(r: &TomlReader, v: &Val, at: &str) -> Result<Runtime, SuiteError> {
+    let s = r.str(v, at, "runtime")?;
+    Runtime::from_key(&s).ok_or_else(|| {
+        r.err(
+            v.span(),
+            Some("runtime"),
+            format!("{at}: runtime: unknown runtime `{s}` (expected \"jvm\", \"go\" or \"node\")"),
+        )
     })
 }
 
@@ -318,6 +335,27 @@ mod tests {
 
         let (_, _, _, msg) = err("[suite]\nname = \"t\"\n[[scenario]]\nname = \"x\"\n");
         assert!(msg.contains("no [[server]]"), "{msg}");
+    }
+
+    #[test]
+    fn runtime_names_the_gc_log_to_turn_on() {
+        use super::super::Runtime;
+        let head = "[suite]\nname = \"t\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n";
+        let s = super::super::testing::parse(&format!(
+            "{head}runtime = \"jvm\"\n[[scenario]]\nname = \"x\"\n"
+        ))
+        .unwrap();
+        let super::ServerKind::Managed(m) = &s.servers[0].kind else {
+            panic!("a managed server")
+        };
+        assert_eq!(m.runtime, Some(Runtime::Jvm));
+        let (line, _, key, msg) = err(&format!(
+            "{head}runtime = \"beam\"\n[[scenario]]\nname = \"x\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (6, Some("runtime")));
+        assert!(msg.contains("unknown runtime `beam`"), "{msg}");
+        let (_, _, _, msg) = err("[suite]\nname = \"t\"\n[[server]]\nname = \"u\"\nurl = \"http://127.0.0.1:1/\"\nruntime = \"go\"\n[[scenario]]\nname = \"x\"\n");
+        assert!(msg.contains("runtime"), "{msg}");
     }
 
     #[test]

@@ -477,6 +477,7 @@ impl Worker {
             .iter()
             .filter(|c| !c.ever_connected && c.connect_failures > 0)
             .count() as u64;
+        let slowest = self.rec.take_slowest();
         self.rec.send(WorkerReport::Done(Box::new(WorkerEnd {
             thread: self.id,
             unfinished,
@@ -489,6 +490,7 @@ impl Worker {
             protocol_sample: self.protocol_sample.take(),
             unsolicited_sample: self.unsolicited_sample.take(),
             connect_sample: self.connect_sample.take(),
+            slowest,
             transport: std::mem::take(&mut self.transport),
         })));
     }

@@ -5,10 +5,14 @@
 //! (`-Xlog:gc…`, [`jvmlog::xlog_option`]) and of Node (`--trace-gc`, set by the preload
 //! [`nodetrace::NODE_PRELOAD_JS`]).
 
+pub mod counters;
 pub mod gotrace;
 pub mod hsperfdata;
 pub mod jvmlog;
+pub mod logfile;
 pub mod nodetrace;
+pub mod summary;
+pub mod watch;
 
 /// One collection as a runtime's log reports it.
 #[derive(Debug, Clone, PartialEq)]

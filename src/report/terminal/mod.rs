@@ -7,7 +7,7 @@ mod server;
 mod summary;
 
 pub use live::LiveLine;
-pub use server::server_lines;
+pub use server::{gc_line, server_lines};
 pub use summary::summary;
 
 use super::model::Report;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{format_elapsed, plural, server_lines};
+use super::{format_elapsed, gc_line, plural, server_lines};
 use crate::metric::Stat;
 use crate::result::{Arrivals, LoadInfo, Mode, RunResult};
 use crate::stats::Percentiles;
@@ -411,6 +411,14 @@ fn server(o: &mut String, r: &RunResult) {
         for (k, line) in server_lines(srv, r.requests.completed).iter().enumerate() {
             let label = if k == 0 { "Server" } else { "" };
             let _ = writeln!(o, "  {label:<13}{line}");
+        }
+        if let Some(g) = &srv.gc {
+            let _ = writeln!(o, "  {:<13}{}", "GC", gc_line(g));
+            if g.pause_count == 0 {
+                if let Some(note) = &g.note {
+                    let _ = writeln!(o, "  {:<13}note: {note}", "");
+                }
+            }
         }
     }
 }

@@ -1,0 +1,219 @@
+//! A runtime's GC log read at the end of the window: its format recognized (or given), its
+//! lines parsed (never trusted: a line that does not match is counted), and its pauses
+//! placed on the run's clock and cut to the window.
+//!
+//! Clocks: a JVM line with `timemillis` carries wall-clock time; otherwise a JVM's uptime
+//! counts from the VM's creation (the counter file's `sun.rt.createVmBeginTime`, or the
+//! process start). Go's `@Ts` counts from the process start (its start time in /proc, to the
+//! kernel's 10 ms tick). Node's `N ms` counts from the isolate's start, which the preload's
+//! anchor line ties to the wall clock.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use super::summary::{self, Window};
+use super::watch::Clocks;
+use super::{gotrace, jvmlog, nodetrace, GcEvent, GcLog};
+use crate::config::GcLogConfig;
+use crate::result::gc::{GcPause, GcPoint, GcSource, ServerGc};
+
+/// Recognizes a log's format by its first GC line.
+pub fn detect(text: &str) -> Option<GcSource> {
+    text.lines().find_map(|line| {
+        let l = line.trim_start();
+        if l.starts_with("gc ") && l.contains(" @") && l.contains("ms clock") {
+            Some(GcSource::GoGctrace)
+        } else if l.starts_with('[') && l.contains(" ms: ") && is_v8_gc(l) {
+            Some(GcSource::NodeTraceGc)
+        } else if l.starts_with('[') && (l.contains("][gc") || l.contains("[gc")) {
+            Some(GcSource::JvmLog)
+        } else {
+            None
+        }
+    })
+}
+
+fn is_v8_gc(line: &str) -> bool {
+    ["Scavenge", "Mark-Compact", "Mark-sweep", "Minor Mark"]
+        .iter()
+        .any(|k| line.contains(k))
+}
+
+fn parse(format: GcSource, text: &str) -> GcLog {
+    match format {
+        GcSource::JvmLog => jvmlog::parse(text),
+        GcSource::GoGctrace => gotrace::parse(text),
+        GcSource::NodeTraceGc => nodetrace::parse(text),
+        GcSource::Hsperfdata => GcLog::default(),
+    }
+}
+
+/// A JVM pause that belongs to a collection counted by another pause (G1's remark and
+/// cleanup end a concurrent cycle; ZGC's cycle is counted at its first pause).
+fn counts_as_collection(format: GcSource, kind: &str) -> bool {
+    format != GcSource::JvmLog
+        || !["Remark", "Cleanup", "Mark End", "Relocate Start"]
+            .iter()
+            .any(|k| kind.contains(k))
+}
+
+/// Where an event's time 0 is on the wall clock, ms.
+fn origin_unix_ms(format: GcSource, log: &GcLog, clocks: &Clocks) -> Option<f64> {
+    match format {
+        GcSource::NodeTraceGc => log.anchor_unix_ms,
+        _ => log.anchor_unix_ms.or(clocks.process_start_unix_ms),
+    }
+}
+
+/// Reads `cfg`'s log for a window of `window_s` seconds.
+pub fn read(cfg: &GcLogConfig, clocks: Clocks, window_s: f64) -> ServerGc {
+    let failed = |source: GcSource, why: String| {
+        let w = Window {
+            note: Some(why),
+            ..Window::default()
+        };
+        summary::summarize(source, w, window_s)
+    };
+    let fallback = cfg.format.unwrap_or(GcSource::JvmLog);
+    let bytes = match fs::read(&cfg.path) {
+        Ok(b) => b,
+        Err(e) => return failed(fallback, format!("cannot read {}: {e}", cfg.path.display())),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let Some(format) = cfg.format.or_else(|| detect(&text)) else {
+        return failed(
+            fallback,
+            format!(
+                "{}: no GC line of a known format (JVM -Xlog:gc, Go gctrace, Node --trace-gc)",
+                cfg.path.display()
+            ),
+        );
+    };
+    let log = parse(format, &text);
+    let Some(origin) = origin_unix_ms(format, &log, &clocks) else {
+        let mut g = failed(
+            format,
+            format!(
+                "{}: the log's times cannot be placed on the run's clock (no anchor line)",
+                cfg.path.display()
+            ),
+        );
+        g.unparsed_lines = log.unparsed_lines;
+        return g;
+    };
+    let w = place(format, &log, origin, &clocks, window_s);
+    summary::summarize(format, w, window_s)
+}
+
+/// The events of `log` in the window, on the run's clock.
+fn place(format: GcSource, log: &GcLog, origin: f64, clocks: &Clocks, window_s: f64) -> Window {
+    let mut w = Window {
+        unparsed_lines: log.unparsed_lines,
+        ..Window::default()
+    };
+    let at = |e: &GcEvent| (e.unix_ms.unwrap_or(origin + e.t_s * 1e3) - clocks.t0_unix_ms) / 1e3;
+    let mut by_kind: BTreeMap<String, u64> = BTreeMap::new();
+    let mut before_window: Option<&GcEvent> = None;
+    for e in &log.events {
+        let t = at(e);
+        if t + e.pause_ms / 1e3 <= 0.0 {
+            before_window = Some(e);
+            continue;
+        }
+        if t >= window_s {
+            break;
+        }
+        if counts_as_collection(format, &e.kind) {
+            *by_kind.entry(e.kind.clone()).or_default() += 1;
+        }
+        if let Some(after) = e.heap_after_bytes {
+            w.heap_after_gc.push(GcPoint {
+                t_s: round3(t),
+                value: after as f64,
+            });
+        }
+        w.pauses.push(GcPause {
+            t_s: round3(t),
+            kind: e.kind.clone(),
+            pause_ms: e.pause_ms,
+            heap_before_bytes: e.heap_before_bytes,
+            heap_after_bytes: e.heap_after_bytes,
+        });
+    }
+    w.collections_by_kind = by_kind;
+    // The allocation of the window's first stretch counts from the last collection before it.
+    let mut with_prev: Vec<GcPause> = Vec::with_capacity(w.pauses.len() + 1);
+    if let Some(e) = before_window {
+        with_prev.push(GcPause {
+            t_s: 0.0,
+            kind: e.kind.clone(),
+            pause_ms: 0.0,
+            heap_before_bytes: None,
+            heap_after_bytes: e.heap_after_bytes,
+        });
+    }
+    with_prev.extend(w.pauses.iter().cloned());
+    if let Some((total, by)) = summary::alloc_from_heap(&with_prev, window_s) {
+        w.alloc_bytes = Some(total);
+        w.alloc_by_second = by;
+    }
+    w
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1e3).round() / 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GO: &str = include_str!("../../../tests/fixtures/gc/go-gctrace.txt");
+
+    #[test]
+    fn formats_are_recognized_by_their_lines() {
+        assert_eq!(detect(GO), Some(GcSource::GoGctrace));
+        assert_eq!(
+            detect("[0.012s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->3M(64M) 4.123ms\n"),
+            Some(GcSource::JvmLog)
+        );
+        assert_eq!(
+            detect("hello\n[4242:0x5f0e3c0]       45 ms: Scavenge 4.1 (5.8) -> 3.6 (6.8) MB, 0.75 / 0.00 ms  (average mu = 1.000, current mu = 1.000) allocation failure;\n"),
+            Some(GcSource::NodeTraceGc)
+        );
+        assert_eq!(detect("listening on 8080\n"), None);
+    }
+
+    #[test]
+    fn go_pauses_are_placed_from_the_process_start_and_cut_to_the_window() {
+        let log = gotrace::parse(GO);
+        let first = log.events[0].t_s;
+        // t0 is 1 ms after the first collection began: it overlaps the window and counts.
+        let clocks = Clocks {
+            t0_unix_ms: 1_000_000.0 + first * 1e3 + 1.0,
+            process_start_unix_ms: Some(1_000_000.0),
+        };
+        let w = place(GcSource::GoGctrace, &log, 1_000_000.0, &clocks, 3600.0);
+        assert_eq!(w.pauses.len(), log.events.len());
+        assert!((w.pauses[0].t_s - -0.001).abs() < 1e-9);
+        // A window that starts after every collection has none.
+        let late = Clocks {
+            t0_unix_ms: 1_000_000.0 + 3_600_000.0,
+            ..clocks
+        };
+        let w = place(GcSource::GoGctrace, &log, 1_000_000.0, &late, 10.0);
+        assert!(w.pauses.is_empty());
+        assert!(w.alloc_bytes.is_none());
+    }
+
+    #[test]
+    fn a_missing_or_foreign_log_is_said_not_fatal() {
+        let cfg = GcLogConfig {
+            path: "/nonexistent/gc.log".into(),
+            format: None,
+        };
+        let g = read(&cfg, Clocks::default(), 1.0);
+        assert_eq!(g.pause_count, 0);
+        assert!(g.note.unwrap().contains("cannot read /nonexistent/gc.log"));
+    }
+}
