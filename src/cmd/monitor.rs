@@ -12,7 +12,7 @@ use super::ExitCode;
 use crate::config::monitor_config;
 use crate::monitor::server;
 use crate::monitor::watch::{self, HEADER};
-use crate::report::terminal::server_lines;
+use crate::report::terminal::{gc_line, server_lines};
 use crate::units;
 
 /// `volley monitor` flags.
@@ -73,6 +73,9 @@ pub fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
     for (k, l) in server_lines(&w.info, 0).iter().enumerate() {
         let label = if k == 0 { "Server" } else { "" };
         let _ = writeln!(out, "  {label:<13}{l}");
+    }
+    if let Some(g) = &w.info.gc {
+        let _ = writeln!(out, "  {:<13}{}", "GC", gc_line(g));
     }
     let _ = out.flush();
     match w.died_at_s {
