@@ -76,7 +76,7 @@ impl Harness<'_> {
                 b.status = BuildStatus::Failed;
                 b.reason = Some(reason.clone());
                 self.log.line(&format!("FAILED: {reason}"));
-                let tail = lifecycle::tail(&log, lifecycle::TAIL_LINES);
+                let tail = lifecycle::tail(&log, lifecycle::TAIL_LINES, |_| true);
                 for l in &tail {
                     self.log.line(&format!("  | {l}"));
                 }

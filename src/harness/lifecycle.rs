@@ -16,6 +16,7 @@ use super::pinning;
 use super::runtime;
 use crate::config::suite::{Managed, Protocol};
 use crate::config::GcLogConfig;
+use crate::monitor::gc::gotrace;
 use crate::monitor::procfs;
 use crate::sys::cpus::CpuList;
 
@@ -128,9 +129,14 @@ impl Running {
         self.child.id() as i32
     }
 
-    /// Last lines of its stderr.
+    /// Last lines of its stderr (without Go's gctrace lines, when the harness turned them on
+    /// there: they would push the server's own last words out of the tail).
     pub fn stderr_tail(&self) -> Vec<String> {
-        tail(&self.stderr_log, TAIL_LINES)
+        let gctrace = self.gc_log.as_ref().is_some_and(|g| {
+            g.format == Some(crate::result::GcSource::GoGctrace) && g.path == self.stderr_log
+        });
+        let keep = |l: &str| !(gctrace && gotrace::parse_line(l).is_some());
+        tail(&self.stderr_log, TAIL_LINES, keep)
     }
 }
 
@@ -390,7 +396,7 @@ pub fn alive(pid: i32) -> bool {
 }
 
 /// The last `n` lines of a log file (reads at most its last 16 KiB).
-pub fn tail(path: &Path, n: usize) -> Vec<String> {
+pub fn tail(path: &Path, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
     let Ok(mut f) = File::open(path) else {
         return Vec::new();
     };
@@ -399,7 +405,10 @@ pub fn tail(path: &Path, n: usize) -> Vec<String> {
     let mut buf = Vec::new();
     let _ = f.read_to_end(&mut buf);
     let text = String::from_utf8_lossy(&buf);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && keep(l))
+        .collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
         .map(|l| l.chars().take(300).collect())
@@ -423,8 +432,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("log");
         std::fs::write(&p, "a\nb\n\nc\nd\n").unwrap();
-        assert_eq!(tail(&p, 2), vec!["c", "d"]);
-        assert!(tail(&dir.path().join("none"), 3).is_empty());
+        assert_eq!(tail(&p, 2, |_| true), vec!["c", "d"]);
+        assert_eq!(tail(&p, 2, |l| l != "d"), vec!["b", "c"]);
+        assert!(tail(&dir.path().join("none"), 3, |_| true).is_empty());
     }
 
     #[test]
