@@ -2,7 +2,9 @@
 # Installs what the tests need beyond Rust and the reference servers' tools: headless Chromium,
 # which tests/html.rs uses to load the HTML report as a person would (Debian's `chromium`
 # package), and nghttp2's clients h2load and nghttp, which tests/reference_servers.rs uses as
-# independent HTTP/2 peers (Debian's `nghttp2-client`); from apt, only when missing.
+# independent HTTP/2 peers (Debian's `nghttp2-client`), and Maven, which builds the jetty and
+# netty reference servers that tests/reference_servers.rs checks (Debian's `maven`; it fetches
+# their jars from Maven Central into ~/.m2 on the first build); from apt, only when missing.
 # Idempotent, non-interactive, and quiet when everything is present. Needs root or sudo.
 set -eu
 
@@ -10,6 +12,7 @@ pkgs=""
 [ -x /usr/bin/chromium ] || pkgs="$pkgs chromium"
 { command -v h2load >/dev/null 2>&1 && command -v nghttp >/dev/null 2>&1; } ||
     pkgs="$pkgs nghttp2-client"
+command -v mvn >/dev/null 2>&1 || pkgs="$pkgs maven"
 if [ -z "$pkgs" ]; then
     exit 0
 fi

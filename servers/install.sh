@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what the reference servers need and a clean Debian machine may lack: nginx and its
-# echo module (apt, only when missing, as root or with sudo). Go, Node.js, Python 3 and a JDK
-# are not installed here: a missing one is named, and `volley bench` then skips the servers
+# echo module (apt, only when missing, as root or with sudo). Go, Node.js, Python 3, a JDK and
+# Maven (for the jetty and netty servers) are not installed here: a missing one is named, and `volley bench` then skips the servers
 # that need it (their `requires` in the suite) with a note instead of failing. Only cargo is
 # required, for volley itself. Idempotent, non-interactive, and quiet when everything is
 # present.
@@ -14,7 +14,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 missing=""
-for tool in go node python3 javac; do
+for tool in go node python3 javac mvn; do
     command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 
@@ -63,6 +63,7 @@ fi
 
 if [ -n "$missing" ]; then
     echo "install.sh: not installed:$missing; volley bench skips the reference servers that" \
-        "need them (install Go, Node.js, Python 3, a JDK with javac and nginx for all six)" >&2
+        "need them (install Go, Node.js, Python 3, a JDK with javac, Maven and nginx for all" \
+        "eight)" >&2
 fi
 exit 0

@@ -1,9 +1,11 @@
 //! Contract test for the reference servers in `servers/`: builds each one with its build line,
 //! starts it with its start line on a free port, checks every endpoint of the contract
 //! byte-exactly with a raw HTTP/1.1 client, and stops it (SIGTERM to its process group, SIGKILL
-//! after 5 s) leaving no process behind. Then it starts the server again with `TLS_CERT` and
-//! `TLS_KEY` (a certificate made with the `openssl` CLI) and checks it over HTTPS with `curl`:
-//! TLS 1.2 and 1.3, a GET, a POST and a second request on the same connection. A server whose
+//! after 5 s) leaving no process behind. Then, when its `protocols` (in the suite) list https, it
+//! starts the server again with `TLS_CERT` and `TLS_KEY` (a certificate made with the `openssl`
+//! CLI) and checks it over HTTPS with `curl`: TLS 1.2 and 1.3, a GET, a POST and a second
+//! request on the same connection (the JVM servers jetty and netty are cleartext HTTP/1.1 only,
+//! and get the plain HTTP checks alone). A server whose
 //! `protocols` (in the suite) list h2 and h2c is started twice more, with the certificate and
 //! with `H2C=1`, and checked over HTTP/2 with `curl` (every endpoint, one connection for two
 //! requests), `nghttp` (POST) and `h2load` (concurrent streams on a connection: `/delay`
@@ -12,9 +14,10 @@
 //! `reference_servers_under_volleys_http2` runs volley's own HTTP/2 (`volley run --http2`,
 //! `--h2c`) against the same servers.
 //!
-//! It needs the toolchains (go, node, python3, javac/java, cargo, nginx with the echo module;
-//! `servers/install.sh` installs what is missing), `openssl`, `curl` (with HTTP/2), `h2load`
-//! and `nghttp` (Debian: nghttp2-client), and PyPI and crates.io for the first build. A missing
+//! It needs the toolchains (go, node, python3, javac/java, mvn, cargo, nginx with the echo
+//! module; `servers/install.sh` installs what is missing, `scripts/install-test-deps.sh` Maven),
+//! `openssl`, `curl` (with HTTP/2), `h2load` and `nghttp` (Debian: nghttp2-client), and PyPI,
+//! crates.io and Maven Central for the first build. A missing
 //! program fails the test with its name: nothing is skipped.
 
 use std::fs::File;
@@ -26,7 +29,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use volley::config::suite::{Protocol, ServerKind, SuiteConfig};
+use volley::config::suite::{Managed, Protocol, ServerKind, ServerSpec, SuiteConfig};
 
 /// One reference server: where it lives and the lines that build and start it.
 struct RefServer {
@@ -60,10 +63,13 @@ enum Run {
 }
 
 impl Run {
-    /// The runs a server gets: HTTP and HTTPS always (every reference server speaks them),
-    /// h2 and h2c when its `protocols` list them.
+    /// The runs a server gets: HTTP always (every reference server speaks it), HTTPS, h2 and
+    /// h2c when its `protocols` list them.
     fn all_for(s: &RefServer) -> Vec<Run> {
-        let mut runs = vec![Run::Http, Run::Https];
+        let mut runs = vec![Run::Http];
+        if s.protocols.contains(&Protocol::Https) {
+            runs.push(Run::Https);
+        }
         runs.extend(s.http2_runs());
         runs
     }
@@ -107,26 +113,44 @@ impl RefServer {
     }
 }
 
-/// The reference servers, in the order of `suites/quick.toml`.
-const NAMES: [&str; 6] = ["go", "node", "python", "java", "rust", "nginx"];
+/// The reference servers: those of `suites/quick.toml` in its order, then the JVM servers
+/// that only `suites/seeds.toml` lists (their Maven build and JVM start would slow `make quick`).
+const NAMES: [&str; 8] = [
+    "go", "node", "python", "java", "rust", "nginx", "jetty", "netty",
+];
 
-/// The reference servers, with the build and start lines of `suites/quick.toml` (read through
-/// volley's own suite parser), so the suite and this test cannot drift apart.
+/// The reference servers, with the build and start lines of `suites/quick.toml`, and of
+/// `suites/seeds.toml` for the servers (folders) quick.toml lacks (read through volley's own
+/// suite parser), so the suites and this test cannot drift apart.
 fn servers() -> Vec<RefServer> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let suite = SuiteConfig::load(&root.join("suites/quick.toml"), 2)
-        .unwrap_or_else(|e| panic!("suites/quick.toml: {e}"));
-    let out: Vec<RefServer> = suite
-        .servers
-        .iter()
-        .map(|s| {
+    let mut listed: Vec<(&str, ServerSpec, Managed)> = Vec::new();
+    for file in ["suites/quick.toml", "suites/seeds.toml"] {
+        let suite =
+            SuiteConfig::load(&root.join(file), 2).unwrap_or_else(|e| panic!("{file}: {e}"));
+        for s in suite.servers {
             let ServerKind::Managed(m) = &s.kind else {
-                panic!("quick.toml server {} is not a managed server", s.name)
+                // seeds.toml has a control (a closed port) besides the reference servers.
+                assert!(
+                    file != "suites/quick.toml",
+                    "quick.toml server {} is not a managed server",
+                    s.name
+                );
+                continue;
             };
+            let m = m.clone();
+            if !listed.iter().any(|(_, _, l)| l.dir == m.dir) {
+                listed.push((file, s, m));
+            }
+        }
+    }
+    let out: Vec<RefServer> = listed
+        .iter()
+        .map(|(file, s, m)| {
             // The suite skips a server whose `requires` are missing: each must name its tools.
             assert!(
                 !m.requires.is_empty(),
-                "quick.toml server {} has no `requires`",
+                "{file} server {} has no `requires`",
                 s.name
             );
             let mut env = m.env.clone();
@@ -143,7 +167,10 @@ fn servers() -> Vec<RefServer> {
         })
         .collect();
     let names: Vec<&str> = out.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, NAMES, "quick.toml holds every reference server");
+    assert_eq!(
+        names, NAMES,
+        "quick.toml and seeds.toml hold every reference server"
+    );
     out
 }
 

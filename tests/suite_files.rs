@@ -53,7 +53,8 @@ fn every_shipped_suite_file_parses() {
 
 /// A reference server (a folder under `servers/`) speaks the same protocols in every suite,
 /// and the protocols suite runs each server in every protocol it speaks: h2 and h2c for the
-/// four stacks that have HTTP/2, HTTP/1.1 and HTTPS only for java and python.
+/// four stacks that have HTTP/2, HTTP/1.1 and HTTPS only for java and python, cleartext
+/// HTTP/1.1 only for the JVM servers jetty and netty (in seeds.toml only).
 #[test]
 fn reference_servers_list_the_same_protocols_everywhere() {
     let mut seen: BTreeMap<String, (Vec<Protocol>, String)> = BTreeMap::new();
@@ -77,15 +78,16 @@ fn reference_servers_list_the_same_protocols_everywhere() {
         }
     }
     let http1_only = [Protocol::Http1, Protocol::Https];
+    let cleartext_http1 = [Protocol::Http1];
     for (dir, (protocols, _)) in &seen {
-        let want: &[Protocol] = if dir == "java" || dir == "python" {
-            &http1_only
-        } else {
-            &Protocol::ALL
+        let want: &[Protocol] = match dir.as_str() {
+            "java" | "python" => &http1_only,
+            "jetty" | "netty" => &cleartext_http1,
+            _ => &Protocol::ALL,
         };
         assert_eq!(protocols, want, "servers/{dir}");
     }
-    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert_eq!(seen.len(), 8, "{seen:?}");
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let suite = SuiteConfig::load(&root.join("suites/protocols.toml"), 2).unwrap();
