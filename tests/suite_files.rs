@@ -104,3 +104,34 @@ fn reference_servers_list_the_same_protocols_everywhere() {
         );
     }
 }
+
+/// Every reference server on a runtime with a garbage collector declares it in every suite,
+/// so each of its cells records the GC pauses from the runtime's own log (docs/contract.md,
+/// "GC pauses"); the others declare none.
+#[test]
+fn reference_servers_turn_their_gc_log_on_everywhere() {
+    use volley::config::suite::Runtime;
+    for (file, suite) in shipped() {
+        for s in &suite.servers {
+            let ServerKind::Managed(m) = &s.kind else {
+                continue;
+            };
+            let Ok(dir) = m.dir.strip_prefix("servers") else {
+                continue;
+            };
+            let want = match dir.to_str().unwrap_or("") {
+                "go" => Some(Runtime::Go),
+                "node" => Some(Runtime::Node),
+                "java" | "jetty" | "netty" => Some(Runtime::Jvm),
+                _ => None,
+            };
+            assert_eq!(
+                m.runtime,
+                want,
+                "servers/{} in {}",
+                dir.display(),
+                file.display()
+            );
+        }
+    }
+}
