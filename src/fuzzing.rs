@@ -13,6 +13,7 @@ use crate::config::suite::{SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
 use crate::config::{parse_url, threshold};
 use crate::engine::h2::conn::{Event as H2Event, H2Conn, H2Error, MAX_QUEUED_ACKS, RECEIVE_WINDOW};
 use crate::engine::response::{ParseError, Response, ResponseParser, MAX_HEAD_BYTES};
+use crate::monitor::gc::{gotrace, hsperfdata, jvmlog, nodetrace, GcLog};
 use crate::report::{Format, Report};
 use crate::result::{RunResult, SuiteIndex};
 use crate::stats::histogram;
@@ -551,4 +552,63 @@ pub fn h2_input(data: &[u8]) -> Option<(H2Setup, [usize; 3], &[u8])> {
         )),
         _ => None,
     }
+}
+
+/// Fuzz target `gclog`: every GC log reader on the same bytes, the HotSpot counter file as
+/// they are, the Go, JVM and Node pause logs on their lossy UTF-8 text. Besides not
+/// panicking: every pause is finite and not negative, every time finite and not negative,
+/// and a log has at most one event or unparsed line per line of text. The JVM and Go readers
+/// read lines independently: the text read line by line gives the same events.
+pub fn check_gclog(data: &[u8]) {
+    if let Ok(snapshot) = hsperfdata::parse(data) {
+        for name in snapshot.counters.keys() {
+            if let Some(s) = snapshot.seconds(name) {
+                assert!(!s.is_nan(), "{name}: {s} s");
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(data);
+    let lines = text.lines().count() as u64;
+    for (name, parse) in [
+        ("gotrace", gotrace::parse as fn(&str) -> GcLog),
+        ("jvmlog", jvmlog::parse),
+        ("nodetrace", nodetrace::parse),
+    ] {
+        let log = parse(&text);
+        check_gc_log(name, &log, lines);
+        if name != "nodetrace" {
+            let one_by_one: Vec<_> = text.lines().flat_map(|l| parse(l).events).collect();
+            assert_eq!(
+                log.events, one_by_one,
+                "{name}: the text and its lines differ"
+            );
+        }
+    }
+}
+
+/// The promises every GC log reader keeps on any text of `lines` lines.
+fn check_gc_log(name: &str, log: &GcLog, lines: u64) {
+    assert!(
+        log.events.len() as u64 + log.unparsed_lines <= lines,
+        "{name}: {} events and {} unparsed lines from {lines} lines",
+        log.events.len(),
+        log.unparsed_lines
+    );
+    for e in &log.events {
+        assert!(
+            e.pause_ms.is_finite() && e.pause_ms >= 0.0,
+            "{name}: pause {e:?}"
+        );
+        assert!(e.t_s.is_finite() && e.t_s >= 0.0, "{name}: time {e:?}");
+        assert!(!e.kind.is_empty(), "{name}: no kind {e:?}");
+        assert!(
+            e.unix_ms.is_none_or(f64::is_finite),
+            "{name}: wall time {e:?}"
+        );
+    }
+    assert!(
+        log.anchor_unix_ms.is_none_or(f64::is_finite),
+        "{name}: anchor {:?}",
+        log.anchor_unix_ms
+    );
 }

@@ -62,3 +62,8 @@ fn result() {
 fn h2() {
     replay("h2", volley::fuzzing::check_h2);
 }
+
+#[test]
+fn gclog() {
+    replay("gclog", volley::fuzzing::check_gclog);
+}

@@ -208,12 +208,12 @@ fn strip_gc_id(msg: &str) -> &str {
     msg
 }
 
-/// A pause's kind, its length in milliseconds and the heap before and after it, in bytes.
-type Pause = (String, f64, Option<(u64, u64)>);
+/// The heap before and after a pause, in bytes.
+type Heap = (u64, u64);
 
 /// `Pause Young (Normal) (G1 Evacuation Pause) 6M->1M(64M) 1.169ms` → the kind, the pause in
-/// milliseconds and the heap before and after, in bytes.
-fn parse_pause(msg: &str) -> Option<Pause> {
+/// milliseconds and the heap before and after.
+fn parse_pause(msg: &str) -> Option<(String, f64, Option<Heap>)> {
     let (desc, duration) = msg.rsplit_once(' ')?;
     let pause_ms = number(duration.strip_suffix("ms")?)?;
     let desc = desc.trim_end();
@@ -254,7 +254,7 @@ fn strip_cause(desc: &str) -> &str {
 }
 
 /// `24M->3M(64M)` → (24 MiB, 3 MiB) in bytes.
-fn parse_heap(h: &str) -> Option<(u64, u64)> {
+fn parse_heap(h: &str) -> Option<Heap> {
     let (before, rest) = h.split_once("->")?;
     let (after, capacity) = rest.split_once('(')?;
     size(capacity.strip_suffix(')')?)?;
