@@ -434,6 +434,55 @@ fn several_results_in_one_report() {
     assert!(dom.contains("suite smoke (s.toml, done)"));
 }
 
+#[test]
+fn gc_pauses_in_a_browser() {
+    // A JVM run with 40 G1 pauses over 10 s (`server.gc` from its log): pause markers on the
+    // latency-over-time chart, a pause scatter, the allocation rate, and the GC table.
+    let (_dir, page, html) = render(&[fixtures().join("gc-run.json")]);
+    assert_offline(&html);
+    assert!(
+        html.contains("\"pause_ms\":[3.843"),
+        "pauses in the page's data"
+    );
+    assert!(html.contains("data-chart=\"gc-pauses\""));
+    assert!(html.contains("data-chart=\"gc-alloc\""));
+    assert!(
+        html.contains("GC pauses: diamonds on stems"),
+        "markers named"
+    );
+    // Percentile, rps, latency over time (with the pauses), pause scatter, allocation rate,
+    // RSS, one CPU chart.
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 7,
+            sorts: false,
+        },
+    );
+    assert!(dom.contains("<h3 id=\"gc\">Garbage collection</h3>"));
+    assert!(dom.contains("<td>jvm-log</td>"));
+    assert!(dom.contains(">71% of 20</td>"), "overlap share shown");
+    assert!(
+        dom.contains("safepoint time outside GC pauses"),
+        "note shown"
+    );
+    check_screenshot(&page);
+
+    // Without `server.gc` nothing of it appears.
+    let (_dir, _page, html) = render(&[fixtures().join("open-loop.json")]);
+    // (report.js, inline in every page, names the chart kinds: look at the markup and data.)
+    for absent in [
+        "<h3 id=\"gc\">",
+        "data-chart=\"gc-pauses\"",
+        "data-chart=\"gc-alloc\"",
+        "GC pauses: diamonds",
+    ] {
+        assert!(!html.contains(absent), "{absent} in a page without GC");
+    }
+    assert!(html.contains("\"gc\":[]"), "no GC series in the data");
+}
+
 /// Copies the faults suite with every name, reason, warning and stderr line turned into markup.
 fn hostile_suite(dir: &Path) {
     let evil = "<script>alert(1)</script>";
@@ -687,6 +736,7 @@ fn every_page_fits_1400_pixels() {
         vec![f.join("faults")],
         vec![f.join("quick"), f.join("faults"), f.join("open-loop.json")],
         vec![hostile],
+        vec![f.join("gc-run.json")],
     ];
     for inputs in pages {
         let (_dir, page, html) = render(&inputs);

@@ -46,6 +46,35 @@ fn markdown_and_csv_of_one_run_match_the_golden_files() {
 }
 
 #[test]
+fn gc_tables_of_a_run_match_the_golden_files() {
+    // A JVM run with `server.gc` (40 G1 pauses from its log): the Markdown GC table and its
+    // note; the CSV carries the GC scalars as `server.gc.*` columns.
+    let gc = load("gc-run.json");
+    let md = Format::Markdown.reporter().render(&gc);
+    assert!(md.contains("| server | GC source | collections | pause p50 (ms) |"));
+    assert!(md.contains("| 71% of 20 |"));
+    assert_golden("gc-run.md", &md);
+    let csv = Format::Csv.reporter().render(&gc);
+    let header = csv.lines().next().unwrap();
+    for col in [
+        "server.gc.pause_ms.p99",
+        "server.gc.pause_max_ms",
+        "server.gc.alloc_rate_mb_s",
+        "server.gc.slow_overlap_fraction",
+    ] {
+        assert!(header.split(',').any(|c| c == col), "no {col} column");
+    }
+    assert!(
+        !header.contains("server.gc.events.") && !header.contains("alloc_rate_series"),
+        "lists stay out"
+    );
+    assert_golden("gc-run.csv", &csv);
+    // A run without GC figures has no GC table.
+    let md = Format::Markdown.reporter().render(&load("open-loop.json"));
+    assert!(!md.contains("GC"), "{md}");
+}
+
+#[test]
 fn csv_has_one_row_per_cell_and_every_scalar() {
     let text = Format::Csv.reporter().render(&load("faults"));
     let lines: Vec<&str> = text.split("\r\n").filter(|l| !l.is_empty()).collect();

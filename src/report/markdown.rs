@@ -5,7 +5,7 @@
 use crate::metric::Stat;
 use std::fmt::Write;
 
-use super::model::{median, Report, Series};
+use super::model::{median, pause_ms, GcFigures, Report, Series};
 use super::Reporter;
 use crate::result::RunResult;
 use crate::units::{bytes, micros, rate};
@@ -88,6 +88,44 @@ fn scenario(o: &mut String, report: &Report, label: &str, group: &[&Series]) {
     }
     o.push('\n');
     cost_table(o, group);
+    gc_table(o, group);
+}
+
+/// The server runtime's collections, where `server.gc` was read: nothing otherwise.
+fn gc_table(o: &mut String, group: &[&Series]) {
+    let rows: Vec<(&str, GcFigures)> = group
+        .iter()
+        .filter_map(|s| Some((s.server.as_str(), GcFigures::of(&s.ok())?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "| server | GC source | collections | pause p50 (ms) | pause p99 (ms) | pause max (ms) | allocated (GB) | alloc rate (MB/s) | requests ≥ p99.9 overlapping a pause |"
+    );
+    let _ = writeln!(o, "|---|---|--:|--:|--:|--:|--:|--:|--:|");
+    for (server, g) in &rows {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            esc(server),
+            esc(&g.source),
+            g.collections.round(),
+            pause_ms(g.p50_ms),
+            pause_ms(g.p99_ms),
+            pause_ms(g.max_ms),
+            g.alloc_gb.map_or("-".into(), |v| format!("{v:.2}")),
+            g.alloc_mb_s.map_or("-".into(), |v| format!("{v:.0}")),
+            esc(&g.overlap_text()),
+        );
+    }
+    o.push('\n');
+    for (server, g) in &rows {
+        if let Some(n) = &g.note {
+            let _ = writeln!(o, "GC note, {}: {}\n", esc(server), esc(n));
+        }
+    }
 }
 
 /// A server's row: medians over the repetitions that finished, or why none did.

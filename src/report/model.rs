@@ -447,6 +447,86 @@ fn suite_row_of(file: &Path) -> Option<SuiteRow> {
     })
 }
 
+/// A server's GC figures over the repetitions that have `server.gc` (the long-tail study's
+/// table): medians, the longest pause of all, the first note. Markdown and HTML share it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GcFigures {
+    /// Where the collections were read (`jvm-log`, `hsperfdata`, …; the first repetition's).
+    pub source: String,
+    /// Collections (median).
+    pub collections: f64,
+    /// Pause p50, ms (median).
+    pub p50_ms: f64,
+    /// Pause p99, ms (median).
+    pub p99_ms: f64,
+    /// Longest pause of every repetition, ms.
+    pub max_ms: f64,
+    /// Bytes allocated in the window, GB (10^9; median), when the source tells.
+    pub alloc_gb: Option<f64>,
+    /// Allocation rate, MB/s (median), when the source tells.
+    pub alloc_mb_s: Option<f64>,
+    /// Share of the requests at or above p99.9 that overlapped a pause, 0–1 (median).
+    pub slow_overlap: Option<f64>,
+    /// Those slowest requests checked (median).
+    pub slow_checked: Option<f64>,
+    /// What the source cannot see (the first repetition's note).
+    pub note: Option<String>,
+    /// Repetitions with a GC block.
+    pub runs: usize,
+}
+
+impl GcFigures {
+    /// The figures of `results` that have `server.gc`; None when none has.
+    pub fn of(results: &[&RunResult]) -> Option<GcFigures> {
+        let gcs: Vec<&crate::result::ServerGc> = results
+            .iter()
+            .filter_map(|r| r.server.as_ref()?.gc.as_ref())
+            .collect();
+        let first = gcs.first()?;
+        let med = |f: &dyn Fn(&crate::result::ServerGc) -> Option<f64>| {
+            median(&gcs.iter().filter_map(|g| f(g)).collect::<Vec<_>>())
+        };
+        Some(GcFigures {
+            source: first.source.as_str().to_string(),
+            collections: med(&|g| Some(g.collections as f64)).unwrap_or(0.0),
+            p50_ms: med(&|g| Some(g.pause_ms.p50)).unwrap_or(0.0),
+            p99_ms: med(&|g| Some(g.pause_ms.p99)).unwrap_or(0.0),
+            max_ms: gcs.iter().map(|g| g.pause_max_ms).fold(0.0, f64::max),
+            alloc_gb: med(&|g| g.alloc_bytes.map(|b| b as f64 / 1e9)),
+            alloc_mb_s: med(&|g| g.alloc_rate_mb_s),
+            slow_overlap: med(&|g| g.slow_overlap_fraction),
+            slow_checked: med(&|g| {
+                g.slow_overlap_fraction?;
+                g.slow_requests_checked.map(|n| n as f64)
+            }),
+            note: gcs.iter().find_map(|g| g.note.clone()),
+            runs: gcs.len(),
+        })
+    }
+
+    /// `71% of 120` (requests ≥ p99.9 that overlapped a pause), or a dash.
+    pub fn overlap_text(&self) -> String {
+        match self.slow_overlap {
+            None => "–".into(),
+            Some(f) => match self.slow_checked {
+                Some(n) => format!("{:.0}% of {}", f * 100.0, n.round()),
+                None => format!("{:.0}%", f * 100.0),
+            },
+        }
+    }
+}
+
+/// A pause length in ms with the precision its size deserves: 0.42, 4.1, 17.
+pub fn pause_ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 /// Median of values (None when empty).
 pub fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
@@ -467,6 +547,39 @@ mod tests {
     use super::*;
 
     const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report/quick");
+
+    #[test]
+    fn gc_figures_are_medians_over_the_repetitions_that_have_them() {
+        let text = include_str!("../../tests/fixtures/report/gc-run.json");
+        let a = RunResult::from_json(text).unwrap();
+        let mut b = a.clone();
+        let g = b.server.as_mut().unwrap().gc.as_mut().unwrap();
+        g.pause_ms.p99 = 20.0;
+        g.pause_max_ms = 40.0;
+        g.alloc_rate_mb_s = None;
+        g.slow_overlap_fraction = Some(0.5);
+        g.note = None;
+        let mut none = a.clone();
+        none.server.as_mut().unwrap().gc = None;
+        assert_eq!(GcFigures::of(&[&none]), None);
+        let f = GcFigures::of(&[&a, &b, &none]).unwrap();
+        assert_eq!(f.runs, 2);
+        assert_eq!(f.source, "jvm-log");
+        assert_eq!(f.collections, 38.0);
+        assert!((f.p99_ms - (14.429 + 20.0) / 2.0).abs() < 1e-9);
+        assert_eq!(f.max_ms, 40.0, "the longest of them all");
+        assert_eq!(
+            f.alloc_mb_s,
+            Some(464.0),
+            "only the repetitions that have it"
+        );
+        assert_eq!(f.overlap_text(), "60% of 20");
+        assert!(f.note.unwrap().starts_with("from the JVM's GC log"));
+        assert_eq!(
+            [pause_ms(0.42), pause_ms(14.43), pause_ms(123.4)],
+            ["0.42", "14.4", "123"]
+        );
+    }
 
     #[test]
     fn loads_that_read_alike_are_told_apart_by_their_id() {

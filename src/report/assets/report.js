@@ -165,18 +165,88 @@
     },
 
     'latency-time': function (el, g) {
-      var d = uPlot.join(g.over_time.map(function (s) {
+      // GC pauses, when the server's runtime was read, join as points-only series on a
+      // second y axis (ms of pause), drawn as diamonds on stems from the axis.
+      var pauses = (g.gc || []).filter(function (p) { return p.pause_ms.length > 0; });
+      var tables = g.over_time.map(function (s) {
         var toMs = function (v) { return v == null ? null : v / 1000; };
         return [s.t_s, s.p50_us.map(toMs), s.p99_us.map(toMs)];
-      }));
-      var series = [{ label: 'time', value: function (u, v) { return v == null ? '–' : v + ' s'; } }];
+      });
+      pauses.forEach(function (p) { tables.push([p.pause_t_s, p.pause_ms]); });
+      var d = uPlot.join(tables);
+      var series = [{ label: 'time', value: function (u, v) { return v == null ? '–' : sig3(v) + ' s'; } }];
       g.over_time.forEach(function (s) {
         series.push({ label: name(s.server) + ' p50', stroke: colour(s.server), width: 2, value: function (u, v) { return ms(v); } });
         series.push({ label: name(s.server) + ' p99', stroke: colour(s.server), width: 1.5, dash: [7, 5], value: function (u, v) { return ms(v); } });
       });
+      var gcTop = 0;
+      pauses.forEach(function (p) {
+        p.pause_ms.forEach(function (v) { gcTop = Math.max(gcTop, v); });
+        series.push({ label: name(p.server) + ' GC pause', scale: 'gc', stroke: '#1d2127', paths: function () { return null; }, points: { show: false }, value: function (u, v) { return ms(v); } });
+      });
+      var first = 1 + 2 * g.over_time.length;
+      var axes = [xSeconds(), { label: 'latency (ms)', values: function (u, s) { return s.map(function (v) { return +v.toPrecision(3) + ''; }); }, size: 60 }];
+      var scales = { x: { time: false }, y: { range: function (u, lo, hi) { return [0, (hi || 1) * 1.1]; } } };
+      var hooks = {};
+      if (pauses.length) {
+        scales.gc = { range: [0, (gcTop || 1) * 1.15] };
+        axes.push({ scale: 'gc', side: 1, label: 'GC pause (ms)', stroke: '#5b2a86', grid: { show: false }, values: function (u, s) { return s.map(function (v) { return +v.toPrecision(3) + ''; }); }, size: 50 });
+        hooks.draw = [function (u) {
+          var ctx = u.ctx, px = uPlot.pxRatio;
+          ctx.save();
+          ctx.setLineDash([]);
+          pauses.forEach(function (p, k) {
+            if (!u.series[first + k].show) return;
+            var base = u.valToPos(0, 'gc', true);
+            p.pause_t_s.forEach(function (t, j) {
+              var x = u.valToPos(t, 'x', true), y = u.valToPos(p.pause_ms[j], 'gc', true), r = 4.5 * px;
+              ctx.strokeStyle = '#5b2a86';
+              ctx.lineWidth = 1.5 * px;
+              ctx.beginPath(); ctx.moveTo(x, base); ctx.lineTo(x, y); ctx.stroke();
+              ctx.fillStyle = colour(p.server);
+              ctx.beginPath(); ctx.moveTo(x, y - r); ctx.lineTo(x + r, y); ctx.lineTo(x, y + r); ctx.lineTo(x - r, y); ctx.closePath();
+              ctx.fill(); ctx.stroke();
+            });
+          });
+          ctx.restore();
+        }];
+      }
+      make(el, { scales: scales, axes: axes, series: series, hooks: hooks }, d);
+    },
+
+    // Every pause of the representative repetition at its start, by length.
+    'gc-pauses': function (el, g) {
+      var pauses = g.gc.filter(function (p) { return p.pause_ms.length > 0; });
+      var d = uPlot.join(pauses.map(function (p) { return [p.pause_t_s, p.pause_ms]; }));
+      var series = [{ label: 'time', value: function (u, v) { return v == null ? '–' : sig3(v) + ' s'; } }];
+      var top = 0;
+      pauses.forEach(function (p) {
+        p.pause_ms.forEach(function (v) { top = Math.max(top, v); });
+        series.push({
+          label: name(p.server) + ' (' + p.source + ', rep ' + p.rep + ')',
+          stroke: colour(p.server),
+          paths: function () { return null; },
+          points: { show: true, size: 8, width: 1, fill: colour(p.server, 'aa') },
+          value: function (u, v) { return ms(v); }
+        });
+      });
       make(el, {
-        scales: { x: { time: false }, y: { range: function (u, lo, hi) { return [0, (hi || 1) * 1.1]; } } },
-        axes: [xSeconds(), { label: 'latency (ms)', values: function (u, s) { return s.map(function (v) { return +v.toPrecision(3) + ''; }); }, size: 60 }],
+        scales: { x: { time: false }, y: { range: [0, (top || 1) * 1.15] } },
+        axes: [xSeconds(), { label: 'pause (ms)', values: function (u, s) { return s.map(function (v) { return +v.toPrecision(3) + ''; }); }, size: 60 }],
+        series: series
+      }, d);
+    },
+
+    'gc-alloc': function (el, g) {
+      var rates = g.gc.filter(function (p) { return p.alloc_mb_s.length >= 2; });
+      var d = uPlot.join(rates.map(function (p) { return [p.alloc_t_s, p.alloc_mb_s]; }));
+      var series = [{ label: 'time', value: function (u, v) { return v == null ? '–' : sig3(v) + ' s'; } }];
+      rates.forEach(function (p) {
+        series.push({ label: name(p.server) + ' (rep ' + p.rep + ')', stroke: colour(p.server), width: 2, spanGaps: true, value: function (u, v) { return v == null ? '–' : sig3(v) + ' MB/s'; } });
+      });
+      make(el, {
+        scales: { x: { time: false }, y: { range: function (u, lo, hi) { return [0, (hi || 1) * 1.15]; } } },
+        axes: [xSeconds(), { label: 'allocation (MB/s)', values: function (u, s) { return s.map(compact); }, size: 60 }],
         series: series
       }, d);
     },

@@ -30,6 +30,30 @@ pub struct GroupData {
     pub over_time: Vec<OverTime>,
     /// The server's CPU and memory over time, same repetition as `over_time`.
     pub resources: Vec<Resources>,
+    /// The server runtime's GC pauses and allocation rate, same repetition as `over_time`
+    /// (empty unless a result has `server.gc`).
+    pub gc: Vec<GcSeries>,
+}
+
+/// The GC pauses and allocation rate of one repetition (`server.gc`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GcSeries {
+    /// Index into `PageData::servers`.
+    pub server: usize,
+    /// The repetition shown.
+    pub rep: u32,
+    /// Where they were read (`jvm-log`, `hsperfdata`, …).
+    pub source: String,
+    /// Each pause's start, seconds from t0 (the latency time series' clock).
+    pub pause_t_s: Vec<f64>,
+    /// Each pause's length, ms.
+    pub pause_ms: Vec<f64>,
+    /// Each pause's kind, as the runtime names it.
+    pub pause_kind: Vec<String>,
+    /// End of each allocation-rate second, seconds from t0.
+    pub alloc_t_s: Vec<f64>,
+    /// Allocation rate, MB/s.
+    pub alloc_mb_s: Vec<f64>,
 }
 
 /// One line of the percentile plot.
@@ -144,6 +168,7 @@ pub(super) fn group_data(g: &Group) -> GroupData {
         if let Some((rep, r)) = row.representative() {
             d.over_time.extend(over_time(row.server, rep, r));
             d.resources.extend(resources(row.server, rep, r));
+            d.gc.extend(gc(row.server, rep, r));
         }
     }
     d
@@ -205,6 +230,25 @@ fn resources(server: usize, rep: u32, r: &RunResult) -> Option<Resources> {
         sys_pct: s.samples.iter().map(|p| p.cpu_sys_pct).collect(),
         rss_bytes: s.samples.iter().map(|p| p.rss_bytes).collect(),
         threads: s.samples.iter().map(|p| p.threads).collect(),
+    })
+}
+
+/// The GC pauses and allocation rate of the representative repetition; None without
+/// `server.gc` or with nothing to draw.
+fn gc(server: usize, rep: u32, r: &RunResult) -> Option<GcSeries> {
+    let g = r.server.as_ref()?.gc.as_ref()?;
+    if g.events.is_empty() && g.alloc_rate_series.is_empty() {
+        return None;
+    }
+    Some(GcSeries {
+        server,
+        rep,
+        source: g.source.as_str().to_string(),
+        pause_t_s: g.events.iter().map(|e| e.t_s).collect(),
+        pause_ms: g.events.iter().map(|e| e.pause_ms).collect(),
+        pause_kind: g.events.iter().map(|e| e.kind.clone()).collect(),
+        alloc_t_s: g.alloc_rate_series.iter().map(|p| p.t_s).collect(),
+        alloc_mb_s: g.alloc_rate_series.iter().map(|p| p.value).collect(),
     })
 }
 

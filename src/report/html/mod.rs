@@ -18,7 +18,9 @@ mod escape;
 mod nines;
 mod page;
 
-pub use data::{GroupData, HdrLine, OverTime, PageData, Resources, Spread, ThroughputBar};
+pub use data::{
+    GcSeries, GroupData, HdrLine, OverTime, PageData, Resources, Spread, ThroughputBar,
+};
 pub use escape::{escape_html, fill, script_json};
 pub use nines::{merged, percentile_points};
 pub use page::{Group, Page, Row};

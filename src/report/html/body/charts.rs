@@ -55,10 +55,28 @@ fn slots(d: &GroupData) -> Vec<(String, &'static str)> {
             "rps-time",
         ));
     }
+    let pauses = d.gc.iter().any(|g| !g.pause_ms.is_empty());
     if d.over_time.iter().any(|s| line(&s.p50_us)) {
+        let markers = if pauses {
+            "; GC pauses: diamonds on stems at their start, height = pause length (right axis, ms)"
+        } else {
+            ""
+        };
         slots.push((
-            "Latency over time: p50 (solid) and p99 (dashed) per second".into(),
+            format!("Latency over time: p50 (solid) and p99 (dashed) per second{markers}"),
             "latency-time",
+        ));
+    }
+    if pauses {
+        slots.push((
+            "GC pauses: each pause at its start, by length (ms)".into(),
+            "gc-pauses",
+        ));
+    }
+    if d.gc.iter().any(|g| g.alloc_mb_s.len() >= 2) {
+        slots.push((
+            "Allocation rate over time, MB/s (from the heap before and after collections)".into(),
+            "gc-alloc",
         ));
     }
     if !d.resources.is_empty() {

@@ -10,6 +10,7 @@
 
 mod charts;
 mod efficiency;
+mod gc;
 mod glance;
 mod main_table;
 mod notes;
@@ -28,6 +29,7 @@ use crate::result::{CellStatus, RunResult, SuiteRow};
 
 use charts::charts;
 use efficiency::efficiency;
+use gc::gc_table;
 use glance::{summary, verdict};
 use main_table::main_table;
 use notes::{cell_table, noted, thresholds, warnings};
@@ -209,6 +211,7 @@ fn group(
     main_table(o, g);
     charts(o, i, data, servers);
     efficiency(o, g);
+    gc_table(o, g);
     all_percentiles(o, g);
     every_run(o, g);
     warnings(o, g);
