@@ -150,7 +150,7 @@ impl JvmCounters {
     }
 
     fn between(&mut self, a: &Reading, b: &Reading) {
-        let mid = (a.t_s + b.t_s) / 2.0;
+        let mid = ((a.t_s + b.t_s) / 2.0 * 1e3).round() / 1e3;
         let mut young = false;
         for (ca, cb) in a.collectors.iter().zip(&b.collectors) {
             let n = cb.invocations - ca.invocations;
@@ -167,6 +167,7 @@ impl JvmCounters {
             }
             if is_pause(&cb.name) {
                 let each = (cb.time_s - ca.time_s).max(0.0) * 1e3 / n as f64;
+                let each = (each * 1e3).round() / 1e3;
                 for _ in 0..n.min(10_000) {
                     self.window.pauses.push(GcPause {
                         t_s: mid,
