@@ -381,6 +381,9 @@ fn jvm_log_is_the_ground_truth_and_the_counters_agree_with_it() {
         .sum();
     let collections = gc["collections"].as_u64().unwrap() as f64;
     let pause_ms = gc["pause_total_ms"].as_f64().unwrap();
+    eprintln!(
+        "hsperfdata: {collections} collections, {pause_ms} ms paused; the log: {log_collections}, {log_pause_ms:.3} ms (edge pauses {edge_ms:.3} ms)"
+    );
     assert!(log_collections > 0.0, "no collection in the window");
     assert!(
         (collections - log_collections).abs() <= (0.05 * log_collections).max(1.0),
