@@ -107,6 +107,9 @@ pub struct TreeSampler {
     perf_base: Option<SyscallReading>,
     acct: Option<Accountant>,
     t0: Option<Instant>,
+    /// The run's t0 when it was armed (`sampling_loop`): the monitor thread may wake after it,
+    /// and GC log events belong on the run's clock, not on that late first edge.
+    run_t0: Option<Instant>,
     bucket: Option<Bucket>,
     last_point: Point,
     samples: Vec<ServerSample>,
@@ -181,6 +184,7 @@ pub fn attach(cfg: &MonitorConfig, perf_fd_budget: usize) -> Result<TreeSampler,
         perf_base: None,
         acct: None,
         t0: None,
+        run_t0: None,
         bucket: None,
         last_point: Point::default(),
         samples: Vec::new(),
@@ -249,20 +253,23 @@ impl TreeSampler {
         self.tree_gone
     }
 
-    /// The wall clock now (t0 at the baseline) and when the monitored process started.
-    fn clocks(&self) -> Clocks {
+    /// The wall clock at `t0` (read now, less the time since `t0`: reading the tree at the
+    /// baseline takes milliseconds) and when the monitored process started.
+    fn clocks(&self, t0: Instant) -> Clocks {
+        let t0 = self.run_t0.map_or(t0, |armed| armed.min(t0));
         let unix_ms = |t: std::time::SystemTime| {
             t.duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs_f64() * 1e3)
                 .unwrap_or(0.0)
         };
         let now_unix_ms = unix_ms(std::time::SystemTime::now());
+        let since_t0_ms = t0.elapsed().as_secs_f64() * 1e3;
         let started = since_boot_s().map(|up| {
             let age_s = up - self.root.starttime_ticks as f64 / self.units.ticks_per_s;
             now_unix_ms - age_s * 1e3
         });
         Clocks {
-            t0_unix_ms: now_unix_ms,
+            t0_unix_ms: now_unix_ms - since_t0_ms,
             process_start_unix_ms: started,
         }
     }
@@ -288,7 +295,7 @@ impl TreeSampler {
     pub fn baseline(&mut self, now: Instant) {
         self.t0 = Some(now);
         let (snap, _) = self.snapshot(now, true);
-        let clocks = self.clocks();
+        let clocks = self.clocks(now);
         self.gc.baseline(&live_pids(&snap), clocks);
         let acct = Accountant::new(&snap);
         self.perf_base = self.read_syscalls(true);
@@ -605,6 +612,7 @@ fn sampling_loop(mut s: TreeSampler, rx: mpsc::Receiver<Control>) -> TreeSampler
         }
     }
     let base = Instant::now().max(t0);
+    s.run_t0 = Some(t0);
     s.baseline(base);
     let mut next = base + s.interval;
     loop {

@@ -243,26 +243,55 @@ pub fn output_text(o: &Output) -> String {
     )
 }
 
-/// Runs `cmd` (volley with `args`), killing it after `limit`.
+/// What a reader thread got, waiting at most 5 s for the end of the pipe once the process has
+/// exited (a process it started may still hold the pipe open).
+fn joined(h: std::thread::JoinHandle<Vec<u8>>) -> Vec<u8> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !h.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if h.is_finished() {
+        h.join().unwrap()
+    } else {
+        b"(the output pipe is still held open by another process)".to_vec()
+    }
+}
+
+/// Runs `cmd` (volley with `args`), killing it after `limit`. Its stdout and stderr are read
+/// while it runs: a pipe left unread fills at 64 KiB and would stall a large `--json -`.
 fn limited(cmd: &mut Command, args: &[&str], limit: Duration) -> Output {
+    use std::io::Read;
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("volley binary runs");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let deadline = Instant::now() + limit;
     loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+        if let Some(status) = child.try_wait().unwrap() {
+            return Output {
+                status,
+                stdout: joined(stdout),
+                stderr: joined(stderr),
+            };
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+            let _ = child.wait();
             panic!(
                 "volley {:?} did not finish within {limit:?}\nstderr: {}",
                 args,
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&joined(stderr))
             );
         }
         std::thread::sleep(Duration::from_millis(20));
