@@ -146,4 +146,8 @@ pub struct ServerGc {
     /// list).
     #[serde(skip)]
     pub pause_windows: Vec<(f64, f64)>,
+    /// The source could not be read (its `note` says why): no pause is known, so nothing is
+    /// said of the slowest requests either.
+    #[serde(skip)]
+    pub unread: bool,
 }

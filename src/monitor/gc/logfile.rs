@@ -72,7 +72,9 @@ pub fn read(cfg: &GcLogConfig, clocks: Clocks, window_s: f64) -> ServerGc {
             note: Some(why),
             ..Window::default()
         };
-        summary::summarize(source, w, window_s)
+        let mut g = summary::summarize(source, w, window_s);
+        g.unread = true;
+        g
     };
     let fallback = cfg.format.unwrap_or(GcSource::JvmLog);
     let bytes = match fs::read(&cfg.path) {
@@ -212,8 +214,18 @@ mod tests {
             path: "/nonexistent/gc.log".into(),
             format: None,
         };
-        let g = read(&cfg, Clocks::default(), 1.0);
+        let mut g = read(&cfg, Clocks::default(), 1.0);
         assert_eq!(g.pause_count, 0);
+        assert!(g.unread, "nothing is known of its pauses");
+        let slow = [crate::stats::slowest::SlowRequest {
+            latency_us: 5_000,
+            end_ns: 500_000_000,
+        }];
+        summary::correlate(&mut g, &slow, 1_000);
+        assert_eq!(
+            g.slow_overlap_fraction, None,
+            "no claim about the slowest requests"
+        );
         assert!(g.note.unwrap().contains("cannot read /nonexistent/gc.log"));
     }
 }

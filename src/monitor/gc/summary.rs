@@ -102,6 +102,7 @@ pub fn summarize(source: GcSource, w: Window, window_s: f64) -> ServerGc {
         slow_requests_checked: None,
         note: w.note,
         pause_windows,
+        unread: false,
     }
 }
 
@@ -109,7 +110,7 @@ pub fn summarize(source: GcSource, w: Window, window_s: f64) -> ServerGc {
 /// p99.9) whose window overlapped a pause. Only for sources with single pauses; a request
 /// overlaps when it began before a pause ended and ended after it began.
 pub fn correlate(gc: &mut ServerGc, slow: &[SlowRequest], threshold_us: u64) {
-    if !gc.source.per_pause() {
+    if !gc.source.per_pause() || gc.unread {
         return;
     }
     let starts: Vec<f64> = gc.pause_windows.iter().map(|w| w.0).collect();
@@ -262,6 +263,10 @@ mod tests {
         correlate(&mut g, &slow, 10_000);
         assert_eq!(g.slow_requests_checked, Some(4));
         assert_eq!(g.slow_overlap_fraction, Some(0.5));
+        // A log read with no pause in the window: none of them overlapped one.
+        let mut quiet = summarize(GcSource::GoGctrace, Window::default(), 3.0);
+        correlate(&mut quiet, &slow, 10_000);
+        assert_eq!(quiet.slow_overlap_fraction, Some(0.0));
         // hsperfdata has no single pauses: no fraction.
         let mut h = summarize(GcSource::Hsperfdata, Window::default(), 3.0);
         correlate(&mut h, &slow, 10_000);
