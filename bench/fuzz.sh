@@ -11,20 +11,21 @@
 #             with tests/fixtures/report/)
 #   h2        the HTTP/2 client connection (H2Conn) fed a server's bytes in fuzzer-chosen
 #             pieces, in one piece and byte by byte: events, floods, windows, HPACK
-#   gclog     the GC log readers (monitor::gc): the HotSpot counter file on the bytes, the Go
-#             gctrace, JVM -Xlog:gc and Node --trace-gc parsers on their text (seeded with
-#             tests/fixtures/gc/)
+#   hsperfdata  the HotSpot counter file reader (monitor::gc) on any bytes
+#   gctrace   Go's GODEBUG=gctrace=1 lines, jvmlog JVM -Xlog:gc lines, nodetrace Node --trace-gc
+#             lines and volley's anchor line (monitor::gc; each seeded with its real fixtures
+#             of tests/fixtures/gc/)
 #
 # The checks are volley::fuzzing::check_<target>; inputs kept in fuzz/regressions/<target>/
 # seed the runs and are replayed by `cargo test --test fuzz_regressions`. The growing corpus
 # stays in fuzz/corpus/<target>/ (not committed), so later runs start where earlier ones ended.
 #
 # Environment (all optional):
-#   SECONDS_PER_TARGET=60     seconds for units, suite, result, h2 and gclog
+#   SECONDS_PER_TARGET=60     seconds for units, suite, result, h2 and the GC readers
 #   RESPONSE_SECONDS=900      seconds for response (10^7 executions take ~400-900 s here)
 #   SANITIZER=none            cargo fuzz's -s: none (the parsers fuzzed are safe Rust; AddressSanitizer only
 #                             made the runs 2-15x slower) or address
-#   TARGETS="response units suite result h2 gclog"
+#   TARGETS="response units suite result h2 hsperfdata gctrace jvmlog nodetrace"
 #   FUZZ_CPU=auto             the CPU the fuzzer is pinned to (taskset, when it exists); auto:
 #                             the idlest CPU over the second before each target (a CPU that
 #                             other work keeps busy starved a pinned fuzzer here)
@@ -46,7 +47,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-60}
 RESPONSE_SECONDS=${RESPONSE_SECONDS:-900}
 SANITIZER=${SANITIZER:-none}
-TARGETS=${TARGETS:-response units suite result h2 gclog}
+TARGETS=${TARGETS:-response units suite result h2 hsperfdata gctrace jvmlog nodetrace}
 FUZZ_CPU=${FUZZ_CPU:-auto}
 RSS_LIMIT_MB=${RSS_LIMIT_MB:-2048}
 TIMEOUT_S=${TIMEOUT_S:-10}
@@ -114,7 +115,7 @@ for t in $TARGETS; do
     suite) seeds+=("$ROOT/suites") ;;
     # 4 KiB: a few dozen log lines; the 32 KiB hsperfdata seed is cut there (its prologue and
     # first entries still read).
-    gclog) extra=(-max_len=4096) ;;
+    hsperfdata | gctrace | jvmlog | nodetrace) extra=(-max_len=4096) ;;
     result) for d in "$ROOT"/tests/fixtures/report/*/runs "$ROOT"/tests/fixtures/report; do [[ -d $d ]] && seeds+=("$d"); done ;;
     esac
     mkdir -p "corpus/$t" "artifacts/$t"

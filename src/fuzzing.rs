@@ -554,12 +554,9 @@ pub fn h2_input(data: &[u8]) -> Option<(H2Setup, [usize; 3], &[u8])> {
     }
 }
 
-/// Fuzz target `gclog`: every GC log reader on the same bytes, the HotSpot counter file as
-/// they are, the Go, JVM and Node pause logs on their lossy UTF-8 text. Besides not
-/// panicking: every pause is finite and not negative, every time finite and not negative,
-/// and a log has at most one event or unparsed line per line of text. The JVM and Go readers
-/// read lines independently: the text read line by line gives the same events.
-pub fn check_gclog(data: &[u8]) {
+/// Fuzz target `hsperfdata`: the HotSpot counter file reader on any bytes. Besides not
+/// panicking: every tick counter converts to a number of seconds that is not NaN.
+pub fn check_hsperfdata(data: &[u8]) {
     if let Ok(snapshot) = hsperfdata::parse(data) {
         for name in snapshot.counters.keys() {
             if let Some(s) = snapshot.seconds(name) {
@@ -567,22 +564,36 @@ pub fn check_gclog(data: &[u8]) {
             }
         }
     }
+}
+
+/// Fuzz target `gctrace`: Go's `GODEBUG=gctrace=1` reader on the lossy UTF-8 text (see
+/// [`check_gc_log`]); lines are read independently, so the text read line by line gives the
+/// same events.
+pub fn check_gctrace(data: &[u8]) {
+    check_pause_log("gctrace", gotrace::parse, data, true);
+}
+
+/// Fuzz target `jvmlog`: the JVM unified-logging reader (`-Xlog:gc…`), as `gctrace`.
+pub fn check_jvmlog(data: &[u8]) {
+    check_pause_log("jvmlog", jvmlog::parse, data, true);
+}
+
+/// Fuzz target `nodetrace`: Node's `--trace-gc` reader (see [`check_gc_log`]); its anchor
+/// line ties the lines of one process together, so they are not compared one by one.
+pub fn check_nodetrace(data: &[u8]) {
+    check_pause_log("nodetrace", nodetrace::parse, data, false);
+}
+
+fn check_pause_log(name: &str, parse: fn(&str) -> GcLog, data: &[u8], by_line: bool) {
     let text = String::from_utf8_lossy(data);
-    let lines = text.lines().count() as u64;
-    for (name, parse) in [
-        ("gotrace", gotrace::parse as fn(&str) -> GcLog),
-        ("jvmlog", jvmlog::parse),
-        ("nodetrace", nodetrace::parse),
-    ] {
-        let log = parse(&text);
-        check_gc_log(name, &log, lines);
-        if name != "nodetrace" {
-            let one_by_one: Vec<_> = text.lines().flat_map(|l| parse(l).events).collect();
-            assert_eq!(
-                log.events, one_by_one,
-                "{name}: the text and its lines differ"
-            );
-        }
+    let log = parse(&text);
+    check_gc_log(name, &log, text.lines().count() as u64);
+    if by_line {
+        let one_by_one: Vec<_> = text.lines().flat_map(|l| parse(l).events).collect();
+        assert_eq!(
+            log.events, one_by_one,
+            "{name}: the text and its lines differ"
+        );
     }
 }
 

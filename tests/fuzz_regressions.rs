@@ -64,6 +64,21 @@ fn h2() {
 }
 
 #[test]
-fn gclog() {
-    replay("gclog", volley::fuzzing::check_gclog);
+fn hsperfdata() {
+    replay("hsperfdata", volley::fuzzing::check_hsperfdata);
+}
+
+#[test]
+fn gctrace() {
+    replay("gctrace", volley::fuzzing::check_gctrace);
+}
+
+#[test]
+fn jvmlog() {
+    replay("jvmlog", volley::fuzzing::check_jvmlog);
+}
+
+#[test]
+fn nodetrace() {
+    replay("nodetrace", volley::fuzzing::check_nodetrace);
 }
