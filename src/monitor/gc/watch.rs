@@ -76,7 +76,13 @@ impl GcWatch {
                 process_start_unix_ms: vm_start.or(self.clocks.process_start_unix_ms),
                 ..self.clocks
             };
-            return Some(logfile::read(log, clocks, window_s));
+            let mut g = logfile::read(log, clocks, window_s);
+            if g.alloc_bytes.is_none() {
+                if let Some(jvm) = self.jvm {
+                    alloc_from_counters(&mut g, jvm.finish(), window_s);
+                }
+            }
+            return Some(g);
         }
         let jvm = self.jvm?;
         let mut w: Window = jvm.finish();
@@ -88,5 +94,51 @@ impl GcWatch {
             ));
         }
         Some(summary::summarize(GcSource::Hsperfdata, w, window_s))
+    }
+}
+
+/// A log that cannot tell the allocation (fewer than two collections with heap figures in
+/// the window, or ZGC's pause lines) takes it from the JVM's counter file, saying so.
+fn alloc_from_counters(g: &mut ServerGc, counters: Window, window_s: f64) {
+    let Some(bytes) = counters.alloc_bytes else {
+        return;
+    };
+    let from = summary::summarize(GcSource::Hsperfdata, counters, window_s);
+    g.alloc_bytes = Some(bytes);
+    g.alloc_rate_mb_s = from.alloc_rate_mb_s;
+    g.alloc_rate_series = from.alloc_rate_series;
+    let said = "allocation from the JVM's counter file (eden's occupancy)";
+    g.note = Some(match g.note.take() {
+        Some(n) => format!("{n}; {said}"),
+        None => said.to_string(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_without_allocation_takes_it_from_the_counters_and_says_so() {
+        let mut g = summary::summarize(GcSource::JvmLog, Window::default(), 2.0);
+        let counters = Window {
+            alloc_bytes: Some(4_000_000),
+            alloc_by_second: vec![1_000_000, 3_000_000],
+            ..Window::default()
+        };
+        alloc_from_counters(&mut g, counters, 2.0);
+        assert_eq!(
+            g.source,
+            GcSource::JvmLog,
+            "the pauses still come from the log"
+        );
+        assert_eq!(g.alloc_bytes, Some(4_000_000));
+        assert_eq!(g.alloc_rate_mb_s, Some(2.0));
+        assert_eq!(g.alloc_rate_series.len(), 2);
+        assert!(g.note.unwrap().contains("counter file"));
+        // Counters that cannot tell either leave it unknown.
+        let mut g = summary::summarize(GcSource::JvmLog, Window::default(), 2.0);
+        alloc_from_counters(&mut g, Window::default(), 2.0);
+        assert_eq!((g.alloc_bytes, g.note), (None, None));
     }
 }
