@@ -52,7 +52,7 @@ pub fn parse_line(line: &str) -> Option<GcEvent> {
     let [before, _end, live] = heap[..] else {
         return None;
     };
-    if !t_s.is_finite() || stw1 < 0.0 || stw2 < 0.0 {
+    if !t_s.is_finite() || t_s < 0.0 || stw1 < 0.0 || stw2 < 0.0 {
         return None;
     }
     Some(GcEvent {
@@ -102,6 +102,7 @@ mod tests {
             "gc 1 @xs 1%: 0.1+0.2+0.3 ms clock, 0 ms cpu, 1->1->1 MB",
             "gc 1 @0.1s 1%: 0.1+0.2+0.3 ms clock, 0 ms cpu, 1->1 MB",
             "gc 1 @0.1s 1%: -1+0.2+0.3 ms clock, 0 ms cpu, 1->1->1 MB",
+            "gc 2 @-.038s 4%: 0.17+1.3+0.005 ms clock, 0 ms cpu, 3->4->2 MB",
             "gc 1",
         ] {
             assert_eq!(parse_line(bad), None, "{bad}");
