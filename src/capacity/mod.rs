@@ -4,6 +4,7 @@
 //! each RunResult saved at once in the output folder. Prints nothing; the command layer
 //! (`cmd::capacity`) prints through the `on_step` callback.
 
+pub mod idle;
 pub mod search;
 pub mod verdict;
 
@@ -39,6 +40,8 @@ pub struct Steps<'a> {
     pub out: PathBuf,
     /// Every finished step, in order.
     pub done: Vec<CapacityStep>,
+    /// Things worth saying that are not verdicts (a server that stayed busy between steps).
+    pub notes: Vec<String>,
     /// Called once per finished step.
     pub on_step: Box<dyn FnMut(&CapacityStep) + 'a>,
 }
@@ -53,6 +56,20 @@ impl StepRunner for Steps<'_> {
         if self.interrupts.load(Ordering::SeqCst) > 0 {
             return Err(StepError::Interrupted);
         }
+        let idle_wait_s = match self.flags.pid {
+            Some(pid) => {
+                let (waited, idle) = idle::wait(pid as i32);
+                if !idle {
+                    self.notes.push(format!(
+                        "the server was still busy after {:.0} s before the {} req/s step",
+                        waited,
+                        rate.round()
+                    ));
+                }
+                (waited * 100.0).round() / 100.0
+            }
+            None => 0.0,
+        };
         let mut flags = self.flags.clone();
         flags.rate = Some(format!("{}", rate.round() as u64));
         flags.duration = Some(self.step);
@@ -92,6 +109,7 @@ impl StepRunner for Steps<'_> {
             latency_us: m.result.latency_us.clone(),
             server_cpu_us_per_request: m.result.server.as_ref().and_then(|s| s.per_request.cpu_us),
             path: path.display().to_string(),
+            idle_wait_s,
         };
         (self.on_step)(&step);
         self.done.push(step);

@@ -151,6 +151,7 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         interrupts,
         out: out.clone(),
         done: Vec::new(),
+        notes: Vec::new(),
         on_step: Box::new(move |s: &CapacityStep| {
             n += 1;
             say(&step_line(n, s));
@@ -164,6 +165,9 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
     };
     let found = search.run(&mut steps);
     let done = std::mem::take(&mut steps.done);
+    for note in std::mem::take(&mut steps.notes) {
+        eprintln!("volley: warning: {note}");
+    }
     drop(steps);
     let wall_s = started.elapsed().as_secs_f64();
     let result = CapacityResult {
@@ -272,10 +276,16 @@ fn summary(found: &Found, r: &CapacityResult, wall_s: f64) -> String {
         .map(|s| s.trim_start_matches("within the SLO: ").to_string());
     let at_high = reason_at(r, b.high_rps, None);
     let mut head = match (found.max_rps, found.limited_by) {
+        (Some(m), _) if found.interrupted => format!(
+            "Interrupted: the highest rate that passed so far is {} req/s ({} at {}).",
+            rps(m),
+            at_low.clone().unwrap_or_default(),
+            rps(m)
+        ),
         (Some(m), Some(LimitedBy::Client)) => format!(
             "Max sustainable rate: at least {} req/s: the client is the limit here ({}).",
             rps(m),
-            at_high.clone().unwrap_or_default()
+            r.steps.last().map(|s| s.reason.clone()).unwrap_or_default()
         ),
         (Some(m), Some(LimitedBy::MaxRate)) => format!(
             "Max sustainable rate: at least {} req/s: --max-rate reached ({} at {}).",
@@ -307,7 +317,7 @@ fn summary(found: &Found, r: &CapacityResult, wall_s: f64) -> String {
             at_high.clone().unwrap_or_default()
         ),
     };
-    if found.interrupted {
+    if found.interrupted && found.max_rps.is_none() {
         head = format!("Interrupted. {head}");
     }
     format!("{head} {tail}")

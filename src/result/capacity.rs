@@ -72,6 +72,10 @@ pub struct CapacityStep {
     pub server_cpu_us_per_request: Option<f64>,
     /// The step's RunResult file.
     pub path: String,
+    /// `--pid`: seconds spent waiting for the server to be idle before the step (at most 10;
+    /// 0 without `--pid`).
+    #[serde(default)]
+    pub idle_wait_s: f64,
 }
 
 /// The result of one `volley capacity`.
