@@ -24,6 +24,7 @@ macro_rules! eprint {
     }};
 }
 
+pub mod capacity;
 pub mod cmd;
 pub mod compare;
 pub mod config;

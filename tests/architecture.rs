@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["monitor"],
     &["measure"],
     &["report"],
-    &["harness", "compare", "merge", "serve"],
+    &["harness", "compare", "merge", "serve", "capacity"],
     &["cmd"],
     &["fuzzing"],
 ];

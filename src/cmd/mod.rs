@@ -3,6 +3,7 @@
 //! command line's exit codes or standard streams; `main.rs` only parses and dispatches here.
 
 pub mod bench;
+pub mod capacity;
 pub mod compare;
 pub mod habits;
 pub mod merge;
@@ -47,6 +48,9 @@ pub enum Command {
     /// Merge the RunResults of shards of one load (several machines or copies) into one:
     /// histograms added losslessly, counters summed, time series aligned by wall clock.
     Merge(merge::MergeArgs),
+    /// Find the highest open-loop rate the server sustains within an SLO (`--slo 'p99<10ms'`):
+    /// a geometric ramp, then bisection, every step saved.
+    Capacity(Box<capacity::CapacityArgs>),
 }
 
 /// Exit codes, with their precedence 2 > 3 > 130 > 1 > 0 (docs/contract.md).
@@ -106,6 +110,7 @@ pub fn main(cli: Cli, argv: Vec<String>) -> ExitCode {
         Command::Compare(args) => compare::execute(&args),
         Command::Merge(args) => merge::execute(&args, argv),
         Command::Serve(args) => serve::execute(&args),
+        Command::Capacity(args) => capacity::execute(&args, argv, count_interrupts()),
     }
 }
 

@@ -4,6 +4,7 @@
 //! may appear without a schema bump (docs/contract.md). This module depends on `stats` only:
 //! everything that makes or reads results sits above it.
 
+pub mod capacity;
 mod failed;
 pub mod gc;
 pub mod identity;

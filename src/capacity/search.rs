@@ -1,0 +1,326 @@
+//! The search, pure: a geometric ramp (×2 from the start rate, capped at the maximum) until a
+//! step does not pass, then bisection until the bracket is narrower than the precision. Steps
+//! are run through [`StepRunner`], so tests drive it with a model of a server and no clock.
+//!
+//! Repeat rule: ramp steps run once. Each bisection rate runs up to `repeat` times and passes
+//! when a majority of its runs pass (it stops as soon as the majority is decided: 2 passes or
+//! 2 non-passes out of 3). A `client` verdict in any run stops the search at once.
+
+use crate::result::capacity::{Bracket, LimitedBy, Verdict};
+
+/// One run's verdict and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepOutcome {
+    /// What the run showed.
+    pub verdict: Verdict,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// Why a step gave no verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepError {
+    /// Ctrl-C: stop with the bracket so far.
+    Interrupted,
+    /// The step could not run (the message says why).
+    Failed(String),
+}
+
+/// Runs one step at a rate (req/s).
+pub trait StepRunner {
+    /// Measures `rate` once and judges it.
+    fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError>;
+}
+
+/// The search's settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Search {
+    /// First rate of the ramp, req/s.
+    pub start_rps: f64,
+    /// Highest rate tried (`--max-rate`); none: no cap.
+    pub max_rps: Option<f64>,
+    /// Stop when (high − low) ÷ low is at most this (0.05 for 5 %).
+    pub precision: f64,
+    /// Runs per bisection rate (majority rule); at least 1.
+    pub repeat: u32,
+}
+
+/// Where the search ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// Highest passing rate (a lower bound unless `limited_by` is `Slo`).
+    pub max_rps: Option<f64>,
+    /// What stopped it; none when nothing passed, or interrupted/failed before an answer.
+    pub limited_by: Option<LimitedBy>,
+    /// Highest pass and lowest non-pass.
+    pub bracket: Bracket,
+    /// The lowest rate tried.
+    pub lowest_tried_rps: Option<f64>,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+    /// A step could not run.
+    pub error: Option<String>,
+}
+
+/// Rates are whole requests per second.
+fn whole(rate: f64) -> f64 {
+    rate.round().max(1.0)
+}
+
+impl Search {
+    /// Runs the search to its end.
+    pub fn run(&self, runner: &mut dyn StepRunner) -> Found {
+        let mut found = Found {
+            max_rps: None,
+            limited_by: None,
+            bracket: Bracket::default(),
+            lowest_tried_rps: None,
+            interrupted: false,
+            error: None,
+        };
+        let stop = |found: &mut Found, e: StepError| match e {
+            StepError::Interrupted => found.interrupted = true,
+            StepError::Failed(m) => found.error = Some(m),
+        };
+        // Ramp.
+        let mut rate = whole(self.start_rps);
+        if let Some(max) = self.max_rps {
+            rate = rate.min(whole(max));
+        }
+        loop {
+            found.lowest_tried_rps =
+                Some(found.lowest_tried_rps.map_or(rate, |l: f64| l.min(rate)));
+            let outcome = match runner.run(rate) {
+                Ok(o) => o,
+                Err(e) => {
+                    stop(&mut found, e);
+                    return self.finish(found);
+                }
+            };
+            match outcome.verdict {
+                Verdict::Pass => {
+                    found.bracket.low_rps = Some(rate);
+                    match self.max_rps.map(whole) {
+                        Some(max) if rate >= max => {
+                            found.limited_by = Some(LimitedBy::MaxRate);
+                            return self.finish(found);
+                        }
+                        Some(max) => rate = (rate * 2.0).min(max),
+                        None => rate *= 2.0,
+                    }
+                }
+                Verdict::Client => {
+                    found.limited_by = Some(LimitedBy::Client);
+                    return self.finish(found);
+                }
+                Verdict::Fail | Verdict::Unstable => {
+                    found.bracket.high_rps = Some(rate);
+                    break;
+                }
+            }
+        }
+        // Bisection.
+        while let (Some(low), Some(high)) = (found.bracket.low_rps, found.bracket.high_rps) {
+            if (high - low) / low <= self.precision {
+                found.limited_by = Some(LimitedBy::Slo);
+                break;
+            }
+            let mid = whole((low + high) / 2.0);
+            if mid <= low || mid >= high {
+                found.limited_by = Some(LimitedBy::Slo);
+                break;
+            }
+            match self.repeated(runner, mid) {
+                Ok(Verdict::Pass) => found.bracket.low_rps = Some(mid),
+                Ok(Verdict::Client) => {
+                    found.limited_by = Some(LimitedBy::Client);
+                    break;
+                }
+                Ok(_) => found.bracket.high_rps = Some(mid),
+                Err(e) => {
+                    stop(&mut found, e);
+                    break;
+                }
+            }
+        }
+        self.finish(found)
+    }
+
+    /// One bisection rate: up to `repeat` runs, majority wins, `client` at once.
+    fn repeated(&self, runner: &mut dyn StepRunner, rate: f64) -> Result<Verdict, StepError> {
+        let n = self.repeat.max(1);
+        let need = n / 2 + 1;
+        let (mut passes, mut others) = (0, 0);
+        let mut last_other = Verdict::Fail;
+        while passes < need && others < n - need + 1 {
+            let o = runner.run(rate)?;
+            match o.verdict {
+                Verdict::Pass => passes += 1,
+                Verdict::Client => return Ok(Verdict::Client),
+                v => {
+                    others += 1;
+                    last_other = v;
+                }
+            }
+        }
+        Ok(if passes >= need {
+            Verdict::Pass
+        } else {
+            last_other
+        })
+    }
+
+    fn finish(&self, mut found: Found) -> Found {
+        found.max_rps = found.bracket.low_rps;
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server of capacity `c`: passes below, fails above; within `noise` of `c` the verdict
+    /// alternates (pass, fail, pass, ...) by a counter, no clock.
+    struct Model {
+        c: f64,
+        noise: f64,
+        client_limit: f64,
+        runs: Vec<f64>,
+        flip: bool,
+    }
+
+    impl Model {
+        fn new(c: f64) -> Self {
+            Model {
+                c,
+                noise: 0.0,
+                client_limit: f64::INFINITY,
+                runs: Vec::new(),
+                flip: false,
+            }
+        }
+    }
+
+    impl StepRunner for Model {
+        fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
+            self.runs.push(rate);
+            let verdict = if rate > self.client_limit {
+                Verdict::Client
+            } else if (rate - self.c).abs() < self.noise {
+                self.flip = !self.flip;
+                if self.flip {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                }
+            } else if rate <= self.c {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            };
+            Ok(StepOutcome {
+                verdict,
+                reason: String::new(),
+            })
+        }
+    }
+
+    fn search() -> Search {
+        Search {
+            start_rps: 100.0,
+            max_rps: None,
+            precision: 0.05,
+            repeat: 3,
+        }
+    }
+
+    #[test]
+    fn finds_a_known_capacity_within_the_precision() {
+        for c in [150.0, 800.0, 41_200.0, 99_999.0, 1_000_000.0] {
+            let mut m = Model::new(c);
+            let f = search().run(&mut m);
+            let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
+            assert_eq!(f.limited_by, Some(LimitedBy::Slo), "c={c}");
+            assert!(low <= c && c < high, "c={c}: {low}..{high}");
+            assert!((high - low) / low <= 0.05, "c={c}: {low}..{high}");
+            assert_eq!(f.max_rps, Some(low));
+        }
+    }
+
+    #[test]
+    fn the_client_limit_gives_a_lower_bound() {
+        let mut m = Model::new(50_000.0);
+        m.client_limit = 3_000.0;
+        let f = search().run(&mut m);
+        assert_eq!(f.limited_by, Some(LimitedBy::Client));
+        assert_eq!(f.max_rps, Some(1_600.0));
+        assert_eq!(*m.runs.last().unwrap(), 3_200.0);
+    }
+
+    #[test]
+    fn the_max_rate_stops_the_ramp() {
+        let mut m = Model::new(50_000.0);
+        let f = Search {
+            max_rps: Some(1_000.0),
+            ..search()
+        }
+        .run(&mut m);
+        assert_eq!(f.limited_by, Some(LimitedBy::MaxRate));
+        assert_eq!(f.max_rps, Some(1_000.0));
+        assert_eq!(m.runs, vec![100.0, 200.0, 400.0, 800.0, 1_000.0]);
+    }
+
+    #[test]
+    fn no_rate_meets_the_slo() {
+        let mut m = Model::new(10.0);
+        let f = search().run(&mut m);
+        assert_eq!(f.max_rps, None);
+        assert_eq!(f.limited_by, None);
+        assert_eq!(f.lowest_tried_rps, Some(100.0));
+        assert_eq!(f.bracket.high_rps, Some(100.0));
+    }
+
+    #[test]
+    fn a_noisy_boundary_is_decided_by_the_majority() {
+        let mut m = Model::new(1_000.0);
+        m.noise = 60.0;
+        let f = search().run(&mut m);
+        let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
+        assert!((high - low) / low <= 0.05);
+        assert!(low > 1_000.0 - 60.0 - 0.05 * 1_000.0 && high < 1_000.0 + 60.0 + 100.0);
+        // A bisection rate never runs more than 3 times.
+        let mut counts = std::collections::BTreeMap::new();
+        for r in &m.runs {
+            *counts.entry(*r as u64).or_insert(0) += 1;
+        }
+        assert!(counts.values().all(|&n| n <= 3), "{counts:?}");
+        assert!(counts.values().any(|&n| n == 3), "{counts:?}");
+    }
+
+    #[test]
+    fn an_interrupt_keeps_the_bracket_so_far() {
+        struct Stops(u32);
+        impl StepRunner for Stops {
+            fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
+                self.0 += 1;
+                if self.0 > 3 {
+                    return Err(StepError::Interrupted);
+                }
+                Ok(StepOutcome {
+                    verdict: if rate <= 200.0 {
+                        Verdict::Pass
+                    } else {
+                        Verdict::Fail
+                    },
+                    reason: String::new(),
+                })
+            }
+        }
+        let f = search().run(&mut Stops(0));
+        assert!(f.interrupted);
+        assert_eq!(f.bracket.low_rps, Some(200.0));
+        assert_eq!(f.bracket.high_rps, Some(400.0));
+        assert_eq!(f.limited_by, None);
+    }
+}

@@ -1,0 +1,206 @@
+//! A step's verdict from its RunResult, pure. In this order:
+//! 1. `client`: volley was saturated (`client.saturated`) or its schedule lag p99 exceeded
+//!    1 ms: the numbers describe volley, not the server;
+//! 2. `fail`: an SLO broke;
+//! 3. `fail`: the rate written (`achieved_rps`) is more than 1 % below the target (shortfall:
+//!    the server cannot take the rate);
+//! 4. `unstable`: the mean per-second p99 of the last third of the time series is more than
+//!    1.5× that of the first third, and higher by 1 ms or more (sub-millisecond jitter is not
+//!    drift); needs 3 seconds with a p99;
+//! 5. `pass`.
+
+use crate::config::threshold::Threshold;
+use crate::result::capacity::Verdict;
+use crate::result::RunResult;
+use crate::units;
+
+/// Schedule lag p99 above this (µs) means the client could not keep its own schedule.
+pub const LAG_LIMIT_US: u64 = 1_000;
+/// The rate written may be this much below the target (fraction).
+pub const SHORTFALL: f64 = 0.01;
+/// Drift: the last third's p99 above this many times the first third's.
+pub const DRIFT_RATIO: f64 = 1.5;
+/// ... and above it by at least this (µs).
+pub const DRIFT_FLOOR_US: f64 = 1_000.0;
+
+/// The verdict of one step at `target` req/s and why, in words.
+pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String) {
+    if r.client.saturated {
+        return (
+            Verdict::Client,
+            format!(
+                "the client saturated (volley's CPU up to {:.0} % of a core): at least this rate was not measurable",
+                r.client.cpu_pct_max
+            ),
+        );
+    }
+    if let Some(lag) = r.schedule_lag_us.as_ref().and_then(|l| l.p99) {
+        if lag > LAG_LIMIT_US {
+            return (
+                Verdict::Client,
+                format!(
+                    "the client fell behind its schedule (lag p99 {} > 1 ms)",
+                    ms(lag as f64)
+                ),
+            );
+        }
+    }
+    for t in slo {
+        let c = t.check(r);
+        if !c.pass {
+            return (
+                Verdict::Fail,
+                format!(
+                    "SLO broken: {} {} ({})",
+                    t.metric.name(),
+                    t.show(t.actual(r)),
+                    t.text
+                ),
+            );
+        }
+    }
+    match r.achieved_rps {
+        Some(a) if a < target * (1.0 - SHORTFALL) => {
+            return (
+                Verdict::Fail,
+                format!(
+                "the server could not keep the rate: {} of {} req/s written (shortfall over 1 %)",
+                units::thousands(a.round() as u64),
+                units::thousands(target.round() as u64)
+            ),
+            )
+        }
+        None => {
+            return (
+                Verdict::Fail,
+                "no achieved rate (not an open-loop run)".into(),
+            )
+        }
+        _ => {}
+    }
+    if let Some((first, last)) = thirds(r) {
+        if last > first * DRIFT_RATIO && last - first >= DRIFT_FLOOR_US {
+            return (
+                Verdict::Unstable,
+                format!(
+                    "latency drifted up: p99 {} in the first third, {} in the last",
+                    ms(first),
+                    ms(last)
+                ),
+            );
+        }
+    }
+    let shown: Vec<String> = slo
+        .iter()
+        .map(|t| format!("{} {}", t.metric.name(), t.show(t.actual(r))))
+        .collect();
+    (
+        Verdict::Pass,
+        format!("within the SLO: {}", shown.join(", ")),
+    )
+}
+
+/// Mean per-second p99 of the first and last thirds of the time series (µs).
+fn thirds(r: &RunResult) -> Option<(f64, f64)> {
+    let p99s: Vec<f64> = r
+        .timeseries
+        .iter()
+        .filter_map(|p| p.latency_p99_us)
+        .map(|v| v as f64)
+        .collect();
+    if p99s.len() < 3 {
+        return None;
+    }
+    let n = p99s.len() / 3;
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    Some((mean(&p99s[..n]), mean(&p99s[p99s.len() - n..])))
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.1} ms", us / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::threshold::parse;
+    use crate::stats::{Percentiles, TimePoint};
+
+    fn base() -> RunResult {
+        let text = include_str!("../../tests/fixtures/report/open-loop.json");
+        let mut r: RunResult = serde_json::from_str(text).unwrap();
+        r.client.saturated = false;
+        r.schedule_lag_us = Some(Percentiles {
+            p99: Some(50),
+            ..Default::default()
+        });
+        r.achieved_rps = Some(1000.0);
+        r.latency_us.p99 = Some(5_000);
+        r.timeseries = (0..9)
+            .map(|t| TimePoint {
+                latency_p99_us: Some(5_000),
+                ..TimePoint::empty(t)
+            })
+            .collect();
+        r.errors = Default::default();
+        r
+    }
+
+    fn slo() -> Vec<Threshold> {
+        vec![parse("p99<10ms").unwrap()]
+    }
+
+    #[test]
+    fn a_kept_rate_within_the_slo_passes() {
+        let (v, why) = judge(&base(), 1000.0, &slo());
+        assert_eq!(v, Verdict::Pass, "{why}");
+        assert!(why.contains("p99 5"), "{why}");
+    }
+
+    #[test]
+    fn a_broken_slo_fails_and_names_it() {
+        let mut r = base();
+        r.latency_us.p99 = Some(31_000);
+        let (v, why) = judge(&r, 1000.0, &slo());
+        assert_eq!(v, Verdict::Fail);
+        assert!(why.contains("p99<10ms") && why.contains("31"), "{why}");
+    }
+
+    #[test]
+    fn a_shortfall_fails() {
+        let mut r = base();
+        r.achieved_rps = Some(980.0);
+        let (v, why) = judge(&r, 1000.0, &slo());
+        assert_eq!(v, Verdict::Fail);
+        assert!(why.contains("could not keep the rate"), "{why}");
+        r.achieved_rps = Some(991.0);
+        assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Pass);
+    }
+
+    #[test]
+    fn a_saturated_or_late_client_is_the_limit() {
+        let mut r = base();
+        r.client.saturated = true;
+        assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Client);
+        let mut r = base();
+        r.schedule_lag_us.as_mut().unwrap().p99 = Some(1_500);
+        let (v, why) = judge(&r, 1000.0, &slo());
+        assert_eq!(v, Verdict::Client);
+        assert!(why.contains("schedule"), "{why}");
+    }
+
+    #[test]
+    fn drift_is_unstable_but_small_jitter_is_not() {
+        let mut r = base();
+        for (i, p) in r.timeseries.iter_mut().enumerate() {
+            p.latency_p99_us = Some(if i >= 6 { 9_000 } else { 3_000 });
+        }
+        let (v, why) = judge(&r, 1000.0, &slo());
+        assert_eq!(v, Verdict::Unstable, "{why}");
+        // 2× but only 300 µs more: jitter, not drift.
+        for (i, p) in r.timeseries.iter_mut().enumerate() {
+            p.latency_p99_us = Some(if i >= 6 { 600 } else { 300 });
+        }
+        assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Pass);
+    }
+}
