@@ -42,17 +42,12 @@ fn schema_errors(doc: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn finds_the_capacity_of_a_known_server() {
-    // 4 slots × 5 ms: 800 req/s (a little less: sleeps overshoot).
-    let server = known_capacity(4, Duration::from_millis(5));
-    let out = scratch("capacity", "known");
-    let outdir = out.join("steps");
-    let url = server.url("/");
+/// One search against `url`: its exit code, stderr and JSON (null when none was printed).
+fn search(url: &str, outdir: &std::path::Path) -> (Option<i32>, String, Value) {
     let o = volley(
         &[
             "capacity",
-            &url,
+            url,
             "--slo",
             "p99<50ms",
             "--step-duration",
@@ -66,7 +61,7 @@ fn finds_the_capacity_of_a_known_server() {
             "--repeat",
             "1",
             "-c",
-            "32",
+            "16",
             "--out",
             outdir.to_str().unwrap(),
             "--json",
@@ -75,10 +70,37 @@ fn finds_the_capacity_of_a_known_server() {
         Duration::from_secs(120),
     );
     let stderr = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let j = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o.status.code(), stderr, j)
+}
+
+#[test]
+fn finds_the_capacity_of_a_known_server() {
+    // 4 slots × 5 ms: 800 req/s (a little less: sleeps overshoot).
+    let server = known_capacity(4, Duration::from_millis(5));
+    let out = scratch("capacity", "known");
+    let url = server.url("/");
+    // On a machine busy with other work the client itself may fall behind (schedule lag):
+    // volley then honestly refuses a number (a `client` verdict). Such a search says
+    // nothing about the server and is run again, up to three times; any search that does
+    // give a number must give the right one.
+    let mut attempt = 0;
+    let (outdir, stderr, j) = loop {
+        attempt += 1;
+        let outdir = out.join(format!("steps-{attempt}"));
+        let (code, stderr, j) = search(&url, &outdir);
+        let client_bound = j["steps"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s["verdict"] == "client"));
+        if client_bound && attempt < 3 {
+            eprintln!("attempt {attempt}: the client was the limit, searching again:\n{stderr}");
+            continue;
+        }
+        assert_eq!(code, Some(0), "attempt {attempt}:\n{stderr}");
+        break (outdir, stderr, j);
+    };
     // The step lines and the answer (shown with --nocapture).
     eprintln!("{stderr}");
-    let j: Value = serde_json::from_slice(&o.stdout).expect("capacity JSON on stdout");
     let errs = schema_errors(&j);
     assert!(errs.is_empty(), "{}", errs.join("\n"));
     assert_eq!(j["schema"], "volley.capacity/1");
