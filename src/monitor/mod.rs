@@ -7,5 +7,6 @@ pub mod perf;
 pub mod procfs;
 pub mod read;
 pub mod server;
+pub mod tracefs;
 pub mod tree;
 pub mod watch;
