@@ -315,6 +315,26 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// A duration as a flag value that [`parse_duration`] reads back exactly: `10s`, `1500ms`,
+/// `250us`.
+///
+/// ```
+/// use std::time::Duration;
+/// use volley::units::{duration_flag, parse_duration};
+/// assert_eq!(duration_flag(Duration::from_secs(10)), "10s");
+/// assert_eq!(duration_flag(Duration::from_millis(1500)), "1500ms");
+/// assert_eq!(parse_duration(&duration_flag(Duration::from_micros(250))), Ok(Duration::from_micros(250)));
+/// ```
+pub fn duration_flag(d: std::time::Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_nanos() % 1_000_000 == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}us", d.as_micros())
+    }
+}
+
 /// Seconds, compactly: 10 s, 1.5 s, 250 ms.
 pub fn seconds(s: f64) -> String {
     if s >= 1.0 || s == 0.0 {

@@ -16,7 +16,8 @@ const LAYERS: &[&[&str]] = &[
     &["monitor"],
     &["measure"],
     &["report"],
-    &["harness", "compare", "merge", "serve", "capacity"],
+    &["capacity"],
+    &["harness", "compare", "merge", "serve"],
     &["cmd"],
     &["fuzzing"],
 ];

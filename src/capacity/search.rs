@@ -1,10 +1,13 @@
 //! The search, pure: a geometric ramp (×2 from the start rate, capped at the maximum) until a
-//! step does not pass, then bisection until the bracket is narrower than the precision. Steps
-//! are run through [`StepRunner`], so tests drive it with a model of a server and no clock.
+//! step does not pass, then bisection until the bracket is narrower than the precision. When
+//! the first rate already does not pass, the ramp goes down instead (÷2, to 1 req/s) until a
+//! rate passes. Steps are run through [`StepRunner`], so tests drive it with a model of a
+//! server and no clock.
 //!
 //! Repeat rule: ramp steps run once. Each bisection rate runs up to `repeat` times and passes
 //! when a majority of its runs pass (it stops as soon as the majority is decided: 2 passes or
-//! 2 non-passes out of 3). A `client` verdict in any run stops the search at once.
+//! 2 non-passes out of 3). A `client` verdict stops the search once some rate has passed (the
+//! answer is then a lower bound); before that, it sends the ramp down like a failure.
 
 use crate::result::capacity::{Bracket, LimitedBy, Verdict};
 
@@ -67,7 +70,42 @@ fn whole(rate: f64) -> f64 {
     rate.round().max(1.0)
 }
 
+/// Records why the search stopped early.
+fn stop(found: &mut Found, e: StepError) {
+    match e {
+        StepError::Interrupted => found.interrupted = true,
+        StepError::Failed(m) => found.error = Some(m),
+    }
+}
+
+impl Found {
+    /// A search that ended before its first step: interrupted, or with an error.
+    pub fn stopped(interrupted: bool, error: Option<String>) -> Found {
+        Found {
+            max_rps: None,
+            limited_by: None,
+            bracket: Bracket::default(),
+            lowest_tried_rps: None,
+            interrupted,
+            error,
+        }
+    }
+}
+
 impl Search {
+    /// The repeat rule in words: `2 of 3 runs pass`, `1 run` (no repetition).
+    pub fn rule(&self) -> String {
+        let n = self.repeat.max(1);
+        if n == 1 {
+            "each rate runs once".into()
+        } else {
+            format!(
+                "ramp rates run once; a bisection rate passes when {} of up to {n} runs pass",
+                n / 2 + 1
+            )
+        }
+    }
+
     /// Runs the search to its end.
     pub fn run(&self, runner: &mut dyn StepRunner) -> Found {
         let mut found = Found {
@@ -78,72 +116,111 @@ impl Search {
             interrupted: false,
             error: None,
         };
-        let stop = |found: &mut Found, e: StepError| match e {
-            StepError::Interrupted => found.interrupted = true,
-            StepError::Failed(m) => found.error = Some(m),
-        };
-        // Ramp.
         let mut rate = whole(self.start_rps);
         if let Some(max) = self.max_rps {
             rate = rate.min(whole(max));
         }
+        let bisect = match self.ramp(runner, &mut found, rate) {
+            Ok(b) => b,
+            Err(e) => {
+                stop(&mut found, e);
+                return self.finish(found);
+            }
+        };
+        if bisect {
+            if let Err(e) = self.bisect(runner, &mut found) {
+                stop(&mut found, e);
+            }
+        }
+        self.finish(found)
+    }
+
+    /// Up from `rate` (×2) while steps pass; down (÷2, to 1 req/s) while none has. True when
+    /// a bisection between a pass and a non-pass is left to do.
+    fn ramp(
+        &self,
+        runner: &mut dyn StepRunner,
+        found: &mut Found,
+        mut rate: f64,
+    ) -> Result<bool, StepError> {
+        let mut down = false;
         loop {
             found.lowest_tried_rps =
                 Some(found.lowest_tried_rps.map_or(rate, |l: f64| l.min(rate)));
-            let outcome = match runner.run(rate) {
-                Ok(o) => o,
-                Err(e) => {
-                    stop(&mut found, e);
-                    return self.finish(found);
-                }
-            };
-            match outcome.verdict {
+            let verdict = runner.run(rate)?.verdict;
+            let next = match verdict {
                 Verdict::Pass => {
                     found.bracket.low_rps = Some(rate);
+                    if down || found.bracket.high_rps.is_some() {
+                        if found.bracket.high_rps.is_none() {
+                            // Only `client` verdicts above: a lower bound.
+                            found.limited_by = Some(LimitedBy::Client);
+                            return Ok(false);
+                        }
+                        return Ok(true);
+                    }
                     match self.max_rps.map(whole) {
                         Some(max) if rate >= max => {
                             found.limited_by = Some(LimitedBy::MaxRate);
-                            return self.finish(found);
+                            return Ok(false);
                         }
-                        Some(max) => rate = (rate * 2.0).min(max),
-                        None => rate *= 2.0,
+                        Some(max) => (rate * 2.0).min(max),
+                        None => rate * 2.0,
                     }
                 }
-                Verdict::Client => {
+                Verdict::Client if found.bracket.low_rps.is_some() => {
                     found.limited_by = Some(LimitedBy::Client);
-                    return self.finish(found);
+                    return Ok(false);
+                }
+                Verdict::Client => {
+                    // Nothing measured yet: a lower rate may be within the client's reach.
+                    found.limited_by = Some(LimitedBy::Client);
+                    down = true;
+                    whole(rate / 2.0)
                 }
                 Verdict::Fail | Verdict::Unstable => {
                     found.bracket.high_rps = Some(rate);
-                    break;
+                    if found.bracket.low_rps.is_some() {
+                        return Ok(true);
+                    }
+                    down = true;
+                    whole(rate / 2.0)
                 }
+            };
+            if next == rate {
+                // Down to 1 req/s and nothing passed.
+                if found.bracket.high_rps.is_some() {
+                    found.limited_by = None;
+                }
+                return Ok(false);
             }
+            rate = next;
         }
-        // Bisection.
+    }
+
+    /// Bisection between the bracket's ends until it is within the precision.
+    fn bisect(&self, runner: &mut dyn StepRunner, found: &mut Found) -> Result<(), StepError> {
+        // Set when the bisection ends by itself; an interrupted one has no answer yet.
+        found.limited_by = None;
         while let (Some(low), Some(high)) = (found.bracket.low_rps, found.bracket.high_rps) {
             if (high - low) / low <= self.precision {
-                found.limited_by = Some(LimitedBy::Slo);
                 break;
             }
             let mid = whole((low + high) / 2.0);
             if mid <= low || mid >= high {
-                found.limited_by = Some(LimitedBy::Slo);
                 break;
             }
-            match self.repeated(runner, mid) {
-                Ok(Verdict::Pass) => found.bracket.low_rps = Some(mid),
-                Ok(Verdict::Client) => {
+            match self.repeated(runner, mid)? {
+                Verdict::Pass => found.bracket.low_rps = Some(mid),
+                Verdict::Client => {
                     found.limited_by = Some(LimitedBy::Client);
-                    break;
+                    return Ok(());
                 }
-                Ok(_) => found.bracket.high_rps = Some(mid),
-                Err(e) => {
-                    stop(&mut found, e);
-                    break;
-                }
+                _ => found.bracket.high_rps = Some(mid),
             }
         }
-        self.finish(found)
+        found.limited_by = Some(LimitedBy::Slo);
+        Ok(())
     }
 
     /// One bisection rate: up to `repeat` runs, majority wins, `client` at once.
@@ -273,12 +350,48 @@ mod tests {
 
     #[test]
     fn no_rate_meets_the_slo() {
-        let mut m = Model::new(10.0);
+        // Not even 1 req/s passes: down from 100 by halves, then nothing.
+        let mut m = Model::new(0.5);
         let f = search().run(&mut m);
         assert_eq!(f.max_rps, None);
         assert_eq!(f.limited_by, None);
-        assert_eq!(f.lowest_tried_rps, Some(100.0));
-        assert_eq!(f.bracket.high_rps, Some(100.0));
+        assert_eq!(f.lowest_tried_rps, Some(1.0));
+        assert_eq!(f.bracket.high_rps, Some(1.0));
+        assert_eq!(m.runs, vec![100.0, 50.0, 25.0, 13.0, 7.0, 4.0, 2.0, 1.0]);
+    }
+
+    #[test]
+    fn a_capacity_below_the_start_rate_is_found_going_down() {
+        for c in [10.0, 37.0, 99.0] {
+            let mut m = Model::new(c);
+            let f = search().run(&mut m);
+            let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
+            assert_eq!(f.limited_by, Some(LimitedBy::Slo), "c={c}: {:?}", m.runs);
+            assert!(low <= c && c < high, "c={c}: {low}..{high}");
+            // Whole rates: the bracket cannot be narrower than 1 req/s.
+            assert!(
+                (high - low) / low <= 0.05 || high - low <= 1.0,
+                "c={c}: {low}..{high}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_client_limit_from_the_first_step_goes_down_to_what_it_can_measure() {
+        // The client copes with 30 req/s; the server would take 1,000.
+        let mut m = Model::new(1_000.0);
+        m.client_limit = 30.0;
+        let f = search().run(&mut m);
+        assert_eq!(f.limited_by, Some(LimitedBy::Client));
+        assert_eq!(f.max_rps, Some(25.0));
+        assert_eq!(m.runs, vec![100.0, 50.0, 25.0]);
+        // A client that copes with nothing: no number, and the client named.
+        let mut m = Model::new(1_000.0);
+        m.client_limit = 0.0;
+        let f = search().run(&mut m);
+        assert_eq!(f.max_rps, None);
+        assert_eq!(f.limited_by, Some(LimitedBy::Client));
+        assert_eq!(f.lowest_tried_rps, Some(1.0));
     }
 
     #[test]

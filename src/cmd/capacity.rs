@@ -1,8 +1,9 @@
 //! `volley capacity URL --slo 'p99<10ms' [run flags]`: the highest open-loop rate the server
 //! sustains within the SLO (docs/contract.md, "Capacity"). Checks the flags, runs the search
-//! (`capacity::Search`) over real steps (`capacity::Steps`), prints one line per step and the
-//! answer, writes `capacity.json` (and `--json`), and exits 0 found, 1 none, 3 a step could not
-//! run, 130 Ctrl-C.
+//! (`capacity::Search`) over real steps (`capacity::Steps`), after the closed-loop reference,
+//! prints one line per step and the answer, writes `capacity.json`, `capacity.csv` and
+//! `report.html` (and `--json`, `--csv`, `--html`), and exits 0 found, 1 none, 3 a step could
+//! not run (or the client was the limit at every rate), 130 Ctrl-C.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
@@ -11,11 +12,13 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::Args;
 
 use super::ExitCode;
-use crate::capacity::{Found, Search, Steps};
+use crate::capacity::{server_cores, ClosedLoopError, Found, Search, Steps};
 use crate::config::threshold::{self, Threshold};
 use crate::config::{RunConfig, RunFlags};
 use crate::measure;
-use crate::result::capacity::{CapacityResult, CapacityStep, LimitedBy, Verdict, CAPACITY_SCHEMA};
+use crate::report::capacity::text;
+use crate::report::{Format, Report};
+use crate::result::capacity::{CapacityResult, CapacityStep, LimitedBy, CAPACITY_SCHEMA};
 use crate::sys::cpus;
 use crate::units::{self, parse_count, parse_decimal, parse_duration};
 
@@ -59,6 +62,19 @@ pub struct CapacityArgs {
     /// Also write the capacity JSON to PATH, or to stdout with `-` (the lines then go to stderr).
     #[arg(long)]
     pub json: Option<String>,
+
+    /// Also write the steps as CSV to PATH (the results folder always has capacity.csv).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+
+    /// Also write the HTML report (the latency–throughput curve) to PATH (the results folder
+    /// always has report.html).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+
+    /// Skip the closed-loop reference step measured before the search.
+    #[arg(long)]
+    pub no_closed_loop: bool,
 }
 
 fn percent(text: &str) -> Result<f64, String> {
@@ -69,61 +85,104 @@ fn percent(text: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
-/// Runs `volley capacity` and returns the exit code.
-pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
-    let started = Instant::now();
-    let started_at = SystemTime::now();
-    let f = &args.flags;
-    for (set, flag) in [
-        (f.rate.is_some(), "-R/--rate"),
-        (f.duration.is_some(), "-d/--duration"),
-        (f.requests.is_some(), "-n/--requests"),
-        (f.users.is_some(), "--users"),
-        (f.stages.is_some(), "--stages"),
-    ] {
-        if set {
-            return fail(
-                ExitCode::Usage,
-                &format!("{flag}: volley capacity sets the load of each step itself (use --start-rate, --max-rate, --step-duration)"),
-            );
+/// The capacity flags that are not `volley run` flags: a step's RunResult gets the command
+/// line without them (the ones taking a value, then the switches).
+const OWN_FLAGS: [&str; 10] = [
+    "--slo",
+    "--step-duration",
+    "--start-rate",
+    "--max-rate",
+    "--precision",
+    "--repeat",
+    "--out",
+    "--json",
+    "--csv",
+    "--html",
+];
+const OWN_SWITCHES: [&str; 1] = ["--no-closed-loop"];
+
+/// `volley capacity URL …` as the `volley run URL …` of its steps: the subcommand renamed,
+/// capacity's own flags left out (secrets redacted).
+pub fn run_argv(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = argv.iter().enumerate().peekable();
+    while let Some((i, a)) = it.next() {
+        if i == 1 && a == "capacity" {
+            out.push("run".to_string());
+            continue;
         }
-    }
-    let mut slo: Vec<Threshold> = Vec::new();
-    for s in &args.slo {
-        match threshold::parse(s) {
-            Ok(t) => slo.push(t),
-            Err(e) => return fail(ExitCode::Usage, &format!("--slo {e}")),
+        let name = a.split('=').next().unwrap_or(a);
+        if OWN_SWITCHES.contains(&name) {
+            continue;
         }
+        if OWN_FLAGS.contains(&name) {
+            if !a.contains('=') {
+                it.next();
+            }
+            continue;
+        }
+        out.push(a.clone());
     }
-    if args.step_duration.is_zero() {
-        return fail(ExitCode::Usage, "--step-duration: must be above 0");
-    }
-    if args.start_rate == 0 || args.max_rate == Some(0) {
-        return fail(ExitCode::Usage, "--start-rate/--max-rate: must be above 0");
-    }
-    let mut flags = f.clone();
-    flags.warmup = flags.warmup.or(Some(Duration::from_secs(2)));
-    // The flags are checked once before any load, at the start rate.
-    let (cores, cpu_list) = cpus::allowed();
-    let mut probe = flags.clone();
-    probe.rate = Some(args.start_rate.to_string());
-    probe.duration = Some(args.step_duration);
-    let cfg = match RunConfig::from_flags(&probe, cores) {
-        Ok(c) => c,
-        Err(e) => return fail(ExitCode::Usage, &e.to_string()),
-    };
-    if let Err(e) = measure::prepare(&cfg) {
-        return fail(ExitCode::Usage, &e.to_string());
-    }
-    let out = args.out.clone().unwrap_or_else(|| {
+    crate::result::redact::argv(&out)
+}
+
+/// The output files, created before any load so a bad path costs nothing.
+struct Outputs {
+    dir: PathBuf,
+    json: Option<PathBuf>,
+    csv: Option<PathBuf>,
+    html: Option<PathBuf>,
+}
+
+fn open_outputs(args: &CapacityArgs, started_at: SystemTime) -> Result<Outputs, String> {
+    let dir = args.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(started_at)
             .to_string()
             .replace(':', "");
         PathBuf::from("results").join(format!("capacity-{stamp}"))
     });
-    if let Err(e) = std::fs::create_dir_all(&out) {
-        return fail(ExitCode::Usage, &format!("--out {}: {e}", out.display()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("--out {}: {e}", dir.display()))?;
+    let check = |flag: &str, p: &PathBuf| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map(|_| ())
+            .map_err(|e| format!("{flag} {}: {e}", p.display()))
+    };
+    let json = match args.json.as_deref() {
+        None | Some("-") => None,
+        Some(p) => Some(PathBuf::from(p)),
+    };
+    for (flag, p) in [
+        ("--json", &json),
+        ("--csv", &args.csv),
+        ("--html", &args.html),
+    ] {
+        if let Some(p) = p {
+            check(flag, p)?;
+        }
     }
+    Ok(Outputs {
+        dir,
+        json,
+        csv: args.csv.clone(),
+        html: args.html.clone(),
+    })
+}
+
+/// Runs `volley capacity` and returns the exit code.
+pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
+    let started = Instant::now();
+    let started_at = SystemTime::now();
+    let (slo, base) = match check(args) {
+        Ok(x) => x,
+        Err(msg) => return fail(ExitCode::Usage, &msg),
+    };
+    let outputs = match open_outputs(args, started_at) {
+        Ok(o) => o,
+        Err(msg) => return fail(ExitCode::Usage, &msg),
+    };
     let to_stderr = args.json.as_deref() == Some("-");
     let say = move |line: &str| {
         if to_stderr {
@@ -133,50 +192,69 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         }
     };
     say(&format!(
-        "volley capacity {} — SLO {}; steps of {}, precision {}, results in {}",
-        f.url,
+        "volley capacity {} — SLO {}; steps of {} over {} connection{}, precision {}; results in {}",
+        crate::result::redact::url(&args.flags.url),
         args.slo.join(", "),
         units::seconds(args.step_duration.as_secs_f64()),
+        base.load.connections,
+        if base.load.connections == 1 { "" } else { "s" },
         pct(args.precision),
-        out.display()
+        outputs.dir.display()
     ));
+    let (cores, cpu_list) = cpus::allowed();
+    let server_cores = base.monitor.as_ref().and_then(|m| server_cores(m.pid));
+    let connections = base.load.connections as u64;
     let mut n = 0;
     let mut steps = Steps {
-        flags,
+        base,
+        argv: run_argv(&argv),
         step: args.step_duration,
-        slo: slo.clone(),
+        slo,
         cores,
         cpu_list,
-        argv: crate::result::redact::argv(&argv),
+        server_cpus: None,
         interrupts,
-        out: out.clone(),
+        out: outputs.dir.clone(),
+        shown_out: outputs.dir.clone(),
         done: Vec::new(),
         notes: Vec::new(),
         on_step: Box::new(move |s: &CapacityStep| {
             n += 1;
-            say(&step_line(n, s));
+            say(&text::step_line(n, s));
         }),
     };
+    let mut closed_loop = None;
+    let mut early: Option<Found> = None;
+    if !args.no_closed_loop {
+        match steps.closed_loop() {
+            Ok(c) => {
+                say(&text::closed_loop_line(&c));
+                closed_loop = Some(c);
+            }
+            Err(ClosedLoopError::Interrupted) => early = Some(Found::stopped(true, None)),
+            Err(ClosedLoopError::Failed(m)) => early = Some(Found::stopped(false, Some(m))),
+        }
+    }
     let search = Search {
         start_rps: args.start_rate as f64,
         max_rps: args.max_rate.map(|m| m as f64),
         precision: args.precision,
         repeat: args.repeat,
     };
-    let found = search.run(&mut steps);
+    let found = early.unwrap_or_else(|| search.run(&mut steps));
     let done = std::mem::take(&mut steps.done);
-    for note in std::mem::take(&mut steps.notes) {
+    let notes = std::mem::take(&mut steps.notes);
+    drop(steps);
+    for note in &notes {
         eprintln!("volley: warning: {note}");
     }
-    drop(steps);
-    let wall_s = started.elapsed().as_secs_f64();
     let result = CapacityResult {
         schema: CAPACITY_SCHEMA.into(),
         volley_version: env!("CARGO_PKG_VERSION").into(),
         argv: crate::result::redact::argv(&argv),
         started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
-        wall_s: (wall_s * 10.0).round() / 10.0,
-        url: f.url.clone(),
+        wall_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        url: crate::result::redact::url(&args.flags.url).into_owned(),
         slo: args.slo.clone(),
         precision_pct: args.precision * 100.0,
         step_duration_s: args.step_duration.as_secs_f64(),
@@ -184,143 +262,140 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         limited_by: found.limited_by,
         bracket: found.bracket,
         interrupted: found.interrupted,
+        env: first_env(&done, closed_loop.as_ref()),
         steps: done,
+        connections,
+        lowest_tried_rps: found.lowest_tried_rps,
+        error: found.error.clone(),
+        repeat_rule: search.rule(),
+        server_cores,
+        closed_loop,
+        notes,
     };
-    say(&summary(&found, &result, wall_s));
-    let mut code = if let Some(e) = &found.error {
+    say(&text::summary(&result));
+    if let Some(line) = text::versus_closed_loop(&result) {
+        say(&line);
+    }
+    let code = exit_code(&found);
+    code.max_precedence(write_outputs(
+        &result,
+        &outputs,
+        args.json.as_deref() == Some("-"),
+    ))
+}
+
+/// The exit code of a search (docs/contract.md, "Capacity").
+fn exit_code(found: &Found) -> ExitCode {
+    if let Some(e) = &found.error {
         eprintln!("volley: a step could not run: {e}");
         ExitCode::Failed
     } else if found.interrupted {
         ExitCode::Interrupted
     } else if found.max_rps.is_some() {
         ExitCode::Ok
+    } else if found.limited_by == Some(LimitedBy::Client) {
+        // Nothing was measured about the server: no answer, not "no rate".
+        ExitCode::Failed
     } else {
         ExitCode::NoResponse
-    };
-    let json = serde_json::to_string_pretty(&result).unwrap_or_default() + "\n";
-    let file = out.join("capacity.json");
-    if let Err(e) = crate::sys::files::write_atomically(&file, json.as_bytes()) {
-        eprintln!("volley: {}: {e}", file.display());
-        code = code.max_precedence(ExitCode::Failed);
     }
-    match args.json.as_deref() {
-        Some("-") if !crate::sys::files::stdout(&json) => {
+}
+
+/// The environment of the first measurement (the steps' files hold each one's).
+fn first_env(
+    steps: &[CapacityStep],
+    closed: Option<&crate::result::capacity::ClosedLoopStep>,
+) -> Option<crate::result::Env> {
+    let path = closed
+        .map(|c| c.path.clone())
+        .or_else(|| steps.first().map(|s| s.path.clone()))?;
+    let text = std::fs::read_to_string(path).ok()?;
+    crate::result::RunResult::from_json(&text)
+        .ok()
+        .map(|r| r.env)
+}
+
+/// Writes `capacity.json`, `capacity.csv` and `report.html` in the results folder, and the
+/// files the flags ask for; the exit code when one cannot be written.
+fn write_outputs(result: &CapacityResult, o: &Outputs, json_stdout: bool) -> ExitCode {
+    let mut code = ExitCode::Ok;
+    let json = serde_json::to_string_pretty(result).unwrap_or_default() + "\n";
+    let report = Report::capacity(result.clone());
+    let csv = Format::Csv.reporter().render(&report);
+    let html = Format::Html.reporter().render(&report);
+    let mut files: Vec<(String, PathBuf, &str)> = vec![
+        (String::new(), o.dir.join("capacity.json"), &json),
+        (String::new(), o.dir.join("capacity.csv"), &csv),
+        (String::new(), o.dir.join("report.html"), &html),
+    ];
+    for (flag, p, text) in [
+        ("--json", &o.json, &json),
+        ("--csv", &o.csv, &csv),
+        ("--html", &o.html, &html),
+    ] {
+        if let Some(p) = p {
+            files.push((flag.to_string(), p.clone(), text));
+        }
+    }
+    for (flag, path, text) in files {
+        if let Err(e) = crate::sys::files::write_atomically(&path, text.as_bytes()) {
+            let flag = if flag.is_empty() {
+                String::new()
+            } else {
+                format!("{flag} ")
+            };
+            eprintln!("volley: {flag}{}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         }
-        Some("-") => {}
-        Some(p) => {
-            if let Err(e) =
-                crate::sys::files::write_atomically(std::path::Path::new(p), json.as_bytes())
-            {
-                eprintln!("volley: --json {p}: {e}");
-                code = code.max_precedence(ExitCode::Failed);
-            }
-        }
-        None => {}
+    }
+    if json_stdout && !crate::sys::files::stdout(&json) {
+        code = code.max_precedence(ExitCode::Failed);
     }
     code
 }
 
+/// Checks the flags before any load: the SLO, the search's settings, and the step's load at
+/// the start rate. The SLO and the base load of every step.
+fn check(args: &CapacityArgs) -> Result<(Vec<Threshold>, RunConfig), String> {
+    let f = &args.flags;
+    for (set, flag) in [
+        (f.rate.is_some(), "-R/--rate"),
+        (f.duration.is_some(), "-d/--duration"),
+        (f.requests.is_some(), "-n/--requests"),
+        (f.users.is_some(), "--users"),
+        (f.stages.is_some(), "--stages"),
+    ] {
+        if set {
+            return Err(format!("{flag}: volley capacity sets the load of each step itself (use --start-rate, --max-rate, --step-duration)"));
+        }
+    }
+    let mut slo: Vec<Threshold> = Vec::new();
+    for s in &args.slo {
+        slo.push(threshold::parse(s).map_err(|e| format!("--slo {e}"))?);
+    }
+    if !f.threshold.is_empty() {
+        return Err(
+            "--threshold: a capacity search judges each step by --slo (same syntax)".into(),
+        );
+    }
+    if args.step_duration.is_zero() {
+        return Err("--step-duration: must be above 0".into());
+    }
+    if args.start_rate == 0 || args.max_rate == Some(0) {
+        return Err("--start-rate/--max-rate: must be above 0".into());
+    }
+    let mut probe = f.clone();
+    probe.warmup = probe.warmup.or(Some(Duration::from_secs(2)));
+    probe.rate = Some(args.start_rate.to_string());
+    probe.duration = Some(args.step_duration);
+    let (cores, _) = cpus::allowed();
+    let cfg = RunConfig::from_flags(&probe, cores).map_err(|e| e.to_string())?;
+    measure::prepare(&cfg).map_err(|e| e.to_string())?;
+    Ok((slo, cfg))
+}
+
 fn pct(f: f64) -> String {
     format!("{}%", (f * 1000.0).round() / 10.0)
-}
-
-fn rps(v: f64) -> String {
-    units::thousands(v.round() as u64)
-}
-
-/// `step 3: 800 req/s → pass (achieved 800.0, p99 4.1 ms): within the SLO: p99 4.1 ms`
-fn step_line(n: usize, s: &CapacityStep) -> String {
-    format!(
-        "step {n:>2}: {:>9} req/s  {:<8} achieved {:>11}, p99 {:>9}  {}",
-        rps(s.target_rps),
-        s.verdict.as_str(),
-        s.achieved_rps.map_or("-".into(), units::rate),
-        units::opt_micros(s.latency_us.p99),
-        s.reason
-    )
-}
-
-/// The step's reason at a rate (the last run there), for the summary.
-fn reason_at(r: &CapacityResult, rate: Option<f64>, verdict: Option<Verdict>) -> Option<String> {
-    let rate = rate?;
-    r.steps
-        .iter()
-        .rev()
-        .find(|s| s.target_rps == rate && verdict.is_none_or(|v| s.verdict == v))
-        .map(|s| s.reason.clone())
-}
-
-fn summary(found: &Found, r: &CapacityResult, wall_s: f64) -> String {
-    let b = found.bracket;
-    let wall = if wall_s >= 60.0 {
-        format!(
-            "{} min {} s",
-            (wall_s / 60.0).floor(),
-            (wall_s % 60.0).round()
-        )
-    } else {
-        format!("{} s", wall_s.round())
-    };
-    let tail = format!(
-        "{} after {} steps, {wall}.",
-        match (b.low_rps, b.high_rps) {
-            (Some(l), Some(h)) => format!("Bracket {}–{}", rps(l), rps(h)),
-            (Some(l), None) => format!("Bracket {}–?", rps(l)),
-            (None, Some(h)) => format!("Bracket ?–{}", rps(h)),
-            (None, None) => "No bracket".into(),
-        },
-        r.steps.len()
-    );
-    let at_low = reason_at(r, b.low_rps, Some(Verdict::Pass))
-        .map(|s| s.trim_start_matches("within the SLO: ").to_string());
-    let at_high = reason_at(r, b.high_rps, None);
-    let mut head = match (found.max_rps, found.limited_by) {
-        (Some(m), _) if found.interrupted => format!(
-            "Interrupted: the highest rate that passed so far is {} req/s ({} at {}).",
-            rps(m),
-            at_low.clone().unwrap_or_default(),
-            rps(m)
-        ),
-        (Some(m), Some(LimitedBy::Client)) => format!(
-            "Max sustainable rate: at least {} req/s: the client is the limit here ({}).",
-            rps(m),
-            r.steps.last().map(|s| s.reason.clone()).unwrap_or_default()
-        ),
-        (Some(m), Some(LimitedBy::MaxRate)) => format!(
-            "Max sustainable rate: at least {} req/s: --max-rate reached ({} at {}).",
-            rps(m),
-            at_low.clone().unwrap_or_default(),
-            rps(m)
-        ),
-        (Some(m), _) => format!(
-            "Max sustainable rate: {} req/s ({} at {}{}).",
-            rps(m),
-            at_low.clone().unwrap_or_default(),
-            rps(m),
-            match (b.high_rps, &at_high) {
-                (Some(h), Some(why)) => format!("; not at {}: {why}", rps(h)),
-                _ => String::new(),
-            }
-        ),
-        (None, Some(LimitedBy::Client)) => format!(
-            "No rate measured: the client is the limit from the first step, {} req/s ({}).",
-            found.lowest_tried_rps.map_or("-".into(), rps),
-            reason_at(r, found.lowest_tried_rps, None).unwrap_or_default()
-        ),
-        (None, _) if found.error.is_some() || found.interrupted => {
-            "Max sustainable rate: not found.".to_string()
-        }
-        (None, _) => format!(
-            "No rate meets the SLO: the lowest tried, {} req/s, did not pass ({}).",
-            found.lowest_tried_rps.map_or("-".into(), rps),
-            at_high.clone().unwrap_or_default()
-        ),
-    };
-    if found.interrupted && found.max_rps.is_none() {
-        head = format!("Interrupted. {head}");
-    }
-    format!("{head} {tail}")
 }
 
 fn fail(code: ExitCode, msg: &str) -> ExitCode {

@@ -194,6 +194,7 @@ fn combined(c: &Comparison, a: &Report, b: &Report) -> Report {
         title: format!("{} vs {}", c.a, c.b),
         suites: Vec::new(),
         cells,
+        capacity: Vec::new(),
     }
 }
 

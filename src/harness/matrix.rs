@@ -42,6 +42,7 @@ impl PlannedCell {
             flags: crate::result::redact::argv(&self.cell.flags),
             headline: None,
             wall_s: None,
+            capacity: None,
         }
     }
 }

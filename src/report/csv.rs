@@ -21,6 +21,11 @@ const IDENTITY: [&str; 7] = [
 
 impl Reporter for CsvReporter {
     fn render(&self, report: &Report) -> String {
+        // Capacity searches alone: their steps (`report::capacity::csv`). A suite's capacity
+        // steps go to a file of their own (`capacity.csv`), as their columns differ.
+        if report.cells.is_empty() && !report.capacity.is_empty() {
+            return super::capacity::csv::render(&report.capacity);
+        }
         let mut columns: Vec<String> = Vec::new();
         let mut rows: Vec<Vec<(String, String)>> = Vec::new();
         for c in &report.cells {
@@ -95,7 +100,7 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
 }
 
 /// One record: fields quoted where needed, CRLF at the end (RFC 4180).
-fn line(out: &mut String, fields: &[String]) {
+pub(super) fn line(out: &mut String, fields: &[String]) {
     let quoted: Vec<String> = fields.iter().map(|f| quote(f)).collect();
     out.push_str(&quoted.join(","));
     out.push_str("\r\n");

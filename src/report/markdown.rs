@@ -28,6 +28,11 @@ impl Reporter for MarkdownReporter {
             let group: Vec<&Series> = series.iter().filter(|s| s.label == label).collect();
             scenario(&mut o, report, label, &group);
         }
+        super::capacity::markdown::render(
+            &mut o,
+            &report.capacity,
+            !report.cells.is_empty() || !report.suites.is_empty(),
+        );
         versus(&mut o, report);
         let _ = writeln!(o, "{}", esc(&environment(report)));
         let _ = writeln!(
@@ -294,25 +299,30 @@ pub fn describe_load(r: &RunResult) -> String {
 /// One line on where it ran.
 pub fn environment(report: &Report) -> String {
     let first = report.cells.iter().find_map(|c| c.result.as_ref());
-    let (cpu, cores, kernel) = match (report.suites.first(), first) {
+    // A capacity search alone: the environment of its first measurement.
+    let searched = report.capacity.iter().find_map(|e| {
+        e.result
+            .as_ref()
+            .and_then(|r| Some((r.env.as_ref()?, &r.volley_version)))
+    });
+    let run_env = first.map(|r| (&r.env, &r.volley_version)).or(searched);
+    let (cpu, cores, kernel) = match (report.suites.first(), run_env) {
         (Some(s), _) => (s.env.cpu_model.clone(), s.env.cores, s.env.kernel.clone()),
-        (None, Some(r)) => (r.env.cpu_model.clone(), r.env.cores, r.env.kernel.clone()),
+        (None, Some((e, _))) => (e.cpu_model.clone(), e.cores, e.kernel.clone()),
         (None, None) => (None, 0, None),
     };
-    let pin = match (report.suites.first(), first) {
+    let pin = match (report.suites.first(), run_env) {
         (Some(s), _) => (
             s.env.pinning.server_cpus.clone(),
             s.env.pinning.client_cpus.clone(),
         ),
-        (None, Some(r)) => (
-            r.env.pinning.server_cpus.clone(),
-            Some(r.env.pinning.client_cpus.clone()),
+        (None, Some((e, _))) => (
+            e.pinning.server_cpus.clone(),
+            Some(e.pinning.client_cpus.clone()),
         ),
         _ => (None, None),
     };
-    let version = first.map_or(env!("CARGO_PKG_VERSION").to_string(), |r| {
-        r.volley_version.clone()
-    });
+    let version = run_env.map_or(env!("CARGO_PKG_VERSION").to_string(), |(_, v)| v.clone());
     format!(
         "Environment: {}, {cores} CPUs, Linux {}; server {}, volley {}; volley {version}{}.",
         cpu.as_deref().unwrap_or("unknown CPU"),

@@ -2,6 +2,7 @@
 //! terminal, JSON, CSV, Markdown, HTML. Each renders a `Report`: one run, or the cells of one
 //! or more suites.
 
+pub mod capacity;
 pub mod csv;
 pub mod hdr_log;
 pub mod html;

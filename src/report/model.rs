@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::capacity::CapacityEntry;
+use crate::result::capacity::{CapacityResult, CAPACITY_SCHEMA};
 use crate::result::identity::{self, load_id, LoadKey};
 use crate::result::{CellStatus, RunResult, SuiteIndex, SuiteRow, SUITE_SCHEMA};
 
@@ -16,6 +18,8 @@ pub struct Report {
     pub suites: Vec<SuiteIndex>,
     /// Cells in run order.
     pub cells: Vec<Cell>,
+    /// Capacity searches (`volley capacity`, suite `capacity = {…}` cells), in run order.
+    pub capacity: Vec<CapacityEntry>,
 }
 
 /// One measured (or failed) cell.
@@ -172,15 +176,47 @@ impl Report {
                 control: false,
                 result: Some(r),
             }],
+            capacity: Vec::new(),
+        }
+    }
+
+    /// A report of one capacity search (`volley capacity`): the server is the target's
+    /// `host:port` as the URL names it.
+    pub fn capacity(r: CapacityResult) -> Report {
+        let server = capacity_server(&r.url);
+        Report {
+            title: format!("capacity of {}", r.url),
+            suites: Vec::new(),
+            cells: Vec::new(),
+            capacity: vec![CapacityEntry {
+                server,
+                scenario: "capacity".into(),
+                axes: BTreeMap::new(),
+                rep: 1,
+                status: if r.interrupted {
+                    CellStatus::Interrupted
+                } else {
+                    CellStatus::Ok
+                },
+                reason: r.error.clone(),
+                result: Some(r),
+            }],
         }
     }
 
     /// A report of a suite whose RunResults are in `dir` (rows whose file is missing or
     /// unreadable keep their status and lose their numbers).
     pub fn suite(index: SuiteIndex, dir: &Path) -> Report {
-        let cells = index
-            .rows
-            .iter()
+        let read = |row: &SuiteRow| {
+            row.path
+                .as_ref()
+                .and_then(|p| row_file(dir, p))
+                .and_then(|f| std::fs::read_to_string(f).ok())
+        };
+        let (capacity_rows, run_rows): (Vec<&SuiteRow>, Vec<&SuiteRow>) =
+            index.rows.iter().partition(|r| r.capacity.is_some());
+        let cells = run_rows
+            .into_iter()
             .map(|row| Cell {
                 server: row.server.clone(),
                 scenario: row.scenario.clone(),
@@ -189,12 +225,19 @@ impl Report {
                 status: row.status,
                 reason: row.reason.clone(),
                 control: row.control,
-                result: row
-                    .path
-                    .as_ref()
-                    .and_then(|p| row_file(dir, p))
-                    .and_then(|f| std::fs::read_to_string(f).ok())
-                    .and_then(|t| RunResult::from_json(&t).ok()),
+                result: read(row).and_then(|t| RunResult::from_json(&t).ok()),
+            })
+            .collect();
+        let capacity = capacity_rows
+            .into_iter()
+            .map(|row| CapacityEntry {
+                server: row.server.clone(),
+                scenario: row.scenario.clone(),
+                axes: row.axes.clone(),
+                rep: row.rep,
+                status: row.status,
+                reason: row.reason.clone(),
+                result: read(row).and_then(|t| CapacityResult::from_json(&t).ok()),
             })
             .collect();
         let title = index
@@ -208,11 +251,12 @@ impl Report {
             title,
             suites: vec![index],
             cells,
+            capacity,
         }
     }
 
-    /// Loads RunResult files, `suite.json` files and results folders (holding `suite.json`)
-    /// into one report.
+    /// Loads RunResult files, `suite.json` and `capacity.json` files and results folders
+    /// (holding either) into one report.
     pub fn load(paths: &[PathBuf]) -> Result<Report, LoadError> {
         let mut parts = Vec::new();
         for p in paths {
@@ -230,6 +274,7 @@ impl Report {
             n += 1;
             report.suites.extend(r.suites);
             report.cells.extend(r.cells);
+            report.capacity.extend(r.capacity);
         }
         if n > 1 {
             report.title = format!("{n} results");
@@ -368,6 +413,18 @@ fn labels_of(keys: &[LoadKey]) -> Vec<String> {
 /// to name anything else: an absolute path or `..` could point anywhere, and a device such as
 /// /dev/zero or /dev/stdin would make `volley report` read forever. Such rows lose their
 /// numbers like rows whose file is missing.
+/// `host:port` of a URL (the whole URL when it has none), naming a capacity search's server.
+fn capacity_server(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host.is_empty() {
+        url.to_string()
+    } else {
+        host.to_string()
+    }
+}
+
 fn row_file(dir: &Path, rel: &str) -> Option<PathBuf> {
     use std::path::Component;
     let rel = Path::new(rel);
@@ -390,12 +447,16 @@ fn load_one(p: &Path) -> Result<Report, LoadError> {
     };
     let file = if p.is_dir() {
         let f = p.join("suite.json");
-        if !f.is_file() {
+        let c = p.join("capacity.json");
+        if f.is_file() {
+            f
+        } else if c.is_file() {
+            c
+        } else {
             return Err(err(
-                "a folder without suite.json (not a volley bench results folder)".into(),
+                "a folder without suite.json or capacity.json (not a volley bench or volley capacity results folder)".into(),
             ));
         }
-        f
     } else {
         p.to_path_buf()
     };
@@ -422,8 +483,12 @@ fn load_one(p: &Path) -> Result<Report, LoadError> {
             }
             Ok(report)
         }
+        Some(CAPACITY_SCHEMA) => {
+            let r = CapacityResult::from_json(&text).map_err(|e| err(e.to_string()))?;
+            Ok(Report::capacity(r))
+        }
         Some(s) => Err(err(format!(
-            "unknown schema `{s}` (expected volley.run/1 or volley.suite/1)"
+            "unknown schema `{s}` (expected volley.run/1, volley.suite/1 or volley.capacity/1)"
         ))),
         None => Err(err("no `schema` key: not a volley result".into())),
     }

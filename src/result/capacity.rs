@@ -76,6 +76,52 @@ pub struct CapacityStep {
     /// 0 without `--pid`).
     #[serde(default)]
     pub idle_wait_s: f64,
+    /// Complete responses of the step.
+    #[serde(default)]
+    pub completed: u64,
+    /// Errors of every kind (`requests.errors`).
+    #[serde(default)]
+    pub errors: u64,
+    /// Responses with a status of 400 or more (`requests.failed`).
+    #[serde(default)]
+    pub failed: u64,
+    /// Schedule lag p99 of the step, µs (how late volley wrote; the `client` verdict's
+    /// measure).
+    #[serde(default)]
+    pub schedule_lag_p99_us: Option<u64>,
+    /// The monitored server's mean CPU over the step, percent of one core (null without
+    /// `--pid`). Divided by `server_cores`: its utilisation.
+    #[serde(default)]
+    pub server_cpu_pct: Option<f64>,
+}
+
+impl CapacityStep {
+    /// The server's utilisation in the step: its CPU over the cores it may use, 0–1 (null
+    /// without a monitor or when the cores are unknown).
+    pub fn utilisation(&self, server_cores: Option<f64>) -> Option<f64> {
+        let cores = server_cores.filter(|c| *c > 0.0)?;
+        Some(self.server_cpu_pct? / 100.0 / cores)
+    }
+}
+
+/// The closed-loop reference: the same connections, as fast as the server answers (wrk's
+/// question), measured once before the search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClosedLoopStep {
+    /// Completed responses per second.
+    pub throughput_rps: f64,
+    /// Connections it ran over.
+    pub connections: u64,
+    /// Its latency (service time: a closed loop waits for each response).
+    pub latency_us: Percentiles,
+    /// Errors of every kind.
+    pub errors: u64,
+    /// The monitored server's mean CPU, percent of one core (null without `--pid`).
+    pub server_cpu_pct: Option<f64>,
+    /// volley itself was saturated: the throughput is a lower bound of the server's.
+    pub client_saturated: bool,
+    /// Its RunResult file.
+    pub path: String,
 }
 
 /// The result of one `volley capacity`.
@@ -110,4 +156,60 @@ pub struct CapacityResult {
     pub interrupted: bool,
     /// Every finished step, in the order run.
     pub steps: Vec<CapacityStep>,
+    /// Connections of every step (`-c`).
+    #[serde(default)]
+    pub connections: u64,
+    /// The lowest rate run (what "no rate meets the SLO" names).
+    #[serde(default)]
+    pub lowest_tried_rps: Option<f64>,
+    /// Why a step could not run, when one could not (exit 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Runs of each bisection rate and the rule that decides it, e.g. `2 of 3 runs pass`.
+    #[serde(default)]
+    pub repeat_rule: String,
+    /// The CPUs the monitored server may run on (its affinity), the 100 % of its
+    /// utilisation; null without `--pid`.
+    #[serde(default)]
+    pub server_cores: Option<f64>,
+    /// The closed-loop maximum over the same connections, measured first (null with
+    /// `--no-closed-loop`, or when it could not run).
+    #[serde(default)]
+    pub closed_loop: Option<ClosedLoopStep>,
+    /// Remarks that are not verdicts (a server still busy before a step, say).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// Where it ran (the first measurement's `env`; null when nothing was measured).
+    #[serde(default)]
+    pub env: Option<super::Env>,
+}
+
+impl CapacityResult {
+    /// The step the answer rests on: the last passing run at `max_rate_rps`.
+    pub fn step_at_max(&self) -> Option<&CapacityStep> {
+        let m = self.max_rate_rps?;
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| s.target_rps == m && s.verdict == Verdict::Pass)
+    }
+
+    /// The last run at the bracket's high end (why the search went no higher).
+    pub fn step_above(&self) -> Option<&CapacityStep> {
+        let h = self.bracket.high_rps?;
+        self.steps.iter().rev().find(|s| s.target_rps == h)
+    }
+
+    /// The sustainable rate as a share of the closed-loop maximum (the coordinated-omission
+    /// lesson in one number); null when either is missing.
+    pub fn share_of_closed_loop(&self) -> Option<f64> {
+        let c = self.closed_loop.as_ref()?.throughput_rps;
+        let m = self.max_rate_rps?;
+        (c > 0.0).then(|| m / c)
+    }
+
+    /// Reads a `volley.capacity/1` file's text.
+    pub fn from_json(text: &str) -> Result<CapacityResult, serde_json::Error> {
+        serde_json::from_str(text)
+    }
 }

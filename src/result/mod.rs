@@ -22,7 +22,8 @@ use crate::stats::{ErrorCounts, Percentiles, TimePoint};
 pub use gc::{GcSource, ServerGc};
 pub use kinds::{Arrivals, BuildStatus, CellStatus, Mode, SuiteState};
 pub use suite::{
-    axes_label, BuildRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow, SUITE_SCHEMA,
+    axes_label, BuildRow, CapacityRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow,
+    SUITE_SCHEMA,
 };
 pub use transport::{SetupTimes, TlsInfo};
 pub use warning::{Warning, WarningKind};

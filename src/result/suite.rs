@@ -115,6 +115,25 @@ pub struct SuiteRow {
     pub headline: Option<Headline>,
     /// Wall time of the cell: start, ready, warm-up, run, stop.
     pub wall_s: Option<f64>,
+    /// A capacity cell (`capacity = {…}` scenario): its answer; `path` is then its
+    /// `volley.capacity/1` file and `headline` is null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityRow>,
+}
+
+/// The answer of a capacity cell, in `suite.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityRow {
+    /// The SLO, as written.
+    pub slo: Vec<String>,
+    /// The highest rate that met it (a lower bound unless `limited_by` is `slo`).
+    pub max_rate_rps: Option<f64>,
+    /// What stopped the search.
+    pub limited_by: Option<super::capacity::LimitedBy>,
+    /// The closed-loop maximum over the same connections.
+    pub closed_loop_rps: Option<f64>,
+    /// Runs of the search.
+    pub steps: usize,
 }
 
 /// The numbers a suite table shows for a cell.

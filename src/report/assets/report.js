@@ -62,6 +62,82 @@
     return { label: label || 'seconds from the end of the warm-up', values: function (u, s) { return s.map(function (v) { return v + ' s'; }); } };
   }
 
+  function capacityChart(el, g, lines, o) {
+    var tables = lines.map(function (l) {
+      var pts = l.x.map(function (x, k) { return [x, l.y[k]]; }).filter(function (p) { return p[1] != null && (!o.log || p[1] > 0); });
+      pts.sort(function (a, b) { return a[0] - b[0]; });
+      var xs = [], ys = [];
+      pts.forEach(function (p) { if (xs.length && xs[xs.length - 1] === p[0]) return; xs.push(p[0]); ys.push(p[1]); });
+      return [xs, ys];
+    });
+    var d = uPlot.join(tables);
+    var top = 0, bottom = Infinity, right = 0;
+    lines.forEach(function (l) {
+      l.y.forEach(function (v) { if (v != null && (!o.log || v > 0)) { top = Math.max(top, v); bottom = Math.min(bottom, v); } });
+      l.x.forEach(function (x) { right = Math.max(right, x); });
+    });
+    o.hlines.forEach(function (h) { top = Math.max(top, h.v); bottom = Math.min(bottom, h.v); });
+    g.knees.concat(g.closed).forEach(function (m) { right = Math.max(right, m.rps); });
+    var series = [{ label: 'achieved', value: function (u, v) { return reqs(v); } }];
+    lines.forEach(function (l) {
+      series.push({ label: l.label, stroke: colour(l.server), width: l.width, dash: l.dash, paths: function () { return null; }, points: { show: false },
+        value: function (u, v) { return v == null ? '–' : sig3(v) + o.unit; } });
+    });
+    var y = o.log ? { distr: 3, log: 10, range: function () { return [bottom === Infinity ? 0.01 : bottom / 1.5, (top || 1) * 1.5]; } }
+      : { range: [0, Math.max(100, top) * 1.1] };
+    make(el, {
+      scales: { x: { time: false, range: [0, (right || 1) * 1.08] }, y: y },
+      axes: [{ label: 'achieved rate (req/s)', values: function (u, s) { return s.map(compact); } },
+        { label: o.label, values: function (u, s) { return s.map(function (v) { return v == null ? '' : +v.toPrecision(3) + ''; }); }, size: 60 }],
+      series: series,
+      hooks: { draw: [function (u) {
+        var ctx = u.ctx, px = uPlot.pxRatio;
+        var left = u.bbox.left, width = u.bbox.width, topY = u.bbox.top, height = u.bbox.height;
+        ctx.save();
+        ctx.font = (11 * px) + 'px system-ui, sans-serif';
+        o.hlines.forEach(function (h) {
+          var yy = u.valToPos(h.v, 'y', true);
+          ctx.strokeStyle = '#c92a2a'; ctx.lineWidth = 1.5 * px; ctx.setLineDash([6 * px, 4 * px]);
+          ctx.beginPath(); ctx.moveTo(left, yy); ctx.lineTo(left + width, yy); ctx.stroke();
+          ctx.setLineDash([]); ctx.fillStyle = '#c92a2a'; ctx.fillText(h.label, left + 6 * px, yy - 4 * px);
+        });
+        function vline(m, dash, text) {
+          var xx = u.valToPos(m.rps, 'x', true);
+          ctx.strokeStyle = colour(m.server); ctx.lineWidth = 1.5 * px; ctx.setLineDash(dash);
+          ctx.beginPath(); ctx.moveTo(xx, topY); ctx.lineTo(xx, topY + height); ctx.stroke();
+          ctx.setLineDash([]); ctx.fillStyle = colour(m.server);
+          ctx.fillText(text, xx + 4 * px, topY + 12 * px);
+        }
+        g.knees.forEach(function (m) { vline(m, [], (m.lower_bound ? '≥ ' : '') + compact(m.rps)); });
+        g.closed.forEach(function (m) { vline(m, [2 * px, 3 * px], 'closed loop ' + compact(m.rps)); });
+        lines.forEach(function (l, k) {
+          if (!u.series[k + 1].show) return;
+          ctx.strokeStyle = colour(l.server); ctx.lineWidth = l.width * px;
+          ctx.setLineDash(l.dash.map(function (v) { return v * px; }));
+          ctx.beginPath();
+          var started = false;
+          l.x.forEach(function (x, j) {
+            var v = l.y[j];
+            if (v == null || (o.log && v <= 0)) return;
+            var xx = u.valToPos(x, 'x', true), yy = u.valToPos(v, 'y', true);
+            if (started) ctx.lineTo(xx, yy); else { ctx.moveTo(xx, yy); started = true; }
+          });
+          ctx.stroke();
+          ctx.setLineDash([]);
+          l.x.forEach(function (x, j) {
+            var v = l.y[j];
+            if (v == null || (o.log && v <= 0)) return;
+            var xx = u.valToPos(x, 'x', true), yy = u.valToPos(v, 'y', true);
+            ctx.beginPath(); ctx.arc(xx, yy, 3.5 * px, 0, 2 * Math.PI);
+            ctx.fillStyle = l.pass && !l.pass[j] ? '#ffffff' : colour(l.server);
+            ctx.fill(); ctx.lineWidth = 1.5 * px; ctx.stroke();
+          });
+        });
+        ctx.restore();
+      }] }
+    }, d);
+  }
+
   var draw = {
     hdr: function (el, g) {
       var lines = g.hdr;
@@ -267,6 +343,25 @@
       }, d);
     },
 
+    // Capacity: a latency statistic of each server against the achieved rate, log scale.
+    // uPlot gets each line's points sorted by rate (for the axes and the legend); the lines
+    // themselves are drawn here in the order the rates were offered, so an overloaded server's
+    // curve bends back, with filled points where a rate passed and hollow ones where not. The
+    // SLO is a dashed line across, the rate found a solid mark and the closed-loop maximum a
+    // dotted one.
+    'capacity-latency': function (el, g) {
+      capacityChart(el, g, g.lines.map(function (l) {
+        return { server: l.server, label: name(l.server) + ' ' + l.stat, x: l.x, y: l.y_ms, pass: l.pass, target: l.target,
+          width: l.stat === 'p99' ? 2.5 : 1.5, dash: l.stat === 'p50' ? [2, 3] : l.stat === 'p99.9' ? [7, 4] : [] };
+      }), { label: 'corrected latency (ms, log scale)', log: true, unit: ' ms', hlines: g.slo.map(function (s) { return { v: s.ms, label: 'SLO ' + s.label }; }) });
+    },
+
+    'capacity-cpu': function (el, g) {
+      capacityChart(el, g, g.cpu.map(function (c) {
+        return { server: c.server, label: name(c.server) + ' CPU', x: c.x, y: c.util_pct, pass: null, width: 2, dash: [] };
+      }), { label: 'server CPU (% of its cores)', log: false, unit: '%', hlines: [{ v: 100, label: 'all cores busy' }] });
+    },
+
     // One server: system CPU stacked on user CPU. The "user + system" area is drawn first and
     // the user area over it, so the visible upper band is the system share.
     cpu: function (el, g, index) {
@@ -290,7 +385,7 @@
 
   Array.prototype.forEach.call(document.querySelectorAll('.chart'), function (el) {
     try {
-      var g = data.groups[+el.getAttribute('data-group')];
+      var g = el.hasAttribute('data-capacity') ? data.capacity[+el.getAttribute('data-capacity')] : data.groups[+el.getAttribute('data-group')];
       draw[el.getAttribute('data-chart')](el, g, +el.getAttribute('data-index'));
     } catch (e) {
       st.errors.push('chart ' + el.getAttribute('data-chart') + ': ' + e);

@@ -16,6 +16,9 @@ pub struct PageData {
     pub servers: Vec<String>,
     /// One entry per scenario group, in page order.
     pub groups: Vec<GroupData>,
+    /// One entry per capacity scenario (empty without capacity searches).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub capacity: Vec<crate::report::capacity::html::CapacityData>,
 }
 
 /// The charts of one scenario group (a scenario and its axis values), one line or bar per

@@ -52,8 +52,21 @@ impl Reporter for HtmlReporter {
 /// how a page built on the report's sections (`volley compare --html`) puts its answer first.
 pub fn render_with_lead(report: &Report, lead: &str) -> String {
     let series = report.series();
-    let page = Page::of(&series);
-    let body = format!("{lead}{}", body::render(report, &page));
+    let mut page = Page::of(&series);
+    // Capacity searches: their servers join the page's (one colour per server everywhere).
+    let mut capacity = String::new();
+    if !report.capacity.is_empty() {
+        for e in &report.capacity {
+            if !page.data.servers.contains(&e.server) {
+                page.data.servers.push(e.server.clone());
+            }
+        }
+        let servers = page.data.servers.clone();
+        let index = |n: &str| servers.iter().position(|s| s == n).unwrap_or(0);
+        page.data.capacity =
+            crate::report::capacity::html::sections(&mut capacity, &report.capacity, &index);
+    }
+    let body = format!("{lead}{}", body::render(report, &page, &capacity));
     fill(
         TEMPLATE,
         &[

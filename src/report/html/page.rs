@@ -94,6 +94,7 @@ impl<'a> Page<'a> {
         let data = PageData {
             servers,
             groups: groups.iter().map(group_data).collect(),
+            capacity: Vec::new(),
         };
         Page { groups, data }
     }

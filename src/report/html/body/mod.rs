@@ -39,10 +39,15 @@ use suite::suite_files;
 use verdict::verdict as page_verdict;
 use versus::versus;
 
-/// The page body (everything inside `<body>` but the scripts).
-pub fn render(report: &Report, page: &Page) -> String {
+/// The page body (everything inside `<body>` but the scripts); `capacity` is the capacity
+/// searches' sections (`report::capacity::html`), after the scenario groups.
+pub fn render(report: &Report, page: &Page, capacity: &str) -> String {
     let mut o = String::new();
-    header(&mut o, report, page);
+    if report.cells.is_empty() && !report.capacity.is_empty() {
+        capacity_header(&mut o, report);
+    } else {
+        header(&mut o, report, page);
+    }
     for (i, g) in page.groups.iter().enumerate() {
         group(
             &mut o,
@@ -53,6 +58,7 @@ pub fn render(report: &Report, page: &Page) -> String {
             &page.data.servers,
         );
     }
+    o.push_str(capacity);
     noted(&mut o, report);
     suite_files(&mut o, report);
     o.push_str(
@@ -179,6 +185,54 @@ fn header(o: &mut String, report: &Report, page: &Page) {
     versus(o, report);
     environment(o, report);
     settings(o, report, page);
+    o.push_str("</header>\n");
+}
+
+/// The header of a page of capacity searches alone (`volley capacity`, `volley report` of its
+/// folder): the title, what was searched and where.
+fn capacity_header(o: &mut String, report: &Report) {
+    let first = report.capacity.iter().find_map(|e| e.result.as_ref());
+    let _ = writeln!(
+        o,
+        "<header><h1>{}</h1><p class=\"sub\">volley {} · capacity search{} · {} server{}</p>",
+        esc(&report.title),
+        esc(&first.map_or_else(
+            || env!("CARGO_PKG_VERSION").to_string(),
+            |r| r.volley_version.clone()
+        )),
+        if report.capacity.len() == 1 { "" } else { "es" },
+        {
+            let mut s: Vec<&str> = report.capacity.iter().map(|e| e.server.as_str()).collect();
+            s.dedup();
+            s.len()
+        },
+        if report.capacity.len() == 1 { "" } else { "s" },
+    );
+    if let Some(r) = first {
+        let _ = write!(
+            o,
+            "<p class=\"load\">Open-loop steps (latency corrected for coordinated omission) of {} s after a warm-up, over {} connection{}; a geometric ramp, then bisection until the bracket is within {} % of its low end; {}. Started {}{}.</p>",
+            r.step_duration_s,
+            r.connections,
+            if r.connections == 1 { "" } else { "s" },
+            r.precision_pct,
+            esc(&r.repeat_rule),
+            esc(&r.started_at),
+            r.env.as_ref().map_or(String::new(), |e| esc(&format!(
+                " on {} ({} CPU{}, volley on CPUs {}), Linux {}",
+                e.cpu_model.as_deref().unwrap_or("an unknown CPU"),
+                e.cores,
+                if e.cores == 1 { "" } else { "s" },
+                e.pinning.client_cpus,
+                e.kernel.as_deref().unwrap_or("?")
+            )))
+        );
+        let _ = write!(
+            o,
+            "<p class=\"load\"><code>{}</code></p>",
+            esc(&r.argv.join(" "))
+        );
+    }
     o.push_str("</header>\n");
 }
 
