@@ -315,6 +315,21 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// A percentage above 0 and below 100, `5%` or `5`, as a fraction (0.05).
+///
+/// ```
+/// use volley::units::parse_percent;
+/// assert_eq!(parse_percent("5%"), Ok(0.05));
+/// assert!(parse_percent("100%").is_err());
+/// ```
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let v = parse_decimal(text.trim().trim_end_matches('%'))?;
+    if v <= 0.0 || v >= 100.0 {
+        return Err(format!("`{text}`: a percentage above 0 and below 100"));
+    }
+    Ok(v / 100.0)
+}
+
 /// A duration as a flag value that [`parse_duration`] reads back exactly: `10s`, `1500ms`,
 /// `250us`.
 ///

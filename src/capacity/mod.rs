@@ -7,6 +7,7 @@
 
 pub mod idle;
 pub mod search;
+pub mod session;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -53,6 +54,8 @@ pub struct Steps<'a> {
     pub notes: Vec<String>,
     /// Called once per finished step.
     pub on_step: Box<dyn FnMut(&CapacityStep) + 'a>,
+    /// The environment of the first measurement.
+    pub env: Option<crate::result::Env>,
 }
 
 /// `step-NN-<rate>rps.json`.
@@ -110,7 +113,7 @@ impl Steps<'_> {
 
     /// One measurement of `cfg` (its argv with `extra` added), written to `file` in `out`.
     fn measure(
-        &self,
+        &mut self,
         cfg: &RunConfig,
         extra: &[String],
         file: &str,
@@ -138,6 +141,9 @@ impl Steps<'_> {
         }
         if m.server_died {
             return Err(StepError::Failed("the monitored server exited".into()));
+        }
+        if self.env.is_none() {
+            self.env = Some(m.result.env.clone());
         }
         let path = self.out.join(file);
         crate::sys::files::write_atomically(&path, Format::Json.render_run(&m.result).as_bytes())

@@ -7,20 +7,21 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
 use super::ExitCode;
-use crate::capacity::{server_cores, ClosedLoopError, Found, Search, Steps};
+use crate::capacity::session::{self, Searched};
+use crate::capacity::{Found, Search, Steps};
 use crate::config::threshold::{self, Threshold};
 use crate::config::{RunConfig, RunFlags};
 use crate::measure;
 use crate::report::capacity::text;
 use crate::report::{Format, Report};
-use crate::result::capacity::{CapacityResult, CapacityStep, LimitedBy, CAPACITY_SCHEMA};
+use crate::result::capacity::{CapacityResult, CapacityStep, LimitedBy};
 use crate::sys::cpus;
-use crate::units::{self, parse_count, parse_decimal, parse_duration};
+use crate::units::{self, parse_count, parse_duration, parse_percent};
 
 /// `volley capacity` flags.
 #[derive(Debug, Args, Clone)]
@@ -47,7 +48,7 @@ pub struct CapacityArgs {
     pub max_rate: Option<u64>,
 
     /// Stop when the bracket is this narrow relative to its low end, e.g. 5%.
-    #[arg(long, default_value = "5%", value_parser = percent)]
+    #[arg(long, default_value = "5%", value_parser = parse_percent)]
     pub precision: f64,
 
     /// Runs of each bisection rate; a majority of passes makes it pass.
@@ -75,14 +76,6 @@ pub struct CapacityArgs {
     /// Skip the closed-loop reference step measured before the search.
     #[arg(long)]
     pub no_closed_loop: bool,
-}
-
-fn percent(text: &str) -> Result<f64, String> {
-    let v = parse_decimal(text.trim().trim_end_matches('%'))?;
-    if v <= 0.0 || v >= 100.0 {
-        return Err(format!("`{text}`: a percentage above 0 and below 100"));
-    }
-    Ok(v / 100.0)
 }
 
 /// The capacity flags that are not `volley run` flags: a step's RunResult gets the command
@@ -173,7 +166,6 @@ fn open_outputs(args: &CapacityArgs, started_at: SystemTime) -> Result<Outputs, 
 
 /// Runs `volley capacity` and returns the exit code.
 pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
-    let started = Instant::now();
     let started_at = SystemTime::now();
     let (slo, base) = match check(args) {
         Ok(x) => x,
@@ -202,8 +194,6 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         outputs.dir.display()
     ));
     let (cores, cpu_list) = cpus::allowed();
-    let server_cores = base.monitor.as_ref().and_then(|m| server_cores(m.pid));
-    let connections = base.load.connections as u64;
     let mut n = 0;
     let mut steps = Steps {
         base,
@@ -222,56 +212,28 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
             n += 1;
             say(&text::step_line(n, s));
         }),
+        env: None,
     };
-    let mut closed_loop = None;
-    let mut early: Option<Found> = None;
-    if !args.no_closed_loop {
-        match steps.closed_loop() {
-            Ok(c) => {
-                say(&text::closed_loop_line(&c));
-                closed_loop = Some(c);
-            }
-            Err(ClosedLoopError::Interrupted) => early = Some(Found::stopped(true, None)),
-            Err(ClosedLoopError::Failed(m)) => early = Some(Found::stopped(false, Some(m))),
-        }
-    }
     let search = Search {
         start_rps: args.start_rate as f64,
         max_rps: args.max_rate.map(|m| m as f64),
         precision: args.precision,
         repeat: args.repeat,
     };
-    let found = early.unwrap_or_else(|| search.run(&mut steps));
-    let done = std::mem::take(&mut steps.done);
-    let notes = std::mem::take(&mut steps.notes);
-    drop(steps);
-    for note in &notes {
-        eprintln!("volley: warning: {note}");
-    }
-    let result = CapacityResult {
-        schema: CAPACITY_SCHEMA.into(),
-        volley_version: env!("CARGO_PKG_VERSION").into(),
+    let about = session::About {
         argv: crate::result::redact::argv(&argv),
-        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
-        wall_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         url: crate::result::redact::url(&args.flags.url).into_owned(),
         slo: args.slo.clone(),
-        precision_pct: args.precision * 100.0,
-        step_duration_s: args.step_duration.as_secs_f64(),
-        max_rate_rps: found.max_rps,
-        limited_by: found.limited_by,
-        bracket: found.bracket,
-        interrupted: found.interrupted,
-        env: first_env(&done, closed_loop.as_ref()),
-        steps: done,
-        connections,
-        lowest_tried_rps: found.lowest_tried_rps,
-        error: found.error.clone(),
-        repeat_rule: search.rule(),
-        server_cores,
-        closed_loop,
-        notes,
+        started_at,
     };
+    let Searched { found, result } =
+        session::run(&mut steps, &search, !args.no_closed_loop, about, &mut |c| {
+            say(&text::closed_loop_line(c))
+        });
+    drop(steps);
+    for note in &result.notes {
+        eprintln!("volley: warning: {note}");
+    }
     say(&text::summary(&result));
     if let Some(line) = text::versus_closed_loop(&result) {
         say(&line);
@@ -299,20 +261,6 @@ fn exit_code(found: &Found) -> ExitCode {
     } else {
         ExitCode::NoResponse
     }
-}
-
-/// The environment of the first measurement (the steps' files hold each one's).
-fn first_env(
-    steps: &[CapacityStep],
-    closed: Option<&crate::result::capacity::ClosedLoopStep>,
-) -> Option<crate::result::Env> {
-    let path = closed
-        .map(|c| c.path.clone())
-        .or_else(|| steps.first().map(|s| s.path.clone()))?;
-    let text = std::fs::read_to_string(path).ok()?;
-    crate::result::RunResult::from_json(&text)
-        .ok()
-        .map(|r| r.env)
 }
 
 /// Writes `capacity.json`, `capacity.csv` and `report.html` in the results folder, and the
@@ -401,4 +349,49 @@ fn pct(f: f64) -> String {
 fn fail(code: ExitCode, msg: &str) -> ExitCode {
     eprintln!("volley: {msg}");
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_argv;
+
+    #[test]
+    fn a_step_carries_the_run_command_line_without_the_search_flags() {
+        let argv: Vec<String> = [
+            "volley",
+            "capacity",
+            "http://127.0.0.1:8080/",
+            "--slo",
+            "p99<1ms",
+            "-c",
+            "10",
+            "--step-duration=2s",
+            "--out",
+            "dir",
+            "--no-closed-loop",
+            "--json",
+            "-",
+            "-H",
+            "Authorization: Bearer x",
+            "--warmup",
+            "1s",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            run_argv(&argv),
+            [
+                "volley",
+                "run",
+                "http://127.0.0.1:8080/",
+                "-c",
+                "10",
+                "-H",
+                "Authorization: <redacted>",
+                "--warmup",
+                "1s"
+            ]
+        );
+    }
 }

@@ -27,6 +27,8 @@ pub(super) struct CellOutcome {
     pub notes: Vec<String>,
     /// The measurement, kept even when the cell failed.
     pub result: Option<RunResult>,
+    /// A capacity cell's search (its steps are on disk already).
+    pub capacity: Option<crate::result::capacity::CapacityResult>,
 }
 
 impl CellOutcome {
@@ -38,6 +40,7 @@ impl CellOutcome {
             stderr_tail,
             notes: Vec::new(),
             result: None,
+            capacity: None,
         }
     }
 }
@@ -182,6 +185,9 @@ impl Harness<'_> {
         cores: usize,
         given: Option<Given>,
     ) -> CellOutcome {
+        if let Some(spec) = &cell.cell.capacity {
+            return self.search_cell(cell, spec, url, cores, given);
+        }
         let pid = given.as_ref().map(|g| g.pid);
         let gc_log = given.as_ref().and_then(|g| g.gc_log.clone());
         let (cfg, flags) = match cell_config(cell, url, given) {
@@ -237,25 +243,26 @@ impl Harness<'_> {
             stderr_tail: Vec::new(),
             notes,
             result: Some(m.result),
+            capacity: None,
         }
     }
 }
 
 /// What the harness gave a server it started, which the cell's run needs.
-struct Given {
+pub(super) struct Given {
     /// Its process group (the monitor's root).
-    pid: i32,
+    pub pid: i32,
     /// The certificate it was given (https and h2 cells).
-    cacert: Option<PathBuf>,
+    pub cacert: Option<PathBuf>,
     /// The GC log its runtime writes (`runtime` of its `[[server]]`).
-    gc_log: Option<GcLogConfig>,
+    pub gc_log: Option<GcLogConfig>,
 }
 
 /// The cell's run configuration aimed at `url`, with the monitor on the server the harness
 /// started (and its GC log), and its flags. An https cell trusts the certificate its server
 /// was given unless the scenario turned verification off (`insecure`) or named its own
 /// `cacert`.
-fn cell_config(
+pub(super) fn cell_config(
     cell: &PlannedCell,
     url: &str,
     given: Option<Given>,
@@ -338,7 +345,7 @@ fn stop_and_check(running: &mut Running, outcome: &mut CellOutcome) {
 
 /// The `volley run` command line a cell amounts to (the RunResult's `argv`): its flags, and
 /// the ones the harness adds.
-fn cell_argv(
+pub(super) fn cell_argv(
     url: &str,
     flags: &[String],
     pid: Option<i32>,

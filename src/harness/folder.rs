@@ -119,10 +119,19 @@ impl Harness<'_> {
 
     /// Tries again to write the results a full disk refused.
     pub(super) fn retry_unsaved(&mut self) {
-        let pending: Vec<usize> = self.unsaved.keys().copied().collect();
-        for i in pending {
-            let (rel, json, _) = &self.unsaved[&i];
-            if crate::sys::files::write_atomically(&self.out_dir.join(rel), json.as_bytes()).is_ok()
+        let pending: Vec<(usize, String, String)> = self
+            .unsaved
+            .iter()
+            .map(|(i, (rel, json, _))| (*i, rel.clone(), json.clone()))
+            .chain(
+                self.unsaved_capacity
+                    .iter()
+                    .map(|(i, (rel, json, _))| (*i, rel.clone(), json.clone())),
+            )
+            .collect();
+        for (i, rel, json) in pending {
+            if crate::sys::files::write_atomically(&self.out_dir.join(&rel), json.as_bytes())
+                .is_ok()
             {
                 let row = &mut self.index.rows[i];
                 row.path = Some(rel.clone());
@@ -130,15 +139,29 @@ impl Harness<'_> {
                 self.log
                     .line(&format!("volley bench: wrote {rel} (it failed before)"));
                 self.unsaved.remove(&i);
+                self.unsaved_capacity.remove(&i);
             }
         }
     }
 
-    /// The report of everything so far, with the results still waiting to be written.
+    /// The report of everything so far, with the results still waiting to be written. Rows
+    /// are the report's cells and capacity entries in order, each kind apart.
     pub(super) fn report(&self) -> Report {
         let mut report = Report::suite(self.index.clone(), &self.out_dir);
+        let rows = &self.index.rows;
+        let position = |i: usize, capacity: bool| {
+            rows[..i]
+                .iter()
+                .filter(|r| r.capacity.is_some() == capacity)
+                .count()
+        };
         for (i, (_, _, r)) in &self.unsaved {
-            if let Some(c) = report.cells.get_mut(*i) {
+            if let Some(c) = report.cells.get_mut(position(*i, false)) {
+                c.result = Some(r.clone());
+            }
+        }
+        for (i, (_, _, r)) in &self.unsaved_capacity {
+            if let Some(c) = report.capacity.get_mut(position(*i, true)) {
                 c.result = Some(r.clone());
             }
         }
@@ -155,6 +178,13 @@ impl Harness<'_> {
             ("results.csv", Format::Csv),
         ] {
             let text = format.reporter().render(&report);
+            let r = crate::sys::files::write_atomically(&self.out_dir.join(name), text.as_bytes());
+            self.wrote(name, r);
+        }
+        // The capacity cells' steps: their columns are not a RunResult's.
+        if !report.capacity.is_empty() {
+            let name = "capacity.csv";
+            let text = crate::report::capacity::csv::render(&report.capacity);
             let r = crate::sys::files::write_atomically(&self.out_dir.join(name), text.as_bytes());
             self.wrote(name, r);
         }

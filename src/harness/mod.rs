@@ -18,6 +18,7 @@ pub mod ready;
 pub mod ready_h2;
 mod record;
 pub mod runtime;
+mod search;
 pub mod tools;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -176,6 +177,7 @@ pub fn prepare<'a>(
         unwritten: Default::default(),
         thresholds_broken: false,
         unsaved: BTreeMap::new(),
+        unsaved_capacity: BTreeMap::new(),
         wrong_port: BTreeMap::new(),
     };
     h.save_index().map_err(|e| out_err(e.to_string()))?;
@@ -195,6 +197,8 @@ pub struct Harness<'a> {
     thresholds_broken: bool,
     /// Results a failed write left in memory: row -> (path, JSON, result).
     unsaved: BTreeMap<usize, (String, String, RunResult)>,
+    /// Capacity searches a failed write left in memory, the same way.
+    unsaved_capacity: BTreeMap<usize, (String, String, crate::result::capacity::CapacityResult)>,
     /// Servers seen listening on other ports than `$PORT`, with the reason: their later cells
     /// fail at once instead of waiting again.
     wrong_port: BTreeMap<String, String>,
@@ -337,6 +341,11 @@ impl Harness<'_> {
                 .unsaved
                 .values()
                 .map(|(rel, _, _)| rel.clone())
+                .chain(
+                    self.unsaved_capacity
+                        .values()
+                        .map(|(rel, _, _)| rel.clone()),
+                )
                 .collect(),
             interrupted,
             wall: t_start.elapsed(),

@@ -17,6 +17,8 @@ pub(super) const FIRST_GUESS_OVERHEAD: Duration = Duration::from_secs(2);
 pub struct Progress {
     /// Each cell's warm-up and measured time; None for a cell that will not run.
     planned: Vec<Option<Duration>>,
+    /// Capacity cells: their time is a guess, so it teaches nothing about the overhead.
+    searches: Vec<bool>,
     done: usize,
     overhead_sum: Duration,
 }
@@ -26,6 +28,7 @@ impl Progress {
     pub fn new(cells: &[PlannedCell]) -> Self {
         Progress {
             planned: cells.iter().map(|c| Some(c.cell.planned())).collect(),
+            searches: cells.iter().map(|c| c.cell.capacity.is_some()).collect(),
             done: 0,
             overhead_sum: Duration::ZERO,
         }
@@ -89,6 +92,9 @@ impl Progress {
 
     /// Cell `i` took `wall`.
     pub fn finished(&mut self, i: usize, wall: Duration) {
+        if self.searches[i] {
+            return;
+        }
         self.done += 1;
         self.overhead_sum += wall.saturating_sub(self.planned[i].unwrap_or_default());
     }
@@ -97,6 +103,17 @@ impl Progress {
 /// The line after a cell: its headline numbers, or why it failed.
 pub fn outcome_line(row: &SuiteRow) -> String {
     let mut s = match (&row.headline, row.status.as_str()) {
+        (None, status) if row.capacity.is_some() => {
+            // The search's own answer is the row's last note (`Max sustainable rate: …`).
+            let answer = row
+                .notes
+                .iter()
+                .rev()
+                .find(|n| !n.starts_with("Closed-loop maximum"))
+                .cloned()
+                .unwrap_or_default();
+            format!("      {status}: {answer}")
+        }
         (Some(h), status) => {
             let mut s = format!(
                 "      {status}: {} req/s · p50 {} · p99 {} · {} errors",

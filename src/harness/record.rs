@@ -8,13 +8,19 @@ use super::folder::UNSAVED;
 use super::matrix::PlannedCell;
 use super::{round3, Harness};
 use crate::report::Format;
-use crate::result::{Headline, RunResult, WarningKind};
+use crate::result::capacity::CapacityResult;
+use crate::result::{CapacityRow, Headline, RunResult, WarningKind};
 
 impl Harness<'_> {
     /// Saves the cell's RunResult at once and updates its row and `suite.json`.
     pub(super) fn record(&mut self, i: usize, cell: &PlannedCell, o: CellOutcome, wall: Duration) {
         self.retry_unsaved();
-        let (path, unsaved_note) = match o.result.as_ref().map(|r| self.save_result(i, cell, r)) {
+        let saved = match (&o.result, &o.capacity) {
+            (Some(r), _) => Some(self.save_result(i, cell, r)),
+            (None, Some(c)) => Some(self.save_capacity(i, cell, c)),
+            (None, None) => None,
+        };
+        let (path, unsaved_note) = match saved {
             Some(Ok(rel)) => (Some(rel), None),
             Some(Err(note)) => (None, Some(note)),
             None => (None, None),
@@ -36,6 +42,13 @@ impl Harness<'_> {
         row.notes = notes;
         row.path = path;
         row.headline = o.result.as_ref().map(Headline::of);
+        row.capacity = o.capacity.as_ref().map(|c| CapacityRow {
+            slo: c.slo.clone(),
+            max_rate_rps: c.max_rate_rps,
+            limited_by: c.limited_by,
+            closed_loop_rps: c.closed_loop.as_ref().map(|l| l.throughput_rps),
+            steps: c.steps.len(),
+        });
         row.wall_s = Some(round3(wall.as_secs_f64()));
         if log.is_some() {
             row.log = log;
@@ -63,6 +76,31 @@ impl Harness<'_> {
                     "volley bench: cannot write {rel}: {e}; kept in memory, retried after every cell"
                 ));
                 self.unsaved.insert(i, (rel, json, r.clone()));
+                Err(format!("{UNSAVED}{e}"))
+            }
+        }
+    }
+}
+
+impl Harness<'_> {
+    /// Writes a capacity cell's search to `runs/<cell>/capacity.json` (its steps are there
+    /// already): its path, or the row's note when the write failed (kept in memory and tried
+    /// again after every cell, as a RunResult is).
+    fn save_capacity(
+        &mut self,
+        i: usize,
+        cell: &PlannedCell,
+        c: &CapacityResult,
+    ) -> Result<String, String> {
+        let rel = format!("runs/{}/capacity.json", cell.id);
+        let json = serde_json::to_string_pretty(c).unwrap_or_default() + "\n";
+        match crate::sys::files::write_atomically(&self.out_dir.join(&rel), json.as_bytes()) {
+            Ok(()) => Ok(rel),
+            Err(e) => {
+                self.log.line(&format!(
+                    "volley bench: cannot write {rel}: {e}; kept in memory, retried after every cell"
+                ));
+                self.unsaved_capacity.insert(i, (rel, json, c.clone()));
                 Err(format!("{UNSAVED}{e}"))
             }
         }

@@ -42,15 +42,19 @@ pub fn render(report: &Report) -> String {
             finished_line(&series, &ok, runs)
         });
     }
+    let capacity = super::capacity::text::rankings_table(&report.capacity);
     if lines.is_empty() && unreached.cells == 0 {
-        return String::new();
+        if capacity.is_empty() {
+            return String::new();
+        }
+        return format!("\n{}\n{capacity}", environment(report));
     }
     let skipped = if unreached.cells > 0 {
         unreached.line()
     } else {
         String::new()
     };
-    table(report, &lines, &notes, &skipped)
+    table(report, &lines, &notes, &skipped) + &capacity
 }
 
 /// Cells that Ctrl-C kept from running: one line under the table, not a row each.

@@ -71,6 +71,7 @@ pub(super) fn expand(
                     protocol: c.protocol,
                     flags: c.flags,
                     config,
+                    capacity: None,
                 });
             }
             Err(e) => return Err(cell_error(r, at, table, axes, &c, e)),

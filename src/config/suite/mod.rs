@@ -10,6 +10,7 @@
 //! errors), `suite_table` (`[suite]`), `server` (`[[server]]`), `scenario` (`[[scenario]]` keys
 //! to `volley run` flags) and `matrix` (the cells of a scenario and their checks).
 
+pub mod capacity;
 mod matrix;
 mod scenario;
 mod server;
@@ -267,7 +268,10 @@ pub struct Cell {
     pub flags: Vec<String>,
     /// The run the flags describe, checked as `volley run` checks it. Its target is a
     /// placeholder (`http://127.0.0.1:1` + `path`, `https://` for https cells) until the harness knows the server's port.
+    /// A capacity cell's is its first step's load (open loop at the start rate).
     pub config: RunConfig,
+    /// A capacity cell (`capacity = {…}`): the search to run instead of one measurement.
+    pub capacity: Option<capacity::CapacitySpec>,
 }
 
 impl Cell {
@@ -276,13 +280,35 @@ impl Cell {
         axes_label(self.axes.iter().map(|(k, v)| (k, v)))
     }
 
-    /// Warm-up plus measured time, for the progress estimate.
+    /// Warm-up plus measured time, for the progress estimate. A capacity cell's is a guess:
+    /// the closed-loop step and [`CAPACITY_STEPS_GUESS`] steps, each with its warm-up.
     pub fn planned(&self) -> Duration {
-        self.config.load.planned()
+        match &self.capacity {
+            None => self.config.load.planned(),
+            Some(c) => {
+                let step = self.config.load.warmup + self.step_duration();
+                let steps = CAPACITY_STEPS_GUESS + u32::from(c.closed_loop);
+                step * steps
+            }
+        }
+    }
+
+    /// A capacity cell's measured time per step: `capacity.step_duration`, else the cell's
+    /// `duration`, else 10 s.
+    pub fn step_duration(&self) -> Duration {
+        self.capacity
+            .as_ref()
+            .and_then(|c| c.step_duration)
+            .or(self.config.load.duration)
+            .unwrap_or(Duration::from_secs(10))
     }
 }
 
 pub use crate::result::axes_label;
+
+/// How many steps a capacity search is guessed to take, for estimates: a ramp of about eight
+/// doublings and a bisection of a few rates, some repeated.
+pub const CAPACITY_STEPS_GUESS: u32 = 14;
 
 /// A cell's flags rejected by `volley run`'s own checks.
 #[derive(Debug, Clone)]

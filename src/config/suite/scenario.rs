@@ -8,6 +8,7 @@ use std::ops::Range;
 use clap::Args;
 use toml::de::{DeArray, DeTable, DeValue};
 
+use super::capacity::{self, CapacitySpec, SET_BY_THE_SEARCH};
 use super::matrix::{self, Axis, Choice};
 use super::suite_table::{SuiteDefault, SuiteTable};
 use super::toml_reader::{ArrayTable, TomlReader, Val};
@@ -30,7 +31,8 @@ const VERSION_FLAGS: &[(&str, &str)] = &[
     ("h2c", "\"h2c\""),
 ];
 
-/// Scenario keys that are not the name of a `volley run` flag (besides `name` and `servers`).
+/// Scenario keys that are not the name of a `volley run` flag (besides `name`, `servers` and
+/// `capacity`).
 const OWN_KEYS: &[&str] = &["path", "keepalive", "headers", "thresholds", "protocol"];
 
 /// What every scenario is read against.
@@ -50,6 +52,8 @@ struct ScenarioKeys<'a> {
     axes: Vec<Axis<'a>>,
     path: String,
     servers: Option<Vec<String>>,
+    /// `capacity = {…}` and where it is.
+    capacity: Option<(CapacitySpec, Range<usize>)>,
 }
 
 /// Every `[[scenario]]` of `doc` in file order, expanded into cells that may use `cores` CPUs;
@@ -94,9 +98,47 @@ fn read_scenario<'a>(
         mut axes,
         path,
         servers,
+        capacity,
     } = read_keys(cx, t, &at)?;
     add_defaults(&mut axes, cx.defaults);
-    let cells = matrix::expand(cx.r, &at, sv.span(), &axes, &path, cx.cores)?;
+    let Some((spec, span)) = capacity else {
+        let cells = matrix::expand(cx.r, &at, sv.span(), &axes, &path, cx.cores)?;
+        return Ok(Scenario {
+            name,
+            servers,
+            cells,
+        });
+    };
+    if let Some(a) = axes
+        .iter()
+        .find(|a| SET_BY_THE_SEARCH.contains(&a.key.as_str()))
+    {
+        return Err(cx.r.err(
+            a.span.clone(),
+            Some(&a.key),
+            format!(
+                "{at}: `{}` cannot be combined with `capacity` (the search sets the load of each step; its SLO judges it)",
+                a.key
+            ),
+        ));
+    }
+    // Each cell is checked as an open loop at the start rate, the load of its first step;
+    // the rate is the search's, so the cell's flags do not carry it.
+    axes.push(Axis {
+        key: "rate".into(),
+        span,
+        choices: vec![Choice {
+            label: spec.start_rate.to_string(),
+            flags: vec![format!("--rate={}", spec.start_rate)],
+        }],
+        is_axis: false,
+        value: t.get("capacity").expect("capacity was read"),
+    });
+    let mut cells = matrix::expand(cx.r, &at, sv.span(), &axes, &path, cx.cores)?;
+    for c in &mut cells {
+        c.flags.retain(|f| !f.starts_with("--rate="));
+        c.capacity = Some(spec.clone());
+    }
     Ok(Scenario {
         name,
         servers,
@@ -114,10 +156,15 @@ fn read_keys<'a>(
         axes: Vec::new(),
         path: "/".to_string(),
         servers: None,
+        capacity: None,
     };
     for (k, v) in t.iter() {
         let key = k.get_ref().to_string();
         if key == "name" {
+            continue;
+        }
+        if key == "capacity" {
+            keys.capacity = Some((capacity::read(cx.r, v, at)?, v.span()));
             continue;
         }
         if key == "servers" {
@@ -178,6 +225,7 @@ fn scenario_keys(run_flags: &[String]) -> Vec<String> {
         .collect();
     keys.extend(OWN_KEYS.iter().map(|k| k.to_string()));
     keys.push("servers".into());
+    keys.push("capacity".into());
     keys.sort();
     keys
 }

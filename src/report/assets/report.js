@@ -101,15 +101,20 @@
           ctx.beginPath(); ctx.moveTo(left, yy); ctx.lineTo(left + width, yy); ctx.stroke();
           ctx.setLineDash([]); ctx.fillStyle = '#c92a2a'; ctx.fillText(h.label, left + 6 * px, yy - 4 * px);
         });
-        function vline(m, dash, text) {
+        // The rate found is labelled at the top, the closed-loop maximum at the bottom, each
+        // server's a line lower than the one before, so marks at one rate stay readable.
+        function vline(m, k, dash, text, atTop) {
           var xx = u.valToPos(m.rps, 'x', true);
           ctx.strokeStyle = colour(m.server); ctx.lineWidth = 1.5 * px; ctx.setLineDash(dash);
           ctx.beginPath(); ctx.moveTo(xx, topY); ctx.lineTo(xx, topY + height); ctx.stroke();
           ctx.setLineDash([]); ctx.fillStyle = colour(m.server);
-          ctx.fillText(text, xx + 4 * px, topY + 12 * px);
+          var w = ctx.measureText(text).width;
+          var tx = xx + 4 * px + w > left + width ? xx - 4 * px - w : xx + 4 * px;
+          var ty = atTop ? topY + (12 + 13 * k) * px : topY + height - (6 + 13 * k) * px;
+          ctx.fillText(text, tx, ty);
         }
-        g.knees.forEach(function (m) { vline(m, [], (m.lower_bound ? '≥ ' : '') + compact(m.rps)); });
-        g.closed.forEach(function (m) { vline(m, [2 * px, 3 * px], 'closed loop ' + compact(m.rps)); });
+        g.knees.forEach(function (m, k) { vline(m, k, [], (m.lower_bound ? '≥ ' : '') + compact(m.rps), true); });
+        g.closed.forEach(function (m, k) { vline(m, k, [2 * px, 3 * px], 'closed loop ' + compact(m.rps), false); });
         lines.forEach(function (l, k) {
           if (!u.series[k + 1].show) return;
           ctx.strokeStyle = colour(l.server); ctx.lineWidth = l.width * px;

@@ -349,17 +349,8 @@ fn ranking_table(o: &mut String, r: &Ranking, server_index: &dyn Fn(&str) -> usi
             &p.p99_at_max_us
                 .map_or("–".into(), |v| micros(v.round() as u64)),
         );
-        num(
-            o,
-            p.closed_loop_rps,
-            &p.closed_loop_rps.map_or("–".into(), rate),
-        );
-        num(
-            o,
-            p.share(),
-            &p.share()
-                .map_or("–".into(), |s| format!("{:.0}%", s * 100.0)),
-        );
+        num(o, p.closed_loop_rps, &esc(&p.closed_loop_text()));
+        num(o, p.share(), &esc(&p.share_text()));
         num(
             o,
             p.cpu_us_at_max,
@@ -382,10 +373,18 @@ fn num(o: &mut String, v: Option<f64>, text: &str) {
 fn steps_table(o: &mut String, server: &str, rep: u32, r: &CapacityResult, named: bool) {
     let _ = write!(
         o,
-        "<details{}><summary>Steps{} ({} run{}; each bisection rate until a majority decided it: {})</summary>",
+        "<details{}><summary>Steps{} ({} run{}; {})</summary>",
         if named { "" } else { " open" },
         if named {
-            format!(" of {}{}", esc(server), if rep > 1 { format!(", repetition {rep}") } else { String::new() })
+            format!(
+                " of {}{}",
+                esc(server),
+                if rep > 1 {
+                    format!(", repetition {rep}")
+                } else {
+                    String::new()
+                }
+            )
         } else {
             String::new()
         },

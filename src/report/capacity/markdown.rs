@@ -32,7 +32,7 @@ pub fn render(o: &mut String, entries: &[CapacityEntry], headings: bool) {
 pub fn ranking(o: &mut String, r: &Ranking) {
     let _ = writeln!(
         o,
-        "Highest open-loop rate within the SLO `{}`, beside the closed-loop maximum over the same connections:\n",
+        "Highest open-loop rate within the SLO {}, beside the closed-loop maximum over the same connections:\n",
         esc(&r.slo.join(", "))
     );
     let _ = writeln!(
@@ -54,9 +54,8 @@ pub fn ranking(o: &mut String, r: &Ranking) {
             p.limit_text(),
             p.p99_at_max_us
                 .map_or("–".into(), |v| micros(v.round() as u64)),
-            p.closed_loop_rps.map_or("–".into(), rate),
-            p.share()
-                .map_or("–".into(), |s| format!("{:.0}%", s * 100.0)),
+            p.closed_loop_text(),
+            p.share_text(),
             p.cpu_us_at_max.map_or("–".into(), |v| format!("{v:.1} µs")),
         );
     }
@@ -98,7 +97,7 @@ fn steps(o: &mut String, e: &CapacityEntry) {
     }
     let _ = writeln!(
         o,
-        "\nEach bisection rate ran until a majority decided it ({}); steps of {} s, precision {} %.\n",
+        "\nRepeat rule: {}; steps of {} s, precision {} %.\n",
         esc(&r.repeat_rule),
         r.step_duration_s,
         r.precision_pct

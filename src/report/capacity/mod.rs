@@ -65,6 +65,8 @@ pub struct Place<'a> {
     pub lower_bound: bool,
     /// Median closed-loop throughput.
     pub closed_loop_rps: Option<f64>,
+    /// The client saturated in a closed-loop step: its throughput is a lower bound.
+    pub closed_loop_saturated: bool,
     /// Median corrected p99 at the rate found, µs.
     pub p99_at_max_us: Option<f64>,
     /// Median server CPU per request at the rate found, µs.
@@ -99,6 +101,26 @@ impl Place<'_> {
             Some(m) if self.lower_bound => format!("≥ {}", text::rps(m)),
             Some(m) => text::rps(m),
             None => "–".into(),
+        }
+    }
+
+    /// `52,014` or `≥ 173,293` (the client saturated in the closed loop), or `–`.
+    pub fn closed_loop_text(&self) -> String {
+        match self.closed_loop_rps {
+            Some(c) if self.closed_loop_saturated => format!("≥ {}", text::rps(c)),
+            Some(c) => text::rps(c),
+            None => "–".into(),
+        }
+    }
+
+    /// `79%`, `≥ 23%` (the rate found is a lower bound), `≤ 40%` (the closed loop's is), or
+    /// `–`; neither when both are bounds.
+    pub fn share_text(&self) -> String {
+        match (self.share(), self.lower_bound, self.closed_loop_saturated) {
+            (Some(_), true, true) | (None, _, _) => "–".into(),
+            (Some(s), true, false) => format!("≥ {:.0}%", s * 100.0),
+            (Some(s), false, true) => format!("≤ {:.0}%", s * 100.0),
+            (Some(s), false, false) => format!("{:.0}%", s * 100.0),
         }
     }
 
@@ -164,6 +186,7 @@ pub fn rankings(entries: &[CapacityEntry]) -> Vec<Ranking<'_>> {
                 max_rate_rps: None,
                 lower_bound: false,
                 closed_loop_rps: None,
+                closed_loop_saturated: false,
                 p99_at_max_us: None,
                 cpu_us_at_max: None,
             }),
@@ -181,6 +204,9 @@ pub fn rankings(entries: &[CapacityEntry]) -> Vec<Ranking<'_>> {
             p.closed_loop_rps = med(done
                 .iter()
                 .filter_map(|c| Some(c.closed_loop.as_ref()?.throughput_rps)));
+            p.closed_loop_saturated = done
+                .iter()
+                .any(|c| c.closed_loop.as_ref().is_some_and(|l| l.client_saturated));
             p.p99_at_max_us = med(done
                 .iter()
                 .filter_map(|c| c.step_at_max()?.latency_us.p99.map(|v| v as f64)));
@@ -203,4 +229,51 @@ pub fn rankings(entries: &[CapacityEntry]) -> Vec<Ranking<'_>> {
             });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::capacity::{Bracket, LimitedBy};
+
+    fn entry(server: &str, max: Option<f64>, by: Option<LimitedBy>) -> CapacityEntry {
+        let mut r = text::tests::result(
+            vec![],
+            Bracket {
+                low_rps: max,
+                high_rps: None,
+            },
+            by,
+        );
+        r.max_rate_rps = max;
+        CapacityEntry {
+            server: server.into(),
+            scenario: "get".into(),
+            axes: BTreeMap::new(),
+            rep: 1,
+            status: CellStatus::Ok,
+            reason: None,
+            result: Some(r),
+        }
+    }
+
+    #[test]
+    fn servers_rank_by_the_rate_they_sustain_and_those_without_one_come_last() {
+        let entries = vec![
+            entry("none", None, None),
+            entry("slow", Some(1_000.0), Some(LimitedBy::Slo)),
+            entry("fast", Some(8_000.0), Some(LimitedBy::Client)),
+            entry("slow", Some(3_000.0), Some(LimitedBy::Slo)),
+        ];
+        let r = rankings(&entries);
+        assert_eq!(r.len(), 1);
+        let order: Vec<&str> = r[0].places.iter().map(|p| p.server.as_str()).collect();
+        assert_eq!(order, ["fast", "slow", "none"]);
+        // Two repetitions: the median of their rates.
+        assert_eq!(r[0].places[1].max_rate_rps, Some(2_000.0));
+        assert_eq!(r[0].places[0].rate_text(), "≥ 8,000");
+        assert_eq!(r[0].places[0].limit_text(), "client");
+        assert_eq!(r[0].places[2].rate_text(), "–");
+        assert!(r[0].places[2].reason().unwrap().starts_with("No rate"));
+    }
 }

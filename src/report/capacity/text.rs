@@ -147,36 +147,124 @@ pub fn versus_closed_loop(r: &CapacityResult) -> Option<String> {
         rps(c.throughput_rps),
     );
     let lower = matches!(r.limited_by, Some(LimitedBy::Client | LimitedBy::MaxRate));
-    Some(if c.client_saturated && lower {
-        format!(
+    Some(
+        if c.client_saturated && r.limited_by == Some(LimitedBy::Client) {
+            format!(
             "{head}, but the client saturated there too: both numbers are volley's limits on this machine, not the server's."
         )
-    } else if c.client_saturated {
-        format!(
+        } else if c.client_saturated && lower {
+            format!(
+            "{head} (the client saturated: at least that much); the search stopped at --max-rate, {:.0} % of it.",
+            share * 100.0
+        )
+        } else if c.client_saturated {
+            format!(
             "{head} (the client saturated: at least that much); the sustainable rate is at most {:.0} % of it.",
             share * 100.0
         )
-    } else if lower {
-        format!(
-            "{head}; the sustainable rate is at least {:.0} % of it.",
-            share * 100.0
-        )
-    } else {
-        format!(
-            "{head}; the sustainable rate is {:.0} % of it{}.",
-            share * 100.0,
-            if share < 0.9 {
-                " (a closed loop waits for each response, so it never meets the queue an open \
+        } else if lower {
+            format!(
+                "{head}; the sustainable rate is at least {:.0} % of it.",
+                share * 100.0
+            )
+        } else {
+            format!(
+                "{head}; the sustainable rate is {:.0} % of it{}.",
+                share * 100.0,
+                if share < 0.9 {
+                    " (a closed loop waits for each response, so it never meets the queue an open \
                  loop builds: its req/s is no rate the server sustains within an SLO)"
-            } else {
-                ""
+                } else {
+                    ""
+                }
+            )
+        },
+    )
+}
+
+/// The suite table's capacity part: per scenario, the servers by the rate they sustain within
+/// the SLO beside their closed-loop maximum (medians over repetitions), with why a server has
+/// no rate underneath. Empty without capacity searches.
+pub fn rankings_table(entries: &[super::CapacityEntry]) -> String {
+    let mut out = String::new();
+    for r in super::rankings(entries) {
+        out += &format!(
+            "\n{}: highest open-loop rate within {} (closed loop: the same connections, unpaced)\n\n",
+            r.label,
+            r.slo.join(", ")
+        );
+        let head = [
+            "#",
+            "server",
+            "sustainable req/s",
+            "limited by",
+            "p99 at it",
+            "closed-loop req/s",
+            "share",
+            "steps",
+        ];
+        let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+        for (i, p) in r.places.iter().enumerate() {
+            let steps: usize = p
+                .entries
+                .iter()
+                .filter_map(|e| e.result.as_ref())
+                .map(|c| c.steps.len())
+                .sum();
+            rows.push(vec![
+                if p.max_rate_rps.is_some() {
+                    (i + 1).to_string()
+                } else {
+                    "-".into()
+                },
+                p.server.clone(),
+                p.rate_text(),
+                p.limit_text(),
+                p.p99_at_max_us
+                    .map_or("-".into(), |v| units::micros(v.round() as u64)),
+                p.closed_loop_text(),
+                p.share_text(),
+                steps.to_string(),
+            ]);
+        }
+        out += &aligned(&rows);
+        for p in r.places.iter().filter(|p| p.max_rate_rps.is_none()) {
+            if let Some(why) = p.reason() {
+                out += &format!("  {}: {why}\n", p.server);
             }
-        )
-    })
+        }
+    }
+    out
+}
+
+/// Rows as columns padded to their widest cell; the first two columns left, the rest right.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut width = vec![0; n];
+    for r in rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, (c, w)) in r.iter().zip(&width).enumerate() {
+            let pad = " ".repeat(w - c.chars().count());
+            if i < 2 || i == 3 {
+                line += &format!("{c}{pad}  ");
+            } else {
+                line += &format!("{pad}{c}  ");
+            }
+        }
+        out += line.trim_end();
+        out += "\n";
+    }
+    out
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::result::capacity::{Bracket, CAPACITY_SCHEMA};
     use crate::stats::Percentiles;

@@ -1,0 +1,83 @@
+//! A whole search, as `volley capacity` and a suite's capacity cell both run it: the
+//! closed-loop reference (unless turned off), the search over the steps, and the
+//! `volley.capacity/1` result assembled from them.
+
+use std::time::SystemTime;
+
+use super::{ClosedLoopError, Found, Search, StepRunner, Steps};
+use crate::result::capacity::{CapacityResult, ClosedLoopStep, CAPACITY_SCHEMA};
+
+/// What a search is about, for its result.
+pub struct About {
+    /// The command line (secrets redacted).
+    pub argv: Vec<String>,
+    /// The URL (secrets redacted).
+    pub url: String,
+    /// The SLO as written.
+    pub slo: Vec<String>,
+    /// Wall clock at the start.
+    pub started_at: SystemTime,
+}
+
+/// A search run to its end: where it ended and the result to write.
+pub struct Searched {
+    /// The search's end (its error, an interrupt).
+    pub found: Found,
+    /// The `volley.capacity/1` result.
+    pub result: CapacityResult,
+}
+
+/// Runs the closed-loop reference (when `closed_loop`), then `search` over `steps`; `said`
+/// hears the closed-loop step's line.
+pub fn run(
+    steps: &mut Steps,
+    search: &Search,
+    closed_loop: bool,
+    about: About,
+    said: &mut dyn FnMut(&ClosedLoopStep),
+) -> Searched {
+    let t0 = std::time::Instant::now();
+    let mut reference = None;
+    let mut early = None;
+    if closed_loop {
+        match steps.closed_loop() {
+            Ok(c) => {
+                said(&c);
+                reference = Some(c);
+            }
+            Err(ClosedLoopError::Interrupted) => early = Some(Found::stopped(true, None)),
+            Err(ClosedLoopError::Failed(m)) => early = Some(Found::stopped(false, Some(m))),
+        }
+    }
+    let found = early.unwrap_or_else(|| search.run(steps as &mut dyn StepRunner));
+    let wall_s = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    let result = CapacityResult {
+        schema: CAPACITY_SCHEMA.into(),
+        volley_version: env!("CARGO_PKG_VERSION").into(),
+        argv: about.argv,
+        started_at: humantime::format_rfc3339_seconds(about.started_at).to_string(),
+        wall_s,
+        url: about.url,
+        slo: about.slo,
+        precision_pct: search.precision * 100.0,
+        step_duration_s: steps.step.as_secs_f64(),
+        max_rate_rps: found.max_rps,
+        limited_by: found.limited_by,
+        bracket: found.bracket,
+        interrupted: found.interrupted,
+        steps: std::mem::take(&mut steps.done),
+        connections: steps.base.load.connections as u64,
+        lowest_tried_rps: found.lowest_tried_rps,
+        error: found.error.clone(),
+        repeat_rule: search.rule(),
+        server_cores: steps
+            .base
+            .monitor
+            .as_ref()
+            .and_then(|m| super::server_cores(m.pid)),
+        closed_loop: reference,
+        notes: std::mem::take(&mut steps.notes),
+        env: steps.env.take(),
+    };
+    Searched { found, result }
+}
