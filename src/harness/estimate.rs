@@ -111,7 +111,14 @@ pub fn listing(suite: &SuiteConfig, cells: &[PlannedCell], skipped: &[String]) -
     for note in super::matrix::unspoken(suite) {
         out += &format!("  {note}\n");
     }
-    out += &format!("The estimate counts {INCLUDES}. Nothing was started.\n");
+    out += &format!("The estimate counts {INCLUDES}");
+    if cells.iter().any(|c| c.cell.capacity.is_some()) {
+        out += &format!(
+            "; a capacity cell is guessed at its closed-loop step and {} steps (its search decides how many)",
+            crate::config::suite::CAPACITY_STEPS_GUESS
+        );
+    }
+    out += ". Nothing was started.\n";
     out
 }
 
