@@ -892,6 +892,30 @@ fn a_capacity_search_in_a_browser() {
     assert_eq!(util[0].as_f64(), Some(27.4));
     check_capacity_page(&page, &html, 875.0, 954.9, 20.0);
     check_screenshot(&page);
+
+    // A fast server: the same search with every latency an eighth (p50 0.14 ms). The log
+    // axis then starts at no power of ten unless the page rounds it to one, and uPlot's log
+    // ticks overflowed an array ("Invalid array length"): no latency chart, a script error.
+    let mut fast: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("capacity/capacity.json")).unwrap(),
+    )
+    .unwrap();
+    let eighth = |l: &mut Value| {
+        for (_, v) in l.as_object_mut().unwrap() {
+            if let Some(us) = v.as_f64() {
+                *v = Value::from((us / 8.0).round() as u64);
+            }
+        }
+    };
+    for s in fast["steps"].as_array_mut().unwrap() {
+        eighth(&mut s["latency_us"]);
+    }
+    eighth(&mut fast["closed_loop"]["latency_us"]);
+    let input = tempfile::tempdir().unwrap();
+    let file = input.path().join("capacity.json");
+    std::fs::write(&file, fast.to_string()).unwrap();
+    let (_dir, page, html) = render(&[file]);
+    check_capacity_page(&page, &html, 875.0, 954.9, 20.0);
 }
 
 #[test]
