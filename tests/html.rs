@@ -1,6 +1,7 @@
 //! The HTML report in a real browser. `volley report` renders the fixtures (a real quick suite,
-//! a suite of failing and control servers, a single open-loop run, all of them together, and a
-//! suite whose names are markup); headless Chromium loads each page from a file, and the
+//! a suite of failing and control servers, a single open-loop run, all of them together, a
+//! suite whose names are markup, and a capacity search), and `volley capacity` writes the page
+//! of a short search of its own; headless Chromium loads each page from a file, and the
 //! page's own self-test (`#selftest`, written by report.js) says whether any script error,
 //! console error, CSP violation or alert happened, how many charts were drawn with data, how
 //! many script elements exist, and whether sorting works. A screenshot must not be blank.
@@ -737,6 +738,7 @@ fn every_page_fits_1400_pixels() {
         vec![f.join("quick"), f.join("faults"), f.join("open-loop.json")],
         vec![hostile],
         vec![f.join("gc-run.json")],
+        vec![f.join("capacity")],
     ];
     for inputs in pages {
         let (_dir, page, html) = render(&inputs);
@@ -814,4 +816,159 @@ fn an_unwritable_verdict_page_is_named() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--html") && err.contains("page.html"), "{err}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("cannot be called"));
+}
+
+/// The page's data block (`<script type="application/json" id="data">`), parsed.
+fn page_data(html: &str) -> Value {
+    let open = r#"<script type="application/json" id="data">"#;
+    let start = html.find(open).expect("a data block") + open.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).expect("the data block is JSON")
+}
+
+/// Values of `v` (an array) that are numbers.
+fn numbers(v: &Value) -> usize {
+    v.as_array()
+        .map_or(0, |a| a.iter().filter(|x| x.is_number()).count())
+}
+
+/// What a capacity page must draw from `data.capacity[0]`: a latency line per statistic and a
+/// CPU line, each with a value at two rates at least (a chart is left out otherwise), the
+/// SLO, the rate found and the closed-loop maximum; then the page in the browser, with exactly
+/// the two capacity charts, both created, with data and drawn, and no script error or CSP
+/// violation.
+fn check_capacity_page(page: &Path, html: &str, found: f64, closed_loop: f64, slo_ms: f64) {
+    assert_offline(html);
+    assert_eq!(html.matches("data-chart=\"capacity-latency\"").count(), 1);
+    assert_eq!(html.matches("data-chart=\"capacity-cpu\"").count(), 1);
+    let data = page_data(html);
+    let c = &data["capacity"][0];
+    let stats: Vec<&str> = c["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["stat"].as_str().unwrap())
+        .collect();
+    assert_eq!(stats, ["p50", "p99", "p99.9"], "{c}");
+    for l in c["lines"].as_array().unwrap() {
+        assert!(numbers(&l["x"]) >= 2 && numbers(&l["y_ms"]) >= 2, "{l}");
+    }
+    let cpu = &c["cpu"][0];
+    assert!(numbers(&cpu["util_pct"]) >= 2, "no server CPU to draw: {c}");
+    assert_eq!(c["knees"][0]["rps"].as_f64(), Some(found));
+    assert_eq!(c["closed"][0]["rps"].as_f64(), Some(closed_loop));
+    assert_eq!(c["slo"][0]["stat"], "p99");
+    assert_eq!(c["slo"][0]["ms"].as_f64(), Some(slo_ms));
+    check_in_browser(
+        page,
+        html,
+        Expect {
+            charts: 2,
+            sorts: true,
+        },
+    );
+}
+
+#[test]
+fn a_capacity_search_in_a_browser() {
+    // tests/fixtures/report/capacity: a real search of a CPU-bound server (1 ms of CPU a
+    // request, pinned to one core) with its closed loop and --pid: 875 req/s within p99<20ms,
+    // 955 closed loop, the server's CPU rising to 100 % of its core.
+    let (_dir, page, html) = render(&[fixtures().join("capacity")]);
+    assert!(
+        html.contains("Max sustainable rate: 875 req/s"),
+        "the answer"
+    );
+    assert!(html.contains("Closed-loop maximum over 16 connections: 955 req/s"));
+    assert!(
+        html.contains("Server CPU against throughput (% of its 1 core"),
+        "utilisation of the server's one core"
+    );
+    let data = page_data(&html);
+    // 27.4 % of one core at 250 req/s ... 100.3 % at 1,000: one point per rate offered, the
+    // repeated rates as their median.
+    let util = &data["capacity"][0]["cpu"][0]["util_pct"];
+    assert_eq!(util.as_array().unwrap().len(), 5, "{util}");
+    assert_eq!(util[0].as_f64(), Some(27.4));
+    check_capacity_page(&page, &html, 875.0, 954.9, 20.0);
+    check_screenshot(&page);
+
+    // A fast server: the same search with every latency an eighth (p50 0.14 ms). The log
+    // axis then starts at no power of ten unless the page rounds it to one, and uPlot's log
+    // ticks overflowed an array ("Invalid array length"): no latency chart, a script error.
+    let mut fast: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("capacity/capacity.json")).unwrap(),
+    )
+    .unwrap();
+    let eighth = |l: &mut Value| {
+        for (_, v) in l.as_object_mut().unwrap() {
+            if let Some(us) = v.as_f64() {
+                *v = Value::from((us / 8.0).round() as u64);
+            }
+        }
+    };
+    for s in fast["steps"].as_array_mut().unwrap() {
+        eighth(&mut s["latency_us"]);
+    }
+    eighth(&mut fast["closed_loop"]["latency_us"]);
+    let input = tempfile::tempdir().unwrap();
+    let file = input.path().join("capacity.json");
+    std::fs::write(&file, fast.to_string()).unwrap();
+    let (_dir, page, html) = render(&[file]);
+    check_capacity_page(&page, &html, 875.0, 954.9, 20.0);
+}
+
+#[test]
+fn a_real_capacity_search_in_a_browser() {
+    // The report.html `volley capacity` writes itself, of a search monitored with --pid: the
+    // server runs in this test process, so its pid is ours. No browser meanwhile (its
+    // processes would be the "server's" too).
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let out = common::scratch("html-capacity", "search");
+    let pid = std::process::id().to_string();
+    let server = common::normal();
+    let url = server.url("/");
+    let (s, ()) = common::capacity::undisturbed(
+        |attempt| {
+            let args = [
+                "--slo",
+                "p99<50ms",
+                "--start-rate",
+                "100",
+                "--max-rate",
+                "400",
+                "--repeat",
+                "1",
+                "-c",
+                "4",
+                "--pid",
+                &pid,
+            ];
+            (
+                common::capacity::capacity(&url, &out.join(format!("attempt-{attempt}")), &args),
+                (),
+            )
+        },
+        |_, _| None,
+    );
+    drop(_one);
+    assert_eq!(s.code, Some(0), "{}", s.stderr);
+    common::capacity::check_files(&s);
+    let j = &s.json;
+    assert_eq!(j["limited_by"], "max_rate", "{}", s.stderr);
+    assert!(j["server_cores"].as_f64().is_some_and(|c| c >= 1.0), "{j}");
+    let steps = s.steps();
+    assert_eq!(steps.len(), 3, "100, 200, 400 req/s: {}", s.stderr);
+    for step in steps {
+        assert!(step["server_cpu_pct"].is_number(), "{step}");
+    }
+    let page = s.out.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    check_capacity_page(
+        &page,
+        &html,
+        400.0,
+        j["closed_loop"]["throughput_rps"].as_f64().unwrap(),
+        50.0,
+    );
 }

@@ -1,5 +1,5 @@
-//! Reports: golden files for Markdown and CSV (from saved suite results), `volley report`,
-//! report flags of `volley run`, and thresholds.
+//! Reports: golden files for Markdown and CSV (from saved suite results and a saved capacity
+//! search), `volley report`, report flags of `volley run`, and thresholds.
 //!
 //! The golden files are rewritten with `UPDATE_GOLDEN=1 cargo test --test report`; review the
 //! diff before committing it.
@@ -43,6 +43,51 @@ fn markdown_and_csv_of_one_run_match_the_golden_files() {
     assert!(run.single_run().is_some());
     assert_golden("run.md", &Format::Markdown.reporter().render(&run));
     assert_golden("run.csv", &Format::Csv.reporter().render(&run));
+}
+
+#[test]
+fn terminal_markdown_and_csv_of_a_capacity_search_match_the_golden_files() {
+    // The fixture folder (a real search with its closed loop and --pid) through `volley
+    // report`: its CSV and Markdown files, and the terminal rendering of its capacity.json.
+    let dir = tempfile::tempdir().unwrap();
+    let (md, csv) = (dir.path().join("c.md"), dir.path().join("c.csv"));
+    let o = Command::new(VOLLEY)
+        .arg("report")
+        .arg(fixture("capacity"))
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let md = std::fs::read_to_string(&md).unwrap();
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    // What the golden files must say, so a rewrite cannot make them say something else.
+    assert!(md.contains("within the SLO `p99<20ms`"), "{md}");
+    assert!(md.contains("| 1 | 127.0.0.1:18182 | 875 | SLO | 2.84 ms | 954.9 | 92% |"));
+    assert!(md.contains("Max sustainable rate: 875 req/s"));
+    let rows: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 1 + 1 + 7, "header, closed loop, seven steps");
+    assert!(rows[1].contains(",closed-loop,"));
+    assert!(rows[3].contains(",2,500,500,pass,"));
+    assert_golden("capacity.md", &md);
+    assert_golden("capacity.csv", &csv);
+    let o = Command::new(VOLLEY)
+        .arg("report")
+        .arg(fixture("capacity/capacity.json"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert!(txt.contains("Max sustainable rate: 875 req/s"), "{txt}");
+    assert_eq!(txt.lines().filter(|l| l.starts_with("step ")).count(), 7);
+    assert_golden("capacity.txt", &txt);
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Real `volley run --json -` output checked against `schema/run.schema.json` (docs/contract.md:
 //! "A JSON Schema for it lives in the repo and a test checks real output against it"), plus the
-//! counter invariant and the lossless histogram encoding.
+//! counter invariant and the lossless histogram encoding. Also `schema/capacity.schema.json`
+//! against a saved capacity search, strictly: every key written must be in the schema (the
+//! capacity e2e tests check fresh output the same way).
 
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -435,6 +437,150 @@ fn schema_rejects_broken_documents() {
             errs.is_empty(),
             "{what}: rejected although allowed:\n{}",
             errs.join("\n")
+        );
+    }
+}
+
+mod common;
+
+/// `schema/capacity.schema.json` against `tests/fixtures/report/capacity/capacity.json` (a
+/// real `volley capacity` with its closed loop and --pid; the e2e tests check fresh output):
+/// the fixture passes and names no key the schema does not describe, a copy with an `error`
+/// (written only when a step could not run) too; broken copies fail; a key the schema does
+/// not name is allowed by the schema (readers ignore unknown keys) but reported.
+#[test]
+fn capacity_results_match_their_schema_which_names_every_key() {
+    use common::capacity::capacity_schema_errors;
+    use volley::result::capacity::CapacityResult;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/report/capacity/capacity.json"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let good: Value = serde_json::from_str(&text).unwrap();
+    let errs = capacity_schema_errors(&good);
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+    // Everything CapacityResult writes: the fixture read and written again, with the keys
+    // that are written only sometimes.
+    let mut r = CapacityResult::from_json(&text).unwrap();
+    r.error = Some("the monitored server exited".into());
+    r.notes = vec!["the server was still busy after 10 s before the 875 req/s step".into()];
+    let written = serde_json::to_value(&r).unwrap();
+    for key in ["error", "closed_loop", "env", "server_cores", "repeat_rule"] {
+        assert!(!written[key].is_null(), "{key}");
+    }
+    let errs = capacity_schema_errors(&written);
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schema/capacity.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let cases: Vec<(&str, Value)> = vec![
+        (
+            "wrong schema id",
+            broken(&good, |d| d["schema"] = json!("volley.capacity/2")),
+        ),
+        (
+            "steps missing",
+            broken(&good, |d| {
+                d.as_object_mut().unwrap().remove("steps");
+            }),
+        ),
+        (
+            "verdict outside the enum",
+            broken(&good, |d| d["steps"][0]["verdict"] = json!("maybe")),
+        ),
+        (
+            "limited_by outside the enum",
+            broken(&good, |d| d["limited_by"] = json!("cpu")),
+        ),
+        (
+            "a negative count",
+            broken(&good, |d| d["steps"][0]["completed"] = json!(-1)),
+        ),
+        (
+            "lag as a float",
+            broken(&good, |d| d["steps"][0]["schedule_lag_p99_us"] = json!(1.5)),
+        ),
+        (
+            "step latency without p99",
+            broken(&good, |d| {
+                d["steps"][0]["latency_us"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("p99");
+            }),
+        ),
+        (
+            "closed loop throughput as a string",
+            broken(&good, |d| {
+                d["closed_loop"]["throughput_rps"] = json!("954.9")
+            }),
+        ),
+        (
+            "closed loop without its file",
+            broken(&good, |d| {
+                d["closed_loop"].as_object_mut().unwrap().remove("path");
+            }),
+        ),
+        (
+            "server_cores zero",
+            broken(&good, |d| d["server_cores"] = json!(0)),
+        ),
+        (
+            "notes not strings",
+            broken(&good, |d| d["notes"] = json!([1])),
+        ),
+        (
+            "env without cores",
+            broken(&good, |d| {
+                d["env"].as_object_mut().unwrap().remove("cores");
+            }),
+        ),
+        ("error as null", broken(&good, |d| d["error"] = Value::Null)),
+    ];
+    for (what, doc) in &cases {
+        assert!(
+            !v.is_valid(doc),
+            "{what}: a broken document passed the schema"
+        );
+    }
+    // Unknown keys: valid, and each named as undocumented.
+    for (at, doc) in [
+        ("/future_key", broken(&good, |d| d["future_key"] = json!(1))),
+        (
+            "/steps/2/retries",
+            broken(&good, |d| d["steps"][2]["retries"] = json!(0)),
+        ),
+        (
+            "/closed_loop/extra",
+            broken(&good, |d| d["closed_loop"]["extra"] = json!(true)),
+        ),
+        (
+            "/env/pinning/numa",
+            broken(&good, |d| d["env"]["pinning"]["numa"] = json!("0")),
+        ),
+        (
+            "/bracket/mid_rps",
+            broken(&good, |d| d["bracket"]["mid_rps"] = json!(900)),
+        ),
+        (
+            "/steps/0/latency_us/p99_9999",
+            broken(&good, |d| {
+                d["steps"][0]["latency_us"]["p99_9999"] = json!(1)
+            }),
+        ),
+    ] {
+        assert!(v.is_valid(&doc), "{at}: readers must accept unknown keys");
+        assert_eq!(
+            capacity_schema_errors(&doc),
+            [format!("{at}: written but not in the schema")],
         );
     }
 }

@@ -1,6 +1,7 @@
 //! A step's verdict from its RunResult, pure. In this order:
-//! 1. `client`: volley was saturated (`client.saturated`) or its schedule lag p99 exceeded
-//!    1 ms: the numbers describe volley, not the server;
+//! 1. `client`: volley's schedule lag p99 exceeded 1 ms, or it was saturated
+//!    (`client.saturated`): the numbers describe volley, not the server; the reason names the
+//!    lag when there was one (a late run is marked saturated too);
 //! 2. `fail`: an SLO broke;
 //! 3. `fail`: the rate written (`achieved_rps`) is more than 1 % below the target (shortfall:
 //!    the server cannot take the rate);
@@ -25,15 +26,9 @@ pub const DRIFT_FLOOR_US: f64 = 1_000.0;
 
 /// The verdict of one step at `target` req/s and why, in words.
 pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String) {
-    if r.client.saturated {
-        return (
-            Verdict::Client,
-            format!(
-                "the client saturated (volley's CPU up to {:.0} % of a core): at least this rate was not measurable",
-                r.client.cpu_pct_max
-            ),
-        );
-    }
+    // The lag first: a run marks its client saturated when it was late as well as when it was
+    // busy (`client.saturated`), and a late client is named for its lag, not for a CPU it may
+    // hardly have used.
     if let Some(lag) = r.schedule_lag_us.as_ref().and_then(|l| l.p99) {
         if lag > LAG_LIMIT_US {
             return (
@@ -44,6 +39,15 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
                 ),
             );
         }
+    }
+    if r.client.saturated {
+        return (
+            Verdict::Client,
+            format!(
+                "the client saturated (volley's CPU up to {:.0} % of a core): at least this rate was not measurable",
+                r.client.cpu_pct_max
+            ),
+        );
     }
     for t in slo {
         let c = t.check(r);
@@ -187,6 +191,16 @@ mod tests {
         let (v, why) = judge(&r, 1000.0, &slo());
         assert_eq!(v, Verdict::Client);
         assert!(why.contains("schedule"), "{why}");
+        // A late client is marked saturated too (`client.saturated` is CPU or lag): it is
+        // named for its lag, not for the 1 % of a core it used.
+        r.client.saturated = true;
+        r.client.cpu_pct_max = 1.0;
+        let (v, why) = judge(&r, 1000.0, &slo());
+        assert_eq!(v, Verdict::Client);
+        assert!(
+            why.contains("fell behind its schedule") && !why.contains("CPU"),
+            "{why}"
+        );
     }
 
     #[test]

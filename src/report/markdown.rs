@@ -362,3 +362,35 @@ pub fn esc(s: &str) -> String {
     }
     o
 }
+
+/// `s` as a Markdown code span, on one line: its text verbatim, since a code span shows
+/// `&lt;` and `\|` as written (so [`esc`] must not be applied inside one), fenced by more
+/// backticks than `s` holds in a row.
+pub fn code(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    let (mut run, mut longest) = (0, 0);
+    for ch in s.chars() {
+        run = if ch == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::code;
+
+    #[test]
+    fn a_code_span_keeps_its_text_and_cannot_be_closed_early() {
+        assert_eq!(code("p99<10ms"), "`p99<10ms`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("`x"), "`` `x ``");
+        assert_eq!(code("a\nb"), "`a b`");
+    }
+}

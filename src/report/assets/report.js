@@ -83,7 +83,9 @@
       series.push({ label: l.label, stroke: colour(l.server), width: l.width, dash: l.dash, paths: function () { return null; }, points: { show: false },
         value: function (u, v) { return v == null ? '–' : sig3(v) + o.unit; } });
     });
-    var y = o.log ? { distr: 3, log: 10, range: function () { return [bottom === Infinity ? 0.01 : bottom / 1.5, (top || 1) * 1.5]; } }
+    // A log axis spans whole decades: uPlot steps its log ticks from the lower end, and from
+    // one that is no power of ten (0.095 ms under a fast server's p50) they overflow an array.
+    var y = o.log ? { distr: 3, log: 10, range: function () { return uPlot.rangeLog(bottom === Infinity ? 0.01 : bottom / 1.5, (top || 1) * 1.5, 10, true); } }
       : { range: [0, Math.max(100, top) * 1.1] };
     make(el, {
       scales: { x: { time: false, range: [0, (right || 1) * 1.08] }, y: y },

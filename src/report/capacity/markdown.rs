@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::text::{self, rps};
 use super::{rankings, CapacityEntry, Ranking};
-use crate::report::markdown::esc;
+use crate::report::markdown::{code, esc};
 use crate::units::{micros, rate};
 
 /// The capacity part of a report: a ranking per scenario (`###` headings when `headings`),
@@ -33,7 +33,7 @@ pub fn ranking(o: &mut String, r: &Ranking) {
     let _ = writeln!(
         o,
         "Highest open-loop rate within the SLO {}, beside the closed-loop maximum over the same connections:\n",
-        esc(&r.slo.join(", "))
+        code(&r.slo.join(", "))
     );
     let _ = writeln!(
         o,

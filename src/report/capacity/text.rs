@@ -1,6 +1,9 @@
 //! The words of a capacity search: one line per step as it finishes, the closed-loop line, and
 //! the answer ("Max sustainable rate: …"), shared by `volley capacity` and the suite's table.
 
+use std::fmt::Write;
+
+use super::CapacityEntry;
 use crate::result::capacity::{CapacityResult, CapacityStep, ClosedLoopStep, LimitedBy, Verdict};
 use crate::units;
 
@@ -261,6 +264,39 @@ fn aligned(rows: &[Vec<String>]) -> String {
         out += "\n";
     }
     out
+}
+
+/// Capacity searches in the terminal (`volley report` without an output flag): each as `volley
+/// capacity` printed it, the closed loop and step lines, the answer and the closed-loop
+/// comparison; several searches (a suite's) each under its server, scenario and repetition.
+pub fn render(entries: &[CapacityEntry]) -> String {
+    let mut o = String::new();
+    for e in entries {
+        if entries.len() > 1 {
+            let rep = if e.rep > 1 {
+                format!(", repetition {}", e.rep)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(o, "{} — {}{rep}:", e.server, e.label());
+        }
+        let Some(r) = &e.result else {
+            let _ = writeln!(o, "{}\n", e.reason.as_deref().unwrap_or("no result"));
+            continue;
+        };
+        if let Some(c) = &r.closed_loop {
+            let _ = writeln!(o, "{}", closed_loop_line(c));
+        }
+        for (n, s) in r.steps.iter().enumerate() {
+            let _ = writeln!(o, "{}", step_line(n + 1, s));
+        }
+        let _ = writeln!(o, "{}", summary(r));
+        if let Some(line) = versus_closed_loop(r) {
+            let _ = writeln!(o, "{line}");
+        }
+        o.push('\n');
+    }
+    o
 }
 
 #[cfg(test)]

@@ -18,10 +18,18 @@ pub struct TerminalReporter;
 
 impl Reporter for TerminalReporter {
     fn render(&self, report: &Report) -> String {
-        match report.single_run() {
+        let mut out = match report.single_run() {
             Some(r) => summary(r),
             None => super::suite_table::render(report),
+        };
+        // Capacity searches, alone or in a suite, after the runs' table.
+        if !report.capacity.is_empty() {
+            if !out.is_empty() && !out.ends_with("\n\n") {
+                out.push('\n');
+            }
+            out.push_str(&super::capacity::text::render(&report.capacity));
         }
+        out
     }
 }
 

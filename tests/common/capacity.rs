@@ -1,0 +1,190 @@
+//! `volley capacity` in tests: one search with short steps ([`capacity`]), searched again while
+//! the machine disturbed it ([`undisturbed`]), and its JSON checked against
+//! `schema/capacity.schema.json` strictly ([`capacity_schema_errors`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::volley;
+
+/// What one `volley capacity` left: its exit code, stderr (the step lines and the answer), the
+/// JSON printed with `--json -` (null when none was) and its results folder.
+pub struct Searched {
+    pub code: Option<i32>,
+    pub stderr: String,
+    pub json: Value,
+    pub out: PathBuf,
+}
+
+impl Searched {
+    /// Its steps, in the order run (none when no JSON was printed).
+    pub fn steps(&self) -> &[Value] {
+        self.json["steps"].as_array().map_or(&[], Vec::as_slice)
+    }
+
+    /// The runs of every rate, in the order run.
+    pub fn runs_by_rate(&self) -> BTreeMap<u64, Vec<&str>> {
+        let mut m: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+        for s in self.steps() {
+            m.entry(rate(s)).or_default().push(verdict(s));
+        }
+        m
+    }
+}
+
+/// A step's target rate, req/s.
+pub fn rate(step: &Value) -> u64 {
+    step["target_rps"].as_f64().unwrap() as u64
+}
+
+/// A step's verdict.
+pub fn verdict(step: &Value) -> &str {
+    step["verdict"].as_str().unwrap()
+}
+
+/// `volley capacity URL ARGS --out OUT --json -` with 1 s steps after a 0.5 s warm-up.
+pub fn capacity(url: &str, out: &Path, args: &[&str]) -> Searched {
+    let out_s = out.display().to_string();
+    let mut all = vec![
+        "capacity",
+        url,
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "500ms",
+    ];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", &out_s, "--json", "-"]);
+    let o = volley(&all, Duration::from_secs(120));
+    Searched {
+        code: o.status.code(),
+        stderr: String::from_utf8_lossy(&o.stderr).to_string(),
+        json: serde_json::from_slice(&o.stdout).unwrap_or(Value::Null),
+        out: out.to_path_buf(),
+    }
+}
+
+/// Runs `search` (given the attempt's number, from 1; it returns the search and the server it
+/// ran against) up to three times while the machine disturbed it: a step the client limited
+/// (on a machine busy with other work volley may fall behind its schedule and then honestly
+/// refuses a number: such a search says nothing about the server), or what `disturbed` finds.
+/// The last attempt is returned whatever it shows, for the caller's assertions: a search that
+/// gives a number must give the right one.
+pub fn undisturbed<T>(
+    mut search: impl FnMut(u32) -> (Searched, T),
+    disturbed: impl Fn(&Searched, &T) -> Option<String>,
+) -> (Searched, T) {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let (s, server) = search(attempt);
+        let why = if s.steps().iter().any(|s| verdict(s) == "client") {
+            Some("the client was the limit".to_string())
+        } else {
+            disturbed(&s, &server)
+        };
+        match why {
+            Some(why) if attempt < 3 => {
+                eprintln!("attempt {attempt}: {why}; searching again:\n{}", s.stderr);
+            }
+            _ => return (s, server),
+        }
+    }
+}
+
+/// The checks every search's output must pass: the JSON printed is `capacity.json`, matches
+/// the schema (which names each of its keys), and every step is a RunResult on disk.
+pub fn check_files(s: &Searched) {
+    assert_eq!(s.json["schema"], "volley.capacity/1", "{}", s.stderr);
+    let errs = capacity_schema_errors(&s.json);
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+    let on_disk: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.out.join("capacity.json")).unwrap())
+            .unwrap();
+    assert_eq!(on_disk, s.json, "capacity.json is what --json - printed");
+    for step in s.steps() {
+        let path = step["path"].as_str().unwrap();
+        assert!(Path::new(path).starts_with(&s.out), "{path}");
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(r["schema"], "volley.run/1");
+        assert_eq!(r["load"]["rate_rps"].as_f64(), step["target_rps"].as_f64());
+        assert_eq!(r["requests"]["completed"], step["completed"], "{path}");
+        assert!(step["reason"].as_str().is_some_and(|r| !r.is_empty()));
+    }
+    assert!(s.out.join("capacity.csv").is_file());
+    assert!(s.out.join("report.html").is_file());
+}
+
+/// Everything wrong with a `volley.capacity/1` document: where it breaks
+/// `schema/capacity.schema.json`, and every key it has that the schema does not name (see
+/// [`undocumented_keys`]); empty when it is right.
+pub fn capacity_schema_errors(doc: &serde_json::Value) -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/capacity.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::draft202012::new(&schema).expect("a valid draft 2020-12 schema");
+    let mut errs: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{}: {}", e.instance_path, e))
+        .collect();
+    errs.extend(
+        undocumented_keys(&schema, doc)
+            .into_iter()
+            .map(|k| format!("{k}: written but not in the schema")),
+    );
+    errs
+}
+
+/// The keys of `doc` (as JSON pointers) that `schema` does not name: following `properties`,
+/// `items` and local `$ref`s, a key of an object is named when its schema lists it under
+/// `properties` or describes every other key (`additionalProperties` as a schema,
+/// `patternProperties`). The schemas allow unknown keys, as readers must (new optional keys
+/// come without a schema bump), so validation alone cannot tell that a key the product writes
+/// was never described; this can.
+pub fn undocumented_keys(schema: &serde_json::Value, doc: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    fn resolve<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
+        while let Some(r) = s.get("$ref").and_then(Value::as_str) {
+            s = r
+                .strip_prefix('#')
+                .and_then(|p| root.pointer(p))
+                .unwrap_or_else(|| panic!("unresolved $ref {r}"));
+        }
+        s
+    }
+    fn walk(root: &Value, s: &Value, doc: &Value, at: &str, out: &mut Vec<String>) {
+        let s = resolve(root, s);
+        match doc {
+            Value::Object(m) => {
+                let props = s.get("properties").and_then(Value::as_object);
+                let rest = s
+                    .get("additionalProperties")
+                    .filter(|a| a.is_object())
+                    .or_else(|| s.get("patternProperties").and(Some(&Value::Bool(true))));
+                for (k, v) in m {
+                    let here = format!("{at}/{k}");
+                    match (props.and_then(|p| p.get(k)), rest) {
+                        (Some(sub), _) => walk(root, sub, v, &here, out),
+                        (None, Some(sub)) if sub.is_object() => walk(root, sub, v, &here, out),
+                        (None, Some(_)) => {}
+                        (None, None) => out.push(here),
+                    }
+                }
+            }
+            Value::Array(a) => {
+                if let Some(items) = s.get("items") {
+                    for (i, v) in a.iter().enumerate() {
+                        walk(root, items, v, &format!("{at}/{i}"), out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, schema, doc, "", &mut out);
+    out
+}
