@@ -70,7 +70,10 @@ fn terminal_markdown_and_csv_of_a_capacity_search_match_the_golden_files() {
     let csv = std::fs::read_to_string(&csv).unwrap();
     // What the golden files must say, so a rewrite cannot make them say something else.
     assert!(md.contains("within the SLO `p99<20ms`"), "{md}");
-    assert!(md.contains("| 1 | 127.0.0.1:18182 | 875 | SLO | 2.84 ms | 954.9 | 92% |"));
+    assert!(
+        md.contains("| 1 | 127.0.0.1:18182 | 875 | SLO | 2.84 ms | 955 | 92% |"),
+        "{md}"
+    );
     assert!(md.contains("Max sustainable rate: 875 req/s"));
     let rows: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
     assert_eq!(rows.len(), 1 + 1 + 7, "header, closed loop, seven steps");

@@ -12,7 +12,7 @@
 
 use crate::config::threshold::Threshold;
 use crate::result::capacity::Verdict;
-use crate::result::RunResult;
+use crate::result::{RunResult, WarningKind};
 use crate::units;
 
 /// Schedule lag p99 above this (µs) means the client could not keep its own schedule.
@@ -65,14 +65,7 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
     }
     match r.achieved_rps {
         Some(a) if a < target * (1.0 - SHORTFALL) => {
-            return (
-                Verdict::Fail,
-                format!(
-                "the server could not keep the rate: {} of {} req/s written (shortfall over 1 %)",
-                units::thousands(a.round() as u64),
-                units::thousands(target.round() as u64)
-            ),
-            )
+            return (Verdict::Fail, shortfall(r, a, target));
         }
         None => {
             return (
@@ -102,6 +95,26 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
         Verdict::Pass,
         format!("within the SLO: {}", shown.join(", ")),
     )
+}
+
+/// Why a rate was not kept, with the run's own diagnosis when it has one: the connections
+/// were too few for the rate at the latency seen (rate × latency), or they were not the limit.
+fn shortfall(r: &RunResult, achieved: f64, target: f64) -> String {
+    let head = format!(
+        "the rate was not kept: {} of {} req/s written (shortfall over 1 %)",
+        units::thousands(achieved.round() as u64),
+        units::thousands(target.round() as u64)
+    );
+    let why = r
+        .warnings
+        .iter()
+        .find(|w| w.kind() == WarningKind::Shortfall)
+        .and_then(|w| w.text().split_once("; ").map(|(_, why)| why.to_string()))
+        .map(|why| why.replace(" (accepted with --allow-shortfall)", ""));
+    match why {
+        Some(why) => format!("{head}; {why}"),
+        None => head,
+    }
 }
 
 /// Mean per-second p99 of the first and last thirds of the time series (µs).
@@ -176,7 +189,16 @@ mod tests {
         r.achieved_rps = Some(980.0);
         let (v, why) = judge(&r, 1000.0, &slo());
         assert_eq!(v, Verdict::Fail);
-        assert!(why.contains("could not keep the rate"), "{why}");
+        assert!(why.contains("the rate was not kept"), "{why}");
+        // The run's own diagnosis follows: here, too few connections for the rate.
+        r.warnings.push(crate::result::Warning::from_text(
+            "target rate not reached: 980.0 of 1,000.0 req/s sent (98 %); at the observed mean latency of 50.00 ms the rate needs about 50 connections (rate × latency), the run had 10: raise -c, or let the open loop open them on demand with --max-connections 100 (accepted with --allow-shortfall)".into(),
+        ));
+        let (_, why) = judge(&r, 1000.0, &slo());
+        assert!(
+            why.contains("needs about 50 connections") && !why.contains("accepted"),
+            "{why}"
+        );
         r.achieved_rps = Some(991.0);
         assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Pass);
     }

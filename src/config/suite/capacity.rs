@@ -136,18 +136,19 @@ pub(super) fn read(r: &TomlReader, v: &Val, at: &str) -> Result<CapacitySpec, Su
 
 /// `slo = "p99<10ms"` or a list of them, each in `--threshold` syntax.
 fn read_slo(r: &TomlReader, v: &Val, at: &str) -> Result<Vec<Threshold>, SuiteError> {
-    let items: Vec<&Val> =
-        match v.get_ref() {
-            DeValue::String(_) => vec![v],
-            DeValue::Array(a) if !a.is_empty() => a.iter().collect(),
-            _ => return Err(r.err(
+    let items: Vec<&Val> = match v.get_ref() {
+        DeValue::String(_) => vec![v],
+        DeValue::Array(a) if !a.is_empty() => a.iter().collect(),
+        _ => {
+            return Err(r.err(
                 v.span(),
                 Some("slo"),
                 format!(
                     "{at}.slo: must be a string such as \"p99<10ms\" or a non-empty list of them"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     let mut out = Vec::new();
     for e in items {
         let s = r.str(e, at, "slo")?;

@@ -77,7 +77,11 @@
       l.x.forEach(function (x) { right = Math.max(right, x); });
     });
     o.hlines.forEach(function (h) { top = Math.max(top, h.v); bottom = Math.min(bottom, h.v); });
-    g.knees.concat(g.closed).forEach(function (m) { right = Math.max(right, m.rps); });
+    g.knees.forEach(function (m) { right = Math.max(right, m.rps); });
+    // A closed-loop maximum far beyond the curve would squash it against the left edge: the
+    // axis takes it in only when it is near, otherwise its mark is an arrow at the right edge.
+    var far = g.closed.filter(function (m) { return m.rps > right * 1.6; });
+    g.closed.forEach(function (m) { if (far.indexOf(m) < 0) right = Math.max(right, m.rps); });
     var series = [{ label: 'achieved', value: function (u, v) { return reqs(v); } }];
     lines.forEach(function (l) {
       series.push({ label: l.label, stroke: colour(l.server), width: l.width, dash: l.dash, paths: function () { return null; }, points: { show: false },
@@ -97,6 +101,9 @@
         var left = u.bbox.left, width = u.bbox.width, topY = u.bbox.top, height = u.bbox.height;
         ctx.save();
         ctx.font = (11 * px) + 'px system-ui, sans-serif';
+        // uPlot leaves its axis labels' alignment on the context.
+        ctx.textAlign = 'left';
+        ctx.textBaseline = 'alphabetic';
         o.hlines.forEach(function (h) {
           var yy = u.valToPos(h.v, 'y', true);
           ctx.strokeStyle = '#c92a2a'; ctx.lineWidth = 1.5 * px; ctx.setLineDash([6 * px, 4 * px]);
@@ -116,7 +123,12 @@
           ctx.fillText(text, tx, ty);
         }
         g.knees.forEach(function (m, k) { vline(m, k, [], (m.lower_bound ? '≥ ' : '') + compact(m.rps), true); });
-        g.closed.forEach(function (m, k) { vline(m, k, [2 * px, 3 * px], 'closed loop ' + compact(m.rps), false); });
+        g.closed.forEach(function (m, k) {
+          if (far.indexOf(m) < 0) { vline(m, k, [2 * px, 3 * px], 'closed loop ' + compact(m.rps), false); return; }
+          var text = 'closed loop ' + compact(m.rps) + ' →';
+          ctx.fillStyle = colour(m.server);
+          ctx.fillText(text, left + width - ctx.measureText(text).width - 4 * px, topY + height - (6 + 13 * k) * px);
+        });
         lines.forEach(function (l, k) {
           if (!u.series[k + 1].show) return;
           ctx.strokeStyle = colour(l.server); ctx.lineWidth = l.width * px;

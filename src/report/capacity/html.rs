@@ -245,10 +245,15 @@ fn section(
     d: &CapacityData,
     server_index: &dyn Fn(&str) -> usize,
 ) {
+    // `volley capacity` alone names its one search `capacity`: no scenario to name.
+    let title = if r.label == "capacity" {
+        "Capacity".to_string()
+    } else {
+        format!("{} — capacity", esc(&r.label))
+    };
     let _ = write!(
         o,
-        "<section class=\"group capacity\" id=\"capacity{k}\"><h2>{} — capacity within <code>{}</code></h2>",
-        esc(&r.label),
+        "<section class=\"group capacity\" id=\"capacity{k}\"><h2>{title} within <code>{}</code></h2>",
         esc(&r.slo.join(", "))
     );
     o.push_str("<p class=\"verdict\">");

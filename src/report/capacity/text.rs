@@ -52,7 +52,7 @@ pub fn wall(wall_s: f64) -> String {
 }
 
 /// What a non-passing step's reason says at its rate: `SLO broken at 43,500: p99 31.00 ms
-/// (p99<10ms)`, or `not at 43,500: the server could not keep the rate …`.
+/// (p99<10ms)`, or `not at 43,500: the rate was not kept …`.
 fn why_not(s: &CapacityStep) -> String {
     match s.reason.strip_prefix("SLO broken: ") {
         Some(rest) => format!("SLO broken at {}: {rest}", rps(s.target_rps)),

@@ -18,18 +18,15 @@ pub struct TerminalReporter;
 
 impl Reporter for TerminalReporter {
     fn render(&self, report: &Report) -> String {
-        let mut out = match report.single_run() {
+        // Capacity searches alone (`volley capacity`'s results): each as the command printed
+        // it. In a suite, its table ranks them instead.
+        if report.cells.is_empty() && report.suites.is_empty() && !report.capacity.is_empty() {
+            return super::capacity::text::render(&report.capacity);
+        }
+        match report.single_run() {
             Some(r) => summary(r),
             None => super::suite_table::render(report),
-        };
-        // Capacity searches, alone or in a suite, after the runs' table.
-        if !report.capacity.is_empty() {
-            if !out.is_empty() && !out.ends_with("\n\n") {
-                out.push('\n');
-            }
-            out.push_str(&super::capacity::text::render(&report.capacity));
         }
-        out
     }
 }
 
