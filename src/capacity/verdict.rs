@@ -192,7 +192,7 @@ mod tests {
         assert!(why.contains("the rate was not kept"), "{why}");
         // The run's own diagnosis follows: here, too few connections for the rate.
         r.warnings.push(crate::result::Warning::from_text(
-            "target rate not reached: 980.0 of 1,000.0 req/s sent (98 %); at the observed mean latency of 50.00 ms the rate needs about 50 connections (rate × latency), the run had 10: raise -c, or let the open loop open them on demand with --max-connections 100 (accepted with --allow-shortfall)".into(),
+            "target rate not reached: 980.0 of 1,000.0 req/s sent (98 %); at the observed mean latency of 50.00 ms the rate needs about 50 connections (rate × latency), the run had 10: raise -c, or let the open loop open them on demand with --max-connections 100 (accepted with --allow-shortfall)",
         ));
         let (_, why) = judge(&r, 1000.0, &slo());
         assert!(
