@@ -80,8 +80,8 @@ def main():
     body = ["## Capacity under an SLO (`volley capacity`, suites/capacity.toml)", "",
             f"`{command}`, {version}; {env.get('cpu_model')}, {env.get('cores')} CPUs, Linux {env.get('kernel')}; "
             f"servers pinned to CPU {env['pinning'].get('server_cpus')}, volley to CPU {env['pinning'].get('client_cpus')}; "
-            f"the machine was {busy} % busy before the run. SLO: {slo}. Each server: its closed-loop maximum over the same "
-            "50 connections, then open-loop steps (corrected latency), a ramp ×2 from 1,000 req/s and a bisection to 5 %. "
+            f"the machine was {busy} % busy before the run. SLO: {slo}. Each server: open-loop steps (corrected latency), a "
+            "ramp ×2 from 1,000 req/s and a bisection to 5 %, then its closed-loop maximum over the same 50 connections. "
             "`limited by client` means volley on one core was the limit: the number is a lower bound (≥).", "",
             *table, "",
             "The latency–throughput curve of each server (the steps; repeated rates as medians, their verdicts in order):", "",

@@ -559,21 +559,37 @@ fn a_server_faster_than_the_client_gives_a_lower_bound() {
         "{}",
         steps[0]
     );
+    // The ramp goes down by halves while the client cannot measure a rate, until one passes.
+    let first_pass = steps.iter().position(|s| verdict(s) == "pass");
+    let down = &steps[..first_pass.unwrap_or(steps.len())];
+    assert!(down.iter().all(|s| verdict(s) == "client"), "{}", s.stderr);
+    for w in down.windows(2) {
+        assert_eq!(rate(&w[1]), (rate(&w[0]) as f64 / 2.0).round() as u64);
+    }
     match s.code {
-        // A rate was measured: the last step, the first that passed, is the answer, and it is
-        // a lower bound; every step before it was the client's limit, each half the last.
+        // A rate was measured: the bisection then closes in on the client's limit between the
+        // highest pass and the lowest rate it could not measure, and the answer is a lower
+        // bound there.
         Some(0) => {
-            let (last, before) = steps.split_last().unwrap();
-            assert_eq!(verdict(last), "pass", "{}", s.stderr);
-            assert!(
-                before.iter().all(|s| verdict(s) == "client"),
-                "{}",
-                s.stderr
+            let first_pass = first_pass.expect("a rate passed");
+            assert!(first_pass > 0, "{}", s.stderr);
+            assert_eq!(
+                rate(&steps[first_pass]),
+                (rate(&steps[first_pass - 1]) as f64 / 2.0).round() as u64
             );
             let max = s.json["max_rate_rps"].as_f64().unwrap();
-            assert_eq!(max, rate(last) as f64);
+            let high = s.json["bracket"]["high_rps"].as_f64().unwrap();
             assert_eq!(s.json["bracket"]["low_rps"].as_f64(), Some(max));
-            assert!(s.json["bracket"]["high_rps"].is_null());
+            assert!((high - max) / max <= 0.05 + 1e-9, "{max}..{high}");
+            // The high end is a rate the client could not measure; none below it passed and
+            // none above the answer was measured as a pass.
+            assert!(steps
+                .iter()
+                .any(|s| rate(s) as f64 == high && verdict(s) == "client"));
+            assert!(steps
+                .iter()
+                .filter(|s| verdict(s) == "pass")
+                .all(|s| rate(s) as f64 <= max));
             assert!(
                 s.stderr.contains(&format!(
                     "Max sustainable rate: at least {} req/s: the client is the limit here",
@@ -598,9 +614,6 @@ fn a_server_faster_than_the_client_gives_a_lower_bound() {
         }
         other => panic!("exit {other:?}:\n{}", s.stderr),
     }
-    for w in steps.windows(2) {
-        assert_eq!(rate(&w[1]), (rate(&w[0]) as f64 / 2.0).round() as u64);
-    }
 }
 
 /// `41200.0` as the summary writes it: `41,200`.
@@ -617,7 +630,7 @@ fn units(v: f64) -> String {
 }
 
 #[test]
-fn the_closed_loop_reference_is_measured_first_and_compared() {
+fn the_closed_loop_reference_is_measured_last_and_compared() {
     let _one = one_at_a_time();
     let out = scratch("capacity", "closed");
     // 2 slots × 10 ms: 200 req/s. Sixteen connections without pacing keep both slots busy,
@@ -664,7 +677,8 @@ fn the_closed_loop_reference_is_measured_first_and_compared() {
         (capacity * 0.8..=capacity * 1.02).contains(&throughput),
         "closed loop {throughput} req/s, capacity {capacity:.0}"
     );
-    // Its RunResult: a closed loop over the same connections, measured before the steps.
+    // Its RunResult: a closed loop over the same connections, measured after the steps (on
+    // the server they warmed).
     let path = s.out.join("closed-loop.json");
     assert_eq!(c["path"].as_str(), Some(path.to_str().unwrap()));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -675,18 +689,20 @@ fn the_closed_loop_reference_is_measured_first_and_compared() {
         throughput
     );
     assert!(r["requests"]["completed"].as_u64().unwrap() > 0);
-    let first_step = std::fs::metadata(s.steps()[0]["path"].as_str().unwrap())
+    let steps = s.steps();
+    let last_step = std::fs::metadata(steps.last().unwrap()["path"].as_str().unwrap())
         .unwrap()
         .modified()
         .unwrap();
-    assert!(std::fs::metadata(&path).unwrap().modified().unwrap() <= first_step);
-    // The lines: the closed loop first, then beside the answer with the share it is of it.
-    let first = s.stderr.lines().nth(1).unwrap_or_default();
-    assert!(
-        first.starts_with("closed loop over 16 connections: "),
-        "{}",
-        s.stderr
-    );
+    assert!(std::fs::metadata(&path).unwrap().modified().unwrap() >= last_step);
+    // The lines: the steps, the closed loop, then the answer beside it with its share.
+    let lines: Vec<&str> = s.stderr.lines().collect();
+    let closed = lines
+        .iter()
+        .position(|l| l.starts_with("closed loop over 16 connections: "))
+        .unwrap_or_else(|| panic!("{}", s.stderr));
+    let last = lines.iter().rposition(|l| l.starts_with("step ")).unwrap();
+    assert!(closed > last, "{}", s.stderr);
     let share = (100.0 / throughput * 100.0).round();
     assert!(
         s.stderr.contains(&format!(

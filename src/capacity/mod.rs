@@ -151,11 +151,13 @@ impl Steps<'_> {
         Ok((m.result, self.shown_out.join(file).display().to_string()))
     }
 
-    /// The closed-loop reference: the base load without a rate for one step's duration.
+    /// The closed-loop reference: the base load without a rate for one step's duration, after
+    /// the idle wait.
     pub fn closed_loop(&mut self) -> Result<ClosedLoopStep, ClosedLoopError> {
         if self.interrupts.load(Ordering::SeqCst) > 0 {
             return Err(ClosedLoopError::Interrupted);
         }
+        self.wait_idle("the closed-loop step");
         let mut cfg = self.base.clone();
         cfg.load.rate_rps = None;
         cfg.load.duration = Some(self.step);

@@ -6,8 +6,9 @@
 //!
 //! Repeat rule: ramp steps run once. Each bisection rate runs up to `repeat` times and passes
 //! when a majority of its runs pass (it stops as soon as the majority is decided: 2 passes or
-//! 2 non-passes out of 3). A `client` verdict stops the search once some rate has passed (the
-//! answer is then a lower bound); before that, it sends the ramp down like a failure.
+//! 2 non-passes out of 3). A `client` verdict bounds the bracket like a failure; when the
+//! bracket's high end is one, the answer is a lower bound ("at least X: the client is the
+//! limit"), X as close to the client's limit as the precision asks.
 
 use crate::result::capacity::{Bracket, LimitedBy, Verdict};
 
@@ -63,6 +64,9 @@ pub struct Found {
     pub interrupted: bool,
     /// A step could not run.
     pub error: Option<String>,
+    /// The bracket's high end is a rate the client could not measure (not a failure of the
+    /// server).
+    pub client_high: bool,
 }
 
 /// Rates are whole requests per second.
@@ -88,6 +92,7 @@ impl Found {
             lowest_tried_rps: None,
             interrupted,
             error,
+            client_high: false,
         }
     }
 }
@@ -108,14 +113,7 @@ impl Search {
 
     /// Runs the search to its end.
     pub fn run(&self, runner: &mut dyn StepRunner) -> Found {
-        let mut found = Found {
-            max_rps: None,
-            limited_by: None,
-            bracket: Bracket::default(),
-            lowest_tried_rps: None,
-            interrupted: false,
-            error: None,
-        };
+        let mut found = Found::stopped(false, None);
         let mut rate = whole(self.start_rps);
         if let Some(max) = self.max_rps {
             rate = rate.min(whole(max));
@@ -143,7 +141,6 @@ impl Search {
         found: &mut Found,
         mut rate: f64,
     ) -> Result<bool, StepError> {
-        let mut down = false;
         loop {
             found.lowest_tried_rps =
                 Some(found.lowest_tried_rps.map_or(rate, |l: f64| l.min(rate)));
@@ -151,12 +148,7 @@ impl Search {
             let next = match verdict {
                 Verdict::Pass => {
                     found.bracket.low_rps = Some(rate);
-                    if down || found.bracket.high_rps.is_some() {
-                        if found.bracket.high_rps.is_none() {
-                            // Only `client` verdicts above: a lower bound.
-                            found.limited_by = Some(LimitedBy::Client);
-                            return Ok(false);
-                        }
+                    if found.bracket.high_rps.is_some() {
                         return Ok(true);
                     }
                     match self.max_rps.map(whole) {
@@ -168,37 +160,29 @@ impl Search {
                         None => rate * 2.0,
                     }
                 }
-                Verdict::Client if found.bracket.low_rps.is_some() => {
-                    found.limited_by = Some(LimitedBy::Client);
-                    return Ok(false);
-                }
-                Verdict::Client => {
-                    // Nothing measured yet: a lower rate may be within the client's reach.
-                    found.limited_by = Some(LimitedBy::Client);
-                    down = true;
-                    whole(rate / 2.0)
-                }
-                Verdict::Fail | Verdict::Unstable => {
+                // A rate that failed, or that the client could not measure, is the bracket's
+                // high end; with nothing passed yet a lower rate is tried.
+                v => {
                     found.bracket.high_rps = Some(rate);
+                    found.client_high = v == Verdict::Client;
                     if found.bracket.low_rps.is_some() {
                         return Ok(true);
                     }
-                    down = true;
                     whole(rate / 2.0)
                 }
             };
             if next == rate {
                 // Down to 1 req/s and nothing passed.
-                if found.bracket.high_rps.is_some() {
-                    found.limited_by = None;
-                }
+                found.limited_by = found.client_high.then_some(LimitedBy::Client);
                 return Ok(false);
             }
             rate = next;
         }
     }
 
-    /// Bisection between the bracket's ends until it is within the precision.
+    /// Bisection between the bracket's ends until it is within the precision. A rate the
+    /// client cannot measure lowers the high end like a failure, so the answer closes in on
+    /// the client's limit too ("at least X" with X as high as it can measure).
     fn bisect(&self, runner: &mut dyn StepRunner, found: &mut Found) -> Result<(), StepError> {
         // Set when the bisection ends by itself; an interrupted one has no answer yet.
         found.limited_by = None;
@@ -212,14 +196,17 @@ impl Search {
             }
             match self.repeated(runner, mid)? {
                 Verdict::Pass => found.bracket.low_rps = Some(mid),
-                Verdict::Client => {
-                    found.limited_by = Some(LimitedBy::Client);
-                    return Ok(());
+                v => {
+                    found.bracket.high_rps = Some(mid);
+                    found.client_high = v == Verdict::Client;
                 }
-                _ => found.bracket.high_rps = Some(mid),
             }
         }
-        found.limited_by = Some(LimitedBy::Slo);
+        found.limited_by = Some(if found.client_high {
+            LimitedBy::Client
+        } else {
+            LimitedBy::Slo
+        });
         Ok(())
     }
 
@@ -331,8 +318,21 @@ mod tests {
         m.client_limit = 3_000.0;
         let f = search().run(&mut m);
         assert_eq!(f.limited_by, Some(LimitedBy::Client));
-        assert_eq!(f.max_rps, Some(1_600.0));
-        assert_eq!(*m.runs.last().unwrap(), 3_200.0);
+        // The ramp passes 1,600 and meets the client at 3,200; the bisection closes in on
+        // the client's limit (3,000) to the precision.
+        let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
+        assert!(f.client_high);
+        assert!(low <= 3_000.0 && 3_000.0 < high, "{low}..{high}");
+        assert!((high - low) / low <= 0.05, "{low}..{high}");
+        assert_eq!(f.max_rps, Some(low));
+        // A server limit below the client's is the server's answer again.
+        let mut m = Model::new(2_000.0);
+        m.client_limit = 3_000.0;
+        let f = search().run(&mut m);
+        assert_eq!(f.limited_by, Some(LimitedBy::Slo), "{:?}", m.runs);
+        assert!(!f.client_high);
+        let low = f.bracket.low_rps.unwrap();
+        assert!(low <= 2_000.0 && f.bracket.high_rps.unwrap() > 2_000.0);
     }
 
     #[test]
@@ -383,8 +383,10 @@ mod tests {
         m.client_limit = 30.0;
         let f = search().run(&mut m);
         assert_eq!(f.limited_by, Some(LimitedBy::Client));
-        assert_eq!(f.max_rps, Some(25.0));
-        assert_eq!(m.runs, vec![100.0, 50.0, 25.0]);
+        // Down to 25, which it measures, then up to the client's limit between 25 and 50.
+        assert_eq!(&m.runs[..3], &[100.0, 50.0, 25.0]);
+        let low = f.max_rps.unwrap();
+        assert!((29.0..=30.0).contains(&low), "{low}: {:?}", m.runs);
         // A client that copes with nothing: no number, and the client named.
         let mut m = Model::new(1_000.0);
         m.client_limit = 0.0;

@@ -1,6 +1,6 @@
-//! A whole search, as `volley capacity` and a suite's capacity cell both run it: the
-//! closed-loop reference (unless turned off), the search over the steps, and the
-//! `volley.capacity/1` result assembled from them.
+//! A whole search, as `volley capacity` and a suite's capacity cell both run it: the search
+//! over the steps, the closed-loop reference (unless turned off), and the `volley.capacity/1`
+//! result assembled from them.
 
 use std::time::SystemTime;
 
@@ -27,7 +27,7 @@ pub struct Searched {
     pub result: CapacityResult,
 }
 
-/// Runs the closed-loop reference (when `closed_loop`), then `search` over `steps`; `said`
+/// Runs `search` over `steps`, then the closed-loop reference (when `closed_loop`); `said`
 /// hears the closed-loop step's line.
 pub fn run(
     steps: &mut Steps,
@@ -37,19 +37,22 @@ pub fn run(
     said: &mut dyn FnMut(&ClosedLoopStep),
 ) -> Searched {
     let t0 = std::time::Instant::now();
+    let mut found = search.run(steps as &mut dyn StepRunner);
+    // Last, on a server the search has warmed (a JIT compiled, caches filled), as its steps
+    // were: first it would measure a cold server against warm steps.
     let mut reference = None;
-    let mut early = None;
-    if closed_loop {
+    if closed_loop && !found.interrupted && found.error.is_none() {
         match steps.closed_loop() {
             Ok(c) => {
                 said(&c);
                 reference = Some(c);
             }
-            Err(ClosedLoopError::Interrupted) => early = Some(Found::stopped(true, None)),
-            Err(ClosedLoopError::Failed(m)) => early = Some(Found::stopped(false, Some(m))),
+            Err(ClosedLoopError::Interrupted) => found.interrupted = true,
+            Err(ClosedLoopError::Failed(m)) => {
+                found.error = Some(format!("the closed-loop step: {m}"))
+            }
         }
     }
-    let found = early.unwrap_or_else(|| search.run(steps as &mut dyn StepRunner));
     let wall_s = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     let result = CapacityResult {
         schema: CAPACITY_SCHEMA.into(),
