@@ -348,9 +348,10 @@ impl Tail {
 fn a_noisy_boundary_is_decided_by_the_majority_of_three() {
     let _one = one_at_a_time();
     let out = scratch("capacity", "noisy");
-    // The search this server leads to: 400 pass (no tail), 800 fail (tail), then bisection:
-    // 600 ×3 (none, tail, tail: fail), 500 ×3 (tail, none, none: pass); 500..600 is within
-    // 25 %. Eight runs.
+    // The search this server leads to: 400 pass (no tail), 800 fail ×2 (tail: the ramp's
+    // first failure above a pass is decided by the majority too), then bisection: 600 ×3
+    // (none, tail, tail: fail), 500 ×3 (tail, none, none: pass); 500..600 is within 25 %.
+    // Nine runs.
     let (s, server) = undisturbed(
         |attempt| {
             let srv = NoisyTail::start(0x5eed + attempt as u64);
@@ -412,7 +413,7 @@ fn a_noisy_boundary_is_decided_by_the_majority_of_three() {
     }
     assert_eq!(
         s.json["repeat_rule"],
-        "ramp rates run once; a bisection rate passes when 2 of up to 3 runs pass"
+        "ramp rates run once, but the first to fail above a pass and every bisection rate pass when 2 of up to 3 runs pass"
     );
     let by_rate = s.runs_by_rate();
     assert!(by_rate.values().all(|v| v.len() <= 3), "{by_rate:?}");
