@@ -227,11 +227,14 @@ fn capacity_header(o: &mut String, report: &Report) {
                 e.kernel.as_deref().unwrap_or("?")
             )))
         );
-        let _ = write!(
-            o,
-            "<p class=\"load\"><code>{}</code></p>",
-            esc(&r.argv.join(" "))
-        );
+        // One search's command line; a suite's cells each have their own (in their files).
+        if report.capacity.len() == 1 {
+            let _ = write!(
+                o,
+                "<p class=\"load\"><code>{}</code></p>",
+                esc(&r.argv.join(" "))
+            );
+        }
     }
     o.push_str("</header>\n");
 }
