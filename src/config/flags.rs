@@ -284,6 +284,9 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         tls,
         http,
         h2,
+        workload: None,
+        checks: Default::default(),
+        verify: false,
     })
 }
 

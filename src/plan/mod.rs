@@ -6,6 +6,7 @@ pub mod pacer;
 pub mod ramp;
 pub mod request;
 pub mod spec;
+pub mod workload;
 
 pub use pacer::{Due, Pacer};
 pub use request::RequestTemplate;

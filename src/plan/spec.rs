@@ -162,6 +162,14 @@ pub struct LoadSpec {
     pub http: HttpVersion,
     /// HTTP/2 streams and window (used when the run speaks HTTP/2).
     pub h2: H2Spec,
+    /// `--requests-file`: the requests to mix or walk instead of `method`, path and `body`
+    /// (docs/contract.md, "Workloads"); `None`: the one request of the flags.
+    pub workload: Option<Arc<super::workload::Workload>>,
+    /// `--expect-*`: what every response must be (a requests file's entries carry them
+    /// merged with their own).
+    pub checks: super::workload::Checks,
+    /// `--verify`: send each request once and show what came back before the load.
+    pub verify: bool,
 }
 
 impl LoadSpec {

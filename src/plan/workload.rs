@@ -1,0 +1,537 @@
+//! A workload beyond one URL (`--requests-file`): a list of requests, mixed by weight or walked
+//! in sequence, each with its own method, path, headers and body, where values may be templated
+//! (`{seq}`, `{rand:1..10000}`, `{uuid}`, `{row.COLUMN}`, `{conn}`, `{user}`), and each with the
+//! checks its responses must pass. Pure: which request goes next and its bytes are decided
+//! here; the engine only copies them (docs/contract.md, "Workloads").
+//!
+//! No interpreter runs per request. A request is a list of byte segments, literal or one of
+//! the placeholders above; rendering it is a copy of the literals and a few integers formatted
+//! into the connection's buffer. What templating cannot do (by design): arithmetic, values
+//! taken from earlier responses (a token from a login), conditionals, loops — a script engine
+//! would cost the hot path what volley exists to avoid.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// A placeholder or a literal run of bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Bytes as written (`{{` and `}}` already unescaped).
+    Lit(Vec<u8>),
+    /// `{seq}`: the request's index (0, 1, 2, … over the whole run; no shared counter).
+    Seq,
+    /// `{rand:LO..HI}`: an integer in LO..=HI, from the run's seed and the request's index.
+    Rand {
+        /// Smallest value.
+        lo: u64,
+        /// Largest value.
+        hi: u64,
+    },
+    /// `{uuid}`: a version-4 UUID from the run's seed and the request's index.
+    Uuid,
+    /// `{row.COLUMN}`: the column (its index in the data file) of the request's row.
+    Row(usize),
+    /// `{conn}`: the connection's number within the run (0-based).
+    Conn,
+    /// `{user}`: the virtual user's number (the connection's, without `--users`).
+    User,
+}
+
+/// Text with placeholders, parsed once.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Template {
+    /// Its parts in order.
+    pub parts: Vec<Part>,
+}
+
+impl Template {
+    /// A template of literal text only.
+    pub fn literal(text: impl Into<Vec<u8>>) -> Self {
+        Template {
+            parts: vec![Part::Lit(text.into())],
+        }
+    }
+
+    /// No placeholder: the same bytes for every request.
+    pub fn is_literal(&self) -> bool {
+        self.parts.iter().all(|p| matches!(p, Part::Lit(_)))
+    }
+
+    /// Its bytes when it has no placeholder.
+    pub fn literal_bytes(&self) -> Option<Vec<u8>> {
+        self.is_literal().then(|| {
+            self.parts
+                .iter()
+                .flat_map(|p| match p {
+                    Part::Lit(b) => b.clone(),
+                    _ => Vec::new(),
+                })
+                .collect()
+        })
+    }
+
+    /// The columns of the data file it reads.
+    pub fn columns(&self) -> impl Iterator<Item = usize> + '_ {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Row(c) => Some(*c),
+            _ => None,
+        })
+    }
+
+    /// Appends its bytes for request `ctx` to `out`.
+    pub fn render(&self, ctx: &Context, out: &mut Vec<u8>) {
+        for (k, p) in self.parts.iter().enumerate() {
+            match p {
+                Part::Lit(b) => out.extend_from_slice(b),
+                Part::Seq => push_u64(out, ctx.index),
+                Part::Rand { lo, hi } => {
+                    let span = hi - lo + 1;
+                    let r = mix(
+                        ctx.seed ^ ctx.index.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                        k as u64,
+                    );
+                    // Multiply-shift: unbiased enough for test data, no division.
+                    let v = lo + ((r as u128 * span as u128) >> 64) as u64;
+                    push_u64(out, v);
+                }
+                Part::Uuid => push_uuid(out, ctx, k as u64),
+                Part::Row(col) => {
+                    if let Some(row) = ctx.row {
+                        out.extend_from_slice(row.get(*col).map_or(&[][..], |v| v.as_slice()));
+                    }
+                }
+                Part::Conn => push_u64(out, ctx.conn),
+                Part::User => push_u64(out, ctx.user),
+            }
+        }
+    }
+}
+
+/// What a request's placeholders are filled from.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The request's index in the run.
+    pub index: u64,
+    /// The connection's number within the run.
+    pub conn: u64,
+    /// The virtual user's number.
+    pub user: u64,
+    /// The run's seed.
+    pub seed: u64,
+    /// The request's row of the data file, when the workload has one.
+    pub row: Option<&'a [Vec<u8>]>,
+}
+
+fn push_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(itoa_buf(v).as_slice());
+}
+
+/// Decimal digits of `v` without an allocation per call (a small stack buffer).
+struct Digits {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Digits {
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+fn itoa_buf(mut v: u64) -> Digits {
+    let mut buf = [0u8; 20];
+    let mut i = 20;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    Digits { buf, start: i }
+}
+
+/// SplitMix64 of `a` and `b`: a well-mixed 64-bit value, the same for the same inputs (a
+/// resent request renders the same bytes).
+pub fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a
+        .wrapping_add(b.wrapping_mul(0xBF58_476D_1CE4_E5B9))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn push_uuid(out: &mut Vec<u8>, ctx: &Context, k: u64) {
+    let hi = mix(ctx.seed ^ ctx.index, 2 * k + 1);
+    let lo = mix(ctx.seed ^ ctx.index, 2 * k + 2);
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&hi.to_be_bytes());
+    b[8..].copy_from_slice(&lo.to_be_bytes());
+    b[6] = (b[6] & 0x0f) | 0x40; // version 4
+    b[8] = (b[8] & 0x3f) | 0x80; // variant RFC 4122
+    let mut s = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        let _ = write!(s, "{byte:02x}");
+    }
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// A request's body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// No body.
+    None,
+    /// The same bytes every time (inline without placeholders, a file, a generated size),
+    /// shared.
+    Bytes(Arc<[u8]>),
+    /// Inline text with placeholders.
+    Template(Template),
+}
+
+/// What a response must be to pass (`--expect-*`, or per request in the file).
+#[derive(Debug, Clone, Default)]
+pub struct Checks {
+    /// Allowed statuses (inclusive ranges); empty: any.
+    pub status: Vec<(u16, u16)>,
+    /// Substrings the body must contain.
+    pub body_contains: Vec<Vec<u8>>,
+    /// A pattern the first [`REGEX_WINDOW_BYTES`] of the body must match.
+    pub body_regex: Option<regex::bytes::Regex>,
+    /// Headers that must be there (`NAME`), or be there with a value (`NAME:VALUE`); names
+    /// are lower case.
+    pub headers: Vec<(String, Option<String>)>,
+    /// The body's length in bytes.
+    pub size: Option<u64>,
+}
+
+/// How much of a body a `body_regex` check sees: the first 64 KiB (a regex over a stream
+/// would need the whole body kept; a bounded window keeps memory flat).
+pub const REGEX_WINDOW_BYTES: usize = 64 * 1024;
+
+impl PartialEq for Checks {
+    fn eq(&self, o: &Self) -> bool {
+        self.status == o.status
+            && self.body_contains == o.body_contains
+            && self.body_regex.as_ref().map(|r| r.as_str())
+                == o.body_regex.as_ref().map(|r| r.as_str())
+            && self.headers == o.headers
+            && self.size == o.size
+    }
+}
+
+impl Checks {
+    /// No check at all.
+    pub fn is_empty(&self) -> bool {
+        self.status.is_empty()
+            && self.body_contains.is_empty()
+            && self.body_regex.is_none()
+            && self.headers.is_empty()
+            && self.size.is_none()
+    }
+
+    /// Whether a check needs the response's body bytes (contains, regex).
+    pub fn needs_body(&self) -> bool {
+        !self.body_contains.is_empty() || self.body_regex.is_some()
+    }
+
+    /// Whether a check needs the response's headers.
+    pub fn needs_headers(&self) -> bool {
+        !self.headers.is_empty()
+    }
+
+    /// `checks` then `more`, both apply (a request's own after the command line's).
+    pub fn and(&self, more: &Checks) -> Checks {
+        let mut c = self.clone();
+        if !more.status.is_empty() {
+            c.status = more.status.clone();
+        }
+        c.body_contains.extend(more.body_contains.iter().cloned());
+        if more.body_regex.is_some() {
+            c.body_regex = more.body_regex.clone();
+        }
+        c.headers.extend(more.headers.iter().cloned());
+        if more.size.is_some() {
+            c.size = more.size;
+        }
+        c
+    }
+
+    /// Whether `status` is allowed.
+    pub fn status_ok(&self, status: u16) -> bool {
+        self.status.is_empty() || self.status.iter().any(|(a, b)| (*a..=*b).contains(&status))
+    }
+}
+
+/// One request of the workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Its endpoint's index in [`Workload::endpoints`]: named requests have results of their
+    /// own; unnamed ones count only in the whole mix (so a file of 100,000 unnamed requests
+    /// costs no histograms).
+    pub endpoint: Option<u16>,
+    /// The method (`GET`).
+    pub method: String,
+    /// Path and query, from `/`.
+    pub path: Template,
+    /// Its own headers (the command line's `-H` come first and are overridden by these).
+    pub headers: Vec<(String, Template)>,
+    /// Its body.
+    pub body: Body,
+    /// Share of the mix (whole units after scaling); 0 in a sequence.
+    pub weight: u64,
+    /// What its responses must be (the command line's checks included).
+    pub checks: Checks,
+}
+
+/// How the next request is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// By weight: request `i` of the run takes the `i`-th slot of a smooth weighted cycle, so
+    /// every cycle of Σ weights requests holds each request exactly its weight's times.
+    Weighted,
+    /// Each connection (user) walks the list in order, from the first, again and again.
+    Sequence,
+}
+
+/// How a data file's rows are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOrder {
+    /// Request `i` takes row `i mod rows`.
+    Sequential,
+    /// Request `i` takes a row drawn from the run's seed and `i`.
+    Random,
+}
+
+/// The rows of a data file (`{row.COLUMN}`): values as bytes, columns by index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Data {
+    /// Column names, in file order.
+    pub columns: Vec<String>,
+    /// Rows, each with a value per column.
+    pub rows: Vec<Vec<Vec<u8>>>,
+    /// How rows are taken.
+    pub order: RowOrder,
+}
+
+/// The most distinct request names a workload may have (each has its histograms).
+pub const MAX_ENDPOINTS: usize = 100;
+
+/// A workload, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// Requests in file order.
+    pub entries: Vec<Entry>,
+    /// How the next one is chosen.
+    pub order: Order,
+    /// Endpoint names: the distinct `name`s of the requests, in order of first appearance, at
+    /// most [`MAX_ENDPOINTS`].
+    pub endpoints: Vec<String>,
+    /// The data file's rows, when a template reads one.
+    pub data: Option<Arc<Data>>,
+    /// The weighted cycle: entry indexes, Σ weights long (empty in a sequence).
+    pub cycle: Vec<u16>,
+    /// Hash of the file's content (and its data file's), for the load identity.
+    pub hash: String,
+    /// The file as given (for messages and reports).
+    pub source: String,
+}
+
+impl Workload {
+    /// Fills `cycle` from the entries' weights: smooth weighted round robin (nginx's), so
+    /// each request's turns are spread through the cycle rather than bunched.
+    pub fn build_cycle(&mut self) {
+        self.cycle.clear();
+        if self.order != Order::Weighted {
+            return;
+        }
+        let total: u64 = self.entries.iter().map(|e| e.weight).sum();
+        let mut current: Vec<i64> = vec![0; self.entries.len()];
+        for _ in 0..total {
+            let mut best = 0;
+            for (k, e) in self.entries.iter().enumerate() {
+                current[k] += e.weight as i64;
+                if current[k] > current[best] {
+                    best = k;
+                }
+            }
+            current[best] -= total as i64;
+            self.cycle.push(best as u16);
+        }
+    }
+
+    /// The entry request `index` takes (weighted), or the one connection `walked` requests
+    /// into its sequence takes.
+    #[inline]
+    pub fn pick(&self, index: u64, walked: u64) -> usize {
+        match self.order {
+            Order::Weighted => self.cycle[(index % self.cycle.len() as u64) as usize] as usize,
+            Order::Sequence => (walked % self.entries.len() as u64) as usize,
+        }
+    }
+
+    /// The data row request `index` takes.
+    pub fn row(&self, index: u64, seed: u64) -> Option<&[Vec<u8>]> {
+        let d = self.data.as_ref()?;
+        if d.rows.is_empty() {
+            return None;
+        }
+        let n = d.rows.len() as u64;
+        let i = match d.order {
+            RowOrder::Sequential => index % n,
+            RowOrder::Random => mix(seed ^ 0xD1B5_4A32_D192_ED03, index) % n,
+        };
+        Some(&d.rows[i as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(index: u64) -> Context<'static> {
+        Context {
+            index,
+            conn: 3,
+            user: 7,
+            seed: 42,
+            row: None,
+        }
+    }
+
+    #[test]
+    fn templates_render_their_placeholders() {
+        let t = Template {
+            parts: vec![
+                Part::Lit(b"/items/".to_vec()),
+                Part::Seq,
+                Part::Lit(b"?c=".to_vec()),
+                Part::Conn,
+                Part::Lit(b"&u=".to_vec()),
+                Part::User,
+            ],
+        };
+        let mut out = Vec::new();
+        t.render(&ctx(1234), &mut out);
+        assert_eq!(out, b"/items/1234?c=3&u=7");
+        let mut out = Vec::new();
+        t.render(&ctx(0), &mut out);
+        assert_eq!(out, b"/items/0?c=3&u=7");
+    }
+
+    #[test]
+    fn random_values_stay_in_range_repeat_for_the_same_request_and_spread() {
+        let t = Template {
+            parts: vec![Part::Rand { lo: 1, hi: 10 }],
+        };
+        let mut seen = [0u32; 11];
+        for i in 0..10_000 {
+            let mut a = Vec::new();
+            t.render(&ctx(i), &mut a);
+            let mut b = Vec::new();
+            t.render(&ctx(i), &mut b);
+            assert_eq!(a, b, "a resent request renders the same bytes");
+            let v: usize = std::str::from_utf8(&a).unwrap().parse().unwrap();
+            assert!((1..=10).contains(&v));
+            seen[v] += 1;
+        }
+        for v in &seen[1..] {
+            assert!((850..1150).contains(v), "{seen:?}");
+        }
+    }
+
+    #[test]
+    fn uuids_are_version_4_and_distinct() {
+        let t = Template {
+            parts: vec![Part::Uuid],
+        };
+        let mut all = std::collections::BTreeSet::new();
+        for i in 0..1000 {
+            let mut out = Vec::new();
+            t.render(&ctx(i), &mut out);
+            let s = String::from_utf8(out).unwrap();
+            assert_eq!(s.len(), 36);
+            assert_eq!(&s[14..15], "4");
+            assert!(matches!(&s[19..20], "8" | "9" | "a" | "b"), "{s}");
+            all.insert(s);
+        }
+        assert_eq!(all.len(), 1000);
+    }
+
+    fn entry(weight: u64) -> Entry {
+        Entry {
+            endpoint: None,
+            method: "GET".into(),
+            path: Template::literal("/"),
+            headers: Vec::new(),
+            body: Body::None,
+            weight,
+            checks: Checks::default(),
+        }
+    }
+
+    #[test]
+    fn the_weighted_cycle_holds_each_request_its_weight_and_spreads_them() {
+        let mut w = Workload {
+            entries: vec![entry(80), entry(15), entry(5)],
+            order: Order::Weighted,
+            endpoints: vec!["a".into()],
+            data: None,
+            cycle: Vec::new(),
+            hash: String::new(),
+            source: String::new(),
+        };
+        w.build_cycle();
+        assert_eq!(w.cycle.len(), 100);
+        let count = |k: u16| w.cycle.iter().filter(|&&c| c == k).count();
+        assert_eq!((count(0), count(1), count(2)), (80, 15, 5));
+        // Spread: the 5 % request never comes twice within 10 requests.
+        let at: Vec<usize> = (0..100).filter(|&i| w.cycle[i] == 2).collect();
+        assert!(at.windows(2).all(|p| p[1] - p[0] >= 10), "{at:?}");
+        // Any 100,000 consecutive indexes hold the shares exactly.
+        let mut n = [0u64; 3];
+        for i in 12_345..112_345 {
+            n[w.pick(i, 0)] += 1;
+        }
+        assert_eq!(n, [80_000, 15_000, 5_000]);
+    }
+
+    #[test]
+    fn a_sequence_is_walked_per_connection() {
+        let w = Workload {
+            entries: vec![entry(0), entry(0), entry(0)],
+            order: Order::Sequence,
+            endpoints: vec!["a".into()],
+            data: None,
+            cycle: Vec::new(),
+            hash: String::new(),
+            source: String::new(),
+        };
+        let walk: Vec<usize> = (0..7).map(|k| w.pick(999, k)).collect();
+        assert_eq!(walk, [0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn checks_combine_and_judge_statuses() {
+        let cli = Checks {
+            status: vec![(200, 299)],
+            body_contains: vec![b"ok".to_vec()],
+            ..Default::default()
+        };
+        let own = Checks {
+            status: vec![(201, 201)],
+            headers: vec![("location".into(), None)],
+            ..Default::default()
+        };
+        let both = cli.and(&own);
+        assert!(both.status_ok(201) && !both.status_ok(200));
+        assert_eq!(both.body_contains.len(), 1);
+        assert!(both.needs_body() && both.needs_headers());
+        assert!(Checks::default().status_ok(500));
+        assert!(Checks::default().is_empty());
+    }
+}
