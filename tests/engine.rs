@@ -36,6 +36,9 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
             streams: 1,
             window: volley::plan::DEFAULT_H2_WINDOW,
         },
+        workload: None,
+        checks: Default::default(),
+        verify: false,
     }
 }
 
