@@ -30,7 +30,15 @@ pub struct InFlight {
     pub stream: u32,
     /// HTTP/2: the status of its response head, once it arrived (0: not yet).
     pub status: u16,
+    /// `--requests-file`: its request in the workload ([`NO_ENTRY`] until a connection takes
+    /// it; kept when it goes again, so a resend is the same request).
+    pub entry: u16,
+    /// The request's index in the run (`{seq}`; the weighted mix's turn).
+    pub index: u64,
 }
+
+/// An `InFlight` whose workload request is not chosen yet (or a run without a workload).
+pub const NO_ENTRY: u16 = u16::MAX;
 
 impl InFlight {
     /// A request taken at `start_ns`.
@@ -45,6 +53,8 @@ impl InFlight {
             resent: false,
             stream: 0,
             status: 0,
+            entry: NO_ENTRY,
+            index: 0,
         }
     }
 }
@@ -106,6 +116,14 @@ pub struct Conn {
     pub h2: Option<Box<H2Conn>>,
     /// HTTP/2: requests at the back of `inflight` waiting for a stream (not opened yet).
     pub h2_queued: usize,
+    /// `--requests-file` on HTTP/1.1: the bytes of the requests queued on this socket and
+    /// not yet written (each request is rendered when the connection takes it; a run of one
+    /// request writes from the shared repeated template instead).
+    pub out: Vec<u8>,
+    /// Bytes at the front of `out` already written.
+    pub out_sent: usize,
+    /// Requests this connection has taken in its sequence (`sequence` workloads).
+    pub walked: u64,
 }
 
 impl Conn {
@@ -128,6 +146,9 @@ impl Conn {
             opened_ns: 0,
             h2: None,
             h2_queued: 0,
+            out: Vec::new(),
+            out_sent: 0,
+            walked: 0,
         }
     }
 
@@ -151,6 +172,18 @@ impl Conn {
         self.responses = 0;
         self.h2 = None;
         self.h2_queued = 0;
+        self.out.clear();
+        self.out_sent = 0;
+    }
+
+    /// Drops the last request's bytes from `out` (it leaves the connection before any of it
+    /// was written), the stream ending where that request began.
+    pub fn unqueue_last(&mut self, stream_pos: u64) {
+        if self.write_end > stream_pos && !self.out.is_empty() {
+            let base = self.write_pos - self.out_sent as u64;
+            self.out.truncate((stream_pos - base) as usize);
+        }
+        self.write_end = stream_pos;
     }
 
     /// Back-off after `failures` consecutive failed connects: 1 ms doubling to 100 ms, so a

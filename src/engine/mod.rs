@@ -144,6 +144,8 @@ pub struct Shared {
     pub h2_block: Arc<[u8]>,
     /// The request body (HTTP/2 sends it in DATA frames).
     pub body: Arc<[u8]>,
+    /// `--requests-file`: the workload's requests, rendered per request.
+    pub mix: Option<Arc<crate::plan::Mix>>,
 }
 
 /// Everything the engine measured.
@@ -207,6 +209,31 @@ impl Shared {
                 Arc::from(&[][..])
             },
             body: Arc::clone(&spec.body),
+            mix: plan.mix.clone().map(|mut m| {
+                if spec.http.may_be_h2() {
+                    h2_blocks(&mut m, spec.tls.is_some());
+                }
+                Arc::new(m)
+            }),
+        }
+    }
+}
+
+/// The HTTP/2 header blocks of a workload's requests that have nothing templated in their
+/// head, encoded once.
+fn h2_blocks(mix: &mut crate::plan::Mix, https: bool) {
+    let ctx = crate::plan::workload::Context {
+        index: 0,
+        conn: 0,
+        user: 0,
+        seed: 0,
+        row: None,
+    };
+    for r in &mut mix.requests {
+        let fixed_body = !matches!(r.body, crate::plan::workload::Body::Template(_));
+        if r.path.is_literal() && r.fields.iter().all(|(_, v)| v.is_literal()) && fixed_body {
+            let len = r.body_bytes.len();
+            r.h2_block = Some(h2::request::for_mix(r, &ctx, https, len).into());
         }
     }
 }

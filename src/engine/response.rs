@@ -90,6 +90,12 @@ impl ResponseParser {
         }
     }
 
+    /// The next response answers a `HEAD` (no body) or not: set between responses, when each
+    /// request of a connection may have its own method (`--requests-file`).
+    pub fn set_head_request(&mut self, head_request: bool) {
+        self.head_request = head_request;
+    }
+
     /// True when no byte of the next response has arrived.
     pub fn is_idle(&self) -> bool {
         self.state == State::Head && self.head.is_empty() && self.wire_bytes == 0

@@ -9,8 +9,11 @@ use crate::engine::{EngineOutput, Route};
 use crate::monitor::client::{saturation, ClientReport};
 use crate::monitor::gc;
 use crate::monitor::procfs;
+use crate::plan::workload::Order;
+use crate::result::endpoint::{EndpointRequests, EndpointResult};
 use crate::result::identity::LoadKey;
 use crate::result::*;
+use crate::stats::endpoints::{EndpointStats, Endpoints};
 use crate::stats::histogram::encode;
 use crate::stats::Percentiles;
 use crate::sys::cpus;
@@ -107,6 +110,7 @@ impl Parts<'_> {
             warnings: warnings::of(self.cfg, out, &check, lag.as_ref(), self.server.as_ref()),
             thresholds: Vec::new(),
             shards: Vec::new(),
+            endpoints: self.endpoints(),
         };
         result.load_id = Some(self.load_key(&result).id());
         result.server = self.server.map(|mut s| {
@@ -202,7 +206,49 @@ impl Parts<'_> {
                 .unix_socket
                 .as_ref()
                 .map(|p| p.display().to_string()),
+            requests_file: load.workload.as_ref().map(|w| RequestsFileInfo {
+                path: w.source.clone(),
+                sha256: w.hash.clone(),
+                requests: w.entries.len(),
+                order: match w.order {
+                    Order::Weighted => "weighted",
+                    Order::Sequence => "sequence",
+                }
+                .into(),
+                names: w.endpoints.len(),
+            }),
         }
+    }
+
+    /// Each named request's results: every worker's numbers added up (`endpoints[]`).
+    fn endpoints(&self) -> Vec<EndpointResult> {
+        let Some(w) = self.cfg.load.workload.as_ref() else {
+            return Vec::new();
+        };
+        let mut all = Endpoints::default();
+        for e in &self.engine.ends {
+            all.merge(&e.endpoints);
+        }
+        let columns = w.data.as_ref().map_or(&[][..], |d| &d.columns[..]);
+        w.endpoints
+            .iter()
+            .enumerate()
+            .map(|(k, name)| {
+                let entry = w.entries.iter().find(|e| e.endpoint == Some(k as u16));
+                let s = all
+                    .stats
+                    .get(k)
+                    .and_then(|s| s.as_deref())
+                    .cloned()
+                    .unwrap_or_default();
+                endpoint_result(
+                    name,
+                    entry.map_or(String::new(), |e| e.method.clone()),
+                    entry.map_or(String::new(), |e| e.path.text(columns)),
+                    &s,
+                )
+            })
+            .collect()
     }
 
     fn load_info(&self) -> LoadInfo {
@@ -261,6 +307,9 @@ impl Parts<'_> {
                 .collect()
         };
         key.push_unless("body_sha256", body, "");
+        if let Some(w) = &self.cfg.load.workload {
+            key.push("requests_sha256", w.hash.clone());
+        }
         key
     }
 
@@ -338,6 +387,38 @@ impl Parts<'_> {
             errors: w.errors.total(),
             connections_opened: w.connections_opened,
         })
+    }
+}
+
+/// A named request's numbers as they are written.
+pub fn endpoint_result(
+    name: &str,
+    method: String,
+    path: String,
+    s: &EndpointStats,
+) -> EndpointResult {
+    EndpointResult {
+        name: name.to_string(),
+        method,
+        path,
+        requests: EndpointRequests {
+            sent: s.counts.sent,
+            completed: s.counts.completed,
+            errors: s.counts.errors.total(),
+            failed: s.failed,
+            unfinished: s.unfinished,
+        },
+        status_codes: status_codes(&s.counts),
+        errors: s.counts.errors,
+        checks: s
+            .checks_failed
+            .iter()
+            .map(|(k, n)| (k.to_string(), *n))
+            .collect(),
+        latency_us: Percentiles::of(&s.latency),
+        service_time_us: Percentiles::of(&s.service),
+        latency_hdr: encode(&s.latency),
+        service_time_hdr: encode(&s.service),
     }
 }
 

@@ -15,6 +15,7 @@
 
 mod client;
 mod counters;
+mod endpoints;
 mod histograms;
 mod load;
 mod refusals;
@@ -116,6 +117,7 @@ pub fn merge(
 ) -> Result<RunResult, MergeError> {
     let starts = refusals::check(inputs, force)?;
     let hists = histograms::add(inputs)?;
+    let endpoints = endpoints::merge(inputs)?;
     let rs: Vec<&RunResult> = inputs.iter().map(|(_, r)| r).collect();
     let elapsed_s = timeseries::window_s(&rs, &starts.offsets_s);
     let counters = counters::sum(&rs);
@@ -162,6 +164,7 @@ pub fn merge(
         warnings,
         thresholds: Vec::new(),
         shards: shards::list(&rs),
+        endpoints,
     })
 }
 

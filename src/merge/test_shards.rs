@@ -63,6 +63,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             h2: None,
             tls: None,
             unix_socket: None,
+            requests_file: None,
         },
         load: LoadInfo {
             mode: Mode::Closed,
@@ -135,5 +136,6 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
         warnings: vec!["closed loop".into()],
         thresholds: Vec::new(),
         shards: Vec::new(),
+        endpoints: Vec::new(),
     }
 }

@@ -9,7 +9,7 @@ pub mod spec;
 pub mod workload;
 
 pub use pacer::{Due, Pacer};
-pub use request::RequestTemplate;
+pub use request::{Mix, MixRequest, RequestTemplate};
 pub use spec::{
     H2Spec, HttpVersion, LoadSpec, RampSpec, Scheme, Target, TlsSpec, DEFAULT_H2_WINDOW,
 };
@@ -35,6 +35,8 @@ pub struct Plan {
     pub threads: Vec<ThreadPlan>,
     /// The request every connection sends.
     pub template: RequestTemplate,
+    /// `--requests-file`: the workload's requests compiled, with the run's seed.
+    pub mix: Option<request::Mix>,
 }
 
 impl Plan {
@@ -82,6 +84,7 @@ impl Plan {
         Plan {
             threads,
             template: RequestTemplate::build(cfg),
+            mix: request::Mix::of(cfg, seed),
         }
     }
 }

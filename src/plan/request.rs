@@ -1,5 +1,9 @@
-//! Request templates: the bytes of a request are serialized once and written as-is.
+//! Request templates: the bytes of a request are serialized once and written as-is; a
+//! workload's requests ([`MixRequest`]) are compiled once into literal bytes and placeholders.
 
+use std::sync::Arc;
+
+use super::workload::{Body, Context, Entry, Part, Template, Workload};
 use super::LoadSpec;
 
 /// One pre-serialized request.
@@ -76,5 +80,201 @@ impl RequestTemplate {
     /// True for HEAD: responses have a head only.
     pub fn is_head(&self) -> bool {
         self.method == "HEAD"
+    }
+}
+
+/// One request of a workload, compiled for the wire once: its whole HTTP/1.1 bytes when
+/// nothing in it is templated (a copy per request), else its head and body templates; and what
+/// kind of request it is. The HTTP/2 form is the same fields (`h2_block` when fixed).
+#[derive(Debug, Clone)]
+pub struct MixRequest {
+    /// The whole HTTP/1.1 request when no part is templated.
+    pub fixed: Option<Arc<[u8]>>,
+    /// Request line and header lines (no `Content-Length`, no blank line).
+    pub head: Template,
+    /// Its body.
+    pub body: Body,
+    /// It sends `Content-Length` (a body, or POST/PUT).
+    pub length: bool,
+    /// The method.
+    pub method: String,
+    /// Path template (HTTP/2's `:path`).
+    pub path: Template,
+    /// Header fields as sent, values templated (HTTP/2 form; `host` is `:authority`).
+    pub fields: Vec<(String, Template)>,
+    /// HTTP/2 header block when nothing is templated.
+    pub h2_block: Option<Arc<[u8]>>,
+    /// The body's bytes when it is not templated (HTTP/2 DATA frames).
+    pub body_bytes: Arc<[u8]>,
+    /// HEAD: responses have no body.
+    pub head_request: bool,
+    /// May be resent after a silent close (RFC 9110 idempotent methods).
+    pub idempotent: bool,
+    /// Asks the server to close (`Connection: close`, `--no-keepalive`).
+    pub asks_close: bool,
+    /// Its endpoint (named requests).
+    pub endpoint: Option<u16>,
+}
+
+impl MixRequest {
+    /// Compiles `entry` of a workload for `cfg`: the default headers as for a single request
+    /// (`Host`, `User-Agent`, `Content-Length`, `Connection: close` without keep-alive), then
+    /// `-H`, then the entry's own headers; a later header replaces an earlier one of the same
+    /// name.
+    pub fn compile(cfg: &LoadSpec, entry: &Entry) -> Self {
+        let has_body = !matches!(entry.body, Body::None);
+        let length = has_body || entry.method == "POST" || entry.method == "PUT";
+        let mut fields: Vec<(String, Template)> = Vec::new();
+        let mut set = |name: &str, value: Template| {
+            fields.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            fields.push((name.to_string(), value));
+        };
+        set("Host", Template::literal(cfg.target.host_header.clone()));
+        set(
+            "User-Agent",
+            Template::literal(format!("volley/{}", env!("CARGO_PKG_VERSION"))),
+        );
+        if !cfg.keepalive {
+            set("Connection", Template::literal("close"));
+        }
+        for (n, v) in &cfg.headers {
+            set(n, Template::literal(v.clone()));
+        }
+        for (n, v) in &entry.headers {
+            set(n, v.clone());
+        }
+        // A Content-Length given by hand is the user's; otherwise volley counts the body.
+        let user_length = fields
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"));
+        let length = length && !user_length;
+        let mut head = Template::default();
+        head.parts
+            .push(Part::Lit(format!("{} ", entry.method).into_bytes()));
+        head.parts.extend(entry.path.parts.iter().cloned());
+        head.parts.push(Part::Lit(b" HTTP/1.1\r\n".to_vec()));
+        for (n, v) in &fields {
+            head.parts.push(Part::Lit(format!("{n}: ").into_bytes()));
+            head.parts.extend(v.parts.iter().cloned());
+            head.parts.push(Part::Lit(b"\r\n".to_vec()));
+        }
+        let head = merge_literals(head);
+        let body_bytes: Arc<[u8]> = match &entry.body {
+            Body::Bytes(b) => Arc::clone(b),
+            _ => Arc::from(&[][..]),
+        };
+        let asks_close = !cfg.keepalive
+            || fields.iter().any(|(n, v)| {
+                n.eq_ignore_ascii_case("connection")
+                    && v.literal_bytes()
+                        .is_some_and(|b| b.eq_ignore_ascii_case(b"close"))
+            });
+        let m = entry.method.as_str();
+        let mut r = MixRequest {
+            fixed: None,
+            head,
+            body: entry.body.clone(),
+            length,
+            method: entry.method.clone(),
+            path: entry.path.clone(),
+            fields,
+            h2_block: None,
+            body_bytes,
+            head_request: m == "HEAD",
+            idempotent: matches!(m, "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"),
+            asks_close,
+            endpoint: entry.endpoint,
+        };
+        let templated_body = matches!(r.body, Body::Template(ref t) if !t.is_literal());
+        if r.head.is_literal() && !templated_body {
+            let ctx = Context {
+                index: 0,
+                conn: 0,
+                user: 0,
+                seed: 0,
+                row: None,
+            };
+            let mut out = Vec::new();
+            r.render_http1(&ctx, &mut out, &mut Vec::new());
+            r.fixed = Some(out.into());
+        }
+        r
+    }
+
+    /// Appends the whole HTTP/1.1 request for `ctx` to `out` (`scratch` holds a templated
+    /// body while its length is counted).
+    pub fn render_http1(&self, ctx: &Context, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+        if let Some(f) = &self.fixed {
+            out.extend_from_slice(f);
+            return;
+        }
+        scratch.clear();
+        let body: &[u8] = match &self.body {
+            Body::None => &[],
+            Body::Bytes(b) => b,
+            Body::Template(t) => {
+                t.render(ctx, scratch);
+                scratch
+            }
+        };
+        self.head.render(ctx, out);
+        if self.length {
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(body.len().to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(body);
+    }
+
+    /// The request's body for `ctx` (HTTP/2 DATA frames).
+    pub fn body_for(&self, ctx: &Context) -> Arc<[u8]> {
+        match &self.body {
+            Body::Template(t) => {
+                let mut b = Vec::new();
+                t.render(ctx, &mut b);
+                b.into()
+            }
+            _ => Arc::clone(&self.body_bytes),
+        }
+    }
+}
+
+/// Adjacent literal parts as one (fewer copies per request).
+fn merge_literals(t: Template) -> Template {
+    let mut parts: Vec<Part> = Vec::with_capacity(t.parts.len());
+    for p in t.parts {
+        match (parts.last_mut(), p) {
+            (Some(Part::Lit(a)), Part::Lit(b)) => a.extend_from_slice(&b),
+            (_, p) => parts.push(p),
+        }
+    }
+    Template { parts }
+}
+
+/// A workload compiled for the wire, with the run's seed.
+#[derive(Debug, Clone)]
+pub struct Mix {
+    /// The workload (which request goes next, data rows).
+    pub workload: Arc<Workload>,
+    /// Its entries compiled, in the same order.
+    pub requests: Vec<MixRequest>,
+    /// The run's seed (`{rand}`, `{uuid}`, random rows).
+    pub seed: u64,
+}
+
+impl Mix {
+    /// Compiles `cfg`'s workload, when it has one.
+    pub fn of(cfg: &LoadSpec, seed: u64) -> Option<Mix> {
+        let w = cfg.workload.as_ref()?;
+        Some(Mix {
+            workload: Arc::clone(w),
+            requests: w
+                .entries
+                .iter()
+                .map(|e| MixRequest::compile(cfg, e))
+                .collect(),
+            seed,
+        })
     }
 }

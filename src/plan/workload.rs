@@ -70,6 +70,33 @@ impl Template {
         })
     }
 
+    /// The text as written, placeholders included (`/items/{seq}`); `columns` names the data
+    /// file's columns for `{row.NAME}`.
+    pub fn text(&self, columns: &[String]) -> String {
+        let mut s = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Lit(b) => s.push_str(
+                    &String::from_utf8_lossy(b)
+                        .replace('{', "{{")
+                        .replace('}', "}}"),
+                ),
+                Part::Seq => s.push_str("{seq}"),
+                Part::Rand { lo, hi } => {
+                    let _ = write!(s, "{{rand:{lo}..{hi}}}");
+                }
+                Part::Uuid => s.push_str("{uuid}"),
+                Part::Row(c) => {
+                    let name = columns.get(*c).map_or("?", String::as_str);
+                    let _ = write!(s, "{{row.{name}}}");
+                }
+                Part::Conn => s.push_str("{conn}"),
+                Part::User => s.push_str("{user}"),
+            }
+        }
+        s
+    }
+
     /// The columns of the data file it reads.
     pub fn columns(&self) -> impl Iterator<Item = usize> + '_ {
         self.parts.iter().filter_map(|p| match p {

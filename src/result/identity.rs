@@ -182,6 +182,7 @@ fn spell(name: &str, value: &str) -> String {
         "tls_resume" => return "--no-tls-resume".to_string(),
         "client_cert" => return "--cert".to_string(),
         "body_sha256" => return format!("body {}…", &value[..value.len().min(8)]),
+        "requests_sha256" => return format!("requests file {}…", &value[..value.len().min(8)]),
         "body_bytes" => return format!("body {value} B"),
         "duration_s" => return format!("-d {value}s"),
         "warmup_s" => return format!("--warmup {value}s"),

@@ -5,6 +5,7 @@
 //! everything that makes or reads results sits above it.
 
 pub mod capacity;
+pub mod endpoint;
 mod failed;
 pub mod gc;
 pub mod identity;
@@ -128,6 +129,10 @@ pub struct RunResult {
     /// `volley merge`: every input shard, in the order given (absent on a plain run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<Shard>,
+    /// `--requests-file`: each named request's results, in the order of the file (absent
+    /// without named requests; the numbers above are the whole mix's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<endpoint::EndpointResult>,
 }
 
 /// One input of a merged result (`volley merge`): what cannot be added up without losing it.
@@ -189,6 +194,25 @@ pub struct TargetInfo {
     /// `--unix-socket`: the socket connected to (then `addr` is `unix:` and its path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unix_socket: Option<String>,
+    /// `--requests-file`: the workload loaded instead of one request (then `method` is the
+    /// first request's and `body_bytes` 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_file: Option<RequestsFileInfo>,
+}
+
+/// `target.requests_file`: which workload ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestsFileInfo {
+    /// The file as given.
+    pub path: String,
+    /// SHA-256 of its bytes and those of the files it names (data, bodies): enters `load_id`.
+    pub sha256: String,
+    /// Requests in it.
+    pub requests: usize,
+    /// `weighted` or `sequence`.
+    pub order: String,
+    /// Named requests (`endpoints[]`).
+    pub names: usize,
 }
 
 /// The receive window HTTP/2 connections announce unless `--h2-window` says otherwise:

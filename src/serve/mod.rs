@@ -9,13 +9,17 @@
 //!
 //! `GET /` -> `.`; `POST /` -> `length:N`; `GET /hello` -> `Hello, World!`;
 //! `GET /delay?ms=N` -> waits N ms, then `.`; `GET /bytes?n=N` -> N bytes. Not in the
-//! contract: `GET /burn?us=N` spends N µs of CPU, then `.` (the server monitor's tests).
+//! contract: `GET /burn?us=N` spends N µs of CPU, then `.` (the server monitor's tests);
+//! `GET /_volley/counts` -> the requests answered so far by `METHOD path` (query left out), as
+//! a JSON object, so a mix's shares can be checked at the server (that request not counted).
+//! Any other path answers 404 but is counted too.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustls::ServerConfig;
@@ -58,6 +62,46 @@ pub struct Server {
     pub addr: SocketAddr,
     /// Requests answered so far.
     pub requests: Arc<AtomicU64>,
+    /// Requests by `METHOD path`.
+    pub paths: PathCounts,
+}
+
+/// Requests answered by `METHOD path`: each connection counts into a map of its own (its lock
+/// is never contended: only a reader of the totals takes it too), registered here.
+#[derive(Clone, Default)]
+pub struct PathCounts {
+    maps: Arc<Mutex<Vec<ConnectionCounts>>>,
+}
+
+/// One connection's requests by `METHOD path`.
+type ConnectionCounts = Arc<Mutex<HashMap<String, u64>>>;
+
+impl PathCounts {
+    /// A new connection's map.
+    fn connection(&self) -> ConnectionCounts {
+        let m = Arc::new(Mutex::new(HashMap::new()));
+        if let Ok(mut maps) = self.maps.lock() {
+            maps.push(Arc::clone(&m));
+        }
+        m
+    }
+
+    /// Every connection's counts added up, by `METHOD path`.
+    pub fn totals(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        let maps = match self.maps.lock() {
+            Ok(m) => m.clone(),
+            Err(_) => return out,
+        };
+        for m in maps {
+            if let Ok(m) = m.lock() {
+                for (k, v) in m.iter() {
+                    *out.entry(k.clone()).or_insert(0) += v;
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Where Linux keeps the longest accept queue a listener may have.
@@ -119,12 +163,15 @@ pub fn spawn_with(addr: &str, tls: Option<Arc<ServerConfig>>) -> io::Result<Serv
     let local = listener.local_addr()?;
     let requests = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&requests);
+    let paths = PathCounts::default();
+    let by_path = paths.clone();
     std::thread::Builder::new()
         .name("volley-serve".into())
-        .spawn(move || accept_loop(listener, counter, tls))?;
+        .spawn(move || accept_loop(listener, counter, by_path, tls))?;
     Ok(Server {
         addr: local,
         requests,
+        paths,
     })
 }
 
@@ -138,15 +185,28 @@ pub fn run(
 ) -> io::Result<()> {
     let listener = listen((bind, port))?;
     listening(listener.local_addr()?);
-    accept_loop(listener, Arc::new(AtomicU64::new(0)), tls);
+    accept_loop(
+        listener,
+        Arc::new(AtomicU64::new(0)),
+        PathCounts::default(),
+        tls,
+    );
     Ok(())
 }
 
-fn accept_loop(listener: TcpListener, requests: Arc<AtomicU64>, tls: Option<Arc<ServerConfig>>) {
+fn accept_loop(
+    listener: TcpListener,
+    requests: Arc<AtomicU64>,
+    paths: PathCounts,
+    tls: Option<Arc<ServerConfig>>,
+) {
     for stream in listener.incoming() {
         match stream {
             Ok(s) => {
-                let counter = Arc::clone(&requests);
+                let counter = Counters {
+                    requests: Arc::clone(&requests),
+                    paths: paths.clone(),
+                };
                 let tls = tls.clone();
                 let _ = std::thread::Builder::new()
                     .stack_size(128 * 1024)
@@ -168,6 +228,12 @@ fn accept_loop(listener: TcpListener, requests: Arc<AtomicU64>, tls: Option<Arc<
     }
 }
 
+/// What a connection counts into.
+struct Counters {
+    requests: Arc<AtomicU64>,
+    paths: PathCounts,
+}
+
 struct Request {
     method: String,
     path: String,
@@ -176,16 +242,36 @@ struct Request {
     body_len: u64,
 }
 
-fn serve_connection<S: Read + Write>(stream: S, requests: &AtomicU64) -> io::Result<()> {
+fn serve_connection<S: Read + Write>(stream: S, counters: &Counters) -> io::Result<()> {
     let mut reader = BufReader::with_capacity(16 * 1024, stream);
+    let mine = counters.paths.connection();
+    // The count's key is built in one buffer per connection: no allocation per request.
+    let mut key = String::new();
     loop {
         let req = match read_request(&mut reader)? {
             Some(r) => r,
             None => return Ok(()),
         };
-        requests.fetch_add(1, Ordering::Relaxed);
         let keep = req.keep_alive;
-        respond(reader.get_mut(), &req)?;
+        if req.path == "/_volley/counts" {
+            let body = serde_json::to_string(&counters.paths.totals()).unwrap_or_default();
+            respond_json(reader.get_mut(), &body, keep)?;
+        } else {
+            counters.requests.fetch_add(1, Ordering::Relaxed);
+            key.clear();
+            key.push_str(&req.method);
+            key.push(' ');
+            key.push_str(&req.path);
+            if let Ok(mut m) = mine.lock() {
+                match m.get_mut(key.as_str()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        m.insert(key.clone(), 1);
+                    }
+                }
+            }
+            respond(reader.get_mut(), &req)?;
+        }
         if !keep {
             return Ok(());
         }
@@ -304,6 +390,20 @@ fn query_u64(query: &str, key: &str) -> Option<u64> {
     query
         .split('&')
         .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+}
+
+fn respond_json<W: Write>(w: &mut W, body: &str, keep_alive: bool) -> io::Result<()> {
+    let conn = if keep_alive {
+        ""
+    } else {
+        "Connection: close\r\n"
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{conn}\r\n",
+        body.len()
+    );
+    w.write_all(head.as_bytes())?;
+    w.write_all(body.as_bytes())
 }
 
 fn respond<W: Write>(w: &mut W, req: &Request) -> io::Result<()> {

@@ -3,6 +3,7 @@
 
 pub mod ab;
 pub mod aggregate;
+pub mod endpoints;
 pub mod hdrlog;
 pub mod histogram;
 pub mod recorder;

@@ -228,6 +228,8 @@ pub struct WorkerEnd {
     pub slowest: Vec<SlowRequest>,
     /// Connect and TLS handshake times, and what TLS negotiated.
     pub transport: super::transport::TransportStats,
+    /// Results per named request of a workload (measured phase).
+    pub endpoints: super::endpoints::Endpoints,
 }
 
 /// Bytes kept of what a server sent that volley could not use: one more than a warning shows,
@@ -271,6 +273,8 @@ pub struct Recorder {
     pub users: u64,
     dirty: bool,
     slowest: Slowest,
+    /// Measured results per named request of a workload.
+    pub endpoints: super::endpoints::Endpoints,
 }
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -292,6 +296,7 @@ impl Recorder {
             users: 0,
             dirty: false,
             slowest: Slowest::default(),
+            endpoints: Default::default(),
         }
     }
 

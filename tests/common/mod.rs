@@ -38,9 +38,22 @@ pub struct Ctx {
 impl Ctx {
     /// Reads one request (head + Content-Length body). False at end of stream.
     pub fn read_request(&mut self) -> bool {
+        self.read_request_head().is_some()
+    }
+
+    /// Reads one request (head + Content-Length body): its request target (`/path?query`),
+    /// or `None` at end of stream.
+    pub fn read_request_path(&mut self) -> Option<String> {
+        self.read_request_head()
+            .and_then(|h| h.split(' ').nth(1).map(str::to_string))
+    }
+
+    /// Reads one request: its head as sent, or `None` at end of stream.
+    pub fn read_request_head(&mut self) -> Option<String> {
         loop {
             if let Some(end) = find(&self.buf, b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&self.buf[..end]).to_ascii_lowercase();
+                let sent = String::from_utf8_lossy(&self.buf[..end]).to_string();
+                let head = sent.to_ascii_lowercase();
                 let len: usize = head
                     .lines()
                     .find_map(|l| {
@@ -51,15 +64,15 @@ impl Ctx {
                 let total = end + 4 + len;
                 while self.buf.len() < total {
                     if !self.fill() {
-                        return false;
+                        return None;
                     }
                 }
                 self.buf.drain(..total);
                 self.requests.fetch_add(1, Ordering::SeqCst);
-                return true;
+                return Some(sent);
             }
             if !self.fill() {
-                return false;
+                return None;
             }
         }
     }

@@ -102,6 +102,8 @@ struct Pending {
     stream: u32,
     sent: usize,
     window: i64,
+    /// Its own body (a workload's request); `None`: the connection's.
+    body: Option<Arc<[u8]>>,
 }
 
 /// A stream the client opened and the server has not ended.
@@ -259,6 +261,11 @@ impl H2Conn {
     /// Opens a stream with the request header `block` (see [`super::request`]) and the
     /// connection's body; returns its id.
     pub fn open_stream(&mut self, block: &[u8]) -> u32 {
+        self.open_stream_with(block, None)
+    }
+
+    /// Opens a stream with `block` and `body` (`None`: the connection's body); returns its id.
+    pub fn open_stream_with(&mut self, block: &[u8], body: Option<Arc<[u8]>>) -> u32 {
         self.sync_written();
         let stream = self.next_stream;
         self.next_stream += 2;
@@ -267,7 +274,7 @@ impl H2Conn {
             head: false,
             unacked: 0,
         });
-        let no_body = self.body.is_empty();
+        let no_body = body.as_ref().map_or(self.body.is_empty(), |b| b.is_empty());
         let mut chunks = block.chunks(self.max_frame).peekable();
         let first = chunks.next().unwrap_or(&[]);
         let mut fl = if no_body { flags::END_STREAM } else { 0 };
@@ -288,6 +295,7 @@ impl H2Conn {
                 stream,
                 sent: 0,
                 window: self.peer_initial_window,
+                body,
             });
             self.send_bodies();
         }
@@ -304,10 +312,11 @@ impl H2Conn {
 
     /// Writes as much of the waiting request bodies as the windows allow.
     fn send_bodies(&mut self) {
-        let body = Arc::clone(&self.body);
+        let conn_body = Arc::clone(&self.body);
         let mut i = 0;
         while i < self.pending.len() {
             let p = &mut self.pending[i];
+            let body: &[u8] = p.body.as_deref().unwrap_or(&conn_body);
             while p.sent < body.len() && self.send_window > 0 && p.window > 0 {
                 let n = (body.len() - p.sent)
                     .min(self.max_frame)

@@ -5,7 +5,8 @@
 
 use loona_hpack::encoder::encode_integer_into;
 
-use crate::plan::{LoadSpec, RequestTemplate};
+use crate::plan::workload::Context;
+use crate::plan::{LoadSpec, MixRequest, RequestTemplate};
 
 /// The header block of the run's request: the same fields as its HTTP/1.1 form
 /// ([`RequestTemplate::header_fields`]), `Host` (the user's, or the URL's) as `:authority`.
@@ -23,6 +24,32 @@ pub fn for_spec(spec: &LoadSpec) -> Vec<u8> {
         &spec.target.path,
         &fields,
         None,
+    )
+}
+
+/// The header block of one workload request for `ctx` (its path and header values rendered;
+/// `Host` as `:authority`), with `content-length` for a body of `body_len` bytes where it sends
+/// one.
+pub fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> Vec<u8> {
+    let text = |t: &crate::plan::workload::Template| {
+        let mut b = Vec::new();
+        t.render(ctx, &mut b);
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    let fields: Vec<(String, String)> =
+        r.fields.iter().map(|(n, v)| (n.clone(), text(v))).collect();
+    let authority = fields
+        .iter()
+        .rev()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(String::new(), |(_, v)| v.clone());
+    header_block(
+        &r.method,
+        if https { "https" } else { "http" },
+        &authority,
+        &text(&r.path),
+        &fields,
+        r.length.then_some(body_len),
     )
 }
 

@@ -42,9 +42,9 @@ impl Worker {
         for r in lost {
             if r.sent_counted {
                 // A resend whose new connection failed: it was sent once, so it is `closed`.
-                self.count_error(r.phase, ErrorKind::Closed, now);
+                self.count_request_error(&r, ErrorKind::Closed, now);
             } else {
-                self.count_error(r.phase, ErrorKind::Connect, now);
+                self.count_request_error(&r, ErrorKind::Connect, now);
             }
         }
     }
@@ -53,23 +53,33 @@ impl Worker {
         self.rec.counters_for(phase, now).errors.add(kind);
     }
 
+    /// Request `r` ended with an error of `kind` (also in its named request's numbers).
+    pub(super) fn count_request_error(&mut self, r: &InFlight, kind: ErrorKind, now: u64) {
+        self.count_error(r.phase, kind, now);
+        if r.phase == Phase::Measured {
+            if let Some(e) = self.endpoint_of(r) {
+                self.rec.endpoints.error(e, kind);
+            }
+        }
+    }
+
     /// The connection failed with requests on it. A silent close of a reused connection before
     /// any byte of the next response lets idempotent requests go once more on a new connection
     /// (latency still from their original start); everything else ends with `kind`.
     pub(super) fn fail(&mut self, i: usize, kind: ErrorKind, now: u64, by_server: bool) {
-        let idempotent = self.shared.template.idempotent;
         let c = &mut self.conns[i];
         let silent = by_server
             && c.responses > 0
             && c.parser.is_idle()
             && matches!(kind, ErrorKind::Closed | ErrorKind::Reset);
         let reqs: Vec<InFlight> = c.inflight.drain(..).collect();
-        self.retry_or_end(reqs, silent && idempotent, kind, now);
+        self.retry_or_end(reqs, silent, kind, now);
         self.close_and_replace(i, now, by_server);
     }
 
     /// Requests taken off a connection that is going away: those never written go again
-    /// first (in order); written ones go again once if `may_resend`, otherwise end with `kind`.
+    /// first (in order); written ones go again once if `may_resend` and their method is
+    /// idempotent, otherwise end with `kind`.
     pub(super) fn retry_or_end(
         &mut self,
         reqs: Vec<InFlight>,
@@ -81,11 +91,11 @@ impl Worker {
         for mut r in reqs {
             if !r.sent_counted {
                 back.push(r);
-            } else if may_resend && !r.resent {
+            } else if may_resend && !r.resent && self.idempotent(&r) {
                 r.resent = true;
                 back.push(r);
             } else {
-                self.count_error(r.phase, kind, now);
+                self.count_request_error(&r, kind, now);
             }
         }
         for r in back.into_iter().rev() {
@@ -109,8 +119,7 @@ impl Worker {
         if had_socket && by_server && self.shared.keepalive {
             self.rec.counters_for(phase, now).closed_by_server += 1;
         }
-        let idempotent = self.shared.template.idempotent;
-        self.retry_or_end(rest, idempotent, ErrorKind::Closed, now);
+        self.retry_or_end(rest, true, ErrorKind::Closed, now);
         if i >= self.active {
             return; // a retired user's slot stays closed
         }

@@ -25,12 +25,19 @@ impl Worker {
             r.stream_pos = u64::MAX;
         }
         c.h2_queued = c.inflight.len();
+        // Requests rendered for HTTP/1.1 before the protocol was known go as streams instead.
+        c.out.clear();
+        c.out_sent = 0;
         c.write_end = c.write_pos + h2.out.len() as u64;
         c.h2 = Some(Box::new(h2));
     }
 
     /// Opens streams for the requests waiting on connection `i`, as far as the server allows.
     fn open_streams(&mut self, i: usize) {
+        if self.shared.mix.is_some() {
+            self.open_mix_streams(i);
+            return;
+        }
         let c = &mut self.conns[i];
         let Some(h2) = c.h2.as_mut() else { return };
         while c.h2_queued > 0 && h2.can_open() {
@@ -42,6 +49,50 @@ impl Worker {
             c.h2_queued -= 1;
         }
         c.write_end = c.write_pos + h2.out.len() as u64;
+    }
+
+    /// `--requests-file`: each waiting request opens its stream with its own header block
+    /// (encoded once when nothing in it is templated) and body.
+    fn open_mix_streams(&mut self, i: usize) {
+        let Some(mix) = self.shared.mix.clone() else {
+            return;
+        };
+        loop {
+            let c = &self.conns[i];
+            let Some(h2) = c.h2.as_ref() else { return };
+            if c.h2_queued == 0 || !h2.can_open() {
+                break;
+            }
+            let at = c.inflight.len() - c.h2_queued;
+            let req = c.inflight[at];
+            let r = &mix.requests[req.entry as usize];
+            let ctx = self.render_context(&mix.workload, mix.seed, i, &req);
+            let (block, body) = match &r.h2_block {
+                Some(b) => (std::borrow::Cow::Borrowed(&b[..]), None),
+                None => {
+                    let body = r.body_for(&ctx);
+                    let block = crate::engine::h2::request::for_mix(
+                        r,
+                        &ctx,
+                        self.shared.tls.is_some(),
+                        body.len(),
+                    );
+                    (std::borrow::Cow::Owned(block), Some(body))
+                }
+            };
+            let body = body.unwrap_or_else(|| Arc::clone(&r.body_bytes));
+            let c = &mut self.conns[i];
+            let h2 = c.h2.as_mut().expect("checked above");
+            let pos = c.write_pos + h2.out.len() as u64;
+            let r = &mut c.inflight[at];
+            r.stream_pos = pos;
+            r.stream = h2.open_stream_with(&block, Some(body));
+            c.h2_queued -= 1;
+        }
+        let c = &mut self.conns[i];
+        if let Some(h2) = c.h2.as_ref() {
+            c.write_end = c.write_pos + h2.out.len() as u64;
+        }
     }
 
     /// Writes what the session has queued (new streams first opened) as far as the socket
@@ -185,7 +236,7 @@ impl Worker {
         let req = c.inflight.remove(at).expect("found above");
         if req.status == 0 {
             self.sample_protocol(|| format!("HTTP/2: stream {stream} ended without a response"));
-            self.count_error(req.phase, ErrorKind::Protocol, now);
+            self.count_request_error(&req, ErrorKind::Protocol, now);
         } else {
             self.request_done(i, req, req.status, now);
         }
@@ -234,7 +285,7 @@ impl Worker {
                     error_name(code)
                 )
             });
-            self.count_error(req.phase, ErrorKind::Protocol, now);
+            self.count_request_error(&req, ErrorKind::Protocol, now);
         }
         self.after_h2_stream(i, now);
     }

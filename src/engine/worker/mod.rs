@@ -16,7 +16,7 @@ use mio::unix::SourceFd;
 use mio::{Interest, Poll, Token};
 
 use super::clock::{tighten_timer_slack, TimerFd};
-use super::conn::{Conn, ConnState, InFlight, Phase};
+use super::conn::{Conn, ConnState, InFlight, Phase, NO_ENTRY};
 use super::h2::conn::Event;
 use super::poller::Poller;
 use super::stream::{Handshake, Socket, Stream};
@@ -96,6 +96,10 @@ pub struct Worker {
     connect_sample: Option<String>,
     /// HTTP/2 events of the read being handled (kept to reuse its allocation).
     h2_events: Vec<Event>,
+    /// Requests this thread has taken from its schedule (their indexes follow from it).
+    taken: u64,
+    /// Room for a templated body while its length is counted.
+    scratch: Vec<u8>,
 }
 
 impl Worker {
@@ -157,6 +161,8 @@ impl Worker {
             transport: TransportStats::default(),
             connect_sample: None,
             h2_events: Vec::new(),
+            taken: 0,
+            scratch: Vec::new(),
             shared,
         })
     }
@@ -292,7 +298,6 @@ impl Worker {
     /// Nothing new is sent after the window: requests queued on a connection (or waiting for
     /// it to connect) whose first byte is not written are taken back and count as unsent.
     fn drop_unwritten_inflight(&mut self) {
-        let len = self.shared.template.bytes.len() as u64;
         for i in 0..self.conns.len() {
             loop {
                 let c = &mut self.conns[i];
@@ -310,7 +315,8 @@ impl Worker {
                     }
                     c.h2_queued -= 1;
                 } else {
-                    c.write_end -= len;
+                    let pos = c.inflight.back().expect("checked above").stream_pos;
+                    c.unqueue_last(pos);
                 }
                 let r = c.inflight.pop_back().expect("checked above");
                 if r.phase == Phase::Measured {
@@ -444,15 +450,20 @@ impl Worker {
         self.window_end_ns = self.window_end_ns.min(now);
         let mut unfinished = 0u64;
         let mut never_written = Vec::new();
+        let mut unfinished_by: Vec<u16> = Vec::new();
         let conns = self.conns.iter().flat_map(|c| c.inflight.iter());
         for r in conns.chain(self.requeue.iter()) {
             if r.phase == Phase::Measured {
                 if r.sent_counted {
                     unfinished += 1;
+                    unfinished_by.extend(self.endpoint_of(r));
                 } else {
                     never_written.push(r.start_ns);
                 }
             }
+        }
+        for e in unfinished_by {
+            self.rec.endpoints.get(e).unfinished += 1;
         }
         for due in never_written {
             self.unsent_request(due);
@@ -478,6 +489,7 @@ impl Worker {
             .filter(|c| !c.ever_connected && c.connect_failures > 0)
             .count() as u64;
         let slowest = self.rec.take_slowest();
+        let endpoints = std::mem::take(&mut self.rec.endpoints);
         self.rec.send(WorkerReport::Done(Box::new(WorkerEnd {
             thread: self.id,
             unfinished,
@@ -492,6 +504,16 @@ impl Worker {
             connect_sample: self.connect_sample.take(),
             slowest,
             transport: std::mem::take(&mut self.transport),
+            endpoints,
         })));
+    }
+
+    /// The named request (endpoint) of `r`, in a workload.
+    #[inline]
+    pub(super) fn endpoint_of(&self, r: &InFlight) -> Option<u16> {
+        if r.entry == NO_ENTRY {
+            return None;
+        }
+        self.shared.mix.as_deref()?.requests[r.entry as usize].endpoint
     }
 }

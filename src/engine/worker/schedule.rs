@@ -74,7 +74,12 @@ impl Worker {
                     _ => break,
                 };
                 self.pacer.advance();
-                InFlight::new(start, self.phase())
+                let mut r = InFlight::new(start, self.phase());
+                // Thread k of T takes requests k, k + T, k + 2T, …: an index without a counter
+                // shared between threads.
+                r.index = self.taken * self.shared.threads as u64 + self.id as u64;
+                self.taken += 1;
+                r
             };
             self.assign(i, req, now);
         }
@@ -112,6 +117,9 @@ impl Worker {
     }
 
     pub(super) fn assign(&mut self, i: usize, mut req: InFlight, now: u64) {
+        if self.shared.mix.is_some() {
+            self.choose(i, &mut req);
+        }
         let len = self.shared.template.bytes.len() as u64;
         let c = &mut self.conns[i];
         req.write_ns = 0;
@@ -124,10 +132,18 @@ impl Worker {
             // It waits for a stream, opened when the connection is written.
             req.stream_pos = u64::MAX;
             c.h2_queued += 1;
+        } else if let Some(mix) = self.shared.mix.as_deref() {
+            req.stream_pos = c.write_end;
+            let before = c.out.len();
+            let ctx = self.render_context(&mix.workload, mix.seed, i, &req);
+            let c = &mut self.conns[i];
+            mix.requests[req.entry as usize].render_http1(&ctx, &mut c.out, &mut self.scratch);
+            c.write_end += (c.out.len() - before) as u64;
         } else {
             req.stream_pos = c.write_end;
             c.write_end += len;
         }
+        let c = &mut self.conns[i];
         c.inflight.push_back(req);
         if c.state == ConnState::Open {
             if !c.flush_pending {
@@ -136,6 +152,41 @@ impl Worker {
             }
         } else {
             self.connect(i, now);
+        }
+    }
+
+    /// `--requests-file`: the workload's request for `req`, unless it has one (a request that
+    /// goes again stays the same request): by its index in a weighted mix, by the connection's
+    /// walk in a sequence.
+    fn choose(&mut self, i: usize, req: &mut InFlight) {
+        if req.entry != NO_ENTRY {
+            return;
+        }
+        let Some(mix) = self.shared.mix.as_deref() else {
+            return;
+        };
+        let c = &mut self.conns[i];
+        req.entry = mix.workload.pick(req.index, c.walked) as u16;
+        c.walked += 1;
+    }
+
+    /// What `req`'s placeholders are filled from on connection `i`.
+    pub(super) fn render_context<'w>(
+        &self,
+        w: &'w crate::plan::workload::Workload,
+        seed: u64,
+        i: usize,
+        req: &InFlight,
+    ) -> crate::plan::workload::Context<'w> {
+        // Connections are numbered across threads as requests are: slot j of thread k is
+        // connection j·T + k.
+        let conn = i as u64 * self.shared.threads as u64 + self.id as u64;
+        crate::plan::workload::Context {
+            index: req.index,
+            conn,
+            user: conn,
+            seed,
+            row: w.row(req.index, seed),
         }
     }
 

@@ -172,6 +172,10 @@ impl Worker {
             self.write_h2(i, now);
             return;
         }
+        if self.shared.mix.is_some() {
+            self.write_rendered(i, now);
+            return;
+        }
         // Fields are borrowed one by one (no Arc clone: that would be an atomic per write).
         let len = self.shared.template.bytes.len() as u64;
         loop {
@@ -209,6 +213,44 @@ impl Worker {
         }
     }
 
+    /// `--requests-file`: writes the requests rendered into the connection's own buffer.
+    fn write_rendered(&mut self, i: usize, now: u64) {
+        loop {
+            let c = &mut self.conns[i];
+            if c.state != ConnState::Open {
+                return;
+            }
+            let Some(s) = c.stream.as_mut() else { return };
+            if c.out_sent >= c.out.len() {
+                c.out.clear();
+                c.out_sent = 0;
+                match s.flush() {
+                    Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                        self.fail(i, error_kind(&e), now, true);
+                    }
+                    _ => {}
+                }
+                return;
+            }
+            match s.write(&c.out[c.out_sent..]) {
+                Ok(0) => {
+                    self.fail(i, ErrorKind::Closed, now, true);
+                    return;
+                }
+                Ok(n) => {
+                    c.out_sent += n;
+                    self.wrote(i, n, now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.fail(i, error_kind(&e), now, true);
+                    return;
+                }
+            }
+        }
+    }
+
     /// `n` more bytes of connection `i`'s request stream are written: the requests whose
     /// first byte went out are sent (and, in the open loop, their lag recorded).
     #[inline]
@@ -216,7 +258,8 @@ impl Worker {
         let (open_loop, keepalive) = (self.shared.open_loop, self.shared.keepalive);
         let c = &mut self.conns[i];
         c.write_pos += n as u64;
-        let newly_sent = mark_written(c, &mut self.rec, now, open_loop, keepalive);
+        let endpoints = self.shared.mix.as_deref().map(|m| &m.requests[..]);
+        let newly_sent = mark_written(c, &mut self.rec, now, (open_loop, keepalive), endpoints);
         let phase = self.phase();
         let counts = self.rec.counters_for(phase, now);
         counts.bytes_sent += n as u64;
@@ -349,13 +392,22 @@ impl Worker {
                 }
                 return false;
             }
+            let mut asks_close = self.shared.template.asks_close;
+            if let Some(mix) = self.shared.mix.as_deref() {
+                // Each request of a mix has its own method (a HEAD's response has no body).
+                let r = &mix.requests[c.inflight[0].entry as usize];
+                if c.parser.is_idle() {
+                    c.parser.set_head_request(r.head_request);
+                }
+                asks_close = r.asks_close;
+            }
             match c.parser.feed(&self.read_buf[off..n]) {
                 Ok((used, done)) => {
                     off += used;
                     if let Some(resp) = done {
                         self.response_done(i, resp.status, now);
                         if !resp.keep_alive || !self.shared.keepalive {
-                            self.close_and_replace(i, now, !self.shared.template.asks_close);
+                            self.close_and_replace(i, now, !asks_close);
                             return false;
                         }
                         if i >= self.active && self.conns[i].inflight.is_empty() {
@@ -429,6 +481,9 @@ impl Worker {
                 let write = if req.write_ns == 0 { now } else { req.write_ns };
                 let service = ns_to_us(now.saturating_sub(write));
                 self.rec.response(now, latency, service, status);
+                if let Some(e) = self.endpoint_of(&req) {
+                    self.rec.endpoints.response(e, latency, service, status);
+                }
                 self.last_response_ns = now;
             }
         }
@@ -439,11 +494,34 @@ impl Worker {
         match c.parser.eof() {
             Ok(Some(resp)) => {
                 // A close-delimited body ends here.
+                let front = c.inflight.front().copied();
+                let asks_close = self.asks_close(front.as_ref());
                 self.response_done(i, resp.status, now);
-                self.close_and_replace(i, now, !self.shared.template.asks_close);
+                self.close_and_replace(i, now, !asks_close);
             }
             Ok(None) => self.fail(i, ErrorKind::Closed, now, true),
             Err(_) => self.fail(i, ErrorKind::Closed, now, true),
+        }
+    }
+}
+
+impl Worker {
+    /// Whether request `r` asks the server to close (the run's request, or its workload
+    /// request).
+    pub(super) fn asks_close(&self, r: Option<&InFlight>) -> bool {
+        match (self.shared.mix.as_deref(), r) {
+            (Some(mix), Some(r)) if r.entry != NO_ENTRY => {
+                mix.requests[r.entry as usize].asks_close
+            }
+            _ => self.shared.template.asks_close,
+        }
+    }
+
+    /// Whether request `r` may go again after a silent close (an idempotent method).
+    pub(super) fn idempotent(&self, r: &InFlight) -> bool {
+        match self.shared.mix.as_deref() {
+            Some(mix) if r.entry != NO_ENTRY => mix.requests[r.entry as usize].idempotent,
+            _ => self.shared.template.idempotent,
         }
     }
 }
@@ -456,8 +534,8 @@ fn mark_written(
     c: &mut Conn,
     rec: &mut Recorder,
     now: u64,
-    open_loop: bool,
-    keepalive: bool,
+    (open_loop, keepalive): (bool, bool),
+    mix: Option<&[crate::plan::MixRequest]>,
 ) -> u64 {
     let mut newly_sent = 0;
     for r in c.inflight.iter_mut() {
@@ -482,6 +560,12 @@ fn mark_written(
                 newly_sent += 1;
                 if open_loop {
                     rec.lag(ns_to_us(now.saturating_sub(r.lag_origin_ns)));
+                }
+                if let Some(e) = mix
+                    .filter(|_| r.entry != NO_ENTRY)
+                    .and_then(|m| m[r.entry as usize].endpoint)
+                {
+                    rec.endpoints.sent(e);
                 }
             }
             Phase::Warmup => rec.warmup.sent += 1,

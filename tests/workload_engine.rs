@@ -1,0 +1,226 @@
+//! A workload through the engine as a library (no requests file: the model is built by hand):
+//! the server sees the weights exactly, each request with its own method, path, headers and
+//! body; HEAD requests in a mix are parsed without a body; a sequence arrives in order on each
+//! connection; named requests get their own numbers.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use volley::engine::transport::Endpoint;
+use volley::engine::{self, Route};
+use volley::plan::workload::{Body, Checks, Entry, Order, Part, Template, Workload};
+use volley::plan::{LoadSpec, Plan, Scheme, Target};
+use volley::result::Arrivals;
+
+mod common;
+
+fn target(addr: std::net::SocketAddr) -> Target {
+    Target {
+        url: format!("http://{addr}/"),
+        host: addr.ip().to_string(),
+        port: addr.port(),
+        path: "/".into(),
+        host_header: addr.to_string(),
+        scheme: Scheme::Http,
+        unix_socket: None,
+    }
+}
+
+fn spec(addr: std::net::SocketAddr, w: Workload, requests: u64, pipeline: usize) -> LoadSpec {
+    LoadSpec {
+        target: target(addr),
+        connections: 4,
+        max_connections: None,
+        threads: 2,
+        duration: None,
+        requests: Some(requests),
+        rate_rps: None,
+        arrivals: Arrivals::Uniform,
+        seed: Some(7),
+        warmup: Duration::ZERO,
+        method: "GET".into(),
+        headers: vec![("X-All".into(), "yes".into())],
+        body: Vec::new().into(),
+        keepalive: true,
+        pipeline,
+        timeout: Duration::from_secs(5),
+        think_time: Duration::ZERO,
+        ramp: None,
+        tls: None,
+        http: volley::plan::HttpVersion::Http1,
+        h2: volley::plan::H2Spec {
+            streams: 1,
+            window: volley::plan::DEFAULT_H2_WINDOW,
+        },
+        workload: Some(Arc::new(w)),
+        checks: Default::default(),
+        verify: false,
+    }
+}
+
+fn entry(method: &str, path: Template, weight: u64, endpoint: Option<u16>, body: Body) -> Entry {
+    Entry {
+        endpoint,
+        method: method.into(),
+        path,
+        headers: Vec::new(),
+        body,
+        weight,
+        checks: Checks::default(),
+    }
+}
+
+fn workload(entries: Vec<Entry>, order: Order, names: &[&str]) -> Workload {
+    let mut w = Workload {
+        entries,
+        order,
+        endpoints: names.iter().map(|s| s.to_string()).collect(),
+        data: None,
+        cycle: Vec::new(),
+        hash: "test".into(),
+        source: "test".into(),
+    };
+    w.build_cycle();
+    w
+}
+
+fn run(spec: &LoadSpec, addr: std::net::SocketAddr) -> engine::EngineOutput {
+    engine::run(
+        spec,
+        Plan::new(spec, 7),
+        Route {
+            endpoint: Endpoint::Tcp(addr),
+            tls: None,
+        },
+        &AtomicUsize::new(0),
+        &mut engine::Observers(vec![]),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_server_sees_the_weights_and_each_request_as_written() {
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let w = workload(
+        vec![
+            entry("GET", Template::literal("/hello"), 80, Some(0), Body::None),
+            entry(
+                "POST",
+                Template::literal("/"),
+                15,
+                Some(1),
+                Body::Template(Template {
+                    parts: vec![Part::Lit(b"order-".to_vec()), Part::Seq],
+                }),
+            ),
+            // HEAD in the middle of keep-alive and pipelined requests: its response has no
+            // body, the next one's bytes follow at once.
+            entry(
+                "HEAD",
+                Template::literal("/bytes?n=1000"),
+                5,
+                None,
+                Body::None,
+            ),
+        ],
+        Order::Weighted,
+        &["hello", "order"],
+    );
+    for pipeline in [1, 8] {
+        let before = server.paths.totals();
+        let spec = spec(server.addr, w.clone(), 20_000, pipeline);
+        let out = run(&spec, server.addr);
+        let c = &out.agg.counts;
+        assert_eq!(c.errors.total(), 0, "pipeline {pipeline}: {:?}", c.errors);
+        assert_eq!(c.completed, 20_000);
+        let after = server.paths.totals();
+        let got =
+            |k: &str| after.get(k).copied().unwrap_or(0) - before.get(k).copied().unwrap_or(0);
+        // Exactly the weights: 20,000 requests are 200 whole cycles of 100.
+        assert_eq!(got("GET /hello"), 16_000, "{after:?}");
+        assert_eq!(got("POST /"), 3_000, "{after:?}");
+        assert_eq!(got("HEAD /bytes"), 1_000, "{after:?}");
+        // Named requests have their own numbers; the HEAD is in the whole only.
+        let mut ep = volley::stats::endpoints::Endpoints::default();
+        for e in &out.ends {
+            ep.merge(&e.endpoints);
+        }
+        let hello = ep.stats[0].as_ref().unwrap();
+        let order = ep.stats[1].as_ref().unwrap();
+        assert_eq!(
+            (hello.counts.sent, hello.counts.completed),
+            (16_000, 16_000)
+        );
+        assert_eq!((order.counts.sent, order.counts.completed), (3_000, 3_000));
+        assert_eq!(hello.latency.len(), 16_000);
+        assert_eq!(order.counts.status[200], 3_000);
+        assert_eq!(ep.stats.len(), 2);
+    }
+}
+
+#[test]
+fn a_sequence_arrives_in_order_on_every_connection() {
+    // A server that records, per connection, the paths in the order they arrive.
+    let seen: Arc<std::sync::Mutex<Vec<Vec<String>>>> = Default::default();
+    let log = Arc::clone(&seen);
+    let server = common::spawn(move |mut c, _| {
+        let mut mine = Vec::new();
+        while let Some(path) = c.read_request_path() {
+            mine.push(path);
+            if !c.write(common::OK) {
+                break;
+            }
+        }
+        log.lock().unwrap().push(mine);
+    });
+    let addr: std::net::SocketAddr = server
+        .url("/")
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let w = workload(
+        vec![
+            entry("GET", Template::literal("/login"), 0, Some(0), Body::None),
+            entry(
+                "GET",
+                Template {
+                    parts: vec![Part::Lit(b"/browse?c=".to_vec()), Part::Conn],
+                },
+                0,
+                Some(1),
+                Body::None,
+            ),
+            entry("GET", Template::literal("/logout"), 0, Some(2), Body::None),
+        ],
+        Order::Sequence,
+        &["login", "browse", "logout"],
+    );
+    let spec = spec(addr, w, 600, 1);
+    let out = run(&spec, addr);
+    assert_eq!(out.agg.counts.completed, 600);
+    drop(server);
+    std::thread::sleep(Duration::from_millis(200));
+    let seen = seen.lock().unwrap();
+    let mut per_conn: BTreeMap<String, usize> = BTreeMap::new();
+    for conn in seen.iter().filter(|c| !c.is_empty()) {
+        for (k, p) in conn.iter().enumerate() {
+            let want = ["/login", "/browse", "/logout"][k % 3];
+            assert!(
+                p.starts_with(want),
+                "request {k} of a connection was {p}: {conn:?}"
+            );
+        }
+        // {conn} is the same on every request of one connection.
+        let browse: Vec<&String> = conn.iter().filter(|p| p.starts_with("/browse")).collect();
+        assert!(browse.windows(2).all(|w| w[0] == w[1]), "{browse:?}");
+        *per_conn.entry(browse[0].clone()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        per_conn.len(),
+        4,
+        "four connections, four {{conn}} values: {per_conn:?}"
+    );
+}
