@@ -224,3 +224,70 @@ fn a_sequence_arrives_in_order_on_every_connection() {
         "four connections, four {{conn}} values: {per_conn:?}"
     );
 }
+
+#[test]
+fn a_check_that_fails_on_every_tenth_response_is_counted_exactly() {
+    // Every 10th response (by the server's own count) says "bad" instead of "ok", chunked
+    // every other time so the body check crosses chunk framing too.
+    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = Arc::clone(&n);
+    let server = common::spawn(move |mut c, _| {
+        while c.read_request() {
+            let k = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let word = if k % 10 == 0 { "bad" } else { "ok!" };
+            let reply = if k % 2 == 0 {
+                format!("HTTP/1.1 200 OK\r\nX-Id: {k}\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n1\r\n{}\r\n0\r\n\r\n", &word[..2], &word[2..])
+            } else {
+                format!("HTTP/1.1 200 OK\r\nX-Id: {k}\r\nContent-Length: 3\r\n\r\n{word}")
+            };
+            if !c.write(reply.as_bytes()) {
+                return;
+            }
+        }
+    });
+    let addr: std::net::SocketAddr = server
+        .url("/")
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let w = workload(
+        vec![entry("GET", Template::literal("/"), 1, Some(0), Body::None)],
+        Order::Weighted,
+        &["root"],
+    );
+    let mut spec = spec(addr, w, 2_000, 4);
+    let checks = Checks {
+        status: vec![(200, 200)],
+        body_contains: vec![b"ok".to_vec()],
+        headers: vec![("x-id".into(), None)],
+        ..Default::default()
+    };
+    // The workload's entries carry the checks (the command line's merged into each).
+    let mut wl = (**spec.workload.as_ref().unwrap()).clone();
+    wl.entries[0].checks = checks.clone();
+    spec.workload = Some(Arc::new(wl));
+    let out = run(&spec, addr);
+    let c = &out.agg.counts;
+    assert_eq!(c.completed, 2_000);
+    assert_eq!(c.errors.total(), 0);
+    // body_contains is index 1 of CHECK_NAMES; nothing else failed.
+    assert_eq!(c.checks, [0, 200, 0, 0, 0], "{:?}", c.checks);
+    assert_eq!(c.failed_checks_only, 200);
+    let mut ep = volley::stats::endpoints::Endpoints::default();
+    for e in &out.ends {
+        ep.merge(&e.endpoints);
+    }
+    let root = ep.stats[0].as_ref().unwrap();
+    assert_eq!(root.failed, 200);
+    assert_eq!(root.checks_failed, vec![("body_contains", 200)]);
+    // A failed check is a complete response: its latency is in the histogram.
+    assert_eq!(root.latency.len(), 2_000);
+
+    // The same checks on a run of one request (no requests file).
+    let mut single = spec.clone();
+    single.workload = None;
+    single.checks = checks;
+    let out = run(&single, addr);
+    assert_eq!(out.agg.counts.checks[1], 200);
+}

@@ -35,6 +35,8 @@ pub struct InFlight {
     pub entry: u16,
     /// The request's index in the run (`{seq}`; the weighted mix's turn).
     pub index: u64,
+    /// HTTP/2: its response's body bytes so far (`--expect-size`).
+    pub body_bytes: u64,
 }
 
 /// An `InFlight` whose workload request is not chosen yet (or a run without a workload).
@@ -55,6 +57,7 @@ impl InFlight {
             status: 0,
             entry: NO_ENTRY,
             index: 0,
+            body_bytes: 0,
         }
     }
 }
@@ -124,6 +127,8 @@ pub struct Conn {
     pub out_sent: usize,
     /// Requests this connection has taken in its sequence (`sequence` workloads).
     pub walked: u64,
+    /// The checks of the response being parsed (made on the first checked response).
+    pub check: Option<Box<super::check::CheckState>>,
 }
 
 impl Conn {
@@ -149,6 +154,7 @@ impl Conn {
             out: Vec::new(),
             out_sent: 0,
             walked: 0,
+            check: None,
         }
     }
 

@@ -3,6 +3,7 @@
 //! merges each second's intervals, turns Ctrl-C into a drain, and tells the observers
 //! ([`observer`]) what happened — the engine itself writes nothing anywhere.
 
+pub mod check;
 pub mod clock;
 pub mod conn;
 pub mod h2;
@@ -146,6 +147,8 @@ pub struct Shared {
     pub body: Arc<[u8]>,
     /// `--requests-file`: the workload's requests, rendered per request.
     pub mix: Option<Arc<crate::plan::Mix>>,
+    /// `--expect-*` of a run of one request (a workload's requests carry their own).
+    pub checks: Option<Arc<crate::plan::workload::Checks>>,
 }
 
 /// Everything the engine measured.
@@ -209,6 +212,7 @@ impl Shared {
                 Arc::from(&[][..])
             },
             body: Arc::clone(&spec.body),
+            checks: (!spec.checks.is_empty()).then(|| Arc::new(spec.checks.clone())),
             mix: plan.mix.clone().map(|mut m| {
                 if spec.http.may_be_h2() {
                     h2_blocks(&mut m, spec.tls.is_some());

@@ -62,6 +62,20 @@ enum State {
     UntilClose,
 }
 
+/// What a response's checks watch as it is parsed (`--expect-*`): its header fields and its
+/// body bytes, decoded (chunk framing left out). The default methods do nothing, and the
+/// parser's plain [`ResponseParser::feed`] uses `()`, so a run without checks pays nothing.
+pub trait ResponseObserver {
+    /// A header field of the final (non-1xx) response head.
+    #[inline]
+    fn header(&mut self, _name: &str, _value: &[u8]) {}
+    /// Bytes of the body, in order.
+    #[inline]
+    fn body(&mut self, _bytes: &[u8]) {}
+}
+
+impl ResponseObserver for () {}
+
 /// Parser for the responses of one connection, in order.
 #[derive(Debug)]
 pub struct ResponseParser {
@@ -127,10 +141,20 @@ impl ResponseParser {
     /// Consumes a prefix of `input`. Returns the bytes consumed and, when a response ended
     /// within them, that response; call again with the rest.
     pub fn feed(&mut self, input: &[u8]) -> Result<(usize, Option<Response>), ParseError> {
+        self.feed_with(input, &mut ())
+    }
+
+    /// [`ResponseParser::feed`], telling `obs` the head's fields and the body's bytes.
+    pub fn feed_with<O: ResponseObserver>(
+        &mut self,
+        input: &[u8],
+        obs: &mut O,
+    ) -> Result<(usize, Option<Response>), ParseError> {
         match self.state {
-            State::Head => self.feed_head(input),
+            State::Head => self.feed_head(input, obs),
             State::Length { remaining } => {
                 let n = remaining.min(input.len() as u64);
+                obs.body(&input[..n as usize]);
                 self.body_bytes += n;
                 self.wire_bytes += n;
                 if n == remaining {
@@ -142,8 +166,9 @@ impl ResponseParser {
                     Ok((n as usize, None))
                 }
             }
-            State::Chunked(c) => self.feed_chunked(c, input),
+            State::Chunked(c) => self.feed_chunked(c, input, obs),
             State::UntilClose => {
+                obs.body(input);
                 self.body_bytes += input.len() as u64;
                 self.wire_bytes += input.len() as u64;
                 Ok((input.len(), None))
@@ -175,10 +200,14 @@ impl ResponseParser {
         r
     }
 
-    fn feed_head(&mut self, input: &[u8]) -> Result<(usize, Option<Response>), ParseError> {
+    fn feed_head<O: ResponseObserver>(
+        &mut self,
+        input: &[u8],
+        obs: &mut O,
+    ) -> Result<(usize, Option<Response>), ParseError> {
         // Fast path: the whole head is in this read, parse it in place without copying.
         if self.head.is_empty() {
-            match self.parse_head(input)? {
+            match self.parse_head(input, obs)? {
                 Some(n) => {
                     self.wire_bytes += n as u64;
                     return self.after_head(n);
@@ -206,7 +235,7 @@ impl ResponseParser {
             return Ok((take, None));
         }
         let head = std::mem::take(&mut self.head);
-        let parsed = self.parse_head(&head);
+        let parsed = self.parse_head(&head, obs);
         self.head = head;
         match parsed? {
             Some(n) => {
@@ -221,7 +250,11 @@ impl ResponseParser {
     }
 
     /// Parses a head at the start of `buf`; `Ok(None)` if incomplete. Sets status and framing.
-    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+    fn parse_head<O: ResponseObserver>(
+        &mut self,
+        buf: &[u8],
+        obs: &mut O,
+    ) -> Result<Option<usize>, ParseError> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut headers);
         let n = match resp.parse(buf) {
@@ -268,6 +301,11 @@ impl ResponseParser {
                 }
             }
         }
+        if !(100..200).contains(&status) {
+            for h in resp.headers.iter() {
+                obs.header(h.name, h.value);
+            }
+        }
         self.status = status;
         self.keep_alive = !close && (version == 1 || keep_alive_token);
         self.body_bytes = 0;
@@ -305,16 +343,18 @@ impl ResponseParser {
         }
     }
 
-    fn feed_chunked(
+    fn feed_chunked<O: ResponseObserver>(
         &mut self,
         mut c: Chunk,
         input: &[u8],
+        obs: &mut O,
     ) -> Result<(usize, Option<Response>), ParseError> {
         let mut i = 0;
         while i < input.len() {
             if let Chunk::Data { remaining } = c {
-                // Chunk data is counted, never looked at: skip it in one step.
+                // Chunk data is counted (and shown to the checks), never kept: one step.
                 let n = remaining.min((input.len() - i) as u64);
+                obs.body(&input[i..i + n as usize]);
                 self.body_bytes += n;
                 i += n as usize;
                 c = if n == remaining {

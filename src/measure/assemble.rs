@@ -15,6 +15,7 @@ use crate::result::identity::LoadKey;
 use crate::result::*;
 use crate::stats::endpoints::{EndpointStats, Endpoints};
 use crate::stats::histogram::encode;
+use crate::stats::recorder::CHECK_NAMES;
 use crate::stats::Percentiles;
 use crate::sys::cpus;
 use sha2::{Digest, Sha256};
@@ -82,6 +83,7 @@ impl Parts<'_> {
             },
             status_codes: status_codes(c),
             errors: c.errors,
+            checks: self.checks(),
             connections: Connections {
                 opened: c.connections_opened,
                 closed_by_server: c.closed_by_server,
@@ -334,8 +336,29 @@ impl Parts<'_> {
                 .iter()
                 .filter(|(s, _)| *s >= 400)
                 .map(|(_, n)| n)
-                .sum(),
+                .sum::<u64>()
+                + c.failed_checks_only,
         }
+    }
+
+    /// Responses that failed each check (none without checks).
+    fn checks(&self) -> BTreeMap<String, u64> {
+        let c = &self.engine.agg.counts;
+        let any = self
+            .cfg
+            .load
+            .workload
+            .as_ref()
+            .is_some_and(|w| w.entries.iter().any(|e| !e.checks.is_empty()))
+            || !self.cfg.load.checks.is_empty();
+        if !any {
+            return BTreeMap::new();
+        }
+        CHECK_NAMES
+            .iter()
+            .zip(c.checks.iter())
+            .map(|(k, n)| (k.to_string(), *n))
+            .collect()
     }
 
     /// The client self-check: saturated by CPU in more than half of the seconds, or late sends.

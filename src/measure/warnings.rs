@@ -130,7 +130,20 @@ pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> 
             .iter()
             .filter_map(|(s, n)| Some((s.parse().ok()?, *n)))
             .collect();
-        w.push(Warning::failed_responses(&statuses, completed));
+        let by_status: u64 = statuses
+            .iter()
+            .filter(|(s, _)| *s >= 400)
+            .map(|(_, n)| n)
+            .sum();
+        if by_status as f64 > completed as f64 * FAILED_HEADLINE_FRACTION {
+            w.push(Warning::failed_responses(&statuses, completed));
+        }
+        // Responses of a status below 400 that failed a check.
+        let by_check = r.requests.failed.saturating_sub(by_status);
+        if by_check as f64 > completed as f64 * FAILED_HEADLINE_FRACTION {
+            let checks: Vec<(&str, u64)> = r.checks.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+            w.push(Warning::failed_checks(&checks, by_check, completed));
+        }
     }
     if let Some(c) = shared_cpu(r, ctx, cfg.monitor.as_ref().map(|m| m.pid)) {
         w.push(Warning::shared_machine(&c));

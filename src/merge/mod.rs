@@ -148,6 +148,7 @@ pub fn merge(
         bytes: counters.bytes,
         status_codes: counters.status_codes,
         errors: counters.errors,
+        checks: checks_sum(&rs),
         connections: counters.connections,
         latency_us: Percentiles::of(&hists.latency),
         latency_lower_bound: rs.iter().any(|r| r.latency_lower_bound),
@@ -166,6 +167,17 @@ pub fn merge(
         shards: shards::list(&rs),
         endpoints,
     })
+}
+
+/// Responses that failed each check, added over the shards.
+fn checks_sum(rs: &[&RunResult]) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for r in rs {
+        for (k, n) in &r.checks {
+            *out.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    out
 }
 
 /// The earliest shard's target, with TLS handshake counts of every shard: the resumed fraction

@@ -137,5 +137,6 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
         thresholds: Vec::new(),
         shards: Vec::new(),
         endpoints: Vec::new(),
+        checks: Default::default(),
     }
 }

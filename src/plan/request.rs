@@ -114,6 +114,8 @@ pub struct MixRequest {
     pub asks_close: bool,
     /// Its endpoint (named requests).
     pub endpoint: Option<u16>,
+    /// What its responses must be (`None`: no check).
+    pub checks: Option<Arc<super::workload::Checks>>,
 }
 
 impl MixRequest {
@@ -184,6 +186,7 @@ impl MixRequest {
             idempotent: matches!(m, "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"),
             asks_close,
             endpoint: entry.endpoint,
+            checks: (!entry.checks.is_empty()).then(|| Arc::new(entry.checks.clone())),
         };
         let templated_body = matches!(r.body, Body::Template(ref t) if !t.is_literal());
         if r.head.is_literal() && !templated_body {

@@ -87,6 +87,11 @@ pub struct RunResult {
     pub status_codes: BTreeMap<String, u64>,
     /// Errors by kind.
     pub errors: ErrorCounts,
+    /// Responses that failed a check (`--expect-*`), by check: `status`, `body_contains`,
+    /// `body_regex`, `header`, `size` (absent without checks; each failed response is once
+    /// in `requests.failed`, never in `errors`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checks: BTreeMap<String, u64>,
     /// Connection counters.
     pub connections: Connections,
     /// Corrected latency (open loop: from the due time; closed loop: the service time).

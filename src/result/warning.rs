@@ -72,6 +72,8 @@ pub enum WarningKind {
     LowerBound,
     /// More than 1 % of the responses had a status of 400 or more (headline).
     FailedResponses,
+    /// More than 1 % of the responses failed a check (`--expect-*`) (headline).
+    FailedChecks,
     /// The machine had no idle CPU and volley and the server were not pinned apart (headline).
     SharedMachine,
     /// Keep-alive was asked for, but the server closed (nearly) every connection after one
@@ -92,6 +94,7 @@ impl WarningKind {
             WarningKind::Shortfall
                 | WarningKind::LowerBound
                 | WarningKind::FailedResponses
+                | WarningKind::FailedChecks
                 | WarningKind::SharedMachine
                 | WarningKind::ClientSaturated
                 | WarningKind::ServerExited
@@ -178,6 +181,10 @@ const PATTERNS: &[(WarningKind, &str)] = &[
     (
         WarningKind::LowerBound,
         "corrected percentiles are lower bounds: *",
+    ),
+    (
+        WarningKind::FailedChecks,
+        "* of the responses failed a check *",
     ),
     (WarningKind::FailedResponses, "all * responses were *"),
     (WarningKind::FailedResponses, "* of the responses were *"),
@@ -476,6 +483,7 @@ mod tests {
             Warning::lower_bound(225),
             Warning::failed_responses(&[(404, 10)], 10),
             Warning::failed_responses(&[(500, 10), (200, 90)], 100),
+            Warning::failed_checks(&[("body_contains", 12), ("status", 3)], 13, 100),
             Warning::shared_machine(&headline::SharedCpu {
                 idle_pct: 0.8,
                 client_cores: 0.82,

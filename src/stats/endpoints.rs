@@ -110,6 +110,21 @@ impl Endpoints {
         }
     }
 
+    /// A measured response of endpoint `e` with `status` failed the checks in `failed`.
+    #[inline]
+    pub fn checked(&mut self, e: u16, status: u16, failed: &[&'static str]) {
+        if failed.is_empty() {
+            return;
+        }
+        let s = self.get(e);
+        for name in failed {
+            s.check_failed(name, 1);
+        }
+        if status < 400 {
+            s.failed += 1;
+        }
+    }
+
     /// A measured request of endpoint `e` ended with an error.
     #[inline]
     pub fn error(&mut self, e: u16, kind: ErrorKind) {

@@ -111,7 +111,15 @@ pub struct Counters {
     /// Fresh connections on which the server sent bytes before any request (replaced after a
     /// back-off).
     pub unsolicited: u64,
+    /// Responses that failed a check, by check (`CHECK_NAMES` order).
+    pub checks: [u64; CHECK_NAMES.len()],
+    /// Responses with a status below 400 that failed a check (those of 400 or more are
+    /// failed already): `requests.failed` is these plus the 4xx and 5xx.
+    pub failed_checks_only: u64,
 }
+
+/// The checks, in the order `Counters::checks` counts them (`checks {name: count}`).
+pub const CHECK_NAMES: [&str; 5] = ["status", "body_contains", "body_regex", "header", "size"];
 
 impl Default for Counters {
     fn default() -> Self {
@@ -125,6 +133,8 @@ impl Default for Counters {
             connections_opened: 0,
             closed_by_server: 0,
             unsolicited: 0,
+            checks: [0; CHECK_NAMES.len()],
+            failed_checks_only: 0,
         }
     }
 }
@@ -143,6 +153,10 @@ impl Counters {
         self.connections_opened += o.connections_opened;
         self.closed_by_server += o.closed_by_server;
         self.unsolicited += o.unsolicited;
+        for (a, b) in self.checks.iter_mut().zip(o.checks.iter()) {
+            *a += *b;
+        }
+        self.failed_checks_only += o.failed_checks_only;
     }
 
     /// Non-zero status codes in ascending order.
@@ -364,6 +378,23 @@ impl Recorder {
         self.service.saturating_record(service_us);
         self.slowest
             .offer(latency_us, now_ns.saturating_sub(self.t0_ns));
+    }
+
+    /// A measured response of `status` failed the checks named in `failed` (none: it passed).
+    #[inline]
+    pub fn checked(&mut self, now_ns: u64, status: u16, failed: &[&'static str]) {
+        if failed.is_empty() {
+            return;
+        }
+        let c = self.counts(now_ns);
+        for name in failed {
+            if let Some(k) = CHECK_NAMES.iter().position(|n| n == name) {
+                c.checks[k] += 1;
+            }
+        }
+        if status < 400 {
+            c.failed_checks_only += 1;
+        }
     }
 
     /// The slowest measured requests so far, slowest first (for the worker's end).

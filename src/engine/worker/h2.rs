@@ -189,7 +189,12 @@ impl Worker {
                     r.status = status;
                 }
             }
-            Event::Data { .. } => {}
+            Event::Data { stream, len } => {
+                let c = &mut self.conns[i];
+                if let Some(r) = c.inflight.iter_mut().find(|r| r.stream == stream) {
+                    r.body_bytes += len as u64;
+                }
+            }
             Event::End { stream } => return self.h2_end(i, stream, now),
             Event::Reset { stream, code } => self.h2_reset(i, stream, code, now),
             Event::GoAway { last_stream, code } => {
@@ -238,7 +243,12 @@ impl Worker {
             self.sample_protocol(|| format!("HTTP/2: stream {stream} ended without a response"));
             self.count_request_error(&req, ErrorKind::Protocol, now);
         } else {
-            self.request_done(i, req, req.status, now);
+            // HTTP/2 checks the status and the size (header and body checks are refused for
+            // HTTP/2 runs before they start).
+            let failed = self.checks_of(&req).map_or_else(Vec::new, |ch| {
+                check::status_and_size(&ch, req.status, req.body_bytes)
+            });
+            self.request_done(i, req, req.status, &failed, now);
         }
         self.after_h2_stream(i, now)
     }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use mio::unix::SourceFd;
 use mio::{Interest, Poll, Token};
 
+use super::check;
 use super::clock::{tighten_timer_slack, TimerFd};
 use super::conn::{Conn, ConnState, InFlight, Phase, NO_ENTRY};
 use super::h2::conn::Event;

@@ -128,6 +128,7 @@ impl Worker {
         req.lag_origin_ns = req.start_ns.max(c.ready_ns).min(now);
         req.stream = 0;
         req.status = 0;
+        req.body_bytes = 0;
         if c.h2.is_some() {
             // It waits for a stream, opened when the connection is written.
             req.stream_pos = u64::MAX;

@@ -393,6 +393,7 @@ impl Worker {
                 return false;
             }
             let mut asks_close = self.shared.template.asks_close;
+            let mut checks = self.shared.checks.as_deref();
             if let Some(mix) = self.shared.mix.as_deref() {
                 // Each request of a mix has its own method (a HEAD's response has no body).
                 let r = &mix.requests[c.inflight[0].entry as usize];
@@ -400,12 +401,29 @@ impl Worker {
                     c.parser.set_head_request(r.head_request);
                 }
                 asks_close = r.asks_close;
+                checks = r.checks.as_deref();
             }
-            match c.parser.feed(&self.read_buf[off..n]) {
+            let input = &self.read_buf[off..n];
+            let fed = match checks {
+                None => c.parser.feed(input),
+                Some(ch) => {
+                    let state = c.check.get_or_insert_with(Default::default);
+                    if c.parser.is_idle() {
+                        state.reset(ch);
+                    }
+                    let mut watch = check::Watch { state, checks: ch };
+                    c.parser.feed_with(input, &mut watch)
+                }
+            };
+            match fed {
                 Ok((used, done)) => {
                     off += used;
                     if let Some(resp) = done {
-                        self.response_done(i, resp.status, now);
+                        let failed = match (checks, c.check.as_deref()) {
+                            (Some(ch), Some(st)) => st.failed(ch, resp.status, resp.body_bytes),
+                            _ => Vec::new(),
+                        };
+                        self.response_done(i, resp.status, &failed, now);
                         if !resp.keep_alive || !self.shared.keepalive {
                             self.close_and_replace(i, now, !asks_close);
                             return false;
@@ -447,15 +465,29 @@ impl Worker {
 
     /// A response ended on connection `i` (by its length, its last chunk, or the close that
     /// delimits it): the request at the front is complete, and its user thinks before the next.
-    pub(super) fn response_done(&mut self, i: usize, status: u16, now: u64) {
+    pub(super) fn response_done(
+        &mut self,
+        i: usize,
+        status: u16,
+        failed: &[&'static str],
+        now: u64,
+    ) {
         let Some(req) = self.conns[i].inflight.pop_front() else {
             return;
         };
-        self.request_done(i, req, status, now);
+        self.request_done(i, req, status, failed, now);
     }
 
-    /// Request `req`, taken off connection `i`, got its whole response.
-    pub(super) fn request_done(&mut self, i: usize, req: InFlight, status: u16, now: u64) {
+    /// Request `req`, taken off connection `i`, got its whole response (which failed the
+    /// checks named in `failed`).
+    pub(super) fn request_done(
+        &mut self,
+        i: usize,
+        req: InFlight,
+        status: u16,
+        failed: &[&'static str],
+        now: u64,
+    ) {
         let think_ns = self.shared.think_ns;
         let c = &mut self.conns[i];
         c.responses += 1;
@@ -468,10 +500,16 @@ impl Worker {
             // Think times are all equal, so wake-ups come in completion order.
             self.thinking.push_back((c.ready_ns, i));
         }
-        self.complete(req, status, now);
+        self.complete(req, status, failed, now);
     }
 
-    pub(super) fn complete(&mut self, req: InFlight, status: u16, now: u64) {
+    pub(super) fn complete(
+        &mut self,
+        req: InFlight,
+        status: u16,
+        failed: &[&'static str],
+        now: u64,
+    ) {
         match req.phase {
             Phase::Warmup => {
                 self.rec.warmup.completed += 1;
@@ -481,8 +519,10 @@ impl Worker {
                 let write = if req.write_ns == 0 { now } else { req.write_ns };
                 let service = ns_to_us(now.saturating_sub(write));
                 self.rec.response(now, latency, service, status);
+                self.rec.checked(now, status, failed);
                 if let Some(e) = self.endpoint_of(&req) {
                     self.rec.endpoints.response(e, latency, service, status);
+                    self.rec.endpoints.checked(e, status, failed);
                 }
                 self.last_response_ns = now;
             }
@@ -496,7 +536,12 @@ impl Worker {
                 // A close-delimited body ends here.
                 let front = c.inflight.front().copied();
                 let asks_close = self.asks_close(front.as_ref());
-                self.response_done(i, resp.status, now);
+                let checks = front.as_ref().and_then(|r| self.checks_of(r));
+                let failed = match (checks.as_deref(), self.conns[i].check.as_deref()) {
+                    (Some(ch), Some(st)) => st.failed(ch, resp.status, resp.body_bytes),
+                    _ => Vec::new(),
+                };
+                self.response_done(i, resp.status, &failed, now);
                 self.close_and_replace(i, now, !asks_close);
             }
             Ok(None) => self.fail(i, ErrorKind::Closed, now, true),
@@ -514,6 +559,14 @@ impl Worker {
                 mix.requests[r.entry as usize].asks_close
             }
             _ => self.shared.template.asks_close,
+        }
+    }
+
+    /// The checks request `r`'s response must pass (`None`: none).
+    pub(super) fn checks_of(&self, r: &InFlight) -> Option<Arc<crate::plan::workload::Checks>> {
+        match self.shared.mix.as_deref() {
+            Some(mix) if r.entry != NO_ENTRY => mix.requests[r.entry as usize].checks.clone(),
+            _ => self.shared.checks.clone(),
         }
     }
 

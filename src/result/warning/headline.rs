@@ -100,6 +100,26 @@ impl Warning {
         Self::new(WarningKind::FailedResponses, text)
     }
 
+    /// More than 1 % of the completed responses failed a check: `checks` counts each check's
+    /// failures, `failed` the responses (each once).
+    pub fn failed_checks(checks: &[(&str, u64)], failed: u64, completed: u64) -> Self {
+        let which: Vec<String> = checks
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| format!("{name} {}", thousands(*n)))
+            .collect();
+        let pct = failed as f64 / completed.max(1) as f64 * 100.0;
+        Self::new(
+            WarningKind::FailedChecks,
+            format!(
+                "{pct:.1} % of the responses failed a check ({} of {}: {}); their latency is real, they count as requests.failed (threshold `failed<1%`), not as errors",
+                thousands(failed),
+                thousands(completed),
+                which.join(", ")
+            ),
+        )
+    }
+
     /// The machine had no idle CPU and volley and the server were not pinned apart.
     pub fn shared_machine(c: &SharedCpu) -> Self {
         let server = c.server_cores.unwrap_or(0.0);

@@ -1,0 +1,248 @@
+//! A response's checks while it is parsed (`--expect-*`, a requests file's `expect_*`): which
+//! header fields were there, whether each body substring was seen, the first
+//! [`REGEX_WINDOW_BYTES`] of the body for a regex, and at the end the names of the checks it
+//! failed. Bounded: a substring is found across reads with a carry of its own length minus
+//! one, never by keeping the body.
+
+use memchr::memmem;
+
+use super::response::ResponseObserver;
+use crate::plan::workload::{Checks, REGEX_WINDOW_BYTES};
+
+/// The names a failed check is counted under (`checks {name: count}`).
+pub const STATUS: &str = "status";
+/// `--expect-body-contains`.
+pub const BODY_CONTAINS: &str = "body_contains";
+/// `--expect-body-regex`.
+pub const BODY_REGEX: &str = "body_regex";
+/// `--expect-header`.
+pub const HEADER: &str = "header";
+/// `--expect-size`.
+pub const SIZE: &str = "size";
+
+/// One response's check state.
+#[derive(Debug, Default)]
+pub struct CheckState {
+    /// Each expected header: seen (with its value, when one is expected).
+    headers_seen: Vec<bool>,
+    /// Each substring: found.
+    found: Vec<bool>,
+    /// The end of the body so far, as long as the longest unfound substring needs.
+    carry: Vec<u8>,
+    /// The body's first bytes, for the regex.
+    window: Vec<u8>,
+}
+
+/// A `CheckState` watching one response against `checks`.
+pub struct Watch<'a> {
+    /// The state.
+    pub state: &'a mut CheckState,
+    /// What is checked.
+    pub checks: &'a Checks,
+}
+
+impl CheckState {
+    /// Ready for a new response against `checks`.
+    pub fn reset(&mut self, checks: &Checks) {
+        self.headers_seen.clear();
+        self.headers_seen.resize(checks.headers.len(), false);
+        self.found.clear();
+        self.found.resize(checks.body_contains.len(), false);
+        self.carry.clear();
+        self.window.clear();
+    }
+
+    /// The checks a complete response of `status` with `body_bytes` bytes failed, in a fixed
+    /// order (empty when it passed).
+    pub fn failed(&self, checks: &Checks, status: u16, body_bytes: u64) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if !checks.status_ok(status) {
+            out.push(STATUS);
+        }
+        if checks
+            .headers
+            .iter()
+            .enumerate()
+            .any(|(k, _)| !self.headers_seen.get(k).copied().unwrap_or(false))
+        {
+            out.push(HEADER);
+        }
+        if checks.size.is_some_and(|n| n != body_bytes) {
+            out.push(SIZE);
+        }
+        if checks
+            .body_contains
+            .iter()
+            .enumerate()
+            .any(|(k, _)| !self.found.get(k).copied().unwrap_or(false))
+        {
+            out.push(BODY_CONTAINS);
+        }
+        if let Some(re) = &checks.body_regex {
+            if !re.is_match(&self.window) {
+                out.push(BODY_REGEX);
+            }
+        }
+        out
+    }
+}
+
+/// The checks an HTTP/2 response of `status` with `body_bytes` failed, of those HTTP/2 runs
+/// take (status and size: header and body checks are refused for them before the run).
+pub fn status_and_size(checks: &Checks, status: u16, body_bytes: u64) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !checks.status_ok(status) {
+        out.push(STATUS);
+    }
+    if checks.size.is_some_and(|n| n != body_bytes) {
+        out.push(SIZE);
+    }
+    out
+}
+
+impl ResponseObserver for Watch<'_> {
+    fn header(&mut self, name: &str, value: &[u8]) {
+        for (k, (want, v)) in self.checks.headers.iter().enumerate() {
+            if name.eq_ignore_ascii_case(want)
+                && v.as_ref()
+                    .is_none_or(|v| value.trim_ascii() == v.as_bytes())
+            {
+                if let Some(seen) = self.state.headers_seen.get_mut(k) {
+                    *seen = true;
+                }
+            }
+        }
+    }
+
+    fn body(&mut self, bytes: &[u8]) {
+        let s = &mut *self.state;
+        if self.checks.body_regex.is_some() && s.window.len() < REGEX_WINDOW_BYTES {
+            let room = REGEX_WINDOW_BYTES - s.window.len();
+            s.window.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+        if self.checks.body_contains.is_empty() || s.found.iter().all(|f| *f) {
+            return;
+        }
+        // Each needle is looked for in the carried end of the body so far joined to the new
+        // bytes, so one split across reads (or chunks) is found too.
+        let mut joined = std::mem::take(&mut s.carry);
+        joined.extend_from_slice(bytes);
+        let mut keep = 0;
+        for (k, needle) in self.checks.body_contains.iter().enumerate() {
+            if s.found[k] {
+                continue;
+            }
+            if memmem::find(&joined, needle).is_some() {
+                s.found[k] = true;
+            } else {
+                keep = keep.max(needle.len().saturating_sub(1));
+            }
+        }
+        let from = joined.len().saturating_sub(keep);
+        joined.drain(..from);
+        s.carry = joined;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::response::ResponseParser;
+
+    fn checks() -> Checks {
+        Checks {
+            status: vec![(200, 299)],
+            body_contains: vec![b"needle".to_vec(), b"ok".to_vec()],
+            body_regex: Some(regex::bytes::Regex::new(r"^HEAD\d+").unwrap()),
+            headers: vec![
+                ("content-type".into(), Some("text/plain".into())),
+                ("x-id".into(), None),
+            ],
+            size: None,
+        }
+    }
+
+    /// Parses `wire` in reads of `step` bytes and returns the failed checks.
+    fn run(wire: &[u8], step: usize, c: &Checks) -> Vec<&'static str> {
+        let mut p = ResponseParser::new(false);
+        let mut st = CheckState::default();
+        st.reset(c);
+        let mut off = 0;
+        while off < wire.len() {
+            let end = (off + step).min(wire.len());
+            let mut chunk = &wire[off..end];
+            while !chunk.is_empty() {
+                let mut w = Watch {
+                    state: &mut st,
+                    checks: c,
+                };
+                let (used, done) = p.feed_with(chunk, &mut w).unwrap();
+                if let Some(r) = done {
+                    return st.failed(c, r.status, r.body_bytes);
+                }
+                chunk = &chunk[used..];
+            }
+            off = end;
+        }
+        panic!("incomplete");
+    }
+
+    #[test]
+    fn a_passing_response_passes_however_it_is_split() {
+        let c = checks();
+        let body = b"HEAD42 ... a needle in the middle ... ok";
+        let wire = [
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type:  text/plain \r\nX-Id: 7\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+            body,
+        ]
+        .concat();
+        for step in [1, 2, 3, 7, 1000] {
+            assert_eq!(run(&wire, step, &c), Vec::<&str>::new(), "step {step}");
+        }
+        // Chunked: the needle split across chunks is found too.
+        let chunked = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nx-id: 1\r\nTransfer-Encoding: chunked\r\n\r\n8\r\nHEAD1 ne\r\n9\r\nedle, ok.\r\n0\r\n\r\n";
+        for step in [1, 5, 1000] {
+            assert_eq!(run(chunked, step, &c), Vec::<&str>::new(), "step {step}");
+        }
+    }
+
+    #[test]
+    fn each_failed_check_is_named() {
+        let c = checks();
+        let wire =
+            b"HTTP/1.1 503 No\r\nContent-Type: text/html\r\nContent-Length: 9\r\n\r\nneedle...";
+        assert_eq!(
+            run(wire, 4, &c),
+            [STATUS, HEADER, BODY_CONTAINS, BODY_REGEX]
+        );
+        let sized = Checks {
+            size: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(run(wire, 4, &sized), [SIZE]);
+        assert!(run(wire, 4, &Checks::default()).is_empty());
+    }
+
+    #[test]
+    fn the_regex_sees_only_the_first_window_and_memory_stays_bounded() {
+        let c = Checks {
+            body_regex: Some(regex::bytes::Regex::new("TAIL").unwrap()),
+            body_contains: vec![b"TAIL".to_vec()],
+            ..Default::default()
+        };
+        let n = REGEX_WINDOW_BYTES + 10;
+        let mut body = vec![b'x'; n];
+        body[n - 4..].copy_from_slice(b"TAIL");
+        let wire = [
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n").as_bytes(),
+            &body,
+        ]
+        .concat();
+        // Past the window: the regex does not see it (documented), the substring does.
+        assert_eq!(run(&wire, 4096, &c), [BODY_REGEX]);
+    }
+}
