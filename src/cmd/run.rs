@@ -66,6 +66,27 @@ impl RunArgs {
     }
 }
 
+/// `--verify`: each request once, what came back on stderr; an error naming how many failed
+/// when any did (the load does not start).
+fn verify_first(cfg: &RunConfig, prepared: &measure::Prepared) -> Result<(), String> {
+    let vs = measure::verify::verify(cfg, &prepared.route, cfg.load.seed.unwrap_or(0));
+    eprint!("{}", measure::verify::report(&vs));
+    let bad = vs.iter().filter(|v| !v.ok()).count();
+    if bad > 0 {
+        return Err(format!(
+            "--verify: {bad} of {} request{} failed (above); the load did not start",
+            vs.len(),
+            if vs.len() == 1 { "" } else { "s" }
+        ));
+    }
+    eprintln!(
+        "volley: --verify: {} request{} answered as expected; the load starts",
+        vs.len(),
+        if vs.len() == 1 { "" } else { "s" }
+    );
+    Ok(())
+}
+
 /// The files a run writes, opened before the load so a bad path costs nothing.
 struct Outputs {
     json: Option<(PathBuf, File)>,
@@ -101,6 +122,11 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         Ok(o) => o,
         Err(msg) => return fail(ExitCode::Usage, &msg),
     };
+    if cfg.load.verify {
+        if let Err(msg) = verify_first(&cfg, &prepared) {
+            return fail(ExitCode::Usage, &msg);
+        }
+    }
     let live = !args.quiet && std::io::stderr().is_terminal();
     let mut live_line = LiveLine::new(live, cfg.load.duration.map(|d| d.as_secs_f64()));
     let mut hdr_log = outputs.hdr_log.take().map(|out| {

@@ -201,6 +201,25 @@ impl Harness<'_> {
             }
             Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };
+        if cfg.load.verify {
+            // The cell's requests once each first: a cell that would measure error pages
+            // fails with what came back instead.
+            let vs = measure::verify::verify(&cfg, &prepared.route, cfg.load.seed.unwrap_or(0));
+            let bad = vs.iter().filter(|v| !v.ok()).count();
+            if bad > 0 {
+                let shown: Vec<String> = measure::verify::report(&vs)
+                    .lines()
+                    .map(str::to_string)
+                    .collect();
+                return CellOutcome::failed(
+                    format!(
+                        "--verify: {bad} of {} requests failed; not measured",
+                        vs.len()
+                    ),
+                    shown,
+                );
+            }
+        }
         let cpu_list = self
             .suite
             .client_cpus

@@ -4,6 +4,7 @@
 //! the result ([`run`], [`assemble`]). Prints nothing.
 
 pub mod assemble;
+pub mod verify;
 mod warnings;
 
 use std::net::SocketAddr;

@@ -2,6 +2,7 @@
 //! (corrected vs service time, every percentile to 99.999, errors by kind, warnings) — the
 //! suite table, and the live one-line progress display ([`live`]).
 
+mod endpoints;
 pub mod live;
 mod server;
 mod summary;

@@ -17,9 +17,12 @@ pub fn summary(r: &RunResult) -> String {
     throughput(&mut o, r);
     percentile_table(&mut o, r);
     setup_times(&mut o, r);
+    super::endpoints::requests_file(&mut o, r);
     requests(&mut o, r);
+    super::endpoints::checks(&mut o, r);
     errors(&mut o, r);
     connections(&mut o, r);
+    super::endpoints::table(&mut o, r);
     client(&mut o, r);
     server(&mut o, r);
     warmup(&mut o, r);
