@@ -3,6 +3,7 @@
 //! checked and expanded into cells that each hold one ([`suite`]). Every error names the flag
 //! ([`Flag`]) or the file, line and key it came from (exit code 2).
 
+pub mod checks;
 pub mod flag;
 pub mod flags;
 pub mod http;
