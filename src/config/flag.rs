@@ -81,6 +81,8 @@ pub enum Flag {
     Streams,
     /// `--h2-window`.
     H2Window,
+    /// `--requests-file`.
+    RequestsFile,
     /// `--expect-status`.
     ExpectStatus,
     /// `--expect-body-contains`.
@@ -170,6 +172,12 @@ const FLAGS: &[(Flag, &str, &str, &str)] = &[
     (Flag::H2c, "--h2c", "h2c", "protocol"),
     (Flag::Streams, "--streams", "streams", "streams"),
     (Flag::H2Window, "--h2-window", "h2-window", "h2_window"),
+    (
+        Flag::RequestsFile,
+        "--requests-file",
+        "requests-file",
+        "requests_file",
+    ),
     (
         Flag::ExpectStatus,
         "--expect-status",
