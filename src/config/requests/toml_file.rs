@@ -1265,6 +1265,35 @@ body_size = 16
     }
 
     #[test]
+    fn the_contracts_example_reads() {
+        let contract = include_str!("../../../docs/contract.md");
+        let section = &contract[contract.find("## Workloads").unwrap()..];
+        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+        let example = &section[start..start + section[start..].find("```").unwrap()];
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("users.csv"), "id,email\n7,a@x.org\n").unwrap();
+        let w = read_in(dir.path(), "mix.toml", example).unwrap();
+        assert_eq!(w.endpoints, ["item", "order"]);
+        assert_eq!(
+            w.entries.iter().map(|e| e.weight).collect::<Vec<_>>(),
+            [16, 3, 1]
+        );
+        let Body::Template(b) = &w.entries[1].body else {
+            panic!("{:?}", w.entries[1].body)
+        };
+        assert_eq!(
+            b.parts,
+            [
+                lit("{\"id\": "),
+                Part::Seq,
+                lit(", \"key\": \""),
+                Part::Uuid,
+                lit("\"}")
+            ]
+        );
+    }
+
+    #[test]
     fn a_hundred_thousand_unnamed_requests_load_quickly() {
         let mut text = String::with_capacity(4_000_000);
         for i in 0..100_000 {
