@@ -109,6 +109,58 @@ fn bad_flags_exit_2_naming_the_flag() {
 }
 
 #[test]
+fn a_bad_requests_file_exits_2_naming_the_file_the_line_and_the_key() {
+    // Nothing listens on port 9: every one of these is refused before any load.
+    let url = "http://127.0.0.1:9/";
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/requests");
+    let bad = format!("{dir}/bad_weight.toml");
+    let mix = format!("{dir}/mix.toml");
+    expect(
+        &["run", url, "--requests-file", &bad],
+        2,
+        &format!(
+            "--requests-file {bad}:6:10: [[request]] 2: weight: must be a number above 0 (80, or 0.8), not 0"
+        ),
+    );
+    expect(
+        &["run", url, "--requests-file", "/no/such/mix.toml"],
+        2,
+        "--requests-file /no/such/mix.toml: No such file",
+    );
+    expect(
+        &["run", "http://127.0.0.1:9/api", "--requests-file", &mix],
+        2,
+        "the URL names the host; the file names the paths",
+    );
+    expect(
+        &["run", url, "--requests-file", &mix, "-m", "PUT"],
+        2,
+        "--requests-file: cannot be combined with -m/--method",
+    );
+    expect(
+        &["run", url, "--requests-file", &mix, "--body", "x"],
+        2,
+        "cannot be combined with --body",
+    );
+    expect(
+        &["run", url, "--expect-body-regex", "(x"],
+        2,
+        "--expect-body-regex: `(x` is not a regex",
+    );
+    expect(
+        &["run", url, "--expect-status", "2yy"],
+        2,
+        "--expect-status",
+    );
+    expect(
+        &["run", url, "--expect-header", "a b"],
+        2,
+        "--expect-header",
+    );
+    expect(&["run", url, "--expect-size", "1XB"], 2, "--expect-size");
+}
+
+#[test]
 fn ramp_flag_rules_exit_2() {
     let url = "http://127.0.0.1:9/";
     expect(

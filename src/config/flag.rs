@@ -81,6 +81,20 @@ pub enum Flag {
     Streams,
     /// `--h2-window`.
     H2Window,
+    /// `--requests-file`.
+    RequestsFile,
+    /// `--expect-status`.
+    ExpectStatus,
+    /// `--expect-body-contains`.
+    ExpectBodyContains,
+    /// `--expect-body-regex`.
+    ExpectBodyRegex,
+    /// `--expect-header`.
+    ExpectHeader,
+    /// `--expect-size`.
+    ExpectSize,
+    /// `--verify`.
+    Verify,
 }
 
 /// (flag, as messages spell it, long name, suite scenario key).
@@ -158,6 +172,43 @@ const FLAGS: &[(Flag, &str, &str, &str)] = &[
     (Flag::H2c, "--h2c", "h2c", "protocol"),
     (Flag::Streams, "--streams", "streams", "streams"),
     (Flag::H2Window, "--h2-window", "h2-window", "h2_window"),
+    (
+        Flag::RequestsFile,
+        "--requests-file",
+        "requests-file",
+        "requests_file",
+    ),
+    (
+        Flag::ExpectStatus,
+        "--expect-status",
+        "expect-status",
+        "expect_status",
+    ),
+    (
+        Flag::ExpectBodyContains,
+        "--expect-body-contains",
+        "expect-body-contains",
+        "expect_body_contains",
+    ),
+    (
+        Flag::ExpectBodyRegex,
+        "--expect-body-regex",
+        "expect-body-regex",
+        "expect_body_regex",
+    ),
+    (
+        Flag::ExpectHeader,
+        "--expect-header",
+        "expect-header",
+        "expect_header",
+    ),
+    (
+        Flag::ExpectSize,
+        "--expect-size",
+        "expect-size",
+        "expect_size",
+    ),
+    (Flag::Verify, "--verify", "verify", "verify"),
 ];
 
 impl Flag {

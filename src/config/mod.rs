@@ -3,10 +3,12 @@
 //! checked and expanded into cells that each hold one ([`suite`]). Every error names the flag
 //! ([`Flag`]) or the file, line and key it came from (exit code 2).
 
+pub mod checks;
 pub mod flag;
 pub mod flags;
 pub mod http;
 pub mod monitor;
+pub mod requests;
 pub mod suite;
 pub mod threshold;
 pub mod tls;
@@ -32,6 +34,9 @@ pub enum ConfigError {
         /// Other flags the problem involves (a conflict), which a suite error may point at.
         also: Vec<Flag>,
     },
+    /// The `--requests-file` cannot be read or used (its error names the file, line and key).
+    #[error("--requests-file {0}")]
+    Requests(Box<requests::RequestsError>),
     /// A file named by a flag cannot be read.
     #[error("{flag} {path}: {source}")]
     File {
@@ -42,6 +47,12 @@ pub enum ConfigError {
         /// The operating system's reason.
         source: std::io::Error,
     },
+}
+
+impl From<requests::RequestsError> for ConfigError {
+    fn from(e: requests::RequestsError) -> Self {
+        ConfigError::Requests(Box::new(e))
+    }
 }
 
 impl ConfigError {
@@ -70,6 +81,7 @@ impl ConfigError {
                 std::iter::once(*flag).chain(also.iter().copied()).collect()
             }
             ConfigError::File { flag, .. } => vec![*flag],
+            ConfigError::Requests(_) => vec![Flag::RequestsFile],
         }
     }
 }

@@ -65,6 +65,7 @@ pub(super) fn expand(
         match check_flags(&c.flags, &url, cores) {
             Ok(mut config) => {
                 share_body(&mut config, &out);
+                share_workload(&mut config, &out);
                 out.push(Cell {
                     axes: c.labels,
                     path: c.path,
@@ -90,6 +91,21 @@ fn share_body(config: &mut RunConfig, earlier: &[Cell]) {
         .find(|b| b.len() == body.len() && **b == *body)
     {
         config.load.body = same.clone();
+    }
+}
+
+/// The same for a requests file: cells that read the same one with the same checks hold its
+/// workload once (a file of 100,000 requests is not kept once per cell).
+fn share_workload(config: &mut RunConfig, earlier: &[Cell]) {
+    let Some(w) = &config.load.workload else {
+        return;
+    };
+    if let Some(same) = earlier
+        .iter()
+        .filter_map(|c| c.config.load.workload.as_ref())
+        .find(|e| e.hash == w.hash && e.source == w.source && ***e == **w)
+    {
+        config.load.workload = Some(same.clone());
     }
 }
 

@@ -2,8 +2,8 @@
 //! matrix before anything is built or started. Every error names the file, line, column and key.
 //!
 //! Scenario keys are the `volley run` long flags in snake_case; a list is a matrix axis, except
-//! `headers`, where a list of strings is several headers of one cell and a list of lists (or of
-//! tables) is an axis. Each cell is validated by the same code as `volley run`, so a suite
+//! under `headers` (and `thresholds`, `expect_body_contains`, `expect_header`), where a list of
+//! strings is several flags of one cell and a list of lists (or of tables) is an axis. Each cell is validated by the same code as `volley run`, so a suite
 //! accepts exactly what the command line accepts.
 //!
 //! The parts, in the order a file is read: `toml_reader` (typed values with `file:line:column`

@@ -230,8 +230,17 @@ fn scenario_keys(run_flags: &[String]) -> Vec<String> {
     keys
 }
 
+/// Scenario keys whose list of strings is several flags of one cell, not an axis: the
+/// repeatable `volley run` flags (a list of lists is an axis of them).
+const REPEATED_KEYS: &[&str] = &[
+    "headers",
+    "thresholds",
+    "expect_body_contains",
+    "expect_header",
+];
+
 /// Key `key` with value `v` as an axis of alternatives. A list is an axis, except a list of
-/// strings under `headers` or `thresholds` (several headers or thresholds of one cell).
+/// strings under one of [`REPEATED_KEYS`] (several headers or thresholds of one cell).
 fn read_axis<'a>(
     r: &TomlReader,
     key: String,
@@ -240,7 +249,7 @@ fn read_axis<'a>(
 ) -> Result<Axis<'a>, SuiteError> {
     let list = match v.get_ref() {
         DeValue::Array(a)
-            if !(key == "headers" || key == "thresholds")
+            if !REPEATED_KEYS.contains(&key.as_str())
                 || a.iter().any(|e| !matches!(e.get_ref(), DeValue::String(_))) =>
         {
             if a.is_empty() {
@@ -336,6 +345,7 @@ fn flags_for(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, Sui
         "keepalive" => keepalive_choice(r, v, at),
         "protocol" => protocol_choice(r, v, at),
         "thresholds" => thresholds_choice(r, v, at),
+        "expect_body_contains" | "expect_header" => repeated_choice(r, key, v, at),
         "headers" => headers_choice(r, v, at),
         _ => flag_choice(r, key, v, at),
     }
@@ -428,6 +438,36 @@ fn thresholds_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteE
         let t = r.str(e, at, key)?;
         label.push(t.clone());
         flags.push(format!("--threshold={t}"));
+    }
+    Ok(Choice {
+        label: label.join("; "),
+        flags,
+    })
+}
+
+/// `expect_body_contains`, `expect_header`: one string or a list of them, each a flag of the
+/// same cell (all must hold).
+fn repeated_choice(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    let items: Vec<&Val> = match v.get_ref() {
+        DeValue::String(_) => vec![v],
+        DeValue::Array(a) => a.iter().collect(),
+        _ => {
+            return Err(wrong_type(
+                r,
+                key,
+                v,
+                at,
+                "must be a string or a list of them",
+            ))
+        }
+    };
+    let flag = format!("--{}", key.replace('_', "-"));
+    let mut flags = Vec::new();
+    let mut label = Vec::new();
+    for e in items {
+        let t = r.str(e, at, key)?;
+        label.push(t.clone());
+        flags.push(format!("{flag}={t}"));
     }
     Ok(Choice {
         label: label.join("; "),
@@ -551,6 +591,63 @@ fn run_long_flags() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::super::testing::{err, parse, BASE};
+
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/requests");
+
+    #[test]
+    fn requests_files_and_checks_are_scenario_keys() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"mix\"\nrequests_file = \"{FIXTURES}/mix.toml\"\nexpect_status = \"200\"\nexpect_body_contains = [\"a\", \"b\"]\nexpect_header = \"content-type\"\nexpect_size = 12\nverify = true\nconnections = [1, 2]\n"
+        ))
+        .unwrap();
+        let cells = &s.scenarios[0].cells;
+        assert_eq!(
+            cells.len(),
+            2,
+            "a list of strings of a repeatable flag is one cell"
+        );
+        let load = &cells[0].config.load;
+        assert_eq!(load.checks.status, [(200, 200)]);
+        assert_eq!(load.checks.body_contains, [b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(load.checks.headers, [("content-type".to_string(), None)]);
+        assert_eq!(load.checks.size, Some(12));
+        assert!(load.verify);
+        let w = load.workload.as_ref().unwrap();
+        assert_eq!(w.endpoints, ["item", "order"]);
+        // Both cells read the same file with the same checks: they hold it once.
+        let other = cells[1].config.load.workload.as_ref().unwrap();
+        assert!(std::sync::Arc::ptr_eq(w, other));
+    }
+
+    #[test]
+    fn a_bad_requests_file_in_a_cell_points_at_its_key_and_says_where_in_the_file() {
+        let (line, col, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nrequests_file = \"{FIXTURES}/bad_weight.toml\"\n"
+        ));
+        assert_eq!((line, col, key.as_deref()), (9, 17, Some("requests_file")));
+        assert!(
+            msg.contains(&format!("--requests-file {FIXTURES}/bad_weight.toml:6:10: [[request]] 2: weight: must be a number above 0")),
+            "{msg}"
+        );
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nrequests_file = \"{FIXTURES}/mix.toml\"\nbody_size = \"1KiB\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (10, Some("body_size")));
+        assert!(msg.contains("cannot be combined with --body-size"), "{msg}");
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\npath = \"/api\"\nrequests_file = \"{FIXTURES}/mix.toml\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (10, Some("requests_file")));
+        assert!(
+            msg.contains("the URL names the host; the file names the paths"),
+            "{msg}"
+        );
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nexpect_body_regex = \"(\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (9, Some("expect_body_regex")));
+        assert!(msg.contains("`(` is not a regex"), "{msg}");
+    }
 
     #[test]
     fn headers_list_is_one_cell_and_list_of_lists_an_axis() {
