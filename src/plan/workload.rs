@@ -396,12 +396,15 @@ impl Workload {
         self.cycle = turns.into_iter().map(|(_, k)| k).collect();
     }
 
-    /// The entry request `index` takes (weighted), or the one connection `walked` requests
-    /// into its sequence takes.
+    /// The entry the `turn`-th request takes (weighted), or the one connection `walked`
+    /// requests into its sequence takes. A worker passes its own count of requests as the
+    /// turn, so each worker's requests hold the shares exactly whatever pace each worker
+    /// keeps (by the run's global index, a faster worker would take more of the cycle's even
+    /// or odd slots and bias the mix).
     #[inline]
-    pub fn pick(&self, index: u64, walked: u64) -> usize {
+    pub fn pick(&self, turn: u64, walked: u64) -> usize {
         match self.order {
-            Order::Weighted => self.cycle[(index % self.cycle.len() as u64) as usize] as usize,
+            Order::Weighted => self.cycle[(turn % self.cycle.len() as u64) as usize] as usize,
             Order::Sequence => (walked % self.entries.len() as u64) as usize,
         }
     }

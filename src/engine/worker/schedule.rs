@@ -167,7 +167,9 @@ impl Worker {
             return;
         };
         let c = &mut self.conns[i];
-        req.entry = mix.workload.pick(req.index, c.walked) as u16;
+        // The index is this worker's count × threads + its number: the count is its turn.
+        let turn = req.index / self.shared.threads as u64;
+        req.entry = mix.workload.pick(turn, c.walked) as u16;
         c.walked += 1;
     }
 

@@ -73,7 +73,7 @@ pub fn table(o: &mut String, r: &RunResult) {
             e.name.clone(),
             format!("{} {}", e.method, e.path),
             format!("{:.1} %", e.requests.sent as f64 / total as f64 * 100.0),
-            format!("{:.1}", e.requests.completed as f64 / elapsed),
+            crate::units::rate(e.requests.completed as f64 / elapsed),
             opt_micros(e.latency_us.p50),
             opt_micros(e.latency_us.p99),
             opt_micros(e.latency_us.p99_9),

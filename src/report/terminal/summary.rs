@@ -33,10 +33,15 @@ pub fn summary(r: &RunResult) -> String {
 
 /// The target, how the load ran, and whether Ctrl-C cut it short.
 fn header(o: &mut String, r: &RunResult) {
+    // A workload has no one method: its file says what was sent.
+    let what = match &r.target.requests_file {
+        Some(f) => format!("{} ->", f.path),
+        None => r.target.method.clone(),
+    };
     let _ = writeln!(
         o,
-        "volley {}  {} {}  ({})",
-        r.volley_version, r.target.method, r.target.url, r.target.addr
+        "volley {}  {what} {}  ({})",
+        r.volley_version, r.target.url, r.target.addr
     );
     let _ = writeln!(o, "{}", how_it_ran(r));
     if let Some(tls) = tls_line(r) {
