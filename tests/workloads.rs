@@ -285,6 +285,16 @@ fn assert_shares(label: &str, got: &BTreeMap<String, u64>, r: &Value) -> bool {
         );
     }
     assert_eq!(got.len(), 3, "{label}: nothing else: {got:?}");
+    // Every request is named: the endpoints' histograms are the run's, split.
+    let parts: Vec<Hist> = ["hello", "bytes", "post"]
+        .iter()
+        .map(|n| hist(endpoint(r, n), "latency_hdr"))
+        .collect();
+    assert_same_hist(
+        &sum(&parts),
+        &hist(r, "latency_hdr"),
+        &format!("{label}: the endpoints' latencies add up to the run's"),
+    );
     exact
 }
 
@@ -319,6 +329,77 @@ fn the_server_sees_the_weights_closed_open_and_pipelined() {
         assert_eq!(r["endpoints"].as_array().unwrap().len(), 3, "{label}");
         let exact = assert_shares(label, &got, &r);
         assert!(exact, "{label}: not exactly 80/15/5: {got:?}");
+    }
+}
+
+/// `a` and `b` hold the same values the same number of times (whatever bounds each was made
+/// with); a difference names the first value whose count differs.
+fn assert_same_hist(a: &Hist, b: &Hist, what: &str) {
+    let recorded = |h: &Hist| -> Vec<(u64, u64)> {
+        h.iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    };
+    let (ra, rb) = (recorded(a), recorded(b));
+    if let Some(k) = (0..ra.len().max(rb.len())).find(|&k| ra.get(k) != rb.get(k)) {
+        panic!(
+            "{what}: {} values (min {}, max {}) vs {} (min {}, max {}); first difference at {:?} vs {:?}",
+            a.len(),
+            a.min(),
+            a.max(),
+            b.len(),
+            b.min(),
+            b.max(),
+            ra.get(k),
+            rb.get(k)
+        );
+    }
+}
+
+#[test]
+fn each_endpoint_has_its_own_latencies_and_together_they_are_the_whole() {
+    // A slow request (3 ms at the server) beside a fast one: the slow one's latencies are all
+    // 3 ms or more, and when every request is named, the endpoints' histograms add up to the
+    // run's own, bucket by bucket.
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", server.addr);
+    let d = dir("latency");
+    let file = write(
+        &d,
+        "slow.toml",
+        "[[request]]\nname = \"fast\"\npath = \"/\"\nweight = 3\n\n[[request]]\nname = \"slow\"\npath = \"/delay?ms=3\"\nweight = 1\n",
+    );
+    let r = run_ok(&[
+        "run",
+        &url,
+        "--requests-file",
+        &file,
+        "-n",
+        "400",
+        "-c",
+        "4",
+        "-t",
+        "2",
+    ]);
+    let (fast, slow) = (endpoint(&r, "fast"), endpoint(&r, "slow"));
+    assert_eq!(u(slow, "/requests/completed"), 100);
+    assert_eq!(u(fast, "/requests/completed"), 300);
+    for key in ["latency_hdr", "service_time_hdr"] {
+        let h = hist(slow, key);
+        assert_eq!(h.len(), 100);
+        assert!(
+            h.min() >= 3000,
+            "slow {key}: min {} µs, below the server's 3 ms",
+            h.min()
+        );
+        assert!(u(slow, "/latency_us/p50") >= 3000, "{slow:#}");
+        let whole = hist(&r, key);
+        let parts = sum([&hist(fast, key), &h]);
+        assert_same_hist(
+            &parts,
+            &whole,
+            &format!("{key}: the endpoints add up to the run"),
+        );
     }
 }
 
