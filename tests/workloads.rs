@@ -1155,3 +1155,50 @@ fn the_requests_file_and_its_data_are_part_of_the_load_id() {
     let single = run_ok(&["run", &url, "-n", "100", "-c", "2"]);
     assert_ne!(single["load_id"].as_str().unwrap(), first);
 }
+
+// ------------------------------------------------------------------------------ the example
+
+#[test]
+fn the_example_mix_runs_clean_against_volley_serve() {
+    // examples/mix: every check passes against the reference contract's paths, and the
+    // server gets the weights (60/20/10/5/5 of 2,000 with one thread: exact).
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", server.addr);
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/mix/mix.toml");
+    let (code, r, stderr) = volley_json(
+        &[
+            "run",
+            &url,
+            "--requests-file",
+            file,
+            "--verify",
+            "-n",
+            "2000",
+            "-c",
+            "10",
+            "-t",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("--verify: 5 requests answered as expected"),
+        "{stderr}"
+    );
+    assert_eq!(u(&r, "/requests/completed"), 2000);
+    assert_eq!(u(&r, "/requests/failed"), 0, "{:#}", r["checks"]);
+    let got = counts(server.addr);
+    // The verify requests (one each) come first.
+    for (key, n) in [
+        ("GET /", 1200),
+        ("GET /hello", 400),
+        ("GET /bytes", 200),
+        ("POST /", 100),
+        ("GET /delay", 100),
+    ] {
+        assert_eq!(got.get(key), Some(&(n + 1)), "{key}: {got:?}");
+    }
+    let slow = endpoint(&r, "slow");
+    assert!(u(slow, "/latency_us/min") >= 1000, "{slow:#}");
+}
