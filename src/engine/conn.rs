@@ -31,8 +31,9 @@ pub struct InFlight {
     /// HTTP/2: the status of its response head, once it arrived (0: not yet).
     pub status: u16,
     /// `--requests-file`: its request in the workload ([`NO_ENTRY`] until a connection takes
-    /// it; kept when it goes again, so a resend is the same request).
-    pub entry: u16,
+    /// it; kept when it goes again, so a resend is the same request). `u32`: a file may hold
+    /// more than 65,535 requests.
+    pub entry: u32,
     /// The request's index in the run (`{seq}`; the weighted mix's turn).
     pub index: u64,
     /// HTTP/2: its response's body bytes so far (`--expect-size`).
@@ -40,7 +41,7 @@ pub struct InFlight {
 }
 
 /// An `InFlight` whose workload request is not chosen yet (or a run without a workload).
-pub const NO_ENTRY: u16 = u16::MAX;
+pub const NO_ENTRY: u32 = u32::MAX;
 
 impl InFlight {
     /// A request taken at `start_ns`.

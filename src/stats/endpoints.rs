@@ -38,6 +38,15 @@ fn growing_hist() -> Hist {
     h
 }
 
+/// Records `v` in `h`, growing it as needed. (`saturating_record` clamps instead of growing:
+/// to the highest value a histogram was made for, 2 for `Histogram::new`, so every latency of
+/// 2,048 µs or more became 2 µs.)
+fn record(h: &mut Hist, v: u64) {
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
 impl Default for EndpointStats {
     fn default() -> Self {
         EndpointStats {
@@ -103,8 +112,8 @@ impl Endpoints {
         let s = self.get(e);
         s.counts.completed += 1;
         s.counts.status[status as usize % s.counts.status.len()] += 1;
-        s.latency.saturating_record(latency_us);
-        s.service.saturating_record(service_us);
+        record(&mut s.latency, latency_us);
+        record(&mut s.service, service_us);
         if status >= 400 {
             s.failed += 1;
         }
@@ -172,5 +181,20 @@ mod tests {
         assert_eq!(s.counts.status[503], 100);
         assert_eq!(s.counts.sent, 1);
         assert_eq!(all.stats[0].as_ref().unwrap().counts.errors.timeout, 1);
+    }
+
+    #[test]
+    fn latencies_past_the_first_bucket_are_kept() {
+        let mut e = Endpoints::default();
+        for v in [5, 2_048, 3_000, 250_000, 90_000_000] {
+            e.response(0, v, v, 200);
+        }
+        let s = e.stats[0].as_ref().unwrap();
+        for h in [&s.latency, &s.service] {
+            assert_eq!(h.len(), 5);
+            assert_eq!(h.min(), 5);
+            assert!(h.equivalent(h.max(), 90_000_000), "{}", h.max());
+            assert_eq!(h.count_between(2_000, 3_000), 2);
+        }
     }
 }

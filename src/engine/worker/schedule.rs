@@ -169,7 +169,7 @@ impl Worker {
         let c = &mut self.conns[i];
         // The index is this worker's count × threads + its number: the count is its turn.
         let turn = req.index / self.shared.threads as u64;
-        req.entry = mix.workload.pick(turn, c.walked) as u16;
+        req.entry = mix.workload.pick(turn, c.walked) as u32;
         c.walked += 1;
     }
 
