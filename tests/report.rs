@@ -123,6 +123,52 @@ fn gc_tables_of_a_run_match_the_golden_files() {
 }
 
 #[test]
+fn reports_of_a_request_mix_match_the_golden_files() {
+    // A real run of three named requests (`mix.json`): each request's scalars are CSV columns
+    // `endpoints.<name>.*`, after the run's own.
+    let mix = load("mix.json");
+    let csv = Format::Csv.reporter().render(&mix);
+    let lines: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 2, "header and one run");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let row: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(header.len(), row.len());
+    let value = |col: &str| {
+        let i = header
+            .iter()
+            .position(|h| *h == col)
+            .unwrap_or_else(|| panic!("no column {col}"));
+        row[i]
+    };
+    assert_eq!(value("checks.body_regex"), "18685", "the run's checks");
+    assert_eq!(value("endpoints.hello.requests.sent"), "179644");
+    assert_eq!(value("endpoints.post.checks.body_regex"), "18685");
+    assert_eq!(value("endpoints.missing.status_codes.404"), "11227");
+    assert_eq!(value("endpoints.missing.path"), "/nope/{rand:1..5}");
+    assert_eq!(value("endpoints.post.latency_us.p99"), "227");
+    let first = header
+        .iter()
+        .position(|h| h.starts_with("endpoints."))
+        .unwrap();
+    let names: Vec<&str> = header[first..]
+        .iter()
+        .map(|h| h.split('.').nth(1).unwrap())
+        .fold(Vec::new(), |mut v, n| {
+            if v.last() != Some(&n) {
+                v.push(n);
+            }
+            v
+        });
+    assert_eq!(
+        names,
+        ["hello", "post", "missing"],
+        "grouped, in the file's order"
+    );
+    assert!(!lines[0].contains("_hdr"), "no histograms");
+    assert_golden("mix.csv", &csv);
+}
+
+#[test]
 fn csv_has_one_row_per_cell_and_every_scalar() {
     let text = Format::Csv.reporter().render(&load("faults"));
     let lines: Vec<&str> = text.split("\r\n").filter(|l| !l.is_empty()).collect();
