@@ -166,6 +166,34 @@ fn reports_of_a_request_mix_match_the_golden_files() {
     );
     assert!(!lines[0].contains("_hdr"), "no histograms");
     assert_golden("mix.csv", &csv);
+
+    // Markdown: after the servers' table, one of the named requests; the load names the file.
+    let md = Format::Markdown.reporter().render(&mix);
+    assert!(
+        md.starts_with("## mix.toml → http://127.0.0.1:18383/\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("2 s, keep-alive, 3 requests of mix.toml (weighted, 3 named)"),
+        "{md}"
+    );
+    assert!(!md.contains("GET /\n"), "not one request: {md}");
+    let servers = md.find("| server | req/s |").unwrap();
+    let by_request = md
+        .find("| server | name | request | share of sent | req/s | p50 | p99 | p99.9 | failed | errors |")
+        .expect("the table of named requests");
+    assert!(servers < by_request);
+    for row in [
+        "| 127.0.0.1:18383 | hello | GET /hello | 80.0% | 89,790.5 | 62 µs | 230 µs | 340 µs | 0 | 0 |",
+        "| 127.0.0.1:18383 | post | POST / | 15.0% | 16,835.6 | 62 µs | 227 µs | 336 µs | 18,685 | 0 |",
+        "| 127.0.0.1:18383 | missing | GET /nope/{rand:1..5} | 5.0% | 5,611.5 | 63 µs | 227 µs | 323 µs | 11,227 | 0 |",
+    ] {
+        assert!(md.contains(row), "{row} missing from:\n{md}");
+    }
+    assert_golden("mix.md", &md);
+    // A run without named requests has no such table.
+    let md = Format::Markdown.reporter().render(&load("open-loop.json"));
+    assert!(!md.contains("| name | request |"), "{md}");
 }
 
 #[test]
