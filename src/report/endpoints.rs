@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::model::median;
-use crate::metric::Stat;
+use crate::metric::{Metric, Stat};
 use crate::result::endpoint::EndpointResult;
 use crate::result::RunResult;
 
@@ -116,7 +116,7 @@ fn of_runs(name: &str, runs: &[(&RunResult, &EndpointResult)]) -> EndpointFigure
 /// A named request's completed responses per second of its run (as the run's own
 /// `throughput_rps` is its completed responses over `elapsed_s`); None for a run of no time.
 pub fn rate(r: &RunResult, e: &EndpointResult) -> Option<f64> {
-    (r.elapsed_s > 0.0).then(|| e.requests.completed as f64 / r.elapsed_s)
+    Metric::Throughput.endpoint_value(r, e)
 }
 
 #[cfg(test)]
