@@ -7,6 +7,7 @@
 //! `errors`, `failed`, `cpu_per_request`. A threshold on `errors` (`failed`) with a `%` limit is
 //! [`Metric::ErrorRate`] ([`Metric::FailedRate`]).
 
+use crate::result::endpoint::EndpointResult;
 use crate::result::{Mode, RunResult};
 use crate::stats::Percentiles;
 use crate::units::{micros, micros_f, rate};
@@ -261,6 +262,41 @@ impl Metric {
         }
     }
 
+    /// Whether a named request of a requests file has its own value of this metric: every
+    /// metric but the server's CPU per request and the connections' connect and handshake
+    /// times, which belong to the whole run.
+    pub fn per_request(self) -> bool {
+        !matches!(
+            self,
+            Metric::CpuPerRequest | Metric::Connect(_) | Metric::Handshake(_)
+        )
+    }
+
+    /// The value of the named request `e` of run `r` (one of `r.endpoints`), in
+    /// [`Metric::unit`]: its latency percentiles, its completed responses over the run's
+    /// `elapsed_s` (as the run's throughput is), its errors and failed responses; `None` when
+    /// not measured (an empty histogram, no response for a rate) or not [`per_request`].
+    ///
+    /// [`per_request`]: Metric::per_request
+    pub fn endpoint_value(self, r: &RunResult, e: &EndpointResult) -> Option<f64> {
+        let q = &e.requests;
+        match self {
+            Metric::Latency(s) => s.of(&e.latency_us),
+            Metric::Service(s) => s.of(&e.service_time_us),
+            Metric::Throughput => (r.elapsed_s > 0.0).then(|| q.completed as f64 / r.elapsed_s),
+            Metric::Errors => Some(q.errors as f64),
+            Metric::ErrorRate => {
+                let n = q.completed as f64 + q.errors as f64;
+                (n > 0.0).then(|| q.errors as f64 / n * 100.0)
+            }
+            Metric::Failed => Some(q.failed as f64),
+            Metric::FailedRate => {
+                (q.completed > 0).then(|| q.failed as f64 / q.completed as f64 * 100.0)
+            }
+            Metric::CpuPerRequest | Metric::Connect(_) | Metric::Handshake(_) => None,
+        }
+    }
+
     /// A value as a table shows it: `51,234.1`, `1.24 ms`, `812 µs`, `12.3 µs`, `7`.
     pub fn format(self, v: f64) -> String {
         match self {
@@ -381,6 +417,32 @@ mod tests {
             Some(Metric::Connect(Stat::Max))
         );
         assert_eq!(Stat::P99_9.key(), "p99_9");
+    }
+
+    #[test]
+    fn a_named_request_has_its_own_values() {
+        let text = include_str!("../tests/fixtures/report/mix.json");
+        let r = RunResult::from_json(text).unwrap();
+        let post = &r.endpoints[1];
+        let v = |m: &str| Metric::parse(m).unwrap().endpoint_value(&r, post);
+        assert_eq!(v("p99"), Some(227.0));
+        assert_eq!(v("service_p50"), post.service_time_us.p50.map(|x| x as f64));
+        assert_eq!(
+            v("throughput"),
+            Some(post.requests.completed as f64 / r.elapsed_s)
+        );
+        assert_eq!(v("failed"), Some(18_685.0));
+        assert_eq!(v("errors"), Some(0.0));
+        assert_eq!(
+            Metric::FailedRate.endpoint_value(&r, post),
+            Some(18_685.0 / 33_683.0 * 100.0)
+        );
+        for m in ["cpu_per_request", "connect_p99", "tls_handshake_max"] {
+            let m = Metric::parse(m).unwrap();
+            assert!(!m.per_request());
+            assert_eq!(m.endpoint_value(&r, post), None, "{m}");
+        }
+        assert!(Metric::Throughput.per_request());
     }
 
     #[test]

@@ -303,14 +303,31 @@ fn suite_folder(dir: &Path, template: &Value, cells: &[(&str, &[f64])]) -> PathB
 
 /// A results folder of several servers: one run file per (server, scenario, rep).
 fn servers_folder(dir: &Path, template: &Value, cells: &[(&str, &str, &[f64])]) -> PathBuf {
+    let cells: Vec<(&str, &str, Vec<Value>)> = cells
+        .iter()
+        .map(|(server, scenario, throughputs)| {
+            let runs = throughputs
+                .iter()
+                .map(|t| {
+                    let mut v = template.clone();
+                    v["throughput_rps"] = json!(t);
+                    v
+                })
+                .collect();
+            (*server, *scenario, runs)
+        })
+        .collect();
+    runs_folder(dir, &cells)
+}
+
+/// A results folder holding the given runs: one file per (server, scenario, rep).
+fn runs_folder(dir: &Path, cells: &[(&str, &str, Vec<Value>)]) -> PathBuf {
     std::fs::create_dir_all(dir.join("runs")).unwrap();
     let mut rows = Vec::new();
-    for (server, scenario, throughputs) in cells {
-        for (i, t) in throughputs.iter().enumerate() {
+    for (server, scenario, runs) in cells {
+        for (i, v) in runs.iter().enumerate() {
             let rel = format!("runs/{server}__{scenario}__r{}.json", i + 1);
-            let mut v = template.clone();
-            v["throughput_rps"] = json!(t);
-            write(&dir.join(&rel), &v);
+            write(&dir.join(&rel), v);
             rows.push(json!({
                 "server": server, "scenario": scenario, "axes": {"connections": "2"},
                 "rep": i + 1, "status": "ok", "reason": null, "control": false,
@@ -462,6 +479,177 @@ fn baseline_calls_the_slower_server_with_its_interval() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["pairs"].as_array().unwrap().len(), 1);
     assert_eq!(v["pairs"][0]["b_name"], "v3");
+}
+
+/// A requests file's named requests, compared by name: in B `post` is twice as slow (called
+/// slower with five repetitions a side) while the whole run's p99 and `hello` are not, and
+/// `missing` is called `gone`.
+#[test]
+fn named_requests_are_compared_by_name() {
+    let mix = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/mix.json"));
+    let dir = scratch("compare", "requests");
+    // Per repetition: the run's p99, hello's and post's.
+    let side = |p99s: [(u64, u64, u64); 5], rename: bool| -> Vec<Value> {
+        p99s.iter()
+            .map(|&(run, hello, post)| {
+                let mut v = mix.clone();
+                v["latency_us"]["p99"] = json!(run);
+                v["endpoints"][0]["latency_us"]["p99"] = json!(hello);
+                v["endpoints"][1]["latency_us"]["p99"] = json!(post);
+                if rename {
+                    v["endpoints"][2]["name"] = json!("gone");
+                }
+                v
+            })
+            .collect()
+    };
+    let a = runs_folder(
+        &dir.join("a"),
+        &[(
+            "serve",
+            "mix",
+            side(
+                [
+                    (230, 228, 225),
+                    (231, 230, 227),
+                    (232, 232, 229),
+                    (233, 229, 226),
+                    (234, 231, 228),
+                ],
+                false,
+            ),
+        )],
+    );
+    let b = runs_folder(
+        &dir.join("b"),
+        &[(
+            "serve",
+            "mix",
+            side(
+                [
+                    (231, 231, 450),
+                    (232, 229, 455),
+                    (233, 230, 460),
+                    (234, 232, 452),
+                    (230, 228, 458),
+                ],
+                true,
+            ),
+        )],
+    );
+    let (code, v) = compare_json(&a, &b, &["--metric", "p99", "--fail-if-slower", "5%"]);
+    assert_eq!(code, Some(0), "--fail-if-slower judges the whole runs: {v}");
+    let p = &v["pairs"][0];
+    assert_eq!(
+        p["verdict"], "no significant difference",
+        "the mix hides it"
+    );
+    let e = p["endpoints"].as_array().expect("the requests compared");
+    let names: Vec<&str> = e.iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["hello", "post"], "paired by name, in A's order");
+    let post = &e[1];
+    assert_eq!(post["verdict"], "slower");
+    assert_eq!(
+        (post["metric"].as_str(), post["better"].as_str()),
+        (Some("p99"), Some("lower"))
+    );
+    assert_eq!(
+        (post["method"].as_str(), post["path"].as_str()),
+        (Some("POST"), Some("/"))
+    );
+    assert_eq!(
+        (post["a"].as_f64(), post["b"].as_f64()),
+        (Some(227.0), Some(455.0))
+    );
+    assert_eq!(post["a_range"], json!([225.0, 229.0]));
+    assert_eq!(
+        (post["n_a"].as_u64(), post["n_b"].as_u64()),
+        (Some(5), Some(5))
+    );
+    assert!(post["p_value"].as_f64().unwrap() < 0.05, "{post}");
+    assert!(post["effect_pct"].as_f64().unwrap() > 90.0, "{post}");
+    assert_eq!(e[0]["verdict"], "no significant difference");
+    assert_eq!(
+        p["endpoints_only_in_a"],
+        json!([{"name": "missing", "method": "GET", "path": "/nope/{rand:1..5}", "runs": 5}])
+    );
+    assert_eq!(p["endpoints_only_in_b"][0]["name"], "gone");
+    // Every key a pair had is still there.
+    for key in [
+        "label",
+        "server",
+        "metric",
+        "a",
+        "b",
+        "ratio",
+        "verdict",
+        "secondary",
+        "effect_pct",
+    ] {
+        assert!(p.get(key).is_some(), "{key} missing: {p}");
+    }
+
+    // The table: the pair, then its requests, the slow one called.
+    let o = compare(&[&a, &b, &"--metric", &"p99"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let raw = String::from_utf8_lossy(&o.stdout);
+    assert!(longest_line(&raw) <= 100, "{raw}");
+    let by_request = raw
+        .find("By request, mix connections=2 · serve: p99, lower is better")
+        .expect(&raw);
+    assert!(
+        raw.find("no significant difference").unwrap() < by_request,
+        "{raw}"
+    );
+    let post_line = raw[by_request..]
+        .lines()
+        .find(|l| l.starts_with("post "))
+        .expect(&raw);
+    assert!(
+        post_line.contains("227 µs")
+            && post_line.contains("455 µs")
+            && post_line.contains("slower"),
+        "{post_line}"
+    );
+    let out = flat(&o.stdout);
+    assert!(
+        out.contains("only in A: request missing (GET /nope/{rand:1..5}, 5 runs)"),
+        "{out}"
+    );
+    assert!(out.contains("only in B: request gone"), "{out}");
+    assert!(
+        out.contains("By request: the named requests of the requests files"),
+        "{out}"
+    );
+    let o = compare(&[&a, &b, &"--metric", &"p99", &"--wide"]);
+    let raw = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        raw.lines()
+            .any(|l| l.starts_with("post ") && l.contains("POST /") && l.contains("U=0")),
+        "{raw}"
+    );
+
+    // A metric of the whole run only: no requests compared, and a note says why.
+    let (_, v) = compare_json(&a, &b, &["--metric", "cpu_per_request"]);
+    assert!(v["pairs"][0].get("endpoints").is_none(), "{v}");
+    assert!(
+        v["pairs"][0]["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("named requests are not compared")),
+        "{v}"
+    );
+    // Runs without named requests: no such keys.
+    let plain = |d: &str| {
+        let mut v = mix.clone();
+        v["endpoints"] = json!([]);
+        let p = dir.join(d);
+        write(&p, &v);
+        p
+    };
+    let (_, v) = compare_json(&plain("plain-a.json"), &plain("plain-b.json"), &[]);
+    let keys: Vec<&String> = v["pairs"][0].as_object().unwrap().keys().collect();
+    assert!(keys.iter().all(|k| !k.starts_with("endpoints")), "{keys:?}");
 }
 
 #[test]

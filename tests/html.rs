@@ -484,6 +484,90 @@ fn gc_pauses_in_a_browser() {
     assert!(html.contains("\"gc\":[]"), "no GC series in the data");
 }
 
+#[test]
+fn named_requests_in_a_browser() {
+    // A real run of three named requests: the per-request percentile plot (one line each,
+    // from their histograms) and their table, besides the run's own percentile plot, rps and
+    // latency over time.
+    let (_dir, page, html) = render(&[fixtures().join("mix.json")]);
+    assert_offline(&html);
+    let data = page_data(&html);
+    let lines = data["groups"][0]["endpoints"].as_array().unwrap();
+    let names: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["hello", "post", "missing"]);
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("mix.json")).unwrap())
+            .unwrap();
+    for (l, e) in lines.iter().zip(run["endpoints"].as_array().unwrap()) {
+        assert!(numbers(&l["y_us"]) >= 20, "a curve of points: {l}");
+        assert_eq!(
+            l["count"], e["requests"]["completed"],
+            "its whole histogram"
+        );
+        assert_eq!(
+            l["y_us"].as_array().unwrap().last(),
+            Some(&e["latency_us"]["max"]),
+            "ending at its max"
+        );
+    }
+    assert_eq!(html.matches("data-chart=\"endpoints\"").count(), 1);
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 4,
+            sorts: false,
+        },
+    );
+    assert!(dom.contains(">By request</h3>"));
+    assert!(
+        dom.contains("<td>GET /nope/{rand:1..5}</td>"),
+        "the request as written"
+    );
+    assert!(
+        dom.contains(">body_regex 18,685</td>"),
+        "the check that failed"
+    );
+    assert!(dom.contains(">11,227</td>"), "missing's failed responses");
+    assert!(dom.contains("requests file mix.toml (3 requests, weighted)"));
+    check_screenshot(&page);
+
+    // Without named requests, no chart slot and no table; names that are markup stay text.
+    let input = tempfile::tempdir().unwrap();
+    let mut none = run.clone();
+    none["endpoints"] = Value::Array(Vec::new());
+    let none_path = input.path().join("none.json");
+    std::fs::write(&none_path, none.to_string()).unwrap();
+    let (_dir, page, html) = render(&[none_path]);
+    assert!(!html.contains("data-chart=\"endpoints\"") && !html.contains("By request</h3>"));
+    check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 3,
+            sorts: false,
+        },
+    );
+    let mut evil = run;
+    evil["endpoints"][0]["name"] = "<img src=x onerror=alert(1)>".into();
+    evil["endpoints"][1]["path"] = "/</script><script>alert(2)</script>".into();
+    let evil_path = input.path().join("evil.json");
+    std::fs::write(&evil_path, evil.to_string()).unwrap();
+    let (_dir, page, html) = render(&[evil_path]);
+    assert!(!html.contains("<img src=x") && !html.contains("<script>alert(2)"));
+    assert_eq!(html.matches("<script").count(), SCRIPTS);
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 4,
+            sorts: false,
+        },
+    );
+    assert!(dom.contains("<td>&lt;img src=x onerror=alert(1)&gt;</td>"));
+    assert!(!dom.contains("<img"), "a name became an element");
+}
+
 /// Copies the faults suite with every name, reason, warning and stderr line turned into markup.
 fn hostile_suite(dir: &Path) {
     let evil = "<script>alert(1)</script>";
@@ -739,6 +823,7 @@ fn every_page_fits_1400_pixels() {
         vec![hostile],
         vec![f.join("gc-run.json")],
         vec![f.join("capacity")],
+        vec![f.join("mix.json")],
     ];
     for inputs in pages {
         let (_dir, page, html) = render(&inputs);

@@ -123,6 +123,80 @@ fn gc_tables_of_a_run_match_the_golden_files() {
 }
 
 #[test]
+fn reports_of_a_request_mix_match_the_golden_files() {
+    // A real run of three named requests (`mix.json`): each request's scalars are CSV columns
+    // `endpoints.<name>.*`, after the run's own.
+    let mix = load("mix.json");
+    let csv = Format::Csv.reporter().render(&mix);
+    let lines: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 2, "header and one run");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let row: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(header.len(), row.len());
+    let value = |col: &str| {
+        let i = header
+            .iter()
+            .position(|h| *h == col)
+            .unwrap_or_else(|| panic!("no column {col}"));
+        row[i]
+    };
+    assert_eq!(value("checks.body_regex"), "18685", "the run's checks");
+    assert_eq!(value("endpoints.hello.requests.sent"), "179644");
+    assert_eq!(value("endpoints.post.checks.body_regex"), "18685");
+    assert_eq!(value("endpoints.missing.status_codes.404"), "11227");
+    assert_eq!(value("endpoints.missing.path"), "/nope/{rand:1..5}");
+    assert_eq!(value("endpoints.post.latency_us.p99"), "227");
+    let first = header
+        .iter()
+        .position(|h| h.starts_with("endpoints."))
+        .unwrap();
+    let names: Vec<&str> = header[first..]
+        .iter()
+        .map(|h| h.split('.').nth(1).unwrap())
+        .fold(Vec::new(), |mut v, n| {
+            if v.last() != Some(&n) {
+                v.push(n);
+            }
+            v
+        });
+    assert_eq!(
+        names,
+        ["hello", "post", "missing"],
+        "grouped, in the file's order"
+    );
+    assert!(!lines[0].contains("_hdr"), "no histograms");
+    assert_golden("mix.csv", &csv);
+
+    // Markdown: after the servers' table, one of the named requests; the load names the file.
+    let md = Format::Markdown.reporter().render(&mix);
+    assert!(
+        md.starts_with("## mix.toml → http://127.0.0.1:18383/\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("2 s, keep-alive, 3 requests of mix.toml (weighted, 3 named)"),
+        "{md}"
+    );
+    assert!(!md.contains("GET /\n"), "not one request: {md}");
+    let servers = md.find("| server | req/s |").unwrap();
+    let by_request = md
+        .find("| server | name | request | share of sent | req/s | p50 | p99 | p99.9 | failed | errors |")
+        .expect("the table of named requests");
+    assert!(servers < by_request);
+    for row in [
+        "| 127.0.0.1:18383 | hello | GET /hello | 80.0% | 89,790.5 | 62 µs | 230 µs | 340 µs | 0 | 0 |",
+        "| 127.0.0.1:18383 | post | POST / | 15.0% | 16,835.6 | 62 µs | 227 µs | 336 µs | 18,685 | 0 |",
+        "| 127.0.0.1:18383 | missing | GET /nope/{rand:1..5} | 5.0% | 5,611.5 | 63 µs | 227 µs | 323 µs | 11,227 | 0 |",
+    ] {
+        assert!(md.contains(row), "{row} missing from:\n{md}");
+    }
+    assert_golden("mix.md", &md);
+    // A run without named requests has no such table.
+    let md = Format::Markdown.reporter().render(&load("open-loop.json"));
+    assert!(!md.contains("| name | request |"), "{md}");
+}
+
+#[test]
 fn csv_has_one_row_per_cell_and_every_scalar() {
     let text = Format::Csv.reporter().render(&load("faults"));
     let lines: Vec<&str> = text.split("\r\n").filter(|l| !l.is_empty()).collect();

@@ -2,23 +2,24 @@
 //! metric, the regression check of `--fail-if-slower`, and the secondary metrics shown beside
 //! it (docs/contract.md, "Comparisons").
 
+use super::endpoints;
 use super::loads::{what_differs, LoadSeries};
 use super::{stats, MetricDiff, Options, Pair, Verdict, ALPHA, MIN_REPETITIONS, SECONDARY};
 use crate::metric::Metric;
 use crate::report::model::median;
 use crate::result::{Mode, RunResult};
 
-/// Medians, ranges and the test of one metric over two sets of runs.
-struct Judged {
-    diff: MetricDiff,
-    a_range: Option<[f64; 2]>,
-    b_range: Option<[f64; 2]>,
-    n_a: usize,
-    n_b: usize,
-    verdict: Verdict,
-    u: Option<f64>,
-    p_value: Option<f64>,
-    effect: Option<stats::Effect>,
+/// Medians, ranges and the test of one metric over two sets of values.
+pub(super) struct Judged {
+    pub diff: MetricDiff,
+    pub a_range: Option<[f64; 2]>,
+    pub b_range: Option<[f64; 2]>,
+    pub n_a: usize,
+    pub n_b: usize,
+    pub verdict: Verdict,
+    pub u: Option<f64>,
+    pub p_value: Option<f64>,
+    pub effect: Option<stats::Effect>,
 }
 
 /// Judges the series `x` of A against its counterpart `y` of B: `opts.metric`, or the
@@ -45,6 +46,14 @@ pub(super) fn pair(x: &LoadSeries, y: &LoadSeries, opts: Options) -> Pair {
     let j = judge(m, &ra, &rb);
     if j.verdict == Verdict::NotMeasured {
         notes.extend(not_measured_notes(m, &j, &ra, &rb));
+    }
+    let endpoints = endpoints::compare(m, &ra, &rb);
+    let named = ra.iter().chain(&rb).any(|r| !r.endpoints.is_empty());
+    if named && !m.per_request() {
+        notes.push(format!(
+            "{} belongs to the whole run: the named requests are not compared",
+            m.label()
+        ));
     }
     let beyond_limit = opts.fail_pct.is_some_and(|limit| beyond(m, &j, limit));
     let regression = beyond_limit && is_called_or_allowed(j.verdict, opts.allow_single);
@@ -75,6 +84,7 @@ pub(super) fn pair(x: &LoadSeries, y: &LoadSeries, opts: Options) -> Pair {
         effect_pct: j.effect.map(|e| e.pct),
         ci_low_pct: j.effect.and_then(|e| e.low_pct),
         ci_high_pct: j.effect.and_then(|e| e.high_pct),
+        endpoints,
     }
 }
 
@@ -143,17 +153,24 @@ fn diff(metric: Metric, a: Option<f64>, b: Option<f64>) -> MetricDiff {
     }
 }
 
-/// Medians and ranges of `metric` on both sides, and the test when each side has at least
-/// [`MIN_REPETITIONS`] values.
+/// Medians and ranges of `metric` on both sides' runs, and the test when each side has at
+/// least [`MIN_REPETITIONS`] values.
 fn judge(metric: Metric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
     let va: Vec<f64> = a.iter().filter_map(|r| metric.value(r)).collect();
     let vb: Vec<f64> = b.iter().filter_map(|r| metric.value(r)).collect();
-    let d = diff(metric, median(&va), median(&vb));
+    judge_values(metric, &va, &vb)
+}
+
+/// Medians and ranges of the values `va` of A and `vb` of B (one per repetition) of
+/// `metric`, and the test when each side has at least [`MIN_REPETITIONS`]: how a pair's
+/// headline and each of its named requests are judged alike.
+pub(super) fn judge_values(metric: Metric, va: &[f64], vb: &[f64]) -> Judged {
+    let d = diff(metric, median(va), median(vb));
     let (mut verdict, mut u, mut p_value) = (Verdict::TooFew, None, None);
     if va.is_empty() || vb.is_empty() {
         verdict = Verdict::NotMeasured;
     } else if va.len() >= MIN_REPETITIONS && vb.len() >= MIN_REPETITIONS {
-        if let Some(t) = stats::mann_whitney_u(&va, &vb) {
+        if let Some(t) = stats::mann_whitney_u(va, vb) {
             u = Some(t.u());
             p_value = Some(t.p_value);
             verdict = if t.p_value >= ALPHA {
@@ -167,14 +184,14 @@ fn judge(metric: Metric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
     }
     Judged {
         diff: d,
-        a_range: range(&va),
-        b_range: range(&vb),
+        a_range: range(va),
+        b_range: range(vb),
         n_a: va.len(),
         n_b: vb.len(),
         verdict,
         u,
         p_value,
-        effect: stats::effect(&va, &vb, ALPHA),
+        effect: stats::effect(va, vb, ALPHA),
     }
 }
 

@@ -10,8 +10,11 @@
 //! `--metric` — is judged: with at least [`MIN_REPETITIONS`] a side by a two-sided
 //! Mann-Whitney U test at [`ALPHA`] ([`stats`]); with fewer the medians, their ratio and each
 //! side's range are shown and no call is made, so `--fail-if-slower` fails on such a pair only
-//! with `--allow-single`.
+//! with `--allow-single`. A pair whose runs have named requests (a `--requests-file`) also
+//! compares them by name with the same metric and the same rules (`endpoints`), without
+//! changing what `--fail-if-slower` judges.
 
+mod endpoints;
 mod judge;
 mod loads;
 pub mod page;
@@ -25,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use endpoints::{EndpointPair, Endpoints, UnpairedEndpoint};
 pub use judge::worse_pct;
 pub use table::{format_p, render, Layout};
 pub use within::{compare_within, Within};
@@ -219,6 +223,11 @@ pub struct Pair {
     pub ci_low_pct: Option<f64>,
     /// Upper end of the interval.
     pub ci_high_pct: Option<f64>,
+    /// The named requests of a requests file compared by name with the same metric
+    /// (`endpoints`, `endpoints_only_in_a`, `endpoints_only_in_b`); absent when neither side
+    /// has named requests or the metric has no value per request.
+    #[serde(flatten)]
+    pub endpoints: Option<Endpoints>,
 }
 
 /// A series of one side without a counterpart on the other.

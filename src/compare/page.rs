@@ -1,8 +1,9 @@
 //! `volley compare … --html PATH`: the verdict page. The A-vs-B answer comes first — per pair
-//! the metric, both medians, the change and the call — then the report's own sections over the
-//! paired runs of both sides, A's and B's series side by side in each scenario: percentile
-//! plots overlaid (each side's repetitions' histograms added up), req/s with its range over
-//! the repetitions, the settings and every number.
+//! the metric, both medians, the change and the call, and per named request of a requests
+//! file the same — then the report's own sections over the paired runs of both sides, A's and
+//! B's series side by side in each scenario: percentile plots overlaid (each side's
+//! repetitions' histograms added up), req/s with its range over the repetitions, the settings
+//! and every number.
 //!
 //! Sides are named `A: <server>` and `B: <server>`; a single run file is named by its file
 //! name (`A: v1`), not by the address it loaded, which changes from run to run.
@@ -10,7 +11,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::{Comparison, Pair};
+use super::{Comparison, Endpoints, Pair};
 use crate::report::html::{escape_html as esc, render_with_lead};
 use crate::report::model::{Cell, Report};
 use crate::result::identity::LoadKey;
@@ -257,8 +258,79 @@ fn lead(c: &Comparison) -> String {
             esc(&call(p)),
         );
     }
-    o.push_str("</tbody></table></section>\n");
+    o.push_str("</tbody></table>");
+    for p in &c.pairs {
+        if let Some(e) = &p.endpoints {
+            by_request(&mut o, p, e);
+        }
+    }
+    o.push_str("</section>\n");
     o
+}
+
+/// A pair's named requests: a table of the pair's metric per request, with the call, and the
+/// names one side only has.
+fn by_request(o: &mut String, p: &Pair, e: &Endpoints) {
+    let m = p.headline.metric;
+    let _ = write!(
+        o,
+        "<h3>By request: {} · {} vs {} ({}, {} is better)</h3>",
+        esc(&p.label),
+        esc(&p.a_name),
+        esc(&p.b_name),
+        esc(m.label()),
+        p.headline.better
+    );
+    if !e.endpoints.is_empty() {
+        o.push_str("<table class=\"ab-requests\"><thead><tr>");
+        for h in [
+            "request",
+            "method and path",
+            "A",
+            "B",
+            "B/A",
+            "change",
+            "verdict",
+        ] {
+            let _ = write!(o, "<th>{h}</th>");
+        }
+        o.push_str("</tr></thead><tbody>");
+        for x in &e.endpoints {
+            let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| m.format(v));
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&x.name),
+                esc(&format!("{} {}", x.method, x.path)),
+                esc(&fmt(x.headline.a)),
+                esc(&fmt(x.headline.b)),
+                x.headline.ratio.map_or("-".into(), |r| format!("{r:.3}")),
+                x.headline
+                    .change_pct
+                    .map_or("-".into(), |v| format!("{v:+.1}%")),
+                esc(&super::table::verdict_text(
+                    &super::table::Call::of_endpoint(x),
+                    super::Layout::Fitted
+                )),
+            );
+        }
+        o.push_str("</tbody></table>");
+    }
+    let only: Vec<String> = [("A", &e.endpoints_only_in_a), ("B", &e.endpoints_only_in_b)]
+        .iter()
+        .flat_map(|(side, list)| {
+            list.iter().map(move |u| {
+                format!(
+                    "<li>only in {side}: {} ({})</li>",
+                    esc(&u.name),
+                    esc(&format!("{} {}", u.method, u.path))
+                )
+            })
+        })
+        .collect();
+    if !only.is_empty() {
+        let _ = write!(o, "<ul>{}</ul>", only.concat());
+    }
 }
 
 /// `get · go: req/s −19.0 %: 19.0% slower, 95% CI 12.0–25.0% (p=0.0079)`.
@@ -280,7 +352,7 @@ fn sentence(p: &Pair) -> String {
 /// The verdict column: the call with the shift, its interval and the p-value, as the table
 /// of `volley compare` says it.
 fn call(p: &Pair) -> String {
-    super::table::verdict_text(p, super::Layout::Fitted)
+    super::table::verdict_text(&super::table::Call::of_pair(p), super::Layout::Fitted)
 }
 
 #[cfg(test)]
@@ -316,6 +388,33 @@ mod tests {
             !html.contains("<tr class=\"bad\">"),
             "the same results: nothing differs"
         );
+    }
+
+    #[test]
+    fn named_requests_are_called_in_the_answer() {
+        let a = Report::load(&[fixture("mix.json")]).unwrap();
+        let mut b = a.clone();
+        let r = b.cells[0].result.as_mut().unwrap();
+        r.endpoints[1].requests.completed /= 2;
+        r.endpoints[2].name = "<b>gone</b>".into();
+        let c = compare(("a.json", &a), ("b.json", &b), Options::default()).unwrap();
+        let html = render(&c, &a, &b);
+        let answer = &html[..html.find("id=\"ab-repetitions\"").unwrap()];
+        assert!(
+            answer.contains("<h3>By request: run · 127.0.0.1:18383 vs 127.0.0.1:18383 (req/s, higher is better)</h3>"),
+            "{answer}"
+        );
+        assert!(
+            answer.contains("<tr><td>post</td><td>POST /</td><td>16,835.6</td><td>8,417.5</td><td>0.500</td><td>-50.0%</td><td>cannot be called (n=1/1)</td></tr>"),
+            "{answer}"
+        );
+        assert!(answer.contains("<li>only in A: missing (GET /nope/{rand:1..5})</li>"));
+        assert!(
+            answer.contains("<li>only in B: &lt;b&gt;gone&lt;/b&gt; (GET /nope/{rand:1..5})</li>")
+        );
+        assert!(!html.contains("<b>gone"), "names are escaped");
+        // Both sides' requests are drawn on the report's sections.
+        assert_eq!(html.matches("data-chart=\"endpoints\"").count(), 1);
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //! `--wide` gives one line per pair with every detail.
 
 use super::text::{self, Align};
-use super::{stats, worse_pct, Comparison, MetricDiff, Pair, Verdict, ALPHA, MIN_REPETITIONS};
+use super::{
+    stats, worse_pct, Comparison, EndpointPair, Endpoints, MetricDiff, Pair, Verdict, ALPHA,
+    MIN_REPETITIONS,
+};
 use crate::metric::Metric;
 
 /// The width the default layout fits, table and prose.
@@ -75,6 +78,12 @@ pub fn render(c: &Comparison, layout: Layout) -> String {
     for (i, n) in notes.iter().enumerate() {
         out += &para(&format!("[{}] {n}", i + 1), 4);
     }
+    for p in &c.pairs {
+        if let Some(e) = &p.endpoints {
+            out.push('\n');
+            out += &by_request(p, e, layout, &para);
+        }
+    }
     out.push('\n');
     for l in legend(c, layout) {
         out += &para(&l, 2);
@@ -119,7 +128,7 @@ fn fitted_columns(metric: bool) -> Vec<(&'static str, Align)> {
 /// The cells of one pair; its notes are appended to `notes` and referred to by number.
 fn row(p: &Pair, layout: Layout, metric_column: bool, notes: &mut Vec<String>) -> Vec<String> {
     let m = p.headline.metric;
-    let mut verdict = verdict_text(p, layout);
+    let mut verdict = verdict_text(&Call::of_pair(p), layout);
     for note in &p.notes {
         notes.push(note.clone());
         let tag = if p.loads_differ && note.starts_with("loads differ") {
@@ -168,6 +177,81 @@ fn row(p: &Pair, layout: Layout, metric_column: bool, notes: &mut Vec<String>) -
             row
         }
     }
+}
+
+/// A pair's named requests: a heading, a line per name on both sides with the pair's metric
+/// judged alike, and the names one side only has.
+fn by_request(
+    p: &Pair,
+    e: &Endpoints,
+    layout: Layout,
+    para: &dyn Fn(&str, usize) -> String,
+) -> String {
+    let m = p.headline.metric;
+    let mut out = para(
+        &format!(
+            "By request, {}: {}, {} is better",
+            pair_name(p),
+            m.label(),
+            m.better()
+        ),
+        2,
+    );
+    if !e.endpoints.is_empty() {
+        let sep = if layout == Layout::Wide { " " } else { "\n" };
+        let rows: Vec<Vec<String>> = e
+            .endpoints
+            .iter()
+            .map(|x| {
+                let mut row = vec![x.name.clone()];
+                if layout == Layout::Wide {
+                    row.push(format!("{} {}", x.method, x.path));
+                }
+                row.extend([
+                    side(m, x.headline.a, x.a_range, x.n_a, sep),
+                    side(m, x.headline.b, x.b_range, x.n_b, sep),
+                    x.headline.ratio.map_or("-".into(), |r| format!("{r:.3}")),
+                    x.headline
+                        .change_pct
+                        .map_or("-".into(), |c| format!("{c:+.1}%")),
+                    verdict_text(&Call::of_endpoint(x), layout),
+                ]);
+                row
+            })
+            .collect();
+        let mut cols = vec![("request", Align::Left)];
+        if layout == Layout::Wide {
+            cols.push(("method and path", Align::Left));
+        }
+        cols.extend([
+            ("A", Align::Right),
+            ("B", Align::Right),
+            ("B/A", Align::Right),
+            ("change", Align::Right),
+            ("verdict", Align::Left),
+        ]);
+        out += &text::table(
+            &cols,
+            &rows,
+            (layout == Layout::Fitted).then_some(FIT_COLUMNS),
+        );
+    }
+    for (side, list) in [("A", &e.endpoints_only_in_a), ("B", &e.endpoints_only_in_b)] {
+        for u in list {
+            out += &para(
+                &format!(
+                    "only in {side}: request {} ({} {}, {} run{})",
+                    u.name,
+                    u.method,
+                    u.path,
+                    u.runs,
+                    if u.runs == 1 { "" } else { "s" }
+                ),
+                2,
+            );
+        }
+    }
+    out
 }
 
 /// `a`, or `a vs b` when B's differs.
@@ -228,8 +312,47 @@ pub fn format_p(p: f64) -> String {
     }
 }
 
+/// What a verdict is made of: a pair's headline, or one of its named requests.
+pub(super) struct Call {
+    metric: Metric,
+    verdict: Verdict,
+    n_a: usize,
+    n_b: usize,
+    u: Option<f64>,
+    p_value: Option<f64>,
+    effect: Option<stats::Effect>,
+}
+
+impl Call {
+    /// The call on a pair's headline.
+    pub(super) fn of_pair(p: &Pair) -> Call {
+        Call {
+            metric: p.headline.metric,
+            verdict: p.verdict,
+            n_a: p.n_a,
+            n_b: p.n_b,
+            u: p.u,
+            p_value: p.p_value,
+            effect: effect(p.effect_pct, p.ci_low_pct, p.ci_high_pct),
+        }
+    }
+
+    /// The call on one of a pair's named requests.
+    pub(super) fn of_endpoint(e: &EndpointPair) -> Call {
+        Call {
+            metric: e.headline.metric,
+            verdict: e.verdict,
+            n_a: e.n_a,
+            n_b: e.n_b,
+            u: e.u,
+            p_value: e.p_value,
+            effect: effect(e.effect_pct, e.ci_low_pct, e.ci_high_pct),
+        }
+    }
+}
+
 /// The verdict column: the call with its test, or why there is none.
-pub(super) fn verdict_text(p: &Pair, layout: Layout) -> String {
+pub(super) fn verdict_text(p: &Call, layout: Layout) -> String {
     let n = format!("n={}/{}", p.n_a, p.n_b);
     let wide = layout == Layout::Wide;
     match p.verdict {
@@ -246,17 +369,17 @@ pub(super) fn verdict_text(p: &Pair, layout: Layout) -> String {
             };
             let test = format_p(p.p_value.unwrap_or(1.0));
             // A call states its size: the shift and its interval (no size for no difference).
-            let said = match (v, effect(p)) {
+            let said = match (v, p.effect) {
                 (Verdict::Faster | Verdict::Slower, Some(e)) => {
-                    stats::effect_words(&e, p.headline.metric.higher_is_better(), ALPHA)
+                    stats::effect_words(&e, p.metric.higher_is_better(), ALPHA)
                 }
                 _ => word.to_string(),
             };
             if wide {
-                let ci = effect(p).map_or(String::new(), |e| {
+                let ci = p.effect.map_or(String::new(), |e| {
                     format!(
                         ", shift {}",
-                        stats::effect_words(&e, p.headline.metric.higher_is_better(), ALPHA)
+                        stats::effect_words(&e, p.metric.higher_is_better(), ALPHA)
                     )
                 });
                 let ci = if matches!(v, Verdict::NoDifference) {
@@ -272,12 +395,12 @@ pub(super) fn verdict_text(p: &Pair, layout: Layout) -> String {
     }
 }
 
-/// The pair's effect, when it has one.
-fn effect(p: &Pair) -> Option<stats::Effect> {
+/// An effect, when there is one.
+fn effect(pct: Option<f64>, low_pct: Option<f64>, high_pct: Option<f64>) -> Option<stats::Effect> {
     Some(stats::Effect {
-        pct: p.effect_pct?,
-        low_pct: p.ci_low_pct,
-        high_pct: p.ci_high_pct,
+        pct: pct?,
+        low_pct,
+        high_pct,
     })
 }
 
@@ -313,6 +436,16 @@ fn legend(c: &Comparison, layout: Layout) -> Vec<String> {
         ),
         Layout::Wide => metric,
     });
+    if c.pairs.iter().any(|p| p.endpoints.is_some()) {
+        let mut l = "By request: the named requests of the requests files, paired by name, \
+                     each by its pair's metric (req/s: its completed responses over its run's \
+                     time) and judged as the pair is."
+            .to_string();
+        if c.fail_if_slower_pct.is_some() {
+            l += " --fail-if-slower judges the pairs' whole runs, not their requests.";
+        }
+        out.push(l);
+    }
     out
 }
 

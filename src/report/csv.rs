@@ -2,9 +2,17 @@
 //!
 //! Columns: the cell's identity (`server, scenario, axes, rep, status, reason, control`), then
 //! every scalar of the RunResult flattened with dotted names (`latency_us.p99`,
-//! `server.per_request.cpu_us`, `status_codes.200`), in the order they first appear. Lists
-//! (time series, samples, argv, warnings) and the base64 histograms are left out: they are not
-//! scalars. A key absent from a cell is an empty field.
+//! `server.per_request.cpu_us`, `status_codes.200`, `checks.body_regex`), in the order they
+//! first appear. Lists (time series, samples, argv, warnings) and the base64 histograms are
+//! left out: they are not scalars. A key absent from a cell is an empty field.
+//!
+//! The one list that is kept is `endpoints` (the named requests of a `--requests-file`): each
+//! is keyed by its name, so its scalars become the columns `endpoints.<name>.<key>`
+//! (`endpoints.post.requests.failed`, `endpoints.post.latency_us.p99`,
+//! `endpoints.post.status_codes.200`, `endpoints.post.checks.body_regex`, and its `method` and
+//! `path`), after every other column: the names in the order they first appear across the
+//! cells, each name's columns together in the order they first appear. A cell without that
+//! name has empty fields there.
 
 use serde_json::Value;
 
@@ -27,20 +35,58 @@ impl Reporter for CsvReporter {
             return super::capacity::csv::render(&report.capacity);
         }
         let mut columns: Vec<String> = Vec::new();
+        // Per-endpoint columns, kept apart so that each name's columns stay together after
+        // the others: (index of the name in `names`, column).
+        let mut names: Vec<String> = Vec::new();
+        let mut by_name: Vec<(usize, String)> = Vec::new();
         let mut rows: Vec<Vec<(String, String)>> = Vec::new();
         for c in &report.cells {
             let mut fields = Vec::new();
+            let mut endpoint_fields = Vec::new();
             if let Some(r) = &c.result {
-                let v = serde_json::to_value(r).unwrap_or(Value::Null);
+                let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+                let endpoints = v.as_object_mut().and_then(|m| m.remove("endpoints"));
                 flatten("", &v, &mut fields);
+                for e in endpoints
+                    .as_ref()
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let name = e.get("name").and_then(Value::as_str).unwrap_or_default();
+                    let k = match names.iter().position(|n| n == name) {
+                        Some(k) => k,
+                        None => {
+                            names.push(name.to_string());
+                            names.len() - 1
+                        }
+                    };
+                    // Its name is in the column's; the rest are its scalars.
+                    let mut e = e.clone();
+                    if let Some(m) = e.as_object_mut() {
+                        m.remove("name");
+                    }
+                    let mut own = Vec::new();
+                    flatten(&format!("endpoints.{}", names[k]), &e, &mut own);
+                    endpoint_fields.extend(own.into_iter().map(|f| (k, f)));
+                }
             }
             for (k, _) in &fields {
                 if !columns.contains(k) {
                     columns.push(k.clone());
                 }
             }
+            for (k, (col, _)) in &endpoint_fields {
+                if !by_name.iter().any(|(_, c)| c == col) {
+                    by_name.push((*k, col.clone()));
+                }
+            }
+            fields.extend(endpoint_fields.into_iter().map(|(_, f)| f));
             rows.push(fields);
         }
+        // Stable: within a name, the order of first appearance.
+        by_name.sort_by_key(|(k, _)| *k);
+        columns.extend(by_name.into_iter().map(|(_, c)| c));
         let mut out = String::new();
         let header: Vec<String> = IDENTITY
             .iter()
@@ -133,6 +179,63 @@ mod tests {
         assert_eq!(quote("=cmd()"), "'=cmd()");
         assert_eq!(quote("-12.5"), "-12.5");
         assert_eq!(quote("plain"), "plain");
+    }
+
+    #[test]
+    fn endpoints_are_columns_by_name_after_the_others() {
+        let text = include_str!("../../tests/fixtures/report/mix.json");
+        let a = crate::result::RunResult::from_json(text).unwrap();
+        let mut b = a.clone();
+        // A status only the second cell's `hello` had, and a name only it has.
+        b.endpoints[0].status_codes.insert("503".into(), 7);
+        b.endpoints[2].name = "gone".into();
+        let mut report = Report::single(a);
+        let mut second = report.cells[0].clone();
+        second.rep = 2;
+        second.result = Some(b);
+        report.cells.push(second);
+        let csv = CsvReporter.render(&report);
+        let lines: Vec<&str> = csv.split("\r\n").collect();
+        let header: Vec<&str> = lines[0].split(',').collect();
+        let pos = |c: &str| {
+            header
+                .iter()
+                .position(|h| *h == c)
+                .unwrap_or_else(|| panic!("no column {c}: {header:?}"))
+        };
+        let first = header
+            .iter()
+            .position(|h| h.starts_with("endpoints."))
+            .unwrap();
+        assert!(
+            header[first..].iter().all(|h| h.starts_with("endpoints.")),
+            "after every other column: {header:?}"
+        );
+        assert!(pos("checks.body_regex") < first, "the run's checks flatten");
+        // Names in order of first appearance, each name's columns together.
+        assert!(
+            header[first].starts_with("endpoints.hello."),
+            "{}",
+            header[first]
+        );
+        assert!(pos("endpoints.hello.status_codes.503") < pos("endpoints.post.method"));
+        assert!(pos("endpoints.post.checks.body_regex") < pos("endpoints.missing.method"));
+        assert!(pos("endpoints.missing.latency_us.p99") < pos("endpoints.gone.method"));
+        assert!(!lines[0].contains(".name,") && !lines[0].contains("_hdr"));
+        let field = |row: usize, col: &str| lines[row].split(',').nth(pos(col)).unwrap();
+        assert_eq!(field(1, "endpoints.post.requests.failed"), "18685");
+        assert_eq!(field(1, "endpoints.post.checks.body_regex"), "18685");
+        assert_eq!(field(1, "endpoints.missing.status_codes.404"), "11227");
+        assert_eq!(field(1, "endpoints.post.path"), "/");
+        assert_eq!(
+            field(1, "endpoints.gone.requests.sent"),
+            "",
+            "not in this cell"
+        );
+        assert_eq!(field(1, "endpoints.hello.status_codes.503"), "");
+        assert_eq!(field(2, "endpoints.hello.status_codes.503"), "7");
+        assert_eq!(field(2, "endpoints.gone.requests.sent"), "11227");
+        assert_eq!(field(2, "endpoints.missing.requests.sent"), "");
     }
 
     #[test]

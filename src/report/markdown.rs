@@ -5,10 +5,11 @@
 use crate::metric::Stat;
 use std::fmt::Write;
 
+use super::endpoints::{self, EndpointFigures};
 use super::model::{median, pause_ms, GcFigures, Report, Series};
 use super::Reporter;
 use crate::result::RunResult;
-use crate::units::{bytes, micros, rate};
+use crate::units::{bytes, micros, rate, thousands};
 
 /// Markdown reporter.
 pub struct MarkdownReporter;
@@ -92,6 +93,7 @@ fn scenario(o: &mut String, report: &Report, label: &str, group: &[&Series]) {
         server_row(o, s);
     }
     o.push('\n');
+    endpoints_table(o, group);
     cost_table(o, group);
     gc_table(o, group);
 }
@@ -194,6 +196,52 @@ fn server_row(o: &mut String, s: &Series) {
     );
 }
 
+/// The named requests of a requests file, one row per server and name: nothing for a
+/// scenario without them.
+fn endpoints_table(o: &mut String, group: &[&Series]) {
+    let rows: Vec<(&str, Vec<EndpointFigures>)> = group
+        .iter()
+        .map(|s| (s.server.as_str(), endpoints::figures(&s.ok())))
+        .filter(|(_, f)| !f.is_empty())
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "| server | name | request | share of sent | req/s | p50 | p99 | p99.9 | failed | errors |"
+    );
+    let _ = writeln!(o, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|");
+    for (server, figures) in &rows {
+        for e in figures {
+            let at_least = if e.lower_bound { "≥ " } else { "" };
+            let pct = |v: Option<f64>| {
+                v.map_or("-".into(), |v| {
+                    format!("{at_least}{}", micros(v.round() as u64))
+                })
+            };
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                esc(server),
+                esc(&e.name),
+                esc(&e.request()),
+                e.share.map_or("-".into(), |v| format!("{:.1}%", v * 100.0)),
+                e.rps.map_or("-".into(), rate),
+                pct(e.latency[0]),
+                pct(e.latency[1]),
+                pct(e.latency[2]),
+                thousands(e.failed),
+                thousands(e.errors),
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\nBy request: the named requests of the requests file (the table above is the whole mix); share of the requests sent, medians like the rest, failed (status ≥ 400 or a failed check) and errors summed over the repetitions.\n"
+    );
+}
+
 /// Server cost, where a monitor ran: nothing for a scenario without one.
 fn cost_table(o: &mut String, group: &[&Series]) {
     let costly: Vec<&&Series> = group
@@ -244,7 +292,8 @@ fn cost_row(o: &mut String, s: &Series) {
     );
 }
 
-/// `closed loop, 50 connections, 4 s, keep-alive, GET /` and the like.
+/// `closed loop, 50 connections, 4 s, keep-alive, GET /` and the like; a run of a requests file
+/// ends with the file instead of one request (`3 requests of mix.toml (weighted, 3 named)`).
 pub fn describe_load(r: &RunResult) -> String {
     let l = &r.load;
     let mut parts = Vec::new();
@@ -279,6 +328,17 @@ pub fn describe_load(r: &RunResult) -> String {
     );
     if l.think_time_s > 0.0 {
         parts.push(format!("{} s think time", l.think_time_s));
+    }
+    if let Some(f) = &r.target.requests_file {
+        parts.push(format!(
+            "{} request{} of {} ({}, {} named)",
+            f.requests,
+            if f.requests == 1 { "" } else { "s" },
+            f.path,
+            f.order,
+            f.names
+        ));
+        return parts.join(", ");
     }
     let path = r
         .target

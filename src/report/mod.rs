@@ -4,6 +4,7 @@
 
 pub mod capacity;
 pub mod csv;
+pub mod endpoints;
 pub mod hdr_log;
 pub mod html;
 pub mod json;

@@ -12,7 +12,7 @@ use crate::result::{CellStatus, RunResult, SuiteIndex, SuiteRow, SUITE_SCHEMA};
 /// Everything a reporter renders.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// The suite's name, or `METHOD URL` of a single run.
+    /// The suite's name, or `METHOD URL` (`FILE → URL`) of a single run.
     pub title: String,
     /// The suite indexes the cells came from (empty for plain runs).
     pub suites: Vec<SuiteIndex>,
@@ -156,11 +156,16 @@ impl Report {
         seen
     }
 
-    /// A report of one run.
+    /// A report of one run, titled `METHOD URL`, or `FILE → URL` for a requests file (whose
+    /// requests have methods of their own).
     pub fn single(r: RunResult) -> Report {
         let server = r.target.addr.clone();
+        let title = match &r.target.requests_file {
+            Some(f) => format!("{} → {}", f.path, r.target.url),
+            None => format!("{} {}", r.target.method, r.target.url),
+        };
         Report {
-            title: format!("{} {}", r.target.method, r.target.url),
+            title,
             suites: Vec::new(),
             cells: vec![Cell {
                 server,

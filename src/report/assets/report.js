@@ -157,39 +157,68 @@
     }, d);
   }
 
+  // A percentile plot on the nines scale: one line per entry of `lines` ({x, y_us}), styled
+  // by `style(line)` ({label, stroke, width, dash}).
+  function nines(el, lines, style) {
+    var d = uPlot.join(lines.map(function (l) {
+      return [l.x, l.y_us.map(function (v) { return v / 1000; })];
+    }));
+    var maxX = 1;
+    lines.forEach(function (l) { maxX = Math.max(maxX, l.x[l.x.length - 1]); });
+    var top = Math.ceil(maxX - 1e-9);
+    var series = [{ label: 'percentile', value: function (u, v) { return percentile(v); } }];
+    lines.forEach(function (l) {
+      var s = style(l);
+      series.push({
+        label: s.label,
+        stroke: s.stroke,
+        width: s.width,
+        dash: s.dash,
+        spanGaps: true,
+        points: { show: false },
+        value: function (u, v) { return ms(v); }
+      });
+    });
+    make(el, {
+      scales: { x: { time: false, range: [0, top] }, y: { distr: 3, log: 10 } },
+      axes: [
+        {
+          label: 'percentile (log scale of 1 − q: each step is one more nine)',
+          splits: function () { var s = []; for (var k = 0; k <= top; k++) s.push(k); return s; },
+          values: function (u, s) { return s.map(percentile); }
+        },
+        { label: 'latency (ms, log scale)', values: function (u, s) { return s.map(function (v) { return v == null ? '' : +v.toPrecision(3) + ''; }); }, size: 60 }
+      ],
+      series: series
+    }, d);
+  }
+
   var draw = {
     hdr: function (el, g) {
-      var lines = g.hdr;
-      var d = uPlot.join(lines.map(function (l) {
-        return [l.x, l.y_us.map(function (v) { return v / 1000; })];
-      }));
-      var maxX = 1;
-      lines.forEach(function (l) { maxX = Math.max(maxX, l.x[l.x.length - 1]); });
-      var top = Math.ceil(maxX - 1e-9);
-      var series = [{ label: 'percentile', value: function (u, v) { return percentile(v); } }];
-      lines.forEach(function (l) {
-        series.push({
+      nines(el, g.hdr, function (l) {
+        return {
           label: name(l.server) + (l.service ? ' (service time)' : ''),
           stroke: colour(l.server),
           width: l.service ? 1.5 : 2,
-          dash: l.service ? [7, 5] : undefined,
-          spanGaps: true,
-          points: { show: false },
-          value: function (u, v) { return ms(v); }
-        });
+          dash: l.service ? [7, 5] : undefined
+        };
       });
-      make(el, {
-        scales: { x: { time: false, range: [0, top] }, y: { distr: 3, log: 10 } },
-        axes: [
-          {
-            label: 'percentile (log scale of 1 − q: each step is one more nine)',
-            splits: function () { var s = []; for (var k = 0; k <= top; k++) s.push(k); return s; },
-            values: function (u, s) { return s.map(percentile); }
-          },
-          { label: 'latency (ms, log scale)', values: function (u, s) { return s.map(function (v) { return v == null ? '' : +v.toPrecision(3) + ''; }); }, size: 60 }
-        ],
-        series: series
-      }, d);
+    },
+
+    // One line per (server, named request): with one server a colour per request, with
+    // several a colour per server and a dash per request.
+    endpoints: function (el, g) {
+      var lines = g.endpoints;
+      var several = lines.some(function (l) { return l.server !== lines[0].server; });
+      var dashes = [undefined, [7, 5], [2, 4], [10, 4, 2, 4], [4, 8]];
+      nines(el, lines, function (l) {
+        return {
+          label: several ? name(l.server) + ' · ' + l.name : l.name,
+          stroke: several ? colour(l.server) : colour(l.index),
+          width: 2,
+          dash: several ? dashes[l.index % dashes.length] : undefined
+        };
+      });
     },
 
     throughput: function (el, g) {

@@ -4,8 +4,9 @@
 
 use serde::Serialize;
 
-use super::nines::{merged, percentile_points};
+use super::nines::{merged, merged_encoded, percentile_points};
 use super::page::Group;
+use crate::report::endpoints;
 use crate::report::model::median;
 use crate::result::RunResult;
 
@@ -36,6 +37,30 @@ pub struct GroupData {
     /// The server runtime's GC pauses and allocation rate, same repetition as `over_time`
     /// (empty unless a result has `server.gc`).
     pub gc: Vec<GcSeries>,
+    /// Percentile curves of each named request of a requests file, per server (empty
+    /// without named requests).
+    pub endpoints: Vec<EndpointLine>,
+}
+
+/// One line of the per-request percentile plot: a named request of one server, its
+/// repetitions' histograms merged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EndpointLine {
+    /// Index into `PageData::servers`.
+    pub server: usize,
+    /// The request's name.
+    pub name: String,
+    /// Its position among the group's names (in order of first appearance), for its colour
+    /// or dash.
+    pub index: usize,
+    /// Responses in the merged histogram.
+    pub count: u64,
+    /// Repetitions merged.
+    pub runs: usize,
+    /// Nines-scale positions: x = −log10(1 − q).
+    pub x: Vec<f64>,
+    /// Corrected latency at each x, µs.
+    pub y_us: Vec<u64>,
 }
 
 /// The GC pauses and allocation rate of one repetition (`server.gc`).
@@ -155,12 +180,15 @@ impl Spread {
 /// The charts of one scenario group: one line, bar or series per server that has data.
 pub(super) fn group_data(g: &Group) -> GroupData {
     let mut d = GroupData::default();
+    let mut names: Vec<String> = Vec::new();
     for row in &g.rows {
         let results = row.results();
         if results.is_empty() {
             continue;
         }
         d.hdr.extend(hdr_lines(row.server, &results));
+        d.endpoints
+            .extend(endpoint_lines(row.server, &results, &mut names));
         if let Some(rps) = row.rps {
             d.throughput.push(ThroughputBar {
                 server: row.server,
@@ -195,6 +223,47 @@ fn hdr_lines(server: usize, results: &[&RunResult]) -> Vec<HdrLine> {
                 }
             }
         }
+    }
+    lines
+}
+
+/// The percentile curve of each named request of a server, its repetitions' corrected latency
+/// histograms merged; `names` holds the group's names so far (a name keeps its index across
+/// servers).
+fn endpoint_lines(
+    server: usize,
+    results: &[&RunResult],
+    names: &mut Vec<String>,
+) -> Vec<EndpointLine> {
+    let mut lines = Vec::new();
+    for e in endpoints::figures(results) {
+        let index = match names.iter().position(|n| *n == e.name) {
+            Some(k) => k,
+            None => {
+                names.push(e.name.clone());
+                names.len() - 1
+            }
+        };
+        let hdrs = results
+            .iter()
+            .filter_map(|r| r.endpoints.iter().find(|x| x.name == e.name))
+            .map(|x| x.latency_hdr.as_str());
+        let Some((h, runs)) = merged_encoded(hdrs) else {
+            continue;
+        };
+        let pts = percentile_points(&h);
+        if pts.is_empty() {
+            continue;
+        }
+        lines.push(EndpointLine {
+            server,
+            name: e.name,
+            index,
+            count: h.len(),
+            runs,
+            x: pts.iter().map(|p| p.0).collect(),
+            y_us: pts.iter().map(|p| p.1).collect(),
+        });
     }
     lines
 }
@@ -279,6 +348,56 @@ fn round1(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::html::Page;
+    use crate::report::model::Report;
+
+    #[test]
+    fn named_requests_merge_their_repetitions_and_keep_their_index_across_servers() {
+        let text = include_str!("../../../tests/fixtures/report/mix.json");
+        let run = RunResult::from_json(text).unwrap();
+        let mut report = Report::single(run.clone());
+        let mut rep2 = report.cells[0].clone();
+        rep2.rep = 2;
+        let mut other = report.cells[0].clone();
+        other.server = "other".into();
+        let mut r = run.clone();
+        r.endpoints.swap(0, 2); // `missing` first on this server
+        r.endpoints.truncate(2);
+        other.result = Some(r);
+        report.cells.extend([rep2, other]);
+        let series = report.series();
+        let page = Page::of(&series);
+        let lines = &page.data.groups[0].endpoints;
+        let got: Vec<(usize, &str, usize, usize)> = lines
+            .iter()
+            .map(|l| (l.server, l.name.as_str(), l.index, l.runs))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, "hello", 0, 2),
+                (0, "post", 1, 2),
+                (0, "missing", 2, 2),
+                (1, "missing", 2, 1),
+                (1, "post", 1, 1)
+            ]
+        );
+        for (l, e) in lines.iter().zip(&run.endpoints) {
+            assert_eq!(
+                l.count,
+                2 * e.requests.completed,
+                "{}: counts add up",
+                l.name
+            );
+            assert_eq!(l.y_us.last().copied(), e.latency_us.max, "{}", l.name);
+        }
+        // Runs without named requests draw none.
+        let plain = Report::load(&[std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/open-loop.json")])
+        .unwrap();
+        let series = plain.series();
+        assert!(Page::of(&series).data.groups[0].endpoints.is_empty());
+    }
 
     #[test]
     fn spread_median_min_max() {

@@ -19,10 +19,11 @@ mod nines;
 mod page;
 
 pub use data::{
-    GcSeries, GroupData, HdrLine, OverTime, PageData, Resources, Spread, ThroughputBar,
+    EndpointLine, GcSeries, GroupData, HdrLine, OverTime, PageData, Resources, Spread,
+    ThroughputBar,
 };
 pub use escape::{escape_html, fill, script_json};
-pub use nines::{merged, percentile_points};
+pub use nines::{merged, merged_encoded, percentile_points};
 pub use page::{Group, Page, Row};
 
 use super::model::Report;

@@ -6,7 +6,13 @@ use crate::stats::histogram::{self, decode, Hist};
 /// Adds up the histograms of several repetitions (lossless: counts per bucket add). A
 /// histogram that cannot be decoded is left out; the number merged is returned with the sum.
 pub fn merged(results: &[&RunResult], hdr: impl Fn(&RunResult) -> &str) -> Option<(Hist, usize)> {
-    let decoded: Vec<Hist> = results.iter().filter_map(|r| decode(hdr(r)).ok()).collect();
+    merged_encoded(results.iter().map(|r| hdr(r)))
+}
+
+/// Adds up encoded histograms (a named request's, from the repetitions that have it), as
+/// [`merged`] does.
+pub fn merged_encoded<'a>(hdrs: impl Iterator<Item = &'a str>) -> Option<(Hist, usize)> {
+    let decoded: Vec<Hist> = hdrs.filter_map(|h| decode(h).ok()).collect();
     (!decoded.is_empty()).then(|| (histogram::sum(&decoded), decoded.len()))
 }
 

@@ -1,15 +1,16 @@
 //! The page's HTML: header (the verdict: thresholds and headline warnings; a summary,
 //! environment and settings), one section per scenario group (verdict, main table, chart
-//! slots, efficiency table, other warnings, thresholds), the cells that did not finish, and
-//! the suite files. Every string that came from a config, a server or
-//! a response goes through `escape_html`; numbers sort by a `data-v` attribute holding the raw
-//! value, so the display can be rounded and carry units.
+//! slots, the named requests of a requests file, efficiency table, other warnings,
+//! thresholds), the cells that did not finish, and the suite files. Every string that came
+//! from a config, a server or a response goes through `escape_html`; numbers sort by a
+//! `data-v` attribute holding the raw value, so the display can be rounded and carry units.
 //!
 //! This file assembles the page and holds the table-cell helpers every section uses; each
 //! section is a file of its own.
 
 mod charts;
 mod efficiency;
+mod endpoints;
 mod gc;
 mod glance;
 mod main_table;
@@ -29,6 +30,7 @@ use crate::result::{CellStatus, RunResult, SuiteRow};
 
 use charts::charts;
 use efficiency::efficiency;
+use endpoints::endpoints;
 use gc::gc_table;
 use glance::{summary, verdict};
 use main_table::main_table;
@@ -267,6 +269,7 @@ fn group(
     }
     main_table(o, g);
     charts(o, i, data, servers);
+    endpoints(o, i, g, data);
     efficiency(o, g);
     gc_table(o, g);
     all_percentiles(o, g);

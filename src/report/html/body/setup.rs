@@ -243,13 +243,32 @@ fn load_cells(o: &mut String, r: &RunResult) {
     num(o, l.duration_s, &esc(&dur));
     num(o, Some(l.warmup_s), &esc(&seconds(l.warmup_s)));
     txt(o, if l.keepalive { "yes" } else { "no" });
-    txt(o, &r.target.method);
-    txt(o, &url_path(&r.target.url));
-    num(
-        o,
-        Some(r.target.body_bytes as f64),
-        &esc(&bytes(r.target.body_bytes)),
-    );
+    match &r.target.requests_file {
+        // Each request of the file has its own method, path and body.
+        Some(f) => {
+            txt(o, "–");
+            txt(
+                o,
+                &format!(
+                    "requests file {} ({} request{}, {})",
+                    f.path,
+                    f.requests,
+                    if f.requests == 1 { "" } else { "s" },
+                    f.order
+                ),
+            );
+            num(o, None, "");
+        }
+        None => {
+            txt(o, &r.target.method);
+            txt(o, &url_path(&r.target.url));
+            num(
+                o,
+                Some(r.target.body_bytes as f64),
+                &esc(&bytes(r.target.body_bytes)),
+            );
+        }
+    }
     num(o, Some(l.pipeline as f64), &l.pipeline.to_string());
     num(o, Some(l.timeout_s), &esc(&seconds(l.timeout_s)));
     txt(o, &ramp_text(l));
