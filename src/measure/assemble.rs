@@ -243,12 +243,19 @@ impl Parts<'_> {
                     .and_then(|s| s.as_deref())
                     .cloned()
                     .unwrap_or_default();
-                endpoint_result(
+                let mut r = endpoint_result(
                     name,
                     entry.map_or(String::new(), |e| e.method.clone()),
                     entry.map_or(String::new(), |e| e.path.text(columns)),
                     &s,
-                )
+                );
+                // Every check its requests have is listed, 0 when none failed (as at the top).
+                for e in w.entries.iter().filter(|e| e.endpoint == Some(k as u16)) {
+                    for kind in check_kinds(&e.checks) {
+                        r.checks.entry(kind.to_string()).or_insert(0);
+                    }
+                }
+                r
             })
             .collect()
     }
@@ -411,6 +418,27 @@ impl Parts<'_> {
             connections_opened: w.connections_opened,
         })
     }
+}
+
+/// The names of the checks `c` holds (`checks {name: count}` keys).
+fn check_kinds(c: &crate::plan::workload::Checks) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !c.status.is_empty() {
+        out.push("status");
+    }
+    if !c.body_contains.is_empty() {
+        out.push("body_contains");
+    }
+    if c.body_regex.is_some() {
+        out.push("body_regex");
+    }
+    if !c.headers.is_empty() {
+        out.push("header");
+    }
+    if c.size.is_some() {
+        out.push("size");
+    }
+    out
 }
 
 /// A named request's numbers as they are written.

@@ -11,7 +11,7 @@
 
 use hdrhistogram::Histogram;
 
-use super::histogram::Hist;
+use super::histogram::{record, Hist};
 use super::recorder::{Counters, ErrorKind};
 
 /// One name's measured numbers on one worker (or merged).
@@ -36,15 +36,6 @@ fn growing_hist() -> Hist {
     let mut h = Histogram::new(3).expect("3 significant digits are valid");
     h.auto(true);
     h
-}
-
-/// Records `v` in `h`, growing it as needed. (`saturating_record` clamps instead of growing:
-/// to the highest value a histogram was made for, 2 for `Histogram::new`, so every latency of
-/// 2,048 µs or more became 2 µs.)
-fn record(h: &mut Hist, v: u64) {
-    if h.record(v).is_err() {
-        h.saturating_record(v);
-    }
 }
 
 impl Default for EndpointStats {

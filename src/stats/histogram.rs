@@ -18,6 +18,18 @@ pub fn new_hist() -> Hist {
     h
 }
 
+/// Records `v` in `h`, growing it as needed (histograms are made with auto-resize). Never
+/// `saturating_record` on the measured path: it clamps to the highest value the histogram was
+/// made for (60 s for [`new_hist`]) instead of growing, so an overloaded open loop's corrected
+/// latencies past a minute were recorded as a minute.
+#[inline]
+pub fn record(h: &mut Hist, v: u64) {
+    if h.record(v).is_err() {
+        // Only a value beyond what a u64 histogram can grow to: the largest it can hold.
+        h.saturating_record(v);
+    }
+}
+
 /// Percentiles, min, mean, stdev and max in µs; every field is null for an empty histogram.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {

@@ -4,7 +4,7 @@
 
 use std::sync::mpsc::Sender;
 
-use super::histogram::{new_hist, Hist};
+use super::histogram::{new_hist, record, Hist};
 use super::slowest::{SlowRequest, Slowest};
 
 /// Error kinds (docs/contract.md, "Counters").
@@ -374,8 +374,8 @@ impl Recorder {
         let c = self.counts(now_ns);
         c.completed += 1;
         c.status[status as usize % STATUS_SLOTS] += 1;
-        self.latency.saturating_record(latency_us);
-        self.service.saturating_record(service_us);
+        record(&mut self.latency, latency_us);
+        record(&mut self.service, service_us);
         self.slowest
             .offer(latency_us, now_ns.saturating_sub(self.t0_ns));
     }
@@ -405,7 +405,7 @@ impl Recorder {
     /// A measured request's first byte was written `lag_us` after it was due (open loop).
     #[inline]
     pub fn lag(&mut self, lag_us: u64) {
-        self.lag.saturating_record(lag_us);
+        record(&mut self.lag, lag_us);
     }
 }
 
@@ -413,4 +413,25 @@ impl Recorder {
 #[inline]
 pub fn ns_to_us(ns: u64) -> u64 {
     ns / 1_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_latency_past_the_initial_bound_is_recorded_as_it_was() {
+        // Ten minutes of corrected latency (an open loop far over capacity): the histogram
+        // grows; before, saturating_record wrote 60 s.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut r = Recorder::new(0, tx, 0);
+        r.response(1, 600_000_000, 1_000, 200);
+        r.lag(120_000_000);
+        r.flush();
+        let Ok(WorkerReport::Interval(i)) = rx.recv() else {
+            panic!("an interval")
+        };
+        assert!(i.latency.max() >= 599_000_000, "{}", i.latency.max());
+        assert!(i.lag.max() >= 119_000_000, "{}", i.lag.max());
+    }
 }

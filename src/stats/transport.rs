@@ -3,7 +3,7 @@
 //! handshakes resumed a session. Every connection of the run counts, warm-up included: with
 //! keep-alive the connections are opened before the measured window.
 
-use super::histogram::{new_hist, Hist};
+use super::histogram::{new_hist, record, Hist};
 
 /// What a TLS handshake settled (the first one seen stands for the run).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -40,16 +40,12 @@ pub struct TransportStats {
 impl TransportStats {
     /// A connect that took `us` µs.
     pub fn connected(&mut self, us: u64) {
-        self.connect
-            .get_or_insert_with(new_hist)
-            .saturating_record(us);
+        record(self.connect.get_or_insert_with(new_hist), us);
     }
 
     /// A TLS handshake that took `us` µs and negotiated `seen`.
     pub fn handshake_done(&mut self, us: u64, resumed: bool, seen: impl FnOnce() -> TlsSeen) {
-        self.handshake
-            .get_or_insert_with(new_hist)
-            .saturating_record(us);
+        record(self.handshake.get_or_insert_with(new_hist), us);
         self.handshakes += 1;
         self.resumed += u64::from(resumed);
         if self.tls.is_none() {

@@ -354,9 +354,10 @@ impl Worker {
         self.unsent += 1;
         if self.pacer.is_open() {
             let lower_bound = self.window_end_ns.saturating_sub(due_ns);
-            self.unsent_latency
-                .get_or_insert_with(new_hist)
-                .saturating_record(ns_to_us(lower_bound));
+            crate::stats::histogram::record(
+                self.unsent_latency.get_or_insert_with(new_hist),
+                ns_to_us(lower_bound),
+            );
         }
     }
 
