@@ -17,6 +17,8 @@ use crate::units;
 
 /// Schedule lag p99 above this (µs) means the client could not keep its own schedule.
 pub const LAG_LIMIT_US: u64 = 1_000;
+/// volley's CPU per worker thread at or above which a shortfall is the client's, percent.
+pub const CLIENT_BUSY_PCT: f64 = 90.0;
 /// The rate written may be this much below the target (fraction).
 pub const SHORTFALL: f64 = 0.01;
 /// Drift: the last third's p99 above this many times the first third's.
@@ -46,6 +48,21 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
             format!(
                 "the client saturated (volley's CPU up to {:.0} % of a core): at least this rate was not measurable",
                 r.client.cpu_pct_max
+            ),
+        );
+    }
+    // A rate not kept while volley's threads were busy to the full: the shortfall is the
+    // client's (a short step may hold too few CPU samples for `client.saturated`).
+    let short = r.achieved_rps.is_some_and(|a| a < target * (1.0 - SHORTFALL));
+    let busy = r.client.cpu_pct_max >= CLIENT_BUSY_PCT * r.load.threads.max(1) as f64;
+    if short && busy {
+        return (
+            Verdict::Client,
+            format!(
+                "the client could not write the rate (volley's CPU up to {:.0} % of a core over {} thread{}): at least this rate was not measurable",
+                r.client.cpu_pct_max,
+                r.load.threads,
+                if r.load.threads == 1 { "" } else { "s" }
             ),
         );
     }
@@ -202,6 +219,13 @@ mod tests {
         let (v, why) = judge(&r, 1000.0, &slo());
         assert_eq!(v, Verdict::Fail);
         assert!(why.contains("the rate was not kept"), "{why}");
+        // Not kept while volley's one thread was busy: the client's, not the server's.
+        let mut busy = r.clone();
+        busy.load.threads = 1;
+        busy.client.cpu_pct_max = 97.0;
+        let (v, why) = judge(&busy, 1000.0, &slo());
+        assert_eq!(v, Verdict::Client, "{why}");
+        assert!(why.contains("could not write the rate"), "{why}");
         // The run's own diagnosis follows: here, too few connections for the rate.
         r.warnings.push(crate::result::Warning::from_text(
             "target rate not reached: 980.0 of 1,000.0 req/s sent (98 %); at the observed mean latency of 50.00 ms the rate needs about 50 connections (rate × latency), the run had 10: raise -c, or let the open loop open them on demand with --max-connections 100 (accepted with --allow-shortfall)",
