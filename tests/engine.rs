@@ -39,6 +39,7 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
         workload: None,
         checks: Default::default(),
         verify: false,
+        shard: None,
     }
 }
 

@@ -57,6 +57,7 @@ fn spec(addr: std::net::SocketAddr, w: Workload, requests: u64, pipeline: usize)
         workload: Some(Arc::new(w)),
         checks: Default::default(),
         verify: false,
+        shard: None,
     }
 }
 

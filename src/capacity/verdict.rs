@@ -53,7 +53,9 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
     }
     // A rate not kept while volley's threads were busy to the full: the shortfall is the
     // client's (a short step may hold too few CPU samples for `client.saturated`).
-    let short = r.achieved_rps.is_some_and(|a| a < target * (1.0 - SHORTFALL));
+    let short = r
+        .achieved_rps
+        .is_some_and(|a| a < target * (1.0 - SHORTFALL));
     let busy = r.client.cpu_pct_max >= CLIENT_BUSY_PCT * r.load.threads.max(1) as f64;
     if short && busy {
         return (

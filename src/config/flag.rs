@@ -95,6 +95,14 @@ pub enum Flag {
     ExpectSize,
     /// `--verify`.
     Verify,
+    /// `--shard`.
+    Shard,
+    /// `--start-at`.
+    StartAt,
+    /// `--clock-budget`.
+    ClockBudget,
+    /// `--max-late`.
+    MaxLate,
 }
 
 /// (flag, as messages spell it, long name, suite scenario key).
@@ -209,6 +217,15 @@ const FLAGS: &[(Flag, &str, &str, &str)] = &[
         "expect_size",
     ),
     (Flag::Verify, "--verify", "verify", "verify"),
+    (Flag::Shard, "--shard", "shard", "shard"),
+    (Flag::StartAt, "--start-at", "start-at", "start_at"),
+    (
+        Flag::ClockBudget,
+        "--clock-budget",
+        "clock-budget",
+        "clock_budget",
+    ),
+    (Flag::MaxLate, "--max-late", "max-late", "max_late"),
 ];
 
 impl Flag {

@@ -143,6 +143,27 @@ pub struct RunFlags {
     #[arg(long)]
     pub verify: bool,
 
+    /// Run shard I (from 0) of N generators that act as one load: this one takes its exact
+    /// share of the connections, users, requests and rate (merge the N results with
+    /// `volley merge`).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// Start at this wall-clock time (RFC 3339, e.g. 2026-11-25T12:00:00Z), as every shard of
+    /// the load does; a shard that cannot start within --max-late of it exits 3.
+    #[arg(long, value_name = "RFC3339")]
+    pub start_at: Option<String>,
+
+    /// With --shard or --start-at: the most clock error allowed (the kernel's maxerror, what
+    /// chrony or NTP keeps); an unsynchronised clock exits 2. `off` for shards that share one
+    /// host's clock [default: 10ms].
+    #[arg(long, value_name = "DUR|off")]
+    pub clock_budget: Option<String>,
+
+    /// With --start-at: how late after it a shard may still start [default: 100ms].
+    #[arg(long, value_name = "DUR")]
+    pub max_late: Option<String>,
+
     /// Open a new connection per request and send `Connection: close` (connect time counts).
     // `--disable-keepalive` is oha's spelling.
     #[arg(long, alias = "disable-keepalive")]
@@ -249,11 +270,13 @@ impl RunConfig {
             .iter()
             .map(|t| threshold::parse(t).map_err(|m| ConfigError::flag(Flag::Threshold, m)))
             .collect::<Result<Vec<_>, _>>()?;
+        let start = super::shard::start_spec(a)?;
         Ok(RunConfig {
             load,
             monitor,
             thresholds,
             allow_shortfall: a.allow_shortfall,
+            start,
         })
     }
 }
@@ -308,7 +331,12 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         None => None,
     };
     h2_checks(http, &checks, workload.as_deref())?;
-    Ok(LoadSpec {
+    let shard = a
+        .shard
+        .as_deref()
+        .map(super::shard::parse_shard)
+        .transpose()?;
+    let spec = LoadSpec {
         target,
         connections,
         max_connections,
@@ -333,7 +361,28 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         workload,
         checks,
         verify: a.verify,
-    })
+        shard,
+    };
+    // Each shard's part of the whole must be something to run.
+    spec.shard_share().map_err(|e| {
+        let flag = match e.what {
+            "-c/--connections" => Flag::Connections,
+            "--max-connections" => Flag::MaxConnections,
+            "-n/--requests" => Flag::Requests,
+            _ => Flag::Users,
+        };
+        ConfigError::conflict(
+            flag,
+            &[Flag::Shard],
+            format!(
+                "{} {} over {} shards leaves a shard with none: give each shard at least one",
+                e.what,
+                e.total,
+                shard.map_or(1, |s| s.count)
+            ),
+        )
+    })?;
+    Ok(spec)
 }
 
 /// Header and body checks watch an HTTP/1.1 response as it is parsed; HTTP/2 responses are

@@ -9,6 +9,7 @@ pub mod flags;
 pub mod http;
 pub mod monitor;
 pub mod requests;
+pub mod shard;
 pub mod suite;
 pub mod threshold;
 pub mod tls;
@@ -98,4 +99,6 @@ pub struct RunConfig {
     pub thresholds: Vec<threshold::Threshold>,
     /// `--allow-shortfall`: an open loop short of its rate does not fail the run.
     pub allow_shortfall: bool,
+    /// `--start-at`, `--clock-budget`, `--max-late` (docs/contract.md, "Shards").
+    pub start: shard::StartSpec,
 }

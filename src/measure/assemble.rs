@@ -22,8 +22,12 @@ use sha2::{Digest, Sha256};
 
 /// Everything a RunResult is made of.
 pub struct Parts<'a> {
-    /// The run as configured.
+    /// The run as configured (a shard's: its own part of the load).
     pub cfg: &'a RunConfig,
+    /// `--shard`: the whole load, whose identity the shard carries.
+    pub whole: Option<&'a crate::plan::LoadSpec>,
+    /// `--shard` / `--start-at`: the result's `shard` block, but its `config_hash`.
+    pub shard: Option<ShardInfo>,
     /// Where the run connected, and whether over TLS.
     pub route: &'a Route,
     /// The seed Poisson arrivals used.
@@ -113,8 +117,13 @@ impl Parts<'_> {
             thresholds: Vec::new(),
             shards: Vec::new(),
             endpoints: self.endpoints(),
+            shard: None,
         };
-        result.load_id = Some(self.load_key(&result).id());
+        result.load_id = Some(self.load_id(&result));
+        result.shard = self.shard.clone().map(|mut s| {
+            s.config_hash = result.load_id.clone().unwrap_or_default();
+            s
+        });
         result.server = self.server.map(|mut s| {
             if let Some(gc) = s.gc.as_mut() {
                 correlate_gc(gc, out);
@@ -260,8 +269,25 @@ impl Parts<'_> {
             .collect()
     }
 
+    /// The load's identity: a shard carries the whole load's (docs/contract.md, "Shards"), so
+    /// its shards are one load and repetitions of a sharded run match each other.
+    fn load_id(&self, result: &RunResult) -> String {
+        match self.whole {
+            None => self.load_key(result).id(),
+            Some(whole) => {
+                let mut as_whole = result.clone();
+                as_whole.load = self.load_info_of(whole);
+                self.load_key(&as_whole).id()
+            }
+        }
+    }
+
     fn load_info(&self) -> LoadInfo {
-        let load = &self.cfg.load;
+        self.load_info_of(&self.cfg.load)
+    }
+
+    /// What `load` was, as a result records it.
+    fn load_info_of(&self, load: &crate::plan::LoadSpec) -> LoadInfo {
         let open = load.is_open();
         let ramp = load.ramp.as_ref();
         LoadInfo {

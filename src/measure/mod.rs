@@ -4,6 +4,7 @@
 //! the result ([`run`], [`assemble`]). Prints nothing.
 
 pub mod assemble;
+mod shard;
 pub mod verify;
 mod warnings;
 
@@ -64,6 +65,24 @@ pub enum MeasureError {
     /// The engine's threads or event loops could not start.
     #[error("could not start the engine: {0}")]
     Engine(std::io::Error),
+    /// `--shard`/`--start-at`: the wall clock cannot be trusted to start shards together
+    /// (found before any load, exit 2).
+    #[error("{0}")]
+    Clock(String),
+    /// `--shard`: a part of the load too small to share (the config checks it first).
+    #[error("{0}")]
+    Share(String),
+    /// `--start-at`: this shard could start only later than `--max-late` after it (exit 3:
+    /// running would skew the merged result).
+    #[error("late shard: it could start only {late_ms:.1} ms after --start-at {at}, more than --max-late {max_ms:.0} ms; nothing was sent (give the shards more lead time)")]
+    LateShard {
+        /// `--start-at` as given.
+        at: String,
+        /// How late it was, ms.
+        late_ms: f64,
+        /// `--max-late`, ms.
+        max_ms: f64,
+    },
 }
 
 /// A run ready to start: where to connect, with TLS when the URL is `https://`, and the
@@ -77,6 +96,8 @@ pub struct Prepared {
     /// failures count as connect errors); true when one listens or it was not checked.
     pub reachable: bool,
     sampler: Option<TreeSampler>,
+    /// The wall clock's error bound when the run is a shard or starts at a time.
+    clock: Option<crate::sys::clock::ClockStatus>,
 }
 
 /// Attaches the server monitor (first: a bad `--pid` costs nothing), resolves the host once and
@@ -85,6 +106,7 @@ pub struct Prepared {
 /// 2 s at most — the same for `volley run` and suite cells, which both come here).
 pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     let load = &cfg.load;
+    let clock = shard::check_clock(cfg)?;
     let sampler = match &cfg.monitor {
         Some(m) => {
             let budget = server::perf_fd_budget(load.most_connections() as u64);
@@ -111,6 +133,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
             tried: Vec::new(),
             reachable: true,
             sampler,
+            clock,
         });
     }
     let tried = transport::resolve(&load.target.host, load.target.port)?;
@@ -123,6 +146,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
         reachable: picked.listening != Some(false),
         tried,
         sampler,
+        clock,
     })
 }
 
@@ -157,7 +181,14 @@ pub fn run(
     interrupts: &AtomicUsize,
     observer: &mut dyn Observer,
 ) -> Result<Measured, MeasureError> {
-    let load = &cfg.load;
+    // A shard runs its own part of the whole load (the whole stays in `cfg` for its id).
+    let share = cfg.load.shard_share().map_err(|e| {
+        MeasureError::Share(format!(
+            "{} {}: too small to share among the shards",
+            e.what, e.total
+        ))
+    })?;
+    let load = &share;
     let seed = load.seed.unwrap_or_else(clock_seed);
     let plan = Plan::new(load, seed);
     let monitor = prepared
@@ -171,6 +202,17 @@ pub fn run(
         m.arm(Instant::now() + load.warmup);
     }
     let mut client = ClientMonitor::default();
+    // `--start-at`: wait for it on the wall clock (then the engine runs on the monotonic one);
+    // a shard that cannot make it in time sends nothing.
+    let start_late_us = match shard::wait_for_start(cfg, interrupts) {
+        Ok(late) => late,
+        Err(e) => {
+            if let Some(m) = monitor {
+                m.finish(0);
+            }
+            return Err(e);
+        }
+    };
     let out = {
         let mut all = Observers(vec![observer, &mut client]);
         engine::run(load, plan, prepared.route.clone(), interrupts, &mut all)
@@ -203,8 +245,14 @@ pub fn run(
     // timeout) of the drain.
     let server = monitor.map(|m| m.finish(out.agg.counts.completed));
     let server_died = server.as_ref().is_some_and(|s| s.exited_at_s.is_some());
+    let shard_cfg = RunConfig {
+        load: share.clone(),
+        ..cfg.clone()
+    };
     let parts = assemble::Parts {
-        cfg,
+        cfg: &shard_cfg,
+        whole: cfg.load.shard.map(|_| &cfg.load),
+        shard: shard::info(cfg, prepared.clock, start_late_us),
         route: &prepared.route,
         seed,
         ctx,

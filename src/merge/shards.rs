@@ -14,6 +14,10 @@ pub(super) fn list(rs: &[&RunResult]) -> Vec<Shard> {
                 started_at: r.started_at.clone(),
                 env: r.env.clone(),
                 client: r.client.clone(),
+                index: r.shard.as_ref().map(|s| s.index),
+                throughput_rps: Some(r.throughput_rps),
+                achieved_rps: r.achieved_rps,
+                start_late_us: r.shard.as_ref().and_then(|s| s.start_late_us),
             });
         } else {
             shards.extend(r.shards.iter().cloned());

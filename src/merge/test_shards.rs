@@ -138,5 +138,6 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
         shards: Vec::new(),
         endpoints: Vec::new(),
         checks: Default::default(),
+        shard: None,
     }
 }

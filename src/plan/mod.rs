@@ -5,6 +5,7 @@
 pub mod pacer;
 pub mod ramp;
 pub mod request;
+pub mod shard;
 pub mod spec;
 pub mod workload;
 
@@ -15,6 +16,7 @@ pub use spec::{
 };
 
 use crate::result::Arrivals;
+use crate::units::StageSpec;
 
 /// What one worker thread does.
 #[derive(Debug, Clone)]
@@ -65,13 +67,22 @@ impl Plan {
         };
         let threads = (0..cfg.threads)
             .map(|k| {
+                // A shard's constant schedule takes its place in the whole load's; its Poisson
+                // process has a seed of its own (the shards' processes then superpose).
+                let (phase, shard_seed) = match cfg.shard {
+                    Some(s) => (
+                        cfg.rate_rps.map_or(0, |r| s.phase_ns(r * s.count as f64)),
+                        seed ^ workload::mix(0x5AD0_5AD0, s.index),
+                    ),
+                    None => (0, seed),
+                };
                 let pacer = match (cfg.rate_rps, cfg.arrivals) {
                     (None, _) => Pacer::closed(closed_limits[k]),
                     (Some(r), Arrivals::Uniform) => {
-                        Pacer::constant(r, k, cfg.threads, cfg.requests)
+                        Pacer::constant(r, k, cfg.threads, cfg.requests).with_phase(phase)
                     }
                     (Some(r), Arrivals::Poisson) => {
-                        Pacer::poisson(r, k, cfg.threads, cfg.requests, seed)
+                        Pacer::poisson(r, k, cfg.threads, cfg.requests, shard_seed)
                     }
                 };
                 ThreadPlan {

@@ -44,6 +44,9 @@ pub struct Pacer {
     /// This thread's share of `-n`, if any.
     limit: Option<u64>,
     seed: u64,
+    /// `--shard`: the constant schedule's offset from the phase's origin (a shard's first
+    /// request is due `index / rate` after the whole load's).
+    phase_ns: u64,
 }
 
 impl Pacer {
@@ -57,6 +60,7 @@ impl Pacer {
             taken: 0,
             limit,
             seed: 0,
+            phase_ns: 0,
         }
     }
 
@@ -74,6 +78,7 @@ impl Pacer {
             taken: 0,
             limit: total.map(|n| share_of_indices(n, thread, threads)),
             seed: 0,
+            phase_ns: 0,
         }
     }
 
@@ -100,6 +105,7 @@ impl Pacer {
             taken: 0,
             limit: total.map(|n| share_of_indices(n, thread, threads)),
             seed,
+            phase_ns: 0,
         };
         p.restart(0);
         p
@@ -119,6 +125,13 @@ impl Pacer {
             *rng = SmallRng::seed_from_u64(self.seed);
             *next_due = origin_ns + exp_gap(rng, *mean_gap_ns);
         }
+    }
+
+    /// The same schedule shifted by `phase_ns` (a constant-rate shard's place in the whole
+    /// load's schedule; nothing for other schedules).
+    pub fn with_phase(mut self, phase_ns: u64) -> Self {
+        self.phase_ns = phase_ns;
+        self
     }
 
     /// A copy without a request limit (for the warm-up phase).
@@ -145,7 +158,7 @@ impl Pacer {
             Kind::Closed => Due::Now,
             Kind::Constant { ns_per_request } => {
                 let i = self.thread + self.taken * self.threads;
-                Due::At(self.origin_ns + (i as f64 * ns_per_request) as u64)
+                Due::At(self.origin_ns + self.phase_ns + (i as f64 * ns_per_request) as u64)
             }
             Kind::Poisson { next_due, .. } => Due::At(*next_due),
         }

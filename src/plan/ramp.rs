@@ -8,6 +8,8 @@ use crate::units::StageSpec;
 pub struct Ramp {
     /// (stage end in ns from t0, users at the start of the stage, users at its end).
     segments: Vec<(u64, u64, u64)>,
+    /// `--shard`: this shard's share of the whole schedule's users at every moment.
+    shard: Option<super::shard::ShardSpec>,
 }
 
 impl Ramp {
@@ -20,7 +22,19 @@ impl Ramp {
             segments.push((t, prev, s.users));
             prev = s.users;
         }
-        Ramp { segments }
+        Ramp {
+            segments,
+            shard: None,
+        }
+    }
+
+    /// The same schedule as shard `s` runs it: its segment-rule share of the users at every
+    /// moment (the shards' users add up to the whole's at every moment).
+    pub fn scaled(&self, s: super::shard::ShardSpec) -> Self {
+        Ramp {
+            segments: self.segments.clone(),
+            shard: Some(s),
+        }
     }
 
     /// Locust-style: `users` added at `spawn_rate` per second, then held until `total_ns`.
@@ -28,6 +42,7 @@ impl Ramp {
         let ramp_ns = ((users as f64 / spawn_rate) * 1e9) as u64;
         Ramp {
             segments: vec![(ramp_ns, 0, users), (total_ns.max(ramp_ns), users, users)],
+            shard: None,
         }
     }
 
@@ -38,17 +53,24 @@ impl Ramp {
 
     /// The most users at any time (the connections needed).
     pub fn max_users(&self) -> u64 {
-        self.segments
+        let whole = self
+            .segments
             .iter()
             .map(|s| s.1.max(s.2))
             .max()
-            .unwrap_or(0)
+            .unwrap_or(0);
+        self.shard.map_or(whole, |s| s.share(whole))
     }
 
     /// Users active at `t_ns` after t0. A ramp up adds user i at the moment the line reaches
     /// i (rounding up, so the first user starts at once); a ramp down removes them as late as
     /// the line allows.
     pub fn users_at(&self, t_ns: u64) -> u64 {
+        let whole = self.whole_users_at(t_ns);
+        self.shard.map_or(whole, |s| s.share(whole))
+    }
+
+    fn whole_users_at(&self, t_ns: u64) -> u64 {
         let mut start = 0u64;
         for &(end, from, to) in &self.segments {
             if t_ns < end {

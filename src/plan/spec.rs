@@ -170,6 +170,9 @@ pub struct LoadSpec {
     pub checks: super::workload::Checks,
     /// `--verify`: send each request once and show what came back before the load.
     pub verify: bool,
+    /// `--shard I/N`: this run is shard I of N of the load the rest describes (the whole
+    /// load's numbers stay here; [`LoadSpec::shard_share`] is this shard's part).
+    pub shard: Option<super::shard::ShardSpec>,
 }
 
 impl LoadSpec {

@@ -138,6 +138,10 @@ pub struct RunResult {
     /// without named requests; the numbers above are the whole mix's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<endpoint::EndpointResult>,
+    /// `--shard` / `--start-at`: which shard of the load this run was and how it started
+    /// (null on a plain run).
+    #[serde(default)]
+    pub shard: Option<ShardInfo>,
 }
 
 /// One input of a merged result (`volley merge`): what cannot be added up without losing it.
@@ -151,6 +155,18 @@ pub struct Shard {
     pub env: Env,
     /// The shard's own resource use.
     pub client: ClientInfo,
+    /// `--shard`: its index (absent for a plain run merged by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u64>,
+    /// Its completed responses per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_rps: Option<f64>,
+    /// Open loop: the rate it wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_rps: Option<f64>,
+    /// `--start-at`: how late it started, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_late_us: Option<i64>,
 }
 
 /// Environment of the run.
@@ -203,6 +219,32 @@ pub struct TargetInfo {
     /// first request's and `body_bytes` 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_file: Option<RequestsFileInfo>,
+}
+
+/// `shard`: one shard of a load run by several generators (docs/contract.md, "Shards").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// This shard, from 0.
+    pub index: u64,
+    /// How many shards the load has.
+    pub count: u64,
+    /// `--start-at` as given (null without it).
+    pub start_at: Option<String>,
+    /// The whole load's identity (its `load_id`): every shard of one load has the same.
+    pub config_hash: String,
+    /// The wall clock's error bound when it started (adjtimex `maxerror`), µs.
+    pub clock_maxerror_us: Option<u64>,
+    /// A time service kept the clock synchronised.
+    #[serde(default)]
+    pub clock_synchronised: Option<bool>,
+    /// `--clock-budget`, µs (null: `off`).
+    #[serde(default)]
+    pub clock_budget_us: Option<u64>,
+    /// How late after `--start-at` the run started, µs (null without it).
+    pub start_late_us: Option<i64>,
+    /// `--max-late`, µs (null without `--start-at`).
+    #[serde(default)]
+    pub max_late_us: Option<u64>,
 }
 
 /// `target.requests_file`: which workload ran.

@@ -5,6 +5,7 @@
 mod endpoints;
 pub mod live;
 mod server;
+mod shards;
 mod summary;
 
 pub use live::LiveLine;

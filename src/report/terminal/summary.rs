@@ -24,6 +24,7 @@ pub fn summary(r: &RunResult) -> String {
     connections(&mut o, r);
     super::endpoints::table(&mut o, r);
     client(&mut o, r);
+    super::shards::table(&mut o, r);
     server(&mut o, r);
     warmup(&mut o, r);
     thresholds(&mut o, r);
