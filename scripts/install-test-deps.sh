@@ -5,8 +5,23 @@
 # independent HTTP/2 peers (Debian's `nghttp2-client`), and Maven, which builds the jetty and
 # netty reference servers that tests/reference_servers.rs checks (Debian's `maven`; it fetches
 # their jars from Maven Central into ~/.m2 on the first build); from apt, only when missing.
+# Also kubernetes-validate, from PyPI (below).
 # Idempotent, non-interactive, and quiet when everything is present. Needs root or sudo.
 set -eu
+
+# kubernetes-validate (PyPI) checks the manifests `volley k8s` prints against the schemas of
+# several Kubernetes versions, offline (tests/k8s.rs).
+if ! command -v kubernetes-validate >/dev/null 2>&1; then
+    if command -v pip3 >/dev/null 2>&1; then pip=pip3; else pip=pip; fi
+    "$pip" install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 >/dev/null 2>&1 ||
+        "$pip" install --quiet --disable-pip-version-check --break-system-packages \
+            kubernetes-validate==1.37.0 >/dev/null
+    command -v kubernetes-validate >/dev/null 2>&1 || {
+        echo "install-test-deps.sh: pip installed kubernetes-validate but it is not on PATH" >&2
+        exit 1
+    }
+    echo "installed: kubernetes-validate"
+fi
 
 pkgs=""
 [ -x /usr/bin/chromium ] || pkgs="$pkgs chromium"

@@ -40,6 +40,7 @@ pub mod plan;
 pub mod report;
 pub mod result;
 pub mod serve;
+pub mod shard;
 pub mod stats;
 pub mod sys;
 pub mod units;

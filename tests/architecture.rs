@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["measure"],
     &["report"],
     &["capacity"],
-    &["harness", "compare", "merge", "serve"],
+    &["harness", "compare", "merge", "serve", "shard"],
     &["cmd"],
     &["fuzzing"],
 ];

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod capacity;
 pub mod compare;
 pub mod habits;
+pub mod k8s;
 pub mod merge;
 pub mod monitor;
 pub mod report;
@@ -51,6 +52,10 @@ pub enum Command {
     /// Find the highest open-loop rate the server sustains within an SLO (`--slo 'p99<10ms'`):
     /// a geometric ramp, then bisection, every step saved.
     Capacity(Box<capacity::CapacityArgs>),
+    /// Print a Kubernetes Indexed Job that runs the load as N shards on N nodes, started
+    /// together (`volley k8s URL [run flags] --shards N | kubectl apply -f -`); `volley k8s
+    /// collect JOB` merges their results.
+    K8s(Box<k8s::K8sArgs>),
 }
 
 /// Exit codes, with their precedence 2 > 3 > 130 > 1 > 0 (docs/contract.md).
@@ -111,6 +116,7 @@ pub fn main(cli: Cli, argv: Vec<String>) -> ExitCode {
         Command::Merge(args) => merge::execute(&args, argv),
         Command::Serve(args) => serve::execute(&args),
         Command::Capacity(args) => capacity::execute(&args, argv, count_interrupts()),
+        Command::K8s(args) => k8s::execute(&args, argv),
     }
 }
 

@@ -29,6 +29,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: Option<String>,
 
+    /// With `--json -`: the JSON between `-----BEGIN VOLLEY RUNRESULT-----` and
+    /// `-----END VOLLEY RUNRESULT-----` lines, to be found in a log that holds other output
+    /// (`kubectl logs`; `volley k8s` pods print their result so).
+    #[arg(long, requires = "json")]
+    pub json_markers: bool,
+
     /// Stream per-second latency histograms to PATH in HdrHistogram's interval log format.
     #[arg(long)]
     pub hdr_log: Option<PathBuf>,
@@ -91,6 +97,7 @@ fn verify_first(cfg: &RunConfig, prepared: &measure::Prepared) -> Result<(), Str
 struct Outputs {
     json: Option<(PathBuf, File)>,
     json_stdout: bool,
+    json_markers: bool,
     reports: Vec<(&'static str, PathBuf, Format, File)>,
     hdr_log: Option<Box<dyn Write + Send>>,
 }
@@ -224,6 +231,7 @@ fn open_outputs(args: &RunArgs) -> Result<Outputs, String> {
     Ok(Outputs {
         json,
         json_stdout: args.json.as_deref() == Some("-"),
+        json_markers: args.json_markers,
         reports,
         hdr_log,
     })
@@ -235,7 +243,11 @@ fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> Ex
     let summary = Format::Terminal.render_run(result);
     if outputs.json_stdout {
         eprint!("{summary}");
-        if !crate::sys::files::stdout(&Format::Json.render_run(result)) {
+        let mut json = Format::Json.render_run(result);
+        if outputs.json_markers {
+            json = crate::shard::markers::frame(&json);
+        }
+        if !crate::sys::files::stdout(&json) {
             code = code.max_precedence(ExitCode::Failed);
         }
     } else {

@@ -1,0 +1,141 @@
+//! The arguments of the generator container: the user's own `volley k8s` tokens, less the
+//! flags that belong to `volley k8s`, as a `volley run` that takes shard
+//! `$(VOLLEY_SHARD_INDEX)/N` and prints its RunResult between markers. Each token stays one
+//! list element of the typed container spec: nothing is re-parsed, so no value can split or
+//! add an argument.
+
+/// The environment variable the pod takes its index from (the Job's completion index).
+pub const INDEX_VAR: &str = "VOLLEY_SHARD_INDEX";
+
+/// `volley k8s` flags that take a value (not passed on to the pods).
+pub const OWN_FLAGS: [&str; 8] = [
+    "--shards",
+    "--image",
+    "--namespace",
+    "--name",
+    "--lead",
+    "--cpu",
+    "--memory",
+    "--node-selector",
+];
+
+/// What the pods run, besides the user's flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodRun {
+    /// Shards in all.
+    pub shards: u32,
+    /// `--start-at`, RFC 3339.
+    pub start_at: String,
+    /// `-t`, when the user gave none: the CPUs the pod may use (the affinity mask of a pod is
+    /// the node's, not its CPU limit).
+    pub threads: Option<u64>,
+}
+
+/// Kubernetes expands `$(NAME)` in a container's arguments and reads `$$` as `$`: every `$`
+/// of the user's text is doubled so it reaches volley as typed.
+pub fn escape(token: &str) -> String {
+    token.replace('$', "$$")
+}
+
+/// The container's arguments for `argv` (`volley k8s URL [flags]`, the program name first).
+pub fn pod_args(argv: &[String], run: &PodRun) -> Vec<String> {
+    let mut out = vec!["run".to_string()];
+    let mut it = argv.iter().skip(2);
+    while let Some(a) = it.next() {
+        let name = a.split('=').next().unwrap_or(a);
+        if OWN_FLAGS.contains(&name) {
+            if !a.contains('=') {
+                it.next();
+            }
+            continue;
+        }
+        out.push(escape(a));
+    }
+    if let Some(t) = run.threads {
+        out.extend(["-t".to_string(), t.to_string()]);
+    }
+    out.extend(
+        [
+            "--shard",
+            &format!("$({INDEX_VAR})/{}", run.shards),
+            "--start-at",
+            &run.start_at,
+            "-q",
+            "--json",
+            "-",
+            "--json-markers",
+        ]
+        .map(String::from),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn own_flags_go_and_every_other_token_stays_as_one_argument() {
+        let run = PodRun {
+            shards: 4,
+            start_at: "2026-11-25T18:00:00Z".into(),
+            threads: Some(2),
+        };
+        let a = pod_args(
+            &argv(&[
+                "volley",
+                "k8s",
+                "http://svc:8080/",
+                "--shards",
+                "4",
+                "-R",
+                "10000",
+                "--image=reg/volley:1",
+                "-H",
+                "X-A: 1\nkind: Secret",
+                "--namespace",
+                "load",
+            ]),
+            &run,
+        );
+        assert_eq!(
+            a,
+            argv(&[
+                "run",
+                "http://svc:8080/",
+                "-R",
+                "10000",
+                "-H",
+                "X-A: 1\nkind: Secret",
+                "-t",
+                "2",
+                "--shard",
+                "$(VOLLEY_SHARD_INDEX)/4",
+                "--start-at",
+                "2026-11-25T18:00:00Z",
+                "-q",
+                "--json",
+                "-",
+                "--json-markers",
+            ])
+        );
+    }
+
+    #[test]
+    fn a_dollar_of_the_user_is_never_expanded() {
+        assert_eq!(escape("$(VOLLEY_SHARD_INDEX)"), "$$(VOLLEY_SHARD_INDEX)");
+        assert_eq!(escape("a$$b"), "a$$$$b");
+        let run = PodRun {
+            shards: 2,
+            start_at: "t".into(),
+            threads: None,
+        };
+        let a = pod_args(&argv(&["volley", "k8s", "http://h/?q=$(X)"]), &run);
+        assert_eq!(a[1], "http://h/?q=$$(X)");
+        assert!(!a.contains(&"-t".to_string()));
+    }
+}
