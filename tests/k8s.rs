@@ -341,6 +341,90 @@ fn what_cannot_run_in_a_pod_is_refused_with_its_flag() {
     }
 }
 
+#[test]
+fn the_files_a_load_names_travel_in_a_config_map_the_pods_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("data")).unwrap();
+    std::fs::write(d.join("data/users.csv"), "id\n1\n2\n").unwrap();
+    std::fs::write(
+        d.join("mix.toml"),
+        "[data]\nfile = \"data/users.csv\"\n[[request]]\npath = \"/u/{row.id}\"\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("body.bin"), [0u8, 255, 10, 13]).unwrap();
+    let mix = d.join("mix.toml").display().to_string();
+    let body = d.join("body.bin").display().to_string();
+    let (o, yaml) = k8s(&[
+        "http://svc/",
+        "--shards",
+        "2",
+        "--requests-file",
+        &mix,
+        "--name",
+        "files",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let docs: Vec<&str> = yaml.split("\n---\n").collect();
+    assert_eq!(docs.len(), 2, "a ConfigMap, then the Job:\n{yaml}");
+    let cm = job_of(docs[0]);
+    assert_eq!(cm["kind"], "ConfigMap");
+    assert_eq!(cm["metadata"]["name"], "files-files");
+    let job = job_of(docs[1]);
+    let args = args_of(&job);
+    let at = |flag: &str| args[args.iter().position(|a| a == flag).unwrap() + 1].clone();
+    assert_eq!(at("--requests-file"), "/etc/volley/files/f0/mix.toml");
+    let volume = &job["spec"]["template"]["spec"]["volumes"][0]["configMap"];
+    let items: Vec<(String, String)> = volume["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["key"].as_str().unwrap().into(),
+                i["path"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        items,
+        [("f0", "f0/mix.toml"), ("f1", "f0/data/users.csv")]
+            .map(|(k, p)| (k.to_string(), p.to_string()))
+    );
+    let users = cm["binaryData"]["f1"]
+        .as_str()
+        .unwrap()
+        .replace(['\n', ' '], "");
+    assert_eq!(users, "aWQKMQoyCg=="); // base64 of "id\n1\n2\n"
+    let mount = &container(&job)["volumeMounts"][0];
+    assert_eq!(mount["mountPath"], "/etc/volley/files");
+    assert_eq!(mount["readOnly"], true);
+    // A body file, given as --body-file=PATH.
+    let (o, yaml2) = k8s(&[
+        "http://svc/",
+        "--shards",
+        "2",
+        "-m",
+        "POST",
+        &format!("--body-file={body}"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let job2 = job_of(yaml2.split("\n---\n").nth(1).unwrap());
+    assert!(args_of(&job2).contains(&"--body-file=/etc/volley/files/f0/body.bin".to_string()));
+    let cm2 = job_of(yaml2.split("\n---\n").next().unwrap());
+    assert_eq!(cm2["binaryData"]["f0"].as_str().unwrap().trim(), "AP8KDQ==");
+    if let Some(tool) = validator() {
+        let file = d.join("files.yaml");
+        std::fs::write(&file, &yaml).unwrap();
+        let v = Command::new(tool)
+            .args(["--strict", "-k", "1.33.0"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    }
+}
+
 /// `volley k8s collect ARGS` in `dir` with the fake kubectl first on PATH; the calls it got.
 fn collect(dir: &Path, args: &[&str]) -> (Output, String) {
     let calls = dir.join("calls.txt");

@@ -368,6 +368,9 @@ pub struct Workload {
     pub hash: String,
     /// The file as given (for messages and reports).
     pub source: String,
+    /// The data and body files it read, as found (its folder joined with the name given),
+    /// sorted: what must travel with it to another machine (`volley k8s`).
+    pub files: Vec<std::path::PathBuf>,
 }
 
 impl Workload {
@@ -519,6 +522,7 @@ mod tests {
             cycle: Vec::new(),
             hash: String::new(),
             source: String::new(),
+            files: Vec::new(),
         };
         w.build_cycle();
         assert_eq!(w.cycle.len(), 100);
@@ -545,6 +549,7 @@ mod tests {
             cycle: Vec::new(),
             hash: String::new(),
             source: String::new(),
+            files: Vec::new(),
         };
         w.build_cycle();
         assert!(w.cycle.iter().copied().eq(0..100_000u32));
@@ -563,6 +568,7 @@ mod tests {
             cycle: Vec::new(),
             hash: String::new(),
             source: String::new(),
+            files: Vec::new(),
         };
         let walk: Vec<usize> = (0..7).map(|k| w.pick(999, k)).collect();
         assert_eq!(walk, [0, 1, 2, 0, 1, 2, 0]);

@@ -6,13 +6,15 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Affinity, Capabilities, Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodAffinityTerm,
-    PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements,
-    SeccompProfile, SecurityContext,
+    Affinity, Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
+    KeyToPath, ObjectFieldSelector, PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec,
+    PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::ByteString;
 
+use super::files::{FileItem, MOUNT};
 use super::pod_args::INDEX_VAR;
 
 /// The numeric user and group the image runs as (`runAsNonRoot` needs a number to check).
@@ -54,6 +56,8 @@ pub struct JobPlan {
     pub node_selector: BTreeMap<String, String>,
     /// The redacted `volley k8s` command line, kept as an annotation.
     pub command: String,
+    /// Files the load names, carried in a ConfigMap (`files`).
+    pub files: Vec<FileItem>,
 }
 
 /// A value `volley k8s` cannot put in a manifest.
@@ -256,8 +260,56 @@ fn pod_spec(plan: &JobPlan) -> PodSpec {
             ..Default::default()
         }),
         containers: vec![container(plan)],
+        volumes: (!plan.files.is_empty()).then(|| {
+            vec![Volume {
+                name: "files".into(),
+                config_map: Some(ConfigMapVolumeSource {
+                    name: config_map_name(plan),
+                    items: Some(
+                        plan.files
+                            .iter()
+                            .map(|f| KeyToPath {
+                                key: f.key.clone(),
+                                path: f.path.clone(),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    ),
+                    default_mode: Some(0o444),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]
+        }),
         ..Default::default()
     }
+}
+
+fn config_map_name(plan: &JobPlan) -> String {
+    format!("{}-files", plan.name)
+}
+
+/// The ConfigMap of the load's files, when it names any.
+pub fn config_map(plan: &JobPlan) -> Option<ConfigMap> {
+    if plan.files.is_empty() {
+        return None;
+    }
+    let data = plan
+        .files
+        .iter()
+        .map(|f| (f.key.clone(), ByteString(f.bytes.clone())))
+        .collect();
+    Some(ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(config_map_name(plan)),
+            namespace: Some(plan.namespace.clone()),
+            labels: Some(labels(plan)),
+            ..Default::default()
+        },
+        binary_data: Some(data),
+        immutable: Some(true),
+        ..Default::default()
+    })
 }
 
 fn runtime_default() -> SeccompProfile {
@@ -307,6 +359,14 @@ fn container(plan: &JobPlan) -> Container {
             seccomp_profile: Some(runtime_default()),
             ..Default::default()
         }),
+        volume_mounts: (!plan.files.is_empty()).then(|| {
+            vec![VolumeMount {
+                name: "files".into(),
+                mount_path: MOUNT.into(),
+                read_only: Some(true),
+                ..Default::default()
+            }]
+        }),
         // A pod that fails tells why in its status, even when its log is gone.
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         ..Default::default()
@@ -316,6 +376,19 @@ fn container(plan: &JobPlan) -> Container {
 /// The Job as one YAML document.
 pub fn to_yaml(job: &Job) -> String {
     serde_saphyr::to_string(job).expect("a Job always serializes")
+}
+
+/// Everything to apply: the ConfigMap of files (when there is one), then the Job, as YAML
+/// documents separated by `---`.
+pub fn documents(plan: &JobPlan) -> String {
+    let job = to_yaml(&job(plan));
+    match config_map(plan) {
+        Some(cm) => {
+            let cm = serde_saphyr::to_string(&cm).expect("a ConfigMap always serializes");
+            format!("{cm}---\n{job}")
+        }
+        None => job,
+    }
 }
 
 #[cfg(test)]

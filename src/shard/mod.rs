@@ -5,6 +5,7 @@
 //! command layer joins the two (docs/contract.md, "Kubernetes").
 
 pub mod collect;
+pub mod files;
 pub mod manifest;
 pub mod markers;
 pub mod pod_args;

@@ -29,6 +29,8 @@ pub struct PodRun {
     /// `-t`, when the user gave none: the CPUs the pod may use (the affinity mask of a pod is
     /// the node's, not its CPU limit).
     pub threads: Option<u64>,
+    /// File flags whose value becomes the mounted copy's path (`files`).
+    pub rewrites: Vec<super::files::Rewrite>,
 }
 
 /// Kubernetes expands `$(NAME)` in a container's arguments and reads `$$` as `$`: every `$`
@@ -46,6 +48,15 @@ pub fn pod_args(argv: &[String], run: &PodRun) -> Vec<String> {
         if OWN_FLAGS.contains(&name) {
             if !a.contains('=') {
                 it.next();
+            }
+            continue;
+        }
+        if let Some(r) = run.rewrites.iter().find(|r| r.flag == name) {
+            if a.contains('=') {
+                out.push(format!("{}={}", r.flag, r.in_pod));
+            } else {
+                it.next();
+                out.extend([r.flag.to_string(), r.in_pod.clone()]);
             }
             continue;
         }
@@ -84,6 +95,7 @@ mod tests {
             shards: 4,
             start_at: "2026-11-25T18:00:00Z".into(),
             threads: Some(2),
+            rewrites: vec![],
         };
         let a = pod_args(
             &argv(&[
@@ -133,9 +145,28 @@ mod tests {
             shards: 2,
             start_at: "t".into(),
             threads: None,
+            rewrites: vec![super::super::files::Rewrite {
+                flag: "--cacert",
+                in_pod: "/etc/volley/files/f0/ca.pem".into(),
+            }],
         };
-        let a = pod_args(&argv(&["volley", "k8s", "http://h/?q=$(X)"]), &run);
+        let a = pod_args(
+            &argv(&[
+                "volley",
+                "k8s",
+                "http://h/?q=$(X)",
+                "--cacert",
+                "/home/me/ca.pem",
+            ]),
+            &run,
+        );
         assert_eq!(a[1], "http://h/?q=$$(X)");
+        assert_eq!(a[2..4], ["--cacert", "/etc/volley/files/f0/ca.pem"]);
+        let b = pod_args(
+            &argv(&["volley", "k8s", "https://h/", "--cacert=ca.pem"]),
+            &run,
+        );
+        assert_eq!(b[2], "--cacert=/etc/volley/files/f0/ca.pem");
         assert!(!a.contains(&"-t".to_string()));
     }
 }

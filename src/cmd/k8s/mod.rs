@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 use super::ExitCode;
 use crate::config::shard::MAX_SHARDS;
 use crate::config::{RunConfig, RunFlags};
+use crate::shard::files;
 use crate::shard::manifest::{self, JobPlan, ManifestError, MAX_NAME};
 use crate::shard::pod_args::{self, PodRun};
 use crate::units::parse_duration;
@@ -113,11 +114,8 @@ fn refused(f: &RunFlags) -> Option<(&'static str, &'static str)> {
         (f.gc_log.is_some(), "--gc-log", local),
         (f.monitor_interval.is_some(), "--monitor-interval", "there is no --pid in a pod"),
         (f.unix_socket.is_some(), "--unix-socket", local),
-        (f.body_file.is_some(), "--body-file", local),
-        (f.requests_file.is_some(), "--requests-file", local),
-        (f.cacert.is_some(), "--cacert", local),
-        (f.cert.is_some(), "--cert", local),
-        (f.key.is_some(), "--key", local),
+        (f.cert.is_some(), "--cert", "a client certificate and its key belong in a Kubernetes Secret, which volley k8s does not write"),
+        (f.key.is_some(), "--key", "a client key belongs in a Kubernetes Secret, which volley k8s does not write"),
         (f.shard.is_some(), "--shard", "volley k8s gives each pod its shard"),
         (f.start_at.is_some(), "--start-at", "volley k8s sets it from --lead"),
     ]
@@ -169,10 +167,12 @@ pub fn manifest_for(
     flags.start_at = Some(start_text.clone());
     flags.clock_budget = Some("off".into());
     let cfg = RunConfig::from_flags(&flags, threads as usize).map_err(|e| e.to_string())?;
+    let shipped = ship_files(&flags, &cfg).map_err(e)?;
     let run = PodRun {
         shards,
         start_at: start_text.clone(),
         threads: flags.threads.is_none().then_some(cpus),
+        rewrites: shipped.rewrites,
     };
     let plan = JobPlan {
         name,
@@ -186,9 +186,39 @@ pub fn manifest_for(
         deadline_s: deadline_s(&cfg, args.lead),
         node_selector,
         command: shown_command(argv),
+        files: shipped.items,
     };
-    let yaml = manifest::to_yaml(&manifest::job(&plan));
+    let yaml = manifest::documents(&plan);
     Ok((plan, yaml))
+}
+
+/// The files the load names, read for the ConfigMap: `--cacert`, `--body-file`, and
+/// `--requests-file` with the files it reads.
+fn ship_files(flags: &RunFlags, cfg: &RunConfig) -> Result<files::Shipped, ManifestError> {
+    let reads: &[std::path::PathBuf] = cfg.load.workload.as_ref().map_or(&[], |w| &w.files);
+    let mut named = Vec::new();
+    if let Some(p) = &flags.cacert {
+        named.push(files::Named {
+            flag: "--cacert",
+            path: p,
+            reads: &[],
+        });
+    }
+    if let Some(p) = &flags.body_file {
+        named.push(files::Named {
+            flag: "--body-file",
+            path: p,
+            reads: &[],
+        });
+    }
+    if let Some(p) = &flags.requests_file {
+        named.push(files::Named {
+            flag: "--requests-file",
+            path: p,
+            reads,
+        });
+    }
+    files::ship(&named)
 }
 
 /// The Job's deadline when the load has a duration: the lead, the latest start, warm-up,

@@ -94,6 +94,11 @@ pub fn parse(bytes: &[u8], path: &Path, run: Run) -> Result<Workload, RequestsEr
         cycle: Vec::new(),
         hash: format!("{:x}", hash.finalize()),
         source: path.display().to_string(),
+        files: {
+            let mut f: Vec<PathBuf> = src.files.borrow().keys().cloned().collect();
+            f.sort();
+            f
+        },
     };
     w.build_cycle();
     Ok(w)

@@ -13,6 +13,7 @@ fn plan() -> JobPlan {
         deadline_s: Some(120),
         node_selector: BTreeMap::new(),
         command: "volley k8s http://svc:8080/ --shards 4".into(),
+        files: vec![],
     }
 }
 
