@@ -82,6 +82,7 @@ fn workload(entries: Vec<Entry>, order: Order, names: &[&str]) -> Workload {
         cycle: Vec::new(),
         hash: "test".into(),
         source: "test".into(),
+        files: Vec::new(),
     };
     w.build_cycle();
     w
