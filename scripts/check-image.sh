@@ -56,6 +56,8 @@ if [ "${1:-}" = --in-netns ]; then
         done
     }
     trap stop EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
 
     ip link set lo up
 
@@ -395,6 +397,8 @@ fi
 
 work=$(mktemp -d /tmp/volley-check-image.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 root=$work/root
 mkdir -m 0755 "$root"
 
