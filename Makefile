@@ -1,8 +1,10 @@
 # The two commands that matter: `make quick` (install what the suites need, build, run the
 # quick suite over every reference server) and `make test` (what CI runs; `test-deps` adds
 # headless Chromium for the HTML report's browser test; scripts/deny.sh checks the
-# dependencies' licences, sources and advisories with cargo-deny). `make demo` loads the built-in server
-# for 5 s.
+# dependencies' licences, sources and advisories with cargo-deny; scripts/check-image.sh checks
+# what the Dockerfile's image holds: a static musl build run in a root of only what the image
+# copies, as root in a network namespace of its own, skipped where it cannot run unless CI=true).
+# `make demo` loads the built-in server for 5 s.
 PORT ?= 18080
 VOLLEY := target/release/volley
 
@@ -30,6 +32,7 @@ test: deps test-deps
 	cargo clippy --all-targets --locked -- -D warnings
 	scripts/deny.sh
 	cargo test --locked
+	scripts/check-image.sh
 
 bench: build
 	bench/compare.sh

@@ -4,9 +4,12 @@
 # package), and nghttp2's clients h2load and nghttp, which tests/reference_servers.rs uses as
 # independent HTTP/2 peers (Debian's `nghttp2-client`), and Maven, which builds the jetty and
 # netty reference servers that tests/reference_servers.rs checks (Debian's `maven`; it fetches
-# their jars from Maven Central into ~/.m2 on the first build); from apt, only when missing.
+# their jars from Maven Central into ~/.m2 on the first build); and what scripts/check-image.sh
+# uses to build and run the container image's binary: Rust's x86_64-unknown-linux-musl target
+# (from rustup), musl-gcc for ring's C (`musl-tools`), and `file`, `ip` (`iproute2`), `openssl`
+# and `python3`. From apt, only when missing. Idempotent, non-interactive, and quiet when
+# everything is present. Needs root or sudo.
 # Also kubernetes-validate, from PyPI (below).
-# Idempotent, non-interactive, and quiet when everything is present. Needs root or sudo.
 set -eu
 
 # kubernetes-validate (PyPI) checks the manifests `volley k8s` prints against the schemas of
@@ -23,11 +26,23 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
     echo "installed: kubernetes-validate"
 fi
 
+musl=x86_64-unknown-linux-musl
+if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx "$musl"; then
+    rustup target add "$musl" >/dev/null 2>&1 ||
+        { echo "install-test-deps.sh: rustup target add $musl failed" >&2; exit 1; }
+    echo "installed: Rust target $musl"
+fi
+
 pkgs=""
 [ -x /usr/bin/chromium ] || pkgs="$pkgs chromium"
 { command -v h2load >/dev/null 2>&1 && command -v nghttp >/dev/null 2>&1; } ||
     pkgs="$pkgs nghttp2-client"
 command -v mvn >/dev/null 2>&1 || pkgs="$pkgs maven"
+command -v musl-gcc >/dev/null 2>&1 || pkgs="$pkgs musl-tools"
+command -v file >/dev/null 2>&1 || pkgs="$pkgs file"
+command -v ip >/dev/null 2>&1 || pkgs="$pkgs iproute2"
+command -v openssl >/dev/null 2>&1 || pkgs="$pkgs openssl"
+command -v python3 >/dev/null 2>&1 || pkgs="$pkgs python3"
 if [ -z "$pkgs" ]; then
     exit 0
 fi
@@ -42,8 +57,8 @@ else
     exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-test-deps.sh: no apt-get here: install Chromium so that /usr/bin/chromium" \
-        "exists (or point \$CHROMIUM at it when running cargo test)" >&2
+    echo "install-test-deps.sh: no apt-get here: install the equivalents of:$pkgs" \
+        "(for Chromium, /usr/bin/chromium, or point \$CHROMIUM at it when running cargo test)" >&2
     exit 1
 fi
 

@@ -87,7 +87,7 @@ impl TimerFd {
                 tv_nsec: 0,
             },
             it_value: libc::timespec {
-                tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+                tv_sec: (deadline_ns / 1_000_000_000) as _,
                 tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
             },
         };

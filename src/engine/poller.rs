@@ -90,7 +90,7 @@ impl Poller {
 
     fn pwait2(&mut self, timeout_ns: Option<u64>) -> io::Result<usize> {
         let ts = timeout_ns.map(|ns| libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_sec: (ns / 1_000_000_000) as _,
             tv_nsec: (ns % 1_000_000_000) as libc::c_long,
         });
         let ts_ptr = ts
