@@ -76,6 +76,8 @@ fn the_job_runs_one_shard_per_pod_started_together_and_locked_down() {
         "Authorization: Bearer sekrit",
         "--body",
         "yes",
+        "--threshold",
+        "p99<10ms",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     let job = job_of(&yaml);
@@ -140,6 +142,7 @@ fn the_job_runs_one_shard_per_pod_started_together_and_locked_down() {
         "yes",
         "-t",
         "2",
+        "--allow-shortfall",
         "--shard",
         "$(VOLLEY_SHARD_INDEX)/4",
         "--start-at",
@@ -152,6 +155,10 @@ fn the_job_runs_one_shard_per_pod_started_together_and_locked_down() {
     .map(String::from)
     .to_vec();
     assert_eq!(args, want);
+    // Thresholds are the whole load's: collect checks them on the merged result.
+    let notes = &job["metadata"]["annotations"];
+    assert_eq!(notes["volley.dev/thresholds"], "[\"p99<10ms\"]");
+    assert_eq!(notes["volley.dev/allow-shortfall"], "false");
     // The annotation that records the command hides the secret.
     let command = job["metadata"]["annotations"]["volley.dev/command"]
         .as_str()
@@ -475,6 +482,25 @@ fn a_complete_job_is_merged_with_every_shard_kept() {
     assert!(sum > 0);
     assert!(text.contains("3 generators merged"), "{text}");
     assert!(dir.path().join("r.html").exists());
+}
+
+#[test]
+fn thresholds_are_judged_on_the_merged_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, _) = collect(dir.path(), &["judged"]);
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "p99<1us cannot hold: {text}");
+    let merged = read_json(&dir.path().join("judged.json"));
+    let t = merged["thresholds"].as_array().unwrap();
+    assert_eq!(t.len(), 2);
+    assert_eq!(
+        (t[0]["threshold"].as_str(), t[0]["pass"].as_bool()),
+        (Some("errors<1%"), Some(true))
+    );
+    assert_eq!(
+        (t[1]["threshold"].as_str(), t[1]["pass"].as_bool()),
+        (Some("p99<1us"), Some(false))
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
 
+use super::manifest::{SHORTFALL_ANNOTATION, THRESHOLDS_ANNOTATION};
 use super::markers;
 use super::pods::{self, PodState};
 use crate::result::RunResult;
@@ -86,6 +87,10 @@ pub struct Missing {
 pub struct Collected {
     /// Shards in all (the Job's completions).
     pub count: u32,
+    /// The `--threshold`s to check on the merged result (the Job's annotation).
+    pub thresholds: Vec<String>,
+    /// Whether a shortfall is accepted (`--allow-shortfall`).
+    pub allow_shortfall: bool,
     /// The shards with a result, by index.
     pub shards: Vec<Shard>,
     /// The indexes without one.
@@ -197,8 +202,24 @@ pub fn collect(k: &Kubectl, name: &str, wait: Duration) -> Result<Collected, Col
     };
     let count = shard_count(&job, name)?;
     let pods = k.pods(name)?;
+    let annotation = |key: &str| {
+        job.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .cloned()
+    };
+    let thresholds = match annotation(THRESHOLDS_ANNOTATION) {
+        Some(text) => serde_json::from_str(&text).map_err(|e| CollectError::NotVolley {
+            job: name.into(),
+            why: format!("annotation {THRESHOLDS_ANNOTATION} is not a list of strings: {e}"),
+        })?,
+        None => Vec::new(),
+    };
     let mut out = Collected {
         count,
+        thresholds,
+        allow_shortfall: annotation(SHORTFALL_ANNOTATION).as_deref() == Some("true"),
         shards: Vec::new(),
         missing: Vec::new(),
     };

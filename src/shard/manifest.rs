@@ -25,6 +25,10 @@ pub const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 pub const SHARDS_ANNOTATION: &str = "volley.dev/shards";
 /// The shards' `--start-at`.
 pub const START_ANNOTATION: &str = "volley.dev/start-at";
+/// The `--threshold`s `collect` checks on the merged result (a JSON list of strings).
+pub const THRESHOLDS_ANNOTATION: &str = "volley.dev/thresholds";
+/// Whether the user gave `--allow-shortfall` (`true`/`false`).
+pub const SHORTFALL_ANNOTATION: &str = "volley.dev/allow-shortfall";
 /// The label every pod of one Job carries (the anti-affinity selects on it).
 pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 /// The longest Job name: its pods are named `NAME-INDEX-XXXXX` and their hostnames
@@ -58,6 +62,10 @@ pub struct JobPlan {
     pub command: String,
     /// Files the load names, carried in a ConfigMap (`files`).
     pub files: Vec<FileItem>,
+    /// `--threshold`s, for `collect` to check on the merged result.
+    pub thresholds: Vec<String>,
+    /// `--allow-shortfall`.
+    pub allow_shortfall: bool,
 }
 
 /// A value `volley k8s` cannot put in a manifest.
@@ -190,6 +198,14 @@ pub fn job(plan: &JobPlan) -> Job {
         (SHARDS_ANNOTATION.to_string(), plan.shards.to_string()),
         (START_ANNOTATION.to_string(), plan.start_at.clone()),
         ("volley.dev/command".to_string(), plan.command.clone()),
+        (
+            THRESHOLDS_ANNOTATION.to_string(),
+            serde_json::to_string(&plan.thresholds).expect("strings serialize"),
+        ),
+        (
+            SHORTFALL_ANNOTATION.to_string(),
+            plan.allow_shortfall.to_string(),
+        ),
     ]);
     Job {
         metadata: ObjectMeta {

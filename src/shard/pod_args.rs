@@ -7,6 +7,10 @@
 /// The environment variable the pod takes its index from (the Job's completion index).
 pub const INDEX_VAR: &str = "VOLLEY_SHARD_INDEX";
 
+/// Flags judged on the merged result by `volley k8s collect`, not by each shard alone (a
+/// shard's p99 is not the load's; a shard exiting 1 would fail the Job and stop the others).
+pub const JUDGED_AT_COLLECT: [&str; 1] = ["--threshold"];
+
 /// `volley k8s` flags that take a value (not passed on to the pods).
 pub const OWN_FLAGS: [&str; 8] = [
     "--shards",
@@ -45,7 +49,7 @@ pub fn pod_args(argv: &[String], run: &PodRun) -> Vec<String> {
     let mut it = argv.iter().skip(2);
     while let Some(a) = it.next() {
         let name = a.split('=').next().unwrap_or(a);
-        if OWN_FLAGS.contains(&name) {
+        if OWN_FLAGS.contains(&name) || JUDGED_AT_COLLECT.contains(&name) {
             if !a.contains('=') {
                 it.next();
             }
@@ -64,6 +68,10 @@ pub fn pod_args(argv: &[String], run: &PodRun) -> Vec<String> {
     }
     if let Some(t) = run.threads {
         out.extend(["-t".to_string(), t.to_string()]);
+    }
+    // A shard's shortfall is the merged result's to judge; the pod's exit stays 0.
+    if !out.iter().any(|a| a == "--allow-shortfall") {
+        out.push("--allow-shortfall".into());
     }
     out.extend(
         [
@@ -125,6 +133,7 @@ mod tests {
                 "X-A: 1\nkind: Secret",
                 "-t",
                 "2",
+                "--allow-shortfall",
                 "--shard",
                 "$(VOLLEY_SHARD_INDEX)/4",
                 "--start-at",

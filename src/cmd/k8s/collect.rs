@@ -8,8 +8,10 @@ use std::time::Duration;
 use clap::Args;
 
 use super::super::{ExitCode, ReportPaths};
+use crate::config::threshold;
 use crate::merge;
 use crate::report::{Format, Report};
+use crate::result::{RunResult, WarningKind};
 use crate::shard::collect::{self, CollectError, Collected, Kubectl};
 use crate::shard::manifest::{self, MAX_NAME};
 use crate::units::parse_duration;
@@ -46,8 +48,9 @@ pub struct CollectArgs {
     pub html: Option<PathBuf>,
 }
 
-/// Runs `volley k8s collect`: 0 merged, 2 bad flags or kubectl failed or shards that do not
-/// merge, 3 the Job unfinished or a shard missing or an output not written.
+/// Runs `volley k8s collect`: 0 merged, 1 merged but a threshold broke (or the rate was not
+/// reached, or nothing answered), 2 bad flags or kubectl failed or shards that do not merge,
+/// 3 the Job unfinished or a shard missing or an output not written.
 pub fn execute(args: &CollectArgs, argv: Vec<String>) -> ExitCode {
     if let Err(e) = manifest::dns_label("JOB", &args.job, MAX_NAME) {
         return fail(ExitCode::Usage, &e.to_string());
@@ -140,15 +143,24 @@ fn merge_and_report(
         .zip(&saved)
         .map(|(s, p)| (p.display().to_string(), s.result.clone()))
         .collect();
-    let merged = match merge::merge(&inputs, crate::result::redact::argv(&argv), false) {
+    let mut merged = match merge::merge(&inputs, crate::result::redact::argv(&argv), false) {
         Ok(m) => m,
         Err(e) => return fail(ExitCode::Usage, &e.to_string()),
     };
-    let mut code = ExitCode::Ok;
+    // The load's thresholds, on the whole load: the pods did not judge their shares.
+    let mut checks = Vec::new();
+    for text in &found.thresholds {
+        match threshold::parse(text) {
+            Ok(t) => checks.push(t.check(&merged)),
+            Err(e) => return fail(ExitCode::Usage, &format!("--threshold {text}: {e}")),
+        }
+    }
+    merged.thresholds = checks;
+    let mut code = verdict(&merged, found.allow_shortfall);
     let json = Format::Json.render_run(&merged);
     if let Err(e) = crate::sys::files::write_atomically(output, json.as_bytes()) {
         eprintln!("volley k8s collect: -o {}: {e}", output.display());
-        code = ExitCode::Failed;
+        code = code.max_precedence(ExitCode::Failed);
     }
     crate::sys::files::stdout(&Format::Terminal.render_run(&merged));
     let paths = ReportPaths {
@@ -161,7 +173,7 @@ fn merge_and_report(
         let text = format.reporter().render(&report);
         if let Err(e) = crate::sys::files::write_atomically(path, text.as_bytes()) {
             eprintln!("volley k8s collect: {flag} {}: {e}", path.display());
-            code = ExitCode::Failed;
+            code = code.max_precedence(ExitCode::Failed);
         }
     }
     eprintln!(
@@ -171,6 +183,22 @@ fn merge_and_report(
         shards_dir(output).display()
     );
     code
+}
+
+/// As `volley run` judges a run: 1 with no response, a broken threshold, or (without
+/// `--allow-shortfall`) a rate not reached; else 0.
+fn verdict(merged: &RunResult, allow_shortfall: bool) -> ExitCode {
+    let short = !allow_shortfall
+        && merged
+            .warnings
+            .iter()
+            .any(|w| w.kind() == WarningKind::Shortfall);
+    let broken = merged.thresholds.iter().any(|t| !t.pass);
+    if merged.requests.completed == 0 || short || broken {
+        ExitCode::NoResponse
+    } else {
+        ExitCode::Ok
+    }
 }
 
 fn fail(code: ExitCode, msg: &str) -> ExitCode {

@@ -187,6 +187,8 @@ pub fn manifest_for(
         node_selector,
         command: shown_command(argv),
         files: shipped.items,
+        thresholds: flags.threshold.clone(),
+        allow_shortfall: flags.allow_shortfall,
     };
     let yaml = manifest::documents(&plan);
     Ok((plan, yaml))

@@ -14,6 +14,8 @@ fn plan() -> JobPlan {
         node_selector: BTreeMap::new(),
         command: "volley k8s http://svc:8080/ --shards 4".into(),
         files: vec![],
+        thresholds: vec![],
+        allow_shortfall: false,
     }
 }
 
