@@ -138,6 +138,10 @@ impl Harness<'_> {
                     "interrupted before every shard had measured: {reason}"
                 ));
             }
+            let reason = match overran {
+                Some(late) => format!("{late}; {reason}"),
+                None => reason,
+            };
             return CellOutcome::failed(reason, Vec::new());
         }
         let mut whole = argv.to_vec();
@@ -151,11 +155,11 @@ impl Harness<'_> {
         self.complete(&mut merged, cfg);
         let interrupted = merged.interrupted;
         let mut outcome = self.judged(cell, merged, interrupted);
-        if let Some(late) = overran {
-            if outcome.status == CellStatus::Ok {
-                outcome.status = CellStatus::Failed;
-            }
-            outcome.reason.get_or_insert(late);
+        // Stopped for running too long, not by Ctrl-C: what they measured is kept, but the
+        // cell is not the load that was planned.
+        if let (Some(late), false) = (overran, self.interrupted()) {
+            outcome.status = CellStatus::Failed;
+            outcome.reason = Some(late);
         }
         outcome
     }
