@@ -219,6 +219,62 @@ fn a_shard_that_cannot_start_in_time_fails_the_cell_naming_it() {
 }
 
 #[test]
+fn verify_runs_once_and_thresholds_judge_the_merged_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let suite = format!(
+        "[suite]\nname = \"judged\"\nduration = \"500ms\"\n[[server]]\nname = \"there\"\nurl = \"http://{}/\"\n[[scenario]]\nname = \"g\"\nshards = 2\nconnections = 2\nverify = true\nthresholds = [\"p99<1us\", \"errors<1%\"]\n",
+        server.addr
+    );
+    let (o, out) = bench_suite(dir.path(), &suite, &[]);
+    // A broken threshold is a note, and the suite's exit 1.
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    let idx = checked_suite_index(&out);
+    let (row, run) = row_and_run(&idx, &out, "there");
+    assert_eq!(row["status"], "ok", "{row:#}");
+    let notes: Vec<&str> = row["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("threshold broken: p99<1us")),
+        "{notes:?}"
+    );
+    let judged: Vec<(&str, bool)> = run["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["threshold"].as_str().unwrap(),
+                t["pass"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(judged, [("p99<1us", false), ("errors<1%", true)]);
+    let id = cell_id(row);
+    for i in 0..2 {
+        let shard = read_json(&out.join(format!("runs/{id}.shards/shard-{i}.json")));
+        assert!(
+            shard["thresholds"].as_array().is_none_or(Vec::is_empty),
+            "shard {i} judged nothing: {}",
+            shard["thresholds"]
+        );
+        assert!(!shard["argv"].to_string().contains("--verify"));
+    }
+    // --verify sent its one request, once, before the shards' load.
+    let completed = run["requests"]["completed"].as_u64().unwrap();
+    assert_eq!(
+        server.paths.totals().get("GET /").copied(),
+        Some(completed + 1)
+    );
+}
+
+#[test]
 fn ctrl_c_reaches_the_shards_which_keep_what_they_measured() {
     let dir = tempfile::tempdir().unwrap();
     let server = volley::serve::spawn("127.0.0.1:0").unwrap();
