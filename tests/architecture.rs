@@ -16,8 +16,9 @@ const LAYERS: &[&[&str]] = &[
     &["monitor"],
     &["measure"],
     &["report"],
+    &["merge"],
     &["capacity"],
-    &["harness", "compare", "merge", "serve", "shard"],
+    &["harness", "compare", "serve", "shard"],
     &["cmd"],
     &["fuzzing"],
 ];
@@ -281,7 +282,7 @@ fn f() -> crate::harness::Outcome { let s = "crate::cmd"; todo!() }
     let v = check_file("src/engine/x.rs", "engine", src);
     let to: Vec<(usize, &str)> = v.iter().map(|v| (v.line, v.to.as_str())).collect();
     assert_eq!(to, vec![(6, "report"), (8, "harness")]);
-    let sideways = check_file("src/merge.rs", "merge", "use crate::compare::x;");
+    let sideways = check_file("src/serve/mod.rs", "serve", "use crate::compare::x;");
     assert_eq!(sideways.len(), 1);
     assert!(sideways[0]
         .to_string()

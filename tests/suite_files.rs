@@ -135,3 +135,29 @@ fn reference_servers_turn_their_gc_log_on_everywhere() {
         }
     }
 }
+
+/// The commented `shards` example at the end of quick.toml is a valid scenario once its `# `
+/// are taken away, and leaves the suite's own 12 cells as they are.
+#[test]
+fn the_commented_sharded_example_of_quick_toml_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/quick.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text
+        .find("# [[scenario]]")
+        .expect("quick.toml has a commented scenario");
+    let example: String = text[start..]
+        .lines()
+        .map(|l| l.strip_prefix("# ").unwrap_or(l.trim_start_matches('#')))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let shipped = SuiteConfig::parse(&text, &path, 2).unwrap();
+    assert_eq!(shipped.cells_per_rep(), 12);
+    let suite = SuiteConfig::parse(&format!("{text}\n{example}\n"), &path, 2)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sharded = suite
+        .scenarios
+        .iter()
+        .find(|s| s.name == "get-sharded")
+        .unwrap();
+    assert_eq!(sharded.cells[0].shards, 4);
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::lifecycle::{self, Running};
 use super::matrix::PlannedCell;
 use super::ready::{self, NotReady};
+use super::shards::Monitored;
 use super::Harness;
 use crate::config::suite::{Managed, ServerKind};
 use crate::config::{parse_url, GcLogConfig, MonitorConfig, RunConfig, DEFAULT_MONITOR_INTERVAL};
@@ -194,6 +195,28 @@ impl Harness<'_> {
             Ok(c) => c,
             Err(reason) => return CellOutcome::failed(reason, Vec::new()),
         };
+        let argv = cell_argv(url, &flags, pid, gc_log.as_ref());
+        if cell.cell.shards > 1 {
+            // --verify once, here, without the monitor (shard 0 of the processes has it).
+            if cfg.load.verify {
+                let here = RunConfig {
+                    monitor: None,
+                    ..cfg.clone()
+                };
+                let failed = match measure::prepare(&here) {
+                    Ok(p) => verify_first(&here, &p),
+                    Err(e) => Some(CellOutcome::failed(e.to_string(), Vec::new())),
+                };
+                if let Some(failed) = failed {
+                    return failed;
+                }
+            }
+            let monitored = Monitored {
+                pid,
+                gc_log: gc_log.as_ref(),
+            };
+            return self.sharded_cell(cell, url, (&cfg, &flags, &argv), monitored);
+        }
         let prepared = match measure::prepare(&cfg) {
             Ok(p) => p,
             Err(e @ MeasureError::Monitor(_)) => {
@@ -201,31 +224,14 @@ impl Harness<'_> {
             }
             Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };
-        if cfg.load.verify {
-            // The cell's requests once each first: a cell that would measure error pages
-            // fails with what came back instead.
-            let vs = measure::verify::verify(&cfg, &prepared.route, cfg.load.seed.unwrap_or(0));
-            let bad = vs.iter().filter(|v| !v.ok()).count();
-            if bad > 0 {
-                let shown: Vec<String> = measure::verify::report(&vs)
-                    .lines()
-                    .map(str::to_string)
-                    .collect();
-                return CellOutcome::failed(
-                    format!(
-                        "--verify: {bad} of {} requests failed; not measured",
-                        vs.len()
-                    ),
-                    shown,
-                );
-            }
+        if let Some(failed) = verify_first(&cfg, &prepared) {
+            return failed;
         }
         let cpu_list = self
             .suite
             .client_cpus
             .as_ref()
             .map_or_else(|| cpus::allowed().1, |c| c.text.clone());
-        let argv = cell_argv(url, &flags, pid, gc_log.as_ref());
         let ctx = measure::Context {
             argv: &argv,
             cores,
@@ -237,18 +243,29 @@ impl Harness<'_> {
             Ok(m) => m,
             Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };
-        let (mut status, mut reason) = measured_status(&m.result, m.interrupted, cell.control);
+        self.judged(cell, m.result, m.interrupted)
+    }
+
+    /// The row of a measured cell, the same whether it was measured in this process or merged
+    /// from its shards: no response fails it (not a control), a shortfall is a note, and a
+    /// cell of error pages fails or is noted as `fail_on_status` says.
+    pub(super) fn judged(
+        &self,
+        cell: &PlannedCell,
+        result: RunResult,
+        interrupted: bool,
+    ) -> CellOutcome {
+        let (mut status, mut reason) = measured_status(&result, interrupted, cell.control);
         // A cell's shortfall is a note: the suite goes on, and its table says it.
-        let mut notes: Vec<String> = m
-            .result
+        let mut notes: Vec<String> = result
             .warnings
             .iter()
             .filter(|w| w.kind() == WarningKind::Shortfall)
             .map(|w| w.text().to_string())
             .collect();
         // Mostly error pages: the numbers do not describe the service.
-        if status == CellStatus::Ok && !cell.control && m.result.mostly_failed() {
-            let what = m.result.failed_description().unwrap_or_default();
+        if status == CellStatus::Ok && !cell.control && result.mostly_failed() {
+            let what = result.failed_description().unwrap_or_default();
             if self.suite.fail_on_status {
                 status = CellStatus::Failed;
                 reason = Some(what);
@@ -261,10 +278,34 @@ impl Harness<'_> {
             reason,
             stderr_tail: Vec::new(),
             notes,
-            result: Some(m.result),
+            result: Some(result),
             capacity: None,
         }
     }
+}
+
+/// `--verify`: the cell's requests once each before the load; a cell that would measure
+/// error pages fails with what came back instead of being measured.
+fn verify_first(cfg: &RunConfig, prepared: &measure::Prepared) -> Option<CellOutcome> {
+    if !cfg.load.verify {
+        return None;
+    }
+    let vs = measure::verify::verify(cfg, &prepared.route, cfg.load.seed.unwrap_or(0));
+    let bad = vs.iter().filter(|v| !v.ok()).count();
+    if bad == 0 {
+        return None;
+    }
+    let shown: Vec<String> = measure::verify::report(&vs)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    Some(CellOutcome::failed(
+        format!(
+            "--verify: {bad} of {} requests failed; not measured",
+            vs.len()
+        ),
+        shown,
+    ))
 }
 
 /// What the harness gave a server it started, which the cell's run needs.

@@ -86,10 +86,17 @@ pub fn listing(suite: &SuiteConfig, cells: &[PlannedCell], skipped: &[String]) -
     for ((si, sc), (per_rep, wall)) in &groups {
         let server = &suite.servers[*si].name;
         let scenario = suite.scenarios.get(*sc);
-        let axes = scenario
-            .and_then(|s| s.cells.first())
+        let first = scenario.and_then(|s| s.cells.first());
+        let axes = first
             .map(|c| c.axes.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>())
             .unwrap_or_default();
+        // Shards that are not an axis are said once for the scenario.
+        let shards = match first {
+            Some(c) if c.shards > 1 && !axes.contains(&"shards") => {
+                format!(" · {} shards each", c.shards)
+            }
+            _ => String::new(),
+        };
         let axes = if axes.is_empty() {
             String::new()
         } else {
@@ -101,7 +108,7 @@ pub fn listing(suite: &SuiteConfig, cells: &[PlannedCell], skipped: &[String]) -
             ""
         };
         out += &format!(
-            "  {server} · {}{axes}: {per_rep} cell{} × {reps} = {}, about {}{note}\n",
+            "  {server} · {}{axes}{shards}: {per_rep} cell{} × {reps} = {}, about {}{note}\n",
             scenario.map_or("?", |s| s.name.as_str()),
             if *per_rep == 1 { "" } else { "s" },
             per_rep * reps as usize,
@@ -112,6 +119,9 @@ pub fn listing(suite: &SuiteConfig, cells: &[PlannedCell], skipped: &[String]) -
         out += &format!("  {note}\n");
     }
     out += &format!("The estimate counts {INCLUDES}");
+    if cells.iter().any(|c| c.cell.shards > 1) {
+        out += "; a cell of N shards starts its processes 1 s + 5 ms × N ahead";
+    }
     if cells.iter().any(|c| c.cell.capacity.is_some()) {
         out += &format!(
             "; a capacity cell is guessed at its closed-loop step and {} steps (its search decides how many)",
@@ -155,6 +165,29 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("builds not included"), "{text}");
+    }
+
+    #[test]
+    fn sharded_cells_say_so_and_count_their_lead() {
+        let s = suite(
+            "[suite]\nname = \"t\"\nduration = \"2s\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n[[scenario]]\nname = \"g\"\nshards = 4\nrate = 100\n[[scenario]]\nname = \"h\"\nshards = [1, 2]\n",
+        );
+        let cells = super::super::matrix::plan(&s);
+        // 2 s + 2 s overhead each; the sharded ones start 1.02 s and 1.01 s later.
+        assert_eq!(
+            Estimate::of(&cells).wall,
+            Duration::from_millis(3 * 4_000 + 1_020 + 1_010)
+        );
+        let text = listing(&s, &cells, &[]);
+        assert!(
+            text.contains("  a · g · 4 shards each: 1 cell × 1 = 1, about 5s\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  a · h (shards): 2 cells × 1 = 2, about 9s\n"),
+            "{text}"
+        );
+        assert!(text.contains("1 s + 5 ms × N ahead"), "{text}");
     }
 
     #[test]

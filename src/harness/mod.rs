@@ -19,6 +19,7 @@ pub mod ready_h2;
 mod record;
 pub mod runtime;
 mod search;
+mod shards;
 pub mod tools;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -72,8 +72,9 @@ impl Progress {
     /// The line printed when cell `i` starts.
     pub fn starting(&self, i: usize, c: &PlannedCell, elapsed: Duration) -> String {
         let axes = c.cell.axes_label();
+        let sharded = c.cell.shards > 1 && !c.cell.axes.iter().any(|(k, _)| k == "shards");
         format!(
-            "[{:>w$}/{}] {} · {}{} · rep {} · elapsed {} · ETA {}",
+            "[{:>w$}/{}] {} · {}{}{} · rep {} · elapsed {} · ETA {}",
             i + 1,
             self.planned.len(),
             c.server,
@@ -82,6 +83,11 @@ impl Progress {
                 String::new()
             } else {
                 format!(" {axes}")
+            },
+            if sharded {
+                format!(" · {} shards", c.cell.shards)
+            } else {
+                String::new()
             },
             c.rep,
             clock(elapsed),

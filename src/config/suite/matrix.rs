@@ -43,6 +43,8 @@ struct Combination {
     path: String,
     /// `protocol`.
     protocol: Protocol,
+    /// `shards`.
+    shards: u32,
     /// The index of the choice taken on each axis.
     picks: Vec<usize>,
 }
@@ -62,7 +64,7 @@ pub(super) fn expand(
     for c in combinations(axes, path) {
         // The scheme decides which checks apply (the TLS flags only mean something for https).
         let url = format!("{}://127.0.0.1:1{}", c.protocol.scheme(), c.path);
-        match check_flags(&c.flags, &url, cores) {
+        match check_cell(&c, &url, cores) {
             Ok(mut config) => {
                 share_body(&mut config, &out);
                 share_workload(&mut config, &out);
@@ -73,6 +75,7 @@ pub(super) fn expand(
                     flags: c.flags,
                     config,
                     capacity: None,
+                    shards: c.shards,
                 });
             }
             Err(e) => return Err(cell_error(r, at, table, axes, &c, e)),
@@ -146,6 +149,7 @@ fn combinations(axes: &[Axis], path: &str) -> Vec<Combination> {
         flags: Vec::new(),
         path: path.to_string(),
         protocol: Protocol::default(),
+        shards: 1,
         picks: Vec::new(),
     }];
     for axis in axes {
@@ -179,6 +183,12 @@ fn extend(cell: &Combination, axis: &Axis, ci: usize, choice: &Choice) -> Combin
     } else {
         cell.protocol
     };
+    let shards = if axis.key == "shards" {
+        // Checked when the key was read.
+        choice.label.parse().unwrap_or(1)
+    } else {
+        cell.shards
+    };
     let mut picks = cell.picks.clone();
     picks.push(ci);
     Combination {
@@ -186,6 +196,7 @@ fn extend(cell: &Combination, axis: &Axis, ci: usize, choice: &Choice) -> Combin
         flags,
         path,
         protocol,
+        shards,
         picks,
     }
 }
@@ -230,11 +241,12 @@ fn cell_error(
 }
 
 /// The axis of the flag the check named; when it names several (a conflict), the later of
-/// them in the file.
+/// them in the file. `--shard` is the harness's, from the scenario's `shards`.
 fn blamed_axis(axes: &[Axis], e: &CellError) -> Option<usize> {
+    let names = |f: &Flag, key: &str| f.key() == key || (*f == Flag::Shard && key == "shards");
     axes.iter()
         .enumerate()
-        .filter(|(_, a)| e.flags.iter().any(|f| f.key() == a.key))
+        .filter(|(_, a)| e.flags.iter().any(|f| names(f, &a.key)))
         .max_by_key(|(_, a)| a.span.start)
         .map(|(i, _)| i)
 }
@@ -249,6 +261,31 @@ fn value_span(axis: &Axis, pick: usize) -> Range<usize> {
         _ => axis.span.clone(),
     }
 }
+
+/// Checks a cell as `volley run` would run it against `url`. A cell of N shards is checked as
+/// its shard 0 of N would be (`--shard 0/N --start-at … --clock-budget off`, what the harness
+/// adds): a part of the load too small to split N ways is refused here, before anything
+/// starts. Its configuration is then the whole load's again, as the harness's own process
+/// sees it (for `--verify` and the estimate).
+fn check_cell(c: &Combination, url: &str, cores: usize) -> Result<RunConfig, CellError> {
+    if c.shards <= 1 {
+        return check_flags(&c.flags, url, cores);
+    }
+    let mut flags = c.flags.clone();
+    flags.extend([
+        format!("--shard=0/{}", c.shards),
+        format!("--start-at={SOME_START}"),
+        "--clock-budget=off".to_string(),
+    ]);
+    let mut config = check_flags(&flags, url, cores)?;
+    config.load.shard = None;
+    config.start.at = None;
+    config.start.at_text = None;
+    Ok(config)
+}
+
+/// A `--start-at` for the check of a sharded cell (its time is the harness's, at the run).
+const SOME_START: &str = "2000-01-01T00:00:00Z";
 
 /// Checks a cell's flags exactly as `volley run` would, against `url`.
 fn check_flags(flags: &[String], url: &str, cores: usize) -> Result<RunConfig, CellError> {

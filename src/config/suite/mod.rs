@@ -272,6 +272,9 @@ pub struct Cell {
     pub config: RunConfig,
     /// A capacity cell (`capacity = {…}`): the search to run instead of one measurement.
     pub capacity: Option<capacity::CapacitySpec>,
+    /// `shards`: 1 runs the cell in volley's own process; N > 1 as N `volley run --shard i/N`
+    /// processes started together, their results merged.
+    pub shards: u32,
 }
 
 impl Cell {
@@ -280,11 +283,12 @@ impl Cell {
         axes_label(self.axes.iter().map(|(k, v)| (k, v)))
     }
 
-    /// Warm-up plus measured time, for the progress estimate. A capacity cell's is a guess:
-    /// the closed-loop step and [`CAPACITY_STEPS_GUESS`] steps, each with its warm-up.
+    /// Warm-up plus measured time, for the progress estimate (a sharded cell's processes
+    /// start [`shard_lead`] later). A capacity cell's is a guess: the closed-loop step and
+    /// [`CAPACITY_STEPS_GUESS`] steps, each with its warm-up.
     pub fn planned(&self) -> Duration {
         match &self.capacity {
-            None => self.config.load.planned(),
+            None => self.config.load.planned() + shard_lead(self.shards),
             Some(c) => {
                 let step = self.config.load.warmup + self.step_duration();
                 let steps = CAPACITY_STEPS_GUESS + u32::from(c.closed_loop);
@@ -305,6 +309,16 @@ impl Cell {
 }
 
 pub use crate::result::axes_label;
+
+/// How far ahead of now a cell of `shards` processes is told to start (`--start-at`), so that
+/// every process is spawned and ready by then: 1 s, and 5 ms more per process; none for a cell
+/// run in volley's own process.
+pub fn shard_lead(shards: u32) -> Duration {
+    if shards <= 1 {
+        return Duration::ZERO;
+    }
+    Duration::from_secs(1) + Duration::from_millis(5) * shards
+}
 
 /// How many steps a capacity search is guessed to take, for estimates: a ramp of about eight
 /// doublings and a bisection of a few rates, some repeated.

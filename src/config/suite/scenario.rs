@@ -13,6 +13,7 @@ use super::matrix::{self, Axis, Choice};
 use super::suite_table::{SuiteDefault, SuiteTable};
 use super::toml_reader::{ArrayTable, TomlReader, Val};
 use super::{Protocol, Scenario, ServerSpec, SuiteError};
+use crate::config::shard::MAX_SHARDS;
 use crate::config::RunFlags;
 
 /// `volley run` flags a scenario may not set: the harness sets them per cell.
@@ -33,7 +34,19 @@ const VERSION_FLAGS: &[(&str, &str)] = &[
 
 /// Scenario keys that are not the name of a `volley run` flag (besides `name`, `servers` and
 /// `capacity`).
-const OWN_KEYS: &[&str] = &["path", "keepalive", "headers", "thresholds", "protocol"];
+const OWN_KEYS: &[&str] = &[
+    "path",
+    "keepalive",
+    "headers",
+    "thresholds",
+    "protocol",
+    "shards",
+];
+
+/// `volley run` flags a scenario with `shards` may not set: the harness gives each of a cell's
+/// processes its `--shard i/N`, one `--start-at` and `--clock-budget off` (they share this
+/// host's clock).
+const SET_FOR_SHARDS: &[&str] = &["shard", "start_at", "clock_budget"];
 
 /// What every scenario is read against.
 struct Context<'s, 'a> {
@@ -100,6 +113,7 @@ fn read_scenario<'a>(
         servers,
         capacity,
     } = read_keys(cx, t, &at)?;
+    check_shards(cx.r, &axes, capacity.as_ref().map(|c| &c.1), &at)?;
     add_defaults(&mut axes, cx.defaults);
     let Some((spec, span)) = capacity else {
         let cells = matrix::expand(cx.r, &at, sv.span(), &axes, &path, cx.cores)?;
@@ -144,6 +158,40 @@ fn read_scenario<'a>(
         servers,
         cells,
     })
+}
+
+/// `shards` runs a cell as processes of volley's own, started together: not a capacity search
+/// (its steps run in volley's process) and not with the shard keys the harness sets for them.
+fn check_shards(
+    r: &TomlReader,
+    axes: &[Axis],
+    capacity: Option<&Range<usize>>,
+    at: &str,
+) -> Result<(), SuiteError> {
+    let Some(shards) = axes.iter().find(|a| a.key == "shards") else {
+        return Ok(());
+    };
+    if capacity.is_some() {
+        return Err(r.err(
+            shards.span.clone(),
+            Some("shards"),
+            format!("{at}: `shards` cannot be combined with `capacity` (a capacity search runs each step in volley's own process)"),
+        ));
+    }
+    if let Some(a) = axes
+        .iter()
+        .find(|a| SET_FOR_SHARDS.contains(&a.key.as_str()))
+    {
+        return Err(r.err(
+            a.span.clone(),
+            Some(&a.key),
+            format!(
+                "{at}: `{}` cannot be combined with `shards` (the harness gives each of a cell's processes its --shard i/N, one --start-at and --clock-budget off)",
+                a.key
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The keys of scenario table `t`, each checked and turned into its alternatives.
@@ -344,6 +392,7 @@ fn flags_for(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, Sui
         "path" => path_choice(r, v, at),
         "keepalive" => keepalive_choice(r, v, at),
         "protocol" => protocol_choice(r, v, at),
+        "shards" => shards_choice(r, v, at),
         "thresholds" => thresholds_choice(r, v, at),
         "expect_body_contains" | "expect_header" => repeated_choice(r, key, v, at),
         "headers" => headers_choice(r, v, at),
@@ -414,6 +463,29 @@ fn protocol_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteErr
         label: s.to_string(),
         flags: protocol.flag().into_iter().map(String::from).collect(),
     })
+}
+
+/// `shards = N`: the cell runs as N `volley run --shard i/N` processes (N from 1, in volley's
+/// own process, to [`MAX_SHARDS`]); no flag of the cell's own (the harness adds them per
+/// process).
+fn shards_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteError> {
+    let key = "shards";
+    let DeValue::Integer(i) = v.get_ref() else {
+        let what = format!("must be a whole number from 1 to {MAX_SHARDS}");
+        return Err(wrong_type(r, key, v, at, &what));
+    };
+    let text = i.as_str().replace('_', "");
+    match u64::from_str_radix(&text, i.radix()) {
+        Ok(n @ 1..=MAX_SHARDS) => Ok(Choice {
+            label: n.to_string(),
+            flags: Vec::new(),
+        }),
+        _ => Err(r.err(
+            v.span(),
+            Some(key),
+            format!("{at}: shards: `{text}` is not from 1 to {MAX_SHARDS} (1 runs the cell in volley's own process; N runs it as N processes, one shard each)"),
+        )),
+    }
 }
 
 /// `thresholds`: one string or a list of them, each a `--threshold` of the same cell.
@@ -813,6 +885,116 @@ mod tests {
             "{BASE}[[scenario]]\nname = \"p\"\nprotocol = \"https\"\nstreams = 4\n"
         ));
         assert_eq!((line, key.as_deref()), (10, Some("streams")), "{msg}");
+    }
+
+    #[test]
+    fn shards_is_a_key_and_an_axis_with_the_whole_load_as_config() {
+        // max_late needs --start-at: a cell of one process has none.
+        let (line, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"m\"\nshards = [1, 2]\nmax_late = \"250ms\"\n"
+        ));
+        assert_eq!((line, key.as_deref()), (10, Some("max_late")));
+        assert!(
+            msg.contains("(cell shards=1)") && msg.contains("needs --start-at"),
+            "{msg}"
+        );
+
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"one\"\n[[scenario]]\nname = \"s\"\nshards = 3\nrate = 600\nconnections = 6\n[[scenario]]\nname = \"m\"\nshards = [2, 4]\nconnections = 4\nmax_late = \"250ms\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.scenarios[0].cells[0].shards, 1);
+        let c = &s.scenarios[1].cells[0];
+        assert_eq!((c.shards, c.axes_label()), (3, String::new()));
+        assert_eq!(c.flags, ["--rate=600", "--connections=6", "--duration=2s"]);
+        // The whole load, as the harness's own process sees it.
+        assert_eq!(c.config.load.shard, None);
+        assert_eq!(c.config.start.at, None);
+        assert_eq!(c.config.load.connections, 6);
+        assert_eq!(c.config.load.rate_rps, Some(600.0));
+        let m = &s.scenarios[2].cells;
+        assert_eq!(
+            m.iter()
+                .map(|c| (c.shards, c.axes_label()))
+                .collect::<Vec<_>>(),
+            [(2, "shards=2".to_string()), (4, "shards=4".to_string())]
+        );
+        assert_eq!(
+            m[1].config.start.max_late,
+            std::time::Duration::from_millis(250)
+        );
+    }
+
+    #[test]
+    fn bad_shards_point_at_their_key() {
+        let case = |body: &str| err(&format!("{BASE}[[scenario]]\nname = \"p\"\n{body}"));
+        for (value, col, says) in [
+            (
+                "\"3\"",
+                10,
+                "must be a whole number from 1 to 10000, not a string",
+            ),
+            (
+                "2.0",
+                10,
+                "must be a whole number from 1 to 10000, not a float",
+            ),
+            ("true", 10, "not a boolean"),
+            ("0", 10, "`0` is not from 1 to 10000"),
+            ("10_001", 10, "`10001` is not from 1 to 10000"),
+            ("-2", 10, "`-2` is not from 1 to 10000"),
+            ("[2, 0]", 14, "`0` is not from 1 to 10000"),
+            ("[]", 10, "an empty list leaves no cell to run"),
+        ] {
+            let (line, c, key, msg) = case(&format!("shards = {value}\n"));
+            assert_eq!(
+                (line, c, key.as_deref()),
+                (9, col, Some("shards")),
+                "{value}: {msg}"
+            );
+            assert!(msg.contains(says), "{value}: {msg}");
+        }
+        assert!(!case("shards = 0\n").3.contains("not a"));
+        // Not with a capacity search, nor with the keys the harness sets for the processes.
+        let (line, _, key, msg) =
+            case("connections = 4\nshards = 2\ncapacity = { slo = \"p99<10ms\" }\n");
+        assert_eq!((line, key.as_deref()), (10, Some("shards")));
+        assert!(msg.contains("cannot be combined with `capacity`"), "{msg}");
+        for run_key in [
+            "shard = \"0/2\"",
+            "start_at = \"2030-01-01T00:00:00Z\"",
+            "clock_budget = \"off\"",
+        ] {
+            let (line, _, key, msg) = case(&format!("shards = 2\n{run_key}\n"));
+            let name = run_key.split(' ').next().unwrap();
+            assert_eq!((line, key.as_deref()), (10, Some(name)), "{msg}");
+            assert!(
+                msg.contains(&format!("`{name}` cannot be combined with `shards`")),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_load_too_small_to_split_is_refused_as_shard_0_would_refuse_it() {
+        let case = |body: &str| err(&format!("{BASE}[[scenario]]\nname = \"p\"\n{body}"));
+        // Blamed on the later of the two keys, as conflicts are.
+        let (line, _, key, msg) = case("connections = 2\nshards = 3\n");
+        assert_eq!((line, key.as_deref()), (10, Some("shards")));
+        assert!(
+            msg.starts_with("[[scenario]] \"p\": shards: ")
+                && msg.contains("-c/--connections 2 over 3 shards leaves a shard with none"),
+            "{msg}"
+        );
+        let (line, col, key, msg) = case("shards = [2, 3]\nconnections = 2\n");
+        assert_eq!((line, col, key.as_deref()), (10, 15, Some("connections")));
+        assert!(msg.contains("(cell shards=3): connections: "), "{msg}");
+        let (_, _, key, msg) = case("users = 2\nspawn_rate = 1\nduration = \"5s\"\nshards = 3\n");
+        assert_eq!(key.as_deref(), Some("shards"));
+        assert!(
+            msg.contains(" 2 over 3 shards leaves a shard with none"),
+            "{msg}"
+        );
     }
 
     #[test]
