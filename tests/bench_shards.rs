@@ -362,7 +362,7 @@ fn bad_shards_are_refused_before_anything_starts() {
         (
             "connections = 2\nshards = 3\n",
             "10:10",
-            "-c/--connections 2 over 3 shards leaves a shard with none",
+            "-c/--connections: 2 over 3 shards leaves a shard with none",
         ),
     ] {
         let stderr = case(body);

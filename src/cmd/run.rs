@@ -131,6 +131,7 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     };
     if cfg.load.verify {
         if let Err(msg) = verify_first(&cfg, &prepared) {
+            outputs.discard();
             return fail(ExitCode::Usage, &msg);
         }
     }
@@ -156,13 +157,17 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     };
     let m = match measured {
         Ok(m) => m,
-        // Found before any request was written: the server's TLS cannot be used.
-        Err(
-            e @ (MeasureError::Handshake { .. }
-            | MeasureError::SpeaksTls { .. }
-            | MeasureError::NoH2 { .. }),
-        ) => return fail(ExitCode::Usage, &e.to_string()),
-        Err(e) => return fail(ExitCode::Failed, &e.to_string()),
+        Err(e) => {
+            // Nothing was measured: no empty files are left behind for a script to read.
+            outputs.discard();
+            return match e {
+                // Found before any request was written: the server's TLS cannot be used.
+                MeasureError::Handshake { .. }
+                | MeasureError::SpeaksTls { .. }
+                | MeasureError::NoH2 { .. } => fail(ExitCode::Usage, &e.to_string()),
+                _ => fail(ExitCode::Failed, &e.to_string()),
+            };
+        }
     };
     let mut code = write_outputs(&m.result, outputs, outcome_code(&m, cfg.allow_shortfall));
     if let Some(e) = hdr_log.as_ref().and_then(HdrLogWriter::error) {
@@ -205,6 +210,19 @@ fn outcome_code(m: &Measured, allow_shortfall: bool) -> ExitCode {
         code = code.max_precedence(ExitCode::Failed);
     }
     code
+}
+
+impl Outputs {
+    /// Removes the files opened for a run that measured nothing (a late shard, a refused
+    /// handshake, a failed --verify): they are still empty.
+    fn discard(self) {
+        if let Some((path, _)) = self.json {
+            let _ = std::fs::remove_file(path);
+        }
+        for (_, path, _, _) in self.reports {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 fn open_outputs(args: &RunArgs) -> Result<Outputs, String> {

@@ -375,8 +375,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
             flag,
             &[Flag::Shard],
             format!(
-                "{} {} over {} shards leaves a shard with none: give each shard at least one",
-                e.what,
+                "{} over {} shards leaves a shard with none: give each shard at least one",
                 e.total,
                 shard.map_or(1, |s| s.count)
             ),

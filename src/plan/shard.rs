@@ -85,6 +85,14 @@ impl LoadSpec {
             }
             Ok(s.share(total))
         };
+        // What the user gave first: connections may be derived from users or -n, and the
+        // error should name the flag that was given.
+        if let Some(u) = self.ramp.as_ref().and_then(|r| r.users) {
+            whole("--users", u)?;
+        }
+        if let (Some(n), false) = (self.requests, self.is_open()) {
+            whole("-n/--requests", n)?;
+        }
         l.connections = whole("-c/--connections", self.connections as u64)? as usize;
         l.max_connections = match self.max_connections {
             Some(m) => Some(whole("--max-connections", m as u64)? as usize),

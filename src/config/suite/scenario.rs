@@ -983,7 +983,7 @@ mod tests {
         assert_eq!((line, key.as_deref()), (10, Some("shards")));
         assert!(
             msg.starts_with("[[scenario]] \"p\": shards: ")
-                && msg.contains("-c/--connections 2 over 3 shards leaves a shard with none"),
+                && msg.contains("-c/--connections: 2 over 3 shards leaves a shard with none"),
             "{msg}"
         );
         let (line, col, key, msg) = case("shards = [2, 3]\nconnections = 2\n");
