@@ -340,6 +340,8 @@ fn three_generator_hosts_make_one_load() {
         assert!((0..100_000).contains(&late), "shard {i}: {late} µs late");
     }
     assert_eq!(m["shards"].as_array().map(Vec::len), Some(SHARDS));
+    // The merge is that whole load: it compares with the single process as one test.
+    assert_eq!(m["load_id"], single["load_id"]);
 
     // The merged count is what the server answered, and nothing was lost on the way.
     let r = &m["requests"];
