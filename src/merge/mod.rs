@@ -118,7 +118,8 @@ pub fn merge(
 ) -> Result<RunResult, MergeError> {
     // A complete set of shards that started at one --start-at is aligned on it: their
     // lateness is bounded by --max-late, not by the 10 ms started_at rule.
-    let together = shard_set::check(inputs)? == shard_set::Kind::StartedTogether;
+    let kind = shard_set::check(inputs)?;
+    let together = kind == shard_set::Kind::StartedTogether;
     let starts = refusals::check(inputs, force || together)?;
     let hists = histograms::add(inputs)?;
     let endpoints = endpoints::merge(inputs)?;
@@ -144,7 +145,7 @@ pub fn merge(
         env: base.env.clone(),
         target: merged_target(&rs, base),
         load,
-        load_id: Some(merged_load_id(&rs)),
+        load_id: Some(merged_load_id(&rs, kind)),
         elapsed_s,
         throughput_rps: throughput_rps(counters.requests.completed, elapsed_s),
         achieved_rps: sum_achieved(&rs),
@@ -213,10 +214,17 @@ fn merged_target(rs: &[&RunResult], base: &RunResult) -> TargetInfo {
     target
 }
 
-/// The merged load's identity, from its shards' (sorted, so the order given does not matter):
-/// repetitions of one sharded run share it, and it is never a single shard's id (the merged
-/// load is their sum).
-fn merged_load_id(rs: &[&RunResult]) -> String {
+/// The merged load's identity. A complete set of `--shard` shards is the whole load they
+/// were cut from: the id each of them carries, which a single process of that load has too
+/// (so the two compare as repetitions of one test). Any other merge is the sum of its
+/// inputs: a hash of their ids (sorted, so the order given does not matter), the same for
+/// every repetition and never a single input's.
+fn merged_load_id(rs: &[&RunResult], kind: shard_set::Kind) -> String {
+    if kind != shard_set::Kind::Runs {
+        if let Some(s) = rs.first().and_then(|r| r.shard.as_ref()) {
+            return s.config_hash.clone();
+        }
+    }
     let mut ids: Vec<String> = rs.iter().map(|r| load_id(r)).collect();
     ids.sort();
     let mut key = LoadKey::new();

@@ -163,6 +163,9 @@ mod tests {
         assert_eq!(m.shards[1].index, Some(1));
         assert_eq!(m.shards[1].start_late_us, Some(40_000));
         assert!(m.shard.is_none());
+        // The whole load they were cut from, whose id each shard carries (and a single
+        // process of that load has): not a hash of three equal ids.
+        assert_eq!(m.load_id.as_deref(), Some("abc"));
     }
 
     #[test]

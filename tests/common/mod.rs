@@ -271,8 +271,9 @@ fn joined(h: std::thread::JoinHandle<Vec<u8>>) -> Vec<u8> {
     }
 }
 
-/// Runs `cmd` (volley with `args`), killing it after `limit`. Its stdout and stderr are read
-/// while it runs: a pipe left unread fills at 64 KiB and would stall a large `--json -`.
+/// Runs `cmd` (volley with `args`, perhaps behind a wrapper such as `ip netns exec`), killing
+/// it after `limit`. Its stdout and stderr are read while it runs: a pipe left unread fills at
+/// 64 KiB and would stall a large `--json -`.
 pub fn limited(cmd: &mut Command, args: &[&str], limit: Duration) -> Output {
     use std::io::Read;
     let mut child = cmd
