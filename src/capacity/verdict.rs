@@ -17,8 +17,11 @@ use crate::units;
 
 /// Schedule lag p99 above this (µs) means the client could not keep its own schedule.
 pub const LAG_LIMIT_US: u64 = 1_000;
-/// volley's CPU per worker thread at or above which a shortfall is the client's, percent.
-pub const CLIENT_BUSY_PCT: f64 = 90.0;
+/// volley's CPU per worker thread at or above which a shortfall is the client's, percent. Not
+/// 100 minus a little: on a machine shared with the server and other work a saturated
+/// thread gets less than a core (a clean-clone CI run measured 86.8 % for a client that
+/// wrote 46 % of its rate).
+pub const CLIENT_BUSY_PCT: f64 = 80.0;
 /// The rate written may be this much below the target (fraction).
 pub const SHORTFALL: f64 = 0.01;
 /// Drift: the last third's p99 above this many times the first third's.
@@ -224,7 +227,7 @@ mod tests {
         // Not kept while volley's one thread was busy: the client's, not the server's.
         let mut busy = r.clone();
         busy.load.threads = 1;
-        busy.client.cpu_pct_max = 97.0;
+        busy.client.cpu_pct_max = 86.8;
         let (v, why) = judge(&busy, 1000.0, &slo());
         assert_eq!(v, Verdict::Client, "{why}");
         assert!(why.contains("could not write the rate"), "{why}");
