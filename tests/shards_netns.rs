@@ -395,7 +395,10 @@ fn three_generator_hosts_make_one_load() {
                 "second {k}: {sent} sent"
             );
         } else {
-            assert_eq!(p["sent"].as_u64(), Some(0), "after the run: {ts:?}");
+            // The drain: only a request due just before the end and written just after it
+            // (a late send: its lag is recorded) lands here, never a request due after it.
+            let sent = p["sent"].as_u64().unwrap() as f64;
+            assert!(sent <= RATE_RPS * 0.01, "after the run: {ts:?}");
         }
     }
 
