@@ -86,6 +86,7 @@ name = "open"
 shards = 3
 rate = 600
 connections = 6
+monitor_interval = "50ms"
 "#,
         addr = server.addr
     );
@@ -103,6 +104,15 @@ connections = 6
     for server_name in ["there", "managed"] {
         let (row, run) = row_and_run(&idx, &out, server_name);
         assert_eq!(row["status"], "ok", "{row:#}");
+        // The scenario's monitor_interval reaches the monitor of the server the harness
+        // started (a url server has none).
+        if server_name == "managed" {
+            assert_eq!(
+                run["server"]["sample_interval_s"].as_f64(),
+                Some(0.05),
+                "{run:#}"
+            );
+        }
         let id = cell_id(row);
         // The whole load, merged: 600 req/s for 2 s over 6 connections, exactly.
         assert_eq!(

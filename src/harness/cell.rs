@@ -331,9 +331,14 @@ pub(super) fn cell_config(
     let mut flags = cell.cell.flags.clone();
     cfg.load.target = parse_url(url).map_err(|e| e.to_string())?;
     let cacert = given.as_ref().and_then(|g| g.cacert.clone());
+    // The scenario's `monitor_interval`, if it set one, on the server the harness started.
+    let interval = cfg
+        .monitor
+        .as_ref()
+        .map_or(DEFAULT_MONITOR_INTERVAL, |m| m.interval);
     cfg.monitor = given.map(|g| MonitorConfig {
         pid: g.pid,
-        interval: DEFAULT_MONITOR_INTERVAL,
+        interval,
         gc_log: g.gc_log,
     });
     if let (Some(tls), Some(cert)) = (cfg.load.tls.as_mut(), cacert) {
@@ -412,7 +417,13 @@ pub(super) fn cell_argv(
     gc_log: Option<&GcLogConfig>,
 ) -> Vec<String> {
     let mut argv = vec!["volley".to_string(), "run".to_string(), url.to_string()];
-    argv.extend(flags.iter().cloned());
+    // Without a server to monitor (a url server) the monitor's interval means nothing.
+    argv.extend(
+        flags
+            .iter()
+            .filter(|f| pid.is_some() || !f.starts_with("--monitor-interval="))
+            .cloned(),
+    );
     argv.push("--quiet".into());
     if let Some(pid) = pid {
         argv.extend(["--pid".to_string(), pid.to_string()]);

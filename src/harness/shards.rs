@@ -298,6 +298,8 @@ fn shard_args(s: ShardRun) -> Vec<String> {
         s.flags
             .iter()
             .filter(|f| *f != "--verify" && !f.starts_with("--threshold="))
+            // The monitor's interval goes with the monitor (shard 0's --pid).
+            .filter(|f| s.monitored.pid.is_some() || !f.starts_with("--monitor-interval="))
             .cloned(),
     );
     args.extend([

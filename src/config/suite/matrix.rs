@@ -299,11 +299,29 @@ fn check_flags(flags: &[String], url: &str, cores: usize) -> Result<RunConfig, C
         flags: clap_flag(&e).into_iter().collect(),
         message: e.kind().to_string() + &clap_detail(&e),
     })?;
-    RunConfig::from_flags(&run_flags, cores).map_err(|e: ConfigError| CellError {
-        flags: e.flags(),
-        message: e.to_string(),
-    })
+    // `monitor_interval` is for the server the harness starts, whose pid only the harness
+    // knows: checked against a stand-in pid, then left for the harness to attach.
+    let mut run_flags = run_flags;
+    let stand_in = run_flags.pid.is_none() && run_flags.monitor_interval.is_some();
+    if stand_in {
+        run_flags.pid = Some(STAND_IN_PID);
+    }
+    let mut config =
+        RunConfig::from_flags(&run_flags, cores).map_err(|e: ConfigError| CellError {
+            flags: e.flags(),
+            message: e.to_string(),
+        })?;
+    if stand_in {
+        // Only the interval is kept: `harness::cell` replaces the pid with the server's.
+        if let Some(m) = config.monitor.as_mut() {
+            m.pid = 0;
+        }
+    }
+    Ok(config)
 }
+
+/// The pid a cell's flags are checked with when they set `monitor_interval` (any valid one).
+const STAND_IN_PID: i64 = 1;
 
 /// The flag a clap error is about (`--connections <CONNECTIONS>`, `<URL>`).
 fn clap_flag(e: &clap::Error) -> Option<Flag> {

@@ -692,6 +692,22 @@ mod tests {
     }
 
     #[test]
+    fn monitor_interval_is_for_the_server_the_harness_starts() {
+        // No --pid in a scenario: the harness knows it. The interval is checked and kept.
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"m\"\nmonitor_interval = \"50ms\"\n"
+        ))
+        .unwrap();
+        let m = s.scenarios[0].cells[0].config.monitor.clone().unwrap();
+        assert_eq!(m.interval, std::time::Duration::from_millis(50));
+        let (_, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"m\"\nmonitor_interval = \"1ms\"\n"
+        ));
+        assert_eq!(key.as_deref(), Some("monitor_interval"), "{msg}");
+        assert!(msg.contains("must be from 10ms to 10s"), "{msg}");
+    }
+
+    #[test]
     fn a_bad_requests_file_in_a_cell_points_at_its_key_and_says_where_in_the_file() {
         let (line, col, key, msg) = err(&format!(
             "{BASE}[[scenario]]\nname = \"p\"\nrequests_file = \"{FIXTURES}/bad_weight.toml\"\n"
