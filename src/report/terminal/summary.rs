@@ -52,7 +52,7 @@ fn header(o: &mut String, r: &RunResult) {
         let _ = writeln!(o, "{h2}");
     }
     if r.interrupted {
-        let _ = writeln!(o, "INTERRUPTED: results cover the run up to Ctrl-C");
+        let _ = writeln!(o, "INTERRUPTED: results cover the run up to the interruption (Ctrl-C, or SIGTERM: a pod evicted or deleted)");
     }
     let _ = writeln!(o);
 }
