@@ -61,7 +61,12 @@ pub(super) fn expand(
 ) -> Result<Vec<Cell>, SuiteError> {
     refuse_too_large(r, at, table.clone(), axes)?;
     let mut out: Vec<Cell> = Vec::new();
-    for c in combinations(axes, path) {
+    for mut c in combinations(axes, path) {
+        // `max_late` is for sharded cells: in an axis `shards = [1, N]` the one-process cell
+        // has no start to be late for.
+        if c.shards <= 1 {
+            c.flags.retain(|f| !f.starts_with("--max-late="));
+        }
         // The scheme decides which checks apply (the TLS flags only mean something for https).
         let url = format!("{}://127.0.0.1:1{}", c.protocol.scheme(), c.path);
         match check_cell(&c, &url, cores) {

@@ -692,6 +692,21 @@ mod tests {
     }
 
     #[test]
+    fn max_late_applies_to_the_sharded_cells_of_an_axis_only() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"s\"\nshards = [1, 2]\nconnections = 2\nmax_late = \"250ms\"\n"
+        ))
+        .unwrap();
+        let cells = &s.scenarios[0].cells;
+        assert!(!cells[0].flags.iter().any(|f| f.starts_with("--max-late")));
+        assert!(
+            cells[1].flags.contains(&"--max-late=250ms".to_string()),
+            "{:?}",
+            cells[1].flags
+        );
+    }
+
+    #[test]
     fn monitor_interval_is_for_the_server_the_harness_starts() {
         // No --pid in a scenario: the harness knows it. The interval is checked and kept.
         let s = parse(&format!(
