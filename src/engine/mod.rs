@@ -117,6 +117,11 @@ pub struct Shared {
     pub keepalive: bool,
     /// Open loop: schedule lag is recorded.
     pub open_loop: bool,
+    /// Open loop: requests due within this long of the next one are held and written with
+    /// it in one wake-up, at the last one's due time (never before a request's own). 0, the
+    /// default, writes each at its due time. Set by `VOLLEY_BATCH_WINDOW_US` (an experiment:
+    /// fewer wake-ups of client and server for lag up to the window; see BENCHMARKS.md).
+    pub batch_window_ns: u64,
     /// Per-request timeout.
     pub timeout_ns: u64,
     /// End of warm-up on the run clock (0 without warm-up).
@@ -194,6 +199,10 @@ impl Shared {
             pipeline,
             keepalive: spec.keepalive,
             open_loop: spec.is_open(),
+            batch_window_ns: std::env::var("VOLLEY_BATCH_WINDOW_US")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .map_or(0, |us| us.saturating_mul(1000)),
             timeout_ns: spec.timeout.as_nanos() as u64,
             t0_ns,
             end_ns: spec.duration.map(|d| t0_ns + d.as_nanos() as u64),

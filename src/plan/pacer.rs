@@ -177,6 +177,46 @@ impl Pacer {
         }
     }
 
+    /// Open loop: the due time of the last request due within `window_ns` of the next one
+    /// (the next one's own when no other is), or None when nothing more is due. Waking then
+    /// sends them all with one wake-up and none before its time; a request further on is not
+    /// in the batch and keeps its own deadline.
+    pub fn batch_end(&self, window_ns: u64) -> Option<u64> {
+        let Due::At(first) = self.peek() else {
+            return None;
+        };
+        let limit_left = self.limit.map_or(u64::MAX, |l| l - self.taken);
+        let end = first.saturating_add(window_ns);
+        match &self.kind {
+            Kind::Closed => None,
+            Kind::Constant { ns_per_request } => {
+                // Due times are floor((i0 + k·T)·gap): step k while it stays within the window.
+                let step = *ns_per_request * self.threads as f64;
+                let mut k = ((window_ns as f64 / step) as u64 + 1).min(limit_left - 1);
+                let due = |k: u64| {
+                    let i = self.thread + (self.taken + k) * self.threads;
+                    self.origin_ns + self.phase_ns + (i as f64 * ns_per_request) as u64
+                };
+                while k > 0 && due(k) > end {
+                    k -= 1;
+                }
+                Some(due(k))
+            }
+            Kind::Poisson { .. } => {
+                let mut p = self.clone();
+                let mut last = first;
+                for _ in 1..limit_left.min(MAX_BATCH) {
+                    p.advance();
+                    match p.peek() {
+                        Due::At(t) if t <= end => last = t,
+                        _ => break,
+                    }
+                }
+                Some(last)
+            }
+        }
+    }
+
     /// Requests taken in this phase.
     pub fn taken(&self) -> u64 {
         self.taken
@@ -195,6 +235,9 @@ impl Pacer {
         }
     }
 }
+
+/// The most requests of a Poisson schedule looked ahead for one batch.
+const MAX_BATCH: u64 = 64;
 
 /// How many of the indices 0..total are ≡ thread (mod threads): a thread's share of requests
 /// (open loop) or of virtual users dealt round-robin.
@@ -324,6 +367,64 @@ mod tests {
             })
             .collect();
         assert_eq!(first, again);
+    }
+
+    #[test]
+    fn a_batch_ends_at_the_last_request_due_within_the_window() {
+        // 20,000 req/s on one thread: due every 50 µs.
+        let mut p = Pacer::constant(20_000.0, 0, 1, None);
+        p.restart(1_000_000);
+        assert_eq!(
+            p.batch_end(0),
+            Some(1_000_000),
+            "no window: the next one alone"
+        );
+        assert_eq!(p.batch_end(49_999), Some(1_000_000));
+        assert_eq!(
+            p.batch_end(150_000),
+            Some(1_150_000),
+            "0, 50, 100 and 150 µs"
+        );
+        p.advance();
+        assert_eq!(p.batch_end(120_000), Some(1_150_000), "50, 100 and 150 µs");
+        // Two threads at 20,000 req/s: each thread's requests are 100 µs apart.
+        let q = Pacer::constant(20_000.0, 1, 2, None);
+        assert_eq!(q.batch_end(250_000), Some(250_000), "50, 150 and 250 µs");
+        // -n: a batch never goes past the thread's share.
+        let mut r = Pacer::constant(20_000.0, 0, 1, Some(3));
+        r.restart(0);
+        r.advance();
+        assert_eq!(
+            r.batch_end(1_000_000),
+            Some(100_000),
+            "requests 1 and 2 only"
+        );
+        r.advance();
+        r.advance();
+        assert_eq!(r.batch_end(1_000_000), None);
+        assert_eq!(Pacer::closed(None).batch_end(1_000), None);
+    }
+
+    #[test]
+    fn a_poisson_batch_stays_within_its_window() {
+        let mut p = Pacer::poisson(50_000.0, 0, 1, None, 7);
+        p.restart(0);
+        for _ in 0..1000 {
+            let Due::At(first) = p.peek() else {
+                unreachable!()
+            };
+            let end = p.batch_end(100_000).expect("open-ended schedule");
+            assert!(end >= first && end <= first + 100_000);
+            // Every request due up to `end` is in the batch: the one after it is later than the window.
+            let mut q = p.clone();
+            while matches!(q.peek(), Due::At(t) if t <= end) {
+                q.advance();
+            }
+            if q.taken() - p.taken() < MAX_BATCH {
+                assert!(matches!(q.peek(), Due::At(t) if t > first + 100_000));
+            }
+            p.advance();
+        }
     }
 
     #[test]

@@ -377,7 +377,8 @@ impl Worker {
         let can_send =
             !self.free.is_empty() || (self.shared.grow && self.active < self.conns.len());
         if !self.is_draining() && can_send && self.requeue.is_empty() {
-            if let Due::At(t) = self.pacer.peek() {
+            // With a batch window the wake-up is for the whole batch: its last due time.
+            if let Some(t) = self.pacer.batch_end(self.shared.batch_window_ns) {
                 if t > now && t < wake {
                     if self.poll.is_precise() {
                         wake = t;

@@ -42,6 +42,16 @@ impl Worker {
                 self.mark_free(i);
             }
         }
+        // Open loop with a batch window: the schedule's next batch (the requests due within
+        // the window of the first) goes once its last request is due, all of it in this
+        // wake-up; none goes before its own due time. The last batch of the send window goes
+        // as its requests fall due.
+        let window = self.shared.batch_window_ns;
+        let release = window == 0
+            || self
+                .pacer
+                .batch_end(window)
+                .is_none_or(|end| end <= now || end >= self.window_end_ns);
         loop {
             let Some(&i) = self.free.last() else {
                 if self.grow_for_due(now) {
@@ -70,7 +80,7 @@ impl Worker {
                 // Nothing due at or after the end of the send window is taken.
                 let start = match self.pacer.peek() {
                     Due::Now if now < self.window_end_ns => now,
-                    Due::At(t) if t <= now && t < self.window_end_ns => t,
+                    Due::At(t) if release && t <= now && t < self.window_end_ns => t,
                     _ => break,
                 };
                 self.pacer.advance();
