@@ -920,16 +920,7 @@ mod tests {
 
     #[test]
     fn shards_is_a_key_and_an_axis_with_the_whole_load_as_config() {
-        // max_late needs --start-at: a cell of one process has none.
-        let (line, _, key, msg) = err(&format!(
-            "{BASE}[[scenario]]\nname = \"m\"\nshards = [1, 2]\nmax_late = \"250ms\"\n"
-        ));
-        assert_eq!((line, key.as_deref()), (10, Some("max_late")));
-        assert!(
-            msg.contains("(cell shards=1)") && msg.contains("needs --start-at"),
-            "{msg}"
-        );
-
+        // (max_late in an axis with shards = 1: max_late_applies_to_the_sharded_cells_of_an_axis_only)
         let s = parse(&format!(
             "{BASE}[[scenario]]\nname = \"one\"\n[[scenario]]\nname = \"s\"\nshards = 3\nrate = 600\nconnections = 6\n[[scenario]]\nname = \"m\"\nshards = [2, 4]\nconnections = 4\nmax_late = \"250ms\"\n"
         ))
