@@ -107,7 +107,7 @@ pub fn header(text: &str) -> Result<(String, Option<String>), String> {
         Some((n, v)) => (n.trim(), Some(v.trim())),
         None => (text.trim(), None),
     };
-    if name.is_empty() || !name.bytes().all(super::flags::is_token_byte) {
+    if name.is_empty() || !name.bytes().all(super::request::is_token_byte) {
         return Err(format!(
             "`{text}`: expected a header name, or NAME:VALUE (e.g. content-type:application/json)"
         ));

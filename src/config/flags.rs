@@ -10,13 +10,14 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::http::{h2_spec, http_version};
+use super::ramp::ramp_from_flags;
+use super::request::{request, Request};
 use super::tls::{tls_spec, unix_socket};
 use super::{checks, requests};
 use super::{monitor_config, parse_url, threshold, ConfigError, Flag, RunConfig};
-use crate::plan::ramp::Ramp;
-use crate::plan::{LoadSpec, RampSpec, Target};
+use crate::plan::{LoadSpec, Target};
 use crate::result::Arrivals;
-use crate::units::{self, StageSpec};
+use crate::units;
 
 /// How request arrivals are spread in an open-loop (`-R`) run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -256,9 +257,6 @@ pub struct RunFlags {
     #[arg(long, value_parser = size, value_name = "BYTES")]
     pub h2_window: Option<u64>,
 }
-
-/// Largest request body volley builds in memory.
-pub const MAX_BODY_BYTES: u64 = 1 << 30;
 
 impl RunConfig {
     /// Checks the flags. `cores` is how many CPUs volley may use (the default thread count).
@@ -559,237 +557,6 @@ fn rate(r: &str) -> Result<f64, ConfigError> {
         ));
     }
     Ok(v)
-}
-
-/// What every request carries.
-struct Request {
-    method: String,
-    headers: Vec<(String, String)>,
-    body: std::sync::Arc<[u8]>,
-}
-
-/// Method, headers and body of the request.
-fn request(a: &RunFlags) -> Result<Request, ConfigError> {
-    let body = if let Some(b) = &a.body {
-        b.clone().into_bytes()
-    } else if let Some(p) = &a.body_file {
-        std::fs::read(p).map_err(|e| ConfigError::File {
-            flag: Flag::BodyFile,
-            path: p.display().to_string(),
-            source: e,
-        })?
-    } else if let Some(n) = a.body_size {
-        if n > MAX_BODY_BYTES {
-            return Err(ConfigError::flag(
-                Flag::BodySize,
-                format!("{n} bytes is more than the 1 GiB volley holds in memory"),
-            ));
-        }
-        generated_body(n as usize)
-    } else {
-        Vec::new()
-    };
-    let has_body = a.body.is_some() || a.body_file.is_some() || a.body_size.is_some();
-    let method = match &a.method {
-        Some(m) => {
-            if m.is_empty() || !m.bytes().all(is_token_byte) {
-                return Err(ConfigError::flag(
-                    Flag::Method,
-                    format!("`{m}` is not an HTTP method"),
-                ));
-            }
-            m.clone()
-        }
-        None if has_body => "POST".to_string(),
-        None => "GET".to_string(),
-    };
-    let headers = a
-        .headers
-        .iter()
-        .map(|h| header(h))
-        .collect::<Result<_, _>>()?;
-    Ok(Request {
-        method,
-        headers,
-        body: body.into(),
-    })
-}
-
-fn header(h: &str) -> Result<(String, String), ConfigError> {
-    // Messages quote only what comes before the first space: the rest may be a credential.
-    let start = h.split_whitespace().next().unwrap_or("");
-    let shown = if start.len() < h.trim().len() {
-        format!("{start} …")
-    } else {
-        start.to_string()
-    };
-    let (name, value) = h.split_once(':').ok_or_else(|| {
-        ConfigError::flag(Flag::Header, format!("`{shown}` is not \"Name: value\""))
-    })?;
-    let name = name.trim();
-    if name.is_empty() || !name.bytes().all(is_token_byte) {
-        return Err(ConfigError::flag(
-            Flag::Header,
-            format!("`{shown}`: not a header name before the `:`"),
-        ));
-    }
-    let value = value.trim();
-    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(ConfigError::flag(
-            Flag::Header,
-            format!("`{name}`: the value contains a line break"),
-        ));
-    }
-    Ok((name.to_string(), value.to_string()))
-}
-
-/// The rules for ramps: `--users` takes `-d` (which includes the ramp and may not be shorter
-/// than it); `--stages` excludes `-d`, `-n` and `--users`; neither mixes with `-R`, `-c`, `-n`,
-/// `--pipeline` or `--warmup`.
-fn ramp_from_flags(a: &RunFlags) -> Result<Option<RampSpec>, ConfigError> {
-    if a.users.is_none() && a.stages.is_none() {
-        if a.spawn_rate.is_some() {
-            return Err(ConfigError::conflict(
-                Flag::SpawnRate,
-                &[Flag::Users],
-                "needs --users",
-            ));
-        }
-        return Ok(None);
-    }
-    let flag = if a.stages.is_some() {
-        Flag::Stages
-    } else {
-        Flag::Users
-    };
-    let conflict = |other: &[Flag], text: &str| {
-        ConfigError::conflict(flag, other, format!("cannot be combined with {text}"))
-    };
-    if a.rate.is_some() {
-        return Err(conflict(
-            &[Flag::Rate],
-            "-R/--rate (virtual users are closed loop; use -c with -R for open loop)",
-        ));
-    }
-    if a.connections.is_some() {
-        return Err(conflict(
-            &[Flag::Connections],
-            "-c/--connections (each user holds one connection)",
-        ));
-    }
-    if a.requests.is_some() {
-        return Err(conflict(&[Flag::Requests], "-n/--requests"));
-    }
-    if a.warmup.is_some() {
-        return Err(conflict(
-            &[Flag::Warmup],
-            "--warmup (make the first stage the warm-up)",
-        ));
-    }
-    if a.pipeline > 1 {
-        return Err(conflict(&[Flag::Pipeline], "--pipeline"));
-    }
-    match &a.stages {
-        Some(spec) => {
-            if a.users.is_some() || a.spawn_rate.is_some() {
-                return Err(conflict(
-                    &[Flag::Users, Flag::SpawnRate],
-                    "--users/--spawn-rate (the stages say how many users, when)",
-                ));
-            }
-            if a.duration.is_some() {
-                return Err(conflict(
-                    &[Flag::Duration],
-                    "-d/--duration (the stages' durations add up to the run)",
-                ));
-            }
-            stages(spec).map(Some)
-        }
-        None => users(a).map(Some),
-    }
-}
-
-fn stages(spec: &str) -> Result<RampSpec, ConfigError> {
-    let stages: Vec<StageSpec> =
-        units::parse_stages(spec).map_err(|m| ConfigError::flag(Flag::Stages, m))?;
-    let ramp = Ramp::from_stages(&stages);
-    if ramp.max_users() == 0 {
-        return Err(ConfigError::flag(Flag::Stages, "no stage has any users"));
-    }
-    check_users(ramp.max_users(), Flag::Stages)?;
-    Ok(RampSpec {
-        ramp,
-        users: None,
-        spawn_rate: None,
-        stages: Some(stages),
-    })
-}
-
-fn users(a: &RunFlags) -> Result<RampSpec, ConfigError> {
-    let users = a.users.unwrap_or(0);
-    if users == 0 {
-        return Err(ConfigError::flag(Flag::Users, "must be at least 1"));
-    }
-    check_users(users, Flag::Users)?;
-    let spawn_rate = match &a.spawn_rate {
-        Some(r) => {
-            let v = units::parse_decimal(r).map_err(|m| ConfigError::flag(Flag::SpawnRate, m))?;
-            if v <= 0.0 {
-                return Err(ConfigError::flag(
-                    Flag::SpawnRate,
-                    "must be above 0 users per second",
-                ));
-            }
-            Some(v)
-        }
-        None => None,
-    };
-    // Without a spawn rate every user starts at once (like k6's --vus).
-    let ramp_s = spawn_rate.map_or(0.0, |r| users as f64 / r);
-    let total = match a.duration {
-        Some(d) if d.as_secs_f64() + 1e-9 < ramp_s => {
-            return Err(ConfigError::flag(
-                Flag::Duration,
-                format!(
-                    "{} s is shorter than the ramp: {users} users at {} per second take {ramp_s:.1} s (-d includes the ramp)",
-                    d.as_secs_f64(),
-                    spawn_rate.unwrap_or(0.0)
-                ),
-            ))
-        }
-        Some(d) => d,
-        // No -d: the ramp plus 10 s at full strength.
-        None => Duration::from_secs_f64(ramp_s + 10.0),
-    };
-    let ramp = Ramp::spawn(
-        users,
-        spawn_rate.unwrap_or(f64::INFINITY),
-        total.as_nanos() as u64,
-    );
-    Ok(RampSpec {
-        ramp,
-        users: Some(users),
-        spawn_rate,
-        stages: None,
-    })
-}
-
-fn check_users(users: u64, flag: Flag) -> Result<(), ConfigError> {
-    if users > 1_000_000 {
-        return Err(ConfigError::flag(flag, "more than 1,000,000 users"));
-    }
-    Ok(())
-}
-
-/// RFC 9110 token characters (method and header names).
-pub(super) fn is_token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-/// A deterministic printable body for `--body-size` (a repeating alphabet, easy to spot in captures).
-pub fn generated_body(n: usize) -> Vec<u8> {
-    const PATTERN: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    PATTERN.iter().copied().cycle().take(n).collect()
 }
 
 fn duration(s: &str) -> Result<Duration, String> {

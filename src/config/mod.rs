@@ -8,6 +8,8 @@ pub mod flag;
 pub mod flags;
 pub mod http;
 pub mod monitor;
+pub mod ramp;
+pub mod request;
 pub mod requests;
 pub mod shard;
 pub mod suite;
@@ -16,8 +18,9 @@ pub mod tls;
 pub mod url;
 
 pub use flag::Flag;
-pub use flags::{generated_body, RunFlags, MAX_BODY_BYTES};
+pub use flags::RunFlags;
 pub use monitor::{monitor_config, GcLogConfig, MonitorConfig, DEFAULT_MONITOR_INTERVAL};
+pub use request::{generated_body, MAX_BODY_BYTES};
 pub use url::parse_url;
 
 use crate::plan::LoadSpec;

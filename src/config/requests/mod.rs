@@ -286,7 +286,7 @@ fn first_word(t: &str) -> String {
 
 /// A header name: an RFC 9110 token.
 fn check_header_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || !name.bytes().all(super::flags::is_token_byte) {
+    if name.is_empty() || !name.bytes().all(super::request::is_token_byte) {
         return Err(format!("`{name}` is not a header name"));
     }
     Ok(())

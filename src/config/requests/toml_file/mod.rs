@@ -18,7 +18,7 @@ use super::{
     bad_in_header, bad_in_path, bad_literal, check_header_name, default_method, first_word,
     path_of_url, Read, RequestsError, Run, Source,
 };
-use crate::config::{checks, flags::generated_body, MAX_BODY_BYTES};
+use crate::config::{checks, generated_body, MAX_BODY_BYTES};
 use crate::plan::workload::{Body, Checks, Data, Entry, Order, RowOrder, Template, MAX_ENDPOINTS};
 
 mod reader;

@@ -62,7 +62,7 @@ impl Requests<'_, '_> {
         let method = match t.get("method") {
             Some(v) => {
                 let m = r.str(v, at, "method")?;
-                if m.is_empty() || !m.bytes().all(crate::config::flags::is_token_byte) {
+                if m.is_empty() || !m.bytes().all(crate::config::request::is_token_byte) {
                     return Err(r.src.err(
                         v.span().start,
                         Some("method"),
