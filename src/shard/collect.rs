@@ -10,7 +10,7 @@ use k8s_openapi::api::batch::v1::Job;
 
 use super::manifest::{SHORTFALL_ANNOTATION, THRESHOLDS_ANNOTATION};
 use super::markers;
-use super::pods::{self, PodState};
+use super::pods::{self, Phase, PodState};
 use crate::result::RunResult;
 
 /// How volley calls `kubectl` (`$KUBECTL`, else `kubectl` on PATH; the kubeconfig is
@@ -225,8 +225,8 @@ pub fn collect(k: &Kubectl, name: &str, wait: Duration) -> Result<Collected, Col
     };
     for index in 0..count {
         let mut mine: Vec<&PodState> = pods.iter().filter(|p| p.index == Some(index)).collect();
-        // The pod that succeeded first, then the one that ran longest.
-        mine.sort_by_key(|p| (p.phase != "Succeeded", p.exit_code.is_none()));
+        // A pod that succeeded first, then one that ended (its log may hold a result).
+        mine.sort_by_key(|p| (p.phase != Phase::Succeeded, p.exit_code.is_none()));
         match one_shard(k, index, count, &mine) {
             Ok(s) => out.shards.push(s),
             Err(m) => out.missing.push(m),
@@ -264,8 +264,11 @@ fn read_pod(
     count: u32,
 ) -> Result<Shard, (String, Option<String>)> {
     let said = |fallback: &str| pod.why.clone().unwrap_or_else(|| fallback.to_string());
-    if pod.phase == "Pending" || pod.phase == "Running" {
-        return Err((format!("{} ({})", said("did not finish"), pod.phase), None));
+    if pod.phase.unfinished() {
+        return Err((
+            format!("{} ({:?})", said("did not finish"), pod.phase),
+            None,
+        ));
     }
     let log = match k.run(&["logs", &pod.name, "--container", "volley"]) {
         Ok(l) => l,

@@ -5,6 +5,38 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::manifest::INDEX_ANNOTATION;
 
+/// A pod's phase, as Kubernetes names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Not yet running (unscheduled, pulling its image).
+    Pending,
+    /// Its container runs.
+    Running,
+    /// It exited 0.
+    Succeeded,
+    /// It exited otherwise, or was evicted.
+    Failed,
+    /// Its node does not answer, or the phase is one volley does not know.
+    Unknown,
+}
+
+impl Phase {
+    fn parse(s: &str) -> Phase {
+        match s {
+            "Pending" => Phase::Pending,
+            "Running" => Phase::Running,
+            "Succeeded" => Phase::Succeeded,
+            "Failed" => Phase::Failed,
+            _ => Phase::Unknown,
+        }
+    }
+
+    /// Still to end.
+    pub fn unfinished(self) -> bool {
+        matches!(self, Phase::Pending | Phase::Running)
+    }
+}
+
 /// One pod of the Job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodState {
@@ -12,8 +44,8 @@ pub struct PodState {
     pub name: String,
     /// Its completion index (None: not a pod of an Indexed Job).
     pub index: Option<u32>,
-    /// `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
-    pub phase: String,
+    /// Its phase.
+    pub phase: Phase,
     /// The generator's exit code, once it ended.
     pub exit_code: Option<i32>,
     /// Why it is not a clean run, when Kubernetes says: the pod's reason and message, the
@@ -81,7 +113,7 @@ fn state(pod: &Pod) -> PodState {
     PodState {
         name: meta.name.clone().unwrap_or_default(),
         index,
-        phase: status.phase.unwrap_or_else(|| "Unknown".into()),
+        phase: Phase::parse(status.phase.as_deref().unwrap_or("Unknown")),
         exit_code: terminated.map(|t| t.exit_code),
         why: (!why.is_empty()).then(|| why.join("; ")),
     }
@@ -136,7 +168,8 @@ mod tests {
             pods[2].why.as_deref(),
             Some("Error: volley: late shard: started 2.1 s after --start-at (exit 3)")
         );
-        assert_eq!(pods[3].phase, "Pending");
+        assert_eq!(pods[3].phase, Phase::Pending);
+        assert_eq!(pods[0].phase, Phase::Succeeded);
         assert!(pods[3]
             .why
             .as_deref()
