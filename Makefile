@@ -32,6 +32,10 @@ test: deps test-deps
 	cargo clippy --all-targets --locked -- -D warnings
 	scripts/deny.sh
 	cargo test --locked
+	# The default backend is io_uring where the kernel has it: the engine, fault,
+	# hostile-server, TLS and HTTP/2 tests run again on epoll.
+	VOLLEY_IO=epoll cargo test --locked --test engine --test faults --test hostile \
+		--test h2 --test h2_hostile --test tls --test tls_refused --test open_loop --test truthful
 	scripts/check-image.sh
 
 bench: build

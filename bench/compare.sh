@@ -28,6 +28,8 @@
 # Environment (all optional):
 #   REPS=3  DURATION=10s  CONNECTIONS=50  CLIENT_CPU=0  SERVER_CPU=1
 #   TABLES="keepalive pipeline close openloop syscalls"   which tables to measure and rewrite
+#   VOLLEY_IO_MAIN=uring  the backend (--io) of the volley rows; with uring, every table but
+#   EPOLL_ROWS=1          the open loop also gets a "volley --io epoll" row, interleaved
 #   PIPELINE=16         requests in flight per connection in the pipeline table
 #   OPEN_RATE=20000     open-loop rate whose achieved rate and schedule lag are checked
 #   SLOW_RATE=1000      open-loop rate whose corrected p50 is compared with the service time
@@ -72,6 +74,11 @@ BUSY_MAX=${BUSY_MAX:-20}
 WAIT_QUIET=${WAIT_QUIET:-120}
 OTHER_MAX=${OTHER_MAX:-25}
 RETRIES=${RETRIES:-2}
+# The backend of the "volley" rows, and whether the epoll backend gets rows of its own (when
+# the main rows use io_uring).
+VOLLEY_IO_MAIN=${VOLLEY_IO_MAIN:-uring}
+[[ $VOLLEY_IO_MAIN =~ ^(uring|epoll|auto)$ ]] || { echo "VOLLEY_IO_MAIN must be uring, epoll or auto" >&2; exit 2; }
+EPOLL_ROWS=${EPOLL_ROWS:-$([[ $VOLLEY_IO_MAIN == epoll ]] && echo 0 || echo 1)}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_MD=${BENCH_MD:-$ROOT/BENCHMARKS.md}
@@ -262,22 +269,30 @@ cell_cmd() {
     dur_s=$(to_seconds "$dur")
     case $cell in
     ka-wrk) CMD=(wrk -t1 "-c$c" "-d$dur" --latency "$URL") ;;
-    ka-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" -d "$dur" --quiet --json "$base.json") ;;
+    ka-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" -d "$dur" --io "$VOLLEY_IO_MAIN" --quiet --json "$base.json") ;;
+    ka-epoll) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" -d "$dur" --io epoll --quiet --json "$base.json") ;;
     ka-baseline) CMD=("$BASELINE" run "$URL" -t 1 -c "$c" -d "$dur" --quiet --json "$base.json") ;;
     ka-oha) CMD=("$OHA" -z "$dur" -c "$c" "${OHA_FLAGS[@]}" "$URL") ;;
     ka-h2load) CMD=(h2load --h1 -c "$c" -t 1 -D "$dur_s" "$URL") ;;
-    pipe-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --pipeline "$PIPELINE" -d "$dur" --quiet --json "$base.json") ;;
+    pipe-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --pipeline "$PIPELINE" -d "$dur" --io "$VOLLEY_IO_MAIN" --quiet --json "$base.json") ;;
+    pipe-epoll) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --pipeline "$PIPELINE" -d "$dur" --io epoll --quiet --json "$base.json") ;;
     pipe-h2load) CMD=(h2load --h1 -m "$PIPELINE" -c "$c" -t 1 -D "$dur_s" "$URL") ;;
     close-wrk) CMD=(wrk -t1 "-c$c" "-d$dur" --latency -H "Connection: close" "$URL") ;;
-    close-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --no-keepalive -d "$dur" --quiet --json "$base.json") ;;
+    close-volley) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --no-keepalive -d "$dur" --io "$VOLLEY_IO_MAIN" --quiet --json "$base.json") ;;
+    close-epoll) CMD=("$VOLLEY" run "$URL" -t 1 -c "$c" --no-keepalive -d "$dur" --io epoll --quiet --json "$base.json") ;;
     open-fast) CMD=("$VOLLEY" run "$URL" -R "$OPEN_RATE" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
     open-slow) CMD=("$VOLLEY" run "$URL" -R "$SLOW_RATE" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
     *) die 1 "unknown cell $cell" ;;
     esac
 }
 
-GROUP_keepalive=(ka-wrk ka-volley ka-oha ka-h2load)
-[[ -n $OHA ]] || GROUP_keepalive=(ka-wrk ka-volley ka-h2load)
+GROUP_keepalive=(ka-wrk ka-volley ka-epoll ka-oha ka-h2load)
+[[ -n $OHA ]] || GROUP_keepalive=(ka-wrk ka-volley ka-epoll ka-h2load)
+if ((!EPOLL_ROWS)); then
+    kept=()
+    for cell in "${GROUP_keepalive[@]}"; do [[ $cell == ka-epoll ]] || kept+=("$cell"); done
+    GROUP_keepalive=("${kept[@]}")
+fi
 [[ -z $BASELINE_NAME ]] || GROUP_keepalive+=(ka-baseline)
 if [[ -n ${KEEPALIVE_TOOLS:-} ]]; then   # only these tools in the keep-alive table
     chosen=()
@@ -287,8 +302,9 @@ if [[ -n ${KEEPALIVE_TOOLS:-} ]]; then   # only these tools in the keep-alive ta
     ((${#chosen[@]})) || die 2 "KEEPALIVE_TOOLS='$KEEPALIVE_TOOLS' names none of: ${GROUP_keepalive[*]#ka-}"
     GROUP_keepalive=("${chosen[@]}")
 fi
-GROUP_pipeline=(pipe-volley pipe-h2load)
-GROUP_close=(close-wrk close-volley)
+GROUP_pipeline=(pipe-volley pipe-epoll pipe-h2load)
+GROUP_close=(close-wrk close-volley close-epoll)
+if ((!EPOLL_ROWS)); then GROUP_pipeline=(pipe-volley pipe-h2load); GROUP_close=(close-wrk close-volley); fi
 GROUP_openloop=(open-fast open-slow)
 
 
@@ -368,6 +384,7 @@ done
 SYSCALL_TOOLS=()
 if want syscalls; then
     SYSCALL_TOOLS=(volley wrk h2load)
+    ((EPOLL_ROWS)) && SYSCALL_TOOLS+=(epoll)
     [[ -n $OHA ]] && SYSCALL_TOOLS+=(oha)
     for tool in "${SYSCALL_TOOLS[@]}"; do
         base="$OUT_DIR/sys-$tool-strace"
@@ -427,13 +444,13 @@ TW_MAX=$(sysctl -n net.ipv4.tcp_max_tw_buckets 2>/dev/null || true)
 export CMD_NGINX CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE WRK_VERSION NGINX_VERSION VOLLEY_VERSION \
     H2LOAD_VERSION OHA_VERSION OHA_NOTE STRACE_VERSION PERF_VERSION PERF_OK PORT_RANGE TW_REUSE TW_MAX \
     REPS DURATION SYSCALL_DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX TABLES \
-    PIPELINE OPEN_RATE SLOW_RATE BASELINE_NAME BASELINE_VERSION
+    PIPELINE OPEN_RATE SLOW_RATE BASELINE_NAME BASELINE_VERSION VOLLEY_IO_MAIN
 python3 - "$OUT_DIR/meta.json" <<'EOF'
 import json, os, sys
 keys = ("CMD_NGINX CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE WRK_VERSION NGINX_VERSION VOLLEY_VERSION "
         "H2LOAD_VERSION OHA_VERSION OHA_NOTE STRACE_VERSION PERF_VERSION PERF_OK PORT_RANGE TW_REUSE TW_MAX "
         "REPS DURATION SYSCALL_DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX TABLES "
-        "PIPELINE OPEN_RATE SLOW_RATE BASELINE_NAME BASELINE_VERSION").split()
+        "PIPELINE OPEN_RATE SLOW_RATE BASELINE_NAME BASELINE_VERSION VOLLEY_IO_MAIN").split()
 json.dump({k: os.environ[k] for k in keys}, open(sys.argv[1], "w"), indent=2)
 EOF
 report

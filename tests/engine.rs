@@ -40,6 +40,12 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
         checks: Default::default(),
         verify: false,
         shard: None,
+        // `make test` runs this file again on epoll.
+        io: match std::env::var("VOLLEY_IO").as_deref() {
+            Ok("epoll") => volley::plan::IoChoice::Epoll,
+            Ok("uring") => volley::plan::IoChoice::Uring,
+            _ => volley::plan::IoChoice::Auto,
+        },
     }
 }
 

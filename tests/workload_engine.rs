@@ -58,6 +58,7 @@ fn spec(addr: std::net::SocketAddr, w: Workload, requests: u64, pipeline: usize)
         checks: Default::default(),
         verify: false,
         shard: None,
+        io: Default::default(),
     }
 }
 

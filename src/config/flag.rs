@@ -45,6 +45,8 @@ pub enum Flag {
     NoKeepalive,
     /// `--pipeline`.
     Pipeline,
+    /// `--io`.
+    Io,
     /// `--timeout`.
     Timeout,
     /// `--pid`.
@@ -137,6 +139,7 @@ const FLAGS: &[(Flag, &str, &str, &str)] = &[
         "keepalive",
     ),
     (Flag::Pipeline, "--pipeline", "pipeline", "pipeline"),
+    (Flag::Io, "--io", "io", "io"),
     (Flag::Timeout, "--timeout", "timeout", "timeout"),
     (Flag::Pid, "--pid", "pid", "pid"),
     (

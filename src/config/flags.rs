@@ -15,7 +15,7 @@ use super::request::{request, Request};
 use super::tls::{tls_spec, unix_socket};
 use super::{checks, requests};
 use super::{monitor_config, parse_url, threshold, ConfigError, Flag, RunConfig};
-use crate::plan::{LoadSpec, Target};
+use crate::plan::{IoChoice, LoadSpec, Target};
 use crate::result::Arrivals;
 use crate::units;
 
@@ -34,6 +34,45 @@ impl From<ArrivalsFlag> for Arrivals {
             ArrivalsFlag::Uniform => Arrivals::Uniform,
             ArrivalsFlag::Poisson => Arrivals::Poisson,
         }
+    }
+}
+
+/// `--io`: how the engine moves bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoFlag {
+    /// io_uring where the kernel (6.12 or later) and the process allow it, else epoll.
+    Auto,
+    /// io_uring; an error where it cannot be set up.
+    Uring,
+    /// epoll.
+    Epoll,
+}
+
+impl From<IoFlag> for IoChoice {
+    fn from(f: IoFlag) -> Self {
+        match f {
+            IoFlag::Auto => IoChoice::Auto,
+            IoFlag::Uring => IoChoice::Uring,
+            IoFlag::Epoll => IoChoice::Epoll,
+        }
+    }
+}
+
+/// `--io`, or else `VOLLEY_IO` (auto, uring or epoll), or else auto.
+fn io_choice(flag: Option<IoFlag>) -> Result<IoChoice, ConfigError> {
+    if let Some(f) = flag {
+        return Ok(f.into());
+    }
+    match std::env::var("VOLLEY_IO") {
+        Err(_) => Ok(IoChoice::Auto),
+        Ok(v) => IoFlag::from_str(v.trim(), true)
+            .map(IoChoice::from)
+            .map_err(|_| {
+                ConfigError::flag(
+                    Flag::Io,
+                    format!("VOLLEY_IO={v:?} is not one of auto, uring, epoll"),
+                )
+            }),
     }
 }
 
@@ -169,6 +208,12 @@ pub struct RunFlags {
     // `--disable-keepalive` is oha's spelling.
     #[arg(long, alias = "disable-keepalive")]
     pub no_keepalive: bool,
+
+    /// How the engine moves bytes: io_uring (multishot receives, sends batched with the wait)
+    /// or epoll. `auto` takes io_uring where the kernel (6.12+) and the process (a seccomp
+    /// policy, limits) allow it, else epoll with a note; VOLLEY_IO sets the default.
+    #[arg(long, value_enum, value_name = "auto|uring|epoll")]
+    pub io: Option<IoFlag>,
 
     /// Requests kept outstanding per connection (HTTP/1.1 pipelining).
     #[arg(long, default_value_t = 1)]
@@ -360,6 +405,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         checks,
         verify: a.verify,
         shard,
+        io: io_choice(a.io)?,
     };
     // Each shard's part of the whole must be something to run.
     spec.shard_share().map_err(|e| {

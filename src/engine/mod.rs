@@ -10,6 +10,7 @@ pub mod h2;
 pub mod observer;
 pub mod poller;
 pub mod response;
+pub mod ring;
 pub mod stream;
 pub mod tls;
 pub mod transport;
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use crate::plan::{HttpVersion, LoadSpec, Plan, RequestTemplate};
+use crate::plan::{HttpVersion, IoBackend, IoChoice, LoadSpec, Plan, RequestTemplate};
 use crate::stats::recorder::{WorkerEnd, WorkerReport};
 use crate::stats::transport::TransportStats;
 use crate::stats::Aggregator;
@@ -154,6 +155,8 @@ pub struct Shared {
     pub mix: Option<Arc<crate::plan::Mix>>,
     /// `--expect-*` of a run of one request (a workload's requests carry their own).
     pub checks: Option<Arc<crate::plan::workload::Checks>>,
+    /// The I/O backend the workers use.
+    pub io: IoBackend,
 }
 
 /// Everything the engine measured.
@@ -180,10 +183,14 @@ pub struct EngineOutput {
     /// The server's TLS set-up did not fit the URL (see [`SetupGate`]): the run stopped before
     /// any response; why.
     pub setup_failure: Option<SetupFailure>,
+    /// The I/O backend the run used.
+    pub io: IoBackend,
+    /// Why io_uring was not used (on some or all threads) where `--io auto` chose it.
+    pub io_note: Option<String>,
 }
 
 impl Shared {
-    fn new(spec: &LoadSpec, plan: &Plan, route: Route, clock: Clock) -> Self {
+    fn new(spec: &LoadSpec, plan: &Plan, route: Route, clock: Clock, io: IoBackend) -> Self {
         let t0_ns = spec.warmup.as_nanos() as u64;
         let pipeline = spec.pipeline;
         Shared {
@@ -222,6 +229,7 @@ impl Shared {
             },
             body: Arc::clone(&spec.body),
             checks: (!spec.checks.is_empty()).then(|| Arc::new(spec.checks.clone())),
+            io,
             mix: plan.mix.clone().map(|mut m| {
                 if spec.http.may_be_h2() {
                     h2_blocks(&mut m, spec.tls.is_some());
@@ -261,9 +269,10 @@ pub fn run(
     interrupts: &AtomicUsize,
     observer: &mut dyn Observer,
 ) -> std::io::Result<EngineOutput> {
+    let (io, mut io_note) = choose_io(spec.io)?;
     let clock = Clock::start();
     let wall_start = SystemTime::now();
-    let shared = Arc::new(Shared::new(spec, &plan, route, clock));
+    let shared = Arc::new(Shared::new(spec, &plan, route, clock, io));
     let threads = plan.threads.len();
     let (tx, rx) = mpsc::channel::<WorkerReport>();
     let (wakers, handles) = spawn_workers(&shared, plan, tx)?;
@@ -296,7 +305,12 @@ pub fn run(
     // second of the series, and their values are bounds, not measurements.
     let mut latency_lower_bound = false;
     let mut transport = TransportStats::default();
+    let mut fell_back = 0;
     for e in &mut c.ends {
+        if let Some(why) = e.io_fallback.take() {
+            fell_back += 1;
+            io_note.get_or_insert_with(|| format!("worker {}: {why}", e.thread));
+        }
         transport.merge(&std::mem::take(&mut e.transport));
         if let Some(h) = e.unsent_latency.take() {
             latency_lower_bound = true;
@@ -319,7 +333,31 @@ pub fn run(
         warmup_s: warmup_end_ns as f64 / 1e9,
         transport,
         setup_failure: shared.setup_gate.take(),
+        // Threads whose ring could not be set up used epoll; the run did when all of them did.
+        io: if fell_back == threads {
+            IoBackend::Epoll
+        } else {
+            io
+        },
+        io_note,
     })
+}
+
+/// The backend for `choice`, and why io_uring is not used where `auto` wanted it.
+fn choose_io(choice: IoChoice) -> std::io::Result<(IoBackend, Option<String>)> {
+    match choice {
+        IoChoice::Epoll => Ok((IoBackend::Epoll, None)),
+        IoChoice::Uring => match ring::probe() {
+            Ok(()) => Ok((IoBackend::Uring, None)),
+            Err(e) => Err(std::io::Error::other(format!(
+                "--io uring: io_uring cannot be used here: {e} (--io epoll works everywhere)"
+            ))),
+        },
+        IoChoice::Auto => match ring::probe() {
+            Ok(()) => Ok((IoBackend::Uring, None)),
+            Err(e) => Ok((IoBackend::Epoll, Some(e.0))),
+        },
+    }
 }
 
 /// Starts one worker thread per thread plan, each with its own epoll instance and waker.

@@ -255,9 +255,17 @@ impl ResponseParser {
         buf: &[u8],
         obs: &mut O,
     ) -> Result<Option<usize>, ParseError> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let n = match resp.parse(buf) {
+        // Uninitialised: zeroing 128 headers (4 KiB) for every response cost more than parsing
+        // a short head.
+        let mut headers =
+            [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut resp,
+            buf,
+            &mut headers,
+        );
+        let n = match parsed {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(e) => return Err(ParseError::Head(e.to_string())),
@@ -288,16 +296,16 @@ impl ResponseParser {
                 }
                 content_length = Some(v);
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                let v = String::from_utf8_lossy(h.value);
-                chunked = v
-                    .rsplit(',')
+                chunked = h
+                    .value
+                    .rsplit(|&b| b == b',')
                     .next()
-                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+                    .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
             } else if h.name.eq_ignore_ascii_case("connection") {
-                for token in String::from_utf8_lossy(h.value).split(',') {
-                    let t = token.trim();
-                    close |= t.eq_ignore_ascii_case("close");
-                    keep_alive_token |= t.eq_ignore_ascii_case("keep-alive");
+                for token in h.value.split(|&b| b == b',') {
+                    let t = token.trim_ascii();
+                    close |= t.eq_ignore_ascii_case(b"close");
+                    keep_alive_token |= t.eq_ignore_ascii_case(b"keep-alive");
                 }
             }
         }

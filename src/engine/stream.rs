@@ -16,6 +16,7 @@ use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 use rustls::ClientConnection;
 
+use super::ring::RingSocket;
 use super::tls::{HandshakeError, TlsClient, TlsReadError};
 use crate::stats::transport::TlsSeen;
 
@@ -26,6 +27,8 @@ pub enum Socket {
     Tcp(TcpStream),
     /// A Unix domain socket (`--unix-socket`).
     Unix(UnixStream),
+    /// Either, driven by the thread's io_uring (`--io uring`).
+    Ring(Box<RingSocket>),
 }
 
 impl Socket {
@@ -39,14 +42,25 @@ impl Socket {
         match self {
             Socket::Tcp(s) => s.take_error(),
             Socket::Unix(s) => s.take_error(),
+            Socket::Ring(s) => s.take_error(),
         }
     }
 
     /// Whether the connect has finished (`NotConnected` while it has not).
-    pub fn check_connected(&self) -> io::Result<()> {
+    pub fn check_connected(&mut self) -> io::Result<()> {
         match self {
             Socket::Tcp(s) => s.peer_addr().map(|_| ()),
             Socket::Unix(s) => s.peer_addr().map(|_| ()),
+            Socket::Ring(s) => s.check_connected(),
+        }
+    }
+
+    /// The same socket, driven by this thread's io_uring from now on.
+    pub fn into_ring(self) -> Socket {
+        match self {
+            Socket::Tcp(s) => Socket::Ring(Box::new(RingSocket::new(s))),
+            Socket::Unix(s) => Socket::Ring(Box::new(RingSocket::new(s))),
+            ring => ring,
         }
     }
 }
@@ -57,6 +71,7 @@ impl Read for Socket {
         match self {
             Socket::Tcp(s) => s.read(buf),
             Socket::Unix(s) => s.read(buf),
+            Socket::Ring(s) => s.read(buf),
         }
     }
 }
@@ -67,6 +82,7 @@ impl Write for Socket {
         match self {
             Socket::Tcp(s) => s.write(buf),
             Socket::Unix(s) => s.write(buf),
+            Socket::Ring(s) => s.write(buf),
         }
     }
 
@@ -74,6 +90,22 @@ impl Write for Socket {
         match self {
             Socket::Tcp(s) => s.write_vectored(bufs),
             Socket::Unix(s) => s.write_vectored(bufs),
+            Socket::Ring(s) => {
+                let mut n = 0;
+                for b in bufs {
+                    match s.write(b) {
+                        Ok(k) => {
+                            n += k;
+                            if k < b.len() {
+                                break;
+                            }
+                        }
+                        Err(e) if n == 0 => return Err(e),
+                        Err(_) => break,
+                    }
+                }
+                Ok(n)
+            }
         }
     }
 
@@ -133,7 +165,16 @@ impl Stream {
         }
     }
 
-    fn socket_mut(&mut self) -> &mut Socket {
+    /// The io_uring socket under the stream, if it is one.
+    pub fn ring_mut(&mut self) -> Option<&mut RingSocket> {
+        match self.socket_mut() {
+            Socket::Ring(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The socket (mutable: checking an io_uring socket's connect arms its receive).
+    pub fn socket_mut(&mut self) -> &mut Socket {
         match self {
             Stream::Plain(s) => s,
             Stream::Tls(t) => &mut t.socket,
@@ -180,26 +221,37 @@ impl Stream {
 }
 
 impl Socket {
-    /// What epoll registers: the socket itself, plain or under TLS.
-    fn source(&mut self) -> &mut dyn Source {
+    /// What epoll registers: the socket itself, plain or under TLS (`None` under io_uring:
+    /// its ring is told of it instead).
+    fn source(&mut self) -> Option<&mut dyn Source> {
         match self {
-            Socket::Tcp(s) => s,
-            Socket::Unix(s) => s,
+            Socket::Tcp(s) => Some(s),
+            Socket::Unix(s) => Some(s),
+            Socket::Ring(_) => None,
         }
     }
 }
 
 impl Source for Stream {
     fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
-        self.socket_mut().source().register(r, t, i)
+        match self.socket_mut().source() {
+            Some(s) => s.register(r, t, i),
+            None => Ok(()),
+        }
     }
 
     fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
-        self.socket_mut().source().reregister(r, t, i)
+        match self.socket_mut().source() {
+            Some(s) => s.reregister(r, t, i),
+            None => Ok(()),
+        }
     }
 
     fn deregister(&mut self, r: &Registry) -> io::Result<()> {
-        self.socket_mut().source().deregister(r)
+        match self.socket_mut().source() {
+            Some(s) => s.deregister(r),
+            None => Ok(()),
+        }
     }
 }
 

@@ -201,7 +201,7 @@ pub enum ConnectState {
 }
 
 /// Whether a non-blocking connect finished.
-pub fn connect_state(s: &StreamSocket) -> ConnectState {
+pub fn connect_state(s: &mut StreamSocket) -> ConnectState {
     match s.take_error() {
         Ok(Some(e)) | Err(e) => return ConnectState::Failed(e),
         Ok(None) => {}

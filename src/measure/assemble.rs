@@ -429,6 +429,7 @@ impl Parts<'_> {
             cpu_pct_max: (cpu_pct_max * 10.0).round() / 10.0,
             saturated: check.by_cpu || check.lag_hot,
             saturated_fraction: (check.fraction * 1000.0).round() / 1000.0,
+            io: Some(self.engine.io),
         }
     }
 

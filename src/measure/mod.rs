@@ -59,6 +59,9 @@ pub enum MeasureError {
         /// What it did instead, and what to do.
         reason: String,
     },
+    /// `--io uring` where io_uring cannot be set up (found before any load, exit 2).
+    #[error("--io uring: io_uring cannot be used here: {0} (--io epoll works everywhere)")]
+    Io(String),
     /// The monitor's sampling thread could not start.
     #[error("could not start the server monitor: {0}")]
     MonitorThread(std::io::Error),
@@ -106,6 +109,9 @@ pub struct Prepared {
 /// 2 s at most — the same for `volley run` and suite cells, which both come here).
 pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     let load = &cfg.load;
+    if load.io == crate::plan::IoChoice::Uring {
+        crate::engine::ring::probe().map_err(|e| MeasureError::Io(e.0))?;
+    }
     let clock = shard::check_clock(cfg)?;
     let sampler = match &cfg.monitor {
         Some(m) => {

@@ -34,6 +34,9 @@ pub fn of(
     if check.by_cpu {
         w.push(Warning::client_saturated(check.capacity, check.fraction));
     }
+    if let Some(why) = out.io_note.as_deref() {
+        w.push(Warning::io_fallback(why));
+    }
     if check.lag_hot {
         w.push(Warning::send_lag(lag.and_then(|l| l.p99).unwrap_or(0)));
     }

@@ -17,5 +17,10 @@ pub(super) fn merge(rs: &[&RunResult]) -> ClientInfo {
             .iter()
             .map(|r| r.client.saturated_fraction)
             .fold(0.0, f64::max),
+        // One backend when every shard used it; none when they differ.
+        io: rs
+            .first()
+            .and_then(|r| r.client.io)
+            .filter(|io| rs.iter().all(|r| r.client.io == Some(*io))),
     }
 }

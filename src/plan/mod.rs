@@ -12,7 +12,8 @@ pub mod workload;
 pub use pacer::{Due, Pacer};
 pub use request::{Mix, MixRequest, RequestTemplate};
 pub use spec::{
-    H2Spec, HttpVersion, LoadSpec, RampSpec, Scheme, Target, TlsSpec, DEFAULT_H2_WINDOW,
+    H2Spec, HttpVersion, IoBackend, IoChoice, LoadSpec, RampSpec, Scheme, Target, TlsSpec,
+    DEFAULT_H2_WINDOW,
 };
 
 use crate::result::Arrivals;

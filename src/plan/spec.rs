@@ -173,7 +173,23 @@ pub struct LoadSpec {
     /// `--shard I/N`: this run is shard I of N of the load the rest describes (the whole
     /// load's numbers stay here; [`LoadSpec::shard_share`] is this shard's part).
     pub shard: Option<super::shard::ShardSpec>,
+    /// How the engine waits for and moves bytes (`--io`).
+    pub io: IoChoice,
 }
+
+/// `--io`: the engine's I/O backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoChoice {
+    /// io_uring where this kernel and process allow it, else epoll (with a note).
+    #[default]
+    Auto,
+    /// io_uring, or an error.
+    Uring,
+    /// epoll.
+    Epoll,
+}
+
+pub use crate::result::IoBackend;
 
 impl LoadSpec {
     /// Open loop: requests are due on a schedule.

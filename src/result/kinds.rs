@@ -4,6 +4,26 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The engine's I/O backend (`client.io`, `--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoBackend {
+    /// io_uring: multishot receives into provided buffers, sends submitted with the wait.
+    Uring,
+    /// epoll: readiness, then `read`/`write`.
+    Epoll,
+}
+
+impl IoBackend {
+    /// The word in the JSON and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoBackend::Uring => "uring",
+            IoBackend::Epoll => "epoll",
+        }
+    }
+}
+
 /// How the load was driven (`load.mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -181,6 +201,9 @@ mod tests {
         }
         for a in [Arrivals::Uniform, Arrivals::Poisson] {
             assert_eq!(words(serde_json::to_value(a).unwrap()), a.as_str());
+        }
+        for io in [IoBackend::Uring, IoBackend::Epoll] {
+            assert_eq!(words(serde_json::to_value(io).unwrap()), io.as_str());
         }
         assert_eq!(
             serde_json::to_string(&[SuiteState::Running, SuiteState::Done]).unwrap(),

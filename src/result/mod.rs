@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::{ErrorCounts, Percentiles, TimePoint};
 pub use gc::{GcSource, ServerGc};
-pub use kinds::{Arrivals, BuildStatus, CellStatus, Mode, SuiteState};
+pub use kinds::{Arrivals, BuildStatus, CellStatus, IoBackend, Mode, SuiteState};
 pub use suite::{
     axes_label, BuildRow, CapacityRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow,
     SUITE_SCHEMA,
@@ -501,6 +501,10 @@ pub struct ClientInfo {
     pub saturated: bool,
     /// Fraction of 1 s samples that were saturated.
     pub saturated_fraction: f64,
+    /// The I/O backend the engine used (absent in files of versions before `--io`, and in
+    /// merged shards that differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoBackend>,
 }
 
 /// One second of the machine view (percent of all CPUs).

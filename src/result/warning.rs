@@ -82,6 +82,10 @@ pub enum WarningKind {
     /// The first bytes of what the server sent that volley could not use: a response it could
     /// not parse, or bytes before any request.
     ServerBytes,
+    /// `--io auto` chose io_uring but it could not be used (on every thread or some): epoll
+    /// moved the bytes there. Not a headline: the numbers are right, the client may have spent
+    /// more CPU on them.
+    IoFallback,
     /// A sentence this version of volley does not know.
     Other,
 }
@@ -161,6 +165,7 @@ const PATTERNS: &[(WarningKind, &str)] = &[
     ),
     (WarningKind::ServerNotMerged, "server is null: *"),
     (WarningKind::ServerNote, "server: *"),
+    (WarningKind::IoFallback, "io_uring not used (*): *"),
     (
         WarningKind::SyscallsNotCounted,
         "server syscalls not counted: *",
@@ -355,6 +360,14 @@ impl Warning {
         Self::new(WarningKind::ServerNote, format!("server: {note}"))
     }
 
+    /// `--io auto`: io_uring could not be used (`why`), so epoll was.
+    pub fn io_fallback(why: &str) -> Self {
+        Self::new(
+            WarningKind::IoFallback,
+            format!("io_uring not used ({why}): epoll moved the bytes, at more client CPU per request (--io epoll says so without this note)"),
+        )
+    }
+
     /// Why the server's syscalls are null.
     pub fn syscalls_not_counted(reason: &str) -> Self {
         Self::new(
@@ -464,6 +477,7 @@ mod tests {
             Warning::server_exited(42, 1.5),
             Warning::server_note("2 processes of the tree exited"),
             Warning::syscalls_not_counted("perf_event_paranoid is 3"),
+            Warning::io_fallback("io_uring_setup: Operation not permitted (os error 1)"),
             Warning::shards_differ("the request body"),
             Warning::stages_differ(),
             Warning::lag_not_merged(),

@@ -217,6 +217,8 @@ pub enum WorkerReport {
 pub struct WorkerEnd {
     /// Worker index.
     pub thread: usize,
+    /// io_uring was chosen but this thread could not set up its ring (why): it used epoll.
+    pub io_fallback: Option<String>,
     /// Measured requests still in flight when the worker stopped.
     pub unfinished: u64,
     /// Measured requests due (open loop) but never written.

@@ -4,6 +4,7 @@
 
 mod failure;
 mod h2;
+mod ring;
 mod schedule;
 mod socket;
 
@@ -19,12 +20,12 @@ use super::check;
 use super::clock::{tighten_timer_slack, TimerFd};
 use super::conn::{Conn, ConnState, InFlight, Phase, NO_ENTRY};
 use super::h2::conn::Event;
-use super::poller::Poller;
+use super::poller::{Event as PollEvent, Poller};
 use super::stream::{Handshake, Socket, Stream};
 use super::transport::{self, ConnectState, Endpoint};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
 use crate::plan::pacer::share_of_indices;
-use crate::plan::{Due, HttpVersion, Pacer};
+use crate::plan::{Due, HttpVersion, IoBackend, Pacer};
 use crate::stats::histogram::{new_hist, Hist};
 use crate::stats::recorder::{
     ns_to_us, ErrorKind, ProtocolSample, Recorder, WorkerEnd, WorkerReport,
@@ -101,6 +102,8 @@ pub struct Worker {
     taken: u64,
     /// Room for a templated body while its length is counted.
     scratch: Vec<u8>,
+    /// io_uring was chosen but could not be set up on this thread (why).
+    io_fallback: Option<String>,
 }
 
 impl Worker {
@@ -164,6 +167,7 @@ impl Worker {
             h2_events: Vec::new(),
             taken: 0,
             scratch: Vec::new(),
+            io_fallback: None,
             shared,
         })
     }
@@ -171,6 +175,11 @@ impl Worker {
     /// Runs until the measured window and its drain are over (or the run is stopped).
     pub fn run(mut self) {
         tighten_timer_slack();
+        if self.shared.io == IoBackend::Uring {
+            if let Err(e) = self.poll.use_ring() {
+                self.io_fallback = Some(e.0);
+            }
+        }
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         self.rec.send(WorkerReport::Started {
@@ -203,22 +212,28 @@ impl Worker {
                 self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
             }
             let timeout = self.poll_timeout(now);
+            if self.poll.is_ring() {
+                self.flush_ring();
+            }
             if let Err(e) = self.poll.wait(Some(timeout), &mut events) {
-                eprintln!("volley: worker {}: epoll failed: {e}", self.id);
+                eprintln!("volley: worker {}: waiting for events failed: {e}", self.id);
                 break;
             }
             for ev in &events {
-                match ev.token {
-                    TIMER => self.timer.clear(),
-                    WAKER => {}
-                    Token(i) => {
-                        if ev.writable {
-                            self.on_writable(i);
+                match *ev {
+                    PollEvent::Ring(r) => self.on_ring(r),
+                    PollEvent::Ready(ev) => match ev.token {
+                        TIMER => self.timer.clear(),
+                        WAKER => {}
+                        Token(i) => {
+                            if ev.writable {
+                                self.on_writable(i);
+                            }
+                            if ev.readable || ev.hangup {
+                                self.on_readable(i, ev.hangup);
+                            }
                         }
-                        if ev.readable || ev.hangup {
-                            self.on_readable(i, ev.hangup);
-                        }
-                    }
+                    },
                 }
             }
         }
@@ -495,6 +510,7 @@ impl Worker {
         let endpoints = std::mem::take(&mut self.rec.endpoints);
         self.rec.send(WorkerReport::Done(Box::new(WorkerEnd {
             thread: self.id,
+            io_fallback: self.io_fallback.take(),
             unfinished,
             unsent: self.unsent,
             unsent_latency: self.unsent_latency.take(),
@@ -509,6 +525,8 @@ impl Worker {
             transport: std::mem::take(&mut self.transport),
             endpoints,
         })));
+        // Sockets go before the ring they may still have operations in.
+        self.conns.clear();
     }
 
     /// The named request (endpoint) of `r`, in a workload.

@@ -14,14 +14,11 @@ impl Worker {
             Endpoint::Tcp(addr) => self.connect_tcp(*addr).map(Socket::Tcp),
             Endpoint::Unix(path) => Socket::unix(path),
         }
+        .map(|socket| self.poll.adopt(socket))
         .and_then(|socket| Stream::new(socket, self.shared.tls.as_ref()));
         match attempt {
             Ok(mut s) => {
-                if let Err(e) = self.poll.registry().register(
-                    &mut s,
-                    Token(i),
-                    Interest::READABLE | Interest::WRITABLE,
-                ) {
+                if let Err(e) = self.poll.add(&mut s, Token(i)) {
                     self.connect_failed(i, now, e);
                     return;
                 }
@@ -63,8 +60,8 @@ impl Worker {
                 self.drive_handshake(i, now);
                 return;
             }
-            let Some(s) = c.stream.as_ref() else { return };
-            match transport::connect_state(s.socket()) {
+            let Some(s) = c.stream.as_mut() else { return };
+            match transport::connect_state(s.socket_mut()) {
                 ConnectState::Pending => return,
                 ConnectState::Failed(e) => {
                     self.connect_failed(i, now, e);

@@ -1,0 +1,296 @@
+//! A connection's socket under the ring. It reads and writes like a non-blocking socket, so
+//! the worker's HTTP, TLS and HTTP/2 code runs on it unchanged:
+//!
+//! - `read` returns the bytes of the receive completion being handled (lent from the provided
+//!   buffer, see [`RingSocket::lend`]), then `WouldBlock`, then the end of stream or the error
+//!   once the receive ended;
+//! - `write` copies into the socket's queue and returns at once; the queue leaves in one send
+//!   submitted with the loop's next wait, or after the send in flight completes. A full queue
+//!   (`QUEUE_BYTES`) is `WouldBlock`, and its send's completion is the writable event.
+//!
+//! A request counts as written when its bytes are queued, in the same loop iteration that
+//! submits them.
+
+use std::io;
+use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+
+use io_uring::{opcode, types};
+
+use super::{tag, with_core, Op};
+
+/// Bytes a connection may have queued and in flight before writes are refused.
+const QUEUE_BYTES: usize = 256 * 1024;
+
+/// A socket driven by the thread's ring.
+#[derive(Debug)]
+pub struct RingSocket {
+    /// Owned: closed by `Drop`, after the ring's next submission.
+    fd: RawFd,
+    slot: u32,
+    gen: u32,
+    /// The receive is armed (the connect ended).
+    receiving: bool,
+    /// A connect poll is in flight.
+    connecting: bool,
+    /// The receive ended: the end of stream (0) or an error, returned once the bytes are read.
+    ended: Option<i32>,
+    /// Bytes of the completion being handled: (address, length) inside the ring's buffers.
+    lent: (usize, usize),
+    /// What the worker did not read of a lent piece (rare: kept for its next read).
+    kept: Vec<u8>,
+    /// Bytes queued behind the send in flight.
+    queued: Vec<u8>,
+    /// The send in flight (the kernel reads it until its completion); `sent` of it went.
+    sending: Vec<u8>,
+    sent: usize,
+    /// Registered as dirty since the last wait.
+    dirty: bool,
+    /// A write was refused: its room coming back is a writable event.
+    blocked: bool,
+    /// A send failed (errno): writes fail with it.
+    send_error: Option<i32>,
+}
+
+impl RingSocket {
+    /// Takes over a socket whose non-blocking connect was started.
+    pub fn new(fd: impl IntoRawFd) -> RingSocket {
+        RingSocket {
+            fd: fd.into_raw_fd(),
+            slot: 0,
+            gen: 0,
+            receiving: false,
+            connecting: false,
+            ended: None,
+            lent: (0, 0),
+            kept: Vec::new(),
+            queued: Vec::new(),
+            sending: Vec::new(),
+            sent: 0,
+            dirty: false,
+            blocked: false,
+            send_error: None,
+        }
+    }
+
+    /// The socket's generation: a completion for another one is not for it.
+    pub fn gen(&self) -> u32 {
+        self.gen
+    }
+
+    /// Belongs to connection `slot` from now on; waits for its connect to end.
+    pub fn start(&mut self, slot: usize) -> io::Result<()> {
+        let fd = self.fd;
+        let gen = with_core(|c| c.open(slot, fd)).ok_or_else(no_ring)?;
+        self.slot = slot as u32;
+        self.gen = gen;
+        self.await_connect();
+        Ok(())
+    }
+
+    fn await_connect(&mut self) {
+        if self.connecting {
+            return;
+        }
+        let poll = libc::POLLOUT | libc::POLLERR | libc::POLLHUP;
+        let sqe = opcode::PollAdd::new(types::Fd(self.fd), poll as u32)
+            .build()
+            .user_data(tag(Op::Connect, self.slot, self.gen));
+        with_core(|c| c.push(sqe));
+        self.connecting = true;
+    }
+
+    /// The connect poll completed.
+    pub fn connect_polled(&mut self) {
+        self.connecting = false;
+    }
+
+    /// Takes the pending error of the connect, like `SO_ERROR`.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        socket2::SockRef::from(&self.borrow()).take_error()
+    }
+
+    fn borrow(&self) -> BorrowedFd<'_> {
+        // SAFETY: the fd is open while the socket lives.
+        unsafe { BorrowedFd::borrow_raw(self.fd) }
+    }
+
+    /// Whether the connect finished; once it has, the receive is armed. While it has not
+    /// (`NotConnected`), the connect is polled again.
+    pub fn check_connected(&mut self) -> io::Result<()> {
+        let peer = socket2::SockRef::from(&self.borrow()).peer_addr();
+        match peer {
+            Ok(_) => {
+                if !self.receiving {
+                    self.receiving = true;
+                    let (fd, slot, gen) = (self.fd, self.slot, self.gen);
+                    with_core(|c| c.arm_recv(fd, slot, gen));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if e.kind() == io::ErrorKind::NotConnected {
+                    self.await_connect();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Bytes of a receive completion for the reads that follow (until [`RingSocket::unlend`]).
+    pub fn lend(&mut self, addr: usize, len: usize) {
+        self.lent = (addr, len);
+    }
+
+    /// Keeps what the reads left of the lent bytes: the buffer is reused after the wait.
+    pub fn unlend(&mut self) {
+        let (addr, len) = std::mem::take(&mut self.lent);
+        if len > 0 {
+            // SAFETY: lent by the ring, valid until the next wait.
+            let rest = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+            self.kept.extend_from_slice(rest);
+        }
+    }
+
+    /// The receive ended: `errno` 0 is the end of stream.
+    pub fn ended(&mut self, errno: i32) {
+        self.ended = Some(errno);
+    }
+
+    /// Reads what arrived; `WouldBlock` when nothing waits.
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if !self.kept.is_empty() {
+            let n = buf.len().min(self.kept.len());
+            buf[..n].copy_from_slice(&self.kept[..n]);
+            self.kept.drain(..n);
+            if self.kept.is_empty() {
+                self.kept = Vec::new();
+            }
+            return Ok(n);
+        }
+        let (addr, len) = self.lent;
+        if len > 0 {
+            let n = buf.len().min(len);
+            // SAFETY: lent by the ring, valid until the next wait; `n` ≤ its length.
+            let src = unsafe { std::slice::from_raw_parts(addr as *const u8, n) };
+            buf[..n].copy_from_slice(src);
+            self.lent = (addr + n, len - n);
+            return Ok(n);
+        }
+        match self.ended {
+            Some(0) => Ok(0),
+            Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+            None => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// Queues bytes to send; `WouldBlock` while the queue is full.
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(errno) = self.send_error {
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        let held = self.queued.len() + self.sending.len() - self.sent;
+        let n = buf.len().min(QUEUE_BYTES.saturating_sub(held));
+        if n == 0 && !buf.is_empty() {
+            self.blocked = true;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        if self.queued.capacity() == 0 {
+            self.queued = with_core(|c| c.buffer()).unwrap_or_default();
+        }
+        self.queued.extend_from_slice(&buf[..n]);
+        if !self.dirty && self.sending.is_empty() {
+            self.dirty = true;
+            let (slot, gen) = (self.slot, self.gen);
+            with_core(|c| c.dirty.push((slot, gen)));
+        }
+        Ok(n)
+    }
+
+    /// Sends what is queued unless a send is in flight (called before the loop waits).
+    pub fn submit(&mut self) {
+        self.dirty = false;
+        if !self.sending.is_empty() || self.queued.is_empty() {
+            return;
+        }
+        std::mem::swap(&mut self.sending, &mut self.queued);
+        self.sent = 0;
+        self.send_rest();
+    }
+
+    fn send_rest(&mut self) {
+        let rest = &self.sending[self.sent..];
+        let sqe = opcode::Send::new(types::Fd(self.fd), rest.as_ptr(), rest.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(tag(Op::Send, self.slot, self.gen));
+        with_core(|c| c.push(sqe));
+    }
+
+    /// The send in flight completed with `res`. True when a refused write may now go (the
+    /// worker's writable event).
+    pub fn sent(&mut self, res: i32) -> bool {
+        if res < 0 {
+            self.send_error = Some(-res);
+            self.give_back();
+            return true;
+        }
+        self.sent += res as usize;
+        if self.sent < self.sending.len() {
+            // A short send (the socket's buffer filled): the rest goes when it completes.
+            self.send_rest();
+            return false;
+        }
+        self.give_back();
+        self.submit();
+        std::mem::take(&mut self.blocked)
+    }
+
+    fn give_back(&mut self) {
+        let buf = std::mem::take(&mut self.sending);
+        self.sent = 0;
+        with_core(|c| c.give_back(buf));
+    }
+}
+
+impl Drop for RingSocket {
+    /// The receive (and a connect poll) are cancelled and the socket is closed after the next
+    /// submission; what was queued still leaves first (a TLS close_notify); a send in flight
+    /// keeps its buffer until it completes.
+    fn drop(&mut self) {
+        self.submit();
+        // SAFETY: the socket owned the fd; nothing uses it after this.
+        let fd = unsafe { OwnedFd::from_raw_fd(self.fd) };
+        let sending = std::mem::take(&mut self.sending);
+        let (slot, gen) = (self.slot, self.gen);
+        let (receiving, connecting) = (self.receiving, self.connecting);
+        let mut left = Some((fd, sending));
+        with_core(|c| {
+            let (fd, sending) = left.take().expect("taken once");
+            if let Some(s) = c.slots.get_mut(slot as usize).filter(|s| s.gen == gen) {
+                s.live = false;
+            }
+            for (on, op) in [(receiving, Op::Recv), (connecting, Op::Connect)] {
+                if on {
+                    let cancel = opcode::AsyncCancel::new(tag(op, slot, gen))
+                        .build()
+                        .user_data(tag(Op::Cancel, slot, gen));
+                    c.push(cancel);
+                }
+            }
+            if !sending.is_empty() {
+                c.graveyard.push((tag(Op::Send, slot, gen), sending));
+            }
+            c.to_close.push(fd);
+        });
+        if let Some((fd, sending)) = left {
+            // The ring is gone (the worker is ending): close now; a send buffer the kernel
+            // may not have finished with is leaked rather than freed.
+            drop(fd);
+            std::mem::forget(sending);
+        }
+    }
+}
+
+fn no_ring() -> io::Error {
+    io::Error::other("this thread has no io_uring")
+}
