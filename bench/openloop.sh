@@ -38,6 +38,9 @@
 #   BASELINE=<path> / BASELINE_REV=<rev>   the build it is compared with
 #   BATCH_WINDOW_US=<µs>  this build's runs get VOLLEY_BATCH_WINDOW_US=<µs> (the open loop's
 #                       batch window, an experiment; the baseline's runs never do)
+#   THIS_IO=auto  BASELINE_IO=auto   VOLLEY_IO of this build's runs and of the baseline's
+#                       (BASELINE=target/release/volley THIS_IO=uring BASELINE_IO=epoll
+#                       compares the two backends of one build)
 #   SECTION=openloop-cost   the marked section of BENCH_MD that is rewritten
 #   PORT, TOOLS_DIR, OUT_DIR, BENCH_MD, UPDATE_MD=0, REPORT_FROM=<dir>,
 #   BUSY_MAX=20, WAIT_QUIET=120, OTHER_MAX=25, RETRIES=2   as in bench/compare.sh
@@ -62,6 +65,8 @@ WAIT_QUIET=${WAIT_QUIET:-120}
 OTHER_MAX=${OTHER_MAX:-25}
 RETRIES=${RETRIES:-2}
 BATCH_WINDOW_US=${BATCH_WINDOW_US:-}
+THIS_IO=${THIS_IO:-auto}
+BASELINE_IO=${BASELINE_IO:-auto}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_MD=${BENCH_MD:-$ROOT/BENCHMARKS.md}
@@ -93,6 +98,7 @@ for v in DURATION PERF_DURATION; do
 done
 for r in $RATES $PERF_RATES; do [[ $r =~ ^[1-9][0-9]*$ ]] || die 2 "RATES and PERF_RATES must be positive integers, got '$r'"; done
 for c in $CELLS; do [[ $c =~ ^(open|closed|floor|floorio|base)$ ]] || die 2 "unknown cell kind '$c' in CELLS (open closed floor floorio base)"; done
+for v in THIS_IO BASELINE_IO; do [[ ${!v} =~ ^(auto|uring|epoll)$ ]] || die 2 "$v must be auto, uring or epoll"; done
 [[ -z $BATCH_WINDOW_US || $BATCH_WINDOW_US =~ ^[0-9]+$ ]] || die 2 "BATCH_WINDOW_US must be a whole number of µs"
 [[ $SECTION =~ ^[a-z0-9-]+$ ]] || die 2 "SECTION must be lower-case letters, digits and dashes"
 want() { [[ " $CELLS " == *" $1 "* ]]; }
@@ -143,6 +149,7 @@ if [[ -n ${BASELINE_REV:-} ]]; then
 elif [[ -n ${BASELINE:-} ]]; then
     [[ -x $BASELINE ]] || die 2 "BASELINE=$BASELINE is not executable"
     BASELINE_NAME="volley (baseline)"
+    [[ $BASELINE_IO == auto ]] || BASELINE_NAME="volley --io $BASELINE_IO"
     BASELINE_VERSION="$("$BASELINE" --version) ($BASELINE)"
 fi
 
@@ -210,14 +217,14 @@ cp "$TMP/nginx.conf" "$OUT_DIR/nginx.conf"
 # cell_cmd CELL BASE [DURATION]: the client command of one cell (unpinned) in CMD.
 cell_cmd() {
     local cell=$1 base=$2 dur=${3:-$DURATION} c=$CONNECTIONS rate
-    local this=("$VOLLEY")
-    [[ -z $BATCH_WINDOW_US ]] || this=(env "VOLLEY_BATCH_WINDOW_US=$BATCH_WINDOW_US" "$VOLLEY")
+    local this=(env "VOLLEY_IO=$THIS_IO" "$VOLLEY") base_=(env "VOLLEY_IO=$BASELINE_IO" "${BASELINE:-}")
+    [[ -z $BATCH_WINDOW_US ]] || this=(env "VOLLEY_IO=$THIS_IO" "VOLLEY_BATCH_WINDOW_US=$BATCH_WINDOW_US" "$VOLLEY")
     rate=${cell##*-}
     case $cell in
     closed) CMD=("${this[@]}" run "$URL" -c "$c" -t 1 -d "$dur" --quiet --json "$base.json") ;;
-    base-closed) CMD=("$BASELINE" run "$URL" -c "$c" -t 1 -d "$dur" --quiet --json "$base.json") ;;
+    base-closed) CMD=("${base_[@]}" run "$URL" -c "$c" -t 1 -d "$dur" --quiet --json "$base.json") ;;
     open-*) CMD=("${this[@]}" run "$URL" -R "$rate" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
-    base-*) CMD=("$BASELINE" run "$URL" -R "$rate" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
+    base-*) CMD=("${base_[@]}" run "$URL" -R "$rate" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
     floor-*) CMD=("$FLOOR" "$rate" "${dur%s}" none) ;;
     floorio-*) CMD=("$FLOOR" "$rate" "${dur%s}" io 127.0.0.1 "$PORT") ;;
     *) die 1 "unknown cell $cell" ;;
@@ -339,12 +346,12 @@ GCC_VERSION=$(gcc --version | head -n1)
 PERF_VERSION=$( ((PERF_OK)) && perf --version 2>&1 | head -n1 || echo "")
 export CMD_SERVER CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION SERVER_VERSION GCC_VERSION \
     REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX WAIT_QUIET RETRIES RATES CELLS \
-    BASELINE_NAME BASELINE_VERSION PERF_OK PERF_VERSION PERF_DURATION BATCH_WINDOW_US
+    BASELINE_NAME BASELINE_VERSION PERF_OK PERF_VERSION PERF_DURATION BATCH_WINDOW_US THIS_IO BASELINE_IO
 python3 - "$OUT_DIR/meta.json" <<'EOF'
 import json, os, sys
 keys = ("CMD_SERVER CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION SERVER_VERSION GCC_VERSION "
         "REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX WAIT_QUIET RETRIES RATES CELLS "
-        "BASELINE_NAME BASELINE_VERSION PERF_OK PERF_VERSION PERF_DURATION BATCH_WINDOW_US").split()
+        "BASELINE_NAME BASELINE_VERSION PERF_OK PERF_VERSION PERF_DURATION BATCH_WINDOW_US THIS_IO BASELINE_IO").split()
 json.dump({k: os.environ[k] for k in keys}, open(sys.argv[1], "w"), indent=2)
 EOF
 report

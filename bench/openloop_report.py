@@ -128,6 +128,7 @@ def rng(rs, key, fmt="{:.1f}"):
 L = []
 L.append(f"Run {E['DATE']} by `REPS={REPS} DURATION={E['DURATION']} RATES=\"{E['RATES']}\""
          + (f" BATCH_WINDOW_US={E['BATCH_WINDOW_US']}" if E.get("BATCH_WINDOW_US") else "")
+         + (f" THIS_IO={E['THIS_IO']} BASELINE_IO={E['BASELINE_IO']}" if E.get("THIS_IO", "auto") != "auto" else "")
          + (" BASELINE=… " if BASE else " ") + "bench/openloop.sh`"
          + f" (CONNECTIONS={E['CONNECTIONS']}); raw outputs were in `{os.path.relpath(out_dir, ROOT)}/`.")
 L.append("")
@@ -170,7 +171,8 @@ closed = {"this": runs("closed"), "base": runs("base-closed")}
 L.append("| build | rate | CPU µs/req | ×closed | ×floor | wake-ups/req | lag p50 | lag p99 | corrected p50 | "
          "corrected p99 | service p50 | achieved req/s | off by |")
 L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-builds = [("this", "open", "this build")] + ([("base", "base", BASE)] if runs("base-closed") or any(
+THIS = "this build" + (f" --io {E['THIS_IO']}" if E.get("THIS_IO", "auto") != "auto" else "")
+builds = [("this", "open", THIS)] + ([("base", "base", BASE)] if runs("base-closed") or any(
     runs("base", r) for r in RATES) else [])
 verdicts = []
 for who, kind, label in builds:
@@ -240,7 +242,7 @@ if perf_cells:
             if k not in names:
                 names.append(k)
         kind, rate = kind_rate(cell)
-        rows.append((("this build" if kind == "open" else BASE), rate, n, counts))
+        rows.append(((THIS if kind == "open" else BASE), rate, n, counts))
     names = [k for k in names if any(c.get(k, 0) > 0 for *_, c in rows)]
     L.append("| build | rate | requests | " + " | ".join(names) + " |")
     L.append("|---|---:|---:|" + "---:|" * len(names))

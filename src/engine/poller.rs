@@ -71,8 +71,8 @@ impl Poller {
 
     /// Moves this thread to an io_uring (see `engine::ring`); the waker stays registered with
     /// epoll, whose instance the ring polls.
-    pub fn use_ring(&mut self) -> Result<(), ring::Unavailable> {
-        ring::install(self.poll.as_raw_fd())?;
+    pub fn use_ring(&mut self, connections: usize) -> Result<(), ring::Unavailable> {
+        ring::install(self.poll.as_raw_fd(), connections)?;
         self.ring = true;
         self.precise = true;
         Ok(())

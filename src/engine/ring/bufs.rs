@@ -115,6 +115,16 @@ impl BufRing {
         unsafe { self.mem.add(i * BYTES + start) as usize }
     }
 
+    /// Moves the buffers the kernel left so far to `held` (their events wait for the worker).
+    pub fn take_done(&mut self, held: &mut Vec<u16>) {
+        held.append(&mut self.done);
+    }
+
+    /// Buffers held back until now go back with the next [`BufRing::recycle`].
+    pub fn hold_back(&mut self, held: &mut Vec<u16>) {
+        self.done.append(held);
+    }
+
     /// Buffers the kernel left (no more bytes will be put there) go back to it: the worker has
     /// read them.
     pub fn recycle(&mut self) {

@@ -150,6 +150,12 @@ pub(crate) struct Core {
     /// Room reused by every reap: completions copied out, receives to arm again.
     batch: Vec<cqueue::Entry>,
     rearm: Vec<(u32, u32)>,
+    /// Events reaped while entries were pushed (the queue was full), for the next wait, and
+    /// the buffers they name.
+    stash: Vec<RingEvent>,
+    held: Vec<u16>,
+    /// The kernel refused a submission: the next wait reports it.
+    failed: Option<io::Error>,
 }
 
 thread_local! {
@@ -162,10 +168,10 @@ pub(crate) fn with_core<R>(f: impl FnOnce(&mut Core) -> R) -> Option<R> {
     CORE.with(|c| c.borrow_mut().as_mut().map(f))
 }
 
-/// Sets up this thread's ring; `waker` is the fd whose readiness means "look at the stop
-/// flag" (the worker's epoll instance, where its waker is registered).
-pub fn install(waker: RawFd) -> Result<(), Unavailable> {
-    let core = Core::new(waker)?;
+/// Sets up this thread's ring for up to `connections`; `waker` is the fd whose readiness means
+/// "look at the stop flag" (the worker's epoll instance, where its waker is registered).
+pub fn install(waker: RawFd, connections: usize) -> Result<(), Unavailable> {
+    let core = Core::new(waker, connections)?;
     CORE.with(|c| *c.borrow_mut() = Some(core));
     Ok(())
 }
@@ -175,7 +181,7 @@ pub fn install(waker: RawFd) -> Result<(), Unavailable> {
 /// buffers (Linux 6.12), deferred task running and timed waits.
 pub fn probe() -> Result<(), Unavailable> {
     let epoll = mio::Poll::new().map_err(|e| Unavailable(format!("epoll: {e}")))?;
-    Core::new(epoll.as_raw_fd()).map(drop)
+    Core::new(epoll.as_raw_fd(), 1).map(drop)
 }
 
 /// Drops this thread's ring once every operation the kernel still holds has ended.
@@ -191,11 +197,18 @@ pub fn enters() -> u64 {
 }
 
 impl Core {
-    fn new(waker: RawFd) -> Result<Core, Unavailable> {
+    fn new(waker: RawFd, connections: usize) -> Result<Core, Unavailable> {
+        // Room for a receive and a send completion of every connection between two waits (the
+        // kernel keeps what does not fit, at a cost), within bounds.
+        let cq_entries = (connections as u32)
+            .saturating_mul(2)
+            .next_power_of_two()
+            .clamp(ENTRIES * 2, 16 * 1024);
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
-            .setup_cqsize(ENTRIES * 2)
+            .setup_submit_all()
+            .setup_cqsize(cq_entries)
             .build(ENTRIES)
             .map_err(|e| Unavailable(format!("io_uring_setup: {e}")))?;
         if !ring.params().is_feature_ext_arg() || !ring.params().is_feature_nodrop() {
@@ -233,8 +246,11 @@ impl Core {
             pending: 0,
             enters: 0,
             waker,
-            batch: Vec::with_capacity(ENTRIES as usize * 2),
+            batch: Vec::with_capacity(cq_entries as usize),
             rearm: Vec::new(),
+            stash: Vec::new(),
+            held: Vec::new(),
+            failed: None,
         };
         core.arm_wake();
         Ok(core)
@@ -259,13 +275,39 @@ impl Core {
             if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
                 return;
             }
+            // The queue is full: submit it now. Completions reaped to make room are kept for
+            // the worker's next wait, with their buffers.
             self.enters += 1;
-            if let Err(e) = self.ring.submit() {
-                if e.raw_os_error() != Some(libc::EBUSY) {
-                    eprintln!("volley: io_uring submit failed: {e}");
+            match self.ring.submit() {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EBUSY | libc::EAGAIN | libc::EINTR)
+                    ) =>
+                {
+                    let mut stash = std::mem::take(&mut self.stash);
+                    self.reap_into(&mut stash);
+                    self.stash = stash;
+                    self.bufs.take_done(&mut self.held);
                 }
-                self.reap_into(&mut Vec::new());
+                Err(e) => {
+                    // The kernel refuses the ring: the worker ends at its next wait.
+                    self.pending -= 1;
+                    self.failed.get_or_insert(e);
+                    return;
+                }
             }
+        }
+    }
+
+    /// A send completion whose socket was dropped before its event was handled: its buffer,
+    /// moved to the graveyard by the drop, is no longer the kernel's.
+    pub fn send_done_unclaimed(&mut self, slot: usize, gen: u32) {
+        let data = tag(Op::Send, slot as u32, gen);
+        if let Some(k) = self.graveyard.iter().position(|(d, _)| *d == data) {
+            let (_, buf) = self.graveyard.swap_remove(k);
+            self.give_back(buf);
         }
     }
 
@@ -293,9 +335,18 @@ impl Core {
     /// appends them to `out`. Bytes lent by the last call's events are reused from here on.
     pub fn wait(&mut self, timeout_ns: Option<u64>, out: &mut Vec<RingEvent>) -> io::Result<()> {
         out.clear();
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         self.bufs.recycle();
-        let ready = self.ring.completion().is_empty();
-        let want = usize::from(ready);
+        // Events reaped while entries were pushed come first; their buffers are reused only
+        // after the worker has read them (at the next wait).
+        out.append(&mut self.stash);
+        self.bufs.hold_back(&mut self.held);
+        // Always at least one: only an enter that asks for completions runs the kernel's
+        // deferred work (DEFER_TASKRUN), where receives and waiting sends complete; it returns
+        // at once when completions are already there.
+        let want = 1;
         let ts = timeout_ns.map(|ns| types::Timespec::from(std::time::Duration::from_nanos(ns)));
         let args = match &ts {
             Some(ts) => types::SubmitArgs::new().timespec(ts),
@@ -303,7 +354,11 @@ impl Core {
         };
         self.enters += 1;
         let r = self.ring.submitter().submit_with_args(want, &args);
-        self.to_close.clear();
+        // SUBMIT_ALL: the kernel looked at every queued entry, so the numbers they name may be
+        // reused now.
+        if self.ring.submission().is_empty() {
+            self.to_close.clear();
+        }
         match r {
             Ok(_) => {}
             Err(e)

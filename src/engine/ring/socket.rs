@@ -18,8 +18,9 @@ use io_uring::{opcode, types};
 
 use super::{tag, with_core, Op};
 
-/// Bytes a connection may have queued and in flight before writes are refused.
-const QUEUE_BYTES: usize = 256 * 1024;
+/// Bytes a connection may have queued and in flight before writes are refused: on top of
+/// the socket's own buffer, as little as keeps a pipelined window or a body moving.
+const QUEUE_BYTES: usize = 64 * 1024;
 
 /// A socket driven by the thread's ring.
 #[derive(Debug)]
@@ -120,7 +121,7 @@ impl RingSocket {
         let peer = socket2::SockRef::from(&self.borrow()).peer_addr();
         match peer {
             Ok(_) => {
-                if !self.receiving {
+                if !self.receiving && self.ended.is_none() {
                     self.receiving = true;
                     let (fd, slot, gen) = (self.fd, self.slot, self.gen);
                     with_core(|c| c.arm_recv(fd, slot, gen));
@@ -151,29 +152,33 @@ impl RingSocket {
         }
     }
 
-    /// The receive ended: `errno` 0 is the end of stream.
+    /// The receive ended: `errno` 0 is the end of stream. Nothing is left to cancel.
     pub fn ended(&mut self, errno: i32) {
         self.ended = Some(errno);
+        self.receiving = false;
     }
 
     /// Reads what arrived; `WouldBlock` when nothing waits.
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
         if !self.kept.is_empty() {
-            let n = buf.len().min(self.kept.len());
+            n = buf.len().min(self.kept.len());
             buf[..n].copy_from_slice(&self.kept[..n]);
             self.kept.drain(..n);
             if self.kept.is_empty() {
                 self.kept = Vec::new();
             }
-            return Ok(n);
         }
         let (addr, len) = self.lent;
-        if len > 0 {
-            let n = buf.len().min(len);
-            // SAFETY: lent by the ring, valid until the next wait; `n` ≤ its length.
-            let src = unsafe { std::slice::from_raw_parts(addr as *const u8, n) };
-            buf[..n].copy_from_slice(src);
-            self.lent = (addr + n, len - n);
+        let more = (buf.len() - n).min(len);
+        if more > 0 {
+            // SAFETY: lent by the ring, valid until the next wait; `more` ≤ its length.
+            let src = unsafe { std::slice::from_raw_parts(addr as *const u8, more) };
+            buf[n..n + more].copy_from_slice(src);
+            self.lent = (addr + more, len - more);
+            n += more;
+        }
+        if n > 0 {
             return Ok(n);
         }
         match self.ended {
@@ -269,7 +274,14 @@ impl Drop for RingSocket {
             if let Some(s) = c.slots.get_mut(slot as usize).filter(|s| s.gen == gen) {
                 s.live = false;
             }
-            for (on, op) in [(receiving, Op::Recv), (connecting, Op::Connect)] {
+            // A send the peer does not take would otherwise hold the socket open (no FIN)
+            // until the run ends.
+            let send_in_flight = !sending.is_empty();
+            for (on, op) in [
+                (receiving, Op::Recv),
+                (connecting, Op::Connect),
+                (send_in_flight, Op::Send),
+            ] {
                 if on {
                     let cancel = opcode::AsyncCancel::new(tag(op, slot, gen))
                         .build()

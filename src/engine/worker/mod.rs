@@ -176,7 +176,7 @@ impl Worker {
     pub fn run(mut self) {
         tighten_timer_slack();
         if self.shared.io == IoBackend::Uring {
-            if let Err(e) = self.poll.use_ring() {
+            if let Err(e) = self.poll.use_ring(self.conns.len()) {
                 self.io_fallback = Some(e.0);
             }
         }

@@ -38,13 +38,17 @@ impl Worker {
                     self.on_readable(slot, true);
                 }
             }
-            RingEvent::Sent { slot, gen, res } => {
-                if let Some(s) = self.ring_socket(slot, gen) {
+            RingEvent::Sent { slot, gen, res } => match self.ring_socket(slot, gen) {
+                Some(s) => {
                     if s.sent(res) {
                         self.on_writable(slot);
                     }
                 }
-            }
+                // Dropped after this completion was reaped: its buffer is free now.
+                None => {
+                    ring::with_core(|c| c.send_done_unclaimed(slot, gen));
+                }
+            },
         }
     }
 
