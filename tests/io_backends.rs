@@ -132,6 +132,27 @@ fn an_explicit_io_uring_that_cannot_be_set_up_is_an_error_naming_the_flag() {
 }
 
 #[test]
+fn auto_takes_io_uring_for_keep_alive_and_epoll_for_a_connection_per_request() {
+    let s = normal();
+    let auto = |extra: &[&str]| {
+        let mut args = vec!["run", "URL", "-c", "2", "-n", "50", "--io", "auto"];
+        let url = s.url("/");
+        args[1] = &url;
+        args.extend_from_slice(extra);
+        let (code, j, stderr) = volley_json(&args, LIMIT);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            !j["warnings"].to_string().contains("io_uring not used"),
+            "{j}"
+        );
+        j["client"]["io"].as_str().unwrap().to_string()
+    };
+    let expected = if uring_here() { "uring" } else { "epoll" };
+    assert_eq!(auto(&[]), expected);
+    assert_eq!(auto(&["--no-keepalive"]), "epoll");
+}
+
+#[test]
 fn a_bad_volley_io_names_the_variable() {
     let out = Command::new(env!("CARGO_BIN_EXE_volley"))
         .args(["run", "http://127.0.0.1:9/", "-n", "1"])

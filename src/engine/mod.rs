@@ -269,7 +269,7 @@ pub fn run(
     interrupts: &AtomicUsize,
     observer: &mut dyn Observer,
 ) -> std::io::Result<EngineOutput> {
-    let (io, mut io_note) = choose_io(spec.io)?;
+    let (io, mut io_note) = choose_io(spec.io, spec.keepalive)?;
     let clock = Clock::start();
     let wall_start = SystemTime::now();
     let shared = Arc::new(Shared::new(spec, &plan, route, clock, io));
@@ -343,10 +343,14 @@ pub fn run(
     })
 }
 
-/// The backend for `choice`, and why io_uring is not used where `auto` wanted it.
-fn choose_io(choice: IoChoice) -> std::io::Result<(IoBackend, Option<String>)> {
+/// The backend for `choice`, and why io_uring is not used where `auto` wanted it. `auto`
+/// wants it for keep-alive loads only: with a connection per request the ring's set-up per
+/// connection (a connect poll, a multishot receive armed and torn down) costs more client CPU
+/// than its batching saves (BENCHMARKS.md, "A new connection per request").
+fn choose_io(choice: IoChoice, keepalive: bool) -> std::io::Result<(IoBackend, Option<String>)> {
     match choice {
         IoChoice::Epoll => Ok((IoBackend::Epoll, None)),
+        IoChoice::Auto if !keepalive => Ok((IoBackend::Epoll, None)),
         IoChoice::Uring => match ring::probe() {
             Ok(()) => Ok((IoBackend::Uring, None)),
             Err(e) => Err(std::io::Error::other(format!(
