@@ -6,11 +6,14 @@
 #   closed-T-IO   volley -c 50 -t T --io IO (closed loop, keep-alive)
 #   open-T-IO     volley -R RATE -c 50 -t T --io IO (open loop)
 #
-# for T in 1 2 and IO in uring epoll. Both thread counts run pinned to the same CLIENT_CPU:
-# with 2 cores, one is the server's, so a second client core would only be taken from it.
-# This measures what a second thread costs per request (its own ring or epoll instance,
-# histograms and schedule), not scaling, which needs a server on another machine. Client CPU
-# is user + sys from /usr/bin/time. Every repetition runs every cell, in an order rotating by
+# for T in 1 2 and IO in uring epoll. The closed loop keeps the server busy, so both thread
+# counts run on CLIENT_CPU alone: the two threads take turns on one core, and the difference
+# is the cost of switching between them (the context switches per request are shown). The
+# open loop at RATE leaves the server mostly idle, so its -t 2 runs on CLIENT_CPU and
+# SERVER_CPU (OPEN_T2_CPUS): the threads run at the same time, and anything they shared on
+# the hot path (a lock, a cache line written by both) would show as CPU per request above
+# -t 1's. Scaling needs a server on another machine and is not claimed. Client CPU is user +
+# sys from /usr/bin/time. Every repetition runs every cell, in an order rotating by
 # one per repetition. The table goes between <!-- threads:begin --> and <!-- threads:end --> of
 # BENCHMARKS.md.
 #
@@ -19,6 +22,7 @@
 #
 # Environment (all optional):
 #   REPS=3  DURATION=10s  CONNECTIONS=50  RATE=20000  CLIENT_CPU=0  SERVER_CPU=1
+#   OPEN_T2_CPUS=CLIENT_CPU,SERVER_CPU   where the open loop's -t 2 runs
 #   IOS="uring epoll"   VOLLEY=<path> / VOLLEY_REV=<rev>   OUT_DIR  BENCH_MD  UPDATE_MD=0
 #   BUSY_MAX=20  WAIT_QUIET=120
 #
@@ -32,6 +36,7 @@ RATE=${RATE:-20000}
 CLIENT_CPU=${CLIENT_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 IOS=${IOS:-uring epoll}
+OPEN_T2_CPUS=${OPEN_T2_CPUS:-$CLIENT_CPU,$SERVER_CPU}
 UPDATE_MD=${UPDATE_MD:-1}
 BUSY_MAX=${BUSY_MAX:-20}
 WAIT_QUIET=${WAIT_QUIET:-120}
@@ -76,18 +81,20 @@ for ((rep = 1; rep <= REPS; rep++)); do
         cell=${CELLS[$(((k + rep - 1) % n))]}
         IFS=- read -r kind t io <<<"$cell"
         args=(run "$URL" -c "$CONNECTIONS" -t "$t" -d "$DURATION" --io "$io" --allow-shortfall --quiet)
+        cpus=$CLIENT_CPU
         [[ $kind == open ]] && args+=(-R "$RATE")
+        [[ $kind == open && $t == 2 ]] && cpus=$OPEN_T2_CPUS
         base="$OUT_DIR/$cell-rep$rep"
         wait_quiet >"$base.busy"
-        log "rep $rep/$REPS: $cell"
-        /usr/bin/time -f '%U %S %e %M' -o "$base.time" taskset -c "$CLIENT_CPU" "$TMP/volley" "${args[@]}" \
+        log "rep $rep/$REPS: $cell (CPUs $cpus)"
+        /usr/bin/time -f '%U %S %e %M %w %c' -o "$base.time" taskset -c "$cpus" "$TMP/volley" "${args[@]}" \
             --json "$base.json" >"$base.out" 2>"$base.err" || die 1 "$cell rep $rep failed: $(tail -n 3 "$base.err")"
     done
 done
 
 OUT_DIR="$OUT_DIR" BENCH_MD="$BENCH_MD" UPDATE_MD="$UPDATE_MD" REPS="$REPS" DURATION="$DURATION" \
     CONNECTIONS="$CONNECTIONS" RATE="$RATE" VOLLEY_VERSION="$VOLLEY_VERSION" IOS="$IOS" \
-    CLIENT_CPU="$CLIENT_CPU" SERVER_CPU="$SERVER_CPU" python3 - <<'EOF'
+    CLIENT_CPU="$CLIENT_CPU" SERVER_CPU="$SERVER_CPU" OPEN_T2_CPUS="$OPEN_T2_CPUS" python3 - <<'EOF'
 import glob, json, os, re, statistics, sys
 E = os.environ
 out, reps = E["OUT_DIR"], int(E["REPS"])
@@ -95,16 +102,20 @@ runs = {}
 for f in glob.glob(os.path.join(out, "*.json")):
     cell, rep = re.match(r"(.*)-rep(\d+)\.json$", os.path.basename(f)).groups()
     d = json.load(open(f))
-    u, s, e, m = open(f[:-5] + ".time").read().split()[-4:]
+    u, s, e, m, w, c = open(f[:-5] + ".time").read().split()[-6:]
     n = d["requests"]["completed"]
     runs.setdefault(cell, {})[int(rep)] = dict(cpu=(float(u) + float(s)) / n * 1e6, rps=d["throughput_rps"],
+                                                cs=(int(w) + int(c)) / n,
                                                 io=d["client"].get("io"), busy=int(open(f[:-5] + ".busy").read()))
 med = statistics.median
 L = [f"Run by `REPS={reps} DURATION={E['DURATION']} RATE={E['RATE']} bench/threads.sh` ({E['VOLLEY_VERSION']}); "
-     f"nginx (1 worker) on CPU {E['SERVER_CPU']}, volley on CPU {E['CLIENT_CPU']} with either thread count; "
-     f"{E['CONNECTIONS']} connections; raw outputs in `{os.path.relpath(out, os.path.dirname(E['BENCH_MD']))}/`.", "",
-     "| load | --io | -t 1 CPU µs/req | -t 2 CPU µs/req | -t 2 ÷ -t 1 (per repetition: median, range) | req/s -t 1 | req/s -t 2 |",
-     "|---|---|---:|---:|---:|---:|---:|"]
+     f"nginx (1 worker) on CPU {E['SERVER_CPU']}; volley on CPU {E['CLIENT_CPU']}, except the open loop's -t 2 on CPUs "
+     f"{E['OPEN_T2_CPUS']} (its threads run side by side); {E['CONNECTIONS']} connections; raw outputs in "
+     f"`{os.path.relpath(out, os.path.dirname(E['BENCH_MD']))}/`. Context switches are volley's voluntary + "
+     "involuntary ones (/usr/bin/time) per request.", "",
+     "| load | --io | -t 1 CPU µs/req | -t 2 CPU µs/req | -t 2 ÷ -t 1 (per repetition: median, range) | "
+     "context switches/req -t 1 → -t 2 | req/s -t 1 | req/s -t 2 |",
+     "|---|---|---:|---:|---:|---:|---:|---:|"]
 worst = []
 for io in E["IOS"].split():
     for kind in ("closed", "open"):
@@ -115,7 +126,9 @@ for io in E["IOS"].split():
         worst.append(max(abs(x - 1) for x in ratios))
         load = "closed loop" if kind == "closed" else f"-R {int(E['RATE']):,}"
         L.append(f"| {load} | {io} | {med(x['cpu'] for x in a.values()):.2f} | {med(x['cpu'] for x in b.values()):.2f} | "
-                 f"**{med(ratios):.3f}** ({min(ratios):.3f}–{max(ratios):.3f}) | {med(x['rps'] for x in a.values()):,.0f} | "
+                 f"**{med(ratios):.3f}** ({min(ratios):.3f}–{max(ratios):.3f}) | "
+                 f"{med(x['cs'] for x in a.values()):.3f} → {med(x['cs'] for x in b.values()):.3f} | "
+                 f"{med(x['rps'] for x in a.values()):,.0f} | "
                  f"{med(x['rps'] for x in b.values()):,.0f} |")
 busy = [x["busy"] for c in runs.values() for x in c.values()]
 L += ["", f"Machine busy before the runs: at most {max(busy)} % (other work)."]

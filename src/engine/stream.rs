@@ -210,6 +210,18 @@ impl Stream {
         }
     }
 
+    /// [`Stream::write`] of bytes from the run's shared request stream, which an io_uring
+    /// socket sends without copying them.
+    #[inline]
+    pub fn write_shared(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            // SAFETY: callers pass only `engine::Shared::stream_bytes`, which the engine holds
+            // until every worker (and its ring) has ended.
+            Stream::Plain(Socket::Ring(r)) => unsafe { r.write_stable(buf) },
+            other => other.write(buf),
+        }
+    }
+
     /// Sends what TLS still holds of earlier writes (`WouldBlock` while the socket is full).
     #[inline]
     pub fn flush(&mut self) -> io::Result<()> {

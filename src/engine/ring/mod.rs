@@ -22,8 +22,14 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 pub use socket::RingSocket;
 
-/// Submission queue entries (the completion queue is twice as long).
+/// Submission queue entries (the completion queue is at least twice as long).
 const ENTRIES: u32 = 1024;
+/// The longest completion queue: the kernel keeps what overflows it (`IORING_FEAT_NODROP`),
+/// and a longer one costs memory for every thread (16 bytes an entry).
+const MAX_CQ_ENTRIES: u32 = 4096;
+/// Completions handled per wait: the rest wait in the queue for the next (which then returns
+/// at once), so the worker's event lists stay this short whatever the connections.
+const REAP_PER_WAIT: usize = 1024;
 
 /// What a completion was for (the low bits of its user data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +209,7 @@ impl Core {
         let cq_entries = (connections as u32)
             .saturating_mul(2)
             .next_power_of_two()
-            .clamp(ENTRIES * 2, 16 * 1024);
+            .clamp(ENTRIES * 2, MAX_CQ_ENTRIES);
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
@@ -246,7 +252,7 @@ impl Core {
             pending: 0,
             enters: 0,
             waker,
-            batch: Vec::with_capacity(cq_entries as usize),
+            batch: Vec::with_capacity(REAP_PER_WAIT),
             rearm: Vec::new(),
             stash: Vec::new(),
             held: Vec::new(),
@@ -287,7 +293,7 @@ impl Core {
                     ) =>
                 {
                     let mut stash = std::mem::take(&mut self.stash);
-                    self.reap_into(&mut stash);
+                    self.reap_into(&mut stash, usize::MAX);
                     self.stash = stash;
                     self.bufs.take_done(&mut self.held);
                 }
@@ -368,21 +374,23 @@ impl Core {
                 ) => {}
             Err(e) => return Err(e),
         }
-        self.reap_into(out);
+        self.reap_into(out, REAP_PER_WAIT);
         Ok(())
     }
 
-    fn reap_into(&mut self, out: &mut Vec<RingEvent>) {
+    /// Handles at most `limit` completions.
+    fn reap_into(&mut self, out: &mut Vec<RingEvent>, mut limit: usize) {
         let mut rearm = std::mem::take(&mut self.rearm);
         let mut batch = std::mem::take(&mut self.batch);
         // The completion queue is borrowed while entries are read, so they are copied out
-        // first, a queue's worth at a time.
+        // first, a batch at a time.
         loop {
             batch.clear();
-            batch.extend(self.ring.completion());
+            batch.extend(self.ring.completion().take(limit.min(REAP_PER_WAIT)));
             if batch.is_empty() {
                 break;
             }
+            limit -= batch.len();
             for cqe in &batch {
                 if let Some(slot) = self.complete(cqe, out) {
                     rearm.push(slot);
@@ -506,7 +514,8 @@ impl Core {
         let mut sink = Vec::new();
         while self.pending > 0 && std::time::Instant::now() < deadline {
             let _ = self.ring.submitter().submit_with_args(1, &args);
-            self.reap_into(&mut sink);
+            sink.clear();
+            self.reap_into(&mut sink, usize::MAX);
         }
         if self.pending > 0 {
             // The kernel still holds send buffers: leak them rather than free memory it may

@@ -44,6 +44,10 @@ pub struct RingSocket {
     /// The send in flight (the kernel reads it until its completion); `sent` of it went.
     sending: Vec<u8>,
     sent: usize,
+    /// Bytes of the run's request stream to send as they are (no copy): (address, length),
+    /// queued ahead of `queued`; `stable_in_flight` once submitted.
+    stable: (usize, usize),
+    stable_in_flight: bool,
     /// Registered as dirty since the last wait.
     dirty: bool,
     /// A write was refused: its room coming back is a writable event.
@@ -67,6 +71,8 @@ impl RingSocket {
             queued: Vec::new(),
             sending: Vec::new(),
             sent: 0,
+            stable: (0, 0),
+            stable_in_flight: false,
             dirty: false,
             blocked: false,
             send_error: None,
@@ -193,7 +199,7 @@ impl RingSocket {
         if let Some(errno) = self.send_error {
             return Err(io::Error::from_raw_os_error(errno));
         }
-        let held = self.queued.len() + self.sending.len() - self.sent;
+        let held = self.queued.len() + self.sending.len() + self.stable.1 - self.sent;
         let n = buf.len().min(QUEUE_BYTES.saturating_sub(held));
         if n == 0 && !buf.is_empty() {
             self.blocked = true;
@@ -203,28 +209,74 @@ impl RingSocket {
             self.queued = with_core(|c| c.buffer()).unwrap_or_default();
         }
         self.queued.extend_from_slice(&buf[..n]);
-        if !self.dirty && self.sending.is_empty() {
+        self.mark_dirty();
+        Ok(n)
+    }
+
+    /// Like [`RingSocket::write`], without copying when nothing else is queued or in flight:
+    /// the send reads `buf` itself. The hot path of a run of one request: every connection
+    /// sends the same bytes, so a copy per request (and a buffer per connection, 1 MB at
+    /// 10,000 users) is saved.
+    ///
+    /// # Safety
+    /// `buf` must stay valid and unchanged until this thread's ring is gone (the run's shared
+    /// request stream, which the engine holds until its workers have ended).
+    pub unsafe fn write_stable(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let idle = self.queued.is_empty() && self.sending.is_empty() && self.stable.1 == 0;
+        if !idle || self.send_error.is_some() || buf.is_empty() {
+            return self.write(buf);
+        }
+        let n = buf.len().min(QUEUE_BYTES);
+        self.stable = (buf.as_ptr() as usize, n);
+        self.mark_dirty();
+        Ok(n)
+    }
+
+    fn in_flight(&self) -> bool {
+        !self.sending.is_empty() || self.stable_in_flight
+    }
+
+    fn mark_dirty(&mut self) {
+        if !self.dirty && !self.in_flight() {
             self.dirty = true;
             let (slot, gen) = (self.slot, self.gen);
             with_core(|c| c.dirty.push((slot, gen)));
         }
-        Ok(n)
     }
 
     /// Sends what is queued unless a send is in flight (called before the loop waits).
     pub fn submit(&mut self) {
         self.dirty = false;
-        if !self.sending.is_empty() || self.queued.is_empty() {
+        if self.in_flight() {
             return;
         }
-        std::mem::swap(&mut self.sending, &mut self.queued);
         self.sent = 0;
+        if self.stable.1 > 0 {
+            self.stable_in_flight = true;
+        } else if self.queued.is_empty() {
+            return;
+        } else {
+            std::mem::swap(&mut self.sending, &mut self.queued);
+        }
         self.send_rest();
     }
 
+    /// The bytes of the send in flight not sent yet.
+    fn rest(&self) -> (*const u8, usize) {
+        if self.stable_in_flight {
+            (
+                (self.stable.0 + self.sent) as *const u8,
+                self.stable.1 - self.sent,
+            )
+        } else {
+            let rest = &self.sending[self.sent..];
+            (rest.as_ptr(), rest.len())
+        }
+    }
+
     fn send_rest(&mut self) {
-        let rest = &self.sending[self.sent..];
-        let sqe = opcode::Send::new(types::Fd(self.fd), rest.as_ptr(), rest.len() as u32)
+        let (ptr, len) = self.rest();
+        let sqe = opcode::Send::new(types::Fd(self.fd), ptr, len as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build()
             .user_data(tag(Op::Send, self.slot, self.gen));
@@ -240,7 +292,7 @@ impl RingSocket {
             return true;
         }
         self.sent += res as usize;
-        if self.sent < self.sending.len() {
+        if self.rest().1 > 0 {
             // A short send (the socket's buffer filled): the rest goes when it completes.
             self.send_rest();
             return false;
@@ -250,9 +302,14 @@ impl RingSocket {
         std::mem::take(&mut self.blocked)
     }
 
+    /// The send in flight is over: its buffer goes back to the pool.
     fn give_back(&mut self) {
-        let buf = std::mem::take(&mut self.sending);
         self.sent = 0;
+        if std::mem::take(&mut self.stable_in_flight) {
+            self.stable = (0, 0);
+            return;
+        }
+        let buf = std::mem::take(&mut self.sending);
         with_core(|c| c.give_back(buf));
     }
 }
@@ -268,6 +325,8 @@ impl Drop for RingSocket {
         let sending = std::mem::take(&mut self.sending);
         let (slot, gen) = (self.slot, self.gen);
         let (receiving, connecting) = (self.receiving, self.connecting);
+        // The run's request stream outlives the ring: a send from it needs no graveyard.
+        let stable_in_flight = self.stable_in_flight;
         let mut left = Some((fd, sending));
         with_core(|c| {
             let (fd, sending) = left.take().expect("taken once");
@@ -276,7 +335,7 @@ impl Drop for RingSocket {
             }
             // A send the peer does not take would otherwise hold the socket open (no FIN)
             // until the run ends.
-            let send_in_flight = !sending.is_empty();
+            let send_in_flight = !sending.is_empty() || stable_in_flight;
             for (on, op) in [
                 (receiving, Op::Recv),
                 (connecting, Op::Connect),

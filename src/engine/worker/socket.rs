@@ -194,7 +194,7 @@ impl Worker {
             let off = (c.write_pos % len) as usize;
             let avail =
                 ((c.write_end - c.write_pos) as usize).min(self.shared.stream_bytes.len() - off);
-            match s.write(&self.shared.stream_bytes[off..off + avail]) {
+            match s.write_shared(&self.shared.stream_bytes[off..off + avail]) {
                 Ok(0) => {
                     self.fail(i, ErrorKind::Closed, now, true);
                     return;
