@@ -40,12 +40,16 @@ fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>)
         checks: Default::default(),
         verify: false,
         shard: None,
-        // `make test` runs this file again on epoll.
-        io: match std::env::var("VOLLEY_IO").as_deref() {
-            Ok("epoll") => volley::plan::IoChoice::Epoll,
-            Ok("uring") => volley::plan::IoChoice::Uring,
-            _ => volley::plan::IoChoice::Auto,
-        },
+        io: io_choice(),
+    }
+}
+
+/// `make test` runs this file again on epoll (`VOLLEY_IO=epoll`).
+fn io_choice() -> volley::plan::IoChoice {
+    match std::env::var("VOLLEY_IO").as_deref() {
+        Ok("epoll") => volley::plan::IoChoice::Epoll,
+        Ok("uring") => volley::plan::IoChoice::Uring,
+        _ => volley::plan::IoChoice::Auto,
     }
 }
 
@@ -53,6 +57,7 @@ fn tcp(addr: std::net::SocketAddr) -> Route {
     Route {
         endpoint: Endpoint::Tcp(addr),
         tls: None,
+        io: engine::choose_io(io_choice(), true).unwrap(),
     }
 }
 

@@ -96,6 +96,7 @@ fn run(spec: &LoadSpec, addr: std::net::SocketAddr) -> engine::EngineOutput {
         Route {
             endpoint: Endpoint::Tcp(addr),
             tls: None,
+            io: engine::choose_io(spec.io, spec.keepalive).unwrap(),
         },
         &AtomicUsize::new(0),
         &mut engine::Observers(vec![]),

@@ -38,6 +38,17 @@ pub struct Route {
     pub endpoint: Endpoint,
     /// TLS, for `https://`.
     pub tls: Option<TlsClient>,
+    /// How the workers move bytes ([`choose_io`], before the run's clock starts).
+    pub io: IoPick,
+}
+
+/// The I/O backend a run uses, and why io_uring is not used where `--io auto` wanted it.
+#[derive(Debug, Clone)]
+pub struct IoPick {
+    /// The backend.
+    pub backend: IoBackend,
+    /// `auto` fell back to epoll: why.
+    pub note: Option<String>,
 }
 
 /// What a run's first exchanges found wrong with the server's set-up before any response
@@ -269,7 +280,7 @@ pub fn run(
     interrupts: &AtomicUsize,
     observer: &mut dyn Observer,
 ) -> std::io::Result<EngineOutput> {
-    let (io, mut io_note) = choose_io(spec.io, spec.keepalive)?;
+    let (io, mut io_note) = (route.io.backend, route.io.note.clone());
     let clock = Clock::start();
     let wall_start = SystemTime::now();
     let shared = Arc::new(Shared::new(spec, &plan, route, clock, io));
@@ -343,24 +354,23 @@ pub fn run(
     })
 }
 
-/// The backend for `choice`, and why io_uring is not used where `auto` wanted it. `auto`
-/// wants it for keep-alive loads only: with a connection per request the ring's set-up per
-/// connection (a connect poll, a multishot receive armed and torn down) costs more client CPU
-/// than its batching saves (BENCHMARKS.md, "A new connection per request").
-fn choose_io(choice: IoChoice, keepalive: bool) -> std::io::Result<(IoBackend, Option<String>)> {
+/// The backend for `choice` (probing io_uring takes a moment, so this runs before the clock
+/// does). `auto` wants io_uring for keep-alive loads only: with a connection per request the
+/// ring's set-up per connection (a connect poll, a multishot receive armed and torn down)
+/// costs more client CPU than its batching saves (BENCHMARKS.md, "A new connection per
+/// request"). Err: why an explicit `--io uring` cannot be had.
+pub fn choose_io(choice: IoChoice, keepalive: bool) -> Result<IoPick, String> {
+    let pick = |backend, note| IoPick { backend, note };
     match choice {
-        IoChoice::Epoll => Ok((IoBackend::Epoll, None)),
-        IoChoice::Auto if !keepalive => Ok((IoBackend::Epoll, None)),
-        IoChoice::Uring => match ring::probe() {
-            Ok(()) => Ok((IoBackend::Uring, None)),
-            Err(e) => Err(std::io::Error::other(format!(
-                "--io uring: io_uring cannot be used here: {e} (--io epoll works everywhere)"
-            ))),
-        },
-        IoChoice::Auto => match ring::probe() {
-            Ok(()) => Ok((IoBackend::Uring, None)),
-            Err(e) => Ok((IoBackend::Epoll, Some(e.0))),
-        },
+        IoChoice::Epoll => Ok(pick(IoBackend::Epoll, None)),
+        IoChoice::Auto if !keepalive => Ok(pick(IoBackend::Epoll, None)),
+        IoChoice::Uring => ring::probe()
+            .map(|()| pick(IoBackend::Uring, None))
+            .map_err(|e| e.0),
+        IoChoice::Auto => Ok(match ring::probe() {
+            Ok(()) => pick(IoBackend::Uring, None),
+            Err(e) => pick(IoBackend::Epoll, Some(e.0)),
+        }),
     }
 }
 

@@ -109,9 +109,8 @@ pub struct Prepared {
 /// 2 s at most — the same for `volley run` and suite cells, which both come here).
 pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     let load = &cfg.load;
-    if load.io == crate::plan::IoChoice::Uring {
-        crate::engine::ring::probe().map_err(|e| MeasureError::Io(e.0))?;
-    }
+    // Before the monitor is armed and the engine's clock starts: probing takes a moment.
+    let io = crate::engine::choose_io(load.io, load.keepalive).map_err(MeasureError::Io)?;
     let clock = shard::check_clock(cfg)?;
     let sampler = match &cfg.monitor {
         Some(m) => {
@@ -135,6 +134,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
             route: Route {
                 endpoint: Endpoint::Unix(path.clone()),
                 tls,
+                io,
             },
             tried: Vec::new(),
             reachable: true,
@@ -148,6 +148,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
         route: Route {
             endpoint: Endpoint::Tcp(picked.addr),
             tls,
+            io,
         },
         reachable: picked.listening != Some(false),
         tried,
