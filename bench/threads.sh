@@ -4,7 +4,9 @@
 # pinned nginx worker (loopback).
 #
 #   closed-T-IO   volley -c 50 -t T --io IO (closed loop, keep-alive)
-#   open-T-IO     volley -R RATE -c 50 -t T --io IO (open loop)
+#   open-T-IO     volley -R RATE×T/2 -c 50 -t T --io IO (open loop, RATE/2 per thread either way:
+#                 what an open-loop request costs depends on its thread's rate, through its
+#                 wake-ups per request)
 #
 # for T in 1 2 and IO in uring epoll. The closed loop keeps the server busy, so both thread
 # counts run on CLIENT_CPU alone: the two threads take turns on one core, and the difference
@@ -82,7 +84,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
         IFS=- read -r kind t io <<<"$cell"
         args=(run "$URL" -c "$CONNECTIONS" -t "$t" -d "$DURATION" --io "$io" --allow-shortfall --quiet)
         cpus=$CLIENT_CPU
-        [[ $kind == open ]] && args+=(-R "$RATE")
+        # The same rate per thread: a thread's wake-ups per request depend on its own rate.
+        [[ $kind == open ]] && args+=(-R "$((RATE * t / 2))")
         [[ $kind == open && $t == 2 ]] && cpus=$OPEN_T2_CPUS
         base="$OUT_DIR/$cell-rep$rep"
         wait_quiet >"$base.busy"
@@ -124,7 +127,8 @@ for io in E["IOS"].split():
         if not ratios:
             continue
         worst.append(max(abs(x - 1) for x in ratios))
-        load = "closed loop" if kind == "closed" else f"-R {int(E['RATE']):,}"
+        load = ("closed loop" if kind == "closed"
+                else f"-R {int(E['RATE']) // 2:,} -t 1 / -R {int(E['RATE']):,} -t 2 ({int(E['RATE']) // 2:,} per thread)")
         L.append(f"| {load} | {io} | {med(x['cpu'] for x in a.values()):.2f} | {med(x['cpu'] for x in b.values()):.2f} | "
                  f"**{med(ratios):.3f}** ({min(ratios):.3f}–{max(ratios):.3f}) | "
                  f"{med(x['cs'] for x in a.values()):.3f} → {med(x['cs'] for x in b.values()):.3f} | "
