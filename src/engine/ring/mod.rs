@@ -149,8 +149,6 @@ pub(crate) struct Core {
     to_close: Vec<OwnedFd>,
     /// Operations the kernel may still complete.
     pending: usize,
-    /// Syscalls into the ring (`io_uring_enter`), for the tests of batching.
-    enters: u64,
     /// The worker's epoll instance, polled for its waker.
     waker: RawFd,
     /// Room reused by every reap: completions copied out, receives to arm again.
@@ -195,11 +193,6 @@ pub fn uninstall() {
     if let Some(mut core) = CORE.with(|c| c.borrow_mut().take()) {
         core.drain();
     }
-}
-
-/// Syscalls into this thread's ring so far.
-pub fn enters() -> u64 {
-    with_core(|c| c.enters).unwrap_or(0)
 }
 
 impl Core {
@@ -250,7 +243,6 @@ impl Core {
             pool: Vec::new(),
             to_close: Vec::new(),
             pending: 0,
-            enters: 0,
             waker,
             batch: Vec::with_capacity(REAP_PER_WAIT),
             rearm: Vec::new(),
@@ -283,7 +275,6 @@ impl Core {
             }
             // The queue is full: submit it now. Completions reaped to make room are kept for
             // the worker's next wait, with their buffers.
-            self.enters += 1;
             match self.ring.submit() {
                 Ok(_) => {}
                 Err(e)
@@ -358,7 +349,6 @@ impl Core {
             Some(ts) => types::SubmitArgs::new().timespec(ts),
             None => types::SubmitArgs::new(),
         };
-        self.enters += 1;
         let r = self.ring.submitter().submit_with_args(want, &args);
         // SUBMIT_ALL: the kernel looked at every queued entry, so the numbers they name may be
         // reused now.
