@@ -9,7 +9,7 @@
 # (from rustup), musl-gcc for ring's C (`musl-tools`), and `file`, `ip` (`iproute2`), `openssl`
 # and `python3`. From apt, only when missing. Idempotent, non-interactive, and quiet when
 # everything is present. Needs root or sudo.
-# Also kubernetes-validate, from PyPI (below).
+# Also kubernetes-validate and prometheus_client, from PyPI (below).
 set -eu
 
 # kubernetes-validate (PyPI) checks the manifests `volley k8s` prints against the schemas of
@@ -24,6 +24,19 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
         exit 1
     }
     echo "installed: kubernetes-validate"
+fi
+
+# prometheus_client (PyPI): its OpenMetrics parser reads volley's /metrics (tests/live.rs).
+if ! python3 -c "import prometheus_client" >/dev/null 2>&1; then
+    if command -v pip3 >/dev/null 2>&1; then pip=pip3; else pip=pip; fi
+    "$pip" install --quiet --disable-pip-version-check prometheus_client==0.26.0 >/dev/null 2>&1 ||
+        "$pip" install --quiet --disable-pip-version-check --break-system-packages \
+            prometheus_client==0.26.0 >/dev/null
+    python3 -c "import prometheus_client" || {
+        echo "install-test-deps.sh: pip installed prometheus_client but python3 cannot import it" >&2
+        exit 1
+    }
+    echo "installed: prometheus_client"
 fi
 
 musl=x86_64-unknown-linux-musl

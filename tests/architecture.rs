@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["monitor"],
     &["measure"],
     &["report"],
-    &["merge"],
+    &["merge", "live"],
     &["capacity"],
     &["harness", "compare", "serve", "shard"],
     &["cmd"],

@@ -7,6 +7,7 @@ pub mod capacity;
 pub mod compare;
 pub mod habits;
 pub mod k8s;
+pub mod live;
 pub mod merge;
 pub mod monitor;
 pub mod report;

@@ -51,6 +51,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub html: Option<PathBuf>,
 
+    /// The live views.
+    #[command(flatten)]
+    pub live: super::live::LiveArgs,
+
     /// No live progress line.
     // `--no-tui` is oha's spelling.
     #[arg(short = 'q', long, alias = "no-tui")]
@@ -135,6 +139,16 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
             return fail(ExitCode::Usage, &msg);
         }
     }
+    let live_views = match super::live::start(&args.live, &cfg, &argv) {
+        Ok(l) => l,
+        Err(msg) => {
+            outputs.discard();
+            return fail(ExitCode::Usage, &msg);
+        }
+    };
+    let mut live_observer = live_views
+        .as_ref()
+        .map(|l| l.observer(cfg.load.rate_rps, cores));
     let live = !args.quiet && std::io::stderr().is_terminal();
     let mut live_line = LiveLine::new(live, cfg.load.duration.map(|d| d.as_secs_f64()));
     let mut hdr_log = outputs.hdr_log.take().map(|out| {
@@ -153,8 +167,17 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         if let Some(h) = hdr_log.as_mut() {
             observers.push(h);
         }
+        if let Some(o) = live_observer.as_mut() {
+            observers.push(o);
+        }
         measure::run(&cfg, prepared, &ctx, interrupts, &mut Observers(observers))
     };
+    if let Some(live) = live_views {
+        // The page becomes the report: the same page `--html` writes.
+        let result = measured.as_ref().ok().map(|m| &m.result);
+        let html = result.map(|r| Format::Html.reporter().render(&Report::single(r.clone())));
+        live.finish(result, html.as_deref());
+    }
     let m = match measured {
         Ok(m) => m,
         Err(e) => {

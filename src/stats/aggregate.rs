@@ -49,19 +49,24 @@ impl TimePoint {
     }
 }
 
-/// A finished bucket, with the merged histogram for the interval log.
+/// A finished bucket, with the merged histograms for the interval log and live views.
 #[derive(Debug)]
 pub struct FinishedBucket {
     /// The summary kept in the time series.
     pub point: TimePoint,
     /// All threads' corrected latency for this bucket.
     pub latency: Hist,
+    /// All threads' service time for this bucket.
+    pub service: Hist,
+    /// All threads' counters for this bucket (errors by kind, status codes).
+    pub counts: Counters,
 }
 
 struct Pending {
     reported: usize,
     users: u64,
     latency: Hist,
+    service: Hist,
     counts: Counters,
 }
 
@@ -116,12 +121,16 @@ impl Aggregator {
             reported: 0,
             users: 0,
             latency: new_hist(),
+            service: new_hist(),
             counts: Counters::default(),
         });
         p.reported += 1;
         p.users += iv.users;
         p.latency
             .add(&iv.latency)
+            .expect("auto-resizing histograms accept any value");
+        p.service
+            .add(&iv.service)
             .expect("auto-resizing histograms accept any value");
         p.counts.merge(&iv.counts);
         // A worker sends each bucket at most once and in order, so a bucket every worker has
@@ -185,6 +194,8 @@ impl Aggregator {
         FinishedBucket {
             point,
             latency: p.latency,
+            service: p.service,
+            counts: p.counts,
         }
     }
 }

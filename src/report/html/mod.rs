@@ -32,13 +32,13 @@ use super::Reporter;
 /// The page skeleton; `{{name}}` placeholders are filled by [`fill`].
 const TEMPLATE: &str = include_str!("../assets/report.html");
 /// The page's own style.
-const CSS: &str = include_str!("../assets/report.css");
+pub const CSS: &str = include_str!("../assets/report.css");
 /// Charts, sorting and the self-test.
 const JS: &str = include_str!("../assets/report.js");
 /// uPlot, vendored unchanged (see `src/report/assets/uplot/README.md`).
-const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.js");
+pub const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.js");
 /// uPlot's style.
-const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
+pub const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
 
 /// HTML reporter.
 pub struct HtmlReporter;

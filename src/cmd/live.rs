@@ -1,0 +1,121 @@
+//! The live-view flags shared by `run` (and the suite and capacity commands): `--dashboard`,
+//! `--dashboard-addr`, `--metrics-addr`. docs/contract.md, "Watching a run live".
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use clap::Args;
+
+use crate::config::RunConfig;
+use crate::live::{random_hex, Live, LiveOptions, Meta, Names};
+use crate::result::redact;
+
+/// Watching a run while it happens.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LiveArgs {
+    /// Serve a live dashboard on 127.0.0.1 (a free port) while the run lasts; its URL, with a
+    /// random token, is printed.
+    #[arg(long)]
+    pub dashboard: bool,
+
+    /// Serve the dashboard on ADDR (`127.0.0.1:8080`, `:8080`, `[::1]:8080`; 0.0.0.0 only
+    /// when other machines must see it: the token still guards it).
+    #[arg(long, value_name = "ADDR")]
+    pub dashboard_addr: Option<String>,
+
+    /// Serve OpenMetrics text at http://ADDR/metrics while the run lasts (for Prometheus).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
+}
+
+impl LiveArgs {
+    /// The addresses asked for; an error names the flag.
+    pub fn options(&self) -> Result<LiveOptions, String> {
+        let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+        let dashboard = match &self.dashboard_addr {
+            Some(a) => Some(parse_addr(a).map_err(|e| format!("--dashboard-addr {a}: {e}"))?),
+            None => self.dashboard.then_some(loopback),
+        };
+        let metrics = match &self.metrics_addr {
+            Some(a) => Some(parse_addr(a).map_err(|e| format!("--metrics-addr {a}: {e}"))?),
+            None => None,
+        };
+        Ok(LiveOptions { dashboard, metrics })
+    }
+}
+
+/// `HOST:PORT` with an address literal or `localhost`, `:PORT`, or `PORT` (both on 127.0.0.1).
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(port) = s.trim_start_matches(':').parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    if let Some(port) = s.strip_prefix("localhost:") {
+        let port = port
+            .parse::<u16>()
+            .map_err(|_| format!("`{port}` is not a port"))?;
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    s.parse::<SocketAddr>().map_err(|_| {
+        "not an address: give HOST:PORT with an IP address or localhost (127.0.0.1:9090, \
+         [::1]:9090, :9090)"
+            .to_string()
+    })
+}
+
+/// Starts the live views `args` asks for, for the run of `cfg`, and prints where they are;
+/// `None` when none was asked for.
+pub fn start(args: &LiveArgs, cfg: &RunConfig, argv: &[String]) -> Result<Option<Live>, String> {
+    let opts = args.options()?;
+    if opts.is_empty() {
+        return Ok(None);
+    }
+    let load = &cfg.load;
+    let meta = Meta {
+        run_id: random_hex(8),
+        title: redact::url(&load.target.url).into_owned(),
+        argv: redact::argv(argv),
+        mode: load.mode().as_str().to_string(),
+        target_rps: load.rate_rps,
+        duration_s: load.duration.map(|d| d.as_secs_f64()),
+        connections: load.connections,
+        replay_cap_bytes: crate::live::feed::TICK_BYTES_CAP,
+    };
+    let names = Names {
+        scenario: "run".into(),
+        endpoint: if load.workload.is_some() {
+            "*".into()
+        } else {
+            load.target.path.clone()
+        },
+    };
+    let live = Live::start(&opts, meta, names).map_err(|e| e.to_string())?;
+    if let Some(url) = live.dashboard_url() {
+        eprintln!("volley: dashboard at {url}");
+    }
+    if let Some(url) = live.metrics_url() {
+        eprintln!("volley: metrics at {url}");
+    }
+    Ok(Some(live))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_people_type() {
+        assert_eq!(parse_addr("9090").unwrap().to_string(), "127.0.0.1:9090");
+        assert_eq!(parse_addr(":9090").unwrap().to_string(), "127.0.0.1:9090");
+        assert_eq!(
+            parse_addr("localhost:9090").unwrap().to_string(),
+            "127.0.0.1:9090"
+        );
+        assert_eq!(parse_addr("[::1]:9090").unwrap().to_string(), "[::1]:9090");
+        assert_eq!(
+            parse_addr("0.0.0.0:9090").unwrap().to_string(),
+            "0.0.0.0:9090"
+        );
+        assert!(parse_addr("example.com:9090").is_err());
+        assert!(parse_addr("127.0.0.1:99999").is_err());
+    }
+}

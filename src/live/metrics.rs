@@ -1,0 +1,319 @@
+//! `--metrics-addr`: the run's numbers in the OpenMetrics text format at `/metrics`, for a
+//! Prometheus scrape during a long run. The totals are updated once a second by the live
+//! observer (from the aggregator's finished seconds, never from a worker) and encoded on each
+//! scrape by the Prometheus org's `prometheus-client`.
+//!
+//! Histograms: the text format carries classic buckets only, so the run's HDR histograms
+//! (corrected latency, service time) are cut at [`BOUNDS_S`]: each bucket counts the values
+//! whose HDR bucket lies at or under its bound (HDR's 3 significant digits: a value within
+//! 0.1 % above a bound may be counted under it). The sum is HDR's mean × count.
+
+use std::borrow::Cow;
+use std::io;
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use super::http::{self, Handler, Request};
+use crate::stats::histogram::{new_hist, Hist};
+use crate::stats::recorder::Counters;
+
+/// Classic bucket bounds, seconds: 100 µs to 10 s, then +Inf.
+pub const BOUNDS_S: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// What `/metrics` shows, as of the last finished second.
+#[derive(Debug)]
+pub struct Totals {
+    /// The run's corrected latency so far, µs.
+    pub latency: Hist,
+    /// Its service time so far, µs.
+    pub service: Hist,
+    /// Its counters so far.
+    pub counts: Counters,
+    /// `-R`, when the run has one.
+    pub target_rps: Option<f64>,
+    /// Responses in the last finished second, per second.
+    pub achieved_rps: f64,
+    /// Virtual users active in the last second (ramp mode).
+    pub users: Option<u64>,
+    /// Volley's CPU seconds so far (user + system).
+    pub client_cpu_s: f64,
+}
+
+impl Default for Totals {
+    fn default() -> Self {
+        Totals {
+            latency: new_hist(),
+            service: new_hist(),
+            counts: Counters::default(),
+            target_rps: None,
+            achieved_rps: 0.0,
+            users: None,
+            client_cpu_s: 0.0,
+        }
+    }
+}
+
+impl Totals {
+    /// Requests written and not yet answered (nor failed after their write).
+    pub fn inflight(&self) -> u64 {
+        let e = &self.counts.errors;
+        let ended = self.counts.completed + e.timeout + e.reset + e.protocol + e.closed;
+        self.counts.sent.saturating_sub(ended)
+    }
+}
+
+/// The labels every series carries besides `run_id` (set on the registry).
+#[derive(Debug, Clone)]
+pub struct Names {
+    /// `run`, or the suite's scenario.
+    pub scenario: String,
+    /// The request's path, or `*` for a requests file's mix.
+    pub endpoint: String,
+}
+
+/// The collector a scrape encodes.
+#[derive(Debug)]
+struct Snapshot {
+    totals: Arc<Mutex<Totals>>,
+    names: Names,
+}
+
+type Labels<'a> = Vec<(&'static str, Cow<'a, str>)>;
+
+impl Collector for Snapshot {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let t = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        let base = |extra: Labels<'static>| -> Labels<'static> {
+            let mut l: Labels = vec![
+                ("scenario", Cow::Owned(self.names.scenario.clone())),
+                ("endpoint", Cow::Owned(self.names.endpoint.clone())),
+            ];
+            l.extend(extra);
+            l
+        };
+        {
+            let mut fam = enc.encode_descriptor(
+                "volley_requests",
+                "Responses completed, by status class",
+                None,
+                MetricType::Counter,
+            )?;
+            for (class, n) in status_classes(&t.counts) {
+                let labels = base(vec![("status_class", Cow::Borrowed(class))]);
+                fam.encode_family(&labels)?
+                    .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&n, None)?;
+            }
+        }
+        {
+            let mut fam = enc.encode_descriptor(
+                "volley_errors",
+                "Requests or connections that ended without a response, by kind",
+                None,
+                MetricType::Counter,
+            )?;
+            let e = &t.counts.errors;
+            for (kind, n) in [
+                ("connect", e.connect),
+                ("timeout", e.timeout),
+                ("reset", e.reset),
+                ("protocol", e.protocol),
+                ("closed", e.closed),
+            ] {
+                let labels = vec![("kind", Cow::Borrowed(kind))];
+                fam.encode_family(&labels)?
+                    .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&n, None)?;
+            }
+        }
+        histogram(
+            &mut enc,
+            "volley_request_duration",
+            "Corrected latency: from each request's due time (its send in a closed loop) to its response",
+            &t.latency,
+            &base(vec![]),
+        )?;
+        histogram(
+            &mut enc,
+            "volley_service_time",
+            "Service time: from each request's write to its response",
+            &t.service,
+            &base(vec![]),
+        )?;
+        let gauges: [(&str, &str, Option<f64>); 5] = [
+            (
+                "volley_target_rate",
+                "The requested rate (-R), requests per second",
+                t.target_rps,
+            ),
+            (
+                "volley_achieved_rate",
+                "Responses in the last finished second",
+                Some(t.achieved_rps),
+            ),
+            (
+                "volley_inflight",
+                "Requests written and not yet answered",
+                Some(t.inflight() as f64),
+            ),
+            (
+                "volley_users",
+                "Virtual users active in the last finished second",
+                t.users.map(|u| u as f64),
+            ),
+            (
+                "volley_client_cpu_seconds",
+                "Volley's own CPU time so far (user + system)",
+                Some(t.client_cpu_s),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            if let Some(v) = value {
+                enc.encode_descriptor(name, help, None, MetricType::Gauge)?
+                    .encode_gauge(&v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn histogram(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    h: &Hist,
+    labels: &Labels,
+) -> Result<(), std::fmt::Error> {
+    let (sum_s, count, buckets) = classic_buckets(h);
+    let mut fam = enc.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+    fam.encode_family(labels)?
+        .encode_histogram::<prometheus_client::encoding::NoLabelSet>(sum_s, count, &buckets, None)
+}
+
+/// The classic buckets of an HDR histogram of µs: (sum in seconds, count, [(bound, count in
+/// that bucket alone)]) ending with +Inf.
+pub fn classic_buckets(h: &Hist) -> (f64, u64, Vec<(f64, u64)>) {
+    let count = h.len();
+    let mut out = Vec::with_capacity(BOUNDS_S.len() + 1);
+    let mut below = 0u64;
+    for bound in BOUNDS_S {
+        let us = (bound * 1e6) as u64;
+        let upto = if count == 0 {
+            0
+        } else {
+            h.count_between(0, us)
+        };
+        let upto = upto.min(count).max(below);
+        out.push((bound, upto - below));
+        below = upto;
+    }
+    out.push((f64::INFINITY, count - below));
+    (h.mean() * count as f64 / 1e6, count, out)
+}
+
+/// Completed responses by status class (`1xx` … `5xx`).
+fn status_classes(c: &Counters) -> Vec<(&'static str, u64)> {
+    const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+    let mut n = [0u64; 5];
+    for (code, count) in c.status.iter().enumerate() {
+        if (100..600).contains(&code) {
+            n[code / 100 - 1] += count;
+        }
+    }
+    CLASSES.iter().copied().zip(n).collect()
+}
+
+/// Serves `/metrics` from the totals.
+pub struct MetricsHandler {
+    registry: Registry,
+}
+
+impl MetricsHandler {
+    /// A handler for the run `run_id` whose totals the live observer updates.
+    pub fn new(run_id: &str, names: Names, totals: Arc<Mutex<Totals>>) -> MetricsHandler {
+        let labels = [(Cow::Borrowed("run_id"), Cow::Owned(run_id.to_string()))];
+        let mut registry = Registry::with_labels(labels.into_iter());
+        registry.register_collector(Box::new(Snapshot { totals, names }));
+        MetricsHandler { registry }
+    }
+
+    /// The exposition text.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl Handler for MetricsHandler {
+    fn respond(&self, req: &Request, out: &mut TcpStream) -> io::Result<()> {
+        if req.path != "/metrics" {
+            return http::status(out, 404, "volley serves /metrics here");
+        }
+        http::ok(
+            out,
+            req,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            "",
+            self.text().as_bytes(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classic_buckets_add_up_to_the_count() {
+        let mut h = new_hist();
+        for v in [50, 120, 900, 1_000, 30_000, 20_000_000] {
+            h.record(v).unwrap();
+        }
+        let (sum, count, b) = classic_buckets(&h);
+        assert_eq!(count, 6);
+        assert_eq!(b.iter().map(|(_, n)| n).sum::<u64>(), 6);
+        assert_eq!(b[0], (0.0001, 1), "50 µs under 100 µs");
+        assert_eq!(b[1], (0.00025, 1), "120 µs under 250 µs");
+        assert_eq!(b[3].1, 2, "900 µs and 1 ms under 1 ms");
+        assert_eq!(b.last().unwrap().1, 1, "20 s past every bound");
+        assert!((sum - 20.032).abs() < 0.05, "{sum}");
+    }
+
+    #[test]
+    fn the_text_names_every_family_with_the_run_id() {
+        let totals = Arc::new(Mutex::new(Totals::default()));
+        {
+            let mut t = totals.lock().unwrap();
+            t.latency.record(1_500).unwrap();
+            t.counts.completed = 1;
+            t.counts.sent = 2;
+            t.counts.status[200] = 1;
+            t.target_rps = Some(100.0);
+        }
+        let names = Names {
+            scenario: "run".into(),
+            endpoint: "/".into(),
+        };
+        let text = MetricsHandler::new("abc123", names, totals).text();
+        for want in [
+            "volley_requests_total{run_id=\"abc123\",scenario=\"run\",endpoint=\"/\",status_class=\"2xx\"} 1",
+            "volley_errors_total{run_id=\"abc123\",kind=\"timeout\"} 0",
+            "volley_request_duration_seconds_bucket{run_id=\"abc123\",le=\"0.0025\",scenario=\"run\",endpoint=\"/\"} 1",
+            "volley_request_duration_seconds_bucket{run_id=\"abc123\",le=\"0.001\",scenario=\"run\",endpoint=\"/\"} 0",
+            "volley_target_rate{run_id=\"abc123\"} 100",
+            "volley_inflight{run_id=\"abc123\"} 1",
+            "# EOF",
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
+        assert!(!text.contains("volley_users"), "no users outside a ramp");
+    }
+}

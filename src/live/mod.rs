@@ -1,0 +1,193 @@
+//! Watching a run while it happens: the dashboard (`--dashboard`, `--dashboard-addr`) and
+//! the OpenMetrics endpoint (`--metrics-addr`). docs/contract.md, "Watching a run live".
+//!
+//! - [`observer`] turns each finished second of the aggregator into a tick (scalars and the
+//!   second's compressed HDR histograms) and into the totals `/metrics` shows;
+//! - [`feed`] keeps the ticks (bounded) for pages that connect late or reload;
+//! - [`http`] is the small server both listen with (Host guard, no CORS, bounded threads);
+//! - [`dashboard`] serves the page and its events behind the run's token, [`page`] is the
+//!   page; [`metrics`] encodes the totals with `prometheus-client`.
+//!
+//! Nothing here is on the engine's hot path: the observer runs on the aggregator's thread
+//! once a second, and the servers on their own threads.
+
+pub mod dashboard;
+pub mod feed;
+pub mod http;
+pub mod metrics;
+pub mod observer;
+pub mod page;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::result::RunResult;
+
+pub use metrics::{Names, Totals};
+pub use observer::LiveObserver;
+
+/// How long the end of a run waits for connected pages to receive the final report.
+pub const END_GRACE: Duration = Duration::from_secs(1);
+
+/// Where the live views listen.
+#[derive(Debug, Clone, Default)]
+pub struct LiveOptions {
+    /// The dashboard's address (`--dashboard`: 127.0.0.1, port 0).
+    pub dashboard: Option<SocketAddr>,
+    /// The `/metrics` address.
+    pub metrics: Option<SocketAddr>,
+}
+
+impl LiveOptions {
+    /// True when neither view was asked for.
+    pub fn is_empty(&self) -> bool {
+        self.dashboard.is_none() && self.metrics.is_none()
+    }
+}
+
+/// Why a live view could not start: names the flag.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {addr}: {source}")]
+pub struct LiveError {
+    /// The flag that asked for it.
+    pub flag: &'static str,
+    /// The address.
+    pub addr: SocketAddr,
+    /// What the system said.
+    pub source: std::io::Error,
+}
+
+/// What the page shows before the first second: the run as asked for (redacted).
+#[derive(Debug, Clone, Serialize)]
+pub struct Meta {
+    /// The run's id (the metrics' `run_id` label).
+    pub run_id: String,
+    /// What the page's title says (the URL, redacted).
+    pub title: String,
+    /// The command line, redacted.
+    pub argv: Vec<String>,
+    /// `closed` or `open` (or `ramp`).
+    pub mode: String,
+    /// `-R`, when given.
+    pub target_rps: Option<f64>,
+    /// `-d`, seconds, when given.
+    pub duration_s: Option<f64>,
+    /// `-c`.
+    pub connections: usize,
+    /// The bytes of ticks kept for a replay ([`feed::TICK_BYTES_CAP`]).
+    pub replay_cap_bytes: usize,
+}
+
+/// The live views of one run.
+pub struct Live {
+    run_id: String,
+    token: String,
+    feed: Option<Arc<feed::Feed>>,
+    totals: Arc<Mutex<Totals>>,
+    dashboard: Option<http::Server>,
+    metrics: Option<http::Server>,
+}
+
+impl Live {
+    /// Binds what `opts` asks for (before the load starts, so a taken address is an error
+    /// before anything is sent).
+    pub fn start(opts: &LiveOptions, meta: Meta, names: Names) -> Result<Live, LiveError> {
+        let totals = Arc::new(Mutex::new(Totals::default()));
+        let token = random_hex(16);
+        let (feed, dashboard) = match opts.dashboard {
+            Some(addr) => {
+                let feed = Arc::new(feed::Feed::default());
+                feed.meta(&serde_json::to_string(&meta).expect("meta serializes"));
+                let handler = dashboard::DashboardHandler {
+                    token: token.clone(),
+                    page: page::render(&meta.title),
+                    feed: feed.clone(),
+                };
+                let server =
+                    http::Server::start(addr, Arc::new(handler)).map_err(|source| LiveError {
+                        flag: "--dashboard-addr",
+                        addr,
+                        source,
+                    })?;
+                (Some(feed), Some(server))
+            }
+            None => (None, None),
+        };
+        let metrics = match opts.metrics {
+            Some(addr) => {
+                let handler = metrics::MetricsHandler::new(&meta.run_id, names, totals.clone());
+                Some(
+                    http::Server::start(addr, Arc::new(handler)).map_err(|source| LiveError {
+                        flag: "--metrics-addr",
+                        addr,
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
+        Ok(Live {
+            run_id: meta.run_id,
+            token,
+            feed,
+            totals,
+            dashboard,
+            metrics,
+        })
+    }
+
+    /// The dashboard's URL, with its token.
+    pub fn dashboard_url(&self) -> Option<String> {
+        self.dashboard
+            .as_ref()
+            .map(|s| format!("http://{}/?token={}", s.addr(), self.token))
+    }
+
+    /// The metrics' URL.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.metrics
+            .as_ref()
+            .map(|s| format!("http://{}/metrics", s.addr()))
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The observer that feeds both views.
+    pub fn observer(&self, target_rps: Option<f64>, cores: usize) -> LiveObserver {
+        LiveObserver::new(self.feed.clone(), self.totals.clone(), target_rps, cores)
+    }
+
+    /// The run is over: connected pages get the result and the report (`report_html`, the
+    /// page `--html` writes) and become it; waits at most [`END_GRACE`] for them, then stops
+    /// listening. Volley's exit is never held longer.
+    pub fn finish(self, result: Option<&RunResult>, report_html: Option<&str>) {
+        if let Some(feed) = &self.feed {
+            #[derive(Serialize)]
+            struct End<'a> {
+                result: Option<&'a RunResult>,
+                report_html: Option<&'a str>,
+            }
+            let end = End {
+                result,
+                report_html,
+            };
+            feed.end(&serde_json::to_string(&end).expect("the end serializes"));
+            feed.wait_readers(END_GRACE);
+            feed.close();
+        }
+    }
+}
+
+/// `n` random bytes as hex, from the operating system's generator.
+pub fn random_hex(n: usize) -> String {
+    use rand::RngCore;
+    let mut bytes = vec![0u8; n];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

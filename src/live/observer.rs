@@ -1,0 +1,195 @@
+//! The live views' observer: once a second, from the aggregator's thread (nothing on a
+//! worker's path), it turns the finished second into a tick for the feed and adds it to the
+//! totals `/metrics` shows.
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use super::feed::Feed;
+use super::metrics::Totals;
+use crate::engine::Observer;
+use crate::monitor::client::rusage_self;
+use crate::stats::aggregate::FinishedBucket;
+use crate::stats::histogram::{encode, new_hist};
+use crate::stats::recorder::{Counters, ErrorCounts};
+
+/// One second as the page reads it (docs/contract.md, "Watching a run live").
+#[derive(Debug, Serialize)]
+pub struct Tick {
+    /// Seconds from t0 at the second's start.
+    pub t_s: u64,
+    /// The second's length (shorter for the last).
+    pub interval_s: f64,
+    /// Requests written.
+    pub sent: u64,
+    /// Responses completed.
+    pub completed: u64,
+    /// Completed responses that failed (status ≥ 400 or a check).
+    pub failed: u64,
+    /// Errors by kind.
+    pub errors: ErrorJson,
+    /// `-R`, when the run has one.
+    pub target_rps: Option<f64>,
+    /// Virtual users active (ramp mode).
+    pub users: Option<u64>,
+    /// Volley's own CPU.
+    pub client: ClientJson,
+    /// The monitored server (not yet streamed: null).
+    pub server: Option<()>,
+    /// The second's corrected latency, µs, HdrHistogram V2 compressed, base64.
+    pub latency_hdr: String,
+    /// The second's service time, likewise.
+    pub service_time_hdr: String,
+}
+
+/// Errors by kind in one second.
+#[derive(Debug, Serialize)]
+pub struct ErrorJson {
+    /// Connections that could not be opened.
+    pub connect: u64,
+    /// No response within the timeout.
+    pub timeout: u64,
+    /// Reset by the peer.
+    pub reset: u64,
+    /// Unparsable responses.
+    pub protocol: u64,
+    /// Closed before a complete response.
+    pub closed: u64,
+}
+
+impl From<&ErrorCounts> for ErrorJson {
+    fn from(e: &ErrorCounts) -> Self {
+        ErrorJson {
+            connect: e.connect,
+            timeout: e.timeout,
+            reset: e.reset,
+            protocol: e.protocol,
+            closed: e.closed,
+        }
+    }
+}
+
+/// Volley's CPU in one second.
+#[derive(Debug, Serialize)]
+pub struct ClientJson {
+    /// Percent of one core (user + system).
+    pub cpu_pct: f64,
+    /// The cores volley may use: `cpu_pct / cores` near 100 is a saturated client.
+    pub cores: usize,
+}
+
+/// Feeds the page and the metrics.
+pub struct LiveObserver {
+    feed: Option<Arc<Feed>>,
+    totals: Arc<Mutex<Totals>>,
+    target_rps: Option<f64>,
+    cores: usize,
+    next_t_s: u64,
+    last_cpu_s: Option<f64>,
+}
+
+impl LiveObserver {
+    /// An observer for a run of `-R target_rps` on `cores` cores; `feed` when a page watches.
+    pub fn new(
+        feed: Option<Arc<Feed>>,
+        totals: Arc<Mutex<Totals>>,
+        target_rps: Option<f64>,
+        cores: usize,
+    ) -> Self {
+        totals.lock().unwrap_or_else(|e| e.into_inner()).target_rps = target_rps;
+        LiveObserver {
+            feed,
+            totals,
+            target_rps,
+            cores: cores.max(1),
+            next_t_s: 0,
+            last_cpu_s: None,
+        }
+    }
+
+    fn cpu_pct(&mut self, interval_s: f64) -> (f64, f64) {
+        let (u, s, _) = rusage_self();
+        let now = u + s;
+        let pct = match self.last_cpu_s.replace(now) {
+            Some(before) if interval_s > 0.0 => {
+                ((now - before) / interval_s * 1000.0).round() / 10.0
+            }
+            _ => 0.0,
+        };
+        (pct, now)
+    }
+
+    fn push(&self, tick: &Tick) {
+        if let Some(feed) = &self.feed {
+            let json = serde_json::to_string(tick).expect("a tick serializes");
+            feed.tick(tick.t_s, &json);
+        }
+    }
+}
+
+/// Completed responses that failed: 4xx, 5xx, and those under 400 that failed a check.
+pub fn failed(c: &Counters) -> u64 {
+    c.status[400..].iter().sum::<u64>() + c.failed_checks_only
+}
+
+impl Observer for LiveObserver {
+    fn measuring(&mut self, _now_ns: u64) {
+        let (u, s, _) = rusage_self();
+        self.last_cpu_s = Some(u + s);
+    }
+
+    fn second(&mut self, b: &FinishedBucket, _elapsed_s: f64) {
+        let empty = encode(&new_hist());
+        // Seconds in which no worker reported anything are ticks of zeros: the page's time
+        // axis has no holes.
+        while self.next_t_s < b.point.t_s {
+            let t_s = self.next_t_s;
+            self.next_t_s += 1;
+            self.push(&Tick {
+                t_s,
+                interval_s: 1.0,
+                sent: 0,
+                completed: 0,
+                failed: 0,
+                errors: ErrorJson::from(&ErrorCounts::default()),
+                target_rps: self.target_rps,
+                users: None,
+                client: ClientJson {
+                    cpu_pct: 0.0,
+                    cores: self.cores,
+                },
+                server: None,
+                latency_hdr: empty.clone(),
+                service_time_hdr: empty.clone(),
+            });
+        }
+        self.next_t_s = b.point.t_s + 1;
+        let (cpu_pct, cpu_s) = self.cpu_pct(b.point.interval_s);
+        let tick = Tick {
+            t_s: b.point.t_s,
+            interval_s: b.point.interval_s,
+            sent: b.point.sent,
+            completed: b.point.completed,
+            failed: failed(&b.counts),
+            errors: ErrorJson::from(&b.counts.errors),
+            target_rps: self.target_rps,
+            users: b.point.users,
+            client: ClientJson {
+                cpu_pct,
+                cores: self.cores,
+            },
+            server: None,
+            latency_hdr: encode(&b.latency),
+            service_time_hdr: encode(&b.service),
+        };
+        self.push(&tick);
+        let mut t = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = t.latency.add(&b.latency);
+        let _ = t.service.add(&b.service);
+        t.counts.merge(&b.counts);
+        t.achieved_rps = b.point.completed as f64 / b.point.interval_s.max(1e-9);
+        t.users = b.point.users;
+        t.client_cpu_s = cpu_s;
+    }
+}

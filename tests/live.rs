@@ -1,0 +1,522 @@
+//! The live views against real runs of the binary: the dashboard's guards (token, Host, no
+//! CORS), its event stream (replay from the start and from `Last-Event-ID`, the end with the
+//! result and the report), `/metrics` read by the Python `prometheus_client` parser, taken
+//! addresses, and a page that never reads not holding volley's exit.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A volley run in the background, with the URLs it printed.
+pub struct Running {
+    pub child: Child,
+    pub dashboard: Option<String>,
+    pub metrics: Option<String>,
+    pub stderr: String,
+}
+
+impl Running {
+    pub fn start(args: &[&str]) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("volley starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let (mut dashboard, mut metrics, mut stderr) = (None, None, String::new());
+        let wants_dashboard = args.iter().any(|a| a.starts_with("--dashboard"));
+        let wants_metrics = args.contains(&"--metrics-addr");
+        while (wants_dashboard && dashboard.is_none()) || (wants_metrics && metrics.is_none()) {
+            let Some(Ok(line)) = lines.next() else { break };
+            stderr.push_str(&line);
+            stderr.push('\n');
+            if let Some(u) = line.strip_prefix("volley: dashboard at ") {
+                dashboard = Some(u.to_string());
+            }
+            if let Some(u) = line.strip_prefix("volley: metrics at ") {
+                metrics = Some(u.to_string());
+            }
+        }
+        // The rest of stderr is drained so that volley never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        Running {
+            child,
+            dashboard,
+            metrics,
+            stderr,
+        }
+    }
+
+    /// (address, token) of the dashboard.
+    pub fn door(&self) -> (SocketAddr, String) {
+        let url = self
+            .dashboard
+            .as_deref()
+            .unwrap_or_else(|| panic!("no dashboard URL in {}", self.stderr));
+        let rest = url.strip_prefix("http://").unwrap();
+        let (addr, query) = rest.split_once("/?token=").unwrap();
+        (addr.parse().unwrap(), query.to_string())
+    }
+
+    /// Waits for the exit (at most `limit`): the exit code.
+    pub fn wait(&mut self, limit: Duration) -> i32 {
+        let t = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            if t.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("volley did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// One raw HTTP/1.1 request: (status, head, body).
+pub fn get(addr: SocketAddr, host: &str, target: &str, method: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "{method} {target} HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, head.to_string(), body.to_string())
+}
+
+/// A server-sent event.
+#[derive(Debug)]
+pub struct Event {
+    pub kind: String,
+    pub id: Option<u64>,
+    pub data: Value,
+}
+
+/// Reads events from `/events` (with `last_id` as `Last-Event-ID`) until `stop` says so.
+pub fn events(
+    addr: SocketAddr,
+    token: &str,
+    last_id: Option<u64>,
+    mut stop: impl FnMut(&[Event]) -> bool,
+) -> Vec<Event> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let last = last_id
+        .map(|i| format!("Last-Event-ID: {i}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET /events?token={token} HTTP/1.1\r\nHost: {addr}\r\n{last}\r\n"
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    // The head.
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    let (mut kind, mut id, mut data) = (String::new(), None, String::new());
+    loop {
+        line.clear();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return out;
+        }
+        let l = line.trim_end_matches('\n');
+        if l.is_empty() {
+            if !kind.is_empty() {
+                let data = serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {data}"));
+                out.push(Event {
+                    kind: std::mem::take(&mut kind),
+                    id: id.take(),
+                    data,
+                });
+                if stop(&out) {
+                    return out;
+                }
+            }
+            data.clear();
+        } else if let Some(v) = l.strip_prefix("event: ") {
+            kind = v.to_string();
+        } else if let Some(v) = l.strip_prefix("id: ") {
+            id = v.parse().ok();
+        } else if let Some(v) = l.strip_prefix("data: ") {
+            data.push_str(v);
+        }
+    }
+}
+
+fn ticks(evs: &[Event]) -> usize {
+    evs.iter().filter(|e| e.kind == "tick").count()
+}
+
+#[test]
+fn the_dashboard_guards_its_door() {
+    let server = common::normal();
+    let url = server.url("/");
+    let mut run = Running::start(&[
+        "run",
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "-R",
+        "200",
+        "--dashboard",
+        "--quiet",
+    ]);
+    let (addr, token) = run.door();
+    let host = addr.to_string();
+    let page = format!("/?token={token}");
+
+    let (code, head, body) = get(addr, &host, &page, "GET");
+    assert_eq!(code, 200, "{head}");
+    assert!(
+        head.contains("Content-Security-Policy: default-src 'none'"),
+        "{head}"
+    );
+    assert!(head.contains("connect-src 'self'"), "{head}");
+    assert!(
+        !head.to_ascii_lowercase().contains("access-control-allow"),
+        "no CORS: {head}"
+    );
+    assert!(body.contains("volley live"), "the page");
+
+    assert_eq!(get(addr, &host, "/", "GET").0, 401, "no token");
+    assert_eq!(
+        get(addr, &host, "/?token=00", "GET").0,
+        401,
+        "a wrong token"
+    );
+    assert_eq!(
+        get(addr, &host, "/events", "GET").0,
+        401,
+        "events without the token"
+    );
+    let wrong = format!("/?token={}", "0".repeat(token.len()));
+    assert_eq!(
+        get(addr, &host, &wrong, "GET").0,
+        401,
+        "a token of the right length"
+    );
+    let rebound = format!("rebind.example:{}", addr.port());
+    let (code, _, body) = get(addr, &rebound, &page, "GET");
+    assert_eq!(code, 403, "a foreign Host, even with the token: {body}");
+    assert_eq!(
+        get(addr, &format!("localhost:{}", addr.port()), &page, "GET").0,
+        200
+    );
+    assert_eq!(get(addr, &host, &page, "POST").0, 405);
+    let (code, head, body) = get(addr, &host, &page, "HEAD");
+    assert_eq!((code, body.as_str()), (200, ""), "{head}");
+    assert!(
+        !addr.ip().is_unspecified() && addr.ip().is_loopback(),
+        "binds loopback: {addr}"
+    );
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+}
+
+#[test]
+fn events_replay_from_the_start_and_from_the_last_id_and_end_with_the_report() {
+    let server = common::normal();
+    let url = server.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut run = Running::start(&[
+        "run",
+        &url,
+        "-c",
+        "4",
+        "-d",
+        "5s",
+        "-R",
+        "400",
+        "--dashboard",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let (addr, token) = run.door();
+    // A page that connects mid-run and leaves after two seconds...
+    let first = events(addr, &token, None, |e| ticks(e) >= 2);
+    assert_eq!(first[0].kind, "meta");
+    assert_eq!(first[0].data["target_rps"], 400.0);
+    assert_eq!(
+        first[1].id,
+        Some(1),
+        "ticks are numbered from 1: {:?}",
+        first[1]
+    );
+    let last = first.last().unwrap().id.unwrap();
+    // A page loaded now replays the whole run from the start...
+    let token2 = token.clone();
+    let whole = std::thread::spawn(move || {
+        events(addr, &token2, None, |e| {
+            e.last().is_some_and(|e| e.kind == "end")
+        })
+    });
+    // ...and the first one reconnects where it left off (what EventSource does).
+    let rest = events(addr, &token, Some(last), |e| {
+        e.last().is_some_and(|e| e.kind == "end")
+    });
+    assert_eq!(rest[0].kind, "tick", "no meta again on a reconnect");
+    assert_eq!(rest[0].id, Some(last + 1), "the next second, not a repeat");
+    let whole = whole.join().unwrap();
+    assert_eq!(whole[0].kind, "meta");
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let end = whole.last().unwrap();
+    assert_eq!(
+        end.data["result"]["requests"], result["requests"],
+        "the end carries the result"
+    );
+    let html = end.data["report_html"].as_str().unwrap();
+    assert!(
+        html.contains("volley report") && html.contains("id=\"data\""),
+        "the report page"
+    );
+
+    let seconds: Vec<&Event> = whole.iter().filter(|e| e.kind == "tick").collect();
+    let ids: Vec<u64> = seconds.iter().map(|e| e.id.unwrap()).collect();
+    assert_eq!(
+        ids,
+        (1..=ids.len() as u64).collect::<Vec<_>>(),
+        "every second once, in order"
+    );
+    let completed: u64 = seconds
+        .iter()
+        .map(|e| e.data["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        completed,
+        result["requests"]["completed"].as_u64().unwrap(),
+        "the ticks add up to the run"
+    );
+    // The seconds' histograms hold every response, losslessly.
+    let hists: Vec<_> = seconds
+        .iter()
+        .map(|e| volley::stats::histogram::decode(e.data["latency_hdr"].as_str().unwrap()).unwrap())
+        .collect();
+    let merged = volley::stats::histogram::sum(hists.iter());
+    assert_eq!(merged.len(), completed);
+    assert_eq!(
+        merged.value_at_quantile(0.99),
+        result["latency_us"]["p99"].as_u64().unwrap(),
+        "the seconds merged give the run's p99"
+    );
+    let via_reconnect: u64 = first
+        .iter()
+        .chain(&rest)
+        .filter(|e| e.kind == "tick")
+        .map(|e| e.data["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        via_reconnect, completed,
+        "nothing lost or repeated across the reconnect"
+    );
+}
+
+#[test]
+fn a_page_that_never_reads_does_not_hold_the_exit() {
+    let server = common::normal();
+    let url = server.url("/");
+    let started = Instant::now();
+    let mut run = Running::start(&["run", &url, "-c", "2", "-d", "2s", "--dashboard", "--quiet"]);
+    let (addr, token) = run.door();
+    // Connects, asks for the stream, and never reads a byte: the end's report (hundreds of KB)
+    // cannot be written to it.
+    let mut idle = TcpStream::connect(addr).unwrap();
+    write!(
+        idle,
+        "GET /events?token={token} HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    assert_eq!(run.wait(Duration::from_secs(15)), 0);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(6),
+        "volley took {took:?} for a 2 s run"
+    );
+    drop(idle);
+}
+
+#[test]
+fn taken_addresses_are_refused_before_the_load() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let server = common::normal();
+    let url = server.url("/");
+    for (flag, addr) in [
+        ("--dashboard-addr", format!("127.0.0.1:{port}")),
+        ("--metrics-addr", format!(":{port}")),
+    ] {
+        let out = common::volley(
+            &["run", &url, "-d", "1s", flag, &addr],
+            Duration::from_secs(20),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(
+            err.contains(flag) && err.contains(&port),
+            "{flag} named: {err}"
+        );
+    }
+    for (flag, bad) in [
+        ("--metrics-addr", "example.com:80"),
+        ("--dashboard-addr", "127.0.0.1:99999"),
+    ] {
+        let out = common::volley(
+            &["run", &url, "-d", "1s", flag, bad],
+            Duration::from_secs(20),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {bad}: {err}");
+        assert!(err.contains(flag), "{err}");
+    }
+    assert_eq!(server.requests(), 0, "nothing sent");
+}
+
+/// The Python client library's OpenMetrics parser (what Prometheus's own accepts, in a few
+/// lines): the families it read, as JSON.
+fn parse_openmetrics(text: &str) -> Value {
+    let script = r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+out = {}
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    out[fam.name] = {"type": fam.type, "samples": [[s.name, s.labels, s.value] for s in fam.samples]}
+print(json.dumps(out))
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("No module named 'prometheus_client'") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have prometheus_client (scripts/install-test-deps.sh installs it)"
+        );
+        eprintln!("skipped: pip install prometheus_client==0.26.0 to run this check");
+        return Value::Null;
+    }
+    assert!(
+        out.status.success(),
+        "the parser refused the text: {err}\n{text}"
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn metrics_are_openmetrics_a_real_parser_reads() {
+    let server = common::normal();
+    let url = server.url("/");
+    let mut run = Running::start(&[
+        "run",
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "-R",
+        "300",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--quiet",
+    ]);
+    let murl = run.metrics.clone().expect("the metrics URL is printed");
+    let addr: SocketAddr = murl
+        .strip_prefix("http://")
+        .unwrap()
+        .strip_suffix("/metrics")
+        .unwrap()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2300));
+    let (code, head, text) = get(addr, &addr.to_string(), "/metrics", "GET");
+    assert_eq!(code, 200, "{head}");
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    assert_eq!(
+        get(
+            addr,
+            &format!("rebind.example:{}", addr.port()),
+            "/metrics",
+            "GET"
+        )
+        .0,
+        403
+    );
+    assert_eq!(get(addr, &addr.to_string(), "/other", "GET").0, 404);
+    let fams = parse_openmetrics(&text);
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+    if fams.is_null() {
+        return;
+    }
+    for (name, kind) in [
+        ("volley_requests", "counter"),
+        ("volley_errors", "counter"),
+        ("volley_request_duration_seconds", "histogram"),
+        ("volley_service_time_seconds", "histogram"),
+        ("volley_target_rate", "gauge"),
+        ("volley_achieved_rate", "gauge"),
+        ("volley_inflight", "gauge"),
+    ] {
+        assert_eq!(fams[name]["type"], kind, "{name} in {fams}");
+    }
+    let samples = fams["volley_requests"]["samples"].as_array().unwrap();
+    let ok = samples
+        .iter()
+        .find(|s| s[1]["status_class"] == "2xx")
+        .unwrap();
+    assert!(
+        ok[2].as_f64().unwrap() >= 300.0,
+        "at least a second's responses: {ok}"
+    );
+    assert!(
+        ok[1]["run_id"].as_str().is_some_and(|r| r.len() == 16),
+        "{ok}"
+    );
+    let count = fams["volley_request_duration_seconds"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s[0] == "volley_request_duration_seconds_count")
+        .unwrap()[2]
+        .as_f64()
+        .unwrap();
+    assert_eq!(
+        count,
+        ok[2].as_f64().unwrap(),
+        "the histogram counts every response"
+    );
+    assert_eq!(fams["volley_target_rate"]["samples"][0][2], 300.0);
+}
