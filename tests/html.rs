@@ -30,27 +30,10 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report")
 }
 
-fn chromium() -> PathBuf {
-    let from_env = std::env::var_os("CHROMIUM").map(PathBuf::from);
-    let candidates = from_env
-        .into_iter()
-        .chain(["/usr/bin/chromium", "/usr/bin/chromium-browser"].map(PathBuf::from));
-    for c in candidates {
-        if c.is_file() {
-            return c;
-        }
-    }
-    panic!(
-        "tests/html.rs needs headless Chromium at /usr/bin/chromium (or $CHROMIUM) and found \
-         none: run `make test-deps` (scripts/install-test-deps.sh), which on Debian runs \
-         `apt-get update && apt-get install -y chromium`"
-    );
-}
-
 /// Runs Chromium headless on `page` with a fresh profile and a hard time limit.
 fn browser(page: &Path, extra: &[&str]) -> Output {
     let profile = tempfile::tempdir().unwrap();
-    let mut child = Command::new(chromium())
+    let mut child = Command::new(common::cdp::chromium())
         .args([
             "--headless",
             "--no-sandbox",

@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 pub mod capacity;
+pub mod cdp;
 pub mod h2;
+pub mod live;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -148,6 +148,7 @@
     drawPending = true;
     requestAnimationFrame(function () {
       drawPending = false;
+      if (state.gone) return;
       var cols = columns();
       state.charts.forEach(function (c, i) {
         c.plot.setData(cols[i]);
@@ -173,6 +174,7 @@
     return window.volleyLive.window;
   }
   function showWindow() {
+    if (state.gone) return;
     var sel = state.sel, lat = [], svc = [];
     state.ticks.forEach(function (k, i) {
       if (!sel || (k.t_s >= sel.from && k.t_s < sel.to)) { lat.push(state.hists[i].lat); svc.push(state.hists[i].svc); }
@@ -212,6 +214,9 @@
   function onEnd(e) {
     state.over = true;
     if (e.report_html) {
+      // Nothing of this page runs on in the report's document.
+      state.gone = true;
+      state.charts.forEach(function (c) { c.plot.destroy(); });
       window.volleyLive.ended = true;
       document.open();
       document.write(e.report_html);

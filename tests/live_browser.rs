@@ -1,0 +1,119 @@
+//! The dashboard in headless Chromium during a real run: the page connects and its charts
+//! update every second, a reload mid-run replays the earlier seconds, the percentiles of a
+//! selected window equal those of the seconds' histograms merged here independently, a
+//! hostile URL is shown as text, and at the end the page becomes the report.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cdp::Browser;
+use common::live::{events, Running};
+use serde_json::Value;
+
+#[test]
+fn the_dashboard_in_a_browser() {
+    let server = common::normal();
+    // A URL whose query is markup: the page must show it, never run it.
+    let hostile = "/p?q=<img/src=x/onerror=alert(1)>\"'";
+    let url = server.url(hostile);
+    let mut run = Running::start(&[
+        "run",
+        &url,
+        "-c",
+        "4",
+        "-d",
+        "9s",
+        "-R",
+        "300",
+        "--dashboard",
+        "--quiet",
+    ]);
+    let (addr, token) = run.door();
+    let page_url = run.dashboard.clone().unwrap();
+    // The test's own reader: every tick, to merge the histograms independently.
+    let reader = std::thread::spawn(move || {
+        events(addr, &token, None, |e| {
+            e.last().is_some_and(|e| e.kind == "end")
+        })
+    });
+
+    let mut b = Browser::open(&page_url);
+    b.wait_for(
+        "window.volleyLive && volleyLive.ticks >= 2",
+        Duration::from_secs(15),
+    );
+    let (ticks, draws) = (b.eval("volleyLive.ticks"), b.eval("volleyLive.draws"));
+    std::thread::sleep(Duration::from_millis(2100));
+    let (ticks2, draws2) = (b.eval("volleyLive.ticks"), b.eval("volleyLive.draws"));
+    assert!(
+        ticks2.as_u64() >= Some(ticks.as_u64().unwrap() + 1),
+        "a tick a second: {ticks} then {ticks2}"
+    );
+    assert!(
+        draws2.as_u64() >= Some(draws.as_u64().unwrap() + 2),
+        "charts redrawn each second: {draws} then {draws2}"
+    );
+    assert_eq!(
+        b.eval("document.getElementById('title').textContent"),
+        Value::from(format!("http://{addr_of}{hostile}", addr_of = server.addr))
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('img').length"),
+        Value::from(0),
+        "the URL's markup is text"
+    );
+
+    // A reload mid-run: the new page replays every second so far at once.
+    let before = b.eval("volleyLive.ticks").as_u64().unwrap();
+    b.eval("location.reload()");
+    b.wait_for(
+        &format!("window.volleyLive && volleyLive.ticks >= {before}"),
+        Duration::from_secs(10),
+    );
+    let window = b.eval("volleyLive.select(1, 4)");
+    assert_eq!(window["seconds"], 3, "{window}");
+
+    b.wait_for(
+        "document.title.endsWith('volley report')",
+        Duration::from_secs(20),
+    );
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+    assert_eq!(
+        b.eval("volleySelftest.errors.length"),
+        Value::from(0),
+        "{}",
+        b.eval("JSON.stringify(volleySelftest)")
+    );
+    assert_eq!(b.eval("volleySelftest.violations.length"), Value::from(0));
+    assert_eq!(b.eval("volleySelftest.alerts"), Value::from(0));
+    assert!(
+        b.eval("document.getElementById('data') !== null") == Value::Bool(true),
+        "the report's data"
+    );
+
+    // The page's window equals the merged histograms of seconds 1, 2 and 3.
+    let evs = reader.join().unwrap();
+    let hists: Vec<_> = evs
+        .iter()
+        .filter(|e| e.kind == "tick" && (1..4).contains(&e.data["t_s"].as_u64().unwrap()))
+        .map(|e| volley::stats::histogram::decode(e.data["latency_hdr"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(hists.len(), 3);
+    let merged = volley::stats::histogram::sum(hists.iter());
+    assert!(
+        merged.len() > 500,
+        "{} responses in 3 s at 300/s",
+        merged.len()
+    );
+    let c = &window["corrected"];
+    assert_eq!(c["count"], merged.len(), "{window}");
+    for (key, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
+        assert_eq!(
+            c[key],
+            merged.value_at_quantile(q),
+            "{key} of the window: {window}"
+        );
+    }
+    assert_eq!(c["max"], merged.max(), "{window}");
+}
