@@ -56,6 +56,9 @@ command -v file >/dev/null 2>&1 || pkgs="$pkgs file"
 command -v ip >/dev/null 2>&1 || pkgs="$pkgs iproute2"
 command -v openssl >/dev/null 2>&1 || pkgs="$pkgs openssl"
 command -v python3 >/dev/null 2>&1 || pkgs="$pkgs python3"
+# A real Prometheus: it scrapes --metrics-addr and receives --prometheus-remote-write
+# (tests/remote_write.rs).
+[ -x /usr/bin/prometheus ] || pkgs="$pkgs prometheus"
 if [ -z "$pkgs" ]; then
     exit 0
 fi

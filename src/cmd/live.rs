@@ -25,6 +25,13 @@ pub struct LiveArgs {
     /// Serve OpenMetrics text at http://ADDR/metrics while the run lasts (for Prometheus).
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+
+    /// Push the metrics to a Prometheus remote-write endpoint every 5 s, and at the end with
+    /// stale markers. Credentials from VOLLEY_REMOTE_WRITE_BEARER_TOKEN, or
+    /// VOLLEY_REMOTE_WRITE_USERNAME and VOLLEY_REMOTE_WRITE_PASSWORD; the certificate is
+    /// always verified (system roots or SSL_CERT_FILE).
+    #[arg(long, value_name = "URL")]
+    pub prometheus_remote_write: Option<String>,
 }
 
 impl LiveArgs {
@@ -39,7 +46,18 @@ impl LiveArgs {
             Some(a) => Some(parse_addr(a).map_err(|e| format!("--metrics-addr {a}: {e}"))?),
             None => None,
         };
-        Ok(LiveOptions { dashboard, metrics })
+        let remote_write = match &self.prometheus_remote_write {
+            Some(url) => Some(
+                crate::live::remote::Target::new(url, |k| std::env::var(k).ok())
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        Ok(LiveOptions {
+            dashboard,
+            metrics,
+            remote_write,
+        })
     }
 }
 
@@ -96,6 +114,34 @@ pub fn start(args: &LiveArgs, cfg: &RunConfig, argv: &[String]) -> Result<Option
         eprintln!("volley: metrics at {url}");
     }
     Ok(Some(live))
+}
+
+/// Ends the live views of a run: the push's last values first (a failed push becomes a
+/// warning of `result`), then the pages get the result and the report.
+pub fn finish(mut live: Live, mut result: Option<&mut crate::result::RunResult>) {
+    if let Some(r) = live.finish_push() {
+        if r.failed > 0 {
+            let w = crate::result::Warning::remote_write(
+                r.failed,
+                r.failed + r.accepted,
+                r.last_error.as_deref().unwrap_or(""),
+                r.final_accepted,
+            );
+            // With a result, the summary shows it among the warnings.
+            match result.as_deref_mut() {
+                Some(res) => res.warnings.push(w),
+                None => eprintln!("volley: --prometheus-remote-write: {}", w.text()),
+            }
+        }
+    }
+    let result = result.as_deref();
+    // The page becomes the report: the same page `--html` writes.
+    let html = result.map(|r| {
+        crate::report::Format::Html
+            .reporter()
+            .render(&crate::report::Report::single(r.clone()))
+    });
+    live.finish(result, html.as_deref());
 }
 
 #[cfg(test)]

@@ -172,11 +172,9 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         }
         measure::run(&cfg, prepared, &ctx, interrupts, &mut Observers(observers))
     };
+    let mut measured = measured;
     if let Some(live) = live_views {
-        // The page becomes the report: the same page `--html` writes.
-        let result = measured.as_ref().ok().map(|m| &m.result);
-        let html = result.map(|r| Format::Html.reporter().render(&Report::single(r.clone())));
-        live.finish(result, html.as_deref());
+        super::live::finish(live, measured.as_mut().ok().map(|m| &mut m.result));
     }
     let m = match measured {
         Ok(m) => m,

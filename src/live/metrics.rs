@@ -86,6 +86,46 @@ struct Snapshot {
     names: Names,
 }
 
+/// A gauge: its name, its help, and its value when it has one.
+type Gauge = (&'static str, &'static str, fn(&Totals) -> Option<f64>);
+
+/// The gauges, in the order they are shown.
+const GAUGES: [Gauge; 5] = [
+    (
+        "volley_target_rate",
+        "The requested rate (-R), requests per second",
+        |t| t.target_rps,
+    ),
+    (
+        "volley_achieved_rate",
+        "Responses in the last finished second",
+        |t| Some(t.achieved_rps),
+    ),
+    (
+        "volley_inflight",
+        "Requests written and not yet answered",
+        |t| Some(t.inflight() as f64),
+    ),
+    (
+        "volley_users",
+        "Virtual users active in the last finished second",
+        |t| t.users.map(|u| u as f64),
+    ),
+    (
+        "volley_client_cpu_seconds",
+        "Volley's own CPU time so far (user + system)",
+        |t| Some(t.client_cpu_s),
+    ),
+];
+
+/// The gauges that have a value: (name, value).
+pub fn gauges(t: &Totals) -> Vec<(&'static str, f64)> {
+    GAUGES
+        .iter()
+        .filter_map(|(name, _, value)| value(t).map(|v| (*name, v)))
+        .collect()
+}
+
 type Labels<'a> = Vec<(&'static str, Cow<'a, str>)>;
 
 impl Collector for Snapshot {
@@ -146,35 +186,8 @@ impl Collector for Snapshot {
             &t.service,
             &base(vec![]),
         )?;
-        let gauges: [(&str, &str, Option<f64>); 5] = [
-            (
-                "volley_target_rate",
-                "The requested rate (-R), requests per second",
-                t.target_rps,
-            ),
-            (
-                "volley_achieved_rate",
-                "Responses in the last finished second",
-                Some(t.achieved_rps),
-            ),
-            (
-                "volley_inflight",
-                "Requests written and not yet answered",
-                Some(t.inflight() as f64),
-            ),
-            (
-                "volley_users",
-                "Virtual users active in the last finished second",
-                t.users.map(|u| u as f64),
-            ),
-            (
-                "volley_client_cpu_seconds",
-                "Volley's own CPU time so far (user + system)",
-                Some(t.client_cpu_s),
-            ),
-        ];
-        for (name, help, value) in gauges {
-            if let Some(v) = value {
+        for (name, help, value) in GAUGES {
+            if let Some(v) = value(&t) {
                 enc.encode_descriptor(name, help, None, MetricType::Gauge)?
                     .encode_gauge(&v)?;
             }
@@ -218,7 +231,7 @@ pub fn classic_buckets(h: &Hist) -> (f64, u64, Vec<(f64, u64)>) {
 }
 
 /// Completed responses by status class (`1xx` … `5xx`).
-fn status_classes(c: &Counters) -> Vec<(&'static str, u64)> {
+pub fn status_classes(c: &Counters) -> Vec<(&'static str, u64)> {
     const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
     let mut n = [0u64; 5];
     for (code, count) in c.status.iter().enumerate() {

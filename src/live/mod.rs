@@ -17,6 +17,7 @@ pub mod http;
 pub mod metrics;
 pub mod observer;
 pub mod page;
+pub mod remote;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -39,12 +40,14 @@ pub struct LiveOptions {
     pub dashboard: Option<SocketAddr>,
     /// The `/metrics` address.
     pub metrics: Option<SocketAddr>,
+    /// `--prometheus-remote-write`.
+    pub remote_write: Option<remote::Target>,
 }
 
 impl LiveOptions {
     /// True when neither view was asked for.
     pub fn is_empty(&self) -> bool {
-        self.dashboard.is_none() && self.metrics.is_none()
+        self.dashboard.is_none() && self.metrics.is_none() && self.remote_write.is_none()
     }
 }
 
@@ -89,6 +92,7 @@ pub struct Live {
     totals: Arc<Mutex<Totals>>,
     dashboard: Option<http::Server>,
     metrics: Option<http::Server>,
+    pusher: Option<remote::Pusher>,
 }
 
 impl Live {
@@ -116,6 +120,17 @@ impl Live {
             }
             None => (None, None),
         };
+        let pusher = match &opts.remote_write {
+            Some(target) => Some(
+                remote::Pusher::start(target.clone(), &meta.run_id, names.clone(), totals.clone())
+                    .map_err(|source| LiveError {
+                        flag: "--prometheus-remote-write",
+                        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+                        source,
+                    })?,
+            ),
+            None => None,
+        };
         let metrics = match opts.metrics {
             Some(addr) => {
                 let handler = metrics::MetricsHandler::new(&meta.run_id, names, totals.clone());
@@ -136,6 +151,7 @@ impl Live {
             totals,
             dashboard,
             metrics,
+            pusher,
         })
     }
 
@@ -163,10 +179,18 @@ impl Live {
         LiveObserver::new(self.feed.clone(), self.totals.clone(), target_rps, cores)
     }
 
+    /// The end of the metrics push: the last values and stale markers go (at most
+    /// [`remote::FINAL_TIMEOUT`]); what the pushes did. Call it before [`Live::finish`], so
+    /// that a failed push can be a warning of the result the pages get.
+    pub fn finish_push(&mut self) -> Option<remote::PushReport> {
+        self.pusher.take().map(remote::Pusher::finish)
+    }
+
     /// The run is over: connected pages get the result and the report (`report_html`, the
     /// page `--html` writes) and become it; waits at most [`END_GRACE`] for them, then stops
     /// listening. Volley's exit is never held longer.
-    pub fn finish(self, result: Option<&RunResult>, report_html: Option<&str>) {
+    pub fn finish(mut self, result: Option<&RunResult>, report_html: Option<&str>) {
+        self.finish_push();
         if let Some(feed) = &self.feed {
             #[derive(Serialize)]
             struct End<'a> {

@@ -86,6 +86,9 @@ pub enum WarningKind {
     /// moved the bytes there. Not a headline: the numbers are right, the client may have spent
     /// more CPU on them.
     IoFallback,
+    /// `--prometheus-remote-write`: pushes failed. Not a headline: the run's numbers are
+    /// its own, whatever the metrics endpoint did.
+    RemoteWrite,
     /// A sentence this version of volley does not know.
     Other,
 }
@@ -166,6 +169,7 @@ const PATTERNS: &[(WarningKind, &str)] = &[
     (WarningKind::ServerNotMerged, "server is null: *"),
     (WarningKind::ServerNote, "server: *"),
     (WarningKind::IoFallback, "io_uring not used (*): *"),
+    (WarningKind::RemoteWrite, "remote write: *"),
     (
         WarningKind::SyscallsNotCounted,
         "server syscalls not counted: *",
@@ -365,6 +369,19 @@ impl Warning {
         Self::new(
             WarningKind::IoFallback,
             format!("io_uring not used ({why}): epoll moved the bytes, at more client CPU per request (--io epoll says so without this note)"),
+        )
+    }
+
+    /// `--prometheus-remote-write` pushes that failed.
+    pub fn remote_write(failed: u64, pushes: u64, last: &str, final_accepted: bool) -> Self {
+        let end = if final_accepted {
+            "the last values and stale markers went"
+        } else {
+            "the last values and stale markers did not go"
+        };
+        Self::new(
+            WarningKind::RemoteWrite,
+            format!("remote write: {failed} of {pushes} pushes failed ({end}; the last failure: {last}); the run's numbers are unaffected"),
         )
     }
 
