@@ -370,3 +370,120 @@ fn metrics_are_openmetrics_a_real_parser_reads() {
     );
     assert_eq!(fams["volley_target_rate"]["samples"][0][2], 300.0);
 }
+
+/// Every series the shipped Grafana dashboard queries is one volley exports (a renamed metric
+/// would leave a panel empty without an error).
+#[test]
+fn the_grafana_dashboard_queries_only_exported_series() {
+    use std::sync::{Arc, Mutex};
+    use volley::live::{metrics::MetricsHandler, Names, Totals};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/grafana-dashboard.json"
+    );
+    let dash: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let server = volley::live::observer::ServerJson {
+        t_s: 1.0,
+        cpu_user_pct: 50.0,
+        cpu_sys_pct: 10.0,
+        rss_bytes: 1,
+        threads: 1,
+        syscalls_per_s: Some(1.0),
+        ctx_switches_per_s: 1.0,
+    };
+    let totals = Totals {
+        target_rps: Some(1.0),
+        users: Some(1),
+        server: Some(server),
+        ..Default::default()
+    };
+    let names = Names {
+        scenario: "run".into(),
+        endpoint: "/".into(),
+    };
+    let text = MetricsHandler::new("r", names, Arc::new(Mutex::new(totals))).text();
+    let exported: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let re = regex::Regex::new(r"volley_[a-z_]+").unwrap();
+    let mut queried = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        for t in panel["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            for m in re.find_iter(expr) {
+                queried += 1;
+                let name = m.as_str();
+                // A native histogram (remote write) has the family's bare name.
+                let native = [
+                    "volley_request_duration_seconds",
+                    "volley_service_time_seconds",
+                ]
+                .contains(&name);
+                assert!(
+                    native || exported.contains(&name),
+                    "{name} (panel {}) is not exported:\n{text}",
+                    panel["title"]
+                );
+            }
+        }
+    }
+    assert!(queried >= 10, "{queried}");
+}
+
+/// With `--pid`, the ticks and `/metrics` carry the server's last second (here the test
+/// process itself, which runs the in-process server).
+#[test]
+fn a_monitored_server_is_in_the_ticks_and_the_metrics() {
+    let server = common::normal();
+    let url = server.url("/");
+    let pid = std::process::id().to_string();
+    let mut run = Running::start(&[
+        "run",
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "4s",
+        "-R",
+        "300",
+        "--pid",
+        &pid,
+        "--dashboard",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--quiet",
+    ]);
+    let (addr, token) = run.door();
+    let murl = run.metrics.clone().unwrap();
+    let maddr: SocketAddr = murl
+        .strip_prefix("http://")
+        .unwrap()
+        .strip_suffix("/metrics")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let evs = events(addr, &token, None, |e| {
+        e.iter()
+            .filter(|e| e.kind == "tick" && !e.data["server"].is_null())
+            .count()
+            >= 2
+    });
+    let (_, _, text) = get(maddr, &maddr.to_string(), "/metrics", "GET");
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+    let s = &evs.iter().rev().find(|e| e.kind == "tick").unwrap().data["server"];
+    assert!(s["rss_bytes"].as_u64().unwrap() > 1 << 20, "{s}");
+    assert!(s["threads"].as_u64().unwrap() >= 2, "{s}");
+    assert!(
+        s["cpu_user_pct"].as_f64().is_some() && s["ctx_switches_per_s"].as_f64().is_some(),
+        "{s}"
+    );
+    for name in [
+        "volley_server_resident_memory_bytes",
+        "volley_server_cpu_user_cores",
+        "volley_server_threads",
+    ] {
+        assert!(text.contains(name), "{name} in\n{text}");
+    }
+}

@@ -126,6 +126,7 @@ impl Steps<'_> {
             cores: self.cores,
             client_cpus: &self.cpu_list,
             server_cpus: self.server_cpus.as_deref(),
+            server_latest: None,
         };
         let m = measure::run(
             cfg,

@@ -161,6 +161,7 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         cores,
         client_cpus: &cpu_list,
         server_cpus: None,
+        server_latest: live_views.as_ref().map(|l| l.server_watch()),
     };
     let measured = {
         let mut observers: Vec<&mut dyn Observer> = vec![&mut live_line];

@@ -237,6 +237,7 @@ impl Harness<'_> {
             cores,
             client_cpus: &cpu_list,
             server_cpus: self.suite.server_cpus.as_ref().map(|c| c.text.as_str()),
+            server_latest: None,
         };
         let observers = &mut Observers(vec![]);
         let m = match measure::run(&cfg, prepared, &ctx, self.interrupts, observers) {

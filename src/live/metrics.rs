@@ -45,6 +45,8 @@ pub struct Totals {
     pub users: Option<u64>,
     /// Volley's CPU seconds so far (user + system).
     pub client_cpu_s: f64,
+    /// The monitored server's last second (`--pid`).
+    pub server: Option<super::observer::ServerJson>,
 }
 
 impl Default for Totals {
@@ -57,6 +59,7 @@ impl Default for Totals {
             achieved_rps: 0.0,
             users: None,
             client_cpu_s: 0.0,
+            server: None,
         }
     }
 }
@@ -89,8 +92,8 @@ struct Snapshot {
 /// A gauge: its name, its help, and its value when it has one.
 type Gauge = (&'static str, &'static str, fn(&Totals) -> Option<f64>);
 
-/// The gauges, in the order they are shown.
-const GAUGES: [Gauge; 5] = [
+/// The gauges, in the order they are shown (the server's only with `--pid`).
+const GAUGES: [Gauge; 10] = [
     (
         "volley_target_rate",
         "The requested rate (-R), requests per second",
@@ -112,11 +115,42 @@ const GAUGES: [Gauge; 5] = [
         |t| t.users.map(|u| u as f64),
     ),
     (
-        "volley_client_cpu_seconds",
-        "Volley's own CPU time so far (user + system)",
-        |t| Some(t.client_cpu_s),
+        "volley_server_cpu_user_cores",
+        "The monitored server's user CPU in its last second, in cores",
+        |t| t.server.as_ref().map(|s| s.cpu_user_pct / 100.0),
+    ),
+    (
+        "volley_server_cpu_system_cores",
+        "The monitored server's system CPU in its last second, in cores",
+        |t| t.server.as_ref().map(|s| s.cpu_sys_pct / 100.0),
+    ),
+    (
+        "volley_server_resident_memory_bytes",
+        "The monitored server's resident memory (its process tree)",
+        |t| t.server.as_ref().map(|s| s.rss_bytes as f64),
+    ),
+    (
+        "volley_server_threads",
+        "The monitored server's threads",
+        |t| t.server.as_ref().map(|s| s.threads as f64),
+    ),
+    (
+        "volley_server_syscalls_per_second",
+        "The monitored server's syscalls in its last second",
+        |t| t.server.as_ref().and_then(|s| s.syscalls_per_s),
+    ),
+    (
+        "volley_server_context_switches_per_second",
+        "The monitored server's context switches in its last second",
+        |t| t.server.as_ref().map(|s| s.ctx_switches_per_s),
     ),
 ];
+
+/// Volley's CPU so far: a counter (it only grows), `volley_client_cpu_seconds_total`.
+const CLIENT_CPU: (&str, &str) = (
+    "volley_client_cpu_seconds",
+    "Volley's own CPU time so far (user + system)",
+);
 
 /// The gauges that have a value: (name, value).
 pub fn gauges(t: &Totals) -> Vec<(&'static str, f64)> {
@@ -192,6 +226,11 @@ impl Collector for Snapshot {
                     .encode_gauge(&v)?;
             }
         }
+        enc.encode_descriptor(CLIENT_CPU.0, CLIENT_CPU.1, None, MetricType::Counter)?
+            .encode_counter::<prometheus_client::encoding::NoLabelSet, _, f64>(
+                &t.client_cpu_s,
+                None,
+            )?;
         Ok(())
     }
 }

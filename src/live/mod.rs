@@ -93,6 +93,7 @@ pub struct Live {
     dashboard: Option<http::Server>,
     metrics: Option<http::Server>,
     pusher: Option<remote::Pusher>,
+    server: crate::monitor::server::LatestTick,
 }
 
 impl Live {
@@ -152,6 +153,7 @@ impl Live {
             dashboard,
             metrics,
             pusher,
+            server: Default::default(),
         })
     }
 
@@ -174,9 +176,21 @@ impl Live {
         &self.run_id
     }
 
-    /// The observer that feeds both views.
+    /// The observer that feeds the views.
     pub fn observer(&self, target_rps: Option<f64>, cores: usize) -> LiveObserver {
-        LiveObserver::new(self.feed.clone(), self.totals.clone(), target_rps, cores)
+        LiveObserver::new(
+            self.feed.clone(),
+            self.totals.clone(),
+            target_rps,
+            cores,
+            self.server.clone(),
+        )
+    }
+
+    /// Where the server monitor keeps its latest second for these views
+    /// (`measure::Context::server_latest`).
+    pub fn server_watch(&self) -> crate::monitor::server::LatestTick {
+        self.server.clone()
     }
 
     /// The end of the metrics push: the last values and stale markers go (at most

@@ -10,6 +10,7 @@ use super::feed::Feed;
 use super::metrics::Totals;
 use crate::engine::Observer;
 use crate::monitor::client::rusage_self;
+use crate::monitor::server::{self as server_monitor, LatestTick};
 use crate::stats::aggregate::FinishedBucket;
 use crate::stats::histogram::{encode, new_hist};
 use crate::stats::recorder::{Counters, ErrorCounts};
@@ -35,8 +36,8 @@ pub struct Tick {
     pub users: Option<u64>,
     /// Volley's own CPU.
     pub client: ClientJson,
-    /// The monitored server (not yet streamed: null).
-    pub server: Option<()>,
+    /// The monitored server's last closed second (`--pid`), or null.
+    pub server: Option<ServerJson>,
     /// The second's corrected latency, µs, HdrHistogram V2 compressed, base64.
     pub latency_hdr: String,
     /// The second's service time, likewise.
@@ -70,6 +71,40 @@ impl From<&ErrorCounts> for ErrorJson {
     }
 }
 
+/// The monitored server in its last closed second.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerJson {
+    /// Seconds from t0 at the end of the server's second.
+    pub t_s: f64,
+    /// User CPU, percent of one core.
+    pub cpu_user_pct: f64,
+    /// System CPU, percent of one core.
+    pub cpu_sys_pct: f64,
+    /// Resident memory of the tree.
+    pub rss_bytes: u64,
+    /// Threads of the tree.
+    pub threads: u64,
+    /// Syscalls per second (null when not counted).
+    pub syscalls_per_s: Option<f64>,
+    /// Context switches per second (voluntary + involuntary).
+    pub ctx_switches_per_s: f64,
+}
+
+impl From<&server_monitor::Tick> for ServerJson {
+    fn from(t: &server_monitor::Tick) -> Self {
+        let per_s = |n: u64| (n as f64 / t.interval_s.max(1e-9) * 10.0).round() / 10.0;
+        ServerJson {
+            t_s: t.sample.t_s,
+            cpu_user_pct: t.sample.cpu_user_pct,
+            cpu_sys_pct: t.sample.cpu_sys_pct,
+            rss_bytes: t.sample.rss_bytes,
+            threads: t.sample.threads,
+            syscalls_per_s: t.syscalls.map(per_s),
+            ctx_switches_per_s: per_s(t.ctx.voluntary + t.ctx.involuntary),
+        }
+    }
+}
+
 /// Volley's CPU in one second.
 #[derive(Debug, Serialize)]
 pub struct ClientJson {
@@ -87,15 +122,18 @@ pub struct LiveObserver {
     cores: usize,
     next_t_s: u64,
     last_cpu_s: Option<f64>,
+    server: LatestTick,
 }
 
 impl LiveObserver {
-    /// An observer for a run of `-R target_rps` on `cores` cores; `feed` when a page watches.
+    /// An observer for a run of `-R target_rps` on `cores` cores; `feed` when a page watches;
+    /// `server` where the server monitor (if any) keeps its latest second.
     pub fn new(
         feed: Option<Arc<Feed>>,
         totals: Arc<Mutex<Totals>>,
         target_rps: Option<f64>,
         cores: usize,
+        server: LatestTick,
     ) -> Self {
         totals.lock().unwrap_or_else(|e| e.into_inner()).target_rps = target_rps;
         LiveObserver {
@@ -105,6 +143,7 @@ impl LiveObserver {
             cores: cores.max(1),
             next_t_s: 0,
             last_cpu_s: None,
+            server,
         }
     }
 
@@ -166,6 +205,12 @@ impl Observer for LiveObserver {
         }
         self.next_t_s = b.point.t_s + 1;
         let (cpu_pct, cpu_s) = self.cpu_pct(b.point.interval_s);
+        let server = self
+            .server
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(ServerJson::from);
         let tick = Tick {
             t_s: b.point.t_s,
             interval_s: b.point.interval_s,
@@ -179,7 +224,7 @@ impl Observer for LiveObserver {
                 cpu_pct,
                 cores: self.cores,
             },
-            server: None,
+            server: server.clone(),
             latency_hdr: encode(&b.latency),
             service_time_hdr: encode(&b.service),
         };
@@ -191,5 +236,6 @@ impl Observer for LiveObserver {
         t.achieved_rps = b.point.completed as f64 / b.point.interval_s.max(1e-9);
         t.users = b.point.users;
         t.client_cpu_s = cpu_s;
+        t.server = server;
     }
 }

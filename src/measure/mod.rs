@@ -167,6 +167,9 @@ pub struct Context<'a> {
     pub client_cpus: &'a str,
     /// The server's CPU list when volley pinned it (suites).
     pub server_cpus: Option<&'a str>,
+    /// Where the server monitor keeps its latest second for live views (`None`: nobody
+    /// watches).
+    pub server_latest: Option<crate::monitor::server::LatestTick>,
 }
 
 /// What one measurement produced.
@@ -200,7 +203,7 @@ pub fn run(
     let plan = Plan::new(load, seed);
     let monitor = prepared
         .sampler
-        .map(ServerMonitor::spawn)
+        .map(|s| ServerMonitor::spawn_watched(s, ctx.server_latest.clone()))
         .transpose()
         .map_err(MeasureError::MonitorThread)?;
     // The engine's t0 is `warmup` after it starts its clock, the first thing engine::run does;

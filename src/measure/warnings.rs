@@ -247,6 +247,7 @@ mod tests {
             cores: 2,
             client_cpus: client,
             server_cpus: server,
+            server_latest: None,
         }
     }
 

@@ -557,6 +557,10 @@ enum Control {
     Stop,
 }
 
+/// The monitor's latest closed second, for what watches a run live (`--dashboard`,
+/// `--metrics-addr`): written by the sampling thread, read once a second by the live observer.
+pub type LatestTick = std::sync::Arc<std::sync::Mutex<Option<Tick>>>;
+
 /// A `TreeSampler` on a thread of its own (`volley run --pid`, and the suite harness).
 pub struct ServerMonitor {
     control: mpsc::Sender<Control>,
@@ -566,10 +570,15 @@ pub struct ServerMonitor {
 impl ServerMonitor {
     /// Starts the sampling thread; it waits for `arm`.
     pub fn spawn(sampler: TreeSampler) -> io::Result<Self> {
+        Self::spawn_watched(sampler, None)
+    }
+
+    /// Like [`ServerMonitor::spawn`], also keeping each closed second in `latest`.
+    pub fn spawn_watched(sampler: TreeSampler, latest: Option<LatestTick>) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("volley-monitor".into())
-            .spawn(move || sampling_loop(sampler, rx))?;
+            .spawn(move || sampling_loop(sampler, rx, latest))?;
         Ok(ServerMonitor {
             control: tx,
             handle,
@@ -595,7 +604,11 @@ impl ServerMonitor {
     }
 }
 
-fn sampling_loop(mut s: TreeSampler, rx: mpsc::Receiver<Control>) -> TreeSampler {
+fn sampling_loop(
+    mut s: TreeSampler,
+    rx: mpsc::Receiver<Control>,
+    latest: Option<LatestTick>,
+) -> TreeSampler {
     let t0 = match rx.recv() {
         Ok(Control::Arm(t0)) => t0,
         Ok(Control::Stop) | Err(_) => return s,
@@ -620,7 +633,9 @@ fn sampling_loop(mut s: TreeSampler, rx: mpsc::Receiver<Control>) -> TreeSampler
         match rx.recv_timeout(wait) {
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let now = Instant::now();
-                s.sample(now);
+                if let (Some(tick), Some(l)) = (s.sample(now), &latest) {
+                    *l.lock().unwrap_or_else(|e| e.into_inner()) = Some(tick);
+                }
                 next += s.interval;
                 if next < now {
                     // Fell behind (a huge tree, a stalled machine): skip, do not burst.

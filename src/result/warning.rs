@@ -495,6 +495,7 @@ mod tests {
             Warning::server_note("2 processes of the tree exited"),
             Warning::syscalls_not_counted("perf_event_paranoid is 3"),
             Warning::io_fallback("io_uring_setup: Operation not permitted (os error 1)"),
+            Warning::remote_write(2, 5, "HTTP 500: down", false),
             Warning::shards_differ("the request body"),
             Warning::stages_differ(),
             Warning::lag_not_merged(),

@@ -83,6 +83,12 @@
     return (v / 1e6).toPrecision(3) + ' s';
   }
   function num(v) { return v == null ? '—' : Math.round(v).toLocaleString('en-US'); }
+  function fmt(unit, v) {
+    if (v == null) return '—';
+    if (unit === 'µs') return us(v);
+    if (unit === 'MiB') return v.toFixed(1) + ' MiB';
+    return num(v);
+  }
   function clock(s) { var m = Math.floor(s / 60); return m + ':' + String(Math.floor(s % 60)).padStart(2, '0'); }
 
   // ---- charts --------------------------------------------------------------------------------
@@ -96,7 +102,10 @@
     { title: 'Service time', unit: 'µs', series: ['p50', 'p99', 'p99.9', 'max'], log: true },
     { title: 'Errors and failed responses (per second)', unit: '', series: ['connect', 'timeout', 'reset', 'protocol', 'closed', 'failed'] },
     { title: 'Virtual users', unit: '', series: ['users'] },
-    { title: 'Client CPU (% of one core)', unit: '%', series: ['volley', 'cores × 100'] }
+    { title: 'Client CPU (% of one core)', unit: '%', series: ['volley', 'cores × 100'] },
+    { title: 'Server CPU (% of one core; --pid)', unit: '%', series: ['user', 'system'] },
+    { title: 'Server resident memory (--pid)', unit: 'MiB', series: ['RSS'] },
+    { title: 'Server syscalls and context switches (per second; --pid)', unit: '', series: ['syscalls', 'context switches'] }
   ];
   function makeCharts() {
     var box = $('charts');
@@ -110,14 +119,14 @@
       sp.series.forEach(function (name, i) {
         series.push({ label: name, stroke: palette[i % palette.length], width: 1.5, spanGaps: false,
           dash: name === 'target' || name === 'cores × 100' ? [6, 4] : undefined,
-          value: function (u, v) { return v == null ? '—' : (sp.unit === 'µs' ? us(v) : num(v)); } });
+          value: function (u, v) { return fmt(sp.unit, v); } });
       });
       var opts = {
         width: 680, height: 220, series: series,
         cursor: { sync: { key: sync.key, setSeries: false }, drag: { x: true, y: false } },
         scales: { x: { time: false }, y: sp.log ? { distr: 3 } : {} },
         axes: [{ incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200], values: function (u, vals) { return vals.map(clock); } },
-               { size: 70, values: function (u, vals) { return vals.map(function (v) { return sp.unit === 'µs' ? us(v) : num(v); }); } }],
+               { size: 70, values: function (u, vals) { return vals.map(function (v) { return fmt(sp.unit, v); }); } }],
         hooks: { setSelect: [function (u) {
           if (u.select.width < 2) return;
           var a = u.posToVal(u.select.left, 'x'), b = u.posToVal(u.select.left + u.select.width, 'x');
@@ -139,7 +148,10 @@
       [x].concat(['p50', 'p99', 'p999', 'max'].map(function (p) { return col(function (k) { return k.svc && k.svc.count ? k.svc[p] : null; }); })),
       [x].concat(['connect', 'timeout', 'reset', 'protocol', 'closed'].map(function (e) { return col(function (k) { return per(k, k.errors[e]); }); }), [col(function (k) { return per(k, k.failed); })]),
       [x, col(function (k) { return k.users; })],
-      [x, col(function (k) { return k.client.cpu_pct; }), col(function (k) { return k.client.cores * 100; })]
+      [x, col(function (k) { return k.client.cpu_pct; }), col(function (k) { return k.client.cores * 100; })],
+      [x, col(function (k) { return k.server ? k.server.cpu_user_pct : null; }), col(function (k) { return k.server ? k.server.cpu_sys_pct : null; })],
+      [x, col(function (k) { return k.server ? k.server.rss_bytes / 1048576 : null; })],
+      [x, col(function (k) { return k.server ? k.server.syscalls_per_s : null; }), col(function (k) { return k.server ? k.server.ctx_switches_per_s : null; })]
     ];
   }
   var drawPending = false;

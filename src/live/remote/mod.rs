@@ -174,7 +174,7 @@ impl Pusher {
 }
 
 fn push_loop(target: &Target, series: &SeriesNames, totals: &Mutex<Totals>, shared: &Shared) {
-    let agent = agent(PUSH_TIMEOUT);
+    let agent = agent(target.url.starts_with("https://"));
     loop {
         let stop = shared.stop.lock().unwrap_or_else(|e| e.into_inner());
         let (stop, _) = shared
@@ -188,12 +188,8 @@ fn push_loop(target: &Target, series: &SeriesNames, totals: &Mutex<Totals>, shar
             let t = totals.lock().unwrap_or_else(|e| e.into_inner());
             series.request(&t, now, last.then_some(now + 1))
         };
-        let agent = if last {
-            self::agent(FINAL_TIMEOUT)
-        } else {
-            agent.clone()
-        };
-        let outcome = post(&agent, target, &request);
+        let timeout = if last { FINAL_TIMEOUT } else { PUSH_TIMEOUT };
+        let outcome = post(&agent, target, &request, timeout);
         let mut r = shared.report.lock().unwrap_or_else(|e| e.into_inner());
         match outcome {
             Ok(()) => {
@@ -218,18 +214,21 @@ fn now_ms() -> i64 {
 }
 
 /// An HTTP client that verifies certificates against the system's roots (or
-/// `SSL_CERT_FILE`), with `timeout` for a whole request.
-fn agent(timeout: Duration) -> ureq::Agent {
-    let roots: Vec<ureq::tls::Certificate<'static>> = rustls_native_certs::load_native_certs()
-        .certs
-        .iter()
-        .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
-        .collect();
+/// `SSL_CERT_FILE`), read only for an https endpoint (they cost milliseconds and memory).
+fn agent(https: bool) -> ureq::Agent {
+    let roots: Vec<ureq::tls::Certificate<'static>> = if https {
+        rustls_native_certs::load_native_certs()
+            .certs
+            .iter()
+            .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(ureq::tls::RootCerts::new_with_certs(&roots))
         .build();
     ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
         .http_status_as_error(false)
         .tls_config(tls)
         .user_agent(concat!("volley/", env!("CARGO_PKG_VERSION")))
@@ -237,7 +236,12 @@ fn agent(timeout: Duration) -> ureq::Agent {
         .into()
 }
 
-fn post(agent: &ureq::Agent, target: &Target, request: &WriteRequest) -> Result<(), String> {
+fn post(
+    agent: &ureq::Agent,
+    target: &Target,
+    request: &WriteRequest,
+    timeout: Duration,
+) -> Result<(), String> {
     let body = snap::raw::Encoder::new()
         .compress_vec(&request.encode_to_vec())
         .map_err(|e| format!("snappy: {e}"))?;
@@ -249,7 +253,12 @@ fn post(agent: &ureq::Agent, target: &Target, request: &WriteRequest) -> Result<
     if let Some(auth) = &target.authorization {
         req = req.header("Authorization", auth);
     }
-    let mut resp = req.send(&body[..]).map_err(|e| e.to_string())?;
+    let mut resp = req
+        .config()
+        .timeout_global(Some(timeout))
+        .build()
+        .send(&body[..])
+        .map_err(|e| e.to_string())?;
     let status = resp.status();
     if status.is_success() {
         return Ok(());
@@ -333,6 +342,10 @@ impl SeriesNames {
         for (name, value) in super::metrics::gauges(t) {
             out.push(float(self.labels(name, &[], false), value));
         }
+        out.push(float(
+            self.labels("volley_client_cpu_seconds_total", &[], false),
+            t.client_cpu_s,
+        ));
         for (name, h) in [
             ("volley_request_duration_seconds", &t.latency),
             ("volley_service_time_seconds", &t.service),
