@@ -193,14 +193,7 @@ impl Collector for Snapshot {
                 None,
                 MetricType::Counter,
             )?;
-            let e = &t.counts.errors;
-            for (kind, n) in [
-                ("connect", e.connect),
-                ("timeout", e.timeout),
-                ("reset", e.reset),
-                ("protocol", e.protocol),
-                ("closed", e.closed),
-            ] {
+            for (kind, n) in error_kinds(&t.counts.errors) {
                 let labels = vec![("kind", Cow::Borrowed(kind))];
                 fam.encode_family(&labels)?
                     .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&n, None)?;
@@ -267,6 +260,17 @@ pub fn classic_buckets(h: &Hist) -> (f64, u64, Vec<(f64, u64)>) {
     }
     out.push((f64::INFINITY, count - below));
     (h.mean() * count as f64 / 1e6, count, out)
+}
+
+/// Errors by kind, as the `kind` label names them.
+pub fn error_kinds(e: &crate::stats::recorder::ErrorCounts) -> [(&'static str, u64); 5] {
+    [
+        ("connect", e.connect),
+        ("timeout", e.timeout),
+        ("reset", e.reset),
+        ("protocol", e.protocol),
+        ("closed", e.closed),
+    ]
 }
 
 /// Completed responses by status class (`1xx` … `5xx`).

@@ -326,14 +326,7 @@ impl SeriesNames {
                 n as f64,
             ));
         }
-        let e = &t.counts.errors;
-        for (kind, n) in [
-            ("connect", e.connect),
-            ("timeout", e.timeout),
-            ("reset", e.reset),
-            ("protocol", e.protocol),
-            ("closed", e.closed),
-        ] {
+        for (kind, n) in super::metrics::error_kinds(&t.counts.errors) {
             out.push(float(
                 self.labels("volley_errors_total", &[("kind", kind)], false),
                 n as f64,
