@@ -117,3 +117,58 @@ fn the_dashboard_in_a_browser() {
     }
     assert_eq!(c["max"], merged.max(), "{window}");
 }
+
+/// `volley capacity --dashboard`: each step is a run the page draws from zero, the table and
+/// the curve grow as steps finish, and at the end the page becomes the capacity report.
+#[test]
+fn a_capacity_search_in_a_browser() {
+    let server = common::normal();
+    let url = server.url("/");
+    let out = tempfile::tempdir().unwrap();
+    let mut run = Running::start(&[
+        "capacity",
+        &url,
+        "--slo",
+        "p99<500ms",
+        "--step-duration",
+        "2s",
+        "--start-rate",
+        "200",
+        "--max-rate",
+        "800",
+        "-c",
+        "4",
+        "--no-closed-loop",
+        "--dashboard",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let page_url = run.dashboard.clone().unwrap();
+    let mut b = Browser::open(&page_url);
+    b.wait_for(
+        "window.volleyLive && volleyLive.steps >= 2",
+        Duration::from_secs(30),
+    );
+    assert!(
+        b.eval("volleyLive.runs").as_u64().unwrap() >= 2,
+        "a run per step"
+    );
+    let rows = b
+        .eval("document.querySelectorAll('#progress-rows tr').length")
+        .as_u64()
+        .unwrap();
+    assert!(rows >= 2, "{rows} rows");
+    let title = b.eval("document.getElementById('run-title').textContent");
+    assert!(title.as_str().unwrap().starts_with("step "), "{title}");
+    b.wait_for(
+        "document.title.endsWith('volley report')",
+        Duration::from_secs(30),
+    );
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+    assert_eq!(
+        b.eval("volleySelftest.errors.length"),
+        Value::from(0),
+        "{}",
+        b.eval("JSON.stringify(volleySelftest)")
+    );
+}

@@ -56,6 +56,9 @@ pub struct Steps<'a> {
     pub on_step: Box<dyn FnMut(&CapacityStep) + 'a>,
     /// The environment of the first measurement.
     pub env: Option<crate::result::Env>,
+    /// The live views watching the search (`--dashboard`, `--metrics-addr`, …): each step is
+    /// a run of theirs.
+    pub live: Option<&'a crate::live::Live>,
 }
 
 /// `step-NN-<rate>rps.json`.
@@ -126,16 +129,30 @@ impl Steps<'_> {
             cores: self.cores,
             client_cpus: &self.cpu_list,
             server_cpus: self.server_cpus.as_deref(),
-            server_latest: None,
+            server_latest: self.live.map(|l| l.server_watch()),
         };
-        let m = measure::run(
-            cfg,
-            prepared,
-            &ctx,
-            self.interrupts,
-            &mut Observers(Vec::new()),
-        )
-        .map_err(|e| StepError::Failed(e.to_string()))?;
+        let mut observer = self.live.map(|live| {
+            let title = match cfg.load.rate_rps {
+                Some(r) => format!(
+                    "step {}: -R {}",
+                    self.done.len() + 1,
+                    crate::units::thousands(r.round() as u64)
+                ),
+                None => "the closed-loop reference".to_string(),
+            };
+            let names = crate::live::Names {
+                scenario: "capacity".into(),
+                endpoint: cfg.load.target.path.clone(),
+            };
+            live.begin_run(self.done.len(), &title, names, cfg.load.rate_rps);
+            live.observer(cfg.load.rate_rps, self.cores)
+        });
+        let mut observers = Observers(Vec::new());
+        if let Some(o) = observer.as_mut() {
+            observers.0.push(o);
+        }
+        let m = measure::run(cfg, prepared, &ctx, self.interrupts, &mut observers)
+            .map_err(|e| StepError::Failed(e.to_string()))?;
         if m.interrupted {
             // An interrupted step is not a finished one: it gives no verdict.
             return Err(StepError::Interrupted);
@@ -222,6 +239,10 @@ impl StepRunner for Steps<'_> {
         };
         (self.on_step)(&step);
         self.done.push(step);
+        if let Some(live) = self.live {
+            let json = serde_json::json!({"kind": "capacity", "steps": self.done});
+            live.progress(&json.to_string());
+        }
         Ok(StepOutcome { verdict, reason })
     }
 }

@@ -30,6 +30,11 @@ pub struct CapacityArgs {
     #[command(flatten)]
     pub flags: RunFlags,
 
+    /// The live views: each step is a run of theirs, and the dashboard draws the curve as
+    /// steps finish.
+    #[command(flatten)]
+    pub live: super::live::LiveArgs,
+
     /// The service-level objective, in `--threshold` syntax, e.g. 'p99<10ms', 'errors<0.1%'
     /// (repeatable; every one must hold).
     #[arg(long, required = true)]
@@ -193,6 +198,10 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         pct(args.precision),
         outputs.dir.display()
     ));
+    let live = match super::live::start(&args.live, &base, &argv, "capacity") {
+        Ok(l) => l,
+        Err(msg) => return fail(ExitCode::Usage, &msg),
+    };
     let (cores, cpu_list) = cpus::allowed();
     let mut n = 0;
     let mut steps = Steps {
@@ -213,6 +222,7 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
             say(&text::step_line(n, s));
         }),
         env: None,
+        live: live.as_ref(),
     };
     let search = Search {
         start_rps: args.start_rate as f64,
@@ -239,6 +249,15 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         say(&line);
     }
     let code = exit_code(&found);
+    if let Some(mut live) = live {
+        if let Some(w) = super::live::end_push(&mut live) {
+            eprintln!("volley: warning: {}", w.text());
+        }
+        let html = Format::Html
+            .reporter()
+            .render(&Report::capacity(result.clone()));
+        live.finish(Some(&result), Some(&html));
+    }
     code.max_precedence(write_outputs(
         &result,
         &outputs,

@@ -81,8 +81,13 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
 }
 
 /// Starts the live views `args` asks for, for the run of `cfg`, and prints where they are;
-/// `None` when none was asked for.
-pub fn start(args: &LiveArgs, cfg: &RunConfig, argv: &[String]) -> Result<Option<Live>, String> {
+/// `None` when none was asked for. `scenario` labels the metrics (`run`, `capacity`).
+pub fn start(
+    args: &LiveArgs,
+    cfg: &RunConfig,
+    argv: &[String],
+    scenario: &str,
+) -> Result<Option<Live>, String> {
     let opts = args.options()?;
     if opts.is_empty() {
         return Ok(None);
@@ -99,7 +104,7 @@ pub fn start(args: &LiveArgs, cfg: &RunConfig, argv: &[String]) -> Result<Option
         replay_cap_bytes: crate::live::feed::TICK_BYTES_CAP,
     };
     let names = Names {
-        scenario: "run".into(),
+        scenario: scenario.into(),
         endpoint: if load.workload.is_some() {
             "*".into()
         } else {
@@ -116,22 +121,28 @@ pub fn start(args: &LiveArgs, cfg: &RunConfig, argv: &[String]) -> Result<Option
     Ok(Some(live))
 }
 
+/// Ends the push of the live views (its last values and stale markers): the warning a failed
+/// push gives, if any.
+pub fn end_push(live: &mut Live) -> Option<crate::result::Warning> {
+    let r = live.finish_push()?;
+    (r.failed > 0).then(|| {
+        crate::result::Warning::remote_write(
+            r.failed,
+            r.failed + r.accepted,
+            r.last_error.as_deref().unwrap_or(""),
+            r.final_accepted,
+        )
+    })
+}
+
 /// Ends the live views of a run: the push's last values first (a failed push becomes a
 /// warning of `result`), then the pages get the result and the report.
 pub fn finish(mut live: Live, mut result: Option<&mut crate::result::RunResult>) {
-    if let Some(r) = live.finish_push() {
-        if r.failed > 0 {
-            let w = crate::result::Warning::remote_write(
-                r.failed,
-                r.failed + r.accepted,
-                r.last_error.as_deref().unwrap_or(""),
-                r.final_accepted,
-            );
-            // With a result, the summary shows it among the warnings.
-            match result.as_deref_mut() {
-                Some(res) => res.warnings.push(w),
-                None => eprintln!("volley: --prometheus-remote-write: {}", w.text()),
-            }
+    if let Some(w) = end_push(&mut live) {
+        // With a result, the summary shows it among the warnings.
+        match result.as_deref_mut() {
+            Some(res) => res.warnings.push(w),
+            None => eprintln!("volley: warning: {}", w.text()),
         }
     }
     let result = result.as_deref();

@@ -139,7 +139,7 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
             return fail(ExitCode::Usage, &msg);
         }
     }
-    let live_views = match super::live::start(&args.live, &cfg, &argv) {
+    let live_views = match super::live::start(&args.live, &cfg, &argv, "run") {
         Ok(l) => l,
         Err(msg) => {
             outputs.discard();

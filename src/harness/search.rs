@@ -76,6 +76,7 @@ impl Harness<'_> {
                 log.line(&format!("      {}", text::step_line(n, s)));
             }),
             env: None,
+            live: None,
         };
         let Searched { found, result } =
             session::run(&mut steps, &search, spec.closed_loop, about, &mut |_| {});

@@ -1,10 +1,11 @@
-//! The feed: what a run has said so far, kept for pages that connect late or reload. The
-//! observer appends; every page's connection reads from the start (or from the event after
-//! its `Last-Event-ID`) and then waits for more.
+//! The feed: what a command has said so far, kept for pages that connect late or reload. The
+//! observer appends ticks, a command of several runs (`capacity`) a `run` event before each
+//! and a `progress` event after; every page's connection reads from the start (or from the
+//! event after its `Last-Event-ID`) and then waits for more. Events are numbered in order.
 //!
-//! Memory is bounded: ticks are kept as their ready-to-send frames (a few KB a second, most
+//! Memory is bounded: events are kept as their ready-to-send frames (a tick is a few KB, most
 //! of it the second's two compressed histograms) up to [`TICK_BYTES_CAP`]; past it the oldest
-//! are dropped and a page that connects then is told from which second the replay starts (a
+//! are dropped and a page that connects then is told from which event the replay starts (a
 //! `gap` event), so a window before it cannot be selected.
 
 use std::collections::VecDeque;
@@ -41,10 +42,13 @@ impl Frame {
 #[derive(Default)]
 struct State {
     meta: Option<Frame>,
-    ticks: VecDeque<Frame>,
+    ticks: VecDeque<(Frame, Option<u64>)>,
     tick_bytes: usize,
-    /// Ticks dropped for the cap (the replay starts after them).
+    /// The last event's number.
+    seq: u64,
+    /// Events dropped for the cap (the replay starts after them).
     dropped: u64,
+    /// The `t_s` of the oldest tick kept once some were dropped.
     first_kept_t_s: u64,
     end: Option<Frame>,
     /// Connections that have not yet been sent the end.
@@ -81,17 +85,29 @@ impl Feed {
         self.changed.notify_all();
     }
 
-    /// Appends the tick of second `t_s` as event `t_s + 1`.
+    /// Appends the tick of second `t_s` as the next event.
     pub fn tick(&self, t_s: u64, json: &str) {
-        let frame = Frame::new("tick", t_s + 1, json);
+        self.append("tick", json, Some(t_s));
+    }
+
+    /// Appends a `run` event (a new measured run of the command begins) or a `progress` one.
+    pub fn event(&self, kind: &str, json: &str) {
+        self.append(kind, json, None);
+    }
+
+    fn append(&self, kind: &str, json: &str, t_s: Option<u64>) {
         let mut s = self.lock();
+        s.seq += 1;
+        let frame = Frame::new(kind, s.seq, json);
         s.tick_bytes += frame.text.len();
-        s.ticks.push_back(frame);
+        s.ticks.push_back((frame, t_s));
         while s.tick_bytes > TICK_BYTES_CAP && s.ticks.len() > 1 {
-            let old = s.ticks.pop_front().expect("more than one");
+            let (old, _) = s.ticks.pop_front().expect("more than one");
             s.tick_bytes -= old.text.len();
             s.dropped += 1;
-            s.first_kept_t_s = s.ticks.front().map_or(0, |f| f.id - 1);
+            if let Some(t) = s.ticks.iter().find_map(|(_, t)| *t) {
+                s.first_kept_t_s = t;
+            }
         }
         drop(s);
         self.changed.notify_all();
@@ -173,7 +189,12 @@ impl Feed {
         if after == u64::MAX {
             return out;
         }
-        out.extend(s.ticks.iter().filter(|f| f.id > after).cloned());
+        out.extend(
+            s.ticks
+                .iter()
+                .filter(|(f, _)| f.id > after)
+                .map(|(f, _)| f.clone()),
+        );
         if let Some(end) = &s.end {
             out.push(end.clone());
         }

@@ -47,6 +47,8 @@ pub struct Totals {
     pub client_cpu_s: f64,
     /// The monitored server's last second (`--pid`).
     pub server: Option<super::observer::ServerJson>,
+    /// The labels of the run being measured.
+    pub names: Names,
 }
 
 impl Default for Totals {
@@ -60,6 +62,7 @@ impl Default for Totals {
             users: None,
             client_cpu_s: 0.0,
             server: None,
+            names: Names::default(),
         }
     }
 }
@@ -74,7 +77,7 @@ impl Totals {
 }
 
 /// The labels every series carries besides `run_id` (set on the registry).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Names {
     /// `run`, or the suite's scenario.
     pub scenario: String,
@@ -86,7 +89,6 @@ pub struct Names {
 #[derive(Debug)]
 struct Snapshot {
     totals: Arc<Mutex<Totals>>,
-    names: Names,
 }
 
 /// A gauge: its name, its help, and its value when it has one.
@@ -167,8 +169,8 @@ impl Collector for Snapshot {
         let t = self.totals.lock().unwrap_or_else(|e| e.into_inner());
         let base = |extra: Labels<'static>| -> Labels<'static> {
             let mut l: Labels = vec![
-                ("scenario", Cow::Owned(self.names.scenario.clone())),
-                ("endpoint", Cow::Owned(self.names.endpoint.clone())),
+                ("scenario", Cow::Owned(t.names.scenario.clone())),
+                ("endpoint", Cow::Owned(t.names.endpoint.clone())),
             ];
             l.extend(extra);
             l
@@ -295,7 +297,8 @@ impl MetricsHandler {
     pub fn new(run_id: &str, names: Names, totals: Arc<Mutex<Totals>>) -> MetricsHandler {
         let labels = [(Cow::Borrowed("run_id"), Cow::Owned(run_id.to_string()))];
         let mut registry = Registry::with_labels(labels.into_iter());
-        registry.register_collector(Box::new(Snapshot { totals, names }));
+        totals.lock().unwrap_or_else(|e| e.into_inner()).names = names;
+        registry.register_collector(Box::new(Snapshot { totals }));
         MetricsHandler { registry }
     }
 

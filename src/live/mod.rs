@@ -25,8 +25,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::result::RunResult;
-
 pub use metrics::{Names, Totals};
 pub use observer::LiveObserver;
 
@@ -187,6 +185,30 @@ impl Live {
         )
     }
 
+    /// A new measured run of the command begins (a capacity step): pages get a `run` event
+    /// (`{index, title, target_rps}`) and draw its seconds from zero; the metrics start
+    /// over under `names` (a new series set, the old one ends).
+    pub fn begin_run(&self, index: usize, title: &str, names: Names, target_rps: Option<f64>) {
+        if let Some(feed) = &self.feed {
+            let json =
+                serde_json::json!({"index": index, "title": title, "target_rps": target_rps});
+            feed.event("run", &json.to_string());
+        }
+        let mut t = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        *t = Totals {
+            names,
+            target_rps,
+            ..Totals::default()
+        };
+    }
+
+    /// The command's progress (a capacity search's finished steps): pages show the latest.
+    pub fn progress(&self, json: &str) {
+        if let Some(feed) = &self.feed {
+            feed.event("progress", json);
+        }
+    }
+
     /// Where the server monitor keeps its latest second for these views
     /// (`measure::Context::server_latest`).
     pub fn server_watch(&self) -> crate::monitor::server::LatestTick {
@@ -203,12 +225,12 @@ impl Live {
     /// The run is over: connected pages get the result and the report (`report_html`, the
     /// page `--html` writes) and become it; waits at most [`END_GRACE`] for them, then stops
     /// listening. Volley's exit is never held longer.
-    pub fn finish(mut self, result: Option<&RunResult>, report_html: Option<&str>) {
+    pub fn finish<R: Serialize>(mut self, result: Option<&R>, report_html: Option<&str>) {
         self.finish_push();
         if let Some(feed) = &self.feed {
             #[derive(Serialize)]
-            struct End<'a> {
-                result: Option<&'a RunResult>,
+            struct End<'a, R> {
+                result: Option<&'a R>,
                 report_html: Option<&'a str>,
             }
             let end = End {

@@ -219,9 +219,44 @@
       delete k.latency_hdr; delete k.service_time_hdr;
       state.ticks.push(k);
       state.hists.push({ lat: h[0], svc: h[1] });
-      window.volleyLive.ticks = state.ticks.length;
+      window.volleyLive.ticks++;
       redraw();
     });
+  }
+  function onRun(r) {
+    // A new measured run (a capacity step): its seconds are drawn from zero.
+    state.ticks = []; state.hists = []; state.sel = null;
+    var h = $('run-title'); h.hidden = false; h.textContent = r.title;
+    window.volleyLive.runs++;
+    redraw();
+  }
+  var curve = null;
+  function onProgress(p) {
+    if (p.kind !== 'capacity') return;
+    $('progress').hidden = false;
+    $('progress-title').textContent = 'Capacity search: ' + p.steps.length + ' step' + (p.steps.length === 1 ? '' : 's') + ' done';
+    var body = $('progress-rows');
+    body.textContent = '';
+    p.steps.forEach(function (s, i) {
+      var tr = document.createElement('tr');
+      [String(i + 1), num(s.target_rps), num(s.achieved_rps), us(s.latency_us && s.latency_us.p99), s.verdict, s.reason].forEach(function (v) {
+        var td = document.createElement('td'); td.textContent = v == null ? '—' : v; tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    var pts = p.steps.filter(function (s) { return s.achieved_rps != null && s.latency_us && s.latency_us.p99 != null; })
+      .sort(function (a, b) { return a.achieved_rps - b.achieved_rps; });
+    var data = [pts.map(function (s) { return s.achieved_rps; }), pts.map(function (s) { return s.latency_us.p99; })];
+    if (!curve) {
+      curve = new uPlot({ width: 680, height: 240, scales: { x: { time: false }, y: { distr: 3 } },
+        series: [{ label: 'achieved req/s', value: function (u, v) { return num(v); } },
+                 { label: 'p99', stroke: palette[0], width: 1.5, points: { show: true, size: 7 }, value: function (u, v) { return us(v); } }],
+        axes: [{ values: function (u, vals) { return vals.map(num); } }, { size: 70, values: function (u, vals) { return vals.map(us); } }] },
+        data, $('curve'));
+    } else {
+      curve.setData(data);
+    }
+    window.volleyLive.steps = p.steps.length;
   }
   function onEnd(e) {
     state.over = true;
@@ -229,6 +264,7 @@
       // Nothing of this page runs on in the report's document.
       state.gone = true;
       state.charts.forEach(function (c) { c.plot.destroy(); });
+      if (curve) curve.destroy();
       window.volleyLive.ended = true;
       document.open();
       document.write(e.report_html);
@@ -244,7 +280,15 @@
     es.addEventListener('meta', function (ev) { onMeta(JSON.parse(ev.data)); });
     es.addEventListener('gap', function (ev) {
       var g = JSON.parse(ev.data);
-      $('window-range').textContent = 'seconds before ' + clock(g.first_t_s) + ' were dropped (a memory cap of ' + Math.round(g.cap_bytes / 1048576) + ' MiB)';
+      $('window-range').textContent = 'older events were dropped (the oldest tick kept is of second ' + clock(g.first_t_s) + ') (a memory cap of ' + Math.round(g.cap_bytes / 1048576) + ' MiB)';
+    });
+    es.addEventListener('run', function (ev) {
+      var r = JSON.parse(ev.data);
+      queue = queue.then(function () { onRun(r); });
+    });
+    es.addEventListener('progress', function (ev) {
+      var p = JSON.parse(ev.data);
+      queue = queue.then(function () { onProgress(p); });
     });
     es.addEventListener('tick', function (ev) {
       var k = JSON.parse(ev.data);
@@ -261,7 +305,7 @@
     };
   }
 
-  window.volleyLive = { ticks: 0, draws: 0, ended: false, window: null, select: select, stats: stats };
+  window.volleyLive = { ticks: 0, draws: 0, runs: 0, steps: 0, ended: false, window: null, select: select, stats: stats };
   makeCharts();
   connect();
 })();

@@ -139,7 +139,8 @@ impl Pusher {
             wake: Condvar::new(),
             report: Mutex::new(PushReport::default()),
         });
-        let series = SeriesNames::new(run_id, &names);
+        totals.lock().unwrap_or_else(|e| e.into_inner()).names = names;
+        let series = SeriesNames::new(run_id);
         let thread = {
             let shared = shared.clone();
             std::thread::Builder::new()
@@ -271,26 +272,24 @@ fn post(
 /// The series volley pushes and their labels.
 struct SeriesNames {
     run_id: String,
-    names: Names,
 }
 
 impl SeriesNames {
-    fn new(run_id: &str, names: &Names) -> Self {
+    fn new(run_id: &str) -> Self {
         SeriesNames {
             run_id: run_id.to_string(),
-            names: names.clone(),
         }
     }
 
     /// Labels sorted by name, as remote write requires.
-    fn labels(&self, name: &str, extra: &[(&str, &str)], with_names: bool) -> Vec<Label> {
+    fn labels(&self, name: &str, extra: &[(&str, &str)], names: Option<&Names>) -> Vec<Label> {
         let mut l: Vec<(String, String)> = vec![
             ("__name__".into(), name.into()),
             ("run_id".into(), self.run_id.clone()),
         ];
-        if with_names {
-            l.push(("scenario".into(), self.names.scenario.clone()));
-            l.push(("endpoint".into(), self.names.endpoint.clone()));
+        if let Some(n) = names {
+            l.push(("scenario".into(), n.scenario.clone()));
+            l.push(("endpoint".into(), n.endpoint.clone()));
         }
         l.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         l.sort();
@@ -322,21 +321,25 @@ impl SeriesNames {
         };
         for (class, n) in super::metrics::status_classes(&t.counts) {
             out.push(float(
-                self.labels("volley_requests_total", &[("status_class", class)], true),
+                self.labels(
+                    "volley_requests_total",
+                    &[("status_class", class)],
+                    Some(&t.names),
+                ),
                 n as f64,
             ));
         }
         for (kind, n) in super::metrics::error_kinds(&t.counts.errors) {
             out.push(float(
-                self.labels("volley_errors_total", &[("kind", kind)], false),
+                self.labels("volley_errors_total", &[("kind", kind)], None),
                 n as f64,
             ));
         }
         for (name, value) in super::metrics::gauges(t) {
-            out.push(float(self.labels(name, &[], false), value));
+            out.push(float(self.labels(name, &[], None), value));
         }
         out.push(float(
-            self.labels("volley_client_cpu_seconds_total", &[], false),
+            self.labels("volley_client_cpu_seconds_total", &[], None),
             t.client_cpu_s,
         ));
         for (name, h) in [
@@ -353,7 +356,7 @@ impl SeriesNames {
                 });
             }
             out.push(TimeSeries {
-                labels: self.labels(name, &[], true),
+                labels: self.labels(name, &[], Some(&t.names)),
                 samples: vec![],
                 histograms,
             });
@@ -412,8 +415,11 @@ mod tests {
             scenario: "run".into(),
             endpoint: "/".into(),
         };
-        let s = SeriesNames::new("r1", &names);
-        let mut t = Totals::default();
+        let s = SeriesNames::new("r1");
+        let mut t = Totals {
+            names,
+            ..Default::default()
+        };
         t.latency.record(1_000).unwrap();
         t.counts.status[200] = 1;
         let req = s.request(&t, 1_000, Some(1_001));
