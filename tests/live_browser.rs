@@ -7,12 +7,23 @@ mod common;
 
 use std::time::Duration;
 
+use std::sync::Mutex;
+
 use common::cdp::Browser;
 use common::live::{events, Running};
 use serde_json::Value;
 
+/// One browser and one load at a time: on two cores, runs side by side would saturate the
+/// client and stretch a capacity search past its limits.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn the_dashboard_in_a_browser() {
+    let _one = serial();
     let server = common::normal();
     // A URL whose query is markup: the page must show it, never run it.
     let hostile = "/p?q=<img/src=x/onerror=alert(1)>\"'";
@@ -122,6 +133,7 @@ fn the_dashboard_in_a_browser() {
 /// the curve grow as steps finish, and at the end the page becomes the capacity report.
 #[test]
 fn a_capacity_search_in_a_browser() {
+    let _one = serial();
     let server = common::normal();
     let url = server.url("/");
     let out = tempfile::tempdir().unwrap();
@@ -171,4 +183,47 @@ fn a_capacity_search_in_a_browser() {
         "{}",
         b.eval("JSON.stringify(volleySelftest)")
     );
+}
+
+/// `volley bench --dashboard`: each cell is a run the page draws from zero, the table of
+/// finished cells grows, and at the end the page becomes the suite's report.
+#[test]
+fn a_suite_in_a_browser() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let suite = format!(
+        "[suite]\nname = \"live\"\nduration = \"2s\"\n[[server]]\nname = \"there\"\nurl = \"http://{}/\"\n\
+         [[scenario]]\nname = \"hello\"\npath = \"/hello\"\nconnections = 2\n\
+         [[scenario]]\nname = \"paced\"\npath = \"/\"\nconnections = 2\nrate = 300\n",
+        server.addr
+    );
+    let file = dir.path().join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let out = dir.path().join("out");
+    let mut run = Running::start(&[
+        "bench",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--yes",
+        "--dashboard",
+    ]);
+    let mut b = Browser::open(&run.dashboard.clone().unwrap());
+    b.wait_for(
+        "window.volleyLive && volleyLive.cells >= 1 && volleyLive.ticks >= 1",
+        Duration::from_secs(30),
+    );
+    b.wait_for(
+        "document.title.endsWith('volley report')",
+        Duration::from_secs(30),
+    );
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+    assert_eq!(
+        b.eval("volleySelftest.errors.length"),
+        Value::from(0),
+        "{}",
+        b.eval("JSON.stringify(volleySelftest)")
+    );
+    assert!(out.join("suite.json").exists());
 }

@@ -41,6 +41,11 @@ pub struct BenchArgs {
     /// terminal).
     #[arg(long)]
     pub yes: bool,
+
+    /// The live views: each cell is a run of theirs, and the dashboard shows the table of
+    /// finished cells.
+    #[command(flatten)]
+    pub live: super::live::LiveArgs,
 }
 
 /// The harness's progress, on stderr.
@@ -59,7 +64,7 @@ impl Log for Stderr {
 }
 
 /// Runs `volley bench` and returns the exit code.
-pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
+pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
     let mut log = Stderr;
     let planned = match harness::plan(&args.suite, &args.only) {
         Ok(p) => p,
@@ -78,6 +83,14 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
             return code;
         }
     }
+    // Before the results folder is made: a taken address costs nothing.
+    let live = match super::live::start_suite(&args.live, &args.suite, &argv) {
+        Ok(l) => l,
+        Err(msg) => {
+            eprintln!("volley bench: {msg}");
+            return ExitCode::Usage;
+        }
+    };
     let h = match harness::prepare(planned, &args.only, args.out.clone(), interrupts, &mut log) {
         Ok(h) => h,
         Err(e) => {
@@ -85,7 +98,20 @@ pub fn execute(args: &BenchArgs, interrupts: &AtomicUsize) -> ExitCode {
             return ExitCode::Usage;
         }
     };
+    let h = match &live {
+        Some(l) => h.watched_by(l),
+        None => h,
+    };
     let o = h.run();
+    if let Some(mut live) = live {
+        if let Some(w) = super::live::end_push(&mut live) {
+            eprintln!("volley bench: warning: {}", w.text());
+        }
+        // The page becomes the suite's report.
+        let html = Format::Html.reporter().render(&o.report);
+        let end = serde_json::json!({"out_dir": o.out_dir, "cells": o.cells, "ok": o.ok, "failed": o.failed});
+        live.finish(Some(&end), Some(&html));
+    }
     files::stdout(&Format::Terminal.reporter().render(&o.report));
     if !o.unsaved.is_empty() {
         eprintln!(

@@ -112,13 +112,47 @@ pub fn start(
         },
     };
     let live = Live::start(&opts, meta, names).map_err(|e| e.to_string())?;
+    announce(&live);
+    Ok(Some(live))
+}
+
+/// Starts the live views of a suite (`volley bench`): titled by the suite file; each cell
+/// labels its own metrics.
+pub fn start_suite(
+    args: &LiveArgs,
+    suite: &std::path::Path,
+    argv: &[String],
+) -> Result<Option<Live>, String> {
+    let opts = args.options()?;
+    if opts.is_empty() {
+        return Ok(None);
+    }
+    let meta = Meta {
+        run_id: random_hex(8),
+        title: format!("suite {}", suite.display()),
+        argv: redact::argv(argv),
+        mode: "suite".into(),
+        target_rps: None,
+        duration_s: None,
+        connections: 0,
+        replay_cap_bytes: crate::live::feed::TICK_BYTES_CAP,
+    };
+    let names = Names {
+        scenario: String::new(),
+        endpoint: String::new(),
+    };
+    let live = Live::start(&opts, meta, names).map_err(|e| e.to_string())?;
+    announce(&live);
+    Ok(Some(live))
+}
+
+fn announce(live: &Live) {
     if let Some(url) = live.dashboard_url() {
         eprintln!("volley: dashboard at {url}");
     }
     if let Some(url) = live.metrics_url() {
         eprintln!("volley: metrics at {url}");
     }
-    Ok(Some(live))
 }
 
 /// Ends the push of the live views (its last values and stale markers): the warning a failed

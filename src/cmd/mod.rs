@@ -111,7 +111,7 @@ pub fn main(cli: Cli, argv: Vec<String>) -> ExitCode {
     match cli.command {
         Command::Run(args) => run::execute(&args, argv, count_interrupts()),
         Command::Monitor(args) => monitor::execute(&args, count_interrupts()),
-        Command::Bench(args) => bench::execute(&args, count_interrupts()),
+        Command::Bench(args) => bench::execute(&args, argv, count_interrupts()),
         Command::Report(args) => report::execute(&args),
         Command::Compare(args) => compare::execute(&args),
         Command::Merge(args) => merge::execute(&args, argv),

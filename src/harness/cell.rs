@@ -237,10 +237,26 @@ impl Harness<'_> {
             cores,
             client_cpus: &cpu_list,
             server_cpus: self.suite.server_cpus.as_ref().map(|c| c.text.as_str()),
-            server_latest: None,
+            server_latest: self.live.map(|l| l.server_watch()),
         };
-        let observers = &mut Observers(vec![]);
-        let m = match measure::run(&cfg, prepared, &ctx, self.interrupts, observers) {
+        let mut observer = self.live.map(|live| {
+            let title = format!(
+                "{} · {} (repetition {})",
+                cell.server, cell.scenario, cell.rep
+            );
+            let names = crate::live::Names {
+                scenario: cell.scenario.clone(),
+                endpoint: cfg.load.target.path.clone(),
+            };
+            let index = self.cells.iter().position(|c| c.id == cell.id).unwrap_or(0);
+            live.begin_run(index, &title, names, cfg.load.rate_rps);
+            live.observer(cfg.load.rate_rps, cores)
+        });
+        let mut observers = Observers(vec![]);
+        if let Some(o) = observer.as_mut() {
+            observers.0.push(o);
+        }
+        let m = match measure::run(&cfg, prepared, &ctx, self.interrupts, &mut observers) {
             Ok(m) => m,
             Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };

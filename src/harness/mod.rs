@@ -180,6 +180,7 @@ pub fn prepare<'a>(
         unsaved: BTreeMap::new(),
         unsaved_capacity: BTreeMap::new(),
         wrong_port: BTreeMap::new(),
+        live: None,
     };
     h.save_index().map_err(|e| out_err(e.to_string()))?;
     Ok(h)
@@ -203,9 +204,19 @@ pub struct Harness<'a> {
     /// Servers seen listening on other ports than `$PORT`, with the reason: their later cells
     /// fail at once instead of waiting again.
     wrong_port: BTreeMap<String, String>,
+    /// The live views watching the suite (`volley bench --dashboard`, …): each measured cell
+    /// is a run of theirs.
+    live: Option<&'a crate::live::Live>,
 }
 
-impl Harness<'_> {
+impl<'a> Harness<'a> {
+    /// Lets `live` watch the suite: each measured cell is a run of its views, and the table
+    /// of finished cells is its progress.
+    pub fn watched_by(mut self, live: &'a crate::live::Live) -> Self {
+        self.live = Some(live);
+        self
+    }
+
     /// Ctrl-C was pressed (once is enough to stop before the next cell).
     fn interrupted(&self) -> bool {
         self.interrupts.load(Ordering::SeqCst) > 0
@@ -276,6 +287,17 @@ impl Harness<'_> {
         };
         let wall = t_cell.elapsed();
         self.record(i, &cell, outcome, wall);
+        if let Some(live) = self.live {
+            let rows: Vec<_> = self
+                .index
+                .rows
+                .iter()
+                .filter(|r| r.status != CellStatus::Pending)
+                .collect();
+            let json =
+                serde_json::json!({"kind": "suite", "total": self.index.rows.len(), "rows": rows});
+            live.progress(&json.to_string());
+        }
         prog.finished(i, wall);
         self.log.line(&progress::outcome_line(&self.index.rows[i]));
     }

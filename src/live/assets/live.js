@@ -231,19 +231,35 @@
     redraw();
   }
   var curve = null;
-  function onProgress(p) {
-    if (p.kind !== 'capacity') return;
-    $('progress').hidden = false;
-    $('progress-title').textContent = 'Capacity search: ' + p.steps.length + ' step' + (p.steps.length === 1 ? '' : 's') + ' done';
-    var body = $('progress-rows');
-    body.textContent = '';
-    p.steps.forEach(function (s, i) {
+  function table(head, rows) {
+    var h = $('progress-head'), body = $('progress-rows');
+    h.textContent = ''; body.textContent = '';
+    var tr = document.createElement('tr');
+    head.forEach(function (t) { var th = document.createElement('th'); th.textContent = t; tr.appendChild(th); });
+    h.appendChild(tr);
+    rows.forEach(function (r) {
       var tr = document.createElement('tr');
-      [String(i + 1), num(s.target_rps), num(s.achieved_rps), us(s.latency_us && s.latency_us.p99), s.verdict, s.reason].forEach(function (v) {
-        var td = document.createElement('td'); td.textContent = v == null ? '—' : v; tr.appendChild(td);
-      });
+      r.forEach(function (v) { var td = document.createElement('td'); td.textContent = v == null ? '—' : v; tr.appendChild(td); });
       body.appendChild(tr);
     });
+  }
+  function onProgress(p) {
+    $('progress').hidden = false;
+    if (p.kind === 'suite') {
+      $('curve').hidden = true;
+      $('progress-title').textContent = 'Suite: ' + p.rows.length + ' of ' + p.total + ' cells done';
+      table(['server', 'scenario', 'rep', 'status', 'req/s', 'p99', 'why'], p.rows.map(function (r) {
+        var h = r.headline || {};
+        return [r.server, r.scenario, String(r.rep), r.status, num(h.throughput_rps), us(h.latency_p99_us), r.reason];
+      }));
+      window.volleyLive.cells = p.rows.length;
+      return;
+    }
+    if (p.kind !== 'capacity') return;
+    $('progress-title').textContent = 'Capacity search: ' + p.steps.length + ' step' + (p.steps.length === 1 ? '' : 's') + ' done';
+    table(['step', 'target req/s', 'achieved req/s', 'p99', 'verdict', 'why'], p.steps.map(function (s, i) {
+      return [String(i + 1), num(s.target_rps), num(s.achieved_rps), us(s.latency_us && s.latency_us.p99), s.verdict, s.reason];
+    }));
     var pts = p.steps.filter(function (s) { return s.achieved_rps != null && s.latency_us && s.latency_us.p99 != null; })
       .sort(function (a, b) { return a.achieved_rps - b.achieved_rps; });
     var data = [pts.map(function (s) { return s.achieved_rps; }), pts.map(function (s) { return s.latency_us.p99; })];
@@ -305,7 +321,7 @@
     };
   }
 
-  window.volleyLive = { ticks: 0, draws: 0, runs: 0, steps: 0, ended: false, window: null, select: select, stats: stats };
+  window.volleyLive = { ticks: 0, draws: 0, runs: 0, steps: 0, cells: 0, ended: false, window: null, select: select, stats: stats };
   makeCharts();
   connect();
 })();
