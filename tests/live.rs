@@ -390,6 +390,11 @@ fn the_grafana_dashboard_queries_only_exported_series() {
         threads: 1,
         syscalls_per_s: Some(1.0),
         ctx_switches_per_s: 1.0,
+        gc: Some(volley::monitor::gc::counters::LiveGc {
+            pause_count: 1,
+            pause_total_ms: 1.0,
+            pause_max_ms: 1.0,
+        }),
     };
     let totals = Totals {
         target_rps: Some(1.0),

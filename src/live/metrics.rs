@@ -221,6 +221,28 @@ impl Collector for Snapshot {
                     .encode_gauge(&v)?;
             }
         }
+        if let Some(gc) = t.server.as_ref().and_then(|s| s.gc) {
+            enc.encode_descriptor(
+                "volley_server_gc_pauses",
+                "A monitored JVM's stop-the-world pauses",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(
+                &gc.pause_count,
+                None,
+            )?;
+            enc.encode_descriptor(
+                "volley_server_gc_pause_seconds",
+                "Their total time",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<prometheus_client::encoding::NoLabelSet, _, f64>(
+                &(gc.pause_total_ms / 1e3),
+                None,
+            )?;
+        }
         enc.encode_descriptor(CLIENT_CPU.0, CLIENT_CPU.1, None, MetricType::Counter)?
             .encode_counter::<prometheus_client::encoding::NoLabelSet, _, f64>(
                 &t.client_cpu_s,

@@ -34,6 +34,8 @@ pub struct Tick {
     pub target_rps: Option<f64>,
     /// Virtual users active (ramp mode).
     pub users: Option<u64>,
+    /// TCP connections established in the second.
+    pub connections_opened: u64,
     /// Volley's own CPU.
     pub client: ClientJson,
     /// The monitored server's last closed second (`--pid`), or null.
@@ -88,6 +90,9 @@ pub struct ServerJson {
     pub syscalls_per_s: Option<f64>,
     /// Context switches per second (voluntary + involuntary).
     pub ctx_switches_per_s: f64,
+    /// A JVM's stop-the-world pauses since t0, from its counters (null for other runtimes,
+    /// whose pauses come from their logs at the end).
+    pub gc: Option<crate::monitor::gc::counters::LiveGc>,
 }
 
 impl From<&server_monitor::Tick> for ServerJson {
@@ -101,6 +106,7 @@ impl From<&server_monitor::Tick> for ServerJson {
             threads: t.sample.threads,
             syscalls_per_s: t.syscalls.map(per_s),
             ctx_switches_per_s: per_s(t.ctx.voluntary + t.ctx.involuntary),
+            gc: t.gc,
         }
     }
 }
@@ -194,6 +200,7 @@ impl Observer for LiveObserver {
                 errors: ErrorJson::from(&ErrorCounts::default()),
                 target_rps: self.target_rps,
                 users: None,
+                connections_opened: 0,
                 client: ClientJson {
                     cpu_pct: 0.0,
                     cores: self.cores,
@@ -220,6 +227,7 @@ impl Observer for LiveObserver {
             errors: ErrorJson::from(&b.counts.errors),
             target_rps: self.target_rps,
             users: b.point.users,
+            connections_opened: b.counts.connections_opened,
             client: ClientJson {
                 cpu_pct,
                 cores: self.cores,

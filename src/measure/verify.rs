@@ -241,6 +241,8 @@ fn exchange(
                 }
             }
             Ok(n) => n,
+            // A signal handled elsewhere in the process interrupted the wait: wait again.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(format!("read: {e}")),
         };
         let mut off = 0;

@@ -82,6 +82,8 @@ pub struct Tick {
     pub syscalls: Option<u64>,
     /// Live processes at the end of the bucket.
     pub processes: u64,
+    /// A JVM's pauses since t0, from its counters (null for other runtimes).
+    pub gc: Option<super::gc::counters::LiveGc>,
 }
 
 #[derive(Debug)]
@@ -389,6 +391,7 @@ impl TreeSampler {
                 _ => None,
             },
             processes: self.last_point.processes,
+            gc: self.gc.live(),
         })
     }
 

@@ -101,11 +101,12 @@
     { title: 'Corrected latency', unit: 'µs', series: ['p50', 'p99', 'p99.9', 'max'], log: true },
     { title: 'Service time', unit: 'µs', series: ['p50', 'p99', 'p99.9', 'max'], log: true },
     { title: 'Errors and failed responses (per second)', unit: '', series: ['connect', 'timeout', 'reset', 'protocol', 'closed', 'failed'] },
-    { title: 'Virtual users', unit: '', series: ['users'] },
+    { title: 'Virtual users and connections opened (per second)', unit: '', series: ['users', 'connections opened'] },
     { title: 'Client CPU (% of one core)', unit: '%', series: ['volley', 'cores × 100'] },
     { title: 'Server CPU (% of one core; --pid)', unit: '%', series: ['user', 'system'] },
     { title: 'Server resident memory (--pid)', unit: 'MiB', series: ['RSS'] },
-    { title: 'Server syscalls and context switches (per second; --pid)', unit: '', series: ['syscalls', 'context switches'] }
+    { title: 'Server syscalls and context switches (per second; --pid)', unit: '', series: ['syscalls', 'context switches'] },
+    { title: 'Server GC: stop-the-world ms per second (a JVM, from its counters; --pid)', unit: '', series: ['paused ms', 'pauses'] }
   ];
   function makeCharts() {
     var box = $('charts');
@@ -147,12 +148,24 @@
       [x].concat(['p50', 'p99', 'p999', 'max'].map(function (p) { return col(function (k) { return k.lat && k.lat.count ? k.lat[p] : null; }); })),
       [x].concat(['p50', 'p99', 'p999', 'max'].map(function (p) { return col(function (k) { return k.svc && k.svc.count ? k.svc[p] : null; }); })),
       [x].concat(['connect', 'timeout', 'reset', 'protocol', 'closed'].map(function (e) { return col(function (k) { return per(k, k.errors[e]); }); }), [col(function (k) { return per(k, k.failed); })]),
-      [x, col(function (k) { return k.users; })],
+      [x, col(function (k) { return k.users; }), col(function (k) { return per(k, k.connections_opened); })],
       [x, col(function (k) { return k.client.cpu_pct; }), col(function (k) { return k.client.cores * 100; })],
       [x, col(function (k) { return k.server ? k.server.cpu_user_pct : null; }), col(function (k) { return k.server ? k.server.cpu_sys_pct : null; })],
       [x, col(function (k) { return k.server ? k.server.rss_bytes / 1048576 : null; })],
-      [x, col(function (k) { return k.server ? k.server.syscalls_per_s : null; }), col(function (k) { return k.server ? k.server.ctx_switches_per_s : null; })]
+      [x, col(function (k) { return k.server ? k.server.syscalls_per_s : null; }), col(function (k) { return k.server ? k.server.ctx_switches_per_s : null; })],
+      [x, gcDelta('pause_total_ms'), gcDelta('pause_count')]
     ];
+  }
+  // A JVM's cumulative pauses as per-second amounts (null where there is no JVM).
+  function gcDelta(key) {
+    var prev = null;
+    return state.ticks.map(function (k) {
+      var g = k.server && k.server.gc;
+      if (!g) { prev = null; return null; }
+      var v = prev == null ? g[key] : g[key] - prev;
+      prev = g[key];
+      return Math.max(0, v);
+    });
   }
   var drawPending = false;
   function redraw() {

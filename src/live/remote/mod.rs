@@ -342,6 +342,16 @@ impl SeriesNames {
         for (name, value) in super::metrics::gauges(t) {
             out.push(float(self.labels(name, &[], None), value));
         }
+        if let Some(gc) = t.server.as_ref().and_then(|s| s.gc) {
+            out.push(float(
+                self.labels("volley_server_gc_pauses_total", &[], None),
+                gc.pause_count as f64,
+            ));
+            out.push(float(
+                self.labels("volley_server_gc_pause_seconds_total", &[], None),
+                gc.pause_total_ms / 1e3,
+            ));
+        }
         out.push(float(
             self.labels("volley_client_cpu_seconds_total", &[], None),
             t.client_cpu_s,

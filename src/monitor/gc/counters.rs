@@ -103,6 +103,18 @@ pub struct JvmCounters {
     /// Wall-clock ms since the epoch when the JVM began (`sun.rt.createVmBeginTime`).
     pub vm_start_unix_ms: Option<f64>,
     failed: Option<String>,
+    live: LiveGc,
+}
+
+/// A JVM's stop-the-world pauses since t0, as read so far (for live views).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct LiveGc {
+    /// Pauses.
+    pub pause_count: u64,
+    /// Their total, ms.
+    pub pause_total_ms: f64,
+    /// The longest, ms (a pause's share of its interval: the counters give totals).
+    pub pause_max_ms: f64,
 }
 
 impl JvmCounters {
@@ -127,6 +139,7 @@ impl JvmCounters {
             alloc_known: true,
             vm_start_unix_ms: snap.long("sun.rt.createVmBeginTime").map(|v| v as f64),
             failed: None,
+            live: LiveGc::default(),
         })
     }
 
@@ -168,6 +181,9 @@ impl JvmCounters {
             if is_pause(&cb.name) {
                 let each = (cb.time_s - ca.time_s).max(0.0) * 1e3 / n as f64;
                 let each = (each * 1e3).round() / 1e3;
+                self.live.pause_count += n as u64;
+                self.live.pause_total_ms += each * n as f64;
+                self.live.pause_max_ms = self.live.pause_max_ms.max(each);
                 for _ in 0..n.min(10_000) {
                     self.window.pauses.push(GcPause {
                         t_s: mid,
@@ -207,6 +223,11 @@ impl JvmCounters {
             by.resize(k + 1, 0);
         }
         by[k] += grown;
+    }
+
+    /// The pauses read so far.
+    pub fn live(&self) -> LiveGc {
+        self.live
     }
 
     /// The window's collections (after the last `sample`).
@@ -277,6 +298,7 @@ mod tests {
             alloc_known: true,
             vm_start_unix_ms: None,
             failed: None,
+            live: LiveGc::default(),
         };
         j.between(
             &r(0.0, coll(3, 0.010), conc(0, 0.0), 40),
@@ -287,6 +309,11 @@ mod tests {
             &r(0.2, coll(5, 0.018), conc(1, 0.001), 30),
         );
         j.prev = Some(r(0.2, coll(5, 0.018), conc(1, 0.001), 30));
+        // What a live view reads meanwhile: the same pauses, as totals.
+        let live = j.live();
+        assert_eq!(live.pause_count, 3);
+        assert!((live.pause_total_ms - 9.0).abs() < 1e-9, "{live:?}");
+        assert!((live.pause_max_ms - 4.0).abs() < 1e-9, "{live:?}");
         let w = j.finish();
         assert_eq!(w.pauses.len(), 3, "two young pauses and a remark");
         assert!((w.pauses[0].pause_ms - 4.0).abs() < 1e-9);

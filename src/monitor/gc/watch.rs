@@ -67,6 +67,12 @@ impl GcWatch {
         }
     }
 
+    /// A JVM's pauses read so far from its counters (`None` without one: other runtimes'
+    /// pauses come from their logs, read at the end).
+    pub fn live(&self) -> Option<super::counters::LiveGc> {
+        self.jvm.as_ref().map(|j| j.live())
+    }
+
     /// The window's collections after the last reading at `window_s`; `None` when the tree
     /// has no JVM and no log was given.
     pub fn finish(self, window_s: f64) -> Option<ServerGc> {
