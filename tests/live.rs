@@ -444,17 +444,27 @@ fn a_monitored_server_is_in_the_ticks_and_the_metrics() {
     let server = common::normal();
     let url = server.url("/");
     let pid = std::process::id().to_string();
+    // A Go gctrace log: one collection before the run (not counted), two during it.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gc.log");
+    let line = |n: u32, stw_ms: &str| {
+        format!("gc {n} @0.5s 1%: {stw_ms}+1.0+{stw_ms} ms clock, 0.1+0.2/0.3/0.4+0.5 ms cpu, 4->4->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 8 P\n")
+    };
+    std::fs::write(&log, line(1, "9.0")).unwrap();
+    let log_arg = log.display().to_string();
     let mut run = Running::start(&[
         "run",
         &url,
         "-c",
         "2",
         "-d",
-        "4s",
+        "5s",
         "-R",
         "300",
         "--pid",
         &pid,
+        "--gc-log",
+        &log_arg,
         "--dashboard",
         "--metrics-addr",
         "127.0.0.1:0",
@@ -469,15 +479,33 @@ fn a_monitored_server_is_in_the_ticks_and_the_metrics() {
         .unwrap()
         .parse()
         .unwrap();
+    let mut appended = false;
     let evs = events(addr, &token, None, |e| {
-        e.iter()
+        let with_server = e
+            .iter()
             .filter(|e| e.kind == "tick" && !e.data["server"].is_null())
-            .count()
-            >= 2
+            .count();
+        if with_server >= 1 && !appended {
+            appended = true;
+            let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+            f.write_all(format!("{}{}", line(2, "1.5"), line(3, "0.5")).as_bytes())
+                .unwrap();
+        }
+        let gc_seen = e
+            .iter()
+            .any(|e| e.kind == "tick" && e.data["server"]["gc"]["pause_count"] == 2);
+        (with_server >= 2 && gc_seen) || e.last().is_some_and(|e| e.kind == "end")
     });
     let (_, _, text) = get(maddr, &maddr.to_string(), "/metrics", "GET");
     assert_eq!(run.wait(Duration::from_secs(20)), 0);
     let s = &evs.iter().rev().find(|e| e.kind == "tick").unwrap().data["server"];
+    // The two collections logged during the run, each paused 2 × its stop-the-world term.
+    assert_eq!(s["gc"]["pause_count"], 2, "{s}");
+    assert!(
+        (s["gc"]["pause_total_ms"].as_f64().unwrap() - 4.0).abs() < 1e-9,
+        "{s}"
+    );
+    assert_eq!(s["gc"]["pause_max_ms"], 3.0, "{s}");
     assert!(s["rss_bytes"].as_u64().unwrap() > 1 << 20, "{s}");
     assert!(s["threads"].as_u64().unwrap() >= 2, "{s}");
     assert!(
@@ -488,6 +516,7 @@ fn a_monitored_server_is_in_the_ticks_and_the_metrics() {
         "volley_server_resident_memory_bytes",
         "volley_server_cpu_user_cores",
         "volley_server_threads",
+        "volley_server_gc_pauses_total",
     ] {
         assert!(text.contains(name), "{name} in\n{text}");
     }

@@ -77,9 +77,10 @@ fn the_dashboard_in_a_browser() {
 
     // A reload mid-run: the new page replays every second so far at once.
     let before = b.eval("volleyLive.ticks").as_u64().unwrap();
-    b.eval("location.reload()");
+    // The old page is marked: the wait below must see the new one, not the old one's count.
+    b.eval("window.volleyOldPage = true; location.reload()");
     b.wait_for(
-        &format!("window.volleyLive && volleyLive.ticks >= {before}"),
+        &format!("!window.volleyOldPage && window.volleyLive && volleyLive.ticks >= {before}"),
         Duration::from_secs(10),
     );
     let window = b.eval("volleyLive.select(1, 4)");

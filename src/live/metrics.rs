@@ -224,7 +224,7 @@ impl Collector for Snapshot {
         if let Some(gc) = t.server.as_ref().and_then(|s| s.gc) {
             enc.encode_descriptor(
                 "volley_server_gc_pauses",
-                "A monitored JVM's stop-the-world pauses",
+                "The monitored server's stop-the-world pauses since t0 (a JVM's counters or --gc-log)",
                 None,
                 MetricType::Counter,
             )?

@@ -90,8 +90,8 @@ pub struct ServerJson {
     pub syscalls_per_s: Option<f64>,
     /// Context switches per second (voluntary + involuntary).
     pub ctx_switches_per_s: f64,
-    /// A JVM's stop-the-world pauses since t0, from its counters (null for other runtimes,
-    /// whose pauses come from their logs at the end).
+    /// The server's stop-the-world pauses since t0: a JVM's counters, or the lines appended
+    /// to `--gc-log` (null with neither).
     pub gc: Option<crate::monitor::gc::counters::LiveGc>,
 }
 

@@ -82,7 +82,7 @@ pub struct Tick {
     pub syscalls: Option<u64>,
     /// Live processes at the end of the bucket.
     pub processes: u64,
-    /// A JVM's pauses since t0, from its counters (null for other runtimes).
+    /// The pauses since t0: a JVM's counters, or the lines appended to `--gc-log`.
     pub gc: Option<super::gc::counters::LiveGc>,
 }
 

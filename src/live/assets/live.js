@@ -106,7 +106,7 @@
     { title: 'Server CPU (% of one core; --pid)', unit: '%', series: ['user', 'system'] },
     { title: 'Server resident memory (--pid)', unit: 'MiB', series: ['RSS'] },
     { title: 'Server syscalls and context switches (per second; --pid)', unit: '', series: ['syscalls', 'context switches'] },
-    { title: 'Server GC: stop-the-world ms per second (a JVM, from its counters; --pid)', unit: '', series: ['paused ms', 'pauses'] }
+    { title: 'Server GC: stop-the-world ms per second (--pid: a JVM\'s counters, or --gc-log)', unit: '', series: ['paused ms', 'pauses'] }
   ];
   function makeCharts() {
     var box = $('charts');

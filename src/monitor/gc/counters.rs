@@ -106,14 +106,16 @@ pub struct JvmCounters {
     live: LiveGc,
 }
 
-/// A JVM's stop-the-world pauses since t0, as read so far (for live views).
+/// A server's stop-the-world pauses since t0, as read so far (for live views): from a JVM's
+/// counters or from the lines appended to its GC log.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct LiveGc {
     /// Pauses.
     pub pause_count: u64,
     /// Their total, ms.
     pub pause_total_ms: f64,
-    /// The longest, ms (a pause's share of its interval: the counters give totals).
+    /// The longest, ms (from counters: the mean pause of a reading's interval, as they give
+    /// totals).
     pub pause_max_ms: f64,
 }
 

@@ -229,3 +229,96 @@ mod tests {
         assert!(g.note.unwrap().contains("cannot read /nonexistent/gc.log"));
     }
 }
+
+/// A GC log followed while the run lasts, for live views: the pauses of the lines appended
+/// since t0, as totals. Only complete lines are read; the detail (placement on the run's
+/// clock, collections by kind, the window's cut) is `read`'s, at the end.
+#[derive(Debug)]
+pub struct Tail {
+    path: std::path::PathBuf,
+    format: Option<GcSource>,
+    offset: u64,
+    live: super::counters::LiveGc,
+}
+
+impl Tail {
+    /// Follows `cfg`'s log from its present end (what is there was logged before t0).
+    pub fn at_end(cfg: &GcLogConfig) -> Tail {
+        let offset = fs::metadata(&cfg.path).map_or(0, |m| m.len());
+        Tail {
+            path: cfg.path.clone(),
+            format: cfg.format,
+            offset,
+            live: super::counters::LiveGc::default(),
+        }
+    }
+
+    /// Reads what was appended; the pauses so far.
+    pub fn read(&mut self) -> super::counters::LiveGc {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = fs::File::open(&self.path) else {
+            return self.live;
+        };
+        let len = f.metadata().map_or(0, |m| m.len());
+        if len < self.offset {
+            // Rotated or truncated: follow the new file from its start.
+            self.offset = 0;
+        }
+        let mut bytes = Vec::new();
+        // At most 4 MiB a read: a log that grows faster is caught up over the next reads.
+        let _ = f
+            .seek(SeekFrom::Start(self.offset))
+            .and_then(|_| f.take(4 << 20).read_to_end(&mut bytes));
+        let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
+            return self.live;
+        };
+        self.offset += end as u64 + 1;
+        let text = String::from_utf8_lossy(&bytes[..=end]);
+        let Some(format) = self.format.or_else(|| detect(&text)) else {
+            return self.live;
+        };
+        self.format = Some(format);
+        for e in parse(format, &text).events {
+            self.live.pause_count += 1;
+            self.live.pause_total_ms += e.pause_ms;
+            self.live.pause_max_ms = self.live.pause_max_ms.max(e.pause_ms);
+        }
+        self.live
+    }
+}
+
+#[cfg(test)]
+mod tail_tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_counts_only_the_complete_lines_logged_after_it_began() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gc.log");
+        let line = |ms: &str| {
+            format!("gc 1 @0.010s 1%: 0.010+{ms}+0.020 ms clock, 0.1+0.2/0.3/0.4+0.5 ms cpu, 4->4->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 8 P\n")
+        };
+        std::fs::write(&path, line("1.0")).unwrap();
+        let cfg = GcLogConfig {
+            path: path.clone(),
+            format: None,
+        };
+        let mut t = Tail::at_end(&cfg);
+        assert_eq!(t.read().pause_count, 0, "the line before t0 is not counted");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        use std::io::Write;
+        write!(f, "{}{}", line("2.0"), &line("3.0")[..20]).unwrap();
+        let live = t.read();
+        assert_eq!(live.pause_count, 1, "the half line waits: {live:?}");
+        write!(f, "{}", &line("3.0")[20..]).unwrap();
+        let live = t.read();
+        assert_eq!(live.pause_count, 2, "{live:?}");
+        assert!(
+            live.pause_total_ms > 0.0 && live.pause_max_ms <= live.pause_total_ms,
+            "{live:?}"
+        );
+    }
+}

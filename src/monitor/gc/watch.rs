@@ -29,6 +29,9 @@ pub struct GcWatch {
     jvm_from_s: f64,
     looked_at_s: Option<f64>,
     clocks: Clocks,
+    /// The log followed for live views (its pauses since t0), and when it was last read.
+    tail: Option<(super::logfile::Tail, f64)>,
+    tailed: Option<super::counters::LiveGc>,
 }
 
 impl GcWatch {
@@ -44,10 +47,19 @@ impl GcWatch {
     pub fn baseline(&mut self, pids: &[i32], clocks: Clocks) {
         self.clocks = clocks;
         self.look(0.0, pids);
+        self.tail = self
+            .log
+            .as_ref()
+            .map(|l| (super::logfile::Tail::at_end(l), 0.0));
     }
 
     /// A reading at `t_s` seconds from t0 over the tree's live `pids`.
     pub fn sample(&mut self, t_s: f64, pids: &[i32]) {
+        // The log, twice a second: its lines come in bursts, and the views tick once a second.
+        if let Some((tail, at)) = self.tail.as_mut().filter(|(_, at)| t_s - *at >= 0.5) {
+            *at = t_s;
+            self.tailed = Some(tail.read());
+        }
         match self.jvm.as_mut() {
             Some(j) => j.sample(t_s),
             None => {
@@ -67,10 +79,10 @@ impl GcWatch {
         }
     }
 
-    /// A JVM's pauses read so far from its counters (`None` without one: other runtimes'
-    /// pauses come from their logs, read at the end).
+    /// The pauses since t0 as read so far: a JVM's from its counters, otherwise those of the
+    /// lines appended to `--gc-log` (`None` with neither).
     pub fn live(&self) -> Option<super::counters::LiveGc> {
-        self.jvm.as_ref().map(|j| j.live())
+        self.jvm.as_ref().map(|j| j.live()).or(self.tailed)
     }
 
     /// The window's collections after the last reading at `window_s`; `None` when the tree
