@@ -17,6 +17,18 @@ use serde_json::Value;
 /// client and stretch a capacity search past its limits.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// The page turns into the report, volley exits 0, and no script of either page failed.
+fn becomes_the_report(b: &mut Browser, run: &mut Running, limit: Duration) {
+    b.wait_for("document.title.endsWith('volley report')", limit);
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+    assert_eq!(
+        b.eval("volleySelftest.errors.length"),
+        Value::from(0),
+        "{}",
+        b.eval("JSON.stringify(volleySelftest)")
+    );
+}
+
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -86,17 +98,7 @@ fn the_dashboard_in_a_browser() {
     let window = b.eval("volleyLive.select(1, 4)");
     assert_eq!(window["seconds"], 3, "{window}");
 
-    b.wait_for(
-        "document.title.endsWith('volley report')",
-        Duration::from_secs(20),
-    );
-    assert_eq!(run.wait(Duration::from_secs(20)), 0);
-    assert_eq!(
-        b.eval("volleySelftest.errors.length"),
-        Value::from(0),
-        "{}",
-        b.eval("JSON.stringify(volleySelftest)")
-    );
+    becomes_the_report(&mut b, &mut run, Duration::from_secs(20));
     assert_eq!(b.eval("volleySelftest.violations.length"), Value::from(0));
     assert_eq!(b.eval("volleySelftest.alerts"), Value::from(0));
     assert!(
@@ -173,17 +175,7 @@ fn a_capacity_search_in_a_browser() {
     assert!(rows >= 2, "{rows} rows");
     let title = b.eval("document.getElementById('run-title').textContent");
     assert!(title.as_str().unwrap().starts_with("step "), "{title}");
-    b.wait_for(
-        "document.title.endsWith('volley report')",
-        Duration::from_secs(30),
-    );
-    assert_eq!(run.wait(Duration::from_secs(20)), 0);
-    assert_eq!(
-        b.eval("volleySelftest.errors.length"),
-        Value::from(0),
-        "{}",
-        b.eval("JSON.stringify(volleySelftest)")
-    );
+    becomes_the_report(&mut b, &mut run, Duration::from_secs(30));
 }
 
 /// `volley bench --dashboard`: each cell is a run the page draws from zero, the table of
@@ -215,16 +207,6 @@ fn a_suite_in_a_browser() {
         "window.volleyLive && volleyLive.cells >= 1 && volleyLive.ticks >= 1",
         Duration::from_secs(30),
     );
-    b.wait_for(
-        "document.title.endsWith('volley report')",
-        Duration::from_secs(30),
-    );
-    assert_eq!(run.wait(Duration::from_secs(20)), 0);
-    assert_eq!(
-        b.eval("volleySelftest.errors.length"),
-        Value::from(0),
-        "{}",
-        b.eval("JSON.stringify(volleySelftest)")
-    );
+    becomes_the_report(&mut b, &mut run, Duration::from_secs(30));
     assert!(out.join("suite.json").exists());
 }
