@@ -97,6 +97,12 @@ fn the_dashboard_in_a_browser() {
     );
     let window = b.eval("volleyLive.select(1, 4)");
     assert_eq!(window["seconds"], 3, "{window}");
+    // The window is named by its seconds and by the time of day.
+    let named = b.eval("document.getElementById('window-range').textContent");
+    let named = named.as_str().unwrap();
+    let wall =
+        regex::Regex::new(r"seconds 0:01 to 0:04, \d\d:\d\d:\d\d to \d\d:\d\d:\d\d").unwrap();
+    assert!(wall.is_match(named), "{named}");
 
     becomes_the_report(&mut b, &mut run, Duration::from_secs(20));
     assert_eq!(b.eval("volleySelftest.violations.length"), Value::from(0));

@@ -22,6 +22,8 @@ pub struct Tick {
     pub t_s: u64,
     /// The second's length (shorter for the last).
     pub interval_s: f64,
+    /// The second's start on the wall clock, ms since the Unix epoch.
+    pub unix_ms: Option<u64>,
     /// Requests written.
     pub sent: u64,
     /// Responses completed.
@@ -129,6 +131,8 @@ pub struct LiveObserver {
     next_t_s: u64,
     last_cpu_s: Option<f64>,
     server: LatestTick,
+    /// t0 on the wall clock, ms since the Unix epoch.
+    t0_unix_ms: Option<u64>,
 }
 
 impl LiveObserver {
@@ -150,6 +154,7 @@ impl LiveObserver {
             next_t_s: 0,
             last_cpu_s: None,
             server,
+            t0_unix_ms: None,
         }
     }
 
@@ -179,6 +184,13 @@ pub fn failed(c: &Counters) -> u64 {
 }
 
 impl Observer for LiveObserver {
+    fn start(&mut self, started_at: std::time::SystemTime) {
+        self.t0_unix_ms = started_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_millis() as u64);
+    }
+
     fn measuring(&mut self, _now_ns: u64) {
         let (u, s, _) = rusage_self();
         self.last_cpu_s = Some(u + s);
@@ -194,6 +206,7 @@ impl Observer for LiveObserver {
             self.push(&Tick {
                 t_s,
                 interval_s: 1.0,
+                unix_ms: self.t0_unix_ms.map(|t| t + t_s * 1000),
                 sent: 0,
                 completed: 0,
                 failed: 0,
@@ -221,6 +234,7 @@ impl Observer for LiveObserver {
         let tick = Tick {
             t_s: b.point.t_s,
             interval_s: b.point.interval_s,
+            unix_ms: self.t0_unix_ms.map(|t| t + b.point.t_s * 1000),
             sent: b.point.sent,
             completed: b.point.completed,
             failed: failed(&b.counts),

@@ -205,8 +205,15 @@
       if (!sel || (k.t_s >= sel.from && k.t_s < sel.to)) { lat.push(state.hists[i].lat); svc.push(state.hists[i].svc); }
     });
     var a = stats(lat) || { count: 0 }, b = stats(svc) || { count: 0 };
+    var first = state.ticks[0];
+    var wall = function (t) {
+      if (!first || first.unix_ms == null) return '';
+      return new Date(first.unix_ms + (t - first.t_s) * 1000).toLocaleTimeString('en-GB');
+    };
     $('window-range').textContent = sel
-      ? 'seconds ' + clock(sel.from) + ' to ' + clock(sel.to) + ' (' + lat.length + ' s; double-click a chart for the whole run)'
+      ? 'seconds ' + clock(sel.from) + ' to ' + clock(sel.to) +
+        (wall(sel.from) ? ', ' + wall(sel.from) + ' to ' + wall(sel.to) : '') +
+        ' (' + lat.length + ' s; double-click a chart for the whole run)'
       : 'the whole run so far (drag on a chart to select seconds)';
     [['w', a], ['ws', b]].forEach(function (pair) {
       var s = pair[1];
