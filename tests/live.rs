@@ -521,3 +521,53 @@ fn a_monitored_server_is_in_the_ticks_and_the_metrics() {
         assert!(text.contains(name), "{name} in\n{text}");
     }
 }
+
+/// A client that sends its request head a byte at a time loses its connection after the
+/// head's deadline (5 s in all), not after a timeout per byte: slow clients cannot keep the
+/// dashboard's 32 slots.
+#[test]
+fn a_head_sent_a_byte_at_a_time_is_cut_at_the_deadline() {
+    use std::io::Read;
+    let server = common::normal();
+    let url = server.url("/");
+    let mut run = Running::start(&[
+        "run",
+        &url,
+        "-c",
+        "1",
+        "-d",
+        "10s",
+        "-R",
+        "50",
+        "--dashboard",
+        "--quiet",
+    ]);
+    let (addr, _) = run.door();
+    let mut s = TcpStream::connect(addr).unwrap();
+    let started = Instant::now();
+    let head = b"GET /?token=x HTTP/1.1\r\nHost: localhost\r\n";
+    let mut cut = None;
+    for b in head.iter().cycle() {
+        if s.write_all(&[*b]).is_err() {
+            cut = Some(started.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        if started.elapsed() > Duration::from_secs(9) {
+            break;
+        }
+    }
+    let mut answer = String::new();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let _ = s.read_to_string(&mut answer);
+    let took = cut.unwrap_or_else(|| started.elapsed());
+    assert!(
+        answer.starts_with("HTTP/1.1 408") || cut.is_some(),
+        "{answer:?}"
+    );
+    assert!(
+        took < Duration::from_secs(9),
+        "still connected after {took:?}"
+    );
+    assert_eq!(run.wait(Duration::from_secs(20)), 0);
+}

@@ -26,7 +26,7 @@ pub struct LiveArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
 
-    /// Push the metrics to a Prometheus remote-write endpoint every 5 s, and at the end with
+    /// Push the metrics to a Prometheus remote-write endpoint every 2 s, and at the end with
     /// stale markers. Credentials from VOLLEY_REMOTE_WRITE_BEARER_TOKEN, or
     /// VOLLEY_REMOTE_WRITE_USERNAME and VOLLEY_REMOTE_WRITE_PASSWORD; the certificate is
     /// always verified (system roots or SSL_CERT_FILE).

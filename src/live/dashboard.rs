@@ -79,13 +79,13 @@ impl DashboardHandler {
         let result = (|| loop {
             match self.feed.next(after, KEEPALIVE) {
                 Next::Frames(frames) => {
-                    let mut buf = String::new();
+                    // Frame by frame through one buffer: a replay is never copied whole.
+                    let mut w = std::io::BufWriter::with_capacity(64 * 1024, &mut *out);
                     for f in &frames {
-                        buf.push_str(&f.text);
+                        w.write_all(f.text.as_bytes())?;
                         after = Some(after.map_or(f.id, |a| a.max(f.id)));
                     }
-                    out.write_all(buf.as_bytes())?;
-                    out.flush()?;
+                    w.flush()?;
                     if after == Some(u64::MAX) {
                         return Ok(());
                     }

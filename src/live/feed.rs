@@ -9,19 +9,22 @@
 //! `gap` event), so a window before it cannot be selected.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// The bytes of ticks kept for replay: at 2–4 KB a second, 4.5–9 hours of a run.
 pub const TICK_BYTES_CAP: usize = 64 * 1024 * 1024;
+/// Frames handed to a reader at once: a late page replays hours in batches, never holding
+/// the lock (or a copy of the whole replay) for long.
+const BATCH: usize = 256;
 
 /// One server-sent event, framed.
 #[derive(Debug, Clone)]
 pub struct Frame {
     /// The event's id (`Last-Event-ID` on a reconnect), 0 for the meta event.
     pub id: u64,
-    /// `event: …\nid: …\ndata: …\n\n`.
-    pub text: String,
+    /// `event: …\nid: …\ndata: …\n\n`, shared by every reader that sends it.
+    pub text: Arc<str>,
 }
 
 impl Frame {
@@ -34,7 +37,7 @@ impl Frame {
         };
         Frame {
             id,
-            text: format!("event: {kind}\n{id_line}data: {json}\n\n"),
+            text: format!("event: {kind}\n{id_line}data: {json}\n\n").into(),
         }
     }
 }
@@ -154,7 +157,7 @@ impl Feed {
         let s = self.lock();
         let (s, _) = self
             .changed
-            .wait_timeout_while(s, wait, |s| !s.closed && Self::pending(s, after).is_empty())
+            .wait_timeout_while(s, wait, |s| !s.closed && !Self::has_pending(s, after))
             .unwrap_or_else(|e| e.into_inner());
         if s.closed {
             return Next::Done;
@@ -167,6 +170,26 @@ impl Feed {
         }
     }
 
+    /// Whether a reader past event `after` has something to send (cheap: no copy).
+    fn has_pending(s: &State, after: Option<u64>) -> bool {
+        match after {
+            _ if s.meta.is_none() => false,
+            None => true,
+            Some(u64::MAX) => false,
+            Some(id) => s.seq > id || s.end.is_some(),
+        }
+    }
+
+    fn gap(s: &State) -> Frame {
+        let gap = format!(
+            "{{\"first_t_s\":{},\"dropped\":{},\"cap_bytes\":{TICK_BYTES_CAP}}}",
+            s.first_kept_t_s, s.dropped
+        );
+        Frame::new("gap", 0, &gap)
+    }
+
+    /// The next frames for a reader past event `after`: at most [`BATCH`] events, then the
+    /// end once every event before it went.
     fn pending(s: &State, after: Option<u64>) -> Vec<Frame> {
         let mut out = Vec::new();
         let Some(meta) = &s.meta else {
@@ -176,27 +199,29 @@ impl Feed {
             None => {
                 out.push(meta.clone());
                 if s.dropped > 0 {
-                    let gap = format!(
-                        "{{\"first_t_s\":{},\"dropped\":{},\"cap_bytes\":{TICK_BYTES_CAP}}}",
-                        s.first_kept_t_s, s.dropped
-                    );
-                    out.push(Frame::new("gap", 0, &gap));
+                    out.push(Self::gap(s));
                 }
                 0
             }
+            Some(u64::MAX) => return out,
             Some(id) => id,
         };
-        if after == u64::MAX {
-            return out;
+        let start = s.ticks.partition_point(|(f, _)| f.id <= after);
+        // A reconnect past events the cap dropped meanwhile: say so.
+        if after > 0 && start == 0 && s.ticks.front().is_some_and(|(f, _)| f.id > after + 1) {
+            out.push(Self::gap(s));
         }
         out.extend(
             s.ticks
                 .iter()
-                .filter(|(f, _)| f.id > after)
+                .skip(start)
+                .take(BATCH)
                 .map(|(f, _)| f.clone()),
         );
-        if let Some(end) = &s.end {
-            out.push(end.clone());
+        if s.ticks.len() - start <= BATCH {
+            if let Some(end) = &s.end {
+                out.push(end.clone());
+            }
         }
         out
     }
@@ -253,6 +278,32 @@ mod tests {
             f.iter().skip(2).map(|f| f.id).collect::<Vec<_>>(),
             vec![4, 5]
         );
+    }
+
+    #[test]
+    fn a_long_replay_comes_in_batches_and_the_end_last() {
+        let feed = Feed::default();
+        feed.meta("{}");
+        for t in 0..(BATCH as u64 * 2 + 10) {
+            feed.tick(t, "{}");
+        }
+        feed.end("{}");
+        let mut after = None;
+        let mut got = Vec::new();
+        while let Next::Frames(f) = feed.next(after, Duration::ZERO) {
+            assert!(f.len() <= BATCH + 2, "{}", f.len());
+            after = f.iter().map(|f| f.id).max();
+            got.extend(f.iter().map(|f| f.id));
+            if after == Some(u64::MAX) {
+                break;
+            }
+        }
+        assert_eq!(
+            got.len(),
+            1 + BATCH * 2 + 10 + 1,
+            "meta, every tick, the end"
+        );
+        assert_eq!(got.last(), Some(&u64::MAX));
     }
 
     #[test]

@@ -22,8 +22,12 @@ use std::time::Duration;
 pub const MAX_CONNECTIONS: usize = 32;
 /// The longest request head read.
 const MAX_HEAD_BYTES: usize = 8 * 1024;
-/// How long a client may take to send its request head.
+/// How long a client may take to send its whole request head (one deadline, not a timeout
+/// per read: a byte every few seconds must not hold a connection's slot).
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one write of an answer may wait for a client that does not read (the event
+/// stream sets its own).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A request that passed the guards.
 #[derive(Debug)]
@@ -133,7 +137,7 @@ fn accept_loop(
 }
 
 fn serve(mut stream: TcpStream, bound: SocketAddr, handler: &dyn Handler) {
-    let _ = stream.set_read_timeout(Some(HEAD_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let req = match read_request(&mut stream, bound) {
         Ok(r) => r,
         Err((code, why)) => {
@@ -149,10 +153,16 @@ fn serve(mut stream: TcpStream, bound: SocketAddr, handler: &dyn Handler) {
 fn read_request(stream: &mut TcpStream, bound: SocketAddr) -> Result<Request, (u16, &'static str)> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
+    let deadline = std::time::Instant::now() + HEAD_TIMEOUT;
     loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err((408, "request head not received in time"));
+        }
+        let _ = stream.set_read_timeout(Some(left));
         let n = stream
             .read(&mut chunk)
-            .map_err(|_| (408, "request head not received"))?;
+            .map_err(|_| (408, "request head not received in time"))?;
         if n == 0 {
             return Err((400, "connection closed before the request head"));
         }

@@ -187,13 +187,16 @@ impl Live {
 
     /// A new measured run of the command begins (a capacity step): pages get a `run` event
     /// (`{index, title, target_rps}`) and draw its seconds from zero; the metrics start
-    /// over under `names` (a new series set, the old one ends).
+    /// over under `names` (in `capacity` the same names: a counter reset; in `bench` the
+    /// cell's scenario: the previous cell's series are no longer exported).
     pub fn begin_run(&self, index: usize, title: &str, names: Names, target_rps: Option<f64>) {
         if let Some(feed) = &self.feed {
             let json =
                 serde_json::json!({"index": index, "title": title, "target_rps": target_rps});
             feed.event("run", &json.to_string());
         }
+        // The last run's server second is not this run's.
+        *self.server.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let mut t = self.totals.lock().unwrap_or_else(|e| e.into_inner());
         *t = Totals {
             names,

@@ -162,9 +162,10 @@
     return state.ticks.map(function (k) {
       var g = k.server && k.server.gc;
       if (!g) { prev = null; return null; }
-      var v = prev == null ? g[key] : g[key] - prev;
+      // The first second seen has no second before it: no amount (not the total so far).
+      var v = prev == null ? null : Math.max(0, g[key] - prev);
       prev = g[key];
-      return Math.max(0, v);
+      return v;
     });
   }
   var drawPending = false;

@@ -158,19 +158,29 @@ impl Pusher {
         *self.shared.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.shared.wake.notify_all();
         let deadline = Instant::now() + FINAL_TIMEOUT + Duration::from_millis(500);
+        let mut stuck = false;
         if let Some(t) = self.thread.take() {
             while !t.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
             }
-            if t.is_finished() {
+            stuck = !t.is_finished();
+            if !stuck {
                 let _ = t.join();
             }
         }
-        self.shared
+        let mut r = self
+            .shared
             .report
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .clone();
+        if stuck {
+            // A push still in flight kept the end's from going: that is a failed push too.
+            r.failed += 1;
+            r.final_accepted = false;
+            r.last_error = Some("the end's push did not go within its time".into());
+        }
+        r
     }
 }
 
