@@ -108,9 +108,11 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
             eprintln!("volley bench: warning: {}", w.text());
         }
         // The page becomes the suite's report.
-        let html = Format::Html.reporter().render(&o.report);
+        let html = live
+            .has_dashboard()
+            .then(|| Format::Html.reporter().render(&o.report));
         let end = serde_json::json!({"out_dir": o.out_dir, "cells": o.cells, "ok": o.ok, "failed": o.failed});
-        live.finish(Some(&end), Some(&html));
+        live.finish(Some(&end), html.as_deref());
     }
     files::stdout(&Format::Terminal.reporter().render(&o.report));
     if !o.unsaved.is_empty() {

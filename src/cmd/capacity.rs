@@ -253,10 +253,12 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         if let Some(w) = super::live::end_push(&mut live) {
             eprintln!("volley: warning: {}", w.text());
         }
-        let html = Format::Html
-            .reporter()
-            .render(&Report::capacity(result.clone()));
-        live.finish(Some(&result), Some(&html));
+        let html = live.has_dashboard().then(|| {
+            Format::Html
+                .reporter()
+                .render(&Report::capacity(result.clone()))
+        });
+        live.finish(Some(&result), html.as_deref());
     }
     code.max_precedence(write_outputs(
         &result,

@@ -180,8 +180,8 @@ pub fn finish(mut live: Live, mut result: Option<&mut crate::result::RunResult>)
         }
     }
     let result = result.as_deref();
-    // The page becomes the report: the same page `--html` writes.
-    let html = result.map(|r| {
+    // The page becomes the report: the same page `--html` writes (rendered only for a page).
+    let html = result.filter(|_| live.has_dashboard()).map(|r| {
         crate::report::Format::Html
             .reporter()
             .render(&crate::report::Report::single(r.clone()))

@@ -162,6 +162,11 @@ impl Live {
             .map(|s| format!("http://{}/?token={}", s.addr(), self.token))
     }
 
+    /// Whether pages may be watching (the end hands them the report).
+    pub fn has_dashboard(&self) -> bool {
+        self.feed.is_some()
+    }
+
     /// The metrics' URL.
     pub fn metrics_url(&self) -> Option<String> {
         self.metrics
