@@ -6,7 +6,7 @@
 mod common;
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -303,14 +303,7 @@ fn metrics_are_openmetrics_a_real_parser_reads() {
         "127.0.0.1:0",
         "--quiet",
     ]);
-    let murl = run.metrics.clone().expect("the metrics URL is printed");
-    let addr: SocketAddr = murl
-        .strip_prefix("http://")
-        .unwrap()
-        .strip_suffix("/metrics")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let addr = run.metrics_addr();
     std::thread::sleep(Duration::from_millis(2300));
     let (code, head, text) = get(addr, &addr.to_string(), "/metrics", "GET");
     assert_eq!(code, 200, "{head}");
@@ -471,14 +464,7 @@ fn a_monitored_server_is_in_the_ticks_and_the_metrics() {
         "--quiet",
     ]);
     let (addr, token) = run.door();
-    let murl = run.metrics.clone().unwrap();
-    let maddr: SocketAddr = murl
-        .strip_prefix("http://")
-        .unwrap()
-        .strip_suffix("/metrics")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let maddr = run.metrics_addr();
     let mut appended = false;
     let evs = events(addr, &token, None, |e| {
         let with_server = e

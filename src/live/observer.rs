@@ -13,7 +13,7 @@ use crate::monitor::client::rusage_self;
 use crate::monitor::server::{self as server_monitor, LatestTick};
 use crate::stats::aggregate::FinishedBucket;
 use crate::stats::histogram::{encode, new_hist};
-use crate::stats::recorder::{Counters, ErrorCounts};
+use crate::stats::recorder::ErrorCounts;
 
 /// One second as the page reads it (docs/contract.md, "Watching a run live").
 #[derive(Debug, Serialize)]
@@ -30,8 +30,8 @@ pub struct Tick {
     pub completed: u64,
     /// Completed responses that failed (status ≥ 400 or a check).
     pub failed: u64,
-    /// Errors by kind.
-    pub errors: ErrorJson,
+    /// Errors by kind (`{connect, timeout, reset, protocol, closed}`, as the RunResult's).
+    pub errors: ErrorCounts,
     /// `-R`, when the run has one.
     pub target_rps: Option<f64>,
     /// Virtual users active (ramp mode).
@@ -46,33 +46,6 @@ pub struct Tick {
     pub latency_hdr: String,
     /// The second's service time, likewise.
     pub service_time_hdr: String,
-}
-
-/// Errors by kind in one second.
-#[derive(Debug, Serialize)]
-pub struct ErrorJson {
-    /// Connections that could not be opened.
-    pub connect: u64,
-    /// No response within the timeout.
-    pub timeout: u64,
-    /// Reset by the peer.
-    pub reset: u64,
-    /// Unparsable responses.
-    pub protocol: u64,
-    /// Closed before a complete response.
-    pub closed: u64,
-}
-
-impl From<&ErrorCounts> for ErrorJson {
-    fn from(e: &ErrorCounts) -> Self {
-        ErrorJson {
-            connect: e.connect,
-            timeout: e.timeout,
-            reset: e.reset,
-            protocol: e.protocol,
-            closed: e.closed,
-        }
-    }
 }
 
 /// The monitored server in its last closed second.
@@ -178,11 +151,6 @@ impl LiveObserver {
     }
 }
 
-/// Completed responses that failed: 4xx, 5xx, and those under 400 that failed a check.
-pub fn failed(c: &Counters) -> u64 {
-    c.status[400..].iter().sum::<u64>() + c.failed_checks_only
-}
-
 impl Observer for LiveObserver {
     fn start(&mut self, started_at: std::time::SystemTime) {
         self.t0_unix_ms = started_at
@@ -210,7 +178,7 @@ impl Observer for LiveObserver {
                 sent: 0,
                 completed: 0,
                 failed: 0,
-                errors: ErrorJson::from(&ErrorCounts::default()),
+                errors: ErrorCounts::default(),
                 target_rps: self.target_rps,
                 users: None,
                 connections_opened: 0,
@@ -237,8 +205,8 @@ impl Observer for LiveObserver {
             unix_ms: self.t0_unix_ms.map(|t| t + b.point.t_s * 1000),
             sent: b.point.sent,
             completed: b.point.completed,
-            failed: failed(&b.counts),
-            errors: ErrorJson::from(&b.counts.errors),
+            failed: b.counts.failed(),
+            errors: b.counts.errors,
             target_rps: self.target_rps,
             users: b.point.users,
             connections_opened: b.counts.connections_opened,

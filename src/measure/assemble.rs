@@ -364,13 +364,7 @@ impl Parts<'_> {
             errors: c.errors.total(),
             unfinished: out.ends.iter().map(|e| e.unfinished).sum(),
             unsent: out.ends.iter().map(|e| e.unsent).sum(),
-            failed: c
-                .status_codes()
-                .iter()
-                .filter(|(s, _)| *s >= 400)
-                .map(|(_, n)| n)
-                .sum::<u64>()
-                + c.failed_checks_only,
+            failed: c.failed(),
         }
     }
 

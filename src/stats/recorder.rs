@@ -159,6 +159,12 @@ impl Counters {
         self.failed_checks_only += o.failed_checks_only;
     }
 
+    /// Completed responses that failed (`requests.failed`): status 400 or more, and those
+    /// below 400 that failed a check.
+    pub fn failed(&self) -> u64 {
+        self.status[400..].iter().sum::<u64>() + self.failed_checks_only
+    }
+
     /// Non-zero status codes in ascending order.
     pub fn status_codes(&self) -> Vec<(u16, u64)> {
         self.status

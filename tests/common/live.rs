@@ -60,6 +60,19 @@ impl Running {
         (addr.parse().unwrap(), query.to_string())
     }
 
+    /// The address of the metrics URL it printed.
+    pub fn metrics_addr(&self) -> SocketAddr {
+        let url = self
+            .metrics
+            .as_deref()
+            .unwrap_or_else(|| panic!("no metrics URL in {}", self.stderr));
+        let addr = url
+            .strip_prefix("http://")
+            .and_then(|u| u.strip_suffix("/metrics"));
+        addr.and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("not a metrics URL: {url}"))
+    }
+
     /// Waits for the exit (at most `limit`): the exit code.
     pub fn wait(&mut self, limit: Duration) -> i32 {
         let t = Instant::now();
