@@ -39,6 +39,23 @@ if ! python3 -c "import prometheus_client" >/dev/null 2>&1; then
     echo "installed: prometheus_client"
 fi
 
+# Apache Otava (PyPI), in a virtual environment of its own (it brings numpy, scipy and cloud
+# clients): tests/history_otava.rs checks volley's change points against it.
+otava_env="${HOME}/.cache/volley/otava"
+if ! "$otava_env/bin/python" -c "import otava.analysis" >/dev/null 2>&1; then
+    rm -rf "$otava_env"
+    if ! python3 -m venv "$otava_env" >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null && apt-get install -y -qq python3-venv >/dev/null
+        python3 -m venv "$otava_env"
+    fi
+    "$otava_env/bin/pip" install --quiet --disable-pip-version-check apache-otava==0.8.0 >/dev/null
+    "$otava_env/bin/python" -c "import otava.analysis" || {
+        echo "install-test-deps.sh: pip installed apache-otava but its python cannot import it" >&2
+        exit 1
+    }
+    echo "installed: apache-otava (in $otava_env)"
+fi
+
 musl=x86_64-unknown-linux-musl
 if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx "$musl"; then
     rustup target add "$musl" >/dev/null 2>&1 ||

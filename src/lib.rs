@@ -32,6 +32,7 @@ pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harness;
+pub mod history;
 pub mod live;
 pub mod measure;
 pub mod merge;

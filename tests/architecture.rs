@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["monitor"],
     &["measure"],
     &["report"],
-    &["merge", "live"],
+    &["merge", "live", "history"],
     &["capacity"],
     &["harness", "compare", "serve", "shard"],
     &["cmd"],

@@ -46,6 +46,11 @@ pub struct BenchArgs {
     /// finished cells.
     #[command(flatten)]
     pub live: super::live::LiveArgs,
+
+    /// The run history: every finished cell saved (also with `[history] save = true` in the
+    /// suite file).
+    #[command(flatten)]
+    pub save: super::history::SaveArgs,
 }
 
 /// The harness's progress, on stderr.
@@ -83,6 +88,14 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
             return code;
         }
     }
+    // Before anything starts: a history that cannot take the results costs nothing.
+    let saver = match args.save.open(Some(&planned.suite.history)) {
+        Ok(s) => s,
+        Err(msg) => {
+            eprintln!("volley bench: {msg}");
+            return ExitCode::Usage;
+        }
+    };
     // Before the results folder is made: a taken address costs nothing.
     let live = match super::live::start_suite(&args.live, &args.suite, &argv) {
         Ok(l) => l,
@@ -172,7 +185,22 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
     if o.interrupted {
         code = code.max_precedence(ExitCode::Interrupted);
     }
+    if let Some(saver) = saver {
+        code = code.max_precedence(save(saver, &o.out_dir));
+    }
     code
+}
+
+/// Saves the suite's finished cells from its results folder (written by now).
+fn save(saver: super::history::Saver, out: &std::path::Path) -> ExitCode {
+    let index = out.join("suite.json");
+    match super::history::suite_records(&index, crate::history::Source::Bench, saver.git()) {
+        Ok(records) => saver.save(&records, "volley bench"),
+        Err(e) => {
+            eprintln!("volley bench: --save: {e}; the results folder is written, the history does not have it");
+            ExitCode::Failed
+        }
+    }
 }
 
 /// Asks whether to run a large matrix: `None` to run, else the exit code. Without a terminal

@@ -16,6 +16,7 @@ use crate::capacity::session::{self, Searched};
 use crate::capacity::{Found, Search, Steps};
 use crate::config::threshold::{self, Threshold};
 use crate::config::{RunConfig, RunFlags};
+use crate::history::{Labels, Origin, Source};
 use crate::measure;
 use crate::report::capacity::text;
 use crate::report::{Format, Report};
@@ -34,6 +35,10 @@ pub struct CapacityArgs {
     /// steps finish.
     #[command(flatten)]
     pub live: super::live::LiveArgs,
+
+    /// The run history: the search's answer saved (`max_rate`).
+    #[command(flatten)]
+    pub save: super::history::SaveArgs,
 
     /// The service-level objective, in `--threshold` syntax, e.g. 'p99<10ms', 'errors<0.1%'
     /// (repeatable; every one must hold).
@@ -180,6 +185,11 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         Ok(o) => o,
         Err(msg) => return fail(ExitCode::Usage, &msg),
     };
+    // Before any step: a history that cannot take the answer costs nothing.
+    let saver = match args.save.open(None) {
+        Ok(s) => s,
+        Err(msg) => return fail(ExitCode::Usage, &msg),
+    };
     let to_stderr = args.json.as_deref() == Some("-");
     let say = move |line: &str| {
         if to_stderr {
@@ -260,11 +270,24 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         });
         live.finish(Some(&result), html.as_deref());
     }
-    code.max_precedence(write_outputs(
+    let code = code.max_precedence(write_outputs(
         &result,
         &outputs,
         args.json.as_deref() == Some("-"),
-    ))
+    ));
+    match saver {
+        Some(saver) => {
+            let origin = Origin {
+                source: Source::Capacity,
+                git: saver.git(),
+                labels: Labels::default(),
+                path: Some(outputs.dir.join("capacity.json").display().to_string()),
+            };
+            let record = super::history::capacity_record(&result, &[&outputs.dir], origin);
+            code.max_precedence(saver.save(&[record], "volley"))
+        }
+        None => code,
+    }
 }
 
 /// The exit code of a search (docs/contract.md, "Capacity").

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod capacity;
 pub mod compare;
 pub mod habits;
+pub mod history;
 pub mod k8s;
 pub mod live;
 pub mod merge;
@@ -57,6 +58,9 @@ pub enum Command {
     /// together (`volley k8s URL [run flags] --shards N | kubectl apply -f -`); `volley k8s
     /// collect JOB` merges their results.
     K8s(Box<k8s::K8sArgs>),
+    /// The run history: saved results (`--save`) as trends across commits, and the check of a
+    /// commit against a baseline's history (`volley history check`: exit 1 on a regression).
+    History(history::HistoryArgs),
 }
 
 /// Exit codes, with their precedence 2 > 3 > 130 > 1 > 0 (docs/contract.md).
@@ -118,6 +122,7 @@ pub fn main(cli: Cli, argv: Vec<String>) -> ExitCode {
         Command::Serve(args) => serve::execute(&args),
         Command::Capacity(args) => capacity::execute(&args, argv, count_interrupts()),
         Command::K8s(args) => k8s::execute(&args, argv),
+        Command::History(args) => history::execute(&args),
     }
 }
 

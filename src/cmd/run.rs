@@ -11,6 +11,7 @@ use clap::Args;
 use super::{ExitCode, ReportPaths};
 use crate::config::{RunConfig, RunFlags};
 use crate::engine::{Observer, Observers};
+use crate::history::{Labels, Origin, Record, Source};
 use crate::measure::{self, Context, MeasureError, Measured};
 use crate::report::hdr_log::HdrLogWriter;
 use crate::report::terminal::LiveLine;
@@ -54,6 +55,10 @@ pub struct RunArgs {
     /// The live views.
     #[command(flatten)]
     pub live: super::live::LiveArgs,
+
+    /// The run history.
+    #[command(flatten)]
+    pub save: super::history::SaveArgs,
 
     /// No live progress line.
     // `--no-tui` is oha's spelling.
@@ -133,6 +138,14 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         Ok(o) => o,
         Err(msg) => return fail(ExitCode::Usage, &msg),
     };
+    // Before the load: a history that cannot take the run costs nothing.
+    let saver = match args.save.open(None) {
+        Ok(s) => s,
+        Err(msg) => {
+            outputs.discard();
+            return fail(ExitCode::Usage, &msg);
+        }
+    };
     if cfg.load.verify {
         if let Err(msg) = verify_first(&cfg, &prepared) {
             outputs.discard();
@@ -191,7 +204,21 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
             };
         }
     };
+    let json_path = outputs.json.as_ref().map(|(p, _)| p.display().to_string());
     let mut code = write_outputs(&m.result, outputs, outcome_code(&m, cfg.allow_shortfall));
+    // After the files: a history that fails now costs the history only (exit 3).
+    if let Some(saver) = saver {
+        let record = Record::of_run(
+            &m.result,
+            Origin {
+                source: Source::Run,
+                git: saver.git(),
+                labels: Labels::default(),
+                path: json_path,
+            },
+        );
+        code = code.max_precedence(saver.save(&[record], "volley"));
+    }
     if let Some(e) = hdr_log.as_ref().and_then(HdrLogWriter::error) {
         eprintln!("volley: --hdr-log: {e}");
         code = code.max_precedence(ExitCode::Failed);

@@ -5,6 +5,7 @@
 pub mod capacity;
 pub mod cdp;
 pub mod h2;
+pub mod history;
 pub mod live;
 
 use std::io::{Read, Write};

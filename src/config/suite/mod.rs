@@ -11,6 +11,7 @@
 //! to `volley run` flags) and `matrix` (the cells of a scenario and their checks).
 
 pub mod capacity;
+pub mod history_table;
 mod matrix;
 mod scenario;
 mod server;
@@ -25,6 +26,7 @@ use toml::de::DeTable;
 use super::{Flag, RunConfig};
 use crate::plan::Target;
 use crate::sys::cpus::CpuList;
+pub use history_table::HistoryTable;
 use suite_table::SuiteTable;
 use toml_reader::TomlReader;
 
@@ -76,6 +78,8 @@ pub struct SuiteConfig {
     pub servers: Vec<ServerSpec>,
     /// Scenarios in file order, each expanded into its cells.
     pub scenarios: Vec<Scenario>,
+    /// `[history]`: saving to the run history and the check's rules.
+    pub history: HistoryTable,
     /// The file as JSON, kept in `suite.json`.
     pub raw: serde_json::Value,
 }
@@ -360,6 +364,7 @@ impl SuiteConfig {
         let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
         let baseline = suite_table::check_baseline(&reader, &suite.baseline, &names)?;
         let scenarios = scenario::read_scenarios(&reader, doc, &suite, &servers, cell_cores)?;
+        let history = HistoryTable::read(&reader, doc)?;
         Ok(SuiteConfig {
             path: path.to_path_buf(),
             name: suite.name,
@@ -370,6 +375,7 @@ impl SuiteConfig {
             baseline,
             servers,
             scenarios,
+            history,
             raw,
         })
     }
@@ -392,12 +398,12 @@ impl SuiteConfig {
 /// Refuses a top-level key other than the three tables.
 fn check_top_level(r: &TomlReader, doc: &DeTable) -> Result<(), SuiteError> {
     for (k, _) in doc.iter() {
-        if !["suite", "server", "scenario"].contains(&k.get_ref().as_ref()) {
+        if !["suite", "server", "scenario", "history"].contains(&k.get_ref().as_ref()) {
             return Err(r.err(
                 k.span(),
                 Some(k.get_ref()),
                 format!(
-                    "unknown top-level key `{}` (expected [suite], [[server]], [[scenario]])",
+                    "unknown top-level key `{}` (expected [suite], [[server]], [[scenario]], [history])",
                     k.get_ref()
                 ),
             ));

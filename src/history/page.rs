@@ -1,0 +1,140 @@
+//! The trend page (`volley history trend --html PATH`): the report's look (its CSS and the
+//! vendored uPlot), a chart and a table per series, change points marked, each commit linking
+//! to its runs. Self-contained and offline, under the report's Content-Security-Policy.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::trend::Trend;
+use crate::report::html::{escape_html, fill, script_json, CSS, UPLOT_CSS, UPLOT_JS};
+
+const TEMPLATE: &str = include_str!("assets/trend.html");
+const JS: &str = include_str!("assets/trend.js");
+
+/// What the page is about.
+#[derive(Debug, Clone)]
+pub struct About {
+    /// The history file, as given.
+    pub db: String,
+    /// The metric's name.
+    pub metric: String,
+    /// When it was made, RFC 3339.
+    pub generated: String,
+}
+
+#[derive(Serialize)]
+struct Data<'a> {
+    trends: &'a [Trend],
+}
+
+/// The page.
+pub fn render(trends: &[Trend], about: &About) -> String {
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "<header><h1>Trend of {}</h1><p class=\"sub\">{} series from {} · made {} · \
+         change points: E-divisive with the t-test (Otava's), band: each level's mean ± 2σ of \
+         the commits' medians</p></header>",
+        escape_html(&about.metric),
+        trends.len(),
+        escape_html(&about.db),
+        escape_html(&about.generated)
+    );
+    if trends.is_empty() {
+        body += "<p>No saved run has this metric.</p>\n";
+    }
+    for (n, t) in trends.iter().enumerate() {
+        section(&mut body, n, t);
+    }
+    body += "<footer><p class=\"muted\">volley history</p><div id=\"selftest\" hidden></div></footer>\n";
+    fill(
+        TEMPLATE,
+        &[
+            ("title", &escape_html(&format!("Trend of {}", about.metric))),
+            ("uplot_css", UPLOT_CSS),
+            ("css", CSS),
+            ("body", &body),
+            ("data", &script_json(&Data { trends })),
+            ("uplot_js", UPLOT_JS),
+            ("js", JS),
+        ],
+    )
+}
+
+fn section(out: &mut String, n: usize, t: &Trend) {
+    let changes = t.points.iter().filter(|p| p.change.is_some()).count();
+    let _ = write!(
+        out,
+        "<section id=\"s-{n}\"><h2>{}</h2><p class=\"sub\">{} ({} is better) · {} commit{} · \
+         {} change point{} · load <code>{}</code> · host <code>{}</code>{} · {}</p>\n\
+         <div class=\"chart\" id=\"chart-{n}\"></div>\n<div class=\"wide\"><table class=\"trend-table\">\
+         <thead><tr><th>commit</th><th>time</th><th>subject</th><th>{}</th><th>runs</th>\
+         <th>change</th></tr></thead><tbody>\n",
+        escape_html(&t.name),
+        escape_html(&t.metric),
+        if t.higher_is_better { "higher" } else { "lower" },
+        t.points.len(),
+        if t.points.len() == 1 { "" } else { "s" },
+        changes,
+        if changes == 1 { "" } else { "s" },
+        escape_html(&t.load_id),
+        escape_html(&t.host_id),
+        t.cpu_model
+            .as_deref()
+            .map(|c| format!(" ({})", escape_html(c)))
+            .unwrap_or_default(),
+        escape_html(&t.mode),
+        escape_html(&t.metric)
+    );
+    for (i, p) in t.points.iter().enumerate() {
+        let class = match p.change {
+            Some(c) if c.regression => " class=\"change regression\"",
+            Some(_) => " class=\"change improvement\"",
+            None => "",
+        };
+        let change = p
+            .change
+            .map(|c| {
+                format!(
+                    "<span class=\"{}\">{:+.1}%</span> <small>p={:.1e}</small>",
+                    if c.regression { "bad" } else { "good" },
+                    c.pct,
+                    c.p_value
+                )
+            })
+            .unwrap_or_default();
+        let runs: Vec<String> = p
+            .runs
+            .iter()
+            .zip(&p.values)
+            .map(|(id, v)| {
+                format!(
+                    "<span title=\"volley history show {id}\">#{id}: {}</span>",
+                    fmt(*v)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "<tr id=\"p-{n}-{i}\"{class}><td><code title=\"{}\">{}</code></td><td>{}</td><td>{}</td>\
+             <td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+            escape_html(p.commit.as_deref().unwrap_or("")),
+            escape_html(&p.label),
+            escape_html(p.time.get(..19).unwrap_or(&p.time)),
+            escape_html(p.subject.as_deref().unwrap_or("")),
+            fmt(p.median),
+            runs.join(", "),
+            change
+        );
+    }
+    out.push_str("</tbody></table></div></section>\n");
+}
+
+fn fmt(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}

@@ -1,0 +1,138 @@
+//! The change-point detector against Apache Otava itself: the same series (steps up and down,
+//! single outliers, flat noise, several lengths and windows) through Otava 0.8's
+//! `compute_change_points` from PyPI and through `volley::history::changepoint::detect`; the
+//! change points must be the same indexes, with the same p-values to 1e-6.
+//!
+//! Otava is installed into its own virtual environment by `scripts/install-test-deps.sh`
+//! (`$VOLLEY_OTAVA_PYTHON`, default `~/.cache/volley/otava/bin/python`). Without it the test
+//! is skipped, except under `CI=true`, where it fails.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use rand::{Rng, SeedableRng};
+use volley::history::changepoint::{detect, Settings};
+
+fn otava_python() -> Option<String> {
+    let path = std::env::var("VOLLEY_OTAVA_PYTHON").unwrap_or_else(|_| {
+        let home = std::env::var("HOME").unwrap_or_default();
+        format!("{home}/.cache/volley/otava/bin/python")
+    });
+    let ok = Command::new(&path)
+        .args(["-c", "import otava.analysis"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "CI must have Otava: scripts/install-test-deps.sh installs it into {path}"
+    );
+    eprintln!("skipped: no Otava at {path} (scripts/install-test-deps.sh installs it)");
+    None
+}
+
+const SCRIPT: &str = r#"
+import json, sys
+from otava.analysis import compute_change_points
+out = []
+for case in json.load(sys.stdin):
+    cps, _ = compute_change_points(case["values"], window_len=case["window"],
+                                   max_pvalue=case["pvalue"], min_magnitude=case["magnitude"])
+    out.append([[int(c.index), float(c.stats.pvalue)] for c in cps])
+print(json.dumps(out))
+"#;
+
+struct Case {
+    values: Vec<f64>,
+    settings: Settings,
+}
+
+/// Series of every shape the history sees: levels with steps, outliers and noise.
+fn cases() -> Vec<Case> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(22);
+    let mut out = Vec::new();
+    for i in 0..160 {
+        let len = [8, 20, 35, 60, 120][i % 5];
+        let noise = [0.005, 0.02, 0.05, 0.10][(i / 5) % 4];
+        let mut level = 1000.0;
+        let mut values = Vec::with_capacity(len);
+        let steps: Vec<usize> = (0..i % 3).map(|_| rng.gen_range(1..len)).collect();
+        for k in 0..len {
+            if steps.contains(&k) {
+                level *= if rng.gen_bool(0.5) { 1.15 } else { 0.87 };
+            }
+            // Roughly normal noise: the sum of four uniforms.
+            let z: f64 = (0..4).map(|_| rng.gen_range(-1.0..1.0)).sum::<f64>() / 1.15;
+            let mut v = level * (1.0 + noise * z);
+            if rng.gen_bool(0.02) {
+                v *= 1.5;
+            }
+            values.push(v);
+        }
+        let settings = Settings {
+            window: [50, 20, 10][i % 3],
+            max_pvalue: [0.001, 0.01, 0.05][(i / 3) % 3],
+            min_magnitude: [0.0, 0.0, 0.05][(i / 7) % 3],
+        };
+        out.push(Case { values, settings });
+    }
+    out
+}
+
+#[test]
+fn change_points_are_otavas() {
+    let Some(python) = otava_python() else { return };
+    let cases = cases();
+    let input: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|c| {
+            serde_json::json!({"values": c.values, "window": c.settings.window,
+                "pvalue": c.settings.max_pvalue, "magnitude": c.settings.min_magnitude})
+        })
+        .collect();
+    let mut child = Command::new(&python)
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(&input).unwrap().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "otava failed");
+    let theirs: Vec<Vec<(usize, f64)>> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut found = 0;
+    for (i, (case, want)) in cases.iter().zip(&theirs).enumerate() {
+        let ours: Vec<(usize, f64)> = detect(&case.values, &case.settings)
+            .iter()
+            .map(|c| (c.index, c.split.pvalue))
+            .collect();
+        let idx = |v: &[(usize, f64)]| v.iter().map(|c| c.0).collect::<Vec<_>>();
+        assert_eq!(
+            idx(&ours),
+            idx(want),
+            "case {i} ({:?}, {} values): volley {ours:?}, Otava {want:?}",
+            case.settings,
+            case.values.len()
+        );
+        for (a, b) in ours.iter().zip(want) {
+            assert!(
+                (a.1 - b.1).abs() <= 1e-6 * b.1.max(1e-12) + 1e-12,
+                "case {i}: p-value at {}: volley {}, Otava {}",
+                a.0,
+                a.1,
+                b.1
+            );
+        }
+        found += ours.len();
+    }
+    // The cases are not all flat: the comparison saw change points.
+    assert!(found > 40, "only {found} change points in all cases");
+}
