@@ -14,6 +14,10 @@ use super::measure::Measure;
 use super::series::{median, Key, Series};
 use crate::stats::ab::{effect, mann_whitney_u, MIN_CALL_N};
 
+/// The smallest change called, percent: also the smallest change point the trends mark
+/// (Otava's `min_magnitude`), so that a level is not split at a shift no check would call.
+pub const DEFAULT_MIN_EFFECT_PCT: f64 = 5.0;
+
 /// How a check judges.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -40,9 +44,12 @@ impl Default for Settings {
             warn: vec![Measure::Run(crate::metric::Metric::Latency(
                 crate::metric::Stat::P99,
             ))],
-            min_effect_pct: 5.0,
+            min_effect_pct: DEFAULT_MIN_EFFECT_PCT,
             alpha: 0.01,
-            changepoint: CpSettings::default(),
+            changepoint: CpSettings {
+                min_magnitude: DEFAULT_MIN_EFFECT_PCT / 100.0,
+                ..CpSettings::default()
+            },
         }
     }
 }

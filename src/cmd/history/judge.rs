@@ -8,7 +8,6 @@ use clap::Args;
 use super::read::FilterArgs;
 use super::{open_existing, ExitCode};
 use crate::config::suite::HistoryTable;
-use crate::history::changepoint::Settings as CpSettings;
 use crate::history::check::{self, Call, Entry, Settings, Test};
 use crate::history::export::{self, Format};
 use crate::history::git;
@@ -36,6 +35,10 @@ pub struct TrendArgs {
     /// Write the trends as JSON to PATH, or to stdout with `-`.
     #[arg(long, value_name = "PATH")]
     pub json: Option<String>,
+    /// The smallest change marked as a change point, percent of the level before [default:
+    /// 5%; 0% marks every significant one, as Otava does].
+    #[arg(long, value_name = "PCT")]
+    pub min_effect: Option<String>,
 }
 
 /// `volley history check`.
@@ -135,7 +138,10 @@ pub(super) fn trend(a: &TrendArgs, path: &Path) -> Result<ExitCode, String> {
     let store = open_existing(path)?;
     let runs = usable(&store, &a.filter)?;
     let all = series::group(&runs);
-    let cp = CpSettings::default();
+    let mut cp = Settings::default().changepoint;
+    if let Some(text) = &a.min_effect {
+        cp.min_magnitude = percent("--min-effect", text)? / 100.0;
+    }
     let trends: Vec<(Trend, Measure)> = all
         .iter()
         .filter_map(|s| {
@@ -202,6 +208,20 @@ fn resolve_commit(flag: &str, rev: &str, runs: &[Stored]) -> Result<String, Stri
             "{flag} {rev}: {n} saved commits start so; give more of the hash"
         )),
     }
+}
+
+/// A percentage as written (`5%`, `5`), 0 to 100.
+fn percent(flag: &str, text: &str) -> Result<f64, String> {
+    let p: f64 = text
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("{flag} {text}: not a percentage (like 5%)"))?;
+    if !(0.0..100.0).contains(&p) {
+        return Err(format!("{flag} {text}: must be from 0% to 100%"));
+    }
+    Ok(p)
 }
 
 fn settings(a: &CheckArgs) -> Result<(Settings, Option<String>), String> {
