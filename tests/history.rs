@@ -617,3 +617,203 @@ fn trend_marks_the_change_at_its_commit_and_exports_agree() {
     );
     assert!(csv.contains(&step));
 }
+
+const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
+
+/// `[history] save = true` in a suite: every finished cell saved with its suite, scenario,
+/// server, axes and repetition, and a capacity cell with its answer; `volley capacity --save`
+/// the same way.
+#[test]
+fn a_suite_and_a_capacity_search_are_saved() {
+    let dir = scratch("history", "suite");
+    repo(&dir);
+    let sha = commit(&dir, "suite");
+    let suite = format!(
+        r#"[suite]
+name = "hist"
+warmup = "200ms"
+duration = "500ms"
+repetitions = 2
+
+[[server]]
+name = "serve"
+start = "{VOLLEY} serve --port {{port}}"
+
+[[scenario]]
+name = "plain"
+path = "/"
+connections = [1, 2]
+
+[[scenario]]
+name = "search"
+path = "/delay?ms=5"
+connections = 4
+capacity = {{ slo = "p99<40ms", start_rate = 200, precision = "30%", repeat = 1, closed_loop = false, step_duration = "500ms" }}
+
+[history]
+save = true
+path = "h.db"
+"#
+    );
+    let (o, out) = common::bench_suite(&dir, &suite, &[]);
+    let text = output_text(&o);
+    assert_eq!(code(&o), 0, "{text}");
+    assert!(text.contains("saved 6 results to h.db"), "{text}");
+    let o = volley_in(&dir, &["history", "--history", "h.db", "list", "--json"]);
+    let rows: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 6);
+    let plain: Vec<&Value> = rows.iter().filter(|r| r["scenario"] == "plain").collect();
+    assert_eq!(plain.len(), 4);
+    assert!(plain.iter().all(|r| r["suite"] == "hist"
+        && r["server"] == "serve"
+        && r["git"]["commit"] == sha.as_str()));
+    let axes: std::collections::BTreeSet<&str> =
+        plain.iter().map(|r| r["axes"].as_str().unwrap()).collect();
+    assert_eq!(
+        axes.into_iter().collect::<Vec<_>>(),
+        ["connections=1", "connections=2"]
+    );
+    let reps: std::collections::BTreeSet<u64> =
+        plain.iter().map(|r| r["rep"].as_u64().unwrap()).collect();
+    assert_eq!(reps.len(), 2);
+    let caps: Vec<&Value> = rows.iter().filter(|r| r["kind"] == "capacity").collect();
+    assert_eq!(caps.len(), 2);
+    let index = common::suite_index(&out);
+    let row = index["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| !r["capacity"].is_null())
+        .unwrap();
+    let want = row["capacity"]["max_rate_rps"].as_f64();
+    assert!(
+        caps.iter().any(|c| c["max_rate_rps"].as_f64() == want),
+        "{caps:?} vs {want:?}"
+    );
+    // The two repetitions of a search are one series.
+    assert_eq!(caps[0]["load_id"], caps[1]["load_id"]);
+
+    // `volley capacity --save`.
+    let server = normal();
+    let o = volley_in(
+        &dir,
+        &[
+            "capacity",
+            &server.url("/"),
+            "--slo",
+            "p99<50ms",
+            "--step-duration",
+            "300ms",
+            "--max-rate",
+            "400",
+            "--start-rate",
+            "200",
+            "--no-closed-loop",
+            "--out",
+            "cap",
+            "--history",
+            "h.db",
+        ],
+    );
+    let text = output_text(&o);
+    assert_eq!(code(&o), 0, "{text}");
+    assert!(text.contains("saved 1 result to h.db"), "{text}");
+    let o = volley_in(
+        &dir,
+        &[
+            "history",
+            "--history",
+            "h.db",
+            "trend",
+            "--metric",
+            "max_rate",
+            "--json",
+            "-",
+        ],
+    );
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["trends"].as_array().unwrap().len(), 2, "{j}");
+}
+
+/// The trend page in headless Chromium: a chart per series, the change point's row marked,
+/// no script error or CSP violation, and a commit subject of markup shown as text.
+#[test]
+fn the_trend_page_in_a_browser() {
+    let mut m = made_history("browser");
+    let dir = m.dir.clone();
+    let evil = "<img src=x onerror=alert(1)> faster";
+    let sha = commit(&dir, evil);
+    m.import(
+        &sha,
+        "main",
+        &[(12_000.0, 90), (12_050.0, 90), (11_990.0, 90)],
+    );
+    for c in 0..5 {
+        let sha = commit(&dir, &format!("after {c}"));
+        m.import(
+            &sha,
+            "main",
+            &[(noisy(c, 12_000.0), 90), (noisy(c + 9, 12_000.0), 90)],
+        );
+    }
+    let o = volley_in(&dir, &["history", "trend", "--html", "trend.html"]);
+    assert_eq!(code(&o), 0, "{}", output_text(&o));
+    let page = dir.join("trend.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("<img src=x"),
+        "markup reached the page unescaped"
+    );
+    let profile = tempfile::tempdir().unwrap();
+    let out = common::limited(
+        std::process::Command::new(common::cdp::chromium())
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-dev-shm-usage",
+                "--virtual-time-budget=5000",
+                "--dump-dom",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg(format!("file://{}", page.display())),
+        &["chromium"],
+        Duration::from_secs(90),
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let start = dom
+        .find("<div id=\"selftest\"")
+        .unwrap_or_else(|| panic!("no self-test: {dom}"));
+    let tag = &dom[start..start + dom[start..].find('>').unwrap()];
+    for (k, v) in [
+        ("done", "1"),
+        ("errors", "0"),
+        ("violations", "0"),
+        ("alerts", "0"),
+        ("charts", "1"),
+        ("changes", "1"),
+    ] {
+        assert!(
+            tag.contains(&format!("data-{k}=\"{v}\"")),
+            "data-{k} should be {v}: {tag}"
+        );
+    }
+    // uPlot draws on two canvases per chart (the plot and its cursor overlay is HTML).
+    assert!(!tag.contains("data-canvases=\"0\""), "{tag}");
+    assert!(
+        dom.contains("&lt;img src=x onerror=alert(1)&gt; faster"),
+        "the subject as text"
+    );
+    // The changed commit's row is the marked one, and the page links it.
+    let row = dom
+        .find("class=\"change improvement\"")
+        .expect("the change is an improvement");
+    assert!(dom[row..]
+        .find("</tr>")
+        .is_some_and(|end| dom[row..row + end].contains(&sha[..7])));
+}

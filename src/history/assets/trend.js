@@ -66,6 +66,8 @@
     el.setAttribute('data-alerts', st.alerts);
     el.setAttribute('data-charts', charts.length);
     el.setAttribute('data-changes', document.querySelectorAll('tr.change').length);
+    el.setAttribute('data-canvases', Array.prototype.filter.call(document.querySelectorAll('canvas'),
+      function (c) { return c.width > 0 && c.height > 0; }).length);
     el.setAttribute('data-done', '1');
     el.textContent = st.errors.concat(st.violations).join('\n');
   }
