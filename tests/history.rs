@@ -817,3 +817,35 @@ fn the_trend_page_in_a_browser() {
         .find("</tr>")
         .is_some_and(|end| dom[row..row + end].contains(&sha[..7])));
 }
+
+/// The CI example stays runnable: its workflow is YAML whose `volley` commands parse, and its
+/// suite file loads (with its `[history]` rules).
+#[test]
+fn the_ci_example_parses() {
+    use clap::Parser;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/history");
+    let text = std::fs::read_to_string(root.join("github-workflow.yml")).unwrap();
+    let wf: Value = serde_saphyr::from_str(&text).expect("the workflow is YAML");
+    let steps = wf["jobs"]["bench"]["steps"].as_array().unwrap();
+    let mut commands = 0;
+    for step in steps {
+        let Some(run) = step["run"].as_str() else {
+            continue;
+        };
+        for line in run
+            .lines()
+            .filter(|l| l.trim_start().starts_with("volley "))
+        {
+            let argv: Vec<&str> = line.split('#').next().unwrap().split_whitespace().collect();
+            volley::cmd::Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{line}: {e}"));
+            commands += 1;
+        }
+    }
+    assert!(commands >= 3, "{commands}");
+    let suite = volley::config::suite::SuiteConfig::load(&root.join("suite.toml"), 2).unwrap();
+    assert!(suite.history.save);
+    assert_eq!(
+        suite.history.gate.as_deref(),
+        Some(&["throughput".to_string(), "p50".to_string()][..])
+    );
+}
