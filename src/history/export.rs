@@ -68,12 +68,9 @@ pub fn otava_csv(s: &Series<'_>, metrics: &[Measure]) -> Option<(String, Vec<Mea
     let mut columns: Vec<(Measure, BTreeMap<String, f64>)> = Vec::new();
     let base = s.points(*metrics.first()?);
     for m in metrics {
-        let by: BTreeMap<String, f64> = s
-            .points(*m)
-            .iter()
-            .map(|p| (p.label(), p.median()))
-            .collect();
-        if !base.is_empty() && base.iter().all(|p| by.contains_key(&p.label())) {
+        let by: BTreeMap<String, f64> =
+            s.points(*m).iter().map(|p| (p.key(), p.median())).collect();
+        if !base.is_empty() && base.iter().all(|p| by.contains_key(&p.key())) {
             columns.push((*m, by));
         }
     }
@@ -90,7 +87,7 @@ pub fn otava_csv(s: &Series<'_>, metrics: &[Measure]) -> Option<(String, Vec<Mea
             p.commit.clone().unwrap_or_else(|| p.label()),
             p.branch.clone().unwrap_or_default(),
         ];
-        row.extend(columns.iter().map(|(_, by)| format!("{}", by[&p.label()])));
+        row.extend(columns.iter().map(|(_, by)| format!("{}", by[&p.key()])));
         w.write_record(&row).ok()?;
     }
     let bytes = w.into_inner().ok()?;
@@ -102,7 +99,7 @@ pub fn otava_csv(s: &Series<'_>, metrics: &[Measure]) -> Option<(String, Vec<Mea
 
 /// Otava's configuration for the exported files: `(slug, metrics)` per series.
 pub fn otava_yaml(tests: &[(String, Vec<Measure>)]) -> String {
-    let mut out = String::from("# Written by `volley history export --format otava-csv`.\n# otava --config-file otava.yaml analyze <test>\ntests:\n");
+    let mut out = String::from("# Written by `volley history export --format otava-csv`.\n# OTAVA_CONFIG=otava.yaml otava analyze <test> (from this folder)\ntests:\n");
     for (slug, metrics) in tests {
         out += &format!(
             "  {slug}:\n    type: csv\n    file: {slug}.csv\n    time_column: time\n    attributes: [commit, branch]\n    metrics:\n"

@@ -172,7 +172,16 @@ impl Point {
         median(&self.values)
     }
 
-    /// `1a2b3c4` (`+` when dirty), or `run #12`.
+    /// What tells it from every other point of its series: the full commit (`+` when dirty),
+    /// or `#12` for a run without one.
+    pub fn key(&self) -> String {
+        match &self.commit {
+            Some(c) => format!("{c}{}", if self.dirty { "+" } else { "" }),
+            None => format!("#{}", self.runs.first().copied().unwrap_or(0)),
+        }
+    }
+
+    /// `1a2b3c4` (`+` when dirty), or `run #12`: short, for people (not unique).
     pub fn label(&self) -> String {
         match &self.commit {
             Some(c) => format!(

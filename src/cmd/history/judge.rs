@@ -559,7 +559,7 @@ fn otava(a: &ExportArgs, all: &[Series<'_>], metrics: &[Measure]) -> Result<(), 
     std::fs::write(&yaml, export::otava_yaml(&tests))
         .map_err(|e| format!("--out {}: {e}", yaml.display()))?;
     eprintln!(
-        "volley history export: {} series in {} (otava --config-file {} analyze …)",
+        "volley history export: {} series in {} (OTAVA_CONFIG={} otava analyze …)",
         tests.len(),
         dir.display(),
         yaml.display()
