@@ -221,8 +221,17 @@ fn a_failed_save_keeps_the_result_files() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Opened by volley by now (it checks the file before the load); lock it for the save.
-    std::thread::sleep(Duration::from_millis(800));
+    // Lock it once volley has it open (its write-ahead log appears when it checks the file,
+    // before the load), for the save.
+    let wal = dir.join("h.db-wal");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !wal.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "volley never opened the history"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let locker = rusqlite::Connection::open(&db).unwrap();
     locker.execute_batch("BEGIN EXCLUSIVE;").unwrap();
     let out = child.wait_with_output().unwrap();
@@ -417,18 +426,19 @@ fn check_calls_a_regression_and_not_a_steady_commit() {
     let f = &j["series"][0]["findings"][0];
     assert_eq!(f["metric"], "throughput");
     assert_eq!(f["call"], "regression");
-    // 5 repetitions against 36: the rank test.
-    assert_eq!(f["test"], "mann-whitney", "{f}");
+    // 12 commits in the level: the commits are the samples.
+    assert_eq!(f["test"], "commits", "{f}");
+    assert_eq!(f["baseline_commits"], 12);
     let effect = f["effect_pct"].as_f64().unwrap();
     assert!((-13.5..-10.5).contains(&effect), "{effect}");
 
-    // One run only: the t-test against the baseline's level.
+    // One run only: the same test (its median is the run).
     let one = commit(&dir, "slower, measured once");
     m.import(&one, "feature", &[(8_700.0, 100)]);
     let o = volley_in(&dir, &["history", "check", "--json", "-"]);
     assert_eq!(code(&o), 1, "{}", output_text(&o));
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j["series"][0]["findings"][0]["test"], "t-test");
+    assert_eq!(j["series"][0]["findings"][0]["test"], "commits");
     assert_eq!(j["series"][0]["findings"][0]["call"], "regression");
 
     // A steady commit: exit 0.
@@ -505,6 +515,14 @@ fn bad_check_and_trend_input_exits_2_naming_it() {
             "--min-effect lots",
         ),
         (vec!["history", "show", "999"], "no run #999"),
+        (
+            vec!["history", "import", "r1.json", "--commit", "abc1234"],
+            "--commit abc1234: not a revision",
+        ),
+        (
+            vec!["history", "check", "--baseline=--output=x"],
+            "--baseline --output=x: not a revision",
+        ),
         (
             vec!["history", "--history", "nope.db", "list"],
             "nope.db: no history there yet",

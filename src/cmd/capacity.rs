@@ -281,7 +281,7 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
                 source: Source::Capacity,
                 git: saver.git(),
                 labels: Labels::default(),
-                path: Some(outputs.dir.join("capacity.json").display().to_string()),
+                path: Some(super::history::absolute(&outputs.dir.join("capacity.json"))),
             };
             let record = super::history::capacity_record(&result, &[&outputs.dir], origin);
             code.max_precedence(saver.save(&[record], "volley"))

@@ -204,7 +204,10 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
             };
         }
     };
-    let json_path = outputs.json.as_ref().map(|(p, _)| p.display().to_string());
+    let json_path = outputs
+        .json
+        .as_ref()
+        .map(|(p, _)| super::history::absolute(p));
     let mut code = write_outputs(&m.result, outputs, outcome_code(&m, cfg.allow_shortfall));
     // After the files: a history that fails now costs the history only (exit 3).
     if let Some(saver) = saver {

@@ -52,8 +52,18 @@ pub fn current() -> Option<GitInfo> {
     info.branch = git(None, &["symbolic-ref", "-q", "--short", "HEAD"])
         .filter(|b| !b.is_empty())
         .or_else(ci_branch);
-    info.dirty = git(None, &["status", "--porcelain", "--untracked-files=no"])
-        .is_some_and(|s| !s.is_empty());
+    // The history file itself (committed by some teams) does not make the tree dirty.
+    info.dirty = git(
+        None,
+        &[
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ":(top,exclude).volley",
+        ],
+    )
+    .is_some_and(|s| !s.is_empty());
     Some(info)
 }
 
@@ -67,7 +77,20 @@ fn ci_branch() -> Option<String> {
 
 /// A commit's hash, time and subject (`rev` as git reads it); `None` when git does not know it.
 pub fn describe(rev: &str) -> Option<GitInfo> {
-    let out = git(None, &["log", "-1", "--format=%H%x00%cI%x00%s", rev, "--"])?;
+    if rev.starts_with('-') {
+        return None;
+    }
+    let out = git(
+        None,
+        &[
+            "log",
+            "-1",
+            "--format=%H%x00%cI%x00%s",
+            "--end-of-options",
+            rev,
+            "--",
+        ],
+    )?;
     let mut parts = out.splitn(3, '\0');
     let commit = parts.next()?.to_string();
     if commit.len() < 7 {
@@ -85,7 +108,10 @@ pub fn describe(rev: &str) -> Option<GitInfo> {
 /// The commits reachable from `rev`, newest first (at most `limit`); `None` when `rev` is not
 /// a revision of this repository (or there is none).
 pub fn history_of(rev: &str, limit: usize) -> Option<Vec<String>> {
+    if rev.starts_with('-') {
+        return None;
+    }
     let max = format!("--max-count={limit}");
-    let out = git(None, &["rev-list", &max, rev, "--"])?;
+    let out = git(None, &["rev-list", &max, "--end-of-options", rev, "--"])?;
     Some(out.lines().map(str::to_string).collect())
 }

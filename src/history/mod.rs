@@ -23,7 +23,7 @@ pub mod series;
 pub mod store;
 pub mod trend;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use record::{Kind, Labels, Origin, Record, Source};
 pub use store::{Filter, Mode, Store, Stored};
@@ -85,18 +85,4 @@ pub enum HistoryError {
         /// SQLite's words.
         reason: String,
     },
-}
-
-impl HistoryError {
-    /// The file it is about.
-    pub fn path(&self) -> &Path {
-        match self {
-            HistoryError::Open { path, .. }
-            | HistoryError::NotHistory { path, .. }
-            | HistoryError::Newer { path, .. }
-            | HistoryError::Save { path, .. }
-            | HistoryError::Read { path, .. } => path,
-            HistoryError::Missing(p) => p,
-        }
-    }
 }

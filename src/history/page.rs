@@ -108,12 +108,8 @@ fn section(out: &mut String, n: usize, t: &Trend) {
             .runs
             .iter()
             .zip(&p.values)
-            .map(|(id, v)| {
-                format!(
-                    "<span title=\"volley history show {id}\">#{id}: {}</span>",
-                    fmt(*v)
-                )
-            })
+            .zip(&p.files)
+            .map(|((id, v), file)| run_link(*id, *v, file.as_deref()))
             .collect();
         let _ = writeln!(
             out,
@@ -131,10 +127,50 @@ fn section(out: &mut String, n: usize, t: &Trend) {
     out.push_str("</tbody></table></div></section>\n");
 }
 
+/// A run in a row: `#12: 48,120` linking to its result file when one is known; its id is the
+/// one `volley history show` takes.
+fn run_link(id: i64, v: f64, file: Option<&str>) -> String {
+    let text = format!("#{id}: {}", fmt(v));
+    match file.filter(|f| f.starts_with('/')) {
+        Some(f) => format!(
+            "<a href=\"{}\" title=\"volley history show {id}\">{text}</a>",
+            escape_html(&file_url(f))
+        ),
+        None => format!("<span title=\"volley history show {id}\">{text}</span>"),
+    }
+}
+
+/// `file://` URL of an absolute path, its bytes outside the unreserved set percent-encoded.
+fn file_url(path: &str) -> String {
+    let mut out = String::from("file://");
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out += &format!("%{b:02X}");
+        }
+    }
+    out
+}
+
 fn fmt(v: f64) -> String {
     if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_link_to_their_files_percent_encoded() {
+        assert_eq!(file_url("/tmp/a b/#1.json"), "file:///tmp/a%20b/%231.json");
+        let l = run_link(7, 1234.0, Some("/r/\"x\".json"));
+        assert!(l.starts_with("<a href=\"file:///r/%22x%22.json\""), "{l}");
+        assert!(run_link(7, 1.5, Some("relative.json")).starts_with("<span"));
+        assert!(run_link(7, 1.5, None).contains("#7: 1.50"));
     }
 }

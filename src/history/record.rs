@@ -69,7 +69,7 @@ impl Source {
 /// Where a run sits in a suite; all empty for a plain `volley run`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Labels {
-    /// The suite's name (its file's stem).
+    /// The suite's name (`[suite] name`).
     pub suite: String,
     /// Scenario name.
     pub scenario: String,
@@ -188,8 +188,10 @@ impl Record {
         }
         key.push("slo", c.slo.join(";"))
             .push("precision_pct", c.precision_pct)
-            .push("step_duration_s", c.step_duration_s)
-            .push("connections", c.connections);
+            .push("step_duration_s", c.step_duration_s);
+        if first_step.is_none() {
+            key.push("connections", c.connections);
+        }
         let mut s = BTreeMap::new();
         if let Some(m) = c.max_rate_rps {
             s.insert("max_rate_rps".to_string(), m);

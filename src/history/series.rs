@@ -90,7 +90,9 @@ impl Series<'_> {
         s
     }
 
-    /// A name fit for a file or a benchmark id: the name's words joined by `-`.
+    /// A name fit for a file or a benchmark id: the name's words joined by `-`, then the load
+    /// id's first 8 digits and the host fingerprint's first 6 (series of one test on two hosts
+    /// are two benchmarks).
     pub fn slug(&self) -> String {
         let mut out = String::new();
         for c in self.name().chars() {
@@ -102,8 +104,9 @@ impl Series<'_> {
         }
         let out = out.trim_matches('-').to_string();
         format!(
-            "{out}-{}",
-            &self.key.load_id[..self.key.load_id.len().min(8)]
+            "{out}-{}-{}",
+            short(&self.key.load_id, 8),
+            short(&self.key.host_id, 6)
         )
     }
 
@@ -137,11 +140,13 @@ impl Series<'_> {
                     time: r.record.started_at.clone(),
                     values: Vec::new(),
                     runs: Vec::new(),
+                    files: Vec::new(),
                 });
                 out.len() - 1
             });
             out[i].values.push(v);
             out[i].runs.push(r.id);
+            out[i].files.push(r.record.result_path.clone());
         }
         out
     }
@@ -164,6 +169,8 @@ pub struct Point {
     pub values: Vec<f64>,
     /// Their run ids.
     pub runs: Vec<i64>,
+    /// Their result files, when known.
+    pub files: Vec<Option<String>>,
 }
 
 impl Point {
@@ -184,14 +191,15 @@ impl Point {
     /// `1a2b3c4` (`+` when dirty), or `run #12`: short, for people (not unique).
     pub fn label(&self) -> String {
         match &self.commit {
-            Some(c) => format!(
-                "{}{}",
-                &c[..c.len().min(7)],
-                if self.dirty { "+" } else { "" }
-            ),
+            Some(c) => format!("{}{}", short(c, 7), if self.dirty { "+" } else { "" }),
             None => format!("run #{}", self.runs.first().copied().unwrap_or(0)),
         }
     }
+}
+
+/// The first `n` characters of `s` (a commit or id shortened for people).
+pub fn short(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
 }
 
 /// The median of values (0 for none).

@@ -53,8 +53,6 @@ pub struct Filter {
     pub branch: Option<String>,
     /// Runs started at or after (RFC 3339, compared as text: both are UTC).
     pub since: Option<String>,
-    /// Commit hash or prefix.
-    pub commit: Option<String>,
 }
 
 /// Whether [`Store::open`] may create the file.
@@ -95,6 +93,11 @@ impl Store {
             };
         let conn = Connection::open_with_flags(path, flags).map_err(|e| err(e.to_string()))?;
         conn.busy_timeout(busy()).map_err(|e| err(e.to_string()))?;
+        // SQLite opens a file it may not write read-only without a word: the save would fail
+        // after the load.
+        if mode == Mode::Create && conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true) {
+            return Err(err("not writable".into()));
+        }
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -117,13 +120,16 @@ impl Store {
 
     fn check_and_migrate(&mut self) -> Result<(), HistoryError> {
         let q = |e: rusqlite::Error| self.foreign(e.to_string());
-        let app: i64 = self
+        // One statement, one snapshot: another process may be creating the file right now,
+        // and its schema and its application_id arrive in one transaction.
+        let (app, tables): (i64, i64) = self
             .conn
-            .query_row("PRAGMA application_id", [], |r| r.get(0))
-            .map_err(q)?;
-        let tables: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+            .query_row(
+                "SELECT (SELECT application_id FROM pragma_application_id()), \
+                        (SELECT count(*) FROM sqlite_schema)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .map_err(q)?;
         if app != APPLICATION_ID && (app != 0 || tables > 0) {
             return Err(self.foreign(format!(
@@ -246,10 +252,6 @@ impl Store {
         if let Some(s) = &f.since {
             args.push(s.clone());
             sql += &format!(" AND started_at >= ?{}", args.len());
-        }
-        if let Some(c) = &f.commit {
-            args.push(format!("{}%", c.replace(['%', '_'], "")));
-            sql += &format!(" AND git_commit LIKE ?{}", args.len());
         }
         sql += " ORDER BY started_at, id";
         let mut stmt = self.conn.prepare(&sql).map_err(read)?;

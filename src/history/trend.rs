@@ -51,6 +51,8 @@ pub struct TrendPoint {
     pub values: Vec<f64>,
     /// Their run ids (`volley history show ID`).
     pub runs: Vec<i64>,
+    /// Their result files, when known (absolute paths).
+    pub files: Vec<Option<String>>,
     /// A change point starts here: the level's change in percent and the t-test's p-value.
     pub change: Option<Change>,
 }
@@ -98,6 +100,7 @@ pub fn trend(s: &Series<'_>, m: Measure, cp: &CpSettings) -> Option<Trend> {
             median: p.median(),
             values: p.values.clone(),
             runs: p.runs.clone(),
+            files: p.files.clone(),
             change: None,
         })
         .collect();

@@ -3,10 +3,13 @@
 //! saved after its result files are written, so the database never costs a measurement
 //! (docs/contract.md, "Run history").
 
-mod judge;
+mod check;
+mod export;
 mod read;
+mod select;
+mod trend;
 
-pub use read::{capacity_record, suite_records};
+pub use read::{absolute, capacity_record, suite_records};
 
 use std::path::{Path, PathBuf};
 
@@ -45,12 +48,18 @@ impl SaveArgs {
         if !wanted {
             return Ok(None);
         }
+        let from_table = suite.and_then(|h| h.path.clone());
+        let name = if self.history.is_none() && from_table.is_some() {
+            "[history] path"
+        } else {
+            "--history"
+        };
         let path = self
             .history
             .clone()
-            .or_else(|| suite.and_then(|h| h.path.clone()))
+            .or(from_table)
             .unwrap_or_else(history::default_path);
-        let store = Store::open(&path, Mode::Create).map_err(|e| format!("--history {e}"))?;
+        let store = Store::open(&path, Mode::Create).map_err(|e| format!("{name} {e}"))?;
         Ok(Some(Saver {
             store,
             git: git::current(),
@@ -72,23 +81,7 @@ impl Saver {
         }
         match self.store.save(records) {
             Ok(ids) => {
-                let kept = records.len() - ids.len();
-                let ids_text = match (ids.first(), ids.last()) {
-                    (Some(a), Some(b)) if a == b => format!(" as run #{a}"),
-                    (Some(a), Some(b)) => format!(" as runs #{a}–#{b}"),
-                    _ => String::new(),
-                };
-                eprintln!(
-                    "{who}: saved {} result{} to {}{ids_text}{}",
-                    ids.len(),
-                    if ids.len() == 1 { "" } else { "s" },
-                    self.store.path().display(),
-                    if kept > 0 {
-                        format!(" ({kept} already there)")
-                    } else {
-                        String::new()
-                    }
-                );
+                said(who, &ids, records.len(), self.store.path());
                 ExitCode::Ok
             }
             Err(e) => {
@@ -97,6 +90,27 @@ impl Saver {
             }
         }
     }
+}
+
+/// Says on stderr what a save wrote: `saved 3 results to PATH as runs #4–#6 (1 already there)`.
+fn said(who: &str, ids: &[i64], offered: usize, path: &Path) {
+    let kept = offered - ids.len();
+    let ids_text = match (ids.first(), ids.last()) {
+        (Some(a), Some(b)) if a == b => format!(" as run #{a}"),
+        (Some(a), Some(b)) => format!(" as runs #{a}–#{b}"),
+        _ => String::new(),
+    };
+    let already = if kept > 0 {
+        format!(" ({kept} already there)")
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "{who}: saved {} result{} to {}{ids_text}{already}",
+        ids.len(),
+        if ids.len() == 1 { "" } else { "s" },
+        path.display(),
+    );
 }
 
 /// `volley history`: the saved runs.
@@ -122,24 +136,25 @@ pub enum HistoryCommand {
     /// One saved run: where and when it ran, every percentile (from its histogram).
     Show(read::ShowArgs),
     /// Each series' metric across commits, with its change points and noise band.
-    Trend(judge::TrendArgs),
+    Trend(trend::TrendArgs),
     /// This commit's runs against the baseline's history, like with like: exit 1 on a called
     /// regression.
-    Check(judge::CheckArgs),
+    Check(check::CheckArgs),
     /// Export for bencher (BMF JSON) or Apache Otava (CSV).
-    Export(judge::ExportArgs),
+    Export(export::ExportArgs),
 }
 
 /// Runs `volley history …`.
 pub fn execute(args: &HistoryArgs) -> ExitCode {
+    let explicit = args.history.as_deref();
     let path = args.history.clone().unwrap_or_else(history::default_path);
     let result = match &args.command {
         HistoryCommand::Import(a) => read::import(a, &path),
         HistoryCommand::List(a) => read::list(a, &path),
         HistoryCommand::Show(a) => read::show(a, &path),
-        HistoryCommand::Trend(a) => judge::trend(a, &path),
-        HistoryCommand::Check(a) => judge::check(a, &path),
-        HistoryCommand::Export(a) => judge::export(a, &path),
+        HistoryCommand::Trend(a) => trend::trend(a, explicit),
+        HistoryCommand::Check(a) => check::check(a, explicit),
+        HistoryCommand::Export(a) => export::export(a, &path),
     };
     match result {
         Ok(code) => code,

@@ -60,7 +60,6 @@ impl FilterArgs {
             server: self.server.clone(),
             branch: self.branch.clone(),
             since: self.since.as_deref().map(since).transpose()?,
-            commit: None,
         })
     }
 }
@@ -94,15 +93,20 @@ fn import_git(a: &ImportArgs) -> Result<Option<GitInfo>, String> {
     let Some(rev) = &a.commit else {
         return Ok(None);
     };
+    let full_hash =
+        |r: &str| matches!(r.len(), 40 | 64) && r.chars().all(|c| c.is_ascii_hexdigit());
     let mut info = match git::describe(rev) {
         Some(i) => i,
-        None if rev.len() >= 7 && rev.chars().all(|c| c.is_ascii_hexdigit()) => GitInfo {
+        None if git::toplevel().is_none() && full_hash(rev) => GitInfo {
             commit: rev.to_ascii_lowercase(),
             ..GitInfo::default()
         },
+        None if git::toplevel().is_some() => {
+            return Err(format!("--commit {rev}: not a revision of this repository"))
+        }
         None => {
             return Err(format!(
-                "--commit {rev}: not a revision of this repository (give a full hash outside one)"
+                "--commit {rev}: outside a git repository give the full hash (40 hex digits)"
             ))
         }
     };
@@ -119,9 +123,10 @@ pub(super) fn import(a: &ImportArgs, path: &Path) -> Result<ExitCode, String> {
     if records.is_empty() {
         return Err("nothing to import: no finished run in the paths given".into());
     }
-    let store = Store::open(path, Mode::Create).map_err(|e| format!("--history {e}"))?;
-    let saver = super::Saver { store, git: None };
-    Ok(saver.save(&records, "volley history import"))
+    let mut store = Store::open(path, Mode::Create).map_err(|e| format!("--history {e}"))?;
+    let ids = store.save(&records).map_err(|e| e.to_string())?;
+    super::said("volley history import", &ids, records.len(), store.path());
+    Ok(ExitCode::Ok)
 }
 
 /// The records of a path: a RunResult, a capacity file, a `suite.json`, or a folder holding
@@ -153,7 +158,7 @@ pub fn records_of(p: &Path, source: Source, git: Option<&GitInfo>) -> Result<Vec
         source,
         git,
         labels,
-        path: Some(p.display().to_string()),
+        path: Some(absolute(p)),
     };
     if schema.starts_with("volley.run/") {
         let r = RunResult::from_json(&text).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -221,7 +226,7 @@ pub fn suite_records(
                 axes: crate::result::axes_label(&row.axes),
                 rep: Some(row.rep),
             },
-            path: Some(file.display().to_string()),
+            path: Some(absolute(&file)),
         };
         if row.capacity.is_some() {
             let c =
@@ -234,6 +239,15 @@ pub fn suite_records(
         }
     }
     Ok(out)
+}
+
+/// A result file's path as recorded: absolute, so that the trend page can link it from
+/// anywhere.
+pub fn absolute(p: &Path) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
 }
 
 /// The test's name as `list` shows it.
@@ -286,7 +300,7 @@ pub(super) fn list(a: &ListArgs, path: &Path) -> Result<ExitCode, String> {
             r.started_at.get(..16).unwrap_or(&r.started_at).replace('T', " "),
             r.git.as_ref().map_or("-".into(), |g| format!(
                 "{}{}",
-                &g.commit[..g.commit.len().min(7)],
+                crate::history::series::short(&g.commit, 7),
                 if g.dirty { "+" } else { "" }
             )),
             r.git.as_ref().and_then(|g| g.branch.clone()).unwrap_or_else(|| "-".into()),
@@ -294,7 +308,7 @@ pub(super) fn list(a: &ListArgs, path: &Path) -> Result<ExitCode, String> {
             rate,
             us("latency_us.p50"),
             us("latency_us.p99"),
-            &r.load_id[..r.load_id.len().min(8)],
+            r.load_id.chars().take(8).collect::<String>(),
             r.host.id(),
             test_name(s),
             if r.interrupted { " (interrupted)" } else { "" }

@@ -10,7 +10,7 @@
 //! gate = ["throughput", "p50"]     # regressions that fail the check
 //! warn = ["p99"]                   # regressions only reported
 //! min_effect = "5%"                # smallest change called
-//! alpha = 0.01                     # Mann-Whitney level (5 repetitions a side or more)
+//! alpha = 0.005                    # the tests' level
 //! max_pvalue = 0.001               # change-point level (t-test), Otava's default
 //! window = 50                      # change-point window, Otava's default
 //! ```
@@ -39,7 +39,7 @@ const KEYS: &[&str] = &[
 pub struct HistoryTable {
     /// `save`: `volley bench` saves every result.
     pub save: bool,
-    /// `path`: the history file, relative to the current directory.
+    /// `path`: the history file, relative to the current directory (as `--history`).
     pub path: Option<PathBuf>,
     /// `baseline`: the revision `history check` compares with.
     pub baseline: Option<String>,
@@ -107,11 +107,11 @@ impl HistoryTable {
         }
         if let Some(v) = t.get("window") {
             let n = r.int(v, at, "window")?;
-            if !(2..=10_000).contains(&n) {
+            if !(2..=1000).contains(&n) {
                 return Err(r.err(
                     v.span(),
                     Some("window"),
-                    format!("{at}: window: must be from 2 to 10000, not {n}"),
+                    format!("{at}: window: must be from 2 to 1000, not {n}"),
                 ));
             }
             h.window = Some(n as usize);
@@ -174,18 +174,24 @@ fn float(r: &TomlReader, v: &Val, key: &str) -> Result<f64, SuiteError> {
     }
 }
 
+/// A minimum effect as written (`5%`, `5`, `2.5 %`): percent, from 0 to below 100.
+pub fn parse_percent(text: &str) -> Option<f64> {
+    let p: f64 = text.trim().trim_end_matches('%').trim().parse().ok()?;
+    (0.0..100.0).contains(&p).then_some(p)
+}
+
 /// `min_effect`: `"5%"` or a number of percent.
 fn percent(r: &TomlReader, v: &Val) -> Result<f64, SuiteError> {
     let p = match v.get_ref() {
-        DeValue::String(s) => s.trim().trim_end_matches('%').trim().parse::<f64>().ok(),
-        _ => Some(float(r, v, "min_effect")?),
+        DeValue::String(s) => parse_percent(s),
+        _ => Some(float(r, v, "min_effect")?).filter(|p| (0.0..100.0).contains(p)),
     };
     match p {
-        Some(p) if (0.0..100.0).contains(&p) => Ok(p),
-        _ => Err(r.err(
+        Some(p) => Ok(p),
+        None => Err(r.err(
             v.span(),
             Some("min_effect"),
-            "[history]: min_effect: must be a percentage from 0 to 100, like \"5%\"".into(),
+            "[history]: min_effect: must be a percentage from 0 to below 100, like \"5%\"".into(),
         )),
     }
 }
