@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::measure::Measure;
 use super::trend::Trend;
 use crate::report::html::{escape_html, fill, script_json, CSS, UPLOT_CSS, UPLOT_JS};
 
@@ -104,23 +105,35 @@ fn section(out: &mut String, n: usize, t: &Trend) {
                 )
             })
             .unwrap_or_default();
+        let show = |v: f64| match Measure::parse(&t.metric) {
+            Some(m) => m.show(v),
+            None => format!("{v}"),
+        };
         let runs: Vec<String> = p
             .runs
             .iter()
             .zip(&p.values)
             .zip(&p.files)
-            .map(|((id, v), file)| run_link(*id, *v, file.as_deref()))
+            .map(|((id, v), file)| run_link(*id, &show(*v), file.as_deref()))
             .collect();
+        let subject = p.subject.as_deref().unwrap_or("");
+        let cut: String = subject.chars().take(90).collect();
+        let cut = if cut.len() < subject.len() {
+            format!("{cut}…")
+        } else {
+            cut
+        };
         let _ = writeln!(
             out,
-            "<tr id=\"p-{n}-{i}\"{class}><td><code title=\"{}\">{}</code></td><td>{}</td><td>{}</td>\
-             <td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr id=\"p-{n}-{i}\"{class}><td><code title=\"{}\">{}</code></td><td class=\"nowrap\">{}</td>\
+             <td title=\"{}\">{}</td><td class=\"num nowrap\">{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}</td></tr>",
             escape_html(p.commit.as_deref().unwrap_or("")),
             escape_html(&p.label),
-            escape_html(p.time.get(..19).unwrap_or(&p.time)),
-            escape_html(p.subject.as_deref().unwrap_or("")),
-            fmt(p.median),
-            runs.join(", "),
+            escape_html(&p.time.get(..16).unwrap_or(&p.time).replace('T', " ")),
+            escape_html(subject),
+            escape_html(&cut),
+            escape_html(&show(p.median)),
+            runs.join("<br>"),
             change
         );
     }
@@ -129,8 +142,8 @@ fn section(out: &mut String, n: usize, t: &Trend) {
 
 /// A run in a row: `#12: 48,120` linking to its result file when one is known; its id is the
 /// one `volley history show` takes.
-fn run_link(id: i64, v: f64, file: Option<&str>) -> String {
-    let text = format!("#{id}: {}", fmt(v));
+fn run_link(id: i64, shown: &str, file: Option<&str>) -> String {
+    let text = escape_html(&format!("#{id}: {shown}"));
     match file.filter(|f| f.starts_with('/')) {
         Some(f) => format!(
             "<a href=\"{}\" title=\"volley history show {id}\">{text}</a>",
@@ -153,14 +166,6 @@ fn file_url(path: &str) -> String {
     out
 }
 
-fn fmt(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,9 +173,9 @@ mod tests {
     #[test]
     fn runs_link_to_their_files_percent_encoded() {
         assert_eq!(file_url("/tmp/a b/#1.json"), "file:///tmp/a%20b/%231.json");
-        let l = run_link(7, 1234.0, Some("/r/\"x\".json"));
+        let l = run_link(7, "1,234.0 req/s", Some("/r/\"x\".json"));
         assert!(l.starts_with("<a href=\"file:///r/%22x%22.json\""), "{l}");
-        assert!(run_link(7, 1.5, Some("relative.json")).starts_with("<span"));
-        assert!(run_link(7, 1.5, None).contains("#7: 1.50"));
+        assert!(run_link(7, "1.5", Some("relative.json")).starts_with("<span"));
+        assert!(run_link(7, "<b>", None).contains("#7: &lt;b&gt;"));
     }
 }

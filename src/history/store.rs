@@ -23,6 +23,28 @@ fn busy() -> Duration {
         .map_or(Duration::from_secs(30), Duration::from_millis)
 }
 
+/// Why setting a file up failed.
+enum SetUp {
+    /// SQLite's error.
+    Sql(rusqlite::Error),
+    /// Written by a newer volley: its version.
+    Newer(i64),
+}
+
+impl From<rusqlite::Error> for SetUp {
+    fn from(e: rusqlite::Error) -> Self {
+        SetUp::Sql(e)
+    }
+}
+
+/// Another connection holds the lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 /// An open history.
 pub struct Store {
     conn: Connection,
@@ -143,33 +165,41 @@ impl Store {
         if ok != "ok" {
             return Err(self.foreign(format!("damaged: {ok}")));
         }
-        // WAL: readers do not wait for a saver, and a second saver waits its turn.
-        let _: String = self
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| self.save_error(e))?;
-        self.conn
-            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
-            .map_err(|e| self.save_error(e))?;
-        self.migrate()
+        // Another process may be creating or migrating the file at this moment. SQLite answers
+        // "locked" at once (not after the busy timeout) when two connections would deadlock
+        // switching to WAL, so the set-up is tried again until the timeout.
+        let deadline = std::time::Instant::now() + busy();
+        loop {
+            match self.set_up() {
+                Ok(()) => return Ok(()),
+                Err(SetUp::Sql(e)) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(SetUp::Sql(e)) => return Err(self.save_error(e)),
+                Err(SetUp::Newer(found)) => {
+                    return Err(HistoryError::Newer {
+                        path: self.path.clone(),
+                        found,
+                        supported: VERSION,
+                    })
+                }
+            }
+        }
     }
 
-    fn migrate(&mut self) -> Result<(), HistoryError> {
-        let path = self.path.clone();
-        let save = |e: rusqlite::Error| HistoryError::Save {
-            path: path.clone(),
-            reason: e.to_string(),
-        };
+    /// WAL (readers do not wait for a saver, and a second saver waits its turn), then the
+    /// migrations up to [`VERSION`].
+    fn set_up(&mut self) -> Result<(), SetUp> {
+        let _: String = self
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        self.conn
+            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
         let version: i64 = self
             .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(save)?;
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version > VERSION {
-            return Err(HistoryError::Newer {
-                path: self.path.clone(),
-                found: version,
-                supported: VERSION,
-            });
+            return Err(SetUp::Newer(version));
         }
         if version == VERSION {
             return Ok(());
@@ -177,19 +207,15 @@ impl Store {
         // Another process may be migrating: read the version again under the write lock.
         let tx = self
             .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(save)?;
-        let version: i64 = tx
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(save)?;
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         for sql in MIGRATIONS.iter().skip(version.max(0) as usize) {
-            tx.execute_batch(sql).map_err(save)?;
+            tx.execute_batch(sql)?;
         }
         tx.execute_batch(&format!(
             "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {VERSION};"
-        ))
-        .map_err(save)?;
-        tx.commit().map_err(save)
+        ))?;
+        Ok(tx.commit()?)
     }
 
     fn save_error(&self, e: rusqlite::Error) -> HistoryError {

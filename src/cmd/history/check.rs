@@ -190,8 +190,7 @@ pub(super) fn check(a: &CheckArgs, explicit: Option<&Path>) -> Result<ExitCode, 
         out += &entry_text(e, &s);
     }
     out += &format!(
-        "\n{regressions} regression{} called; {compared} of {} series compared (gates: {}; warns: {}; min effect {}%)\n",
-        plural(regressions),
+        "\n{regressions} series regressed; {compared} of {} series compared (gates: {}; warns: {}; min effect {}%)\n",
         entries.len(),
         s.gate.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
         s.warn.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
@@ -216,6 +215,15 @@ pub(super) fn check(a: &CheckArgs, explicit: Option<&Path>) -> Result<ExitCode, 
     })
 }
 
+/// A p-value as read: `0.068`, or `3.5e-4` below 0.001.
+fn p_text(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -238,7 +246,7 @@ fn verdict(f: &Finding, min_effect_pct: f64) -> String {
         (Call::Regression, false) => format!("slower (warns only; --metric {} to gate)", m.name()),
         (Call::Improvement, _) => "improvement".into(),
         (Call::NoChange, _) if f.baseline_n + f.current_n <= 2 => "too few runs to tell".into(),
-        (Call::NoChange, _) if big => format!("not significant (p={:.2})", f.p_value),
+        (Call::NoChange, _) if big => format!("not significant (p={})", p_text(f.p_value)),
         (Call::NoChange, _) => format!("no change of {min_effect_pct}% or more"),
     }
 }
@@ -257,9 +265,9 @@ fn entry_text(e: &Entry, s: &Settings) -> String {
             .map(|(l, h)| format!(" (CI {l:+.1}…{h:+.1}%)"))
             .unwrap_or_default();
         let test = match f.test {
-            Test::Commits => format!("t (commits) p={:.1e}", f.p_value),
-            Test::MannWhitney => format!("Mann-Whitney p={:.3}", f.p_value),
-            Test::TTest => format!("t-test p={:.1e}", f.p_value),
+            Test::Commits => format!("t (commits) p={}", p_text(f.p_value)),
+            Test::MannWhitney => format!("Mann-Whitney p={}", p_text(f.p_value)),
+            Test::TTest => format!("t-test p={}", p_text(f.p_value)),
         };
         let verdict = verdict(f, s.min_effect_pct);
         out += &format!(
