@@ -119,6 +119,15 @@ fn a_saved_run_keeps_its_commit_host_numbers_and_histograms() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
 }
 
+/// A SQLite file at `path` made by `sql`.
+fn sqlite(path: &Path, sql: &str) -> PathBuf {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(sql)
+        .unwrap();
+    path.to_path_buf()
+}
+
 /// A file that cannot be a history is refused before the load: exit 2, naming `--history`,
 /// and the server never sees a request.
 #[test]
@@ -126,36 +135,22 @@ fn a_bad_history_file_costs_nothing() {
     let dir = scratch("history", "bad");
     let garbage = dir.join("garbage.db");
     std::fs::write(&garbage, vec![0x5a_u8; 8192]).unwrap();
-    let foreign = dir.join("foreign.db");
-    let c = rusqlite::Connection::open(&foreign).unwrap();
-    c.execute_batch("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL);")
-        .unwrap();
-    drop(c);
-    let newer = dir.join("newer.db");
-    let c = rusqlite::Connection::open(&newer).unwrap();
-    c.execute_batch(&format!(
-        "PRAGMA application_id = {}; PRAGMA user_version = 99; CREATE TABLE runs (id INTEGER);",
-        volley::history::schema::APPLICATION_ID
-    ))
-    .unwrap();
-    drop(c);
-    let damaged = dir.join("damaged.db");
-    let c = rusqlite::Connection::open(&damaged).unwrap();
-    c.execute_batch(&format!(
-        "PRAGMA application_id = {};",
-        volley::history::schema::APPLICATION_ID
-    ))
-    .unwrap();
-    c.execute_batch("CREATE TABLE t (x TEXT); CREATE INDEX tx ON t (x);")
-        .unwrap();
-    for i in 0..2000 {
-        c.execute(
-            "INSERT INTO t VALUES (?1)",
-            [format!("row {i} {}", "x".repeat(50))],
-        )
-        .unwrap();
-    }
-    drop(c);
+    let app = volley::history::schema::APPLICATION_ID;
+    let foreign = sqlite(
+        &dir.join("foreign.db"),
+        "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL);",
+    );
+    let newer = sqlite(
+        &dir.join("newer.db"),
+        &format!("PRAGMA application_id = {app}; PRAGMA user_version = 99; CREATE TABLE runs (id INTEGER);"),
+    );
+    let rows: String = (0..2000)
+        .map(|i| format!("INSERT INTO t VALUES ('row {i} {}');", "x".repeat(50)))
+        .collect();
+    let damaged = sqlite(
+        &dir.join("damaged.db"),
+        &format!("PRAGMA application_id = {app}; CREATE TABLE t (x TEXT); CREATE INDEX tx ON t (x); {rows}"),
+    );
     // Overwrite pages in the middle of the file.
     let mut bytes = std::fs::read(&damaged).unwrap();
     let mid = bytes.len() / 2;
