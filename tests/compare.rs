@@ -797,7 +797,7 @@ fn real_suites_with_five_repetitions() {
 }
 
 /// Two identical servers in one suite, 5 interleaved repetitions of 300 ms: `--baseline`
-/// pairs them on the same scenario and finds no significant difference.
+/// pairs them on the same scenario and finds them within a few percent of each other.
 #[test]
 fn baseline_inside_one_real_suite() {
     let dir = scratch("compare", "ab-bench");
@@ -850,8 +850,22 @@ fn baseline_inside_one_real_suite() {
         (Some("v1"), Some("v2")),
         "{p}"
     );
-    assert_eq!(p["verdict"], "no significant difference", "{p}");
-    assert!(p["ci_low_pct"].as_f64().unwrap() <= p["ci_high_pct"].as_f64().unwrap());
+    // Two identical servers differ by little. Whether the test at 5 % calls that little
+    // difference is chance (one suite in twenty at least, and v2 always runs second in a
+    // repetition): the verdict must be one of the three, the effect small and inside its
+    // interval. (CI once measured +0.8 %, CI 0.1-2.9 %, p = 0.022: "faster".)
+    let verdicts = ["no significant difference", "faster", "slower"];
+    assert!(
+        verdicts.contains(&p["verdict"].as_str().unwrap_or("")),
+        "{p}"
+    );
+    let (lo, e, hi) = (
+        p["ci_low_pct"].as_f64().unwrap(),
+        p["effect_pct"].as_f64().unwrap(),
+        p["ci_high_pct"].as_f64().unwrap(),
+    );
+    assert!(lo <= e && e <= hi, "{p}");
+    assert!(e.abs() < 5.0, "identical servers, an effect of {e}%: {p}");
     assert_eq!(v["pairs"].as_array().unwrap().len(), 1);
     // Unknown names exit 2 naming the servers there are.
     let o = compare(&[&out, &"--baseline", &"v9"]);
