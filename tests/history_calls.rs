@@ -40,7 +40,7 @@ fn run(id: i64, commit: usize, rps: f64, host: &Host, load: &str) -> Stored {
                 axes: String::new(),
                 rep: None,
             },
-            mode: "closed".into(),
+            mode: volley::result::Mode::Closed,
             url: "http://127.0.0.1/".into(),
             interrupted: false,
             scalars,

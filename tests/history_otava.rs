@@ -186,7 +186,7 @@ fn otava_analyze_on_the_export_agrees_with_the_trend() {
                 volley_version: "0".into(),
                 load_id: "0123456789abcdef".into(),
                 labels: Labels::default(),
-                mode: "closed".into(),
+                mode: volley::result::Mode::Closed,
                 url: "http://127.0.0.1:8080/".into(),
                 interrupted: false,
                 scalars: s,

@@ -85,7 +85,7 @@ fn section(out: &mut String, n: usize, t: &Trend) {
             .as_deref()
             .map(|c| format!(" ({})", escape_html(c)))
             .unwrap_or_default(),
-        escape_html(&t.mode),
+        t.mode.as_str(),
         escape_html(&t.metric)
     );
     for (i, p) in t.points.iter().enumerate() {

@@ -11,7 +11,7 @@ use super::git::GitInfo;
 use super::host::Host;
 use crate::result::capacity::CapacityResult;
 use crate::result::identity::LoadKey;
-use crate::result::RunResult;
+use crate::result::{Mode, RunResult};
 
 /// What kind of result a record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +64,13 @@ impl Source {
             Source::Import => "import",
         }
     }
+
+    /// From the stored word.
+    pub fn parse(s: &str) -> Option<Source> {
+        [Source::Run, Source::Bench, Source::Capacity, Source::Import]
+            .into_iter()
+            .find(|x| x.as_str() == s)
+    }
 }
 
 /// Where a run sits in a suite; all empty for a plain `volley run`.
@@ -100,8 +107,8 @@ pub struct Record {
     pub load_id: String,
     /// Suite, scenario, server, axes, repetition.
     pub labels: Labels,
-    /// `closed`, `open` or `users` (capacity: `open`).
-    pub mode: String,
+    /// How the load was driven (a capacity search: open loop).
+    pub mode: Mode,
     /// The URL (redacted, as in the result).
     pub url: String,
     /// Interrupted by Ctrl-C.
@@ -150,7 +157,7 @@ impl Record {
             volley_version: r.volley_version.clone(),
             load_id,
             labels: ctx.labels,
-            mode: r.load.mode.as_str().to_string(),
+            mode: r.load.mode,
             url: r.target.url.clone(),
             interrupted: r.interrupted,
             scalars: scalars(&value),
@@ -211,7 +218,7 @@ impl Record {
             volley_version: c.volley_version.clone(),
             load_id: key.id(),
             labels: ctx.labels,
-            mode: "open".to_string(),
+            mode: Mode::Open,
             url: c.url.clone(),
             interrupted: c.interrupted,
             scalars: s,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::measure::Measure;
 use super::record::Kind;
 use super::store::Stored;
+use crate::result::Mode;
 
 /// What makes runs one series.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -110,11 +111,9 @@ impl Series<'_> {
         )
     }
 
-    /// The measuring mode of its newest run (`closed`, `open`, `users`).
-    pub fn mode(&self) -> &str {
-        self.runs
-            .last()
-            .map_or("closed", |r| r.record.mode.as_str())
+    /// How its newest run drove the load.
+    pub fn mode(&self) -> Mode {
+        self.runs.last().map_or(Mode::Closed, |r| r.record.mode)
     }
 
     /// The points of `m`: the runs grouped by commit (a run without a commit is a point of its

@@ -365,12 +365,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
         recorded_at: r.get("recorded_at")?,
         record: Record {
             kind: Kind::parse(&kind).unwrap_or(Kind::Run),
-            source: match source.as_str() {
-                "bench" => Source::Bench,
-                "capacity" => Source::Capacity,
-                "import" => Source::Import,
-                _ => Source::Run,
-            },
+            source: Source::parse(&source).unwrap_or(Source::Import),
             started_at: r.get("started_at")?,
             git: git.transpose()?,
             host: Host {
@@ -389,7 +384,10 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
                 axes: r.get("axes")?,
                 rep: r.get::<_, Option<i64>>("rep")?.map(|v| v as u32),
             },
-            mode: r.get("mode")?,
+            mode: {
+                let word: String = r.get("mode")?;
+                crate::result::Mode::parse(&word).unwrap_or(crate::result::Mode::Closed)
+            },
             url: r.get("url")?,
             interrupted: r.get::<_, i64>("interrupted")? != 0,
             scalars: BTreeMap::new(),
@@ -436,7 +434,7 @@ fn insert(tx: &Transaction<'_>, r: &Record, now: &str) -> rusqlite::Result<Optio
             r.labels.server,
             r.labels.axes,
             r.labels.rep.map(|v| v as i64),
-            r.mode,
+            r.mode.as_str(),
             r.url,
             r.interrupted as i64,
             r.result_path,

@@ -24,8 +24,8 @@ pub struct Trend {
     pub host_id: String,
     /// The CPU model of its newest run.
     pub cpu_model: Option<String>,
-    /// Its mode.
-    pub mode: String,
+    /// How its newest run drove the load.
+    pub mode: crate::result::Mode,
     /// Its commits, in the order measured.
     pub points: Vec<TrendPoint>,
     /// Its levels between change points.
@@ -136,7 +136,7 @@ pub fn trend(s: &Series<'_>, m: Measure, cp: &CpSettings) -> Option<Trend> {
         load_id: s.key.load_id.clone(),
         host_id: s.key.host_id.clone(),
         cpu_model: newest.and_then(|r| r.host.cpu_model.clone()),
-        mode: s.mode().to_string(),
+        mode: s.mode(),
         points: out,
         levels,
     })

@@ -50,6 +50,13 @@ impl Mode {
     pub fn is_open(self) -> bool {
         self == Mode::Open
     }
+
+    /// The mode of a word [`Mode::as_str`] writes.
+    pub fn parse(word: &str) -> Option<Mode> {
+        [Mode::Closed, Mode::Open, Mode::Ramp]
+            .into_iter()
+            .find(|m| m.as_str() == word)
+    }
 }
 
 impl std::fmt::Display for Mode {

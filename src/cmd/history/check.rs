@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::read::FilterArgs;
-use super::select::*;
+use super::select::{
+    changepoints, history_path, measure, percent, resolve_commit, table, usable, write_to,
+};
 use super::{open_existing, ExitCode};
 use crate::config::suite::HistoryTable;
 use crate::history::check::{self, Call, Entry, Finding, Settings, Test};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::read::FilterArgs;
-use super::select::*;
+use super::select::{measure, resolve_commit, usable};
 use super::{open_existing, ExitCode};
 use crate::history::export::{self, Format};
 use crate::history::measure::Measure;

@@ -304,7 +304,7 @@ pub(super) fn list(a: &ListArgs, path: &Path) -> Result<ExitCode, String> {
                 if g.dirty { "+" } else { "" }
             )),
             r.git.as_ref().and_then(|g| g.branch.clone()).unwrap_or_else(|| "-".into()),
-            if r.kind == crate::history::Kind::Capacity { "capac." } else { &r.mode },
+            if r.kind == crate::history::Kind::Capacity { "capac." } else { r.mode.as_str() },
             rate,
             us("latency_us.p50"),
             us("latency_us.p99"),
@@ -338,7 +338,7 @@ fn run_json(s: &Stored, everything: bool) -> serde_json::Value {
         "load_id": r.load_id,
         "suite": r.labels.suite, "scenario": r.labels.scenario, "server": r.labels.server,
         "axes": r.labels.axes, "rep": r.labels.rep,
-        "mode": r.mode,
+        "mode": r.mode.as_str(),
         "url": r.url,
         "interrupted": r.interrupted,
         "result_path": r.result_path,

@@ -56,7 +56,7 @@ pub(super) fn write_to(flag: &str, target: &str, text: &str) -> Result<(), Strin
 pub(super) fn headline(s: &Series<'_>) -> Measure {
     if s.key.capacity {
         Measure::MaxRate
-    } else if s.mode() == "open" {
+    } else if s.mode().is_open() {
         Measure::Run(Metric::Latency(Stat::P99))
     } else {
         Measure::Run(Metric::Throughput)

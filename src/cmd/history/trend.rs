@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::read::FilterArgs;
-use super::select::*;
+use super::select::{
+    changepoints, headline, history_path, measure, percent, table, usable, write_to,
+};
 use super::{open_existing, ExitCode};
 use crate::history::check::Settings;
 use crate::history::measure::Measure;
