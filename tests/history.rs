@@ -119,6 +119,26 @@ fn a_saved_run_keeps_its_commit_host_numbers_and_histograms() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
 }
 
+/// `volley history --history DB list --json`: the saved runs, oldest first (the command must
+/// succeed).
+fn listed(db: &Path) -> Vec<Value> {
+    let o = volley(
+        &[
+            "history",
+            "--history",
+            db.to_str().unwrap(),
+            "list",
+            "--json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code(&o), 0, "{}", output_text(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// A SQLite file at `path` made by `sql`.
 fn sqlite(path: &Path, sql: &str) -> PathBuf {
     rusqlite::Connection::open(path)
@@ -282,20 +302,7 @@ fn two_savers_at_once_lose_nothing() {
         for h in handles {
             h.join().unwrap();
         }
-        let o = volley(
-            &[
-                "history",
-                "--history",
-                db.to_str().unwrap(),
-                "list",
-                "--json",
-            ],
-            LIMIT,
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).lines().count(),
-            savers * rounds
-        );
+        assert_eq!(listed(&db).len(), savers * rounds);
     }
 }
 
@@ -327,18 +334,7 @@ fn a_first_schema_history_is_migrated() {
     )
     .unwrap();
     drop(c);
-    let o = volley(
-        &[
-            "history",
-            "--history",
-            db.to_str().unwrap(),
-            "list",
-            "--json",
-        ],
-        LIMIT,
-    );
-    assert_eq!(code(&o), 0, "{}", output_text(&o));
-    let row: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = &listed(&db)[0];
     assert_eq!(row["throughput_rps"], 1234.5);
     assert_eq!(
         row["git"]["commit"],
@@ -516,6 +512,18 @@ fn bad_check_and_trend_input_exits_2_naming_it() {
         ),
         (vec!["history", "show", "999"], "no run #999"),
         (
+            vec!["history", "check", "--alpha", "2"],
+            "--alpha 2: must be between 0 and 1",
+        ),
+        (
+            vec!["history", "list", "--since", "yesterday"],
+            "--since yesterday: not a duration",
+        ),
+        (
+            vec!["history", "trend", "--suite", "no-such.toml"],
+            "no-such.toml",
+        ),
+        (
             vec!["history", "import", "r1.json", "--commit", "abc1234"],
             "--commit abc1234: not a revision",
         ),
@@ -677,11 +685,7 @@ path = "h.db"
     let text = output_text(&o);
     assert_eq!(code(&o), 0, "{text}");
     assert!(text.contains("saved 6 results to h.db"), "{text}");
-    let o = volley_in(&dir, &["history", "--history", "h.db", "list", "--json"]);
-    let rows: Vec<Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = listed(&dir.join("h.db"));
     assert_eq!(rows.len(), 6);
     let plain: Vec<&Value> = rows.iter().filter(|r| r["scenario"] == "plain").collect();
     assert_eq!(plain.len(), 4);

@@ -201,15 +201,9 @@ pub fn short(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-/// The median of values (0 for none).
+/// The median of values (0 for none): the reports' median.
 pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
+    crate::report::model::median(v).unwrap_or(0.0)
 }
 
 /// The runs as series, in key order.

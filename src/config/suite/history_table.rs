@@ -176,7 +176,7 @@ fn float(r: &TomlReader, v: &Val, key: &str) -> Result<f64, SuiteError> {
 
 /// A minimum effect as written (`5%`, `5`, `2.5 %`): percent, from 0 to below 100.
 pub fn parse_percent(text: &str) -> Option<f64> {
-    let p: f64 = text.trim().trim_end_matches('%').trim().parse().ok()?;
+    let p = crate::units::parse_decimal(text.trim().trim_end_matches('%')).ok()?;
     (0.0..100.0).contains(&p).then_some(p)
 }
 
