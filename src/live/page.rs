@@ -3,7 +3,7 @@
 //! histograms. Everything is inline (one document, like the report); its policy lets it
 //! connect back to its own origin only.
 
-use crate::report::html::{escape_html, fill, CSS, SELFTEST_JS, UPLOT_CSS, UPLOT_JS};
+use crate::report::html::{escape_html, fill, CSS, UPLOT_CSS, UPLOT_JS};
 
 /// The page skeleton.
 const TEMPLATE: &str = include_str!("assets/live.html");
@@ -16,7 +16,6 @@ pub fn render(title: &str) -> String {
         TEMPLATE,
         &[
             ("title", &escape_html(title)),
-            ("selftest", SELFTEST_JS),
             ("uplot_css", UPLOT_CSS),
             ("css", CSS),
             ("uplot_js", UPLOT_JS),

@@ -1,6 +1,6 @@
-// First, before anything else runs, on every page volley writes (the report, the live
-// dashboard, the trend page): count script errors, console errors, CSP violations and alerts,
-// so the page can report on itself (#selftest) and tests can read the result.
+// First, before anything else runs, on the report and the trend page: count script errors,
+// console errors, CSP violations and alerts, so the page can report on itself (#selftest) and
+// tests can read the result.
 (function () {
   var st = window.volleySelftest = { errors: [], violations: [], alerts: 0 };
   window.onerror = function (msg, src, line) { st.errors.push(String(msg) + ' (line ' + line + ')'); };
