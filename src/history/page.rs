@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::measure::Measure;
 use super::trend::Trend;
-use crate::report::html::{escape_html, fill, script_json, CSS, SELFTEST_JS, UPLOT_CSS, UPLOT_JS};
+use crate::report::html::{escape_html, fill, script_json, CSS, UPLOT_CSS, UPLOT_JS};
 
 const TEMPLATE: &str = include_str!("assets/trend.html");
 const JS: &str = include_str!("assets/trend.js");
@@ -53,7 +53,6 @@ pub fn render(trends: &[Trend], about: &About) -> String {
         TEMPLATE,
         &[
             ("title", &escape_html(&format!("Trend of {}", about.metric))),
-            ("selftest", SELFTEST_JS),
             ("uplot_css", UPLOT_CSS),
             ("css", CSS),
             ("body", &body),

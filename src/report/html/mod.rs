@@ -31,9 +31,6 @@ use super::Reporter;
 
 /// The page skeleton; `{{name}}` placeholders are filled by [`fill`].
 const TEMPLATE: &str = include_str!("../assets/report.html");
-/// The first script of every page volley writes: counts script errors, console errors, CSP
-/// violations and alerts for the page's self-test (`#selftest`) and the browser tests.
-pub const SELFTEST_JS: &str = include_str!("../assets/selftest.js");
 /// The page's own style.
 pub const CSS: &str = include_str!("../assets/report.css");
 /// Charts, sorting and the self-test.
@@ -75,7 +72,6 @@ pub fn render_with_lead(report: &Report, lead: &str) -> String {
         TEMPLATE,
         &[
             ("title", &escape_html(&report.title)),
-            ("selftest", SELFTEST_JS),
             ("uplot_css", UPLOT_CSS),
             ("css", CSS),
             ("body", &body),
@@ -100,11 +96,7 @@ mod tests {
 
     #[test]
     fn vendored_scripts_cannot_end_their_element_early() {
-        for (name, text) in [
-            ("uPlot", UPLOT_JS),
-            ("report.js", JS),
-            ("selftest.js", SELFTEST_JS),
-        ] {
+        for (name, text) in [("uPlot", UPLOT_JS), ("report.js", JS)] {
             assert!(
                 !text.to_ascii_lowercase().contains("</script"),
                 "{name} contains </script"
