@@ -241,23 +241,10 @@ fn round(h: &Hosts, dir: &std::path::Path, n: usize, single_first: bool) -> Roun
     let mut run_single = || {
         let json = dir.join(format!("single{n}.json"));
         let before = server_count(&h.server_ns);
+        let args = load_args(&url, &json, &[]);
         let o = volley_in(
             &h.generators[0],
-            &[
-                "run",
-                &url,
-                "-R",
-                RATE,
-                "-c",
-                CONNS,
-                "-d",
-                &format!("{SECONDS}s"),
-                "--warmup",
-                WARMUP,
-                "-q",
-                "--json",
-                json.to_str().unwrap(),
-            ],
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
         );
         assert_eq!(o.status.code(), Some(0), "{}", common::output_text(&o));
         served_single = server_count(&h.server_ns) - before;
@@ -287,44 +274,43 @@ fn round(h: &Hosts, dir: &std::path::Path, n: usize, single_first: bool) -> Roun
     }
 }
 
+/// `volley run` of the whole load (or, with `extra`, a shard of it), quiet, into `json`.
+fn load_args(url: &str, json: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let duration = format!("{SECONDS}s");
+    let mut args = vec![
+        "run", url, "-R", RATE, "-c", CONNS, "-d", &duration, "--warmup", WARMUP,
+    ];
+    args.extend(extra);
+    args.extend(["-q", "--json", json.to_str().unwrap()]);
+    args.into_iter().map(String::from).collect()
+}
+
 /// The three shards of round `n`, one per generator host, at one `--start-at`: their files.
 fn shards(h: &Hosts, dir: &std::path::Path, n: usize, url: &str) -> Vec<std::path::PathBuf> {
     let at =
         humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(2)).to_string();
-    let duration = format!("{SECONDS}s");
     let runs: Vec<_> = h
         .generators
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            let (g, url, at, duration) = (g.clone(), url.to_string(), at.clone(), duration.clone());
+            let (g, url, at) = (g.clone(), url.to_string(), at.clone());
             let json = dir.join(format!("shard{n}-{i}.json"));
             std::thread::spawn(move || {
                 let shard = format!("{i}/{SHARDS}");
-                let o = volley_in(
-                    &g,
+                let args = load_args(
+                    &url,
+                    &json,
                     &[
-                        "run",
-                        &url,
-                        "-R",
-                        RATE,
-                        "-c",
-                        CONNS,
-                        "-d",
-                        &duration,
                         "--shard",
                         &shard,
                         "--start-at",
                         &at,
                         "--clock-budget",
                         "off",
-                        "--warmup",
-                        WARMUP,
-                        "-q",
-                        "--json",
-                        json.to_str().unwrap(),
                     ],
                 );
+                let o = volley_in(&g, &args.iter().map(String::as_str).collect::<Vec<_>>());
                 (o, json)
             })
         })
