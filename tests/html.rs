@@ -14,9 +14,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -28,65 +27,6 @@ const SCRIPTS: usize = 4;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report")
-}
-
-/// Runs Chromium headless on `page` with a fresh profile and a hard time limit.
-fn browser(page: &Path, extra: &[&str]) -> Output {
-    let profile = tempfile::tempdir().unwrap();
-    let mut child = Command::new(common::cdp::chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            "--hide-scrollbars",
-            "--virtual-time-budget=5000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("chromium starts");
-    let limit = Duration::from_secs(90);
-    let deadline = Instant::now() + limit;
-    // Drain stdout on a thread: a large DOM would fill the pipe and stall the browser.
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut stdout, &mut buf).ok();
-        buf
-    });
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let stdout = reader.join().unwrap();
-            let mut stderr = Vec::new();
-            if let Some(mut e) = child.stderr.take() {
-                std::io::Read::read_to_end(&mut e, &mut stderr).ok();
-            }
-            return Output {
-                status,
-                stdout,
-                stderr,
-            };
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "chromium did not finish within {limit:?} on {}",
-                page.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// `volley report INPUTS --html OUT` in a temporary folder; returns the folder and the page.
@@ -171,28 +111,6 @@ fn without_element_content(html: &str) -> String {
     }
 }
 
-/// The self-test's attributes from a DOM dump.
-fn selftest(dom: &str) -> (Vec<(String, String)>, String) {
-    let start = dom
-        .find("<div id=\"selftest\"")
-        .unwrap_or_else(|| panic!("no #selftest in the DOM:\n{}", tail(dom)));
-    let tag_end = start + dom[start..].find('>').unwrap();
-    let tag = &dom[start..tag_end];
-    let text_end = tag_end + dom[tag_end..].find("</div>").unwrap();
-    let text = dom[tag_end + 1..text_end].to_string();
-    let mut attrs = Vec::new();
-    for part in tag.split(" data-").skip(1) {
-        if let Some((k, v)) = part.split_once("=\"") {
-            attrs.push((k.to_string(), v.trim_end_matches('"').to_string()));
-        }
-    }
-    (attrs, text)
-}
-
-fn tail(s: &str) -> &str {
-    &s[s.len().saturating_sub(2000)..]
-}
-
 /// What a page must show in the browser.
 struct Expect {
     /// Chart slots the page has (each must become a chart with data, drawn).
@@ -205,14 +123,14 @@ struct Expect {
 /// scripts ran.
 fn check_in_browser(page: &Path, html: &str, expect: Expect) -> String {
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
-    let out = browser(page, &["--dump-dom"]);
+    let out = common::cdp::headless(page, &["--dump-dom"]);
     let dom = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
         "chromium failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (attrs, text) = selftest(&dom);
+    let (attrs, text) = common::cdp::selftest(&dom);
     let get = |k: &str| {
         attrs
             .iter()
@@ -250,7 +168,7 @@ fn check_screenshot(page: &Path) -> PathBuf {
     let shot = page.with_extension("png");
     {
         let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
-        let out = browser(
+        let out = common::cdp::headless(
             page,
             &[
                 &format!("--screenshot={}", shot.display()),
@@ -767,14 +685,17 @@ setTimeout(function () {
     let measured = page.with_extension("measure.html");
     std::fs::write(&measured, html.replacen("</body>", script, 1)).unwrap();
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
-    let out = browser(
+    let out = common::cdp::headless(
         &measured,
         &["--dump-dom", &format!("--window-size={width},1000")],
     );
     let dom = String::from_utf8_lossy(&out.stdout);
-    let start = dom
-        .find("<div id=\"measured\"")
-        .unwrap_or_else(|| panic!("the measuring script did not run:\n{}", tail(&dom)));
+    let start = dom.find("<div id=\"measured\"").unwrap_or_else(|| {
+        panic!(
+            "the measuring script did not run:\n{}",
+            common::cdp::tail(&dom)
+        )
+    });
     let tag = &dom[start..start + dom[start..].find('>').unwrap()];
     let scroll: u32 = tag
         .split("data-scroll-width=\"")

@@ -1,11 +1,12 @@
-//! Headless Chromium driven over the DevTools protocol: a page is loaded, scripts are
+//! Headless Chromium. Driven over the DevTools protocol: a page is loaded, scripts are
 //! evaluated in it and their values read back, as a person's browser would run them while a
-//! run is live (tests/live_browser.rs).
+//! run is live (tests/live_browser.rs). Or run once on a page file, its DOM dumped after the
+//! scripts ran, and the page's self-test read from it (tests/html.rs, tests/history.rs).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -139,4 +140,88 @@ fn page_socket(port: &str) -> String {
         assert!(t.elapsed() < Duration::from_secs(20), "no page in {body}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Runs Chromium headless on the file `page` with a fresh profile, `extra` flags (e.g.
+/// `--dump-dom`) and a 90 s limit: what it printed.
+pub fn headless(page: &Path, extra: &[&str]) -> Output {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium starts");
+    let limit = Duration::from_secs(90);
+    let deadline = Instant::now() + limit;
+    // Drain stdout on a thread: a large DOM would fill the pipe and stall the browser.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut buf).ok();
+        buf
+    });
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let stdout = reader.join().unwrap();
+            let mut stderr = Vec::new();
+            if let Some(mut e) = child.stderr.take() {
+                std::io::Read::read_to_end(&mut e, &mut stderr).ok();
+            }
+            return Output {
+                status,
+                stdout,
+                stderr,
+            };
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "chromium did not finish within {limit:?} on {}",
+                page.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The attributes (`data-*`, without the prefix) and text of a page's self-test element
+/// (`<div id="selftest">`, which every page's first script fills) in a DOM dump.
+pub fn selftest(dom: &str) -> (Vec<(String, String)>, String) {
+    let start = dom
+        .find("<div id=\"selftest\"")
+        .unwrap_or_else(|| panic!("no #selftest in the DOM:\n{}", tail(dom)));
+    let tag_end = start + dom[start..].find('>').unwrap();
+    let tag = &dom[start..tag_end];
+    let text_end = tag_end + dom[tag_end..].find("</div>").unwrap();
+    let text = dom[tag_end + 1..text_end].to_string();
+    let mut attrs = Vec::new();
+    for part in tag.split(" data-").skip(1) {
+        if let Some((k, v)) = part.split_once("=\"") {
+            attrs.push((k.to_string(), v.trim_end_matches('"').to_string()));
+        }
+    }
+    (attrs, text)
+}
+
+/// The last 2,000 bytes of a DOM dump, for messages.
+pub fn tail(s: &str) -> &str {
+    &s[s.len().saturating_sub(2000)..]
 }
