@@ -126,11 +126,8 @@ impl Series<'_> {
                 continue;
             };
             let git = r.record.git.as_ref();
-            let id = match git {
-                Some(g) => format!("{}{}", g.commit, if g.dirty { "+" } else { "" }),
-                None => format!("#{}", r.id),
-            };
-            let i = *at.entry(id.clone()).or_insert_with(|| {
+            let id = key_of(git.map(|g| (g.commit.as_str(), g.dirty)), r.id);
+            let i = *at.entry(id).or_insert_with(|| {
                 out.push(Point {
                     commit: git.map(|g| g.commit.clone()),
                     dirty: git.is_some_and(|g| g.dirty),
@@ -181,10 +178,10 @@ impl Point {
     /// What tells it from every other point of its series: the full commit (`+` when dirty),
     /// or `#12` for a run without one.
     pub fn key(&self) -> String {
-        match &self.commit {
-            Some(c) => format!("{c}{}", if self.dirty { "+" } else { "" }),
-            None => format!("#{}", self.runs.first().copied().unwrap_or(0)),
-        }
+        key_of(
+            self.commit.as_deref().map(|c| (c, self.dirty)),
+            self.runs.first().copied().unwrap_or(0),
+        )
     }
 
     /// `1a2b3c4` (`+` when dirty), or `run #12`: short, for people (not unique).
@@ -193,6 +190,14 @@ impl Point {
             Some(c) => format!("{}{}", short(c, 7), if self.dirty { "+" } else { "" }),
             None => format!("run #{}", self.runs.first().copied().unwrap_or(0)),
         }
+    }
+}
+
+/// A point's key: the commit (`+` when dirty), else `#` and the id of its first run.
+fn key_of(commit: Option<(&str, bool)>, first_run: i64) -> String {
+    match commit {
+        Some((c, dirty)) => format!("{c}{}", if dirty { "+" } else { "" }),
+        None => format!("#{first_run}"),
     }
 }
 

@@ -14,8 +14,7 @@ use crate::config::suite::HistoryTable;
 use crate::history::check::{self, Call, Entry, Finding, Settings, Test};
 use crate::history::git;
 use crate::history::measure::Measure;
-use crate::history::series::short;
-use crate::history::series::{self};
+use crate::history::series::{self, short};
 use crate::history::Stored;
 use crate::sys::files;
 

@@ -44,21 +44,16 @@ impl SaveArgs {
     /// path, a foreign or damaged file, or one of a newer volley is an error naming the flag
     /// (exit 2).
     pub fn open(&self, suite: Option<&HistoryTable>) -> Result<Option<Saver>, String> {
-        let wanted = self.save || self.history.is_some() || suite.is_some_and(|h| h.save);
-        if !wanted {
+        let table = suite.cloned().unwrap_or_default();
+        if !(self.save || self.history.is_some() || table.save) {
             return Ok(None);
         }
-        let from_table = suite.and_then(|h| h.path.clone());
-        let name = if self.history.is_none() && from_table.is_some() {
+        let name = if self.history.is_none() && table.path.is_some() {
             "[history] path"
         } else {
             "--history"
         };
-        let path = self
-            .history
-            .clone()
-            .or(from_table)
-            .unwrap_or_else(history::default_path);
+        let path = select::history_path(self.history.as_deref(), &table);
         let store = Store::open(&path, Mode::Create).map_err(|e| format!("{name} {e}"))?;
         Ok(Some(Saver {
             store,

@@ -395,7 +395,7 @@ impl SuiteConfig {
     }
 }
 
-/// Refuses a top-level key other than the three tables.
+/// Refuses a top-level key other than the four tables.
 fn check_top_level(r: &TomlReader, doc: &DeTable) -> Result<(), SuiteError> {
     for (k, _) in doc.iter() {
         if !["suite", "server", "scenario", "history"].contains(&k.get_ref().as_ref()) {
