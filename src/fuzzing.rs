@@ -481,7 +481,7 @@ impl H2Checker {
                 self.ended.push(*stream);
                 *stream
             }
-            H2Event::Reset { stream, .. } => {
+            H2Event::Reset { stream, .. } | H2Event::Malformed { stream, .. } => {
                 self.ended.push(*stream);
                 *stream
             }
@@ -494,7 +494,11 @@ impl H2Checker {
             self.ended.iter().filter(|s| **s == stream).count() <= 1,
             "a second end: {e:?}"
         );
-        if !matches!(e, H2Event::End { .. } | H2Event::Reset { .. }) {
+        let ends = matches!(
+            e,
+            H2Event::End { .. } | H2Event::Reset { .. } | H2Event::Malformed { .. }
+        );
+        if !ends {
             assert!(
                 !self.ended.contains(&stream),
                 "an event after the end: {e:?}"

@@ -13,21 +13,17 @@ use common::{assert_invariant, volley, volley_json};
 /// volley's peak RSS must stay below this whatever the server does.
 const RSS_LIMIT: u64 = 64 << 20;
 
-/// A run of `volley run URL --h2c --streams 4 -c 2 -t 1` with `extra`, checked for the
+/// A run of `volley run URL --h2c -t 1` with `extra` (`--streams 4 -c 2` unless it says), checked for the
 /// invariant, its memory and its wall time (`within`).
 fn run(s: &H2Server, extra: &[&str], within: Duration) -> (i32, serde_json::Value) {
     let url = s.url("/");
-    let mut args = vec![
-        "run",
-        url.as_str(),
-        "--h2c",
-        "--streams",
-        "4",
-        "-c",
-        "2",
-        "-t",
-        "1",
-    ];
+    let mut args = vec!["run", url.as_str(), "--h2c", "-t", "1"];
+    // Defaults that `extra` may set otherwise.
+    for (flag, value) in [("--streams", "4"), ("-c", "2")] {
+        if !extra.contains(&flag) {
+            args.extend_from_slice(&[flag, value]);
+        }
+    }
     args.extend_from_slice(extra);
     let t = Instant::now();
     let (code, j, stderr) = volley_json(&args, Duration::from_secs(30));
@@ -202,6 +198,254 @@ fn an_http11_answer_to_h2c_exits_2_with_one_line() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+}
+
+/// A warning of the run that contains `what`.
+fn warned<'a>(j: &'a serde_json::Value, what: &str) -> &'a str {
+    j["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .find(|w| w.contains(what))
+        .unwrap_or_else(|| panic!("no warning with {what:?}: {}", j["warnings"]))
+}
+
+/// A run that must end before any response with one line on stderr, exit 2, naming `why`.
+fn set_up_failure(b: Behaviour, why: &str) {
+    let s = serve(b);
+    let url = s.url("/");
+    let t = Instant::now();
+    let args = [
+        "run",
+        &url,
+        "--h2c",
+        "--streams",
+        "8",
+        "-c",
+        "2",
+        "-d",
+        "3s",
+    ];
+    let o = volley(&args, Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{b:?}: {err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "{b:?}: took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(err.lines().count(), 1, "{b:?}: one line: {err:?}");
+    assert!(
+        err.starts_with("volley: HTTP/2 with 127.0.0.1:")
+            && err.contains("failed before any request"),
+        "{b:?}: {err}"
+    );
+    assert!(err.contains(why), "{b:?}: {err}");
+    assert!(o.stdout.is_empty(), "{b:?}");
+    assert!(
+        s.connections() <= 10,
+        "{b:?}: {} connections",
+        s.connections()
+    );
+}
+
+#[test]
+fn a_server_that_breaks_http2_before_any_request_is_a_set_up_failure() {
+    set_up_failure(
+        Behaviour::PingFirst,
+        "the server's first frame is PING, not SETTINGS",
+    );
+    set_up_failure(
+        Behaviour::BadSetting(5, 16_383),
+        "SETTINGS_MAX_FRAME_SIZE 16383, outside 16,384 to 2^24 - 1 (PROTOCOL_ERROR)",
+    );
+    set_up_failure(
+        Behaviour::BadSetting(2, 2),
+        "SETTINGS_ENABLE_PUSH 2, not 0 or 1",
+    );
+    set_up_failure(
+        Behaviour::BadSetting(4, 1 << 31),
+        "SETTINGS_INITIAL_WINDOW_SIZE 2147483648, over 2^31 - 1 (FLOW_CONTROL_ERROR)",
+    );
+    set_up_failure(
+        Behaviour::Garbage,
+        r#"the server's first bytes are not an HTTP/2 frame: "SSH-2.0-OpenSSH_9.6\r\n""#,
+    );
+    set_up_failure(
+        Behaviour::GoAwayFirst(0xb),
+        "the server went away with ENHANCE_YOUR_CALM (GOAWAY) before any request",
+    );
+    set_up_failure(
+        Behaviour::GoAwayFirst(0),
+        "the server went away with NO_ERROR (GOAWAY) before any request",
+    );
+}
+
+#[test]
+fn after_a_response_such_connections_are_connect_errors_and_back_off() {
+    // The first connection answers 5 requests; every later one answers with a PING.
+    let s = serve(Behaviour::PingFirstAfterOne);
+    let (code, j) = run(
+        &s,
+        &["-c", "1", "-d", "1s", "--timeout", "500ms"],
+        Duration::from_secs(3),
+    );
+    assert_eq!(code, 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "completed"]), 5);
+    // Requests sent once before (above the GOAWAY's last stream) end as `closed` when their
+    // next connection fails: they were sent.
+    only_errors(&j, &["connect", "closed"]);
+    assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+    let w = warned(&j, "connection attempts failed");
+    assert!(
+        w.contains("HTTP/2: the server's first frame is PING, not SETTINGS"),
+        "{w}"
+    );
+    // Backed off (1 ms doubling to 100 ms, checked every 10 ms), not thousands a second.
+    assert!(
+        s.connections() < 40,
+        "{} connections in 1 s",
+        s.connections()
+    );
+}
+
+#[test]
+fn a_goaway_that_refuses_everything_resends_each_request_once() {
+    let s = serve(Behaviour::RefuseAll);
+    let (code, j) = run(
+        &s,
+        &["--streams", "8", "-d", "1s", "--timeout", "500ms"],
+        Duration::from_millis(2500 + 1000),
+    );
+    assert_eq!(code, 1, "no response");
+    assert_eq!(n(&j, &["requests", "completed"]), 0);
+    let refused = only_errors(&j, &["protocol"]);
+    let sent = n(&j, &["requests", "sent"]);
+    assert_eq!(n(&j, &["requests", "unfinished"]), 0, "the drain ends");
+    assert!(
+        s.requests() <= 2 * sent,
+        "{} streams for {sent} requests",
+        s.requests()
+    );
+    assert!(refused >= 1);
+    let w = warned(&j, "did not process");
+    assert!(w.contains("again (GOAWAY NO_ERROR, last stream 0)"), "{w}");
+    assert!(s.connections() < 60, "{} connections", s.connections());
+}
+
+#[test]
+fn refused_streams_go_once_more_then_are_named() {
+    let s = serve(Behaviour::Reset(7));
+    let (code, j) = run(&s, &["-n", "200"], LONG);
+    assert_eq!(code, 1);
+    assert_eq!(only_errors(&j, &["protocol"]), 200);
+    assert_eq!(s.requests(), 400, "each request sent twice");
+    let w = warned(&j, "did not process");
+    assert!(w.contains("again (RST_STREAM REFUSED_STREAM)"), "{w}");
+}
+
+#[test]
+fn request_bodies_stay_bounded_when_the_server_never_reads() {
+    let args = [
+        "-c",
+        "2",
+        "--streams",
+        "32",
+        "--body-size",
+        "8MiB",
+        "-d",
+        "2s",
+        "--timeout",
+        "1s",
+    ];
+    let within = Duration::from_millis(2000 + 1000 + 1000 + 1000);
+    let reads = serve(Behaviour::Normal {
+        max_streams: None,
+        hold: Duration::ZERO,
+    });
+    let (_, ok) = run(&reads, &args, within);
+    assert!(n(&ok, &["requests", "completed"]) > 0, "{}", ok["errors"]);
+    let s = serve(Behaviour::NeverReads);
+    let (code, j) = run(&s, &args, within);
+    assert_eq!(code, 1);
+    only_errors(&j, &["timeout"]);
+    let (base, rss) = (
+        n(&ok, &["client", "rss_max_bytes"]),
+        n(&j, &["client", "rss_max_bytes"]),
+    );
+    assert!(
+        rss <= base + (16 << 20),
+        "{rss} bytes against {base} with a server that reads"
+    );
+}
+
+#[test]
+fn a_header_block_of_size_updates_is_a_compression_error() {
+    let s = serve(Behaviour::SizeUpdates);
+    let (code, j) = run(
+        &s,
+        &["-d", "1s", "--timeout", "500ms"],
+        Duration::from_millis(3500),
+    );
+    assert_eq!(code, 1);
+    only_errors(&j, &["protocol"]);
+    let w = warned(&j, "COMPRESSION_ERROR");
+    assert!(
+        w.contains("more than two dynamic table size updates"),
+        "{w}"
+    );
+}
+
+#[test]
+fn a_content_length_that_lies_is_a_protocol_error() {
+    let s = serve(Behaviour::ShortBody);
+    let (code, j) = run(&s, &["-n", "100"], LONG);
+    assert_eq!(code, 1);
+    assert_eq!(n(&j, &["requests", "completed"]), 0);
+    assert_eq!(only_errors(&j, &["protocol"]), 100);
+    let w = warned(&j, "malformed");
+    assert!(
+        w.contains("a content-length of 10 and 1 bytes of DATA"),
+        "{w}"
+    );
+}
+
+#[test]
+fn a_stalled_stream_times_out_alone() {
+    let s = serve(Behaviour::StallFirst);
+    let (code, j) = run(
+        &s,
+        &["-c", "1", "-n", "60", "--timeout", "500ms"],
+        Duration::from_secs(5),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(only_errors(&j, &["timeout"]), 1, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "completed"]), 59);
+    assert_eq!(s.connections(), 1, "the connection was kept");
+}
+
+#[test]
+fn a_server_that_ignores_the_window_is_named() {
+    let s = serve(Behaviour::IgnoresWindow);
+    let (code, j) = run(
+        &s,
+        &[
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--timeout",
+            "500ms",
+            "--h2-window",
+            "65535",
+        ],
+        Duration::from_millis(3500),
+    );
+    assert_eq!(code, 1, "{}", j["errors"]);
+    only_errors(&j, &["protocol"]);
+    let w = warned(&j, "FLOW_CONTROL_ERROR");
+    assert!(w.contains("beyond the connection's window of 65535"), "{w}");
 }
 
 // ---- the servers themselves, checked with volley's own H2Conn over one connection (these

@@ -199,7 +199,8 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
                 // Found before any request was written: the server's TLS cannot be used.
                 MeasureError::Handshake { .. }
                 | MeasureError::SpeaksTls { .. }
-                | MeasureError::NoH2 { .. } => fail(ExitCode::Usage, &e.to_string()),
+                | MeasureError::NoH2 { .. }
+                | MeasureError::H2Unusable { .. } => fail(ExitCode::Usage, &e.to_string()),
                 _ => fail(ExitCode::Failed, &e.to_string()),
             };
         }

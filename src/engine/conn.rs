@@ -101,7 +101,8 @@ pub struct Conn {
     pub write_end: u64,
     /// Complete responses on this socket (a silent close after one allows a resend).
     pub responses: u64,
-    /// Consecutive failed connects (for the back-off).
+    /// Consecutive connections that failed before any response: connects that failed, and
+    /// connections that ended without answering (for the back-off).
     pub connect_failures: u32,
     /// Fresh connections in a row on which the server spoke before any request.
     pub unsolicited_streak: u32,
@@ -115,6 +116,8 @@ pub struct Conn {
     pub ready_ns: u64,
     /// When the socket last became ready for requests (run-clock ns).
     pub opened_ns: u64,
+    /// HTTP/2: when bytes last arrived (a connection silent for `--timeout` times out whole).
+    pub last_read_ns: u64,
     /// The HTTP/2 session, when the connection speaks HTTP/2 (boxed: most of a run's
     /// connections are HTTP/1.1 ones or none at all, and the slot stays small).
     pub h2: Option<Box<H2Conn>>,
@@ -150,6 +153,7 @@ impl Conn {
             flush_pending: false,
             ready_ns: 0,
             opened_ns: 0,
+            last_read_ns: 0,
             h2: None,
             h2_queued: 0,
             out: Vec::new(),
@@ -193,8 +197,9 @@ impl Conn {
         self.write_end = stream_pos;
     }
 
-    /// Back-off after `failures` consecutive failed connects: 1 ms doubling to 100 ms, so a
-    /// refused port is retried steadily rather than flooded.
+    /// Back-off after `failures` consecutive failed connections: 1 ms doubling to 100 ms, so
+    /// a refused port, or a server that closes before answering, is retried steadily rather
+    /// than flooded.
     pub fn backoff_ns(failures: u32) -> u64 {
         let ms = 1u64 << failures.saturating_sub(1).min(7);
         ms.min(100) * 1_000_000

@@ -62,6 +62,9 @@ pub enum SetupFailure {
     SpeaksTls,
     /// HTTP/2 was asked for (`--http2`, `--h2c`) and the server does not speak it there: why.
     NoH2(String),
+    /// The server's first HTTP/2 frames broke the protocol or sent the client away before
+    /// any request was written (a PING first, an impossible setting, a GOAWAY): why.
+    H2Unusable(String),
 }
 
 /// The run's first exchanges decide whether the server's set-up fits the URL: a set-up

@@ -59,6 +59,14 @@ pub enum MeasureError {
         /// What it did instead, and what to do.
         reason: String,
     },
+    /// The server's first HTTP/2 frames broke the protocol before any request was written.
+    #[error("HTTP/2 with {host} failed before any request was sent: {reason}")]
+    H2Unusable {
+        /// `host:port` (or the Unix socket).
+        host: String,
+        /// The frame, setting or error code, or the first bytes.
+        reason: String,
+    },
     /// `--io uring` where io_uring cannot be set up (found before any load, exit 2).
     #[error("--io uring: io_uring cannot be used here: {0} (--io epoll works everywhere)")]
     Io(String),
@@ -246,6 +254,10 @@ pub fn run(
             },
             SetupFailure::SpeaksTls => MeasureError::SpeaksTls { host },
             SetupFailure::NoH2(reason) => MeasureError::NoH2 {
+                host,
+                reason: reason.clone(),
+            },
+            SetupFailure::H2Unusable(reason) => MeasureError::H2Unusable {
                 host,
                 reason: reason.clone(),
             },

@@ -68,6 +68,30 @@ pub enum Behaviour {
     HugeTableSize,
     /// Answers the preface with an HTTP/1.1 400 and closes.
     Http11,
+    /// Answers the preface with a PING instead of its SETTINGS.
+    PingFirst,
+    /// Announces this setting (id, value), which no client may accept.
+    BadSetting(u16, u32),
+    /// Answers the preface with an SSH banner.
+    Garbage,
+    /// Sends its SETTINGS and at once GOAWAY with this code, last stream 0, then closes.
+    GoAwayFirst(u32),
+    /// The first connection answers 5 streams, then GOAWAY (graceful); every later one
+    /// answers the preface with a PING: the failures come after responses did.
+    PingFirstAfterOne,
+    /// At the first stream, GOAWAY NO_ERROR with last stream 0 (nothing processed), then
+    /// closes: the same requests come back on every connection.
+    RefuseAll,
+    /// Opens every window to 2^31 − 1 and allows 16 MiB frames, then never reads.
+    NeverReads,
+    /// Every response head is 64 KiB of HPACK table size updates and its status.
+    SizeUpdates,
+    /// Every response declares `content-length: 10` and sends one byte.
+    ShortBody,
+    /// Answers every stream but the first of each connection, which it never answers.
+    StallFirst,
+    /// Answers every stream with 1 MiB of DATA in one write, whatever the windows.
+    IgnoresWindow,
 }
 
 /// A running HTTP/2 test server.
@@ -100,12 +124,11 @@ pub fn serve(b: Behaviour) -> H2Server {
     let max_open = Arc::new(AtomicU64::new(0));
     let connections = Arc::new(AtomicU64::new(0));
     let (m, n) = (Arc::clone(&max_open), Arc::clone(&connections));
-    let server = spawn(move |c, _| {
+    let server = spawn(move |c, k| {
         n.fetch_add(1, Ordering::SeqCst);
         let mut p = Peer::new(c, Arc::clone(&m));
         let _ = p.stream().set_read_timeout(Some(LINGER));
-        if matches!(b, Behaviour::Http11) {
-            http11(&mut p);
+        if early(&mut p, b, k) {
             return;
         }
         if !p.read_preface() {
@@ -154,8 +177,95 @@ fn run(p: &mut Peer, b: Behaviour) {
             }
         }
         Behaviour::HugeTableSize => p.huge_table(),
-        Behaviour::Http11 => unreachable!("handled before the preface"),
+        Behaviour::PingFirstAfterOne => p.serve(&[], Duration::ZERO, Some(5)),
+        Behaviour::RefuseAll => {
+            if p.start(&[]).is_some() {
+                p.send(GOAWAY, 0, 0, &goaway(0, 0));
+                p.close();
+            }
+        }
+        Behaviour::NeverReads => p.never_reads(),
+        Behaviour::SizeUpdates => p.answer_each(size_updates),
+        Behaviour::ShortBody => p.answer_each(|s| {
+            let mut head = vec![STATUS_200];
+            // content-length (static index 28) "10", without indexing.
+            head.extend([0x0f, 0x0d, 0x02, b'1', b'0']);
+            let mut out = frame(HEADERS, END_HEADERS, s, &head);
+            out.extend(frame(DATA, END_STREAM, s, b"."));
+            out
+        }),
+        Behaviour::StallFirst => p.answer_each(|s| {
+            if s == 1 {
+                return Vec::new();
+            }
+            let mut out = frame(HEADERS, END_HEADERS, s, &[STATUS_200]);
+            out.extend(frame(DATA, END_STREAM, s, b"."));
+            out
+        }),
+        Behaviour::IgnoresWindow => p.answer_each(|s| {
+            let mut out = frame(HEADERS, END_HEADERS, s, &[STATUS_200]);
+            for k in 0..64 {
+                let fl = if k == 63 { END_STREAM } else { 0 };
+                out.extend(frame(DATA, fl, s, &[b'x'; 16_384]));
+            }
+            out
+        }),
+        Behaviour::Http11
+        | Behaviour::PingFirst
+        | Behaviour::BadSetting(..)
+        | Behaviour::Garbage
+        | Behaviour::GoAwayFirst(_) => unreachable!("handled at the preface"),
     }
+}
+
+/// The behaviours that answer the preface badly (on connection `k`): true when handled.
+fn early(p: &mut Peer, b: Behaviour, k: u64) -> bool {
+    let answer = match b {
+        Behaviour::Http11 => {
+            http11(p);
+            return true;
+        }
+        Behaviour::PingFirstAfterOne if k == 0 => return false,
+        Behaviour::PingFirst | Behaviour::PingFirstAfterOne => frame(PING, 0, 0, b"12345678"),
+        Behaviour::BadSetting(id, v) => settings(&[(id, v)]),
+        Behaviour::Garbage => b"SSH-2.0-OpenSSH_9.6\r\n".to_vec(),
+        Behaviour::GoAwayFirst(code) => {
+            let mut a = settings(&[]);
+            a.extend(frame(GOAWAY, 0, 0, &goaway(0, code)));
+            a
+        }
+        _ => return false,
+    };
+    if p.read_preface() {
+        p.write(&answer);
+        p.close();
+    }
+    true
+}
+
+/// A response head that starts with table size updates (to 0) up to the 64 KiB a header
+/// block may take, in HEADERS and CONTINUATION frames, ending the stream.
+fn size_updates(stream: u32) -> Vec<u8> {
+    let mut block = vec![0x20; (64 << 10) - 1];
+    block.push(STATUS_200);
+    let mut out = Vec::new();
+    let mut chunks = block.chunks(16_384).peekable();
+    let mut kind = HEADERS;
+    while let Some(c) = chunks.next() {
+        let end = if chunks.peek().is_none() {
+            END_HEADERS
+        } else {
+            0
+        };
+        let fl = if kind == HEADERS {
+            END_STREAM | end
+        } else {
+            end
+        };
+        out.extend(frame(kind, fl, stream, c));
+        kind = CONTINUATION;
+    }
+    out
 }
 
 /// `unit` again and again (64 KiB at a time) until volley closes (30 s at most).
@@ -417,6 +527,39 @@ impl Peer {
             self.ctx.requests.fetch_add(1, Ordering::SeqCst);
         }
         out.is_empty() || self.write(&out)
+    }
+
+    /// Opens the windows wide, then reads nothing more (for at most 10 s).
+    fn never_reads(&mut self) {
+        let mut open = settings(&[(4, 0x7fff_ffff), (5, (1 << 24) - 1)]);
+        open.extend(frame(
+            WINDOW_UPDATE,
+            0,
+            0,
+            &(0x7fff_ffffu32 - 65_535).to_be_bytes(),
+        ));
+        self.write(&open);
+        std::thread::sleep(Duration::from_secs(10));
+    }
+
+    /// Answers each stream whose request ended with `answer(stream)`'s bytes (none: never).
+    fn answer_each(&mut self, answer: impl Fn(u32) -> Vec<u8>) {
+        self.write(&settings(&[]));
+        while self.fill() {
+            while let Some(f) = self.take_frame() {
+                if let Some(f) = self.common(f) {
+                    self.track(&f, true);
+                }
+            }
+            let mut out = Vec::new();
+            for s in std::mem::take(&mut self.done) {
+                self.ctx.requests.fetch_add(1, Ordering::SeqCst);
+                out.extend(answer(s));
+            }
+            if !out.is_empty() && !self.write(&out) {
+                return;
+            }
+        }
     }
 
     fn reset_all(&mut self, code: u32) {

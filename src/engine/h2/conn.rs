@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use httlib_hpack::Decoder;
+use loona_hpack::Decoder;
 
 use super::frame::{self, code, flags, setting, Header, Kind, HEADER_LEN};
 
@@ -47,6 +47,15 @@ pub enum Event {
         stream: u32,
         /// The error code (`frame::error_name`).
         code: u32,
+    },
+    /// The server ended the stream with a malformed response (RFC 9113 §8.1.1): a
+    /// content-length that disagrees with the DATA, or one that is not a number. The
+    /// client reset the stream if the server had not ended it.
+    Malformed {
+        /// The stream.
+        stream: u32,
+        /// What was wrong.
+        reason: String,
     },
     /// The server is going away: streams above `last_stream` were not processed and may be
     /// sent again on a new connection; `code` 0 is a graceful shutdown.
@@ -93,6 +102,17 @@ pub const HEADER_TABLE_SIZE: u32 = 4096;
 /// allocates more. 64 KiB, like the HTTP/1.1 head limit.
 pub const MAX_HEADER_LIST: usize = 64 << 10;
 
+/// Request body bytes queued in `out` ahead of what the socket took, at most (plus one frame):
+/// four frames keep the socket's buffer fed without holding a body in memory twice.
+pub const BODY_AHEAD: usize = 64 << 10;
+
+/// The largest DATA frame the client writes, whatever larger frames the server accepts, so
+/// one frame never holds more than 16 KiB of a body in `out`.
+const DATA_FRAME: usize = frame::DEFAULT_MAX_FRAME as usize;
+
+/// Bytes of a first answer that is not HTTP/2 quoted in its error.
+const FIRST_BYTES_SHOWN: usize = 33;
+
 /// Kept capacity of the header block buffer between blocks (a rare large block is freed).
 const BLOCK_KEEP: usize = 64 << 10;
 
@@ -114,6 +134,48 @@ struct Stream {
     head: bool,
     /// DATA bytes received since the stream's window was last topped up.
     unacked: u64,
+    /// DATA bytes the server may still send on it, by the updates written so far.
+    credit: i64,
+    /// The request is a HEAD (its response has no content, whatever it declares).
+    head_request: bool,
+    /// What the response's content-length declared.
+    length: Length,
+    /// Body bytes received (padding excluded).
+    received: u64,
+}
+
+/// A response's declared content length, checked against its DATA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Length {
+    /// None declared (or no head yet).
+    #[default]
+    None,
+    /// This many bytes.
+    Declared(u64),
+    /// A value that is not a number, or fields that disagree.
+    Invalid,
+    /// A response without content (to a HEAD, 204, 304): not checked.
+    Unchecked,
+}
+
+impl Length {
+    /// `self` when it declares fewer bytes than `received`.
+    fn filter_over(self, received: u64) -> Length {
+        match self {
+            Length::Declared(n) if received > n => self,
+            _ => Length::None,
+        }
+    }
+}
+
+/// A WINDOW_UPDATE queued in `out`: it widens the window the server sees only once written.
+#[derive(Debug, Clone, Copy)]
+struct Update {
+    /// Where (in bytes ever queued) the frame ends.
+    end: u64,
+    /// Its stream (0: the connection).
+    stream: u32,
+    increment: u32,
 }
 
 /// One connection's HTTP/2 state.
@@ -122,8 +184,6 @@ pub struct H2Conn {
     pub out: Vec<u8>,
     inbuf: Vec<u8>,
     decoder: Decoder<'static>,
-    /// The field just decoded (kept to reuse the allocation).
-    field: Vec<(Vec<u8>, Vec<u8>, u8)>,
     /// The request body every stream of the run sends (empty without one).
     body: Arc<[u8]>,
     max_streams: u32,
@@ -133,6 +193,11 @@ pub struct H2Conn {
     /// The receive window announced, per stream and for the connection.
     window: u32,
     recv_unacked: u64,
+    /// DATA bytes the server may still send on the connection, by the updates written so
+    /// far: below zero it ignored the window (FLOW_CONTROL_ERROR).
+    recv_credit: i64,
+    /// Window updates queued and not yet written.
+    updates: VecDeque<Update>,
     /// Received bytes after which a window is topped up.
     update_at: u64,
     next_stream: u32,
@@ -152,6 +217,8 @@ pub struct H2Conn {
     seen_len: usize,
     /// Where (in bytes ever queued) each acknowledgement not yet written ends.
     acks: VecDeque<u64>,
+    /// Where (in bytes ever queued) the first stream's HEADERS begins.
+    first_stream_at: Option<u64>,
     /// A frame has arrived (the first must be the server's SETTINGS).
     framed: bool,
     /// The server answered in HTTP/1.x instead of HTTP/2.
@@ -192,13 +259,13 @@ impl H2Conn {
         if window > frame::DEFAULT_WINDOW {
             frame::window_update(&mut out, 0, window - frame::DEFAULT_WINDOW);
         }
-        let decoder = Decoder::with_dynamic_size(HEADER_TABLE_SIZE);
+        let mut decoder = Decoder::new();
+        decoder.set_max_allowed_table_size(HEADER_TABLE_SIZE as usize);
         let seen_len = out.len();
         H2Conn {
             out,
             inbuf: Vec::new(),
             decoder,
-            field: Vec::with_capacity(1),
             body,
             max_streams: u32::MAX,
             max_frame: frame::DEFAULT_MAX_FRAME as usize,
@@ -206,6 +273,8 @@ impl H2Conn {
             send_window: i64::from(frame::DEFAULT_WINDOW),
             window,
             recv_unacked: 0,
+            recv_credit: i64::from(window),
+            updates: VecDeque::new(),
             update_at: u64::from(window / 2),
             next_stream: 1,
             open: Vec::new(),
@@ -218,6 +287,7 @@ impl H2Conn {
             written: 0,
             seen_len,
             acks: VecDeque::new(),
+            first_stream_at: None,
             framed: false,
             http1: false,
         }
@@ -244,6 +314,13 @@ impl H2Conn {
         self.http1
     }
 
+    /// Whether the first byte of a request (a stream's HEADERS) was written: until then a
+    /// failing connection cost no request, like a failed connect.
+    pub fn request_written(&self) -> bool {
+        let written = self.written + self.seen_len.saturating_sub(self.out.len()) as u64;
+        self.first_stream_at.is_some_and(|at| written > at)
+    }
+
     /// Whether the server said GOAWAY.
     pub fn going_away(&self) -> bool {
         self.goaway
@@ -261,18 +338,25 @@ impl H2Conn {
     /// Opens a stream with the request header `block` (see [`super::request`]) and the
     /// connection's body; returns its id.
     pub fn open_stream(&mut self, block: &[u8]) -> u32 {
-        self.open_stream_with(block, None)
+        self.open_stream_with(block, None, false)
     }
 
-    /// Opens a stream with `block` and `body` (`None`: the connection's body); returns its id.
-    pub fn open_stream_with(&mut self, block: &[u8], body: Option<Arc<[u8]>>) -> u32 {
+    /// Opens a stream with `block` and `body` (`None`: the connection's body), a HEAD
+    /// request when `head`; returns its id.
+    pub fn open_stream_with(&mut self, block: &[u8], body: Option<Arc<[u8]>>, head: bool) -> u32 {
         self.sync_written();
         let stream = self.next_stream;
         self.next_stream += 2;
+        self.first_stream_at
+            .get_or_insert(self.written + self.out.len() as u64);
         self.open.push(Stream {
             id: stream,
             head: false,
             unacked: 0,
+            credit: i64::from(self.window),
+            head_request: head,
+            length: Length::None,
+            received: 0,
         });
         let no_body = body.as_ref().map_or(self.body.is_empty(), |b| b.is_empty());
         let mut chunks = block.chunks(self.max_frame).peekable();
@@ -308,18 +392,72 @@ impl H2Conn {
     fn sync_written(&mut self) {
         self.written += self.seen_len.saturating_sub(self.out.len()) as u64;
         self.seen_len = self.out.len();
+        while let Some(u) = self.updates.front().filter(|u| u.end <= self.written) {
+            let (stream, inc) = (u.stream, i64::from(u.increment));
+            self.updates.pop_front();
+            if stream == 0 {
+                self.recv_credit += inc;
+            } else if let Some(i) = self.index(stream) {
+                self.open[i].credit += inc;
+            }
+        }
     }
 
-    /// Writes as much of the waiting request bodies as the windows allow.
+    /// Queues a WINDOW_UPDATE of `increment` for `stream` (0: the connection), credited once
+    /// it is written.
+    fn grant(&mut self, stream: u32, increment: u32) {
+        frame::window_update(&mut self.out, stream, increment);
+        self.updates.push_back(Update {
+            end: self.written + self.out.len() as u64,
+            stream,
+            increment,
+        });
+    }
+
+    /// Gives up on `stream` (it timed out): RST_STREAM CANCEL goes to the server, and what it
+    /// still sends for the stream is ignored. False when the stream was not open.
+    pub fn cancel(&mut self, stream: u32) -> bool {
+        if !self.close(stream) {
+            return false;
+        }
+        self.sync_written();
+        frame::rst_stream(&mut self.out, stream, code::CANCEL);
+        self.seen_len = self.out.len();
+        true
+    }
+
+    /// Queues more of the waiting request bodies, when the caller has written enough of
+    /// [`H2Conn::out`] to leave room (call it after each write).
+    pub fn fill_bodies(&mut self) {
+        if self.pending.is_empty() || self.out.len() >= BODY_AHEAD {
+            return;
+        }
+        self.sync_written();
+        self.send_bodies();
+        self.seen_len = self.out.len();
+    }
+
+    /// Whether request bodies wait for window or for room in `out`.
+    pub fn bodies_waiting(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Queues as much of the waiting request bodies as the windows allow, and no more than
+    /// [`BODY_AHEAD`] bytes ahead of what the socket took: a server that opens its windows
+    /// wide and never reads would otherwise have the whole body copied into `out`.
     fn send_bodies(&mut self) {
         let conn_body = Arc::clone(&self.body);
         let mut i = 0;
-        while i < self.pending.len() {
+        while i < self.pending.len() && self.out.len() < BODY_AHEAD {
             let p = &mut self.pending[i];
             let body: &[u8] = p.body.as_deref().unwrap_or(&conn_body);
-            while p.sent < body.len() && self.send_window > 0 && p.window > 0 {
+            while p.sent < body.len()
+                && self.send_window > 0
+                && p.window > 0
+                && self.out.len() < BODY_AHEAD
+            {
                 let n = (body.len() - p.sent)
-                    .min(self.max_frame)
+                    .min(DATA_FRAME)
                     .min(self.send_window as usize)
                     .min(p.window as usize);
                 let end = if p.sent + n == body.len() {
@@ -407,13 +545,25 @@ impl H2Conn {
             ));
         }
         let h = Header::parse(data);
-        if h.kind != Kind::Settings || h.has(flags::ACK) {
+        let frame_like = h.len <= frame::DEFAULT_MAX_FRAME && !matches!(h.kind, Kind::Unknown(_));
+        if !frame_like {
             return Err(fail(
                 code::PROTOCOL_ERROR,
                 format_args!(
-                    "the server's first frame is {:?}, not SETTINGS: it does not speak HTTP/2",
-                    h.kind
+                    "the server's first bytes are not an HTTP/2 frame: {}",
+                    crate::units::quoted_bytes(&data[..data.len().min(FIRST_BYTES_SHOWN)], 32)
                 ),
+            ));
+        }
+        if h.kind != Kind::Settings || h.has(flags::ACK) {
+            let what = if h.kind == Kind::Settings {
+                "a SETTINGS acknowledgement".to_string()
+            } else {
+                h.kind.name()
+            };
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!("the server's first frame is {what}, not SETTINGS"),
             ));
         }
         self.framed = true;
@@ -491,19 +641,19 @@ impl H2Conn {
         self.on_client_stream(&h)?;
         // Padding counts against the windows too.
         let len = p.len() as u64;
-        if self.recv_unacked + len > u64::from(self.window) {
+        self.recv_credit -= len as i64;
+        if self.recv_credit < 0 {
             return Err(fail(
                 code::FLOW_CONTROL_ERROR,
                 format_args!(
-                    "the server sent {} bytes of DATA where the connection's window allowed {}",
-                    self.recv_unacked + len,
-                    self.window
+                    "the server sent {} bytes of DATA beyond the connection's window of {}",
+                    -self.recv_credit, self.window
                 ),
             ));
         }
         self.recv_unacked += len;
         if self.recv_unacked >= self.update_at {
-            frame::window_update(&mut self.out, 0, self.recv_unacked as u32);
+            self.grant(0, self.recv_unacked as u32);
             self.recv_unacked = 0;
         }
         let body = unpad(h, p)?;
@@ -513,14 +663,19 @@ impl H2Conn {
         };
         let end = h.has(flags::END_STREAM);
         self.stream_window(i, len, end)?;
+        let s = &mut self.open[i];
+        s.received += body.len() as u64;
         if !body.is_empty() {
             on(Event::Data {
                 stream: h.stream,
                 len: body.len(),
             });
         }
-        if end && self.close(h.stream) {
-            on(Event::End { stream: h.stream });
+        if let Length::Declared(n) = s.length.filter_over(s.received) {
+            let why = format!("more DATA than its content-length of {n}");
+            self.malformed(i, end, why, on);
+        } else if end {
+            self.end_stream(i, on);
         }
         Ok(())
     }
@@ -536,23 +691,51 @@ impl H2Conn {
                 format_args!("DATA before the response head on stream {}", s.id),
             ));
         }
-        if s.unacked + len > u64::from(self.window) {
+        s.credit -= len as i64;
+        if s.credit < 0 {
             return Err(fail(
                 code::FLOW_CONTROL_ERROR,
                 format_args!(
-                    "the server sent {} bytes of DATA on stream {} where its window allowed {}",
-                    s.unacked + len,
-                    s.id,
-                    self.window
+                    "the server sent {} bytes of DATA beyond stream {}'s window of {}",
+                    -s.credit, s.id, self.window
                 ),
             ));
         }
         s.unacked += len;
         if !ends && s.unacked >= self.update_at {
-            frame::window_update(&mut self.out, s.id, s.unacked as u32);
+            let (id, inc) = (s.id, s.unacked as u32);
             s.unacked = 0;
+            self.grant(id, inc);
         }
         Ok(())
+    }
+
+    /// The server ended the `i`th open stream: the response is complete, unless its DATA
+    /// disagrees with its content-length.
+    fn end_stream(&mut self, i: usize, on: &mut impl FnMut(Event)) {
+        let s = &self.open[i];
+        match s.length {
+            Length::Declared(n) if n != s.received => {
+                let why = format!("a content-length of {n} and {} bytes of DATA", s.received);
+                self.malformed(i, true, why, on);
+            }
+            _ => {
+                let stream = s.id;
+                self.close(stream);
+                on(Event::End { stream });
+            }
+        }
+    }
+
+    /// The `i`th open stream's response is malformed: the stream is reset unless the server
+    /// `ended` it, and forgotten.
+    fn malformed(&mut self, i: usize, ended: bool, reason: String, on: &mut impl FnMut(Event)) {
+        let stream = self.open[i].id;
+        if !ended {
+            frame::rst_stream(&mut self.out, stream, code::PROTOCOL_ERROR);
+        }
+        self.close(stream);
+        on(Event::Malformed { stream, reason });
     }
 
     /// Forgets an open stream; false when it was not open.

@@ -61,6 +61,24 @@ impl Kind {
         }
     }
 
+    /// The frame type's name as RFC 9113 spells it (`SETTINGS`, `PING`, …).
+    pub fn name(self) -> String {
+        let name = match self {
+            Kind::Data => "DATA",
+            Kind::Headers => "HEADERS",
+            Kind::Priority => "PRIORITY",
+            Kind::RstStream => "RST_STREAM",
+            Kind::Settings => "SETTINGS",
+            Kind::PushPromise => "PUSH_PROMISE",
+            Kind::Ping => "PING",
+            Kind::GoAway => "GOAWAY",
+            Kind::WindowUpdate => "WINDOW_UPDATE",
+            Kind::Continuation => "CONTINUATION",
+            Kind::Unknown(b) => return format!("an unknown frame type 0x{b:02x}"),
+        };
+        name.to_string()
+    }
+
     fn byte(self) -> u8 {
         match self {
             Kind::Data => 0,
@@ -197,6 +215,8 @@ pub mod code {
     pub const FRAME_SIZE_ERROR: u32 = 0x6;
     /// REFUSED_STREAM: the stream was not processed and may be retried.
     pub const REFUSED_STREAM: u32 = 0x7;
+    /// CANCEL: the client no longer wants the stream (it timed out).
+    pub const CANCEL: u32 = 0x8;
     /// COMPRESSION_ERROR.
     pub const COMPRESSION_ERROR: u32 = 0x9;
     /// ENHANCE_YOUR_CALM: the peer behaves in a way that costs too much.

@@ -108,6 +108,7 @@ impl Worker {
         let phase = self.phase();
         let c = &mut self.conns[i];
         let had_socket = c.stream.is_some();
+        let unanswered = had_socket && c.responses == 0;
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);
         }
@@ -122,6 +123,16 @@ impl Worker {
         self.retry_or_end(rest, true, ErrorKind::Closed, now);
         if i >= self.active {
             return; // a retired user's slot stays closed
+        }
+        if unanswered {
+            // It ended before any response: opening the next one at once would loop as fast
+            // as the server turns connections away, so it backs off like a failed connect.
+            let c = &mut self.conns[i];
+            c.connect_failures += 1;
+            c.state = ConnState::Backoff {
+                until_ns: now + Conn::backoff_ns(c.connect_failures),
+            };
+            return;
         }
         if self.shared.keepalive {
             if !self.is_draining() || !self.requeue.is_empty() {

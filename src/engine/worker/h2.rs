@@ -38,6 +38,7 @@ impl Worker {
             self.open_mix_streams(i);
             return;
         }
+        let head = self.shared.template.is_head();
         let c = &mut self.conns[i];
         let Some(h2) = c.h2.as_mut() else { return };
         while c.h2_queued > 0 && h2.can_open() {
@@ -45,7 +46,7 @@ impl Worker {
             let pos = c.write_pos + h2.out.len() as u64;
             let r = &mut c.inflight[at];
             r.stream_pos = pos;
-            r.stream = h2.open_stream(&self.shared.h2_block);
+            r.stream = h2.open_stream_with(&self.shared.h2_block, None, head);
             c.h2_queued -= 1;
         }
         c.write_end = c.write_pos + h2.out.len() as u64;
@@ -81,12 +82,13 @@ impl Worker {
                 }
             };
             let body = body.unwrap_or_else(|| Arc::clone(&r.body_bytes));
+            let head = r.head_request;
             let c = &mut self.conns[i];
             let h2 = c.h2.as_mut().expect("checked above");
             let pos = c.write_pos + h2.out.len() as u64;
             let r = &mut c.inflight[at];
             r.stream_pos = pos;
-            r.stream = h2.open_stream_with(&block, Some(body));
+            r.stream = h2.open_stream_with(&block, Some(body), head);
             c.h2_queued -= 1;
         }
         let c = &mut self.conns[i];
@@ -107,6 +109,9 @@ impl Worker {
             let (Some(s), Some(h2)) = (c.stream.as_mut(), c.h2.as_mut()) else {
                 return;
             };
+            // Request bodies are queued a few frames ahead of what the socket takes.
+            h2.fill_bodies();
+            c.write_end = c.write_pos + h2.out.len() as u64;
             if h2.out.is_empty() {
                 match s.flush() {
                     Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
@@ -145,6 +150,9 @@ impl Worker {
         };
         let settings_seen = h2.settings_seen();
         let fed = h2.feed(&self.read_buf[..n], &mut |e| events.push(e));
+        // The clock after decoding: what the header blocks cost is in the latency.
+        let now = self.shared.clock.now_ns().max(now);
+        self.conns[i].last_read_ns = now;
         let mut alive = true;
         for e in events.drain(..) {
             if alive {
@@ -196,6 +204,9 @@ impl Worker {
                 }
             }
             Event::End { stream } => return self.h2_end(i, stream, now),
+            Event::Malformed { stream, reason } => {
+                return self.h2_malformed(i, stream, reason, now)
+            }
             Event::Reset { stream, code } => self.h2_reset(i, stream, code, now),
             Event::GoAway { last_stream, code } => {
                 return self.h2_goaway(i, last_stream, code, now)
@@ -287,7 +298,7 @@ impl Worker {
         };
         let req = c.inflight.remove(at).expect("found above");
         if code == REFUSED_STREAM {
-            self.retry_or_end(vec![req], true, ErrorKind::Protocol, now);
+            self.not_processed(vec![req], "RST_STREAM REFUSED_STREAM", now);
         } else {
             self.sample_protocol(|| {
                 format!(
@@ -301,11 +312,19 @@ impl Worker {
     }
 
     /// GOAWAY: the streams above `last` were not processed and go again on another
-    /// connection, as do requests still waiting for a stream. A graceful one (code 0) lets
-    /// the others finish, then the connection is replaced; one with an error ends them as
-    /// `protocol` errors now.
+    /// connection (once: a request the server turns away twice is a `protocol` error), as
+    /// do requests still waiting for a stream. A graceful one (code 0) lets the others
+    /// finish, then the connection is replaced; one with an error ends them as `protocol`
+    /// errors now. Before any request was written the connection was of no use: a failed
+    /// connect.
     fn h2_goaway(&mut self, i: usize, last: u32, code: u32, now: u64) -> bool {
         self.transport.h2_goaways += 1;
+        let name = error_name(code);
+        if !self.h2_used(i) {
+            let why = format!("the server went away with {name} (GOAWAY) before any request");
+            self.h2_unusable(i, why, now);
+            return false;
+        }
         let c = &mut self.conns[i];
         let mut back = Vec::new();
         let mut kept = VecDeque::with_capacity(c.inflight.len());
@@ -318,15 +337,10 @@ impl Worker {
         }
         c.inflight = kept;
         c.h2_queued = 0;
-        for r in back.into_iter().rev() {
-            self.requeue.push_front(r);
-        }
+        self.not_processed(back, &format!("GOAWAY {name}, last stream {last}"), now);
         if code != 0 {
             self.sample_protocol(|| {
-                format!(
-                    "HTTP/2: the server went away with {} (GOAWAY, last stream {last})",
-                    error_name(code)
-                )
+                format!("HTTP/2: the server went away with {name} (GOAWAY, last stream {last})")
             });
             self.fail(i, ErrorKind::Protocol, now, false);
             return false;
@@ -338,9 +352,49 @@ impl Worker {
         true
     }
 
+    /// Requests the server says it did not process (`how`: REFUSED_STREAM, above a GOAWAY's
+    /// last stream): those never written go again; a written one goes again once if its
+    /// method is idempotent, and is a `protocol` error after that, so a server that turns
+    /// everything away is not sent the same requests without end.
+    fn not_processed(&mut self, reqs: Vec<InFlight>, how: &str, now: u64) {
+        let ends = reqs
+            .iter()
+            .find(|r| r.sent_counted && (r.resent || !self.idempotent(r)));
+        if let Some(r) = ends {
+            let stream = r.stream;
+            let again = if r.resent {
+                "again"
+            } else {
+                "(not idempotent: not sent again)"
+            };
+            self.sample_protocol(|| {
+                format!("HTTP/2: the server did not process the request on stream {stream} {again} ({how})")
+            });
+        }
+        self.retry_or_end(reqs, true, ErrorKind::Protocol, now);
+    }
+
+    /// Whether connection `i` was of use: a request was written on it, or a response came.
+    fn h2_used(&self, i: usize) -> bool {
+        let c = &self.conns[i];
+        c.responses > 0 || c.h2.as_ref().is_some_and(|h| h.request_written())
+    }
+
+    /// The server broke off HTTP/2 on connection `i` before any request was written on it
+    /// (`why`): no request was lost there, so it is a failed connect (a `connect` error, the
+    /// connect's back-off, the reason in the warning) and, before any response of the run,
+    /// the end of the run (exit 2).
+    fn h2_unusable(&mut self, i: usize, why: String, now: u64) {
+        self.setup_failed(|| SetupFailure::H2Unusable(why.clone()));
+        self.connect_sample
+            .get_or_insert_with(|| format!("HTTP/2: {why}"));
+        self.connect_failed(i, now, io::Error::other(why));
+    }
+
     /// The session failed (a connection error): before the server's SETTINGS, a server that
     /// answered in HTTP/1.1 does not speak HTTP/2 here and, before any response, ends the
-    /// run; otherwise the requests on it end as `protocol` errors.
+    /// run; before any request was written, the connection was of no use (`h2_unusable`);
+    /// otherwise the requests on it end as `protocol` errors.
     fn h2_failed(&mut self, i: usize, e: H2Error, settings_seen: bool, n: usize, now: u64) {
         let head = &self.read_buf[..n.min(64)];
         if !settings_seen && head.starts_with(b"HTTP/") {
@@ -361,10 +415,61 @@ impl Worker {
             };
             self.setup_failed(|| SetupFailure::NoH2(reason));
             self.sample_protocol(|| format!("HTTP/2: the server answered in HTTP/1.1: {line}"));
+        } else if !self.h2_used(i) {
+            let why = e.0.clone();
+            self.h2_unusable(i, why, now);
+            return;
         } else {
             self.sample_protocol(|| e.to_string());
         }
         self.fail(i, ErrorKind::Protocol, now, false);
+    }
+
+    /// A stream's response was malformed (RFC 9113 §8.1.1): a `protocol` error, named.
+    fn h2_malformed(&mut self, i: usize, stream: u32, reason: String, now: u64) -> bool {
+        let c = &mut self.conns[i];
+        let Some(at) = c.inflight.iter().position(|r| r.stream == stream) else {
+            return true;
+        };
+        let req = c.inflight.remove(at).expect("found above");
+        self.sample_protocol(|| {
+            format!("HTTP/2: a malformed response on stream {stream}: {reason}")
+        });
+        self.count_request_error(&req, ErrorKind::Protocol, now);
+        self.flush_soon(i);
+        self.after_h2_stream(i, now)
+    }
+
+    /// HTTP/2 times streams out one by one (RST_STREAM CANCEL), so one stalled stream does
+    /// not end the others; a connection on which nothing arrived for `--timeout` ends with
+    /// all its requests, as an HTTP/1.1 one does.
+    pub(super) fn h2_timeouts(&mut self, i: usize, now: u64) {
+        let timeout = self.shared.timeout_ns;
+        let expired =
+            move |r: &InFlight| r.write_ns > 0 && now.saturating_sub(r.write_ns) > timeout;
+        let c = &self.conns[i];
+        if !c.inflight.iter().any(expired) {
+            return;
+        }
+        if now.saturating_sub(c.last_read_ns) > timeout {
+            self.fail(i, ErrorKind::Timeout, now, false);
+            return;
+        }
+        let mut k = 0;
+        while k < self.conns[i].inflight.len() {
+            let c = &mut self.conns[i];
+            if !expired(&c.inflight[k]) {
+                k += 1;
+                continue;
+            }
+            let r = c.inflight.remove(k).expect("in range");
+            if let Some(h2) = c.h2.as_mut() {
+                h2.cancel(r.stream);
+            }
+            self.count_request_error(&r, ErrorKind::Timeout, now);
+        }
+        self.flush_soon(i);
+        self.after_h2_stream(i, now);
     }
 
     fn sample_protocol(&mut self, reason: impl FnOnce() -> String) {

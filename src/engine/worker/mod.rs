@@ -451,6 +451,7 @@ impl Worker {
                     // usable: a failed connect, like a stalled handshake.
                     self.connect_failed(i, now, io::Error::from(io::ErrorKind::TimedOut));
                 }
+                ConnState::Open if c.h2.is_some() => self.h2_timeouts(i, now),
                 ConnState::Open => {
                     if let Some(front) = c.inflight.front() {
                         if front.write_ns > 0 && now.saturating_sub(front.write_ns) > timeout {

@@ -97,13 +97,13 @@ impl Worker {
         let c = &mut self.conns[i];
         c.state = ConnState::Open;
         c.opened_ns = now;
+        c.last_read_ns = now;
         c.ready_ns = c.ready_ns.max(now);
         // Requests queued on a connecting connection had no free connection until now: the
         // connect (and handshake) is their latency, not volley's send lag.
         for r in c.inflight.iter_mut() {
             r.lag_origin_ns = r.lag_origin_ns.max(now);
         }
-        c.connect_failures = 0;
         c.ever_connected = true;
         let phase = self.phase();
         self.rec.counters_for(phase, now).connections_opened += 1;
@@ -489,6 +489,7 @@ impl Worker {
         let c = &mut self.conns[i];
         c.responses += 1;
         c.unsolicited_streak = 0;
+        c.connect_failures = 0;
         if c.responses == 1 {
             self.shared.setup_gate.pass();
         }

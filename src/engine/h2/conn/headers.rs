@@ -78,64 +78,63 @@ impl H2Conn {
             return Ok(());
         };
         let decoded = self.decode_block(stream);
+        self.block.clear();
         if self.block.capacity() > BLOCK_KEEP {
             self.block = Vec::new();
         }
-        let status = decoded?;
+        let head = decoded?;
         let Some(i) = self.index(stream) else {
             return Ok(());
         };
-        self.head(i, status, end_stream, on)
+        self.head(i, head, end_stream, on)
     }
 
-    /// Decodes the header block field by field, bounding the decoded size: its `:status`
-    /// (`Some(None)` when invalid, `None` without one).
-    pub(super) fn decode_block(&mut self, stream: u32) -> Result<Option<Option<u16>>, H2Error> {
-        if !hpack_framed(&self.block) {
+    /// Decodes the header block, bounding the decoded size: its `:status` and
+    /// `content-length`. loona-hpack decodes from the block in place, so the cost is linear
+    /// in its size whatever the server puts in it.
+    pub(super) fn decode_block(&mut self, stream: u32) -> Result<Decoded, H2Error> {
+        if let Err(why) = hpack_framed(&self.block) {
             return Err(fail(
                 code::COMPRESSION_ERROR,
-                format_args!("the server's header block on stream {stream} is truncated"),
+                format_args!("the server's header block on stream {stream} {why}"),
             ));
         }
-        let mut status = None;
+        let mut d = Decoded::default();
         let mut size = 0usize;
-        while !self.block.is_empty() {
-            self.field.clear();
-            self.decoder
-                .decode_exact(&mut self.block, &mut self.field)
-                .map_err(|e| {
-                    fail(
-                        code::COMPRESSION_ERROR,
-                        format_args!(
-                            "the server's header block on stream {stream} does not decode: {e}"
-                        ),
-                    )
-                })?;
-            for (name, value, _) in &self.field {
-                size += name.len() + value.len() + 32;
-                if name == b":status" {
-                    status = Some(parse_status(value));
-                }
-            }
+        let r = self.decoder.decode_with_cb(&self.block, |name, value| {
+            size += name.len() + value.len() + 32;
             if size > MAX_HEADER_LIST {
-                self.block.clear();
-                return Err(fail(
-                    code::ENHANCE_YOUR_CALM,
-                    format_args!(
-                        "a header list over {MAX_HEADER_LIST} bytes decoded on stream {stream}"
-                    ),
-                ));
+                return; // refused below; the rest only keeps the table in step
             }
+            match &*name {
+                b":status" => d.status = Some(parse_status(&value)),
+                b"content-length" => d.length = d.length.and(&value),
+                _ => {}
+            }
+        });
+        if let Err(e) = r {
+            return Err(fail(
+                code::COMPRESSION_ERROR,
+                format_args!("the server's header block on stream {stream} does not decode: {e}"),
+            ));
         }
-        Ok(status)
+        if size > MAX_HEADER_LIST {
+            return Err(fail(
+                code::ENHANCE_YOUR_CALM,
+                format_args!(
+                    "a header list over {MAX_HEADER_LIST} bytes decoded on stream {stream}"
+                ),
+            ));
+        }
+        Ok(d)
     }
 
-    /// What a decoded header block with `status` means for the `i`th open stream: an
-    /// interim head (skipped), the response head, or trailers; anything else is refused.
+    /// What a decoded header block `d` means for the `i`th open stream: an interim head
+    /// (skipped), the response head, or trailers; anything else is refused.
     pub(super) fn head(
         &mut self,
         i: usize,
-        status: Option<Option<u16>>,
+        d: Decoded,
         end_stream: bool,
         on: &mut impl FnMut(Event),
     ) -> Result<(), H2Error> {
@@ -147,7 +146,7 @@ impl H2Conn {
                 format_args!("{what} on stream {stream}"),
             )
         };
-        match status {
+        match d.status {
             Some(None) => return Err(broken("a response with an invalid :status")),
             Some(Some(_)) if s.head => return Err(broken("a second response head")),
             Some(Some(c)) if c < 200 && end_stream => {
@@ -156,23 +155,65 @@ impl H2Conn {
             Some(Some(c)) if c < 200 => {}
             Some(Some(c)) => {
                 s.head = true;
+                s.length = match d.length {
+                    // RFC 9110 §6.4.1: a HEAD, 204 or 304 response has no content, whatever
+                    // its content-length says.
+                    _ if s.head_request || c == 204 || c == 304 => Length::Unchecked,
+                    l => l,
+                };
                 on(Event::Head { stream, status: c });
+                if s.length == Length::Invalid {
+                    self.malformed(i, end_stream, "an invalid content-length".into(), on);
+                    return Ok(());
+                }
             }
             None if !s.head => return Err(broken("a header block without :status")),
             None if !end_stream => return Err(broken("trailers that do not end the stream")),
             None => {}
         }
-        if end_stream && self.close(stream) {
-            on(Event::End { stream });
+        if end_stream {
+            self.end_stream(i, on);
         }
         Ok(())
     }
 }
 
-/// Whether every integer and string of an HPACK block ends within it (RFC 7541 §5):
-/// httlib-hpack reads past the end of a truncated one (found by the `h2` fuzz target).
-fn hpack_framed(b: &[u8]) -> bool {
-    let mut i = 0;
+/// A decoded header block: what the client reads of it.
+#[derive(Debug, Default)]
+pub(super) struct Decoded {
+    /// `:status` (`Some(None)` when invalid, `None` without one).
+    status: Option<Option<u16>>,
+    /// `content-length`.
+    length: Length,
+}
+
+impl Length {
+    /// This length with another `content-length` field's `value`: fields that disagree, or a
+    /// value that is not a number, make it invalid.
+    fn and(self, value: &[u8]) -> Length {
+        let parsed = std::str::from_utf8(value)
+            .ok()
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|v| v.parse::<u64>().ok());
+        match (self, parsed) {
+            (_, None) | (Length::Invalid, _) => Length::Invalid,
+            (Length::Declared(a), Some(b)) if a != b => Length::Invalid,
+            (_, Some(b)) => Length::Declared(b),
+        }
+    }
+}
+
+/// The most dynamic table size updates a header block may start with (RFC 7541 §4.2: a
+/// change of the maximum and a smaller size before it; anything more is a COMPRESSION_ERROR,
+/// and would cost the decoder a pass over the rest of the block each).
+const MAX_SIZE_UPDATES: usize = 2;
+
+/// Checks an HPACK block before it is decoded: every integer and string ends within it
+/// (httlib-hpack reads past the end of a truncated one, found by the `h2` fuzz target), and
+/// table size updates come only at its start, at most [`MAX_SIZE_UPDATES`] of them. The
+/// error says which rule broke.
+fn hpack_framed(b: &[u8]) -> Result<(), &'static str> {
+    let (mut i, mut fields, mut updates) = (0, 0usize, 0usize);
     while i < b.len() {
         let o = b[i];
         let (prefix, literal) = match o {
@@ -181,21 +222,27 @@ fn hpack_framed(b: &[u8]) -> bool {
             _ if o & 0x20 != 0 => (5, false),
             _ => (4, true),
         };
-        let Some((index, n)) = hpack_int(&b[i..], prefix) else {
-            return false;
-        };
+        if prefix == 5 {
+            if fields > 0 {
+                return Err("has a dynamic table size update after a header field");
+            }
+            updates += 1;
+            if updates > MAX_SIZE_UPDATES {
+                return Err("starts with more than two dynamic table size updates");
+            }
+        } else {
+            fields += 1;
+        }
+        let (index, n) = hpack_int(&b[i..], prefix).ok_or("is truncated")?;
         i += n;
         if literal {
             let strings = if index == 0 { 2 } else { 1 };
             for _ in 0..strings {
-                let Some(n) = hpack_string(&b[i..]) else {
-                    return false;
-                };
-                i += n;
+                i += hpack_string(&b[i..]).ok_or("is truncated")?;
             }
         }
     }
-    true
+    Ok(())
 }
 
 /// An HPACK integer with a `prefix`-bit prefix: its value and length (at most 5 bytes, as
