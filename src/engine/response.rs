@@ -327,13 +327,7 @@ impl ResponseParser {
         let mut keep_alive_token = false;
         for h in resp.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
-                let v = std::str::from_utf8(h.value)
-                    .map_err(|_| ParseError::ContentLength)?
-                    .trim();
-                if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(ParseError::ContentLength);
-                }
-                let v: u64 = v.parse().map_err(|_| ParseError::ContentLength)?;
+                let v = parse_content_length(h.value)?;
                 if content_length.is_some_and(|c| c != v) {
                     return Err(ParseError::ContentLength);
                 }
@@ -524,6 +518,28 @@ impl ResponseParser {
         }
         Ok(())
     }
+}
+
+/// A Content-Length value: decimal digits, with only spaces and tabs (OWS) around them.
+fn parse_content_length(value: &[u8]) -> Result<u64, ParseError> {
+    let digits = trim_ows(value);
+    if digits.is_empty() {
+        return Err(ParseError::ContentLength);
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        let d = (b as char).to_digit(10).ok_or(ParseError::ContentLength)?;
+        n.checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(d)))
+            .ok_or(ParseError::ContentLength)
+    })
+}
+
+/// `value` without the spaces and tabs (OWS, RFC 9110 §5.6.3) around it.
+fn trim_ows(value: &[u8]) -> &[u8] {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = value.iter().position(|b| !ows(b)).unwrap_or(value.len());
+    let end = value.iter().rposition(|b| !ows(b)).map_or(start, |e| e + 1);
+    &value[start..end]
 }
 
 fn hex_value(b: u8) -> Option<u64> {

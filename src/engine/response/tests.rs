@@ -474,3 +474,39 @@ fn chunk_extensions_stay_bounded() {
     assert_chunk_accepted(&line(MAX_HEAD_BYTES + 1), 5);
     assert_chunk_error(&line(MAX_HEAD_BYTES + 2), "chunk extension too long");
 }
+
+#[test]
+fn content_length_whitespace_is_spaces_and_tabs_only() {
+    // Other Unicode whitespace (no-break space, em space, NEL) around the digits is no OWS.
+    for value in [
+        &b"5\xc2\xa0"[..],
+        b"\xc2\xa05",
+        b"\xe2\x80\x835",
+        b"5\xc2\x85",
+    ] {
+        let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: ".to_vec();
+        wire.extend_from_slice(value);
+        wire.extend_from_slice(b"\r\n\r\nhello");
+        for step in [1, wire.len()] {
+            let mut p = ResponseParser::new(false);
+            let (rs, err) = parse_all(&mut p, &wire, step);
+            assert!(rs.is_empty(), "{value:?} step {step}");
+            assert_eq!(
+                err,
+                Some(ParseError::ContentLength),
+                "{value:?} step {step}"
+            );
+        }
+    }
+    let rs = every_split(
+        b"HTTP/1.1 200 OK\r\nContent-Length: \t 18446744073709551615\t \r\n\r\n",
+        true,
+    );
+    assert_eq!(rs[0].status, 200);
+    let mut p = ResponseParser::new(false);
+    let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\n\r\n";
+    assert_eq!(
+        parse_all(&mut p, wire, wire.len()).1,
+        Some(ParseError::ContentLength)
+    );
+}
