@@ -92,6 +92,93 @@ fn invalid_chunk_sizes_are_a_protocol_error() {
     assert_eq!(n(&j, &["requests", "completed"]), 0);
 }
 
+/// A chunked 200 whose body is `$body`.
+macro_rules! chunked_reply {
+    ($body:literal) => {
+        concat!(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            $body
+        )
+        .as_bytes()
+    };
+}
+
+/// `requests` requests, one at a time on one connection, to `url`.
+fn run_n(url: &str, requests: &str) -> (i32, serde_json::Value) {
+    let args = [
+        "run",
+        url,
+        "-t",
+        "1",
+        "-c",
+        "1",
+        "-n",
+        requests,
+        "--timeout",
+        "1s",
+    ];
+    let (code, j, _) = volley_json(&args, Duration::from_secs(20));
+    assert_invariant(&j);
+    (code, j)
+}
+
+#[test]
+fn chunk_size_lines_outside_rfc_9112_are_a_protocol_error() {
+    let cases: [(&'static [u8], &str); 4] = [
+        (
+            chunked_reply!("5 \r\nhello\r\n0\r\n\r\n"),
+            "whitespace at the end of the chunk-size line",
+        ),
+        (
+            chunked_reply!("5 ext\r\nhello\r\n0\r\n\r\n"),
+            "chunk extension without ';'",
+        ),
+        (
+            chunked_reply!("5;\r\nhello\r\n0\r\n\r\n"),
+            "empty chunk extension name",
+        ),
+        (
+            chunked_reply!("5;a=\"b\r\nhello\r\n0\r\n\r\n"),
+            "line ended inside a quoted chunk extension value",
+        ),
+    ];
+    for (reply, reason) in cases {
+        let s = answering(reply);
+        let (code, j) = run_n(&s.url("/"), "3");
+        assert_eq!(code, 1, "{reason}: no response completed");
+        assert_eq!(
+            n(&j, &["errors", "protocol"]),
+            3,
+            "{reason}: {}",
+            j["errors"]
+        );
+        assert_eq!(n(&j, &["requests", "errors"]), 3, "{reason}");
+        assert_eq!(n(&j, &["requests", "completed"]), 0, "{reason}");
+        let quoted = format!("(invalid chunked encoding: {reason})");
+        assert!(
+            j["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains(&quoted)),
+            "{quoted} in {}",
+            j["warnings"]
+        );
+    }
+}
+
+#[test]
+fn chunk_extensions_of_rfc_9112_complete() {
+    let s = answering(chunked_reply!(
+        "5 ; a = \"x;y \\\" z\" ;b\t=\ttoken;c\r\nhello\r\n0005\r\nworld\r\n0 ;end\r\n\r\n"
+    ));
+    let (code, j) = run_n(&s.url("/"), "20");
+    assert_eq!(code, 0);
+    assert_eq!(n(&j, &["requests", "completed"]), 20, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["connections", "opened"]), 1, "kept alive");
+}
+
 #[test]
 fn a_server_that_never_reads_times_out_the_write() {
     let s = spawn(|c, _| {

@@ -42,16 +42,59 @@ pub enum ParseError {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
-    Size { value: u64, digits: u8 },
-    Ext { value: u64, len: usize },
-    SizeLf { value: u64 },
-    Data { remaining: u64 },
+    /// The chunk-size digits; `None` before the first.
+    Size {
+        value: Option<u64>,
+    },
+    /// The chunk extensions after the size: `len` bytes after their first so far, at most
+    /// `MAX_HEAD_BYTES`.
+    Ext {
+        value: u64,
+        len: usize,
+        at: Ext,
+    },
+    SizeLf {
+        value: u64,
+    },
+    Data {
+        remaining: u64,
+    },
     DataCr,
     DataLf,
     TrailerLineStart,
     TrailerLine,
     TrailerEndLf,
     TrailerLineLf,
+}
+
+/// Where a byte of the chunk extensions falls (RFC 9112 §7.1.1):
+/// `chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )`,
+/// a name a token, a value a token or a quoted-string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ext {
+    /// Whitespace after the size or a complete extension: only `;` may follow.
+    Bws,
+    /// After `;` (and any whitespace): the name's first byte is due.
+    NameStart,
+    Name,
+    /// Whitespace after a name: `;` or `=` may follow.
+    AfterName,
+    /// After `=` (and any whitespace): the value's first byte is due.
+    ValueStart,
+    Token,
+    Quoted,
+    /// After a backslash inside a quoted string.
+    QuotedPair,
+    /// After the closing quote.
+    AfterQuoted,
+}
+
+/// What an extension byte leads to: another position, or the end of the size line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExtStep {
+    To(Ext),
+    Cr,
+    Lf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,13 +327,7 @@ impl ResponseParser {
         let mut keep_alive_token = false;
         for h in resp.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
-                let v = std::str::from_utf8(h.value)
-                    .map_err(|_| ParseError::ContentLength)?
-                    .trim();
-                if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(ParseError::ContentLength);
-                }
-                let v: u64 = v.parse().map_err(|_| ParseError::ContentLength)?;
+                let v = parse_content_length(h.value)?;
                 if content_length.is_some_and(|c| c != v) {
                     return Err(ParseError::ContentLength);
                 }
@@ -328,10 +365,7 @@ impl ResponseParser {
         } else if self.head_request || status == 204 || status == 304 {
             State::Length { remaining: 0 }
         } else if chunked {
-            State::Chunked(Chunk::Size {
-                value: 0,
-                digits: 0,
-            })
+            State::Chunked(Chunk::Size { value: None })
         } else if let Some(len) = content_length {
             State::Length { remaining: len }
         } else {
@@ -393,33 +427,38 @@ impl ResponseParser {
     /// byte ends the response (the blank line after the last chunk or its trailers).
     fn chunk_step(&mut self, c: Chunk, b: u8) -> Result<Option<Chunk>, ParseError> {
         let next = match c {
-            Chunk::Size { value, digits } => match b {
-                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                    if digits >= 15 {
-                        return Err(ParseError::Chunked("chunk size too large"));
-                    }
-                    let d = (b as char).to_digit(16).unwrap_or(0) as u64;
-                    Chunk::Size {
-                        value: value * 16 + d,
-                        digits: digits + 1,
-                    }
-                }
-                _ if digits == 0 => return Err(ParseError::Chunked("missing chunk size")),
-                b';' | b' ' | b'\t' => Chunk::Ext { value, len: 0 },
-                b'\r' => Chunk::SizeLf { value },
-                b'\n' => self.size_line_done(value),
-                _ => return Err(ParseError::Chunked("invalid character in chunk size")),
+            Chunk::Size { value } => match (hex_value(b), value) {
+                (Some(d), v) => Chunk::Size {
+                    value: Some(push_hex_digit(v.unwrap_or(0), d)?),
+                },
+                (None, None) => return Err(ParseError::Chunked("missing chunk size")),
+                (None, Some(value)) => match b {
+                    b'\r' => Chunk::SizeLf { value },
+                    b'\n' => self.size_line_done(value),
+                    b';' => Chunk::Ext {
+                        value,
+                        len: 0,
+                        at: Ext::NameStart,
+                    },
+                    b' ' | b'\t' => Chunk::Ext {
+                        value,
+                        len: 0,
+                        at: Ext::Bws,
+                    },
+                    _ => return Err(ParseError::Chunked("invalid character in chunk size")),
+                },
             },
-            Chunk::Ext { value, len } => match b {
-                b'\r' => Chunk::SizeLf { value },
-                b'\n' => self.size_line_done(value),
-                _ if len >= MAX_HEAD_BYTES => {
+            Chunk::Ext { value, len, at } => match ext_step(at, b)? {
+                ExtStep::To(_) if len >= MAX_HEAD_BYTES => {
                     return Err(ParseError::Chunked("chunk extension too long"))
                 }
-                _ => Chunk::Ext {
+                ExtStep::To(at) => Chunk::Ext {
                     value,
                     len: len + 1,
+                    at,
                 },
+                ExtStep::Cr => Chunk::SizeLf { value },
+                ExtStep::Lf => self.size_line_done(value),
             },
             Chunk::SizeLf { value } => match b {
                 b'\n' => self.size_line_done(value),
@@ -427,17 +466,11 @@ impl ResponseParser {
             },
             Chunk::DataCr => match b {
                 b'\r' => Chunk::DataLf,
-                b'\n' => Chunk::Size {
-                    value: 0,
-                    digits: 0,
-                },
+                b'\n' => Chunk::Size { value: None },
                 _ => return Err(ParseError::Chunked("chunk data longer than its size")),
             },
             Chunk::DataLf => match b {
-                b'\n' => Chunk::Size {
-                    value: 0,
-                    digits: 0,
-                },
+                b'\n' => Chunk::Size { value: None },
                 _ => return Err(ParseError::Chunked("expected LF after chunk data")),
             },
             Chunk::TrailerLineStart => match b {
@@ -485,6 +518,106 @@ impl ResponseParser {
         }
         Ok(())
     }
+}
+
+/// A Content-Length value: decimal digits, with only spaces and tabs (OWS) around them.
+fn parse_content_length(value: &[u8]) -> Result<u64, ParseError> {
+    let digits = trim_ows(value);
+    if digits.is_empty() {
+        return Err(ParseError::ContentLength);
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        let d = (b as char).to_digit(10).ok_or(ParseError::ContentLength)?;
+        n.checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(d)))
+            .ok_or(ParseError::ContentLength)
+    })
+}
+
+/// `value` without the spaces and tabs (OWS, RFC 9110 §5.6.3) around it.
+fn trim_ows(value: &[u8]) -> &[u8] {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = value.iter().position(|b| !ows(b)).unwrap_or(value.len());
+    let end = value.iter().rposition(|b| !ows(b)).map_or(start, |e| e + 1);
+    &value[start..end]
+}
+
+fn hex_value(b: u8) -> Option<u64> {
+    (b as char).to_digit(16).map(u64::from)
+}
+
+/// `value` with one more hex digit. Leading zeros are free; 15 significant digits (below
+/// 2^60) is the most a chunk may declare.
+fn push_hex_digit(value: u64, digit: u64) -> Result<u64, ParseError> {
+    if value >> 56 != 0 {
+        return Err(ParseError::Chunked("chunk size too large"));
+    }
+    Ok(value << 4 | digit)
+}
+
+/// One byte of the chunk extensions at `at`: strict to RFC 9112 §7.1.1, so whitespace stands
+/// only around `;` and `=` (never last on the line), and every extension begins with `;` and
+/// has a name.
+fn ext_step(at: Ext, b: u8) -> Result<ExtStep, ParseError> {
+    use Ext::*;
+    let to = match (at, b) {
+        (Quoted | QuotedPair, _) => quoted_step(at, b)?,
+        (Name | Token | AfterQuoted, b'\r') => return Ok(ExtStep::Cr),
+        (Name | Token | AfterQuoted, b'\n') => return Ok(ExtStep::Lf),
+        (Name, b' ' | b'\t') => AfterName,
+        (Token | AfterQuoted, b' ' | b'\t') => Bws,
+        (Bws | NameStart | AfterName | ValueStart, b' ' | b'\t') => at,
+        (Bws | Name | AfterName | Token | AfterQuoted, b';') => NameStart,
+        (Name | AfterName, b'=') => ValueStart,
+        (NameStart | Name, _) if is_tchar(b) => Name,
+        (ValueStart | Token, _) if is_tchar(b) => Token,
+        (ValueStart, b'"') => Quoted,
+        _ => return Err(ext_error(at, b)),
+    };
+    Ok(ExtStep::To(to))
+}
+
+/// One byte inside a quoted extension value (RFC 9110 §5.6.4).
+fn quoted_step(at: Ext, b: u8) -> Result<Ext, ParseError> {
+    match (at, b) {
+        (Ext::QuotedPair, _) if is_quotable(b) => Ok(Ext::Quoted),
+        (Ext::Quoted, b'"') => Ok(Ext::AfterQuoted),
+        (Ext::Quoted, b'\\') => Ok(Ext::QuotedPair),
+        (Ext::Quoted, _) if is_qdtext(b) => Ok(Ext::Quoted),
+        (_, b'\r' | b'\n') => Err(ParseError::Chunked(
+            "line ended inside a quoted chunk extension value",
+        )),
+        _ => Err(ParseError::Chunked(
+            "invalid character in a quoted chunk extension value",
+        )),
+    }
+}
+
+/// Why byte `b` cannot stand at `at` in the chunk extensions.
+fn ext_error(at: Ext, b: u8) -> ParseError {
+    use Ext::*;
+    ParseError::Chunked(match (at, b) {
+        (Bws | AfterName, b'\r' | b'\n') => "whitespace at the end of the chunk-size line",
+        (NameStart, b'\r' | b'\n' | b';' | b'=') => "empty chunk extension name",
+        (ValueStart, b'\r' | b'\n' | b';') => "empty chunk extension value",
+        (Bws | AfterName, _) => "chunk extension without ';'",
+        _ => "invalid character in chunk extension",
+    })
+}
+
+/// A token character (RFC 9110 §5.6.2).
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A byte a quoted string holds as it is (RFC 9110 §5.6.4 qdtext: not `"` nor `\\`).
+fn is_qdtext(b: u8) -> bool {
+    matches!(b, b'\t' | b' ' | 0x21 | 0x23..=0x5b | 0x5d..=0x7e | 0x80..=0xff)
+}
+
+/// A byte a quoted-pair may escape: HTAB, SP, VCHAR, obs-text.
+fn is_quotable(b: u8) -> bool {
+    matches!(b, b'\t' | b' ' | 0x21..=0x7e | 0x80..=0xff)
 }
 
 fn has_blank_line(buf: &[u8]) -> bool {

@@ -253,3 +253,260 @@ fn failed_bytes_start_where_the_unusable_response_began() {
         b"HTTP/1.1 200 OK\r\nBad Header\r\n\r\n"
     );
 }
+
+/// A chunked response with `body` as its framed body.
+fn chunked(body: &[u8]) -> Vec<u8> {
+    let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    wire.extend_from_slice(body);
+    wire
+}
+
+/// `body` is refused for `reason`, fed whole or in pieces down to single bytes.
+fn assert_chunk_error(body: &[u8], reason: &'static str) {
+    let wire = chunked(body);
+    for step in [1, 2, 3, 7, wire.len()] {
+        let mut p = ResponseParser::new(false);
+        let (rs, err) = parse_all(&mut p, &wire, step);
+        let shown = String::from_utf8_lossy(body);
+        assert!(rs.is_empty(), "{shown:?} step {step}: a response completed");
+        assert_eq!(
+            err,
+            Some(ParseError::Chunked(reason)),
+            "{shown:?} step {step}"
+        );
+    }
+}
+
+/// `body` is one response of `decoded` body bytes, whatever the reads.
+fn assert_chunk_accepted(body: &[u8], decoded: u64) {
+    let wire = chunked(body);
+    let rs = every_split(&wire, false);
+    let shown = String::from_utf8_lossy(body);
+    assert_eq!(rs.len(), 1, "{shown:?}");
+    assert_eq!(rs[0].body_bytes, decoded, "{shown:?}");
+    assert_eq!(rs[0].wire_bytes as usize, wire.len(), "{shown:?}");
+}
+
+#[test]
+fn chunk_size_lines_outside_rfc_9112_are_refused() {
+    let cases: &[(&[u8], &str)] = &[
+        (
+            b"5 \r\nhello\r\n0\r\n\r\n",
+            "whitespace at the end of the chunk-size line",
+        ),
+        (
+            b"5\t\r\nhello\r\n0\r\n\r\n",
+            "whitespace at the end of the chunk-size line",
+        ),
+        (
+            b"5 \nhello\n0\n\n",
+            "whitespace at the end of the chunk-size line",
+        ),
+        (
+            b"0 \r\n\r\n",
+            "whitespace at the end of the chunk-size line",
+        ),
+        (
+            b"5;a \r\nhello\r\n0\r\n\r\n",
+            "whitespace at the end of the chunk-size line",
+        ),
+        (
+            b"5;a=b\t\r\nhello\r\n0\r\n\r\n",
+            "whitespace at the end of the chunk-size line",
+        ),
+        (
+            b"5;a=\"b\" \r\nhello\r\n0\r\n\r\n",
+            "whitespace at the end of the chunk-size line",
+        ),
+        (
+            b"5 ext\r\nhello\r\n0\r\n\r\n",
+            "chunk extension without ';'",
+        ),
+        (
+            b"5;a b\r\nhello\r\n0\r\n\r\n",
+            "chunk extension without ';'",
+        ),
+        (
+            b"5;a=b c\r\nhello\r\n0\r\n\r\n",
+            "chunk extension without ';'",
+        ),
+        (b"5;\r\nhello\r\n0\r\n\r\n", "empty chunk extension name"),
+        (b"5; \r\nhello\r\n0\r\n\r\n", "empty chunk extension name"),
+        (b"5;\nhello\n0\n\n", "empty chunk extension name"),
+        (b"5;;a\r\nhello\r\n0\r\n\r\n", "empty chunk extension name"),
+        (b"5;=b\r\nhello\r\n0\r\n\r\n", "empty chunk extension name"),
+        (b"5;a;\r\nhello\r\n0\r\n\r\n", "empty chunk extension name"),
+        (b"0;\r\n\r\n", "empty chunk extension name"),
+        (b"5;a=\r\nhello\r\n0\r\n\r\n", "empty chunk extension value"),
+        (
+            b"5;a= ;b\r\nhello\r\n0\r\n\r\n",
+            "empty chunk extension value",
+        ),
+        (
+            b"5;a@b\r\nhello\r\n0\r\n\r\n",
+            "invalid character in chunk extension",
+        ),
+        (
+            b"5;a=b=c\r\nhello\r\n0\r\n\r\n",
+            "invalid character in chunk extension",
+        ),
+        (
+            b"5;a=b\"c\"\r\nhello\r\n0\r\n\r\n",
+            "invalid character in chunk extension",
+        ),
+        (
+            b"5;a=\"b\"c\r\nhello\r\n0\r\n\r\n",
+            "invalid character in chunk extension",
+        ),
+        (
+            b"5;a=\"b\r\nhello\r\n0\r\n\r\n",
+            "line ended inside a quoted chunk extension value",
+        ),
+        (
+            b"5;a=\"b\\\r\nhello\r\n0\r\n\r\n",
+            "line ended inside a quoted chunk extension value",
+        ),
+        (
+            b"5;a=\"\x01\"\r\nhello\r\n0\r\n\r\n",
+            "invalid character in a quoted chunk extension value",
+        ),
+        (
+            b"5;a=\"\x7f\"\r\nhello\r\n0\r\n\r\n",
+            "invalid character in a quoted chunk extension value",
+        ),
+        (
+            b"0x5\r\nhello\r\n0\r\n\r\n",
+            "invalid character in chunk size",
+        ),
+        (
+            b"5h\r\nhello\r\n0\r\n\r\n",
+            "invalid character in chunk size",
+        ),
+        (b"-5\r\nhello\r\n0\r\n\r\n", "missing chunk size"),
+        (b"+5\r\nhello\r\n0\r\n\r\n", "missing chunk size"),
+        (b" 5\r\nhello\r\n0\r\n\r\n", "missing chunk size"),
+        (b";a\r\nhello\r\n0\r\n\r\n", "missing chunk size"),
+        (b"1000000000000000\r\n", "chunk size too large"),
+        (b"5\rhello\r\n0\r\n\r\n", "expected LF after chunk size"),
+        (b"5;a\rhello\r\n0\r\n\r\n", "expected LF after chunk size"),
+    ];
+    for (body, reason) in cases {
+        assert_chunk_error(body, reason);
+    }
+}
+
+#[test]
+fn chunk_extensions_of_rfc_9112_are_accepted() {
+    let cases: &[&[u8]] = &[
+        b"5;name\r\nhello\r\n0\r\n\r\n",
+        b"5;name=token\r\nhello\r\n0\r\n\r\n",
+        b"5;a;b=c;d\r\nhello\r\n0\r\n\r\n",
+        b"5;a=!#$%&'*+-.^_`|~09AZaz\r\nhello\r\n0\r\n\r\n",
+        b"5;a=\"\"\r\nhello\r\n0\r\n\r\n",
+        b"5;a=\"x;y=z\"\r\nhello\r\n0\r\n\r\n",
+        b"5;a=\"q\\\"uote\\\\ and \\;\"\r\nhello\r\n0\r\n\r\n",
+        b"5;a=\"tab\tand space\"\r\nhello\r\n0\r\n\r\n",
+        b"5;a=\"obs \xe9\xff\"\r\nhello\r\n0\r\n\r\n",
+        b"5;a=\"x\";b=y\r\nhello\r\n0\r\n\r\n",
+        // BWS around `;` and `=` (RFC 9112 §7.1.1).
+        b"5 ;a\r\nhello\r\n0\r\n\r\n",
+        b"5\t;\ta\r\nhello\r\n0\r\n\r\n",
+        b"5 ; a = b ; c\r\nhello\r\n0\r\n\r\n",
+        b"5;a \t= \t\"v\" ;b\r\nhello\r\n0\r\n\r\n",
+        b"0 ;last=\"chunk\"\r\n\r\n",
+    ];
+    for body in cases {
+        let decoded = if body.starts_with(b"5") { 5 } else { 0 };
+        assert_chunk_accepted(body, decoded);
+    }
+}
+
+#[test]
+fn chunk_sizes_take_leading_zeros_and_either_case() {
+    assert_chunk_accepted(b"0005\r\nhello\r\n0\r\n\r\n", 5);
+    assert_chunk_accepted(b"00000000000000000000000005\r\nhello\r\n0\r\n\r\n", 5);
+    assert_chunk_accepted(b"1A\r\n0123456789abcdef0123456789\r\n000\r\n\r\n", 26);
+    assert_chunk_accepted(b"1a\r\n0123456789abcdef0123456789\r\n0\r\n\r\n", 26);
+    // 15 significant digits (below 2^60) are the most a chunk may declare, zeros before them
+    // or not: the size line is read, the body is awaited.
+    for body in [&b"fffffffffffffff\r\n"[..], b"000fffffffffffffff\r\n"] {
+        let mut p = ResponseParser::new(false);
+        assert_eq!(parse_all(&mut p, &chunked(body), 1), (vec![], None));
+        assert!(!p.is_idle());
+    }
+}
+
+#[test]
+fn chunked_framing_takes_bare_lf_as_a_line_end() {
+    // RFC 9112 §2.2: a bare LF may end a line; the head (httparse) and chunk framing agree.
+    assert_chunk_accepted(b"5\nhello\n0\n\n", 5);
+    assert_chunk_accepted(b"5;a=\"b\"\nhello\r\n0;c\nX-T: 1\n\n", 5);
+    let rs = every_split(
+        b"HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n3\nabc\n0\n\n",
+        false,
+    );
+    assert_eq!(rs[0].body_bytes, 3);
+}
+
+#[test]
+fn whitespace_around_header_values_is_optional() {
+    let rs = every_split(
+        b"HTTP/1.1 200 OK\r\nContent-Length:\t 5 \t\r\nConnection: \tclose\t\r\n\r\nhello",
+        false,
+    );
+    assert_eq!((rs[0].body_bytes, rs[0].keep_alive), (5, false));
+    let rs = every_split(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding:\t chunked \t\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        false,
+    );
+    assert_eq!(rs[0].body_bytes, 5);
+}
+
+#[test]
+fn chunk_extensions_stay_bounded() {
+    // The extensions after a size may be 64 KiB + 1 bytes long; one more is refused.
+    let line = |ext_len: usize| {
+        let mut body = b"5;".to_vec();
+        body.resize(1 + ext_len, b'n');
+        body.extend_from_slice(b"\r\nhello\r\n0\r\n\r\n");
+        body
+    };
+    assert_chunk_accepted(&line(MAX_HEAD_BYTES + 1), 5);
+    assert_chunk_error(&line(MAX_HEAD_BYTES + 2), "chunk extension too long");
+}
+
+#[test]
+fn content_length_whitespace_is_spaces_and_tabs_only() {
+    // Other Unicode whitespace (no-break space, em space, NEL) around the digits is no OWS.
+    for value in [
+        &b"5\xc2\xa0"[..],
+        b"\xc2\xa05",
+        b"\xe2\x80\x835",
+        b"5\xc2\x85",
+    ] {
+        let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: ".to_vec();
+        wire.extend_from_slice(value);
+        wire.extend_from_slice(b"\r\n\r\nhello");
+        for step in [1, wire.len()] {
+            let mut p = ResponseParser::new(false);
+            let (rs, err) = parse_all(&mut p, &wire, step);
+            assert!(rs.is_empty(), "{value:?} step {step}");
+            assert_eq!(
+                err,
+                Some(ParseError::ContentLength),
+                "{value:?} step {step}"
+            );
+        }
+    }
+    let rs = every_split(
+        b"HTTP/1.1 200 OK\r\nContent-Length: \t 18446744073709551615\t \r\n\r\n",
+        true,
+    );
+    assert_eq!(rs[0].status, 200);
+    let mut p = ResponseParser::new(false);
+    let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\n\r\n";
+    assert_eq!(
+        parse_all(&mut p, wire, wire.len()).1,
+        Some(ParseError::ContentLength)
+    );
+}
