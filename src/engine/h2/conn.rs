@@ -3,9 +3,10 @@
 //! reset, GOAWAY, the server's stream limit); what the client must send (the preface, its
 //! SETTINGS, acknowledgements, window updates, requests) collects in [`H2Conn::out`] for the
 //! caller to write. Flow control: the client opens its receive windows wide (2^31 − 1, as
-//! h2load does; small default windows halve HTTP/2 throughput) and tops up the connection's
-//! window when half of it is used; request bodies respect the server's windows and wait for
-//! its WINDOW_UPDATEs.
+//! h2load does; small default windows halve HTTP/2 throughput), tops them up when half is
+//! used, and credits an update only once it is written (so DATA beyond the window is seen);
+//! request bodies respect the server's windows and are queued a few frames ahead of the
+//! socket ([`H2Conn::fill_bodies`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
