@@ -290,17 +290,18 @@ fn a_server_that_breaks_http2_before_any_request_is_a_set_up_failure() {
 fn after_a_response_such_connections_are_connect_errors_and_back_off() {
     // The first connection answers 5 requests; every later one answers with a PING.
     let s = serve(Behaviour::PingFirstAfterOne);
-    let (code, j) = run(
-        &s,
-        &["-c", "1", "-d", "1s", "--timeout", "500ms"],
-        BOUND,
-    );
+    let (code, j) = run(&s, &["-c", "1", "-d", "1s", "--timeout", "500ms"], BOUND);
     assert_eq!(code, 0, "{}", j["errors"]);
     assert_eq!(n(&j, &["requests", "completed"]), 5);
     // Requests sent once before (above the GOAWAY's last stream) end as `closed` when their
     // next connection fails: they were sent.
     only_errors(&j, &["connect", "closed"]);
-    assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+    // One `connect` error per failed connection (its waiting requests go elsewhere).
+    let (connect, conns) = (n(&j, &["errors", "connect"]), s.connections());
+    assert!(
+        connect > 0 && connect < conns && connect + 2 >= conns,
+        "{connect} for {conns}"
+    );
     let w = warned(&j, "connection attempts failed");
     assert!(
         w.contains("HTTP/2: the server's first frame is PING, not SETTINGS"),
@@ -387,11 +388,7 @@ fn request_bodies_stay_bounded_when_the_server_never_reads() {
 #[test]
 fn a_header_block_of_size_updates_is_a_compression_error() {
     let s = serve(Behaviour::SizeUpdates);
-    let (code, j) = run(
-        &s,
-        &["-d", "1s", "--timeout", "500ms"],
-        BOUND,
-    );
+    let (code, j) = run(&s, &["-d", "1s", "--timeout", "500ms"], BOUND);
     assert_eq!(code, 1);
     only_errors(&j, &["protocol"]);
     let w = warned(&j, "COMPRESSION_ERROR");
@@ -450,6 +447,133 @@ fn a_server_that_ignores_the_window_is_named() {
     only_errors(&j, &["protocol"]);
     let w = warned(&j, "FLOW_CONTROL_ERROR");
     assert!(w.contains("beyond the connection's window of 65535"), "{w}");
+}
+
+/// What volley does against every hostile server above, as a table (not a check: run it with
+/// `cargo test --test h2_hostile -- --ignored --nocapture`, and `VOLLEY_BIN=<other build>` to
+/// see what another build did against the same servers).
+#[test]
+#[ignore = "a table to read, not a check"]
+fn hostile_matrix() {
+    let d = ["-d", "3s", "--timeout", "1s"];
+    let cases: Vec<(&str, Behaviour, Vec<&str>)> = vec![
+        ("PING before SETTINGS", Behaviour::PingFirst, vec![]),
+        (
+            "MAX_FRAME_SIZE 16383",
+            Behaviour::BadSetting(5, 16_383),
+            vec![],
+        ),
+        ("ENABLE_PUSH 2", Behaviour::BadSetting(2, 2), vec![]),
+        (
+            "INITIAL_WINDOW_SIZE 2^31",
+            Behaviour::BadSetting(4, 1 << 31),
+            vec![],
+        ),
+        ("SSH banner", Behaviour::Garbage, vec![]),
+        (
+            "GOAWAY ENHANCE_YOUR_CALM first",
+            Behaviour::GoAwayFirst(0xb),
+            vec![],
+        ),
+        (
+            "PING first after one good conn",
+            Behaviour::PingFirstAfterOne,
+            vec!["-c", "1"],
+        ),
+        ("GOAWAY NO_ERROR last 0", Behaviour::RefuseAll, vec![]),
+        (
+            "never reads, windows 2^31-1",
+            Behaviour::NeverReads,
+            vec!["--streams", "32", "--body-size", "8MiB"],
+        ),
+        ("64 KiB of size updates", Behaviour::SizeUpdates, vec![]),
+        ("content-length 10, 1 byte", Behaviour::ShortBody, vec![]),
+        (
+            "REFUSED_STREAM on every stream",
+            Behaviour::Reset(7),
+            vec![],
+        ),
+        (
+            "first stream stalled",
+            Behaviour::StallFirst,
+            vec!["-c", "1"],
+        ),
+        (
+            "ignores --h2-window 65535",
+            Behaviour::IgnoresWindow,
+            vec!["-c", "1", "--h2-window", "65535"],
+        ),
+        ("SETTINGS flood", Behaviour::SettingsFlood, vec![]),
+        ("PING flood", Behaviour::PingFlood, vec![]),
+        (
+            "endless CONTINUATION",
+            Behaviour::EndlessContinuation,
+            vec![],
+        ),
+        ("HPACK table 128 MiB", Behaviour::HugeTableSize, vec![]),
+    ];
+    println!(
+        "| server | exit | wall s | completed | errors | conns | streams seen | RSS MiB | said |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (name, b, extra) in cases {
+        let s = serve(b);
+        let url = s.url("/");
+        let mut args = vec![
+            "run",
+            url.as_str(),
+            "--h2c",
+            "-t",
+            "1",
+            "--json",
+            "-",
+            "--quiet",
+        ];
+        for (flag, value) in [("--streams", "8"), ("-c", "2")] {
+            if !extra.contains(&flag) {
+                args.extend_from_slice(&[flag, value]);
+            }
+        }
+        args.extend_from_slice(&d);
+        args.extend_from_slice(&extra);
+        let t = Instant::now();
+        let o = volley(&args, Duration::from_secs(40));
+        let wall = t.elapsed().as_secs_f64();
+        let err = String::from_utf8_lossy(&o.stderr).replace('\n', " ");
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        let kinds: Vec<String> = j["errors"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let said = j["warnings"]
+            .as_array()
+            .and_then(|w| {
+                w.iter()
+                    .filter_map(|w| w.as_str())
+                    .find(|w| w.contains("HTTP/2") || w.contains("due but never"))
+                    .map(str::to_string)
+            })
+            .unwrap_or(err);
+        println!(
+            "| {name} | {} | {wall:.1} | {} | {} | {} | {} | {:.0} | {} |",
+            o.status.code().unwrap_or(-1),
+            j["requests"]["completed"],
+            if kinds.is_empty() {
+                "0".to_string()
+            } else {
+                kinds.join(", ")
+            },
+            s.connections(),
+            s.requests(),
+            j["client"]["rss_max_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
+            said.chars().take(150).collect::<String>(),
+        );
+    }
 }
 
 // ---- the servers themselves, checked with volley's own H2Conn over one connection (these

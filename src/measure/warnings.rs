@@ -90,6 +90,9 @@ fn server_behaviour(cfg: &RunConfig, out: &EngineOutput) -> Vec<Warning> {
     let protocol = out.ends.iter().find_map(|e| e.protocol_sample.as_ref());
     let unasked = out.ends.iter().find_map(|e| e.unsolicited_sample.as_ref());
     match (protocol, unasked) {
+        (Some(p), _) if c.errors.protocol > 0 && p.bytes.is_empty() => {
+            w.push(Warning::protocol_errors(c.errors.protocol, &p.reason));
+        }
         (Some(p), _) if c.errors.protocol > 0 => w.push(Warning::not_http(&p.reason, &p.bytes)),
         (_, Some(b)) if c.unsolicited > 0 => w.push(Warning::sent_first(b)),
         _ => {}

@@ -154,6 +154,7 @@ const PATTERNS: &[(WarningKind, &str)] = &[
         WarningKind::ServerBytes,
         "the server sent bytes before any request: \"*",
     ),
+    (WarningKind::ServerBytes, "* protocol errors (the first: *)"),
     (
         WarningKind::Unsent,
         "* requests were due but never sent (the connections were busy or down)",
@@ -329,6 +330,15 @@ impl Warning {
         )
     }
 
+    /// Protocol errors with no bytes to quote (an HTTP/2 or TLS failure, a refused or
+    /// malformed HTTP/2 response): how many, and why the first one happened.
+    pub fn protocol_errors(count: u64, first: &str) -> Self {
+        Self::new(
+            WarningKind::ServerBytes,
+            format!("{} protocol errors (the first: {first})", thousands(count)),
+        )
+    }
+
     /// The first bytes a server sent on a fresh connection before any request, escaped.
     pub fn sent_first(bytes: &[u8]) -> Self {
         Self::new(
@@ -489,6 +499,7 @@ mod tests {
                 b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n",
             ),
             Warning::sent_first(&[b'x'; 100]),
+            Warning::protocol_errors(240, "HTTP/2: the server did not process the request on stream 1 again (GOAWAY NO_ERROR, last stream 0)"),
             Warning::unsent(11),
             Warning::unsent(1_000_000),
             Warning::server_exited(42, 1.5),

@@ -208,11 +208,13 @@ pub fn stalling_from(first: Duration, every: Duration, pause: Duration) -> TestS
 
 /// Runs volley with `args`, killing it after `limit` (a hang is a failure, not a stuck CI).
 pub fn volley(args: &[&str], limit: Duration) -> Output {
-    limited(
-        Command::new(env!("CARGO_BIN_EXE_volley")).args(args),
-        args,
-        limit,
-    )
+    limited(Command::new(volley_bin()).args(args), args, limit)
+}
+
+/// The volley binary the tests run: this build, or `VOLLEY_BIN` (another build, e.g. an
+/// older one, to compare what it does against the same servers).
+pub fn volley_bin() -> String {
+    std::env::var("VOLLEY_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_volley").to_string())
 }
 
 /// `volley bench` of `suite` (written to `dir/suite.toml`), run from `dir` with its results in

@@ -381,13 +381,24 @@ impl Worker {
     }
 
     /// The server broke off HTTP/2 on connection `i` before any request was written on it
-    /// (`why`): no request was lost there, so it is a failed connect (a `connect` error, the
-    /// connect's back-off, the reason in the warning) and, before any response of the run,
-    /// the end of the run (exit 2).
+    /// (`why`): no request was lost there, so it is a failed connect (one `connect` error,
+    /// the connect's back-off, the reason in the warning) and, before any response of the
+    /// run, the end of the run (exit 2).
     fn h2_unusable(&mut self, i: usize, why: String, now: u64) {
         self.setup_failed(|| SetupFailure::H2Unusable(why.clone()));
         self.connect_sample
             .get_or_insert_with(|| format!("HTTP/2: {why}"));
+        if self.shared.keepalive {
+            // The requests waiting for its streams were not written: they go on another
+            // connection, and the failed attempt itself is the one `connect` error (as a
+            // keep-alive connect that fails), not each of them.
+            let c = &mut self.conns[i];
+            c.h2_queued = 0;
+            let waiting: Vec<InFlight> = c.inflight.drain(..).collect();
+            for r in waiting.into_iter().rev() {
+                self.requeue.push_front(r);
+            }
+        }
         self.connect_failed(i, now, io::Error::other(why));
     }
 
