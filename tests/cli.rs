@@ -85,6 +85,14 @@ fn bad_flags_exit_2_naming_the_flag() {
     );
     expect(&["run", url, "-H", "NoColon"], 2, "-H/--header");
     expect(&["run", url, "-m", "GE T"], 2, "-m/--method");
+    // h2load's `-m 10` is its streams per connection, not a method.
+    expect(
+        &["run", url, "-m", "10"],
+        2,
+        "h2load's -m is volley's --streams 10",
+    );
+    expect(&["run", url, "-m", "get"], 2, "did you mean `GET`?");
+    expect(&["run", url, "-m", "Post"], 2, "did you mean `POST`?");
     expect(
         &["run", url, "--body", "a", "--body-size", "1k"],
         2,
@@ -392,4 +400,49 @@ fn hdr_log_has_a_line_per_second() {
         })
         .count();
     assert!((2..=3).contains(&intervals), "{intervals} intervals");
+}
+
+#[test]
+fn outputs_to_dev_null_are_written_not_synced() {
+    // /dev/null cannot be synced (EINVAL): the run still succeeds, and the device stays one.
+    let s = normal();
+    let url = s.url("/");
+    let args = [
+        "run",
+        &url,
+        "-c",
+        "1",
+        "-n",
+        "20",
+        "--json",
+        "/dev/null",
+        "--csv",
+        "/dev/null",
+        "--markdown",
+        "/dev/null",
+    ];
+    let o = volley(&args, LIMIT);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report = [
+        "report",
+        "tests/fixtures/report/open-loop.json",
+        "--html",
+        "/dev/null",
+    ];
+    let o = volley(&report, LIMIT);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_file());
 }

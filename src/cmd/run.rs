@@ -327,7 +327,7 @@ fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> Ex
     }
     if let Some((path, mut f)) = outputs.json {
         let json = Format::Json.render_run(result);
-        if let Err(e) = f.write_all(json.as_bytes()).and_then(|_| f.sync_all()) {
+        if let Err(e) = crate::sys::files::write_output(&mut f, json.as_bytes()) {
             eprintln!("volley: --json {}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         }
@@ -335,7 +335,7 @@ fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> Ex
     let report = Report::single(result.clone());
     for (flag, path, format, mut f) in outputs.reports {
         let text = format.reporter().render(&report);
-        if let Err(e) = f.write_all(text.as_bytes()).and_then(|_| f.sync_all()) {
+        if let Err(e) = crate::sys::files::write_output(&mut f, text.as_bytes()) {
             eprintln!("volley: {flag} {}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         }

@@ -37,15 +37,7 @@ pub(super) fn request(a: &RunFlags) -> Result<Request, ConfigError> {
     };
     let has_body = a.body.is_some() || a.body_file.is_some() || a.body_size.is_some();
     let method = match &a.method {
-        Some(m) => {
-            if m.is_empty() || !m.bytes().all(is_token_byte) {
-                return Err(ConfigError::flag(
-                    Flag::Method,
-                    format!("`{m}` is not an HTTP method"),
-                ));
-            }
-            m.clone()
-        }
+        Some(m) => method(m)?,
         None if has_body => "POST".to_string(),
         None => "GET".to_string(),
     };
@@ -59,6 +51,34 @@ pub(super) fn request(a: &RunFlags) -> Result<Request, ConfigError> {
         headers,
         body: body.into(),
     })
+}
+
+/// The standard methods (RFC 9110 §9 and PATCH), which are case-sensitive: `get` is another
+/// method, and almost always a typo for `GET`.
+const STANDARD_METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+];
+
+/// `-m/--method`: any token, except an all-digit one (h2load's `-m N` is its streams per
+/// connection) and a standard method in another case (`get`).
+fn method(m: &str) -> Result<String, ConfigError> {
+    let refuse = |why: String| Err(ConfigError::flag(Flag::Method, why));
+    if m.is_empty() || !m.bytes().all(is_token_byte) {
+        return refuse(format!("`{m}` is not an HTTP method"));
+    }
+    if m.bytes().all(|b| b.is_ascii_digit()) {
+        return refuse(format!(
+            "`{m}` is not an HTTP method (h2load's -m is volley's --streams {m})"
+        ));
+    }
+    let upper = m.to_ascii_uppercase();
+    if upper != m && STANDARD_METHODS.contains(&upper.as_str()) {
+        return refuse(format!(
+            "`{m}`: methods are case-sensitive; did you mean `{upper}`? (h2load's -m is \
+             volley's --streams)"
+        ));
+    }
+    Ok(m.to_string())
 }
 
 fn header(h: &str) -> Result<(String, String), ConfigError> {
