@@ -23,9 +23,15 @@ struct ServerTree {
 
 impl ServerTree {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Started behind `prefix` (e.g. `taskset -c 1`, which execs the `sh`).
+    fn start_with(prefix: &[&str]) -> Self {
         let cmd = format!("{} serve --port 0; :", env!("CARGO_BIN_EXE_volley"));
-        let mut sh = Command::new("sh")
-            .args(["-c", &cmd])
+        let argv: Vec<&str> = prefix.iter().copied().chain(["sh", "-c", &cmd]).collect();
+        let mut sh = Command::new(argv[0])
+            .args(&argv[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -332,4 +338,40 @@ fn monitor_stops_on_ctrl_c_with_exit_0() {
     assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}");
     assert!(started.elapsed() < Duration::from_secs(5), "slow to stop");
     assert!(stdout.contains("Server"), "totals at the end:\n{stdout}");
+}
+
+#[test]
+fn a_server_pinned_by_someone_else_is_reported_pinned() {
+    // nginx started with `taskset -c 1` and given as --pid: its affinity is read from the
+    // process, whoever set it.
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(online >= 2, "needs two CPUs to pin the server to one");
+    let tree = ServerTree::start_with(&["taskset", "-c", "1"]);
+    let args = [
+        "run",
+        &tree.url("/"),
+        "-c",
+        "1",
+        "-n",
+        "50",
+        "--pid",
+        &tree.pid(),
+    ];
+    let (code, j, stderr) = volley_json(&args, LIMIT);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(j["env"]["pinning"]["server_cpus"], "1", "{}", j["env"]);
+    // Not pinned at all: all CPUs allowed is no pinning.
+    let tree = ServerTree::start();
+    let args = [
+        "run",
+        &tree.url("/"),
+        "-c",
+        "1",
+        "-n",
+        "50",
+        "--pid",
+        &tree.pid(),
+    ];
+    let (_, j, _) = volley_json(&args, LIMIT);
+    assert!(j["env"]["pinning"]["server_cpus"].is_null(), "{}", j["env"]);
 }

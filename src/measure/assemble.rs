@@ -154,7 +154,10 @@ impl Parts<'_> {
             kernel,
             pinning: Pinning {
                 client_cpus: self.ctx.client_cpus.to_string(),
-                server_cpus: self.ctx.server_cpus.map(str::to_string),
+                server_cpus: self.ctx.server_cpus.map(str::to_string).or_else(|| {
+                    let pid = self.cfg.monitor.as_ref()?.pid;
+                    server_affinity(pid, cpus::online())
+                }),
             },
         }
     }
@@ -518,4 +521,13 @@ fn correlate_gc(gc: &mut ServerGc, out: &EngineOutput) {
         .flat_map(|e| e.slowest.iter().copied())
         .collect();
     gc::summary::correlate(gc, &slow, threshold_us);
+}
+
+/// The CPUs `--pid` may run on, whoever pinned it (`taskset`, a container's cpuset), when they
+/// are fewer than the machine's `online` ones (all of them: not pinned).
+fn server_affinity(pid: i32, online: usize) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let list = procfs::parse_cpus_allowed(&status)?;
+    let cpus = cpus::parse_list(&list).ok()?;
+    (cpus.cpus.len() < online).then_some(list)
 }

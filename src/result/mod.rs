@@ -187,7 +187,8 @@ pub struct Env {
 pub struct Pinning {
     /// The client's CPU list, e.g. "0-1".
     pub client_cpus: String,
-    /// The server's CPU list when volley pinned it.
+    /// The server's CPU list: where volley pinned it, else the affinity of `--pid` when it
+    /// is fewer than the CPUs online (whoever set it).
     pub server_cpus: Option<String>,
 }
 
