@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{warnings, Context};
 use crate::config::RunConfig;
 use crate::engine::{EngineOutput, Route};
-use crate::monitor::client::{saturation, ClientReport};
+use crate::monitor::client::{saturation, starvation, ClientReport};
 use crate::monitor::gc;
 use crate::monitor::procfs;
 use crate::plan::workload::Order;
@@ -52,6 +52,20 @@ pub struct ClientCheck {
     pub capacity: f64,
     /// Schedule lag p99 above 1 ms (open loop).
     pub lag_hot: bool,
+    /// Fraction of the 1 s samples in which volley was starved (a worker waited for a CPU
+    /// without volley being busy).
+    pub starved_fraction: f64,
+    /// Starved: other processes took volley's CPUs, enough to matter — in a run that was
+    /// late, or in more than half of its seconds.
+    pub starved: bool,
+    /// Seconds sampled.
+    pub seconds: usize,
+    /// The longest 1 s run-queue wait of a worker thread, percent of the second.
+    pub wait_pct_max: f64,
+    /// volley's highest 1 s CPU, percent of a core.
+    pub cpu_pct_max: f64,
+    /// Who else used the CPU during the window.
+    pub busiest_others: Vec<crate::result::OtherProcess>,
 }
 
 impl Parts<'_> {
@@ -395,11 +409,20 @@ impl Parts<'_> {
     fn client_check(&self, lag: Option<&Percentiles>) -> ClientCheck {
         let capacity = self.cfg.load.threads.min(self.ctx.cores).max(1) as f64;
         let (fraction, by_cpu) = saturation(&self.client.samples, capacity);
+        let lag_hot = lag.and_then(|l| l.p99).is_some_and(|p| p > 1000);
+        let samples = &self.client.samples;
+        let starved_fraction = starvation(samples, capacity);
         ClientCheck {
             fraction,
             by_cpu,
             capacity,
-            lag_hot: lag.and_then(|l| l.p99).is_some_and(|p| p > 1000),
+            lag_hot,
+            starved_fraction,
+            starved: !by_cpu && starved_fraction > 0.0 && (lag_hot || starved_fraction > 0.5),
+            seconds: samples.len(),
+            wait_pct_max: samples.iter().map(|s| s.max_wait_pct).fold(0.0, f64::max),
+            cpu_pct_max: samples.iter().map(|s| s.cpu_pct).fold(0.0, f64::max),
+            busiest_others: self.client.busiest_others.clone(),
         }
     }
 
@@ -424,9 +447,15 @@ impl Parts<'_> {
             cpu_sys_s: round3(sys_s),
             rss_max_bytes: rss,
             cpu_pct_max: (cpu_pct_max * 10.0).round() / 10.0,
-            saturated: check.by_cpu || check.lag_hot,
+            // Measured, not inferred: a late run is not a saturated one (its lag has its own
+            // warning; a starved client its own headline).
+            saturated: check.by_cpu,
             saturated_fraction: (check.fraction * 1000.0).round() / 1000.0,
             io: Some(self.engine.io),
+            starved: check.starved,
+            starved_fraction: (check.starved_fraction * 1000.0).round() / 1000.0,
+            wait_pct_max: round1(check.wait_pct_max),
+            busiest_others: check.busiest_others.clone(),
         }
     }
 
@@ -530,4 +559,8 @@ fn server_affinity(pid: i32, online: usize) -> Option<String> {
     let list = procfs::parse_cpus_allowed(&status)?;
     let cpus = cpus::parse_list(&list).ok()?;
     (cpus.cpus.len() < online).then_some(list)
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
 }

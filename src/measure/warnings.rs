@@ -34,6 +34,9 @@ pub fn of(
     if check.by_cpu {
         w.push(Warning::client_saturated(check.capacity, check.fraction));
     }
+    if check.starved {
+        w.push(starved(check));
+    }
     if let Some(why) = out.io_note.as_deref() {
         w.push(Warning::io_fallback(why));
     }
@@ -79,6 +82,18 @@ pub fn of(
         w.extend(server_warnings(cfg, s));
     }
     w
+}
+
+/// The starved client's headline: how often, how long it waited, how little it used, and
+/// who took its CPUs.
+fn starved(check: &ClientCheck) -> Warning {
+    let starved = (check.starved_fraction * check.seconds as f64).round() as usize;
+    Warning::client_starved(
+        (starved, check.seconds),
+        check.wait_pct_max,
+        check.cpu_pct_max,
+        &check.busiest_others,
+    )
 }
 
 /// What the server did that the counters show but do not explain: what it sent that was not
@@ -239,6 +254,7 @@ mod tests {
                 softirq_pct: 0.0,
                 iowait_pct: 0.0,
                 idle_pct,
+                ..Default::default()
             })
             .collect();
         r

@@ -22,5 +22,21 @@ pub(super) fn merge(rs: &[&RunResult]) -> ClientInfo {
             .first()
             .and_then(|r| r.client.io)
             .filter(|io| rs.iter().all(|r| r.client.io == Some(*io))),
+        starved: rs.iter().any(|r| r.client.starved),
+        starved_fraction: rs
+            .iter()
+            .map(|r| r.client.starved_fraction)
+            .fold(0.0, f64::max),
+        wait_pct_max: rs.iter().map(|r| r.client.wait_pct_max).fold(0.0, f64::max),
+        // Each shard saw the machine from its own process: the worst shard's list.
+        busiest_others: rs
+            .iter()
+            .max_by(|a, b| {
+                a.client
+                    .starved_fraction
+                    .total_cmp(&b.client.starved_fraction)
+            })
+            .map(|r| r.client.busiest_others.clone())
+            .unwrap_or_default(),
     }
 }

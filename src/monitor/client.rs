@@ -2,18 +2,27 @@
 //! numbers describe the load generator rather than the server (docs/contract.md, "Time series, histograms, client check"),
 //! and the machine's CPU split from /proc/stat.
 
+use super::others;
 use super::procfs::{self, CpuTimes};
 use crate::engine::Observer;
-use crate::result::MachineSample;
+use crate::result::{MachineSample, OtherProcess};
 
 /// One second of volley's own CPU.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ClientSample {
     /// Whole process, percent of one core.
     pub cpu_pct: f64,
     /// The busiest worker thread, percent of one core.
     pub max_thread_pct: f64,
+    /// The longest any worker thread was runnable but waited on a run queue (another task had
+    /// its CPU), percent of the second: the kernel's own account of starvation.
+    pub max_wait_pct: f64,
 }
+
+/// A second in which a worker thread waited at least this long (percent of the second) for a
+/// CPU, without volley being saturated, is a starved one: 100 ms, thirty times the 3 ms
+/// hiccup that changes nothing.
+pub const STARVED_WAIT_PCT: f64 = 10.0;
 
 /// Process CPU time from getrusage, in seconds (user, system), and peak RSS in bytes.
 ///
@@ -36,7 +45,10 @@ pub fn rusage_self() -> (f64, f64, u64) {
 /// Samples volley's CPU (process and worker threads) and the machine once a second.
 pub struct ClientSampler {
     tids: Vec<i32>,
-    last_thread_ns: Vec<Option<u64>>,
+    /// Each thread's (on CPU, waiting) nanoseconds at the last sample.
+    last_thread_ns: Vec<Option<(u64, u64)>>,
+    /// The machine's CPU pressure (µs) at the last sample.
+    last_pressure: Option<u64>,
     last_proc_s: f64,
     last_machine: Option<CpuTimes>,
     last_t_ns: u64,
@@ -55,6 +67,7 @@ impl ClientSampler {
         ClientSampler {
             tids: Vec::new(),
             last_thread_ns: Vec::new(),
+            last_pressure: read_cpu_pressure(),
             last_proc_s: u + s,
             last_machine: read_proc_stat(),
             last_t_ns: now_ns,
@@ -80,23 +93,35 @@ impl ClientSampler {
         let (u, s, _) = rusage_self();
         let cpu_pct = ((u + s) - self.last_proc_s) / dt * 100.0;
         self.last_proc_s = u + s;
-        let mut max_thread_pct = 0f64;
+        let (mut max_thread_pct, mut max_wait_pct) = (0f64, 0f64);
+        let pct = |a: u64, b: u64| b.saturating_sub(a) as f64 / dt_ns as f64 * 100.0;
         for (k, tid) in self.tids.iter().enumerate() {
             let now = read_thread_ns(*tid);
-            if let (Some(a), Some(b)) = (self.last_thread_ns[k], now) {
-                max_thread_pct =
-                    max_thread_pct.max(b.saturating_sub(a) as f64 / dt_ns as f64 * 100.0);
+            if let (Some((run0, wait0)), Some((run, wait))) = (self.last_thread_ns[k], now) {
+                max_thread_pct = max_thread_pct.max(pct(run0, run));
+                max_wait_pct = max_wait_pct.max(pct(wait0, wait));
             }
             self.last_thread_ns[k] = now;
         }
-        self.samples.push(ClientSample {
+        let sample = ClientSample {
             cpu_pct,
             max_thread_pct,
-        });
+            max_wait_pct,
+        };
+        self.samples.push(sample);
+        let pressure = read_cpu_pressure();
         if let (Some(a), Some(b)) = (self.last_machine, read_proc_stat()) {
-            self.machine.push(machine_sample(&a, &b, t_s));
+            let mut m = machine_sample(&a, &b, t_s);
+            m.cpu_pressure_pct = self
+                .last_pressure
+                .zip(pressure)
+                .map(|(a, b)| round1(pct(a * 1000, b * 1000)));
+            m.client_cpu_pct = Some(round1(cpu_pct));
+            m.client_wait_pct = Some(round1(max_wait_pct));
+            self.machine.push(m);
             self.last_machine = Some(b);
         }
+        self.last_pressure = pressure;
         self.last_t_ns = now_ns;
     }
 }
@@ -108,6 +133,9 @@ pub struct ClientMonitor {
     tids: Vec<i32>,
     sampler: Option<ClientSampler>,
     end_rusage: Option<(f64, f64, u64)>,
+    /// Every other process's CPU at the start of the window, and what they used by its end.
+    others_start: Option<others::Snapshot>,
+    busiest_others: Vec<OtherProcess>,
 }
 
 /// What the client monitor saw.
@@ -118,6 +146,8 @@ pub struct ClientReport {
     pub machine: Vec<MachineSample>,
     /// Process CPU over the measured window (user, sys seconds) and peak RSS bytes.
     pub rusage: (f64, f64, u64),
+    /// The other processes that used the most CPU during the window.
+    pub busiest_others: Vec<OtherProcess>,
 }
 
 impl ClientMonitor {
@@ -134,6 +164,7 @@ impl ClientMonitor {
             samples,
             machine,
             rusage: (u - u0, s - s0, rss),
+            busiest_others: self.busiest_others,
         }
     }
 }
@@ -152,6 +183,7 @@ impl Observer for ClientMonitor {
             s.add_thread(*tid);
         }
         self.sampler = Some(s);
+        self.others_start = Some(others::snapshot());
     }
 
     fn tick(&mut self, now_ns: u64, t_s: f64) {
@@ -162,6 +194,9 @@ impl Observer for ClientMonitor {
 
     fn done(&mut self) {
         self.end_rusage = Some(rusage_self());
+        if let Some(start) = self.others_start.take() {
+            self.busiest_others = others::busiest(&start, &others::snapshot());
+        }
     }
 }
 
@@ -176,11 +211,24 @@ pub fn machine_sample(a: &CpuTimes, b: &CpuTimes, t_s: f64) -> MachineSample {
         softirq_pct: pct(a.softirq, b.softirq),
         iowait_pct: pct(a.iowait, b.iowait),
         idle_pct: pct(a.idle, b.idle),
+        steal_pct: pct(a.steal, b.steal),
+        cpu_pressure_pct: None,
+        client_cpu_pct: None,
+        client_wait_pct: None,
     }
 }
 
-/// The client check: a sample is saturated when volley used ≥ 90% of its capacity or one worker used
-/// ≥ 95% of a core; the client is saturated when more than half of the samples are.
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// Whether volley was saturated in second `s`: it used ≥ 90 % of its capacity, or one worker
+/// ≥ 95 % of a core.
+fn saturated(s: &ClientSample, capacity_cores: f64) -> bool {
+    s.cpu_pct >= 90.0 * capacity_cores || s.max_thread_pct >= 95.0
+}
+
+/// The client check: the client is saturated when more than half of the samples are.
 /// Returns (fraction of saturated samples, saturated by CPU).
 pub fn saturation(samples: &[ClientSample], capacity_cores: f64) -> (f64, bool) {
     if samples.is_empty() {
@@ -188,17 +236,35 @@ pub fn saturation(samples: &[ClientSample], capacity_cores: f64) -> (f64, bool) 
     }
     let hot = samples
         .iter()
-        .filter(|s| s.cpu_pct >= 90.0 * capacity_cores || s.max_thread_pct >= 95.0)
+        .filter(|s| saturated(s, capacity_cores))
         .count();
     let frac = hot as f64 / samples.len() as f64;
     (frac, frac > 0.5)
+}
+
+/// The fraction of the samples in which volley was starved: a worker thread waited on a run
+/// queue for at least [`STARVED_WAIT_PCT`] of the second while volley was not saturated
+/// (other processes had its CPUs).
+pub fn starvation(samples: &[ClientSample], capacity_cores: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let starved = samples
+        .iter()
+        .filter(|s| s.max_wait_pct >= STARVED_WAIT_PCT && !saturated(s, capacity_cores))
+        .count();
+    starved as f64 / samples.len() as f64
 }
 
 fn read_proc_stat() -> Option<CpuTimes> {
     procfs::parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
-fn read_thread_ns(tid: i32) -> Option<u64> {
+fn read_cpu_pressure() -> Option<u64> {
+    procfs::parse_cpu_pressure(&std::fs::read_to_string("/proc/pressure/cpu").ok()?)
+}
+
+fn read_thread_ns(tid: i32) -> Option<(u64, u64)> {
     procfs::parse_schedstat(
         &std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?,
     )
@@ -213,6 +279,7 @@ mod tests {
         let s = |cpu, thread| ClientSample {
             cpu_pct: cpu,
             max_thread_pct: thread,
+            max_wait_pct: 0.0,
         };
         // Two threads on two cores: 185% of 200% is 92.5% of capacity.
         assert_eq!(
@@ -224,6 +291,27 @@ mod tests {
         // Half the samples is not more than half.
         assert!(!saturation(&[s(195.0, 97.0), s(10.0, 5.0)], 2.0).1);
         assert_eq!(saturation(&[], 2.0), (0.0, false));
+    }
+
+    #[test]
+    fn starvation_is_waiting_for_a_cpu_without_being_busy() {
+        let s = |cpu, thread, wait| ClientSample {
+            cpu_pct: cpu,
+            max_thread_pct: thread,
+            max_wait_pct: wait,
+        };
+        // Two seconds of a thread waiting 40 % of the second while volley used 16 % of a
+        // core (a CPU hog on its core), one quiet second.
+        let starved = [s(16.0, 15.0, 40.0), s(16.0, 15.0, 38.0), s(10.0, 9.0, 0.3)];
+        assert!((starvation(&starved, 2.0) - 2.0 / 3.0).abs() < 1e-9);
+        assert!(!saturation(&starved, 2.0).1, "starved is not saturated");
+        // A 3 ms hiccup is neither.
+        assert_eq!(starvation(&[s(5.0, 5.0, 0.3)], 2.0), 0.0);
+        // A saturated thread waits too (the run queue behind it): that is saturation.
+        let busy = [s(190.0, 97.0, 30.0), s(190.0, 97.0, 30.0)];
+        assert_eq!(starvation(&busy, 2.0), 0.0);
+        assert!(saturation(&busy, 2.0).1);
+        assert_eq!(starvation(&[], 2.0), 0.0);
     }
 
     #[test]

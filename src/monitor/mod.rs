@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod gc;
+pub mod others;
 pub mod perf;
 pub mod procfs;
 pub mod read;

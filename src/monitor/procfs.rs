@@ -50,9 +50,21 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
     })
 }
 
-/// First field of /proc/PID/task/TID/schedstat: nanoseconds the thread ran on a CPU.
-pub fn parse_schedstat(text: &str) -> Option<u64> {
-    text.split_whitespace().next()?.parse().ok()
+/// The first two fields of /proc/PID/task/TID/schedstat: nanoseconds the thread ran on a
+/// CPU, and nanoseconds it was runnable but waited on a run queue (another task had the CPU).
+pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+    let mut f = text.split_whitespace();
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
+/// The `total=` of the `some` line of /proc/pressure/cpu: microseconds in which at least one
+/// runnable task waited for a CPU.
+pub fn parse_cpu_pressure(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("some "))?;
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
 }
 
 /// `model name` of /proc/cpuinfo.
@@ -251,8 +263,15 @@ mod tests {
 
     #[test]
     fn schedstat_and_cpuinfo() {
-        assert_eq!(parse_schedstat("123456789 2000 15\n"), Some(123_456_789));
+        assert_eq!(
+            parse_schedstat("123456789 2000 15\n"),
+            Some((123_456_789, 2000))
+        );
         assert_eq!(parse_schedstat(""), None);
+        assert_eq!(parse_schedstat("5"), None);
+        let psi = "some avg10=1.50 avg60=0.40 avg300=0.10 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        assert_eq!(parse_cpu_pressure(psi), Some(123_456));
+        assert_eq!(parse_cpu_pressure("full total=1\n"), None);
         let info = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n";
         assert_eq!(
             parse_cpu_model(info).as_deref(),

@@ -506,10 +506,35 @@ pub struct ClientInfo {
     /// merged shards that differ).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<IoBackend>,
+    /// Other processes took volley's CPUs: its threads waited on run queues without volley
+    /// being busy (measured, not inferred from lag; docs/contract.md, "client check").
+    #[serde(default)]
+    pub starved: bool,
+    /// Fraction of 1 s samples in which the client was starved.
+    #[serde(default)]
+    pub starved_fraction: f64,
+    /// Highest 1 s run-queue wait of a worker thread, percent of the second.
+    #[serde(default)]
+    pub wait_pct_max: f64,
+    /// The processes that used the most CPU during the window, volley's own left out (at
+    /// most 3, each at least 5 % of a core).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busiest_others: Vec<OtherProcess>,
+}
+
+/// A process that used CPU during the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherProcess {
+    /// Its pid.
+    pub pid: i32,
+    /// Its command name (/proc/PID/comm).
+    pub command: String,
+    /// Its CPU over the window, percent of one core.
+    pub cpu_pct: f64,
 }
 
 /// One second of the machine view (percent of all CPUs).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineSample {
     /// Seconds from t0.
     pub t_s: f64,
@@ -523,6 +548,21 @@ pub struct MachineSample {
     pub iowait_pct: f64,
     /// idle.
     pub idle_pct: f64,
+    /// steal: time a hypervisor gave this machine's CPUs to others (absent before 0.1's
+    /// busy-machine evidence).
+    #[serde(default)]
+    pub steal_pct: f64,
+    /// CPU pressure (PSI `some`): the share of the second in which a runnable task waited for
+    /// a CPU; absent where the kernel has no /proc/pressure/cpu.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure_pct: Option<f64>,
+    /// volley's own CPU that second, percent of one core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_pct: Option<f64>,
+    /// The longest a volley worker thread waited on a run queue that second, percent of the
+    /// second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_wait_pct: Option<f64>,
 }
 
 /// A `--threshold` checked against a result (kept in the RunResult's `thresholds`).

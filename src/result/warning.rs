@@ -16,6 +16,7 @@ pub use headline::{SharedCpu, Shortfall};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::result::OtherProcess;
 use crate::units::{quoted_bytes, thousands};
 
 /// Bytes of what a server sent that a warning shows (the engine keeps one more, to tell a cut
@@ -29,6 +30,9 @@ pub enum WarningKind {
     ClosedLoop,
     /// Volley used (nearly) all the CPU it had: the numbers may describe the client.
     ClientSaturated,
+    /// Other processes took volley's CPUs (its threads waited on run queues): the numbers
+    /// describe a busy machine (headline).
+    ClientStarved,
     /// The open loop sent requests late (schedule lag p99 above 1 ms).
     SendLag,
     /// Some connections could never be opened.
@@ -104,6 +108,7 @@ impl WarningKind {
                 | WarningKind::FailedChecks
                 | WarningKind::SharedMachine
                 | WarningKind::ClientSaturated
+                | WarningKind::ClientStarved
                 | WarningKind::ServerExited
         )
     }
@@ -121,6 +126,7 @@ pub struct Warning {
 const PATTERNS: &[(WarningKind, &str)] = &[
     (WarningKind::ClosedLoop, "closed loop: *"),
     (WarningKind::ClientSaturated, "client saturated: *"),
+    (WarningKind::ClientStarved, "volley starved: *"),
     (WarningKind::SendLag, "send lag p99 is *"),
     (
         WarningKind::NeverConnected,
@@ -240,6 +246,32 @@ impl Warning {
         Self::new(WarningKind::ClientSaturated, format!(
             "client saturated: volley used ≥90% of its {capacity_cores} core(s), or one worker ≥95% of a core, in {:.0}% of seconds; these numbers may describe volley, not the server (give volley more cores, or a lighter share of the load)",
             fraction * 100.0
+        ))
+    }
+
+    /// volley's worker threads waited for a CPU while volley was not busy, in `starved` of
+    /// `seconds` seconds (up to `wait_pct` of a second, volley at most `cpu_pct` of a core):
+    /// `others` took its CPUs.
+    pub fn client_starved(
+        (starved, seconds): (usize, usize),
+        wait_pct: f64,
+        cpu_pct: f64,
+        others: &[OtherProcess],
+    ) -> Self {
+        let who = if others.is_empty() {
+            "other processes took its CPUs".to_string()
+        } else {
+            let named: Vec<String> = others
+                .iter()
+                .map(|p| format!("{} (pid {}) {:.0} % of a core", p.command, p.pid, p.cpu_pct))
+                .collect();
+            format!(
+                "other processes took its CPUs, the busiest {}",
+                named.join(", ")
+            )
+        };
+        Self::new(WarningKind::ClientStarved, format!(
+            "volley starved: its worker threads waited up to {wait_pct:.0} % of a second for a CPU in {starved} of {seconds} seconds while volley used at most {cpu_pct:.0} % of a core; {who}; these numbers describe a busy machine, not the server (run where nothing else runs, or pin volley to CPUs of its own)"
         ))
     }
 
@@ -499,6 +531,17 @@ mod tests {
                 b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n",
             ),
             Warning::sent_first(&[b'x'; 100]),
+            Warning::client_starved(
+                (2, 3),
+                40.0,
+                16.0,
+                &[OtherProcess {
+                    pid: 42,
+                    command: "yes".into(),
+                    cpu_pct: 97.5,
+                }],
+            ),
+            Warning::client_starved((3, 3), 25.0, 5.0, &[]),
             Warning::protocol_errors(240, "HTTP/2: the server did not process the request on stream 1 again (GOAWAY NO_ERROR, last stream 0)"),
             Warning::unsent(11),
             Warning::unsent(1_000_000),
