@@ -16,7 +16,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error, NamedGroup};
 use rustls::{RootCertStore, SignatureScheme};
 
+use super::stream::MAX_RECORDS_WITHOUT_DATA;
 use crate::plan::{HttpVersion, TlsSpec};
+use crate::units::thousands;
 
 /// ALPN name of HTTP/1.1.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
@@ -386,6 +388,25 @@ impl TlsReadError {
         e.get_ref()?.downcast_ref::<TlsReadError>().map(|t| &t.0)
     }
 }
+
+/// The server sent more than [`MAX_RECORDS_WITHOUT_DATA`] TLS records in a row that carried no
+/// data (tickets, key updates, empty records), carried in an `io::Error` of kind `InvalidData`
+/// from [`super::stream::Stream::read`]: a flood, which ends the connection.
+#[derive(Debug)]
+pub struct TlsFlood;
+
+impl fmt::Display for TlsFlood {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TLS: the server sent more than {} records in a row without any data \
+             (tickets, key updates or empty records: a flood)",
+            thousands(MAX_RECORDS_WITHOUT_DATA)
+        )
+    }
+}
+
+impl std::error::Error for TlsFlood {}
 
 /// An alert that refuses the client's certificate (or its absence). With TLS 1.3 it arrives
 /// after the client's side of the handshake ended, with the first response.
