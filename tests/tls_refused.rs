@@ -4,9 +4,9 @@
 //! plain HTTP on an https:// URL or TLS on an http:// one, a required client certificate, a
 //! chain over 64 KiB, no common protocol or cipher suite, unusable files, a missing Unix
 //! socket) the run exits 2 before any request with one actionable line, whatever its shape.
-//! When it breaks later (an alert or corrupt record after the handshake, a stalled or closed
-//! handshake, a certificate that turns bad, a flood of records without data) the run ends in
-//! bounded time with the right error kind. What works is in `tests/tls.rs`.
+//! When it breaks later (an alert or corrupt record after the handshake, a stalled, closed or
+//! reset handshake, a certificate that turns bad, a flood of records without data) the run ends
+//! in bounded time with the right error kind, and says why. What works is in `tests/tls.rs`.
 
 mod common;
 #[path = "common/tls.rs"]
@@ -426,6 +426,10 @@ fn a_stalled_handshake_times_out_as_a_connect_error() {
     assert_invariant(&j);
     assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
     assert_eq!(n(&j, &["requests", "sent"]), 0);
+    assert!(
+        err.contains("(the TLS handshake did not finish within --timeout)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -498,6 +502,65 @@ fn a_server_that_closes_during_the_handshake_is_not_a_setup_failure() {
     assert_eq!(code, 1, "no response: {err}");
     assert_invariant(&j);
     assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+    assert!(
+        err.contains("(closed by the server during the TLS handshake)"),
+        "{err}"
+    );
+}
+
+/// Reads the ClientHello and resets the connection (SO_LINGER 0): the TCP connects succeed, so
+/// nothing is "refused"; before any response the reset is a `connect` error, not a set-up
+/// failure, and the warning and the last line name it.
+#[test]
+fn a_reset_during_the_handshake_is_a_connect_error_named_as_a_reset() {
+    let s = common::spawn(|mut c, _| {
+        let mut buf = [0u8; 4096];
+        let _ = c.stream.read(&mut buf);
+        c.reset();
+    });
+    let url = format!("https://127.0.0.1:{}/", s.addr.port());
+    let t = Instant::now();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "-k",
+            "-d",
+            "500ms",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--timeout",
+            "300ms",
+        ],
+        LIMIT,
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 1, "no response: {err}");
+    assert_invariant(&j);
+    assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "sent"]), 0);
+    assert!(
+        j["connect_us"]["max"].is_u64(),
+        "connected: {}",
+        j["connect_us"]
+    );
+    let reason = "reset by the server during the TLS handshake";
+    assert!(
+        err.contains(&format!("volley: no response from {url} ({reason})")),
+        "{err}"
+    );
+    assert!(!err.contains("refused"), "{err}");
+    let warned = j["warnings"].as_array().unwrap().iter().any(|w| {
+        let w = w.as_str().unwrap();
+        w.contains("could not be opened at all") && w.contains(&format!("the first: {reason}"))
+    });
+    assert!(warned, "{}", j["warnings"]);
 }
 
 #[test]

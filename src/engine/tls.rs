@@ -478,7 +478,6 @@ impl HandshakeError {
         }
     }
 
-    /// What went wrong, for one line naming the host: actionable where the cause is known.
     /// The server refused every protocol offered by ALPN (rustls servers send the
     /// no_application_protocol alert).
     pub fn refuses_alpn(&self) -> bool {
@@ -492,6 +491,7 @@ impl HandshakeError {
         }
     }
 
+    /// What went wrong, for one line naming the host: actionable where the cause is known.
     pub fn describe(&self) -> String {
         match self {
             HandshakeError::Tls { error, head } => describe_tls(error, head),
@@ -499,6 +499,23 @@ impl HandshakeError {
                 "the server's handshake message is larger than 64 KiB (a huge certificate chain?): {e}"
             ),
             HandshakeError::Io(e) => format!("the connection failed during the handshake: {e}"),
+        }
+    }
+
+    /// Why the connect failed, for the warning on connect errors and the line of a run that got
+    /// no response: what the server did to the connection, or what it said.
+    pub fn connect_reason(&self) -> String {
+        use std::io::ErrorKind as K;
+        match self {
+            HandshakeError::Io(e)
+                if matches!(e.kind(), K::ConnectionReset | K::ConnectionAborted) =>
+            {
+                "reset by the server during the TLS handshake".into()
+            }
+            HandshakeError::Io(e) if e.kind() == K::UnexpectedEof => {
+                "closed by the server during the TLS handshake".into()
+            }
+            _ => format!("TLS handshake: {}", self.describe()),
         }
     }
 }
@@ -584,6 +601,18 @@ mod tests {
         );
         let reset = HandshakeError::Io(std::io::ErrorKind::ConnectionReset.into());
         assert!(!reset.is_setup());
+        assert_eq!(
+            reset.connect_reason(),
+            "reset by the server during the TLS handshake"
+        );
+        let closed = HandshakeError::Io(std::io::ErrorKind::UnexpectedEof.into());
+        assert_eq!(
+            closed.connect_reason(),
+            "closed by the server during the TLS handshake"
+        );
+        assert!(self_signed
+            .connect_reason()
+            .starts_with("TLS handshake: certificate rejected: "));
     }
 
     #[test]

@@ -155,7 +155,7 @@ impl Worker {
                     self.setup_failed(|| SetupFailure::Handshake(e.describe()));
                 }
                 self.connect_sample
-                    .get_or_insert_with(|| format!("TLS handshake: {}", e.describe()));
+                    .get_or_insert_with(|| e.connect_reason());
                 self.connect_failed(i, now, io::Error::other(e.describe()));
             }
         }
