@@ -1,6 +1,7 @@
 //! In-process TLS test servers (rustls over a blocking `TcpListener`, one thread per
-//! connection) and the certificates they present, made with rcgen: a CA and leaves signed by
-//! it, self-signed leaves, expired ones, client certificates, chains of any size; a Unix-socket
+//! connection; after the handshake, some seal their own records to send what rustls never
+//! writes) and the certificates they present, made with rcgen: a CA and leaves signed by it,
+//! self-signed leaves, expired ones, client certificates, chains of any size; a Unix-socket
 //! HTTP server; and the helpers of the HTTPS tests that use them. Included with
 //! `#[path = "common/tls.rs"] mod tls;` by `tests/tls.rs` and `tests/tls_refused.rs`, which
 //! both have `mod common;` at their root.
@@ -251,7 +252,7 @@ pub enum After {
     /// Reads one request, writes the first bytes of a record and closes the TCP connection:
     /// the partial record and the FIN arrive together.
     Truncated,
-    /// Right after the handshake, writes TLS records that carry no data (NewSessionTicket
+    /// Reads one request, then writes TLS records that carry no data (NewSessionTicket
     /// messages) as fast as the client takes them; with `data_every`, the head of a response
     /// that never ends first, then one byte of its body after each `data_every` tickets. Ends
     /// when the client goes (or after 20 s). Needs [`config_flood`].
@@ -577,11 +578,18 @@ impl ByHand {
 }
 
 /// [`After::Flood`].
-fn flood<S: Write>(conn: ServerConnection, mut sock: S, data_every: Option<usize>) {
+fn flood<S: Read + Write>(conn: ServerConnection, mut sock: S, data_every: Option<usize>) {
     use rustls::ContentType::{ApplicationData, Handshake};
-    let Some((mut hand, _)) = ByHand::take_over(conn, &mut sock) else {
+    let Some((mut hand, early)) = ByHand::take_over(conn, &mut sock) else {
         return;
     };
+    let mut requests = Requests {
+        buf: early,
+        last_head: String::new(),
+    };
+    if !requests.next_with(|| hand.open(&mut sock)) {
+        return;
+    }
     let ticket = new_session_ticket();
     let mut batch = Vec::new();
     if data_every.is_some() {
