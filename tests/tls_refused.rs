@@ -670,9 +670,9 @@ fn assert_spared(took: Duration, bound: Duration, least: u64, (code, j, err): (i
 }
 
 /// NewSessionTicket messages, which rustls takes without bound (it ends runs of empty records
-/// and of key updates itself), as fast as the client reads them: the read stops at 1,000
-/// records in a row without data and ends the connection as a `protocol` error naming the
-/// flood; the worker serves its other connection meanwhile.
+/// and of key updates itself), as fast as the client reads them: past 1,000 records in a row
+/// without data the read ends the connection as a `protocol` error naming the flood; the
+/// worker serves its other connection meanwhile.
 #[test]
 fn a_flood_of_records_without_data_ends_its_connection_and_spares_the_others() {
     let s = flooding(None);
