@@ -3,7 +3,8 @@
 //! (version, cipher, ALPN, SNI, resumption, client certificates) and measured (handshake and
 //! connect times) is checked, in closed and open loop, user ramps and over Unix sockets; the
 //! result file validates against its schema; and the byte stream holds under load: large
-//! bodies both ways, key updates, closes, one-byte records, idle reconnects, many connections.
+//! bodies both ways, key updates, closes, one-byte records, bursts of tickets, idle reconnects,
+//! many connections.
 //! Servers and settings that are refused or break are in `tests/tls_refused.rs`.
 
 mod common;
@@ -11,6 +12,7 @@ mod common;
 mod tls;
 
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -694,6 +696,47 @@ fn a_response_in_one_byte_records_is_reassembled() {
     assert_invariant(&j);
     assert_eq!(n(&j, &["requests", "completed"]), 30, "{}", j["errors"]);
     assert_eq!(n(&j, &["status_codes", "200"]), 30, "{}", j["status_codes"]);
+}
+
+/// 900 tickets before each response: more records without data than one read may take (its
+/// budget), fewer than a flood. The read stops at its budget with the rest of the burst already
+/// in the socket, where no new event announces it: the worker comes back to the connection by
+/// itself, so every response completes on the one connection, none waiting for its timeout.
+#[test]
+fn records_without_data_beyond_a_reads_budget_are_read_without_a_new_event() {
+    let leaf = tls::self_signed(&["localhost"]);
+    let s = tls::serve(
+        tls::config_flood(vec![leaf.der.clone()], leaf.key()),
+        After::Burst { tickets: 900 },
+    );
+    let url = s.url("localhost", "/");
+    let t = Instant::now();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "-k",
+            "-n",
+            "30",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--timeout",
+            "5s",
+        ],
+        LIMIT,
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_invariant(&j);
+    assert_eq!(n(&j, &["requests", "completed"]), 30, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["connections", "opened"]), 1, "{}", j["connections"]);
 }
 
 #[test]

@@ -4,9 +4,9 @@
 //! plain HTTP on an https:// URL or TLS on an http:// one, a required client certificate, a
 //! chain over 64 KiB, no common protocol or cipher suite, unusable files, a missing Unix
 //! socket) the run exits 2 before any request with one actionable line, whatever its shape.
-//! When it breaks later (an alert or corrupt record after the handshake, a stalled or closed
-//! handshake, a certificate that turns bad) the run ends in bounded time with the right error
-//! kind. What works is in `tests/tls.rs`.
+//! When it breaks later (an alert or corrupt record after the handshake, a stalled, closed or
+//! reset handshake, a certificate that turns bad, a flood of records without data) the run ends
+//! in bounded time with the right error kind, and says why. What works is in `tests/tls.rs`.
 
 mod common;
 #[path = "common/tls.rs"]
@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{assert_invariant, volley, volley_json};
+use serde_json::Value;
 use tls::{
     client_auth_server, n, pki, setup_failure, stderr, tempdir, trusted_server, After, Ca,
     Versions, LIMIT,
@@ -425,6 +426,10 @@ fn a_stalled_handshake_times_out_as_a_connect_error() {
     assert_invariant(&j);
     assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
     assert_eq!(n(&j, &["requests", "sent"]), 0);
+    assert!(
+        err.contains("(the TLS handshake did not finish within --timeout)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -497,6 +502,65 @@ fn a_server_that_closes_during_the_handshake_is_not_a_setup_failure() {
     assert_eq!(code, 1, "no response: {err}");
     assert_invariant(&j);
     assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+    assert!(
+        err.contains("(closed by the server during the TLS handshake)"),
+        "{err}"
+    );
+}
+
+/// Reads the ClientHello and resets the connection (SO_LINGER 0): the TCP connects succeed, so
+/// nothing is "refused"; before any response the reset is a `connect` error, not a set-up
+/// failure, and the warning and the last line name it.
+#[test]
+fn a_reset_during_the_handshake_is_a_connect_error_named_as_a_reset() {
+    let s = common::spawn(|mut c, _| {
+        let mut buf = [0u8; 4096];
+        let _ = c.stream.read(&mut buf);
+        c.reset();
+    });
+    let url = format!("https://127.0.0.1:{}/", s.addr.port());
+    let t = Instant::now();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "-k",
+            "-d",
+            "500ms",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--timeout",
+            "300ms",
+        ],
+        LIMIT,
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 1, "no response: {err}");
+    assert_invariant(&j);
+    assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "sent"]), 0);
+    assert!(
+        j["connect_us"]["max"].is_u64(),
+        "connected: {}",
+        j["connect_us"]
+    );
+    let reason = "reset by the server during the TLS handshake";
+    assert!(
+        err.contains(&format!("volley: no response from {url} ({reason})")),
+        "{err}"
+    );
+    assert!(!err.contains("refused"), "{err}");
+    let warned = j["warnings"].as_array().unwrap().iter().any(|w| {
+        let w = w.as_str().unwrap();
+        w.contains("could not be opened at all") && w.contains(&format!("the first: {reason}"))
+    });
+    assert!(warned, "{}", j["warnings"]);
 }
 
 #[test]
@@ -551,4 +615,92 @@ fn a_certificate_that_turns_bad_after_the_first_handshake_fails_those_connection
     assert!(n(&j, &["errors", "connect"]) > 0, "{}", j["errors"]);
     assert_eq!(s.requests(), 1, "no request went to the untrusted server");
     assert_eq!(s.handshakes(), 1);
+}
+
+/// A server that floods its connections with TLS records that carry no data, all but its
+/// second connection, which answers normally (with `-c 2 -t 1`: the flooded connection's
+/// neighbour on the same worker).
+fn flooding(data_every: Option<usize>) -> tls::TlsServer {
+    let leaf = tls::self_signed(&["localhost"]);
+    let config = Arc::new(tls::config_flood(vec![leaf.der.clone()], leaf.key()));
+    tls::serve_each(
+        move |_| Arc::clone(&config),
+        move |k| match k {
+            1 => After::Answer,
+            _ => After::Flood { data_every },
+        },
+    )
+}
+
+/// Runs 1 s on two connections of one worker against `s` (`-k`) with `--timeout`: how long it
+/// took, the exit code, the RunResult and stderr.
+fn run_beside_a_flood(s: &tls::TlsServer, timeout: &str) -> (Duration, i32, Value, String) {
+    let url = s.url("localhost", "/");
+    let t = Instant::now();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "-k",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--timeout",
+            timeout,
+        ],
+        LIMIT,
+    );
+    (t.elapsed(), code, j, err)
+}
+
+/// What a run beside a flood must show whatever ended the flooded connections: it ended within
+/// `-d` + `--timeout` + 1 s (`bound`), its memory stayed small, and the other connection on the
+/// same worker got at least `least` responses meanwhile.
+fn assert_spared(took: Duration, bound: Duration, least: u64, (code, j, err): (i32, &Value, &str)) {
+    assert!(took < bound, "took {took:?}");
+    assert_eq!(code, 0, "the well-behaved connection got responses: {err}");
+    assert_invariant(j);
+    let completed = n(j, &["requests", "completed"]);
+    assert!(completed >= least, "{} {}", j["requests"], j["errors"]);
+    let rss = n(j, &["client", "rss_max_bytes"]);
+    assert!(rss < 64 << 20, "volley grew to {rss} bytes");
+}
+
+/// NewSessionTicket messages, which rustls takes without bound (it ends runs of empty records
+/// and of key updates itself), as fast as the client reads them: past 1,000 records in a row
+/// without data the read ends the connection as a `protocol` error naming the flood; the
+/// worker serves its other connection meanwhile.
+#[test]
+fn a_flood_of_records_without_data_ends_its_connection_and_spares_the_others() {
+    let s = flooding(None);
+    let (took, code, j, err) = run_beside_a_flood(&s, "1s");
+    assert_spared(took, Duration::from_secs(3), 20, (code, &j, &err));
+    assert!(n(&j, &["errors", "protocol"]) > 0, "{}", j["errors"]);
+    let named = j["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str()
+            .unwrap()
+            .contains("more than 1,000 records in a row without any data")
+    });
+    assert!(named, "{}", j["warnings"]);
+    assert!(s.handshakes() >= 2);
+}
+
+/// One byte of data after every 500 tickets keeps each run without data short of the bound,
+/// and the read buffer never fills: reads stop at their budget, and the worker comes back to
+/// the connection after the others. The request still times out on time, and the other
+/// connection still gets its responses.
+#[test]
+fn a_flood_with_a_byte_of_data_now_and_then_cannot_hold_the_worker() {
+    let s = flooding(Some(500));
+    let (took, code, j, err) = run_beside_a_flood(&s, "500ms");
+    // epoll: the other connection has its turn after each read's budget. io_uring reads each
+    // receive whole, so its turn comes after all the receives of a wait (up to 16 of 32 KiB):
+    // fewer turns, still a bounded time apart (on a busy machine, a handful a second).
+    let least = if j["client"]["io"] == "epoll" { 5 } else { 1 };
+    assert_spared(took, Duration::from_millis(2500), least, (code, &j, &err));
+    assert!(n(&j, &["errors", "timeout"]) > 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["errors", "protocol"]), 0, "{}", j["errors"]);
 }

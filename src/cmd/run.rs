@@ -231,14 +231,20 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         eprintln!(
             "volley: no response from {} ({})",
             cfg.load.target.url,
-            if m.result.errors.connect > 0 {
-                "connection refused or unreachable"
-            } else {
-                "see errors above"
-            }
+            no_response_why(&m)
         );
     }
     code
+}
+
+/// Why a run got no response, as far as volley knows: the first failed connect's reason when a
+/// worker knew it, a refusal (or an unreachable host) when connects failed without one.
+fn no_response_why(m: &Measured) -> &str {
+    match m.connect_failure.as_deref() {
+        _ if m.result.errors.connect == 0 => "see errors above",
+        Some(reason) => reason,
+        None => "connection refused or unreachable",
+    }
 }
 
 /// 0 with a response, no broken threshold and (open loop) the target rate reached or the

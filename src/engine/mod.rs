@@ -203,6 +203,15 @@ pub struct EngineOutput {
     pub io_note: Option<String>,
 }
 
+impl EngineOutput {
+    /// Why the first failed connect failed, when a worker knew (a TLS handshake's reason, a
+    /// reset, a timeout, an HTTP/2 connection that never became usable); `None` when no connect
+    /// failed or none said why (refused, unreachable).
+    pub fn first_connect_failure(&self) -> Option<&str> {
+        self.ends.iter().find_map(|e| e.connect_sample.as_deref())
+    }
+}
+
 impl Shared {
     fn new(spec: &LoadSpec, plan: &Plan, route: Route, clock: Clock, io: IoBackend) -> Self {
         let t0_ns = spec.warmup.as_nanos() as u64;

@@ -17,8 +17,24 @@ use mio::{Interest, Registry, Token};
 use rustls::ClientConnection;
 
 use super::ring::RingSocket;
-use super::tls::{HandshakeError, TlsClient, TlsReadError};
+use super::tls::{HandshakeError, TlsClient, TlsFlood, TlsReadError};
 use crate::stats::transport::TlsSeen;
+
+/// What one read may spend on records that carry no data (tickets, key updates, empty or
+/// padded records) before it stops, so that a flood of them cannot hold the worker for as long
+/// as it lasts: TLS bytes taken beyond the plaintext returned, and records without data since
+/// the read began (or since the data it returned). Above what a normal read spends so (record
+/// overheads, a partial record, the few tickets after a handshake). Under io_uring a read takes
+/// the bytes of one receive (at most 32 KiB) whole: the receive bounds it, and bytes left over
+/// would be copied aside, to pile up while the kernel goes on receiving.
+pub const READ_BUDGET_BYTES: usize = 32 * 1024;
+/// See [`READ_BUDGET_BYTES`].
+pub const READ_BUDGET_RECORDS: u64 = 256;
+
+/// TLS records in a row without data after which the server is taken to flood the connection.
+/// rustls ends runs of 32 empty records or 32 key updates itself, not a run of tickets (or of
+/// tickets between empty records); a server sends a few tickets after a handshake.
+pub const MAX_RECORDS_WITHOUT_DATA: u64 = 1_000;
 
 /// The socket under a stream.
 #[derive(Debug)]
@@ -152,6 +168,9 @@ impl Stream {
                     pending: None,
                     peer_closed: false,
                     finished_pending: false,
+                    records: Records::default(),
+                    data_at: 0,
+                    stopped: false,
                 })))
             }
         }
@@ -199,6 +218,14 @@ impl Stream {
             Stream::Plain(_) => false,
             Stream::Tls(t) => t.pending.is_some(),
         }
+    }
+
+    /// The last read stopped at its budget ([`READ_BUDGET_BYTES`]) although the socket may hold
+    /// more: the reader must come back to it (edge-triggered, no event will say so), after its
+    /// other work.
+    #[inline]
+    pub fn stopped_at_budget(&self) -> bool {
+        matches!(self, Stream::Tls(t) if t.stopped)
     }
 
     /// Writes (for TLS: encrypts and sends) as much of `buf` as the socket takes.
@@ -290,6 +317,51 @@ pub struct TlsStream {
     peer_closed: bool,
     /// The handshake ended with the client's last flight still to send (see `handshake`).
     finished_pending: bool,
+    /// The records read from the socket.
+    records: Records,
+    /// `records.seen` when data last came (or the handshake ended).
+    data_at: u64,
+    /// The last read stopped at its budget ([`READ_BUDGET_BYTES`]).
+    stopped: bool,
+}
+
+/// Counts the TLS records in the bytes read from the socket by their 5-byte headers, in
+/// whatever pieces the bytes arrive.
+#[derive(Debug, Default)]
+struct Records {
+    /// Records whose header was read.
+    seen: u64,
+    /// Bytes of the current record's body still to come.
+    body_left: usize,
+    /// Bytes of the next header read so far (0 to 4).
+    header_len: u8,
+    /// The first byte of that header's length.
+    length_hi: u8,
+}
+
+impl Records {
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some((&b, rest)) = bytes.split_first() {
+            if self.body_left > 0 {
+                let skip = self.body_left.min(bytes.len());
+                self.body_left -= skip;
+                bytes = &bytes[skip..];
+                continue;
+            }
+            bytes = rest;
+            match self.header_len {
+                3 => self.length_hi = b,
+                4 => {
+                    self.body_left = usize::from(u16::from_be_bytes([self.length_hi, b]));
+                    self.seen += 1;
+                    self.header_len = 0;
+                    continue;
+                }
+                _ => {}
+            }
+            self.header_len += 1;
+        }
+    }
 }
 
 impl Drop for TlsStream {
@@ -304,11 +376,12 @@ impl Drop for TlsStream {
     }
 }
 
-/// A reader that tells whether the socket gave less than asked (so it is drained), and keeps
-/// the first bytes of a handshake.
+/// A reader that tells whether the socket gave less than asked (so it is drained), counts the
+/// records, and keeps the first bytes of a handshake.
 struct Counting<'a> {
     socket: &'a mut Socket,
     short: bool,
+    records: &'a mut Records,
     head: Option<&'a mut Head>,
 }
 
@@ -316,6 +389,7 @@ impl Read for Counting<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.socket.read(buf)?;
         self.short = n < buf.len();
+        self.records.feed(&buf[..n]);
         if let Some(h) = self.head.as_deref_mut() {
             let room = h.bytes.len() - h.len as usize;
             let take = room.min(n);
@@ -335,6 +409,7 @@ impl TlsStream {
                 // the first request in one write ([`Stream::write`]), or with the flush the
                 // worker makes when no request waits.
                 self.finished_pending = self.conn.wants_write();
+                self.data_at = self.records.seen;
                 return Handshake::Done;
             }
             match self.flush_tls() {
@@ -345,6 +420,7 @@ impl TlsStream {
             let mut rd = Counting {
                 socket: &mut self.socket,
                 short: false,
+                records: &mut self.records,
                 head: Some(&mut self.head),
             };
             match self.conn.read_tls(&mut rd) {
@@ -386,16 +462,21 @@ impl TlsStream {
     }
 
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stopped = false;
         if let Some(r) = self.pending.take() {
             return r;
         }
         let mut filled = 0;
+        // TLS bytes this call took from the socket, and the records seen before it.
+        let mut taken = 0usize;
+        let start = self.records.seen;
         loop {
             match self.conn.reader().read(&mut buf[filled..]) {
                 // The server's close_notify: the end of the stream.
                 Ok(0) => return self.end(filled, Ok(0)),
                 Ok(n) => {
                     filled += n;
+                    self.data_at = self.records.seen;
                     if filled == buf.len() {
                         return Ok(filled);
                     }
@@ -408,21 +489,36 @@ impl TlsStream {
                 }
                 Err(e) => return self.end(filled, Err(e)),
             }
+            if self.records.seen - self.data_at > MAX_RECORDS_WITHOUT_DATA {
+                let e = io::Error::new(io::ErrorKind::InvalidData, TlsFlood);
+                return self.end(filled, Err(e));
+            }
             // Only with bytes to return: a short read without plaintext (a partial record, a
             // ticket) may have come with the peer's FIN or reset, which only a read sees.
             if self.drained && filled > 0 {
                 self.drained = false;
                 return Ok(filled);
             }
+            if !self.drained && self.over_budget(taken.saturating_sub(filled), start) {
+                self.stopped = true;
+                return match filled {
+                    0 => Err(io::ErrorKind::WouldBlock.into()),
+                    n => Ok(n),
+                };
+            }
             self.drained = false;
             let mut rd = Counting {
                 socket: &mut self.socket,
                 short: false,
+                records: &mut self.records,
                 head: None,
             };
             match self.conn.read_tls(&mut rd) {
                 Ok(0) => {}
-                Ok(_) => self.drained = rd.short,
+                Ok(n) => {
+                    taken += n;
+                    self.drained = rd.short;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && filled > 0 => return Ok(filled),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return self.end(filled, Err(e)),
@@ -441,6 +537,14 @@ impl TlsStream {
                 }
             }
         }
+    }
+
+    /// Whether a read that began at `start` records and took `spent` TLS bytes beyond the
+    /// plaintext it returned spent its budget (never under io_uring, see [`READ_BUDGET_BYTES`]).
+    fn over_budget(&self, spent: usize, start: u64) -> bool {
+        let quiet = self.records.seen - self.data_at.max(start);
+        !matches!(self.socket, Socket::Ring(_))
+            && (spent >= READ_BUDGET_BYTES || quiet >= READ_BUDGET_RECORDS)
     }
 
     /// What ends a read after `filled` bytes: returned now when there are none, else kept for
@@ -490,5 +594,53 @@ fn version_name(v: rustls::ProtocolVersion) -> String {
         rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".into(),
         rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".into(),
         other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records of `lengths`, each with its 5-byte header (the body's bytes do not matter).
+    fn stream_of(lengths: &[u16]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &len in lengths {
+            out.extend_from_slice(&[0x17, 0x03, 0x03]);
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend(std::iter::repeat_n(0x05, usize::from(len)));
+        }
+        out
+    }
+
+    #[test]
+    fn records_are_counted_in_whatever_pieces_they_arrive() {
+        let lengths = [0, 1, 17, 5, 0, 0, 300, 16_401, 4, 65_535, 22];
+        let bytes = stream_of(&lengths);
+        for piece in [1, 2, 3, 4, 5, 6, 7, 22, 4096, bytes.len()] {
+            let mut r = Records::default();
+            for chunk in bytes.chunks(piece) {
+                r.feed(chunk);
+            }
+            assert_eq!(r.seen, lengths.len() as u64, "pieces of {piece}");
+            assert_eq!(r.body_left, 0);
+        }
+        // The first two records whole, the third's header: it counts, its body is to come.
+        let mut r = Records::default();
+        r.feed(&bytes[..5 + (5 + 1) + 5]);
+        assert_eq!((r.seen, r.body_left), (3, 17));
+    }
+
+    #[test]
+    fn a_flood_names_its_bound() {
+        let e = io::Error::new(io::ErrorKind::InvalidData, TlsFlood);
+        assert_eq!(
+            e.to_string(),
+            "TLS: the server sent more than 1,000 records in a row without any data \
+             (tickets, key updates or empty records: a flood)"
+        );
+        assert!(
+            TlsReadError::of(&e).is_none(),
+            "not an alert: no set-up failure"
+        );
     }
 }

@@ -16,7 +16,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error, NamedGroup};
 use rustls::{RootCertStore, SignatureScheme};
 
+use super::stream::MAX_RECORDS_WITHOUT_DATA;
 use crate::plan::{HttpVersion, TlsSpec};
+use crate::units::thousands;
 
 /// ALPN name of HTTP/1.1.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
@@ -387,6 +389,25 @@ impl TlsReadError {
     }
 }
 
+/// The server sent more than [`MAX_RECORDS_WITHOUT_DATA`] TLS records in a row that carried no
+/// data (tickets, key updates, empty records), carried in an `io::Error` of kind `InvalidData`
+/// from [`super::stream::Stream::read`]: a flood, which ends the connection.
+#[derive(Debug)]
+pub struct TlsFlood;
+
+impl fmt::Display for TlsFlood {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TLS: the server sent more than {} records in a row without any data \
+             (tickets, key updates or empty records: a flood)",
+            thousands(MAX_RECORDS_WITHOUT_DATA)
+        )
+    }
+}
+
+impl std::error::Error for TlsFlood {}
+
 /// An alert that refuses the client's certificate (or its absence). With TLS 1.3 it arrives
 /// after the client's side of the handshake ended, with the first response.
 pub fn refuses_client(e: &Error) -> bool {
@@ -457,7 +478,6 @@ impl HandshakeError {
         }
     }
 
-    /// What went wrong, for one line naming the host: actionable where the cause is known.
     /// The server refused every protocol offered by ALPN (rustls servers send the
     /// no_application_protocol alert).
     pub fn refuses_alpn(&self) -> bool {
@@ -471,6 +491,7 @@ impl HandshakeError {
         }
     }
 
+    /// What went wrong, for one line naming the host: actionable where the cause is known.
     pub fn describe(&self) -> String {
         match self {
             HandshakeError::Tls { error, head } => describe_tls(error, head),
@@ -478,6 +499,23 @@ impl HandshakeError {
                 "the server's handshake message is larger than 64 KiB (a huge certificate chain?): {e}"
             ),
             HandshakeError::Io(e) => format!("the connection failed during the handshake: {e}"),
+        }
+    }
+
+    /// Why the connect failed, for the warning on connect errors and the line of a run that got
+    /// no response: what the server did to the connection, or what it said.
+    pub fn connect_reason(&self) -> String {
+        use std::io::ErrorKind as K;
+        match self {
+            HandshakeError::Io(e)
+                if matches!(e.kind(), K::ConnectionReset | K::ConnectionAborted) =>
+            {
+                "reset by the server during the TLS handshake".into()
+            }
+            HandshakeError::Io(e) if e.kind() == K::UnexpectedEof => {
+                "closed by the server during the TLS handshake".into()
+            }
+            _ => format!("TLS handshake: {}", self.describe()),
         }
     }
 }
@@ -563,6 +601,18 @@ mod tests {
         );
         let reset = HandshakeError::Io(std::io::ErrorKind::ConnectionReset.into());
         assert!(!reset.is_setup());
+        assert_eq!(
+            reset.connect_reason(),
+            "reset by the server during the TLS handshake"
+        );
+        let closed = HandshakeError::Io(std::io::ErrorKind::UnexpectedEof.into());
+        assert_eq!(
+            closed.connect_reason(),
+            "closed by the server during the TLS handshake"
+        );
+        assert!(self_signed
+            .connect_reason()
+            .starts_with("TLS handshake: certificate rejected: "));
     }
 
     #[test]

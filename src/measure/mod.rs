@@ -188,6 +188,9 @@ pub struct Measured {
     pub interrupted: bool,
     /// The monitored server exited during the measured window.
     pub server_died: bool,
+    /// Why the first failed connect failed, when known (see
+    /// [`crate::engine::EngineOutput::first_connect_failure`]).
+    pub connect_failure: Option<String>,
 }
 
 /// Runs the load of `cfg` as prepared and assembles the RunResult; `observer` watches the run
@@ -286,6 +289,7 @@ pub fn run(
         result: parts.result(),
         interrupted: out.interrupted,
         server_died,
+        connect_failure: out.first_connect_failure().map(str::to_string),
     })
 }
 

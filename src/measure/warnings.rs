@@ -44,6 +44,7 @@ pub fn of(
         w.push(Warning::send_lag(lag.and_then(|l| l.p99).unwrap_or(0)));
     }
     let never_connected: u64 = out.ends.iter().map(|e| e.never_connected).sum();
+    let first = out.first_connect_failure();
     if never_connected > 0 {
         // Slots opened on demand (--max-connections) count too.
         let slots: u64 = out.ends.iter().map(|e| e.max_active).sum();
@@ -51,9 +52,9 @@ pub fn of(
             never_connected,
             slots.max(cfg.load.connections as u64),
             c.errors.connect,
+            first,
         ));
     } else if c.errors.connect > 0 {
-        let first = out.ends.iter().find_map(|e| e.connect_sample.as_deref());
         w.push(Warning::connect_failures(c.errors.connect, first));
     }
     let failed: u64 = c

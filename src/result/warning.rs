@@ -130,7 +130,7 @@ const PATTERNS: &[(WarningKind, &str)] = &[
     (WarningKind::SendLag, "send lag p99 is *"),
     (
         WarningKind::NeverConnected,
-        "* of * connections could not be opened at all (* connect errors)",
+        "* of * connections could not be opened at all (* connect errors*)",
     ),
     (
         WarningKind::ConnectFailures,
@@ -283,12 +283,19 @@ impl Warning {
         ))
     }
 
-    /// `never` of `connections` connections were never opened.
-    pub fn never_connected(never: u64, connections: u64, connect_errors: u64) -> Self {
+    /// `never` of `connections` connections were never opened; `first`: why the first connect
+    /// failed, when known (a TLS handshake's reason, a reset, a timeout).
+    pub fn never_connected(
+        never: u64,
+        connections: u64,
+        connect_errors: u64,
+        first: Option<&str>,
+    ) -> Self {
+        let why = first.map_or(String::new(), |r| format!("; the first: {r}"));
         Self::new(
             WarningKind::NeverConnected,
             format!(
-                "{} of {} connections could not be opened at all ({} connect errors)",
+                "{} of {} connections could not be opened at all ({} connect errors{why})",
                 thousands(never),
                 thousands(connections),
                 thousands(connect_errors)
@@ -297,7 +304,7 @@ impl Warning {
     }
 
     /// Connection attempts failed, though every connection opened at some point; `first`:
-    /// why the first of them failed, when known (a TLS handshake's reason).
+    /// why the first of them failed, when known (a TLS handshake's reason, a reset, a timeout).
     pub fn connect_failures(count: u64, first: Option<&str>) -> Self {
         let why = first.map_or(String::new(), |r| format!(" (the first: {r})"));
         Self::new(
@@ -513,8 +520,10 @@ mod tests {
             Warning::closed_loop(),
             Warning::client_saturated(1.0, 0.75),
             Warning::send_lag(1500),
-            Warning::never_connected(3, 10, 40),
-            Warning::never_connected(1_500, 20_000, 497_995),
+            Warning::never_connected(3, 10, 40, None),
+            Warning::never_connected(1_500, 20_000, 497_995, None),
+            Warning::never_connected(1, 1, 56, Some("reset by the server during the TLS handshake")),
+            Warning::never_connected(2, 2, 7, Some("HTTP/2: the server's first frame is PING, not SETTINGS (a reason with (parentheses))")),
             Warning::connect_failures(5, None),
             Warning::connect_failures(5, Some("TLS: certificate expired")),
             Warning::connect_failures(12_345, None),
@@ -626,6 +635,10 @@ mod tests {
             WarningKind::ServerNote
         );
         assert_eq!(
+            recognise("8 of 8 connections could not be opened at all (144 connect errors)"),
+            WarningKind::NeverConnected
+        );
+        assert_eq!(
             recognise("closed loop: each connection waits for its previous response, so latency is service time and queueing behind slow responses is hidden (coordinated omission); use -R RATE for open-loop latency"),
             WarningKind::ClosedLoop
         );
@@ -638,8 +651,12 @@ mod tests {
             "497,995 errors are not in the latency statistics"
         );
         assert_eq!(
-            Warning::never_connected(1_500, 20_000, 497_995).text(),
+            Warning::never_connected(1_500, 20_000, 497_995, None).text(),
             "1,500 of 20,000 connections could not be opened at all (497,995 connect errors)"
+        );
+        assert_eq!(
+            Warning::never_connected(1, 1, 56, Some("reset by the server during the TLS handshake")).text(),
+            "1 of 1 connections could not be opened at all (56 connect errors; the first: reset by the server during the TLS handshake)"
         );
         for w in every_kind() {
             // No run of four digits or more is left unseparated.

@@ -1,6 +1,7 @@
 //! In-process TLS test servers (rustls over a blocking `TcpListener`, one thread per
-//! connection) and the certificates they present, made with rcgen: a CA and leaves signed by
-//! it, self-signed leaves, expired ones, client certificates, chains of any size; a Unix-socket
+//! connection; after the handshake, some seal their own records to send what rustls never
+//! writes) and the certificates they present, made with rcgen: a CA and leaves signed by it,
+//! self-signed leaves, expired ones, client certificates, chains of any size; a Unix-socket
 //! HTTP server; and the helpers of the HTTPS tests that use them. Included with
 //! `#[path = "common/tls.rs"] mod tls;` by `tests/tls.rs` and `tests/tls_refused.rs`, which
 //! both have `mod common;` at their root.
@@ -185,6 +186,27 @@ pub fn with_alpn(mut config: ServerConfig, alpn: &[&[u8]]) -> ServerConfig {
     config
 }
 
+/// A TLS 1.3 configuration with one cipher suite (AES-128-GCM), no tickets of its own, and its
+/// traffic secrets extractable: what a flooding server ([`After::Flood`]) needs to write its
+/// own records.
+pub fn config_flood(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> ServerConfig {
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites = vec![rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256];
+    let mut c = ServerConfig::builder_with_provider(Arc::new(p))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    c.alpn_protocols = vec![b"http/1.1".to_vec()];
+    c.send_tls13_tickets = 0;
+    c.enable_secret_extraction = true;
+    c
+}
+
 /// A server configuration that requires a client certificate signed by `client_ca`.
 pub fn config_client_auth(leaf: &Leaf, client_ca: &Ca, versions: Versions) -> ServerConfig {
     let mut roots = rustls::RootCertStore::empty();
@@ -230,6 +252,14 @@ pub enum After {
     /// Reads one request, writes the first bytes of a record and closes the TCP connection:
     /// the partial record and the FIN arrive together.
     Truncated,
+    /// Reads one request, then writes TLS records that carry no data (NewSessionTicket
+    /// messages) as fast as the client takes them; with `data_every`, the head of a response
+    /// that never ends first, then one byte of its body after each `data_every` tickets. Ends
+    /// when the client goes (or after 20 s). Needs [`config_flood`].
+    Flood { data_every: Option<usize> },
+    /// Answers every request with this many NewSessionTicket messages, then 200 `.`, in one
+    /// write. Needs [`config_flood`].
+    Burst { tickets: usize },
 }
 
 /// A TLS test server: its address, and what it saw.
@@ -266,6 +296,15 @@ pub fn serve_with<F>(config: F, after: After) -> TlsServer
 where
     F: Fn(u64) -> Arc<ServerConfig> + Send + 'static,
 {
+    serve_each(config, move |_| after)
+}
+
+/// Starts a TLS server whose `k`-th connection (from 0) uses `config(k)` and does `after(k)`.
+pub fn serve_each<F, G>(config: F, after: G) -> TlsServer
+where
+    F: Fn(u64) -> Arc<ServerConfig> + Send + 'static,
+    G: Fn(u64) -> After + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let server = TlsServer {
@@ -282,7 +321,7 @@ where
             let _ = sock.set_nodelay(true);
             // No thread outlives a test by much, whatever the client does.
             let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
-            let (config, seen) = (config(k as u64), seen.clone());
+            let (config, after, seen) = (config(k as u64), after(k as u64), seen.clone());
             std::thread::spawn(move || connection(config, sock, after, &seen));
         }
     });
@@ -371,6 +410,11 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
         .lock()
         .unwrap()
         .push(conn.server_name().map(str::to_string));
+    match after {
+        After::Flood { data_every } => return flood(conn, sock, data_every),
+        After::Burst { tickets } => return burst(conn, sock, tickets),
+        _ => {}
+    }
     let mut tls = StreamOwned::new(conn, sock);
     let mut reader = Requests::default();
     while reader.next(&mut tls) {
@@ -441,6 +485,7 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
                 std::thread::sleep(Duration::from_millis(200));
                 return;
             }
+            After::Flood { .. } | After::Burst { .. } => unreachable!("served by hand"),
             After::RawAlert => {
                 // A plaintext fatal alert (decode_error) where an encrypted record belongs.
                 let _ = tls
@@ -451,6 +496,161 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
             }
         }
     }
+}
+
+/// A connection's TLS 1.3 records sealed and opened by hand with its traffic keys once rustls
+/// has done the handshake: for servers that send what rustls never writes (tickets after the
+/// handshake's, as many as they like).
+struct ByHand {
+    sealer: Box<dyn rustls::crypto::cipher::MessageEncrypter>,
+    sent: u64,
+    opener: Box<dyn rustls::crypto::cipher::MessageDecrypter>,
+    read: u64,
+}
+
+impl ByHand {
+    /// Takes `conn` over after its handshake (made with [`config_flood`]): its keys, and the
+    /// plaintext rustls already read (a request that came with the client's Finished).
+    fn take_over(mut conn: ServerConnection, sock: &mut impl Write) -> Option<(ByHand, Vec<u8>)> {
+        use rustls::ConnectionTrafficSecrets::Aes128Gcm;
+        while conn.wants_write() {
+            conn.write_tls(sock).ok()?;
+        }
+        let mut early = Vec::new();
+        let _ = conn.reader().read_to_end(&mut early);
+        let secrets = conn.dangerous_extract_secrets().ok()?;
+        let (
+            (
+                sent,
+                Aes128Gcm {
+                    key: tx_key,
+                    iv: tx_iv,
+                },
+            ),
+            (read, Aes128Gcm { key, iv }),
+        ) = (secrets.tx, secrets.rx)
+        else {
+            return None;
+        };
+        let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+        let aead = suite.tls13().unwrap().aead_alg;
+        let hand = ByHand {
+            sealer: aead.encrypter(tx_key, tx_iv),
+            sent,
+            opener: aead.decrypter(key, iv),
+            read,
+        };
+        Some((hand, early))
+    }
+
+    /// Appends a record of type `typ` carrying `payload` to `out`.
+    fn seal(&mut self, out: &mut Vec<u8>, typ: rustls::ContentType, payload: &[u8]) {
+        use rustls::crypto::cipher::{OutboundChunks, OutboundPlainMessage};
+        let m = OutboundPlainMessage {
+            typ,
+            version: rustls::ProtocolVersion::TLSv1_2,
+            payload: OutboundChunks::Single(payload),
+        };
+        out.extend(self.sealer.encrypt(m, self.sent).unwrap().encode());
+        self.sent += 1;
+    }
+
+    /// The data of the next record from `sock` (empty for a record of another type); `None` at
+    /// the end of the stream or on a record that does not open.
+    fn open(&mut self, sock: &mut impl Read) -> Option<Vec<u8>> {
+        use rustls::crypto::cipher::InboundOpaqueMessage;
+        let mut header = [0u8; 5];
+        sock.read_exact(&mut header).ok()?;
+        let mut payload = vec![0; usize::from(u16::from_be_bytes([header[3], header[4]]))];
+        sock.read_exact(&mut payload).ok()?;
+        let m = InboundOpaqueMessage::new(
+            rustls::ContentType::from(header[0]),
+            rustls::ProtocolVersion::TLSv1_2,
+            &mut payload,
+        );
+        let plain = self.opener.decrypt(m, self.read).ok()?;
+        self.read += 1;
+        Some(match plain.typ {
+            rustls::ContentType::ApplicationData => plain.payload.to_vec(),
+            _ => Vec::new(),
+        })
+    }
+}
+
+/// [`After::Flood`].
+fn flood<S: Read + Write>(conn: ServerConnection, mut sock: S, data_every: Option<usize>) {
+    use rustls::ContentType::{ApplicationData, Handshake};
+    let Some((mut hand, early)) = ByHand::take_over(conn, &mut sock) else {
+        return;
+    };
+    let mut requests = Requests {
+        buf: early,
+        last_head: String::new(),
+    };
+    if !requests.next_with(|| hand.open(&mut sock)) {
+        return;
+    }
+    let ticket = new_session_ticket();
+    let mut batch = Vec::new();
+    if data_every.is_some() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n";
+        hand.seal(&mut batch, ApplicationData, head);
+    }
+    let end = Instant::now() + Duration::from_secs(20);
+    let mut tickets = 0usize;
+    while Instant::now() < end {
+        for _ in 0..256 {
+            hand.seal(&mut batch, Handshake, &ticket);
+            tickets += 1;
+            if data_every.is_some_and(|n| tickets % n == 0) {
+                hand.seal(&mut batch, ApplicationData, b"x");
+            }
+        }
+        if sock.write_all(&batch).is_err() {
+            return;
+        }
+        batch.clear();
+    }
+}
+
+/// [`After::Burst`].
+fn burst<S: Read + Write>(conn: ServerConnection, mut sock: S, tickets: usize) {
+    use rustls::ContentType::{ApplicationData, Handshake};
+    let Some((mut hand, early)) = ByHand::take_over(conn, &mut sock) else {
+        return;
+    };
+    let ticket = new_session_ticket();
+    let mut requests = Requests {
+        buf: early,
+        last_head: String::new(),
+    };
+    let mut batch = Vec::new();
+    while requests.next_with(|| hand.open(&mut sock)) {
+        for _ in 0..tickets {
+            hand.seal(&mut batch, Handshake, &ticket);
+        }
+        hand.seal(&mut batch, ApplicationData, OK);
+        if sock.write_all(&batch).is_err() {
+            return;
+        }
+        batch.clear();
+    }
+}
+
+/// A TLS 1.3 NewSessionTicket handshake message (RFC 8446 §4.6.1): an hour's lifetime, a
+/// one-byte nonce, a 16-byte ticket, no extensions.
+fn new_session_ticket() -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&3600u32.to_be_bytes());
+    body.extend_from_slice(&7u32.to_be_bytes());
+    body.extend_from_slice(&[1, 0]);
+    body.extend_from_slice(&16u16.to_be_bytes());
+    body.extend_from_slice(&[0x5a; 16]);
+    body.extend_from_slice(&0u16.to_be_bytes());
+    let mut m = vec![4];
+    m.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
+    m.extend(body);
+    m
 }
 
 /// Reads HTTP/1.1 requests (head and a Content-Length body) from a byte stream.
@@ -464,6 +664,16 @@ pub struct Requests {
 impl Requests {
     /// Reads the next request; false at the end of the stream (or on an error).
     pub fn next(&mut self, r: &mut impl Read) -> bool {
+        let mut tmp = [0u8; 16 * 1024];
+        self.next_with(|| match r.read(&mut tmp) {
+            Ok(0) | Err(_) => None,
+            Ok(n) => Some(tmp[..n].to_vec()),
+        })
+    }
+
+    /// [`Requests::next`] over the pieces `more` gives (`None`: the end of the stream).
+    fn next_with(&mut self, mut more: impl FnMut() -> Option<Vec<u8>>) -> bool {
+        let mut fill = |buf: &mut Vec<u8>| more().map(|piece| buf.extend(piece)).is_some();
         loop {
             if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 let head = String::from_utf8_lossy(&self.buf[..end]).into_owned();
@@ -477,7 +687,7 @@ impl Requests {
                     .unwrap_or(0);
                 let total = end + 4 + len;
                 while self.buf.len() < total {
-                    if !self.fill(r) {
+                    if !fill(&mut self.buf) {
                         return false;
                     }
                 }
@@ -485,19 +695,8 @@ impl Requests {
                 self.last_head = head;
                 return true;
             }
-            if !self.fill(r) {
+            if !fill(&mut self.buf) {
                 return false;
-            }
-        }
-    }
-
-    fn fill(&mut self, r: &mut impl Read) -> bool {
-        let mut tmp = [0u8; 16 * 1024];
-        match r.read(&mut tmp) {
-            Ok(0) | Err(_) => false,
-            Ok(n) => {
-                self.buf.extend_from_slice(&tmp[..n]);
-                true
             }
         }
     }

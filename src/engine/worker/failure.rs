@@ -22,7 +22,10 @@ impl Worker {
         }
     }
 
-    pub(super) fn connect_failed(&mut self, i: usize, now: u64, _e: io::Error) {
+    pub(super) fn connect_failed(&mut self, i: usize, now: u64, e: io::Error) {
+        if let Some(why) = timed_out(self.conns[i].state, &e) {
+            self.connect_sample.get_or_insert_with(|| why.to_string());
+        }
         let phase = self.phase();
         let c = &mut self.conns[i];
         if let Some(mut s) = c.stream.take() {
@@ -141,6 +144,17 @@ impl Worker {
         } else {
             self.mark_free(i);
         }
+    }
+}
+
+/// Why a connect that ended with `e` in `state` failed, when it ran out of time (a refusal says
+/// nothing more than "refused or unreachable"). Only `--timeout` ends a TLS handshake so.
+fn timed_out(state: ConnState, e: &io::Error) -> Option<&'static str> {
+    match state {
+        _ if e.kind() != io::ErrorKind::TimedOut => None,
+        ConnState::Connecting { tcp_ns: 0, .. } => Some("the connect timed out"),
+        ConnState::Connecting { .. } => Some("the TLS handshake did not finish within --timeout"),
+        _ => None,
     }
 }
 

@@ -72,6 +72,8 @@ pub struct Worker {
     thinking: VecDeque<(u64, usize)>,
     /// Open connections with requests queued by `dispatch` and not yet written.
     to_flush: Vec<usize>,
+    /// Connections whose last read stopped at its budget, to read again after the next wait.
+    unread: Vec<usize>,
     /// Requests taken from the schedule that must go (again) before any new one.
     requeue: VecDeque<InFlight>,
     pacer: Pacer,
@@ -142,6 +144,7 @@ impl Worker {
             conns,
             free: Vec::with_capacity(connections),
             to_flush: Vec::new(),
+            unread: Vec::new(),
             thinking: VecDeque::new(),
             active: 0,
             initial: connections,
@@ -211,7 +214,10 @@ impl Worker {
                 self.housekeeping(now);
                 self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
             }
-            let timeout = self.poll_timeout(now);
+            let mut timeout = self.poll_timeout(now);
+            if !self.unread.is_empty() {
+                timeout = 0;
+            }
             if self.poll.is_ring() {
                 self.flush_ring();
             }
@@ -236,6 +242,7 @@ impl Worker {
                     },
                 }
             }
+            self.read_again();
         }
         self.finish();
     }

@@ -155,7 +155,7 @@ impl Worker {
                     self.setup_failed(|| SetupFailure::Handshake(e.describe()));
                 }
                 self.connect_sample
-                    .get_or_insert_with(|| format!("TLS handshake: {}", e.describe()));
+                    .get_or_insert_with(|| e.connect_reason());
                 self.connect_failed(i, now, io::Error::other(e.describe()));
             }
         }
@@ -309,7 +309,7 @@ impl Worker {
                     // is still seen in `bytes.received`.
                     let phase = self.phase();
                     self.rec.counters_for(phase, now).bytes_received += n as u64;
-                    if !self.on_bytes(i, n, now) {
+                    if !self.on_bytes(i, n, now) || self.read_later(i) {
                         return;
                     }
                     let pending = self.conns[i]
@@ -322,7 +322,10 @@ impl Worker {
                         return;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.read_later(i);
+                    return;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     let now = self.shared.clock.now_ns();
@@ -352,6 +355,35 @@ impl Worker {
                     self.fail(i, kind, now, true);
                     return;
                 }
+            }
+        }
+    }
+
+    /// Whether connection `i`'s last read stopped at its budget (TLS records without data) with
+    /// bytes maybe left in the socket: it is then read again once the loop has served the
+    /// other connections and its timers ([`Worker::read_again`]).
+    fn read_later(&mut self, i: usize) -> bool {
+        let stopped = self.conns[i]
+            .stream
+            .as_ref()
+            .is_some_and(Stream::stopped_at_budget);
+        if stopped && !self.unread.contains(&i) {
+            self.unread.push(i);
+        }
+        stopped
+    }
+
+    /// Reads the connections whose last read stopped at its budget (no event comes for bytes
+    /// that are already in the socket), as after a hang-up: the end of the stream may be among
+    /// those bytes, so a short read does not prove the socket drained.
+    pub(super) fn read_again(&mut self) {
+        for i in std::mem::take(&mut self.unread) {
+            if self.conns[i]
+                .stream
+                .as_ref()
+                .is_some_and(Stream::stopped_at_budget)
+            {
+                self.on_readable(i, true);
             }
         }
     }
