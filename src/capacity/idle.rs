@@ -1,6 +1,8 @@
 //! Before a step with `--pid`: wait (at most [`MAX_WAIT`]) until the monitored server's process
 //! tree is idle — its CPU over [`WINDOW`] below [`IDLE_PCT`] % of one core — so the backlog of
-//! an overloaded step does not leak into the next. Read from /proc as the monitor does.
+//! an overloaded step does not leak into the next. Read from /proc as the monitor does. Before
+//! a step runs again because other processes starved volley, the whole machine is waited for
+//! ([`wait_machine`]).
 
 use std::time::{Duration, Instant};
 
@@ -61,6 +63,37 @@ pub fn wait(pid: i32) -> (f64, bool) {
             return (started.elapsed().as_secs_f64(), true);
         }
         if started.elapsed() >= MAX_WAIT {
+            return (started.elapsed().as_secs_f64(), false);
+        }
+    }
+}
+
+/// The longest wait for the whole machine before a step run again after a busy machine
+/// starved volley.
+pub const MACHINE_MAX_WAIT: Duration = Duration::from_secs(30);
+/// The machine is idle enough when its busy share of all CPUs over [`WINDOW`] is below this,
+/// percent (the server resting, nothing else to speak of).
+pub const MACHINE_BUSY_PCT: f64 = 20.0;
+
+/// Waits until the whole machine is idle ([`MACHINE_BUSY_PCT`], from /proc/stat) or
+/// [`MACHINE_MAX_WAIT`] has passed; returns the seconds waited and whether it was idle.
+pub fn wait_machine() -> (f64, bool) {
+    let started = Instant::now();
+    let read = || procfs::parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?);
+    loop {
+        let Some(a) = read() else {
+            return (0.0, true);
+        };
+        std::thread::sleep(WINDOW);
+        let Some(b) = read() else {
+            return (0.0, true);
+        };
+        let total = b.total().saturating_sub(a.total()).max(1) as f64;
+        let idle = (b.idle + b.iowait).saturating_sub(a.idle + a.iowait) as f64;
+        if (1.0 - idle / total) * 100.0 < MACHINE_BUSY_PCT {
+            return (started.elapsed().as_secs_f64(), true);
+        }
+        if started.elapsed() >= MACHINE_MAX_WAIT {
             return (started.elapsed().as_secs_f64(), false);
         }
     }

@@ -19,7 +19,7 @@ use crate::config::RunConfig;
 use crate::engine::Observers;
 use crate::measure::{self, Context};
 use crate::report::Format;
-use crate::result::capacity::{CapacityStep, ClosedLoopStep};
+use crate::result::capacity::{CapacityStep, ClosedLoopStep, Verdict};
 use crate::result::RunResult;
 pub use search::{Found, Search, StepError, StepOutcome, StepRunner};
 
@@ -185,7 +185,9 @@ impl Steps<'_> {
         let (r, path) = match self.measure(&cfg, &extra, CLOSED_LOOP_FILE) {
             Ok(x) => x,
             Err(StepError::Interrupted) => return Err(ClosedLoopError::Interrupted),
-            Err(StepError::Failed(m)) => return Err(ClosedLoopError::Failed(m)),
+            Err(StepError::Failed(m) | StepError::Busy(m)) => {
+                return Err(ClosedLoopError::Failed(m))
+            }
         };
         Ok(ClosedLoopStep {
             throughput_rps: round1(r.throughput_rps),
@@ -199,8 +201,39 @@ impl Steps<'_> {
     }
 }
 
+/// Runs of one rate that may be starved by other processes before the search stops.
+pub const MACHINE_ATTEMPTS: usize = 3;
+
 impl StepRunner for Steps<'_> {
+    /// One step at `rate`; a step that other processes starved (`machine`) runs again once
+    /// the machine is idle, and the third in a row stops the search (no answer).
     fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
+        for attempt in 1..=MACHINE_ATTEMPTS {
+            let o = self.once(rate)?;
+            if o.verdict != Verdict::Machine {
+                return Ok(o);
+            }
+            if attempt == MACHINE_ATTEMPTS {
+                return Err(StepError::Busy(format!(
+                    "the machine was too busy to measure {} req/s: other processes starved volley in {MACHINE_ATTEMPTS} runs in a row ({})",
+                    crate::units::thousands(rate.round() as u64),
+                    o.reason
+                )));
+            }
+            let (waited, idle) = idle::wait_machine();
+            if !idle {
+                self.notes.push(format!(
+                    "the machine was still busy after {waited:.0} s before {rate} req/s ran again"
+                ));
+            }
+        }
+        unreachable!("the last attempt returns")
+    }
+}
+
+impl Steps<'_> {
+    /// One measurement of `rate`, judged and recorded.
+    fn once(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
         if self.interrupts.load(Ordering::SeqCst) > 0 {
             return Err(StepError::Interrupted);
         }

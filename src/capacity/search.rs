@@ -29,6 +29,9 @@ pub enum StepError {
     Interrupted,
     /// The step could not run (the message says why).
     Failed(String),
+    /// The machine was too busy to measure the rate: volley was starved at it again and again
+    /// (the message names the busiest processes). No answer is given.
+    Busy(String),
 }
 
 /// Runs one step at a rate (req/s).
@@ -80,6 +83,10 @@ fn stop(found: &mut Found, e: StepError) {
     match e {
         StepError::Interrupted => found.interrupted = true,
         StepError::Failed(m) => found.error = Some(m),
+        StepError::Busy(m) => {
+            found.error = Some(m);
+            found.limited_by = Some(LimitedBy::Machine);
+        }
     }
 }
 
@@ -229,7 +236,7 @@ impl Search {
         rate: f64,
         first: Verdict,
     ) -> Result<Verdict, StepError> {
-        if first == Verdict::Client {
+        if matches!(first, Verdict::Client | Verdict::Machine) {
             return Ok(first);
         }
         self.tally(runner, rate, 0, 1, first)
@@ -250,7 +257,8 @@ impl Search {
             let o = runner.run(rate)?;
             match o.verdict {
                 Verdict::Pass => passes += 1,
-                Verdict::Client => return Ok(Verdict::Client),
+                // A runner gives `machine` only when it could not measure (it re-runs).
+                Verdict::Client | Verdict::Machine => return Ok(o.verdict),
                 v => {
                     others += 1;
                     last_other = v;
@@ -265,7 +273,11 @@ impl Search {
     }
 
     fn finish(&self, mut found: Found) -> Found {
-        found.max_rps = found.bracket.low_rps;
+        // A busy machine gives no answer: what passed before it says nothing either way.
+        found.max_rps = found
+            .bracket
+            .low_rps
+            .filter(|_| found.limited_by != Some(LimitedBy::Machine));
         found
     }
 }

@@ -1,14 +1,20 @@
 //! A step's verdict from its RunResult, pure. In this order:
-//! 1. `client`: volley's schedule lag p99 exceeded 1 ms, or it was saturated
-//!    (`client.saturated`): the numbers describe volley, not the server; the reason names the
-//!    lag when there was one (a late run is marked saturated too);
-//! 2. `fail`: an SLO broke;
-//! 3. `fail`: the rate written (`achieved_rps`) is more than 1 % below the target (shortfall:
+//! 1. `client`: volley was saturated (`client.saturated`: measured from its CPU): the numbers
+//!    describe volley, not the server;
+//! 2. `machine`: volley was late (schedule lag p99 above 1 ms) or short of the rate, and it was
+//!    starved (`client.starved`: its threads waited on run queues while it was not busy):
+//!    other processes took its CPUs; the step is run again;
+//! 3. `client`: the rate was not kept while volley's threads were busy to the full;
+//! 4. `fail`: an SLO broke;
+//! 5. `fail`: the rate written (`achieved_rps`) is more than 1 % below the target (shortfall:
 //!    the server cannot take the rate);
-//! 4. `unstable`: every per-second p99 of the last third of the time series is more than
+//! 6. `unstable`: every per-second p99 of the last third of the time series is more than
 //!    1.5× the median of the first third's, and higher by 1 ms or more (sub-millisecond jitter
 //!    is not drift, nor is one slow second among the last); needs 3 seconds with a p99;
-//! 5. `pass`.
+//! 7. `pass`.
+//!
+//! Lag alone is no verdict: a late client that was neither busy nor starved (a brief hiccup)
+//! is judged by the SLO, with the lag in its corrected latency.
 
 use crate::config::threshold::Threshold;
 use crate::result::capacity::Verdict;
@@ -29,22 +35,28 @@ pub const DRIFT_RATIO: f64 = 1.5;
 /// ... and above it by at least this (µs).
 pub const DRIFT_FLOOR_US: f64 = 1_000.0;
 
+/// Why a starved step says nothing: how long volley waited for a CPU and who had it.
+fn starved(r: &RunResult, lag: Option<u64>) -> String {
+    let c = &r.client;
+    let late = lag.map_or(String::new(), |l| format!("lag p99 {}, ", ms(l as f64)));
+    let who: Vec<String> = c
+        .busiest_others
+        .iter()
+        .map(|p| format!("{} (pid {}) {:.0} %", p.command, p.pid, p.cpu_pct))
+        .collect();
+    let who = if who.is_empty() {
+        String::new()
+    } else {
+        format!("; busiest: {}", who.join(", "))
+    };
+    format!(
+        "the machine starved volley ({late}its threads waited up to {:.0} % of a second for a CPU while it used at most {:.0} % of a core{who})",
+        c.wait_pct_max, c.cpu_pct_max
+    )
+}
+
 /// The verdict of one step at `target` req/s and why, in words.
 pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String) {
-    // The lag first: a run marks its client saturated when it was late as well as when it was
-    // busy (`client.saturated`), and a late client is named for its lag, not for a CPU it may
-    // hardly have used.
-    if let Some(lag) = r.schedule_lag_us.as_ref().and_then(|l| l.p99) {
-        if lag > LAG_LIMIT_US {
-            return (
-                Verdict::Client,
-                format!(
-                    "the client fell behind its schedule (lag p99 {} > 1 ms)",
-                    ms(lag as f64)
-                ),
-            );
-        }
-    }
     if r.client.saturated {
         return (
             Verdict::Client,
@@ -54,11 +66,16 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
             ),
         );
     }
-    // A rate not kept while volley's threads were busy to the full: the shortfall is the
-    // client's (a short step may hold too few CPU samples for `client.saturated`).
+    let lag = r.schedule_lag_us.as_ref().and_then(|l| l.p99);
+    let late = lag.is_some_and(|l| l > LAG_LIMIT_US);
     let short = r
         .achieved_rps
         .is_some_and(|a| a < target * (1.0 - SHORTFALL));
+    if r.client.starved && (late || short) {
+        return (Verdict::Machine, starved(r, lag));
+    }
+    // A rate not kept while volley's threads were busy to the full: the shortfall is the
+    // client's (a short step may hold too few CPU samples for `client.saturated`).
     let busy = r.client.cpu_pct_max >= CLIENT_BUSY_PCT * r.load.threads.max(1) as f64;
     if short && busy {
         return (
@@ -245,25 +262,45 @@ mod tests {
     }
 
     #[test]
-    fn a_saturated_or_late_client_is_the_limit() {
+    fn only_measured_evidence_blames_the_client_or_the_machine() {
+        // Saturated, by its CPU: the client.
         let mut r = base();
         r.client.saturated = true;
         assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Client);
+        // Late (one 3.4 ms spike) but neither busy nor starved: no verdict of its own; the SLO
+        // judges, with the lag in the corrected latency.
         let mut r = base();
-        r.schedule_lag_us.as_mut().unwrap().p99 = Some(1_500);
+        r.schedule_lag_us.as_mut().unwrap().p99 = Some(3_400);
+        r.client.cpu_pct_max = 5.4;
         let (v, why) = judge(&r, 1000.0, &slo());
-        assert_eq!(v, Verdict::Client);
-        assert!(why.contains("schedule"), "{why}");
-        // A late client is marked saturated too (`client.saturated` is CPU or lag): it is
-        // named for its lag, not for the 1 % of a core it used.
-        r.client.saturated = true;
-        r.client.cpu_pct_max = 1.0;
+        assert_eq!(v, Verdict::Pass, "{why}");
+        // Late and starved (its threads waited for a CPU another process had): the machine,
+        // and who had the CPU.
+        r.client.starved = true;
+        r.client.wait_pct_max = 41.0;
+        r.client.cpu_pct_max = 16.0;
+        r.client.busiest_others = vec![crate::result::OtherProcess {
+            pid: 4242,
+            command: "cc1plus".into(),
+            cpu_pct: 93.0,
+        }];
         let (v, why) = judge(&r, 1000.0, &slo());
-        assert_eq!(v, Verdict::Client);
+        assert_eq!(v, Verdict::Machine, "{why}");
         assert!(
-            why.contains("fell behind its schedule") && !why.contains("CPU"),
+            why.contains("lag p99 3.4 ms")
+                && why.contains("waited up to 41 % of a second")
+                && why.contains("cc1plus (pid 4242) 93 %"),
             "{why}"
         );
+        // Short of the rate and starved: the machine too, not the server's shortfall.
+        let mut r = base();
+        r.achieved_rps = Some(700.0);
+        r.client.starved = true;
+        assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Machine);
+        // Starved seconds in a step that kept its rate and schedule say nothing against it.
+        let mut r = base();
+        r.client.starved = true;
+        assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Pass);
     }
 
     #[test]

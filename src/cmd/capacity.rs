@@ -293,7 +293,11 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
 /// The exit code of a search (docs/contract.md, "Capacity").
 fn exit_code(found: &Found) -> ExitCode {
     if let Some(e) = &found.error {
-        eprintln!("volley: a step could not run: {e}");
+        if found.limited_by == Some(LimitedBy::Machine) {
+            eprintln!("volley: no answer: {e}");
+        } else {
+            eprintln!("volley: a step could not run: {e}");
+        }
         ExitCode::Failed
     } else if found.interrupted {
         ExitCode::Interrupted

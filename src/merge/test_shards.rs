@@ -128,6 +128,10 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             saturated: false,
             saturated_fraction: 0.0,
             io: Some(crate::result::IoBackend::Epoll),
+            starved: false,
+            starved_fraction: 0.0,
+            wait_pct_max: 0.0,
+            busiest_others: Vec::new(),
         },
         machine: Machine {
             samples: Vec::new(),

@@ -20,6 +20,9 @@ pub enum Verdict {
     Unstable,
     /// volley itself was the limit: the step says nothing about the server.
     Client,
+    /// Other processes starved volley of CPU (measured: its threads waited on run queues):
+    /// the step says nothing about the server, nor about volley; it is run again.
+    Machine,
 }
 
 impl Verdict {
@@ -30,6 +33,7 @@ impl Verdict {
             Verdict::Fail => "fail",
             Verdict::Unstable => "unstable",
             Verdict::Client => "client",
+            Verdict::Machine => "machine",
         }
     }
 }
@@ -44,6 +48,9 @@ pub enum LimitedBy {
     Client,
     /// `--max-rate` passed: the server may sustain more.
     MaxRate,
+    /// The machine was too busy to measure (volley starved at one rate three times): no
+    /// answer.
+    Machine,
 }
 
 /// The bracket: the highest rate that passed and the lowest that did not (null when none).

@@ -124,7 +124,8 @@ impl Place<'_> {
         }
     }
 
-    /// What stopped the search, in a word or two: `SLO`, `client`, `--max-rate`.
+    /// What stopped the search, in a word or two: `SLO`, `client`, `--max-rate`, `busy
+    /// machine`.
     pub fn limit_text(&self) -> String {
         let mut words: Vec<&str> = self
             .entries
@@ -134,6 +135,7 @@ impl Place<'_> {
                 LimitedBy::Slo => "SLO",
                 LimitedBy::Client => "client",
                 LimitedBy::MaxRate => "--max-rate",
+                LimitedBy::Machine => "busy machine",
             })
             .collect();
         words.dedup();

@@ -122,6 +122,10 @@ pub fn summary(r: &CapacityResult) -> String {
             "No rate measured: the client was the limit at every rate tried, down to {lowest} req/s ({}).",
             r.steps.last().map_or(String::new(), |s| s.reason.clone())
         ),
+        (_, Some(LimitedBy::Machine)) => format!(
+            "No answer: the machine was too busy to measure ({}).",
+            r.error.as_deref().unwrap_or("volley was starved of CPU")
+        ),
         (None, _) if r.interrupted => "Interrupted before any rate passed.".to_string(),
         (None, _) if r.error.is_some() => "Max sustainable rate: not found.".to_string(),
         (None, _) => format!(

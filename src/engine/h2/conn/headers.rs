@@ -208,10 +208,9 @@ impl Length {
 /// and would cost the decoder a pass over the rest of the block each).
 const MAX_SIZE_UPDATES: usize = 2;
 
-/// Checks an HPACK block before it is decoded: every integer and string ends within it
-/// (httlib-hpack reads past the end of a truncated one, found by the `h2` fuzz target), and
-/// table size updates come only at its start, at most [`MAX_SIZE_UPDATES`] of them. The
-/// error says which rule broke.
+/// Checks an HPACK block before it is decoded: every integer and string ends within it (the
+/// decoder checks too; this names the truncation), and table size updates come only at its
+/// start, at most [`MAX_SIZE_UPDATES`] of them. The error says which rule broke.
 fn hpack_framed(b: &[u8]) -> Result<(), &'static str> {
     let (mut i, mut fields, mut updates) = (0, 0usize, 0usize);
     while i < b.len() {
