@@ -744,3 +744,121 @@ fn an_slo_is_required_and_checked() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("-R/--rate"));
 }
+
+/// A search of 4 slots × 5 ms with volley pinned to CPU 0, and, when `hog_after` is given, a
+/// CPU hog pinned to the same CPU from that moment to the end: what it answered, and the
+/// server.
+fn search_pinned(out: &std::path::Path, hog_after: Option<Duration>) -> (Searched, KnownCapacity) {
+    let srv = KnownCapacity::start(4, Duration::from_millis(5));
+    let url = srv.server.url("/");
+    let out_s = out.display().to_string();
+    let bin = volley_bin();
+    let args = [
+        "-c",
+        "0",
+        &bin,
+        "capacity",
+        &url,
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "500ms",
+        "--slo",
+        "p99<50ms",
+        "--start-rate",
+        "440",
+        "--precision",
+        "5%",
+        "--repeat",
+        "1",
+        "-c",
+        "16",
+        "--out",
+        &out_s,
+        "--json",
+        "-",
+    ];
+    let hog = hog_after.map(|after| {
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            std::process::Command::new("taskset")
+                .args(["-c", "0", "yes"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("taskset and yes run")
+        })
+    });
+    let o = limited(
+        std::process::Command::new("taskset").args(args),
+        &args,
+        Duration::from_secs(240),
+    );
+    if let Some(mut child) = hog.map(|h| h.join().unwrap()) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let s = Searched {
+        code: o.status.code(),
+        stderr: String::from_utf8_lossy(&o.stderr).to_string(),
+        json: serde_json::from_slice(&o.stdout).unwrap_or(Value::Null),
+        out: out.to_path_buf(),
+    };
+    (s, srv)
+}
+
+#[test]
+fn a_cpu_hog_on_volleys_core_gives_the_right_answer_or_none() {
+    // Once undisturbed, once with a CPU hog sharing volley's core from the second step on:
+    // either the answer is the server's (85–102 % of its closed-loop maximum, limited by the
+    // SLO) or there is none (exit 3, the busy machine named) — never the client blamed, never a
+    // low rate with exit 0. Starved steps run again once the machine is idle.
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(
+        online >= 2,
+        "needs two CPUs: volley and its hog on one, the rest for the server"
+    );
+    let _one = one_at_a_time();
+    let root = scratch("capacity", "hog");
+    for (name, hog) in [("quiet", None), ("hog", Some(Duration::from_millis(2500)))] {
+        let (s, _srv) = search_pinned(&root.join(name), hog);
+        eprintln!("{name}:\n{}", s.stderr);
+        assert!(
+            !s.steps().iter().any(|st| verdict(st) == "client"),
+            "{name}: the client blamed without being saturated:\n{}",
+            s.stderr
+        );
+        match s.code {
+            Some(0) => {
+                check_files(&s);
+                assert_eq!(s.json["limited_by"], "slo", "{name}:\n{}", s.stderr);
+                let max = s.json["max_rate_rps"].as_f64().unwrap();
+                let closed = s.json["closed_loop"]["throughput_rps"].as_f64().unwrap();
+                assert!(
+                    (0.85 * closed..=1.02 * closed).contains(&max),
+                    "{name}: {max} req/s against a closed-loop maximum of {closed}:\n{}",
+                    s.stderr
+                );
+            }
+            Some(3) => {
+                assert_eq!(s.json["limited_by"], "machine", "{name}:\n{}", s.stderr);
+                assert!(s.json["max_rate_rps"].is_null());
+                assert!(
+                    s.stderr.contains("the machine was too busy to measure")
+                        && s.stderr.contains("starved volley"),
+                    "{name}:\n{}",
+                    s.stderr
+                );
+            }
+            other => panic!("{name}: exit {other:?}:\n{}", s.stderr),
+        }
+        let machine = s
+            .steps()
+            .iter()
+            .filter(|st| verdict(st) == "machine")
+            .count();
+        eprintln!(
+            "{name}: exit {:?}, {machine} starved steps run again",
+            s.code
+        );
+    }
+}

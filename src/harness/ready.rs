@@ -585,6 +585,9 @@ mod tests {
         let (addr, h) = server(1, |mut s| {
             let _ = s.read(&mut [0u8; 512]);
             let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+            // Until the probe hangs up: a close with bytes unread would reset the answer away.
+            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let _ = std::io::copy(&mut s, &mut std::io::sink());
         });
         assert!(matches!(
             probe_tls(addr, "/", &client, false),
@@ -601,6 +604,13 @@ mod tests {
             let conn = rustls::ServerConnection::new(config.clone()).unwrap();
             let mut tls = rustls::StreamOwned::new(conn, s);
             read_head(&mut tls);
+            // Closing with the rest of the request unread would reset the connection, and a
+            // reset can overtake the alert rustls just sent (the probe would see "reset", not
+            // TLS): keep it open until the probe hangs up (bounded).
+            let _ = tls
+                .sock
+                .set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let _ = std::io::copy(&mut tls.sock, &mut std::io::sink());
         });
         let e = probe(addr, "/").unwrap_err();
         assert!(e.to_string().contains("answered with TLS"), "{e}");
@@ -680,6 +690,9 @@ mod tests {
         let (addr, h) = server(1, |mut s| {
             let _ = s.read(&mut [0u8; 512]);
             let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+            // Until the probe hangs up: a close with bytes unread would reset the answer away.
+            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let _ = std::io::copy(&mut s, &mut std::io::sink());
         });
         match probe_h2c(addr, "/") {
             Err(H2ProbeError::NotHttp2(line)) => {

@@ -17,6 +17,10 @@ pub struct ClientSample {
     /// The longest any worker thread was runnable but waited on a run queue (another task had
     /// its CPU), percent of the second: the kernel's own account of starvation.
     pub max_wait_pct: f64,
+    /// How long the busiest worker thread (by time on a CPU) waited on a run queue, percent of
+    /// the second: on a CPU most of the second and runnable the rest, it was saturated even
+    /// where others took a share.
+    pub busiest_wait_pct: f64,
 }
 
 /// A second in which a worker thread waited at least this long (percent of the second) for a
@@ -93,21 +97,24 @@ impl ClientSampler {
         let (u, s, _) = rusage_self();
         let cpu_pct = ((u + s) - self.last_proc_s) / dt * 100.0;
         self.last_proc_s = u + s;
-        let (mut max_thread_pct, mut max_wait_pct) = (0f64, 0f64);
+        let mut sample = ClientSample {
+            cpu_pct,
+            ..ClientSample::default()
+        };
         let pct = |a: u64, b: u64| b.saturating_sub(a) as f64 / dt_ns as f64 * 100.0;
         for (k, tid) in self.tids.iter().enumerate() {
             let now = read_thread_ns(*tid);
             if let (Some((run0, wait0)), Some((run, wait))) = (self.last_thread_ns[k], now) {
-                max_thread_pct = max_thread_pct.max(pct(run0, run));
-                max_wait_pct = max_wait_pct.max(pct(wait0, wait));
+                let (run, wait) = (pct(run0, run), pct(wait0, wait));
+                if run > sample.max_thread_pct {
+                    sample.max_thread_pct = run;
+                    sample.busiest_wait_pct = wait;
+                }
+                sample.max_wait_pct = sample.max_wait_pct.max(wait);
             }
             self.last_thread_ns[k] = now;
         }
-        let sample = ClientSample {
-            cpu_pct,
-            max_thread_pct,
-            max_wait_pct,
-        };
+        let max_wait_pct = sample.max_wait_pct;
         self.samples.push(sample);
         let pressure = read_cpu_pressure();
         if let (Some(a), Some(b)) = (self.last_machine, read_proc_stat()) {
@@ -223,9 +230,13 @@ fn round1(v: f64) -> f64 {
 }
 
 /// Whether volley was saturated in second `s`: it used ≥ 90 % of its capacity, or one worker
-/// ≥ 95 % of a core.
+/// ≥ 95 % of a core — or was on a CPU most of the second (≥ 75 %) and runnable the rest (it
+/// never waited for work, only for the CPU others shared). A thread on a CPU for less than
+/// that and waiting is starved, not saturated: how much it would use alone is not known.
 fn saturated(s: &ClientSample, capacity_cores: f64) -> bool {
-    s.cpu_pct >= 90.0 * capacity_cores || s.max_thread_pct >= 95.0
+    s.cpu_pct >= 90.0 * capacity_cores
+        || s.max_thread_pct >= 95.0
+        || (s.max_thread_pct >= 75.0 && s.max_thread_pct + s.busiest_wait_pct >= 95.0)
 }
 
 /// The client check: the client is saturated when more than half of the samples are.
@@ -279,7 +290,7 @@ mod tests {
         let s = |cpu, thread| ClientSample {
             cpu_pct: cpu,
             max_thread_pct: thread,
-            max_wait_pct: 0.0,
+            ..ClientSample::default()
         };
         // Two threads on two cores: 185% of 200% is 92.5% of capacity.
         assert_eq!(
@@ -299,6 +310,7 @@ mod tests {
             cpu_pct: cpu,
             max_thread_pct: thread,
             max_wait_pct: wait,
+            busiest_wait_pct: wait,
         };
         // Two seconds of a thread waiting 40 % of the second while volley used 16 % of a
         // core (a CPU hog on its core), one quiet second.
@@ -311,6 +323,16 @@ mod tests {
         let busy = [s(190.0, 97.0, 30.0), s(190.0, 97.0, 30.0)];
         assert_eq!(starvation(&busy, 2.0), 0.0);
         assert!(saturation(&busy, 2.0).1);
+        // One thread on a CPU 80 % of the second and runnable the rest (others took 20 %): it
+        // never waited for work, so it is saturated too.
+        let squeezed = [s(80.0, 80.0, 20.0), s(86.0, 86.0, 13.0)];
+        assert!(saturation(&squeezed, 1.0).1);
+        assert_eq!(starvation(&squeezed, 1.0), 0.0);
+        // On a CPU half the second and waiting the other half: whether it would need a whole
+        // core alone is unknown; it was starved.
+        let halved = [s(50.0, 50.0, 48.0), s(50.0, 50.0, 48.0)];
+        assert!(!saturation(&halved, 1.0).1);
+        assert_eq!(starvation(&halved, 1.0), 1.0);
         assert_eq!(starvation(&[], 2.0), 0.0);
     }
 

@@ -68,9 +68,9 @@ pub fn capacity(url: &str, out: &Path, args: &[&str]) -> Searched {
 }
 
 /// Runs `search` (given the attempt's number, from 1; it returns the search and the server it
-/// ran against) up to three times while the machine disturbed it: a step the client limited
-/// (on a machine busy with other work volley may fall behind its schedule and then honestly
-/// refuses a number: such a search says nothing about the server), or what `disturbed` finds.
+/// ran against) up to three times while the machine disturbed it: a step the client limited,
+/// a search that found the machine too busy (volley starved by other work, three times at one
+/// rate: it gives no answer, which says nothing about the server), or what `disturbed` finds.
 /// The last attempt is returned whatever it shows, for the caller's assertions: a search that
 /// gives a number must give the right one.
 pub fn undisturbed<T>(
@@ -83,6 +83,8 @@ pub fn undisturbed<T>(
         let (s, server) = search(attempt);
         let why = if s.steps().iter().any(|s| verdict(s) == "client") {
             Some("the client was the limit".to_string())
+        } else if s.json["limited_by"] == "machine" {
+            Some("the machine was too busy to measure".to_string())
         } else {
             disturbed(&s, &server)
         };
