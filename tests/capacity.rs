@@ -561,11 +561,14 @@ fn a_server_faster_than_the_client_gives_a_lower_bound() {
         steps[0]
     );
     // The ramp goes down by halves while the client cannot measure a rate, until one passes.
+    // A run other processes starved (`machine`: volley's threads waited for a CPU while it was
+    // not busy) says nothing and runs again at its rate once the machine is idle: left out.
+    let steps: Vec<&Value> = steps.iter().filter(|s| verdict(s) != "machine").collect();
     let first_pass = steps.iter().position(|s| verdict(s) == "pass");
     let down = &steps[..first_pass.unwrap_or(steps.len())];
     assert!(down.iter().all(|s| verdict(s) == "client"), "{}", s.stderr);
     for w in down.windows(2) {
-        assert_eq!(rate(&w[1]), (rate(&w[0]) as f64 / 2.0).round() as u64);
+        assert_eq!(rate(w[1]), (rate(w[0]) as f64 / 2.0).round() as u64);
     }
     match s.code {
         // A rate was measured: the bisection then closes in on the client's limit between the
@@ -575,8 +578,8 @@ fn a_server_faster_than_the_client_gives_a_lower_bound() {
             let first_pass = first_pass.expect("a rate passed");
             assert!(first_pass > 0, "{}", s.stderr);
             assert_eq!(
-                rate(&steps[first_pass]),
-                (rate(&steps[first_pass - 1]) as f64 / 2.0).round() as u64
+                rate(steps[first_pass]),
+                (rate(steps[first_pass - 1]) as f64 / 2.0).round() as u64
             );
             let max = s.json["max_rate_rps"].as_f64().unwrap();
             let high = s.json["bracket"]["high_rps"].as_f64().unwrap();
@@ -746,8 +749,7 @@ fn an_slo_is_required_and_checked() {
 }
 
 /// A search of 4 slots × 5 ms with volley pinned to CPU 0, and, when `hog_after` is given, a
-/// CPU hog pinned to the same CPU from that moment to the end: what it answered, and the
-/// server.
+/// CPU hog pinned to the same CPU from that moment for 6 s: what it answered, and the server.
 fn search_pinned(out: &std::path::Path, hog_after: Option<Duration>) -> (Searched, KnownCapacity) {
     let srv = KnownCapacity::start(4, Duration::from_millis(5));
     let url = srv.server.url("/");
@@ -778,14 +780,18 @@ fn search_pinned(out: &std::path::Path, hog_after: Option<Duration>) -> (Searche
         "--json",
         "-",
     ];
+    // The hog runs for 6 s: part of the search, not the closed-loop reference at its end.
     let hog = hog_after.map(|after| {
         std::thread::spawn(move || {
             std::thread::sleep(after);
-            std::process::Command::new("taskset")
+            let mut child = std::process::Command::new("taskset")
                 .args(["-c", "0", "yes"])
                 .stdout(std::process::Stdio::null())
                 .spawn()
-                .expect("taskset and yes run")
+                .expect("taskset and yes run");
+            std::thread::sleep(Duration::from_secs(6));
+            let _ = child.kill();
+            let _ = child.wait();
         })
     });
     let o = limited(
@@ -793,9 +799,8 @@ fn search_pinned(out: &std::path::Path, hog_after: Option<Duration>) -> (Searche
         &args,
         Duration::from_secs(240),
     );
-    if let Some(mut child) = hog.map(|h| h.join().unwrap()) {
-        let _ = child.kill();
-        let _ = child.wait();
+    if let Some(h) = hog {
+        h.join().unwrap();
     }
     let s = Searched {
         code: o.status.code(),
@@ -809,9 +814,9 @@ fn search_pinned(out: &std::path::Path, hog_after: Option<Duration>) -> (Searche
 #[test]
 fn a_cpu_hog_on_volleys_core_gives_the_right_answer_or_none() {
     // Once undisturbed, once with a CPU hog sharing volley's core from the second step on:
-    // either the answer is the server's (85–102 % of its closed-loop maximum, limited by the
-    // SLO) or there is none (exit 3, the busy machine named) — never the client blamed, never a
-    // low rate with exit 0. Starved steps run again once the machine is idle.
+    // either the answer is the server's (85–102 % of its capacity, limited by the SLO) or
+    // there is none (exit 3, the busy machine named) — never the client blamed, never a low
+    // rate with exit 0. Starved steps run again once the machine is idle.
     let online = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(
         online >= 2,
@@ -820,7 +825,7 @@ fn a_cpu_hog_on_volleys_core_gives_the_right_answer_or_none() {
     let _one = one_at_a_time();
     let root = scratch("capacity", "hog");
     for (name, hog) in [("quiet", None), ("hog", Some(Duration::from_millis(2500)))] {
-        let (s, _srv) = search_pinned(&root.join(name), hog);
+        let (s, srv) = search_pinned(&root.join(name), hog);
         eprintln!("{name}:\n{}", s.stderr);
         assert!(
             !s.steps().iter().any(|st| verdict(st) == "client"),
@@ -832,10 +837,15 @@ fn a_cpu_hog_on_volleys_core_gives_the_right_answer_or_none() {
                 check_files(&s);
                 assert_eq!(s.json["limited_by"], "slo", "{name}:\n{}", s.stderr);
                 let max = s.json["max_rate_rps"].as_f64().unwrap();
+                // The reference is the closed-loop maximum — a 1 s measurement of its own that
+                // moved by 2 % between runs here — or the capacity the server measured (K over
+                // its slots' mean hold), whichever is higher.
                 let closed = s.json["closed_loop"]["throughput_rps"].as_f64().unwrap();
+                let reference = closed.max(srv.measured());
                 assert!(
-                    (0.85 * closed..=1.02 * closed).contains(&max),
-                    "{name}: {max} req/s against a closed-loop maximum of {closed}:\n{}",
+                    (0.85 * reference..=1.02 * reference).contains(&max),
+                    "{name}: {max} req/s against a closed-loop maximum of {closed} and a measured capacity of {:.0}:\n{}",
+                    srv.measured(),
                     s.stderr
                 );
             }

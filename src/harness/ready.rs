@@ -516,6 +516,13 @@ mod tests {
         (addr, h)
     }
 
+    /// Reads what the peer sent until nothing more comes for 200 ms (or it closes), so that
+    /// closing sends FIN, not a reset that could overtake what was written.
+    fn drain(s: &mut TcpStream) {
+        let _ = s.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+        let _ = std::io::copy(s, &mut std::io::sink());
+    }
+
     /// Reads from `r` until a blank line (the end of a request head) or the end.
     fn read_head(r: &mut impl Read) {
         let mut head = Vec::new();
@@ -585,9 +592,8 @@ mod tests {
         let (addr, h) = server(1, |mut s| {
             let _ = s.read(&mut [0u8; 512]);
             let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-            // Until the probe hangs up: a close with bytes unread would reset the answer away.
-            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-            let _ = std::io::copy(&mut s, &mut std::io::sink());
+            // A close with bytes unread would reset the answer away.
+            drain(&mut s);
         });
         assert!(matches!(
             probe_tls(addr, "/", &client, false),
@@ -606,11 +612,8 @@ mod tests {
             read_head(&mut tls);
             // Closing with the rest of the request unread would reset the connection, and a
             // reset can overtake the alert rustls just sent (the probe would see "reset", not
-            // TLS): keep it open until the probe hangs up (bounded).
-            let _ = tls
-                .sock
-                .set_read_timeout(Some(std::time::Duration::from_secs(5)));
-            let _ = std::io::copy(&mut tls.sock, &mut std::io::sink());
+            // TLS): read what the probe sent before closing.
+            drain(&mut tls.sock);
         });
         let e = probe(addr, "/").unwrap_err();
         assert!(e.to_string().contains("answered with TLS"), "{e}");
@@ -690,9 +693,8 @@ mod tests {
         let (addr, h) = server(1, |mut s| {
             let _ = s.read(&mut [0u8; 512]);
             let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-            // Until the probe hangs up: a close with bytes unread would reset the answer away.
-            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-            let _ = std::io::copy(&mut s, &mut std::io::sink());
+            // A close with bytes unread would reset the answer away.
+            drain(&mut s);
         });
         match probe_h2c(addr, "/") {
             Err(H2ProbeError::NotHttp2(line)) => {
