@@ -389,13 +389,19 @@ impl Worker {
         self.connect_sample
             .get_or_insert_with(|| format!("HTTP/2: {why}"));
         if self.shared.keepalive {
-            // The requests waiting for its streams were not written: they go on another
-            // connection, and the failed attempt itself is the one `connect` error (as a
-            // keep-alive connect that fails), not each of them.
+            // The requests waiting for its streams were not written here: those never sent
+            // go on another connection, and the failed attempt itself is the one `connect`
+            // error (as a keep-alive connect that fails), not each of them; one sent before
+            // (going again) is `closed`, as when its new connect fails.
             let c = &mut self.conns[i];
             c.h2_queued = 0;
             let waiting: Vec<InFlight> = c.inflight.drain(..).collect();
-            for r in waiting.into_iter().rev() {
+            let (fresh, sent): (Vec<InFlight>, Vec<InFlight>) =
+                waiting.into_iter().partition(|r| !r.sent_counted);
+            for r in sent {
+                self.count_request_error(&r, ErrorKind::Closed, now);
+            }
+            for r in fresh.into_iter().rev() {
                 self.requeue.push_front(r);
             }
         }
