@@ -139,7 +139,7 @@ fn server_warnings(cfg: &RunConfig, s: &ServerInfo) -> Vec<Warning> {
 /// machine shared without pinning.
 pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> {
     let mut w = Vec::new();
-    if let Some(s) = shortfall(cfg, r) {
+    if let Some(s) = shortfall(r, cfg.allow_shortfall) {
         w.push(Warning::shortfall(&s));
     }
     if r.latency_lower_bound {
@@ -176,7 +176,7 @@ pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> 
 /// An open-loop run (not interrupted) that sent less than 99 % of the requests due in its
 /// send window — of its target rate with uniform arrivals. (With Poisson arrivals the number
 /// due is itself random, about 1/√(R·d) around R·d: judging against R would fail healthy runs.)
-fn shortfall(cfg: &RunConfig, r: &RunResult) -> Option<Shortfall> {
+fn shortfall(r: &RunResult, accepted: bool) -> Option<Shortfall> {
     let target = r.load.rate_rps.filter(|_| r.load.mode == Mode::Open)?;
     let achieved = r.achieved_rps?;
     let sent = r.requests.sent as f64;
@@ -184,13 +184,14 @@ fn shortfall(cfg: &RunConfig, r: &RunResult) -> Option<Shortfall> {
     if r.interrupted || due == 0.0 || sent >= due * SHORTFALL_BELOW {
         return None;
     }
-    let pipeline = r.load.pipeline.max(1) as f64;
+    // What one connection holds at once: its pipeline window, or its HTTP/2 streams.
+    let per_connection = (r.load.pipeline.max(1) * r.load.streams.max(1)) as f64;
     Some(Shortfall {
         achieved_rps: achieved,
         target_rps: target,
         connections: r.connections.max_open.unwrap_or(r.load.connections),
-        mean_latency_s: r.service_time_us.mean.map(|us| us / 1e6 / pipeline),
-        accepted: cfg.allow_shortfall,
+        mean_latency_s: r.service_time_us.mean.map(|us| us / 1e6 / per_connection),
+        accepted,
     })
 }
 
@@ -304,6 +305,28 @@ mod tests {
         assert!(shared_cpu(&busy, &ctx("0", Some("0-1")), None).is_some());
         // Idle CPU to spare: no warning.
         assert!(shared_cpu(&run(40.0), &ctx(&all, None), None).is_none());
+    }
+
+    #[test]
+    fn the_connections_a_shortfall_needs_count_streams_and_pipelines() {
+        // 1,000 req/s at 24 ms is 24 requests in flight: 24 connections of one request, or 3
+        // of 8 HTTP/2 streams.
+        let mut r = run(50.0);
+        r.load.mode = Mode::Open;
+        r.load.rate_rps = Some(1000.0);
+        r.achieved_rps = Some(645.0);
+        r.requests.sent = 645;
+        r.requests.unsent = 355;
+        r.interrupted = false;
+        r.service_time_us.mean = Some(24_000.0);
+        r.load.pipeline = 1;
+        r.load.streams = 1;
+        assert_eq!(shortfall(&r, false).unwrap().connections_needed(), Some(24));
+        r.load.streams = 8;
+        assert_eq!(shortfall(&r, false).unwrap().connections_needed(), Some(3));
+        r.load.streams = 1;
+        r.load.pipeline = 4;
+        assert_eq!(shortfall(&r, false).unwrap().connections_needed(), Some(6));
     }
 
     #[test]
