@@ -175,28 +175,41 @@ fn request_bodies_larger_than_the_initial_window_get_through() {
 fn the_open_loop_keeps_its_rate_over_streams() {
     let s = servers(128);
     let url = format!("http://127.0.0.1:{}/", s.h2c);
-    let (code, j, err) = volley_json(
-        &[
-            "run",
-            &url,
-            "--h2c",
-            "-c",
-            "2",
-            "--streams",
-            "8",
-            "-R",
-            "1000",
-            "-d",
-            "2s",
-        ],
-        LIMIT,
-    );
+    let args = [
+        "run",
+        &url,
+        "--h2c",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+        "-R",
+        "1000",
+        "-d",
+        "2s",
+    ];
+    // A run that volley itself measured as starved (its threads waited for CPUs other
+    // processes had) says nothing about the rate kept: it runs again, at most twice, and says
+    // so. Each run's requests are in nginx's count.
+    let (mut runs, mut earlier) = (0, 0);
+    let (code, j, err) = loop {
+        let (code, j, err) = volley_json(&args, LIMIT);
+        runs += 1;
+        if !j["client"]["starved"].as_bool().unwrap_or(false) || runs == 3 {
+            break (code, j, err);
+        }
+        eprintln!("run {runs} was starved, running again:\n{err}");
+        earlier += n(&j, "/requests/completed");
+    };
     assert_eq!(code, 0, "{err}");
     let achieved = j["achieved_rps"].as_f64().unwrap();
     assert!((990.0..=1010.0).contains(&achieved), "{achieved}");
     assert_eq!(n(&j, "/requests/errors"), 0);
     assert!(j["schedule_lag_us"]["p50"].as_f64().is_some());
-    assert_eq!(s.nginx.requests() as u64, n(&j, "/requests/completed"));
+    assert_eq!(
+        s.nginx.requests() as u64,
+        earlier + n(&j, "/requests/completed")
+    );
 }
 
 #[test]
