@@ -387,6 +387,10 @@ pub fn run_h2(wire: &[u8], setup: H2Setup, splits: &[usize]) -> H2Outcome {
     let opened: Vec<u32> = (0..setup.streams)
         .map(|_| c.open_stream(&[0x82, 0x86, 0x84, 0x41, 0x01, b'h']))
         .collect();
+    // The preface and the requests are written before the server says anything (a response
+    // to a request not yet written is refused).
+    c.out.clear();
+    c.fill_bodies();
     let base = c.out.len();
     let mut checker = H2Checker::new(opened);
     let mut events = Vec::new();
@@ -420,6 +424,7 @@ pub fn run_h2(wire: &[u8], setup: H2Setup, splits: &[usize]) -> H2Outcome {
         }
         if setup.drain {
             c.out.clear();
+            c.fill_bodies();
         }
     }
     H2Outcome {

@@ -220,6 +220,9 @@ pub struct H2Conn {
     acks: VecDeque<u64>,
     /// Where (in bytes ever queued) the first stream's HEADERS begins.
     first_stream_at: Option<u64>,
+    /// Streams whose HEADERS are queued and not yet written, oldest first, with where (in
+    /// bytes ever queued) their HEADERS end: the server cannot have seen them.
+    unwritten: VecDeque<(u32, u64)>,
     /// A frame has arrived (the first must be the server's SETTINGS).
     framed: bool,
     /// The server answered in HTTP/1.x instead of HTTP/2.
@@ -289,6 +292,7 @@ impl H2Conn {
             seen_len,
             acks: VecDeque::new(),
             first_stream_at: None,
+            unwritten: VecDeque::new(),
             framed: false,
             http1: false,
         }
@@ -375,6 +379,8 @@ impl H2Conn {
             };
             frame::write(&mut self.out, Kind::Continuation, end, stream, c);
         }
+        self.unwritten
+            .push_back((stream, self.written + self.out.len() as u64));
         if !no_body {
             self.pending.push(Pending {
                 stream,
@@ -393,6 +399,13 @@ impl H2Conn {
     fn sync_written(&mut self) {
         self.written += self.seen_len.saturating_sub(self.out.len()) as u64;
         self.seen_len = self.out.len();
+        while self
+            .unwritten
+            .front()
+            .is_some_and(|(_, end)| *end <= self.written)
+        {
+            self.unwritten.pop_front();
+        }
         while let Some(u) = self.updates.front().filter(|u| u.end <= self.written) {
             let (stream, inc) = (u.stream, i64::from(u.increment));
             self.updates.pop_front();
@@ -609,6 +622,21 @@ impl H2Conn {
                 code::PROTOCOL_ERROR,
                 format_args!(
                     "a {:?} frame on stream {}, which this client never opened",
+                    h.kind, h.stream
+                ),
+            ));
+        }
+        // Streams are written in the order they were opened: from the first one not yet
+        // written on, the server cannot know of them.
+        if self
+            .unwritten
+            .front()
+            .is_some_and(|(first, _)| h.stream >= *first)
+        {
+            return Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!(
+                    "a {:?} frame on stream {} before its request was sent",
                     h.kind, h.stream
                 ),
             ));

@@ -30,6 +30,14 @@ impl Server {
     }
 }
 
+/// Opens a stream with `block` whose HEADERS count as written (the server may answer it),
+/// leaving them in `out` for the test to read.
+fn sent(c: &mut H2Conn, block: &[u8]) -> u32 {
+    let id = c.open_stream(block);
+    c.unwritten.clear();
+    id
+}
+
 /// A connection that has had the server's (empty) SETTINGS, as every server sends first.
 fn ready(body: Arc<[u8]>, window: u32) -> H2Conn {
     let mut c = H2Conn::new(body, window);
@@ -102,8 +110,8 @@ fn responses_decode_across_streams_and_any_split_of_the_bytes() {
     ];
     for step in [bytes.len(), 1, 7] {
         let mut c = H2Conn::new(Arc::from(&b""[..]), RECEIVE_WINDOW);
-        assert_eq!(c.open_stream(&[0x82]), 1);
-        assert_eq!(c.open_stream(&[0x82]), 3);
+        assert_eq!(sent(&mut c, &[0x82]), 1);
+        assert_eq!(sent(&mut c, &[0x82]), 3);
         let mut got = Vec::new();
         for chunk in bytes.chunks(step) {
             got.extend(events(&mut c, chunk));
@@ -125,7 +133,7 @@ fn the_servers_stream_limit_and_goaway_bound_new_streams() {
         &Server::frame(Kind::Settings, 0, 0, &[0, 3, 0, 0, 0, 1]),
     );
     assert!(c.can_open());
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     assert!(!c.can_open(), "one stream at a time");
     let ev = events(
         &mut c,
@@ -150,7 +158,7 @@ fn the_servers_stream_limit_and_goaway_bound_new_streams() {
 fn interim_heads_trailers_padding_and_continuation_are_understood() {
     let mut s = Server::new();
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     let mut bytes = Server::frame(Kind::Headers, flags::END_HEADERS, 1, &s.head("103"));
     // A head split over HEADERS and two CONTINUATIONs.
     let head = s.head("204");
@@ -228,7 +236,7 @@ fn protocol_violations_are_connection_errors() {
     ];
     for b in bad {
         let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
-        c.open_stream(&[0x82]);
+        sent(&mut c, &[0x82]);
         assert!(c.feed(&b, &mut |_| {}).is_err(), "{b:?}");
     }
 }
@@ -262,7 +270,7 @@ fn request_bodies_wait_for_the_servers_windows() {
     let body: Arc<[u8]> = vec![7u8; 100_000].into();
     let mut c = ready(Arc::clone(&body), RECEIVE_WINDOW);
     c.out.clear();
-    let stream = c.open_stream(&[0x82]);
+    let stream = sent(&mut c, &[0x82]);
     // The default windows: 65,535 bytes, in frames of at most 16,384.
     assert_eq!(write_all(&mut c), (65_535, false));
     let mut updates = Server::frame(Kind::WindowUpdate, 0, 0, &100_000u32.to_be_bytes());
@@ -304,7 +312,7 @@ fn request_bodies_are_queued_a_few_frames_ahead_whatever_the_windows() {
     events(&mut c, &open);
     c.out.clear();
     for _ in 0..32 {
-        c.open_stream(&[0x83]);
+        sent(&mut c, &[0x83]);
     }
     assert!(
         c.out.len() <= BODY_AHEAD + DATA_FRAME + 32 * 10,
@@ -323,7 +331,7 @@ fn the_receive_windows_are_topped_up_when_half_used() {
     let mut s = Server::new();
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
     c.update_at = 20_000;
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     events(
         &mut c,
         &Server::frame(Kind::Headers, flags::END_HEADERS, 1, &s.head("200")),
@@ -361,8 +369,8 @@ fn refused(bytes: &[u8]) -> String {
 fn refused_with(mut c: H2Conn, bytes: &[u8]) -> String {
     let mut s = Server::new();
     events(&mut c, &Server::frame(Kind::Settings, 0, 0, &[]));
-    c.open_stream(&[0x82]);
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
+    sent(&mut c, &[0x82]);
     events(
         &mut c,
         &Server::frame(Kind::Headers, flags::END_HEADERS, 1, &s.head("200")),
@@ -433,7 +441,7 @@ fn a_settings_flood_is_refused_too() {
     let mut c = ready(Arc::from(&vec![1u8; 1 << 20][..]), RECEIVE_WINDOW);
     events(&mut c, &Server::frame(Kind::Settings, 0, 0, &[]));
     for _ in 0..100 {
-        c.open_stream(&[0x83]);
+        sent(&mut c, &[0x83]);
     }
     let mut p = Vec::new();
     for i in 0..2730u32 {
@@ -462,8 +470,8 @@ fn endless_continuation_is_refused_by_count_and_by_size() {
     let full = Server::frame(Kind::Continuation, 0, 3, &[0x88; 16_384]);
     bytes.extend(full.repeat(MAX_HEADER_BLOCK / 16_384 + 1));
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
-    c.open_stream(&[0x82]);
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
+    sent(&mut c, &[0x82]);
     let err = c.feed(&bytes, &mut |_| {}).unwrap_err().0;
     assert!(
         err.contains("ENHANCE_YOUR_CALM") && err.contains("65536"),
@@ -473,7 +481,7 @@ fn endless_continuation_is_refused_by_count_and_by_size() {
     // A large block that ends is decoded and its buffer given back.
     let mut s = Server::new();
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     let big = vec![b'v'; 40_000];
     let block = s.hpack.encode(vec![
         (&b":status"[..], &b"200"[..]),
@@ -514,7 +522,7 @@ fn an_hpack_table_over_4096_bytes_is_a_compression_error() {
     // Up to the default is fine, and so is making it smaller.
     for size in [4096, 0] {
         let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
-        c.open_stream(&[0x82]);
+        sent(&mut c, &[0x82]);
         let mut block = Vec::new();
         loona_hpack::encoder::encode_integer_into(size, 5, 0x20, &mut block).unwrap();
         block.push(0x88);
@@ -587,7 +595,7 @@ fn data_beyond_the_announced_windows_is_a_flow_control_error() {
     let chunk = Server::frame(Kind::Data, 0, 1, &[0u8; 16_384]);
     let start = |s: &mut Server| {
         let mut c = ready(Arc::from(&b""[..]), 65_535);
-        c.open_stream(&[0x82]);
+        sent(&mut c, &[0x82]);
         events(
             &mut c,
             &Server::frame(Kind::Headers, flags::END_HEADERS, 1, &s.head("200")),
@@ -613,7 +621,7 @@ fn data_beyond_the_announced_windows_is_a_flow_control_error() {
     // The stream's own window, when the connection's is wider.
     let mut c = ready(Arc::from(&b""[..]), 65_535);
     c.recv_credit = i64::MAX / 2;
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     events(
         &mut c,
         &Server::frame(Kind::Headers, flags::END_HEADERS, 1, &s.head("200")),
@@ -726,7 +734,7 @@ fn goaway_forgets_the_streams_it_did_not_process() {
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
     events(&mut c, &Server::frame(Kind::Settings, 0, 0, &[]));
     for _ in 0..3 {
-        c.open_stream(&[0x82]);
+        sent(&mut c, &[0x82]);
     }
     let mut goaway = 3u32.to_be_bytes().to_vec();
     goaway.extend(0u32.to_be_bytes());
@@ -807,7 +815,7 @@ fn an_hpack_bomb_is_refused_before_it_allocates_much() {
     block.extend(std::iter::repeat_n(b'v', 4000));
     block.extend(std::iter::repeat_n(0xbe, 10_000));
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     let mut bytes = Server::frame(Kind::Headers, 0, 1, &block[..8000]);
     bytes.extend(Server::frame(
         Kind::Continuation,
@@ -845,7 +853,7 @@ fn size_updates_come_at_most_twice_and_only_first() {
         ),
     ];
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     let fl = flags::END_HEADERS | flags::END_STREAM;
     assert_eq!(
         events(&mut c, &Server::frame(Kind::Headers, fl, 1, &ok)).len(),
@@ -905,6 +913,7 @@ fn a_large_block_of_small_fields_decodes_in_linear_time() {
 fn one_stream(head: bool) -> H2Conn {
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
     c.open_stream_with(&[0x82], None, head);
+    c.unwritten.clear();
     c.out.clear();
     c
 }
@@ -995,7 +1004,7 @@ fn a_content_length_that_disagrees_with_the_data_is_malformed() {
 fn a_stream_cancelled_is_reset_and_what_follows_for_it_ignored() {
     let mut s = Server::new();
     let mut c = one_stream(false);
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     c.out.clear();
     assert!(c.cancel(1));
     assert!(!c.cancel(1));
@@ -1032,8 +1041,52 @@ fn a_request_counts_as_written_once_its_headers_left() {
     // The preface and acknowledgements are written: still no request.
     c.out.clear();
     assert!(!c.request_written());
-    c.open_stream(&[0x82]);
+    sent(&mut c, &[0x82]);
     assert!(!c.request_written(), "queued, not written");
     c.out.drain(..1);
     assert!(c.request_written());
+}
+
+#[test]
+fn a_response_to_a_request_not_yet_sent_is_refused() {
+    // A server that answers stream 1 before the client's HEADERS left `out` cannot know it:
+    // were it accepted, a request never written would complete.
+    let mut s = Server::new();
+    let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
+    c.out.clear();
+    c.open_stream(&[0x82]);
+    let fl = flags::END_HEADERS | flags::END_STREAM;
+    let answer = Server::frame(Kind::Headers, fl, 1, &s.head("200"));
+    let err = c.feed(&answer, &mut |_| {}).unwrap_err().0;
+    assert!(
+        err.contains("on stream 1 before its request was sent"),
+        "{err}"
+    );
+    // Once written (the caller drained `out`), the same answer completes it.
+    let mut s = Server::new();
+    let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
+    c.out.clear();
+    c.open_stream(&[0x82]);
+    c.out.clear();
+    let ev = events(&mut c, &Server::frame(Kind::Headers, fl, 1, &s.head("200")));
+    assert_eq!(ev.last(), Some(&Event::End { stream: 1 }));
+    // Streams are written in order: with stream 1 written and 3 not, 3 is refused.
+    let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
+    c.out.clear();
+    c.open_stream(&[0x82]);
+    let first = c.out.len();
+    c.open_stream(&[0x82]);
+    c.out.drain(..first);
+    let mut s = Server::new();
+    let err = c
+        .feed(
+            &Server::frame(Kind::Headers, fl, 3, &s.head("200")),
+            &mut |_| {},
+        )
+        .unwrap_err()
+        .0;
+    assert!(
+        err.contains("stream 3 before its request was sent"),
+        "{err}"
+    );
 }
