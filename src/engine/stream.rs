@@ -29,6 +29,9 @@ pub enum Socket {
     Unix(UnixStream),
     /// Either, driven by the thread's io_uring (`--io uring`).
     Ring(Box<RingSocket>),
+    /// An in-memory connection (the `h2_worker` fuzz target's; see [`super::mem`]).
+    #[doc(hidden)]
+    Mem(super::mem::MemSocket),
 }
 
 impl Socket {
@@ -43,6 +46,7 @@ impl Socket {
             Socket::Tcp(s) => s.take_error(),
             Socket::Unix(s) => s.take_error(),
             Socket::Ring(s) => s.take_error(),
+            Socket::Mem(_) => Ok(None),
         }
     }
 
@@ -52,6 +56,7 @@ impl Socket {
             Socket::Tcp(s) => s.peer_addr().map(|_| ()),
             Socket::Unix(s) => s.peer_addr().map(|_| ()),
             Socket::Ring(s) => s.check_connected(),
+            Socket::Mem(_) => Ok(()),
         }
     }
 
@@ -72,6 +77,7 @@ impl Read for Socket {
             Socket::Tcp(s) => s.read(buf),
             Socket::Unix(s) => s.read(buf),
             Socket::Ring(s) => s.read(buf),
+            Socket::Mem(s) => s.read(buf),
         }
     }
 }
@@ -83,6 +89,7 @@ impl Write for Socket {
             Socket::Tcp(s) => s.write(buf),
             Socket::Unix(s) => s.write(buf),
             Socket::Ring(s) => s.write(buf),
+            Socket::Mem(s) => s.write(buf),
         }
     }
 
@@ -90,6 +97,7 @@ impl Write for Socket {
         match self {
             Socket::Tcp(s) => s.write_vectored(bufs),
             Socket::Unix(s) => s.write_vectored(bufs),
+            Socket::Mem(s) => s.write_vectored(bufs),
             Socket::Ring(s) => {
                 let mut n = 0;
                 for b in bufs {
@@ -239,7 +247,7 @@ impl Socket {
         match self {
             Socket::Tcp(s) => Some(s),
             Socket::Unix(s) => Some(s),
-            Socket::Ring(_) => None,
+            Socket::Ring(_) | Socket::Mem(_) => None,
         }
     }
 }
