@@ -11,6 +11,10 @@
 #             with tests/fixtures/report/)
 #   h2        the HTTP/2 client connection (H2Conn) fed a server's bytes in fuzzer-chosen
 #             pieces, in one piece and byte by byte: events, floods, windows, HPACK
+#   h2_worker the worker's HTTP/2 side (a real worker over in-memory connections, on a clock
+#             the input moves): GOAWAYs, refusals, resets, closes, stalls and windows against
+#             its promises (each request written at most twice, bounded unwritten bytes per
+#             connection, every request counted once)
 #   hsperfdata  the HotSpot counter file reader (monitor::gc) on any bytes
 #   gctrace   Go's GODEBUG=gctrace=1 lines, jvmlog JVM -Xlog:gc lines, nodetrace Node --trace-gc
 #             lines and volley's anchor line (monitor::gc; each seeded with its real fixtures
@@ -21,11 +25,11 @@
 # stays in fuzz/corpus/<target>/ (not committed), so later runs start where earlier ones ended.
 #
 # Environment (all optional):
-#   SECONDS_PER_TARGET=60     seconds for units, suite, result, h2 and the GC readers
+#   SECONDS_PER_TARGET=60     seconds for units, suite, result, h2, h2_worker and the GC readers
 #   RESPONSE_SECONDS=900      seconds for response (10^7 executions take ~400-900 s here)
 #   SANITIZER=none            cargo fuzz's -s: none (the parsers fuzzed are safe Rust; AddressSanitizer only
 #                             made the runs 2-15x slower) or address
-#   TARGETS="response units suite result h2 hsperfdata gctrace jvmlog nodetrace"
+#   TARGETS="response units suite result h2 h2_worker hsperfdata gctrace jvmlog nodetrace"
 #   FUZZ_CPU=auto             the CPU the fuzzer is pinned to (taskset, when it exists); auto:
 #                             the idlest CPU over the second before each target (a CPU that
 #                             other work keeps busy starved a pinned fuzzer here)
@@ -47,7 +51,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-60}
 RESPONSE_SECONDS=${RESPONSE_SECONDS:-900}
 SANITIZER=${SANITIZER:-none}
-TARGETS=${TARGETS:-response units suite result h2 hsperfdata gctrace jvmlog nodetrace}
+TARGETS=${TARGETS:-response units suite result h2 h2_worker hsperfdata gctrace jvmlog nodetrace}
 FUZZ_CPU=${FUZZ_CPU:-auto}
 RSS_LIMIT_MB=${RSS_LIMIT_MB:-2048}
 TIMEOUT_S=${TIMEOUT_S:-10}
@@ -112,6 +116,9 @@ for t in $TARGETS; do
     response) extra=(-max_len=1024) ;;
     # 4 KiB: a few exchanges with CONTINUATIONs; the floods' bounds are seeded (regressions/h2).
     h2) extra=(-max_len=4096) ;;
+    # 4 KiB: a few dozen frames and commands; the 17 KiB PING flood seed is cut there (its
+    # first 4 KiB are still a flood against a socket that takes nothing).
+    h2_worker) extra=(-max_len=4096) ;;
     suite) seeds+=("$ROOT/suites") ;;
     # 4 KiB: a few dozen log lines; the 32 KiB hsperfdata seed is cut there (its prologue and
     # first entries still read).

@@ -9,6 +9,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+mod h2_worker;
+pub use h2_worker::{
+    check_h2_worker, check_h2_worker_lenient, out_bound as h2_worker_out_bound, run_h2_worker,
+    Outcome as H2WorkerOutcome, Setup as H2WorkerSetup,
+};
+
 use crate::config::suite::{SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
 use crate::config::{parse_url, threshold};
 use crate::engine::h2::conn::{Event as H2Event, H2Conn, H2Error, MAX_QUEUED_ACKS, RECEIVE_WINDOW};

@@ -5,11 +5,14 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Monotonic nanoseconds since `base`.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     base_ns: u64,
+    /// A clock that reads this value instead of CLOCK_MONOTONIC (see [`Clock::manual`]).
+    manual: Option<&'static AtomicU64>,
 }
 
 fn monotonic_ns() -> u64 {
@@ -27,12 +30,27 @@ impl Clock {
     pub fn start() -> Self {
         Clock {
             base_ns: monotonic_ns(),
+            manual: None,
+        }
+    }
+
+    /// A clock that reads `now` (run-clock ns) and moves only when its owner sets it: the
+    /// `h2_worker` fuzz target drives a worker in time chosen by its input, so each input
+    /// replays the same way. Not for runs.
+    #[doc(hidden)]
+    pub fn manual(now: &'static AtomicU64) -> Self {
+        Clock {
+            base_ns: 0,
+            manual: Some(now),
         }
     }
 
     /// Nanoseconds since the clock started.
     #[inline]
     pub fn now_ns(&self) -> u64 {
+        if let Some(now) = self.manual {
+            return now.load(Ordering::Relaxed);
+        }
         monotonic_ns().saturating_sub(self.base_ns)
     }
 

@@ -7,6 +7,8 @@ pub mod check;
 pub mod clock;
 pub mod conn;
 pub mod h2;
+#[doc(hidden)]
+pub mod mem;
 pub mod observer;
 pub mod poller;
 pub mod response;

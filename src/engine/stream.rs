@@ -45,6 +45,9 @@ pub enum Socket {
     Unix(UnixStream),
     /// Either, driven by the thread's io_uring (`--io uring`).
     Ring(Box<RingSocket>),
+    /// An in-memory connection (the `h2_worker` fuzz target's; see [`super::mem`]).
+    #[doc(hidden)]
+    Mem(super::mem::MemSocket),
 }
 
 impl Socket {
@@ -59,6 +62,7 @@ impl Socket {
             Socket::Tcp(s) => s.take_error(),
             Socket::Unix(s) => s.take_error(),
             Socket::Ring(s) => s.take_error(),
+            Socket::Mem(_) => Ok(None),
         }
     }
 
@@ -68,6 +72,7 @@ impl Socket {
             Socket::Tcp(s) => s.peer_addr().map(|_| ()),
             Socket::Unix(s) => s.peer_addr().map(|_| ()),
             Socket::Ring(s) => s.check_connected(),
+            Socket::Mem(_) => Ok(()),
         }
     }
 
@@ -88,6 +93,7 @@ impl Read for Socket {
             Socket::Tcp(s) => s.read(buf),
             Socket::Unix(s) => s.read(buf),
             Socket::Ring(s) => s.read(buf),
+            Socket::Mem(s) => s.read(buf),
         }
     }
 }
@@ -99,6 +105,7 @@ impl Write for Socket {
             Socket::Tcp(s) => s.write(buf),
             Socket::Unix(s) => s.write(buf),
             Socket::Ring(s) => s.write(buf),
+            Socket::Mem(s) => s.write(buf),
         }
     }
 
@@ -106,6 +113,7 @@ impl Write for Socket {
         match self {
             Socket::Tcp(s) => s.write_vectored(bufs),
             Socket::Unix(s) => s.write_vectored(bufs),
+            Socket::Mem(s) => s.write_vectored(bufs),
             Socket::Ring(s) => {
                 let mut n = 0;
                 for b in bufs {
@@ -266,7 +274,7 @@ impl Socket {
         match self {
             Socket::Tcp(s) => Some(s),
             Socket::Unix(s) => Some(s),
-            Socket::Ring(_) => None,
+            Socket::Ring(_) | Socket::Mem(_) => None,
         }
     }
 }

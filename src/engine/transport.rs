@@ -158,6 +158,9 @@ pub enum Endpoint {
     Tcp(SocketAddr),
     /// A Unix domain socket (`--unix-socket`).
     Unix(std::path::PathBuf),
+    /// In-memory connections (the `h2_worker` fuzz target's; see [`super::mem`]).
+    #[doc(hidden)]
+    Mem(super::mem::MemNet),
 }
 
 impl std::fmt::Display for Endpoint {
@@ -166,6 +169,7 @@ impl std::fmt::Display for Endpoint {
         match self {
             Endpoint::Tcp(a) => write!(f, "{a}"),
             Endpoint::Unix(p) => write!(f, "unix:{}", p.display()),
+            Endpoint::Mem(_) => write!(f, "mem:"),
         }
     }
 }

@@ -359,6 +359,13 @@ impl Recorder {
         self.send(WorkerReport::Interval(Box::new(interval)));
     }
 
+    /// Measured counters of the current interval as they stand (for checks that follow a
+    /// worker step by step: the `h2_worker` fuzz target).
+    #[doc(hidden)]
+    pub fn current(&self) -> &Counters {
+        &self.counts
+    }
+
     /// Measured counters of the current interval, for recording.
     #[inline]
     pub fn counts(&mut self, now_ns: u64) -> &mut Counters {

@@ -4,6 +4,8 @@
 
 mod failure;
 mod h2;
+#[doc(hidden)]
+pub mod probe;
 mod ring;
 mod schedule;
 mod socket;
@@ -198,21 +200,8 @@ impl Worker {
         let mut events = Vec::with_capacity(EVENTS);
         loop {
             let now = self.shared.clock.now_ns();
-            if self.stage == Stage::Warmup
-                && now >= self.shared.t0_ns
-                && self.shared.stop.load(Ordering::Relaxed) == 0
-            {
-                self.begin_measured();
-            }
-            // Dispatch before the end-of-window check: requests due inside the window go even
-            // when the worker woke a little after it (they are late, and that is recorded).
-            self.dispatch(now);
-            if !self.advance_stage(now) {
+            if !self.turn(now) {
                 break;
-            }
-            if now >= self.next_housekeeping_ns {
-                self.housekeeping(now);
-                self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
             }
             let mut timeout = self.poll_timeout(now);
             if !self.unread.is_empty() {
@@ -245,6 +234,28 @@ impl Worker {
             self.read_again();
         }
         self.finish();
+    }
+
+    /// What the loop does at each wake-up before it waits: the phase, due requests, the
+    /// stage, housekeeping. False when the worker is done.
+    fn turn(&mut self, now: u64) -> bool {
+        if self.stage == Stage::Warmup
+            && now >= self.shared.t0_ns
+            && self.shared.stop.load(Ordering::Relaxed) == 0
+        {
+            self.begin_measured();
+        }
+        // Dispatch before the end-of-window check: requests due inside the window go even
+        // when the worker woke a little after it (they are late, and that is recorded).
+        self.dispatch(now);
+        if !self.advance_stage(now) {
+            return false;
+        }
+        if now >= self.next_housekeeping_ns {
+            self.housekeeping(now);
+            self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
+        }
+        true
     }
 
     /// Moves between warm-up, measured window and drain. False when the worker is done.

@@ -13,6 +13,7 @@ impl Worker {
         let attempt = match &self.shared.endpoint {
             Endpoint::Tcp(addr) => self.connect_tcp(*addr).map(Socket::Tcp),
             Endpoint::Unix(path) => Socket::unix(path),
+            Endpoint::Mem(net) => net.connect().map(Socket::Mem),
         }
         .map(|socket| self.poll.adopt(socket))
         .and_then(|socket| Stream::new(socket, self.shared.tls.as_ref()));
