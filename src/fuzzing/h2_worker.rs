@@ -330,8 +330,9 @@ impl Watch {
             );
         }
         // Requests that left the worker since the last step, and whether each was sent (one
-        // taken and gone within the step was never seen written: a write and the end of its
-        // request never come from the same handler).
+        // taken and gone within the step was never written: a write and the end of its
+        // request never come from the same step: a handler that writes ends only requests
+        // of an earlier write, and a turn is observed between its writes and housekeeping).
         let gone: Vec<(u64, bool)> = self
             .live
             .iter()
@@ -694,8 +695,12 @@ fn settle(probe: &mut Probe, watch: &mut Watch, server: &Server) -> bool {
             }
         }
     }
-    let alive = probe.turn();
+    let alive = probe.turn_start();
     watch.observe(probe, &server.net);
+    if alive {
+        probe.turn_end();
+        watch.observe(probe, &server.net);
+    }
     alive
 }
 
