@@ -236,9 +236,20 @@ impl Worker {
         self.finish();
     }
 
-    /// What the loop does at each wake-up before it waits: the phase, due requests, the
-    /// stage, housekeeping. False when the worker is done.
+    /// What the loop does at each wake-up before it waits: the phase, due requests and the
+    /// stage ([`Worker::turn_start`]), then housekeeping ([`Worker::turn_end`]). False when
+    /// the worker is done.
     fn turn(&mut self, now: u64) -> bool {
+        if !self.turn_start(now) {
+            return false;
+        }
+        self.turn_end(now);
+        true
+    }
+
+    /// The first half of a turn: the phase, due requests (written), the stage. False when
+    /// the worker is done.
+    fn turn_start(&mut self, now: u64) -> bool {
         if self.stage == Stage::Warmup
             && now >= self.shared.t0_ns
             && self.shared.stop.load(Ordering::Relaxed) == 0
@@ -248,14 +259,15 @@ impl Worker {
         // Dispatch before the end-of-window check: requests due inside the window go even
         // when the worker woke a little after it (they are late, and that is recorded).
         self.dispatch(now);
-        if !self.advance_stage(now) {
-            return false;
-        }
+        self.advance_stage(now)
+    }
+
+    /// The second half of a turn: housekeeping, when it is due.
+    fn turn_end(&mut self, now: u64) {
         if now >= self.next_housekeeping_ns {
             self.housekeeping(now);
             self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
         }
-        true
     }
 
     /// Moves between warm-up, measured window and drain. False when the worker is done.

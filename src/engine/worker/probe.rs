@@ -77,11 +77,19 @@ impl Probe {
         self.w.activate(0, initial, now);
     }
 
-    /// One turn of the loop without its wait. False when the worker is done (then only
-    /// [`Probe::finish`] is left).
-    pub fn turn(&mut self) -> bool {
+    /// The first half of a turn of the loop (due requests written, the stage). False when
+    /// the worker is done (then only [`Probe::finish`] is left).
+    pub fn turn_start(&mut self) -> bool {
         let now = self.w.shared.clock.now_ns();
-        self.w.turn(now)
+        self.w.turn_start(now)
+    }
+
+    /// The second half of that turn (housekeeping: timeouts, back-offs), after which the
+    /// loop would wait. Apart, a request written in the first half and timed out in the
+    /// second (a connection silent for longer than the timeout) is seen written first.
+    pub fn turn_end(&mut self) {
+        let now = self.w.shared.clock.now_ns();
+        self.w.turn_end(now);
     }
 
     /// The slot whose socket is `pipe`.
