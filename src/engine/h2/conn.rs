@@ -528,8 +528,9 @@ impl H2Conn {
                 return Err(fail(
                     code::FRAME_SIZE_ERROR,
                     format_args!(
-                        "a {:?} frame of {} bytes, over the 16,384 this client accepts",
-                        h.kind, h.len
+                        "a {} frame of {} bytes, over the 16,384 this client accepts",
+                        h.kind.name(),
+                        h.len
                     ),
                 ));
             }
@@ -588,7 +589,7 @@ impl H2Conn {
         if self.block_of.is_some() && h.kind != Kind::Continuation {
             return Err(fail(
                 code::PROTOCOL_ERROR,
-                format_args!("a {:?} frame inside a header block", h.kind),
+                format_args!("a {} frame inside a header block", h.kind.name()),
             ));
         }
         match h.kind {
@@ -614,15 +615,16 @@ impl H2Conn {
         if h.stream == 0 {
             return Err(fail(
                 code::PROTOCOL_ERROR,
-                format_args!("a {:?} frame on stream 0", h.kind),
+                format_args!("a {} frame on stream 0", h.kind.name()),
             ));
         }
         if h.stream % 2 == 0 || h.stream >= self.next_stream {
             return Err(fail(
                 code::PROTOCOL_ERROR,
                 format_args!(
-                    "a {:?} frame on stream {}, which this client never opened",
-                    h.kind, h.stream
+                    "a {} frame on stream {}, which this client never opened",
+                    h.kind.name(),
+                    h.stream
                 ),
             ));
         }
@@ -636,8 +638,9 @@ impl H2Conn {
             return Err(fail(
                 code::PROTOCOL_ERROR,
                 format_args!(
-                    "a {:?} frame on stream {} before its request was sent",
-                    h.kind, h.stream
+                    "a {} frame on stream {} before its request was sent",
+                    h.kind.name(),
+                    h.stream
                 ),
             ));
         }
@@ -650,13 +653,13 @@ impl H2Conn {
         if h.stream != 0 {
             return Err(fail(
                 code::PROTOCOL_ERROR,
-                format_args!("a {:?} frame on stream {}, not 0", h.kind, h.stream),
+                format_args!("a {} frame on stream {}, not 0", h.kind.name(), h.stream),
             ));
         }
         match len {
             Some(n) if p.len() != n => Err(fail(
                 code::FRAME_SIZE_ERROR,
-                format_args!("a {:?} frame of {} bytes, not {n}", h.kind, p.len()),
+                format_args!("a {} frame of {} bytes, not {n}", h.kind.name(), p.len()),
             )),
             _ => Ok(()),
         }
