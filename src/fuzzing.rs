@@ -11,8 +11,8 @@ use std::time::Duration;
 
 mod h2_worker;
 pub use h2_worker::{
-    check_h2_worker, check_h2_worker_lenient, out_bound as h2_worker_out_bound, run_h2_worker,
-    Outcome as H2WorkerOutcome, Setup as H2WorkerSetup,
+    check_h2_worker, out_bound as h2_worker_out_bound, run_h2_worker, Outcome as H2WorkerOutcome,
+    Setup as H2WorkerSetup,
 };
 
 use crate::config::suite::{SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};

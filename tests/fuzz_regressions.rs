@@ -86,16 +86,6 @@ fn nodetrace() {
 #[test]
 fn h2_worker() {
     replay("h2_worker", volley::fuzzing::check_h2_worker);
-    // The open defect's inputs pass the lenient check the fuzz target runs meanwhile.
-    replay("h2_worker/open", volley::fuzzing::check_h2_worker_lenient);
-}
-
-/// Inputs of an open defect (fuzz/regressions/README.md): they fail the check until it is
-/// fixed, then move up to `h2_worker/` and this test goes.
-#[test]
-#[ignore = "open: the worker completes a request whose stream the server answered before its HEADERS were written"]
-fn h2_worker_open() {
-    replay("h2_worker/open", volley::fuzzing::check_h2_worker);
 }
 
 /// The `h2_worker` seeds reach what they are named for (a seed that no longer does would

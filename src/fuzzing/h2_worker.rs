@@ -214,7 +214,7 @@ struct Watch {
     /// `completed + errors − errors.connect`, `unsent` and `errors.connect` after the last step.
     counted: (u64, u64, u64),
     /// Tolerate requests that end as completed (or a non-connect error) without having been
-    /// written, counting them in `answered_unwritten` (see [`check_h2_worker_lenient`]).
+    /// written, counting them in `answered_unwritten`.
     lenient: bool,
     answered_unwritten: u64,
     /// Streams opened and not written after the last step, as (pipe, stream).
@@ -564,18 +564,11 @@ pub fn check_h2_worker(data: &[u8]) {
     run_h2_worker(data, false);
 }
 
-/// [`check_h2_worker`], except that a request never written that ends completed or with a
-/// non-connect error (a server that answers a stream whose HEADERS the client has not
-/// written: an open defect, kept in `fuzz/regressions/h2_worker/open/`) is tolerated and
-/// accounted for, so that a fuzz run goes on to find other defects. The fuzz target runs
-/// this until that defect is fixed; the regression test runs the strict check.
-pub fn check_h2_worker_lenient(data: &[u8]) {
-    run_h2_worker(data, true);
-}
-
-/// Runs an `h2_worker` input (see [`check_h2_worker`]; `lenient`: see
-/// [`check_h2_worker_lenient`]), panicking when a check fails; `None` for an input shorter
-/// than its set-up.
+/// Runs an `h2_worker` input (see [`check_h2_worker`]), panicking when a check fails; `None`
+/// for an input shorter than its set-up. `lenient` tolerates and accounts for a request never
+/// written that ends completed or with a non-connect error (a server answering a stream
+/// whose HEADERS were not written: the defect of `fuzz/regressions/h2_worker/crash-*`, fixed;
+/// kept for a fuzz run to go on past a defect of that kind while one is open).
 pub fn run_h2_worker(data: &[u8], lenient: bool) -> Option<Outcome> {
     let (head, wire) = data.split_first_chunk::<4>()?;
     keep_freed_memory();
