@@ -370,7 +370,13 @@ fn request_bodies_stay_bounded_when_the_server_never_reads() {
         hold: Duration::ZERO,
     });
     let (_, ok) = run(&reads, &args, within);
-    assert!(n(&ok, &["requests", "completed"]) > 0, "{}", ok["errors"]);
+    // A server that reads: bodies flowed (whether 8 MiB ones complete within the second of
+    // --timeout depends on how busy the machine is).
+    let flowed = n(&ok, &["bytes", "sent"]);
+    assert!(
+        flowed > 16 << 20,
+        "{flowed} bytes sent to a server that reads"
+    );
     let s = serve(Behaviour::NeverReads);
     let (code, j) = run(&s, &args, within);
     assert_eq!(code, 1);
