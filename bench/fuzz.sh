@@ -117,8 +117,8 @@ for t in $TARGETS; do
     # 4 KiB: a few exchanges with CONTINUATIONs; the floods' bounds are seeded (regressions/h2).
     h2) extra=(-max_len=4096) ;;
     # 2 KiB: a few dozen frames and commands, each input a whole run of a worker (about
-    # 5,000 a second at first); the 17 KiB PING flood seed is cut there (replayed whole by
-    # the regression test).
+    # 1,500 a second here); the 17 KiB PING flood seed is cut there (replayed whole by the
+    # regression test).
     h2_worker) extra=(-max_len=2048) ;;
     suite) seeds+=("$ROOT/suites") ;;
     # 4 KiB: a few dozen log lines; the 32 KiB hsperfdata seed is cut there (its prologue and
