@@ -1,5 +1,5 @@
 //! A worker driven step by step from outside its loop, and what it holds between steps: the
-//! `h2_worker` fuzz target (`crate::fuzzing`) plays the server over in-memory connections
+//! `h2_worker` fuzz target plays the server over in-memory connections
 //! ([`crate::engine::mem`]) with a manual clock, calls the same handlers the loop calls on
 //! events, and checks the worker's promises after every step. Not for runs.
 
