@@ -346,32 +346,24 @@ fn a_server_pinned_by_someone_else_is_reported_pinned() {
     // process, whoever set it.
     let online = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(online >= 2, "needs two CPUs to pin the server to one");
-    let tree = ServerTree::start_with(&["taskset", "-c", "1"]);
-    let args = [
-        "run",
-        &tree.url("/"),
-        "-c",
-        "1",
-        "-n",
-        "50",
-        "--pid",
-        &tree.pid(),
-    ];
-    let (code, j, stderr) = volley_json(&args, LIMIT);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(j["env"]["pinning"]["server_cpus"], "1", "{}", j["env"]);
+    let pinning = |tree: &ServerTree| {
+        let args = [
+            "run",
+            &tree.url("/"),
+            "-c",
+            "1",
+            "-n",
+            "50",
+            "--pid",
+            &tree.pid(),
+        ];
+        let (code, j, stderr) = volley_json(&args, LIMIT);
+        assert_eq!(code, 0, "{stderr}");
+        j["env"].clone()
+    };
+    let env = pinning(&ServerTree::start_with(&["taskset", "-c", "1"]));
+    assert_eq!(env["pinning"]["server_cpus"], "1", "{env}");
     // Not pinned at all: all CPUs allowed is no pinning.
-    let tree = ServerTree::start();
-    let args = [
-        "run",
-        &tree.url("/"),
-        "-c",
-        "1",
-        "-n",
-        "50",
-        "--pid",
-        &tree.pid(),
-    ];
-    let (_, j, _) = volley_json(&args, LIMIT);
-    assert!(j["env"]["pinning"]["server_cpus"].is_null(), "{}", j["env"]);
+    let env = pinning(&ServerTree::start());
+    assert!(env["pinning"]["server_cpus"].is_null(), "{env}");
 }
