@@ -27,6 +27,9 @@
 # Environment (all optional):
 #   SECONDS_PER_TARGET=60     seconds for units, suite, result, h2, h2_worker and the GC readers
 #   RESPONSE_SECONDS=900      seconds for response (10^7 executions take ~400-900 s here)
+#   RUNS_PER_TARGET=0         also stop each target after this many executions (libFuzzer's
+#                             -runs; 0: time alone bounds it), for a count to reach on a
+#                             machine whose speed varies (other work sharing it)
 #   SANITIZER=none            cargo fuzz's -s: none (the parsers fuzzed are safe Rust; AddressSanitizer only
 #                             made the runs 2-15x slower) or address
 #   TARGETS="response units suite result h2 h2_worker hsperfdata gctrace jvmlog nodetrace"
@@ -50,6 +53,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-60}
 RESPONSE_SECONDS=${RESPONSE_SECONDS:-900}
+RUNS_PER_TARGET=${RUNS_PER_TARGET:-0}
 SANITIZER=${SANITIZER:-none}
 TARGETS=${TARGETS:-response units suite result h2 h2_worker hsperfdata gctrace jvmlog nodetrace}
 FUZZ_CPU=${FUZZ_CPU:-auto}
@@ -65,6 +69,8 @@ mkdir -p "$OUT_DIR"
 for v in SECONDS_PER_TARGET RESPONSE_SECONDS RSS_LIMIT_MB TIMEOUT_S; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die 2 "$v must be a positive whole number, got '${!v}'"
 done
+[[ $RUNS_PER_TARGET =~ ^[0-9]+$ ]] || die 2 "RUNS_PER_TARGET must be a whole number, got '$RUNS_PER_TARGET'"
+
 for t in $TARGETS; do
     [[ -f $ROOT/fuzz/fuzz_targets/$t.rs ]] || die 2 "no fuzz target '$t' (fuzz/fuzz_targets/$t.rs)"
 done
@@ -126,6 +132,7 @@ for t in $TARGETS; do
     hsperfdata | gctrace | jvmlog | nodetrace) extra=(-max_len=4096) ;;
     result) for d in "$ROOT"/tests/fixtures/report/*/runs "$ROOT"/tests/fixtures/report; do [[ -d $d ]] && seeds+=("$d"); done ;;
     esac
+    ((RUNS_PER_TARGET == 0)) || extra+=("-runs=$RUNS_PER_TARGET")
     mkdir -p "corpus/$t" "artifacts/$t"
     before=$(find "artifacts/$t" -type f | sort)
     busy=$(wait_quiet)

@@ -19,7 +19,7 @@ use crate::config::RunConfig;
 use crate::engine::Observers;
 use crate::measure::{self, Context};
 use crate::report::Format;
-use crate::result::capacity::{CapacityStep, ClosedLoopStep, Verdict};
+use crate::result::capacity::{CapacityStep, ClosedLoopStep, Phase, Verdict};
 use crate::result::RunResult;
 pub use search::{Found, Search, StepError, StepOutcome, StepRunner};
 
@@ -59,6 +59,8 @@ pub struct Steps<'a> {
     /// The live views watching the search (`--dashboard`, `--metrics-addr`, …): each step is
     /// a run of theirs.
     pub live: Option<&'a crate::live::Live>,
+    /// The search's phase: recorded with each step (set by the search).
+    pub phase: Phase,
 }
 
 /// `step-NN-<rate>rps.json`.
@@ -68,6 +70,9 @@ pub fn step_file(n: usize, rate: f64) -> String {
 
 /// The file of the closed-loop reference step.
 pub const CLOSED_LOOP_FILE: &str = "closed-loop.json";
+
+/// The file of the closed loop measured again (an answer well above the first).
+pub const CLOSED_LOOP_AGAIN_FILE: &str = "closed-loop-again.json";
 
 /// The CPUs `pid` may run on (`Cpus_allowed_list` of its status): the 100 % of its
 /// utilisation. None when it cannot be read.
@@ -170,8 +175,8 @@ impl Steps<'_> {
     }
 
     /// The closed-loop reference: the base load without a rate for one step's duration, after
-    /// the idle wait.
-    pub fn closed_loop(&mut self) -> Result<ClosedLoopStep, ClosedLoopError> {
+    /// the idle wait, written to `file`.
+    pub fn closed_loop(&mut self, file: &str) -> Result<ClosedLoopStep, ClosedLoopError> {
         if self.interrupts.load(Ordering::SeqCst) > 0 {
             return Err(ClosedLoopError::Interrupted);
         }
@@ -182,7 +187,7 @@ impl Steps<'_> {
         cfg.load.requests = None;
         cfg.thresholds.clear();
         let extra = vec!["-d".to_string(), crate::units::duration_flag(self.step)];
-        let (r, path) = match self.measure(&cfg, &extra, CLOSED_LOOP_FILE) {
+        let (r, path) = match self.measure(&cfg, &extra, file) {
             Ok(x) => x,
             Err(StepError::Interrupted) => return Err(ClosedLoopError::Interrupted),
             Err(StepError::Failed(m) | StepError::Busy(m)) => {
@@ -205,6 +210,10 @@ impl Steps<'_> {
 pub const MACHINE_ATTEMPTS: usize = 3;
 
 impl StepRunner for Steps<'_> {
+    fn phase(&mut self, phase: Phase) {
+        self.phase = phase;
+    }
+
     /// One step at `rate`; a step that other processes starved (`machine`) runs again once
     /// the machine is idle, and the third in a row stops the search (no answer).
     fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
@@ -269,6 +278,7 @@ impl Steps<'_> {
             failed: r.requests.failed,
             schedule_lag_p99_us: r.schedule_lag_us.as_ref().and_then(|l| l.p99),
             server_cpu_pct: server_cpu_pct(&r),
+            phase: Some(self.phase),
         };
         (self.on_step)(&step);
         self.done.push(step);

@@ -10,8 +10,14 @@
 //! 2 passes or 2 non-passes out of 3). A `client` verdict bounds the bracket like a failure; when the
 //! bracket's high end is one, the answer is a lower bound ("at least X: the client is the
 //! limit"), X as close to the client's limit as the precision asks.
+//!
+//! Then the answer is confirmed ([`confirm`]): the rate found and the bracket's high end run
+//! again, and a contradiction moves the bracket and the search goes on from there.
 
-use crate::result::capacity::{Bracket, LimitedBy, Verdict};
+mod confirm;
+
+use crate::result::capacity::{Bracket, Confirmation, LimitedBy, Phase, Verdict};
+pub use confirm::CONFIRM_ROUNDS;
 
 /// One run's verdict and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +44,9 @@ pub enum StepError {
 pub trait StepRunner {
     /// Measures `rate` once and judges it.
     fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError>;
+
+    /// The runs from now on are of this phase of the search (recorded with each step).
+    fn phase(&mut self, _phase: Phase) {}
 }
 
 /// The search's settings.
@@ -71,6 +80,29 @@ pub struct Found {
     /// The bracket's high end is a rate the client could not measure (not a failure of the
     /// server).
     pub client_high: bool,
+    /// How the answer was confirmed (none when there was none to confirm).
+    pub confirmation: Option<Confirmation>,
+    /// Each rate's decided verdict so far (its majority; the latest when run again).
+    pub decided: Vec<(f64, Verdict)>,
+}
+
+/// A rate's runs under the majority rule.
+#[derive(Debug, Clone, Copy)]
+struct Tally {
+    /// The majority's verdict once decided (before: the last run that did not pass).
+    verdict: Verdict,
+    runs: u32,
+    passes: u32,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            verdict: Verdict::Fail,
+            runs: 0,
+            passes: 0,
+        }
+    }
 }
 
 /// Rates are whole requests per second.
@@ -101,7 +133,25 @@ impl Found {
             interrupted,
             error,
             client_high: false,
+            confirmation: None,
+            decided: Vec::new(),
         }
+    }
+
+    /// Records `rate`'s decided verdict, replacing an earlier one.
+    fn decide(&mut self, rate: f64, verdict: Verdict) {
+        match self.decided.iter_mut().find(|(r, _)| *r == rate) {
+            Some(d) => d.1 = verdict,
+            None => self.decided.push((rate, verdict)),
+        }
+    }
+
+    /// What was decided for `rate`, if it ran.
+    fn decided_at(&self, rate: f64) -> Option<Verdict> {
+        self.decided
+            .iter()
+            .find(|(r, _)| *r == rate)
+            .map(|(_, v)| *v)
     }
 }
 
@@ -110,35 +160,46 @@ impl Search {
     pub fn rule(&self) -> String {
         let n = self.repeat.max(1);
         if n == 1 {
-            "each rate runs once".into()
+            "each rate runs once; the answer and the rate above it run once more to confirm it"
+                .into()
         } else {
             format!(
-                "ramp rates run once, but the first to fail above a pass and every bisection rate pass when {} of up to {n} runs pass",
-                n / 2 + 1
+                "ramp rates run once, but the first to fail above a pass and every bisection rate pass when {need} of up to {n} runs pass; \
+                 the answer is confirmed by {n} more runs (it passes {need} again, the rate above it fails {need} again)",
+                need = n / 2 + 1
             )
         }
     }
 
-    /// Runs the search to its end.
+    /// Runs the search to its end, then confirms its answer.
     pub fn run(&self, runner: &mut dyn StepRunner) -> Found {
         let mut found = Found::stopped(false, None);
         let mut rate = whole(self.start_rps);
         if let Some(max) = self.max_rps {
             rate = rate.min(whole(max));
         }
-        let bisect = match self.ramp(runner, &mut found, rate) {
-            Ok(b) => b,
-            Err(e) => {
-                stop(&mut found, e);
-                return self.finish(found);
-            }
-        };
-        if bisect {
-            if let Err(e) = self.bisect(runner, &mut found) {
-                stop(&mut found, e);
-            }
+        let searched = self
+            .search_from(runner, &mut found, rate)
+            .and_then(|()| self.confirm(runner, &mut found));
+        if let Err(e) = searched {
+            stop(&mut found, e);
         }
         self.finish(found)
+    }
+
+    /// The ramp from `rate`, then the bisection when the ramp leaves a bracket to narrow.
+    fn search_from(
+        &self,
+        runner: &mut dyn StepRunner,
+        found: &mut Found,
+        rate: f64,
+    ) -> Result<(), StepError> {
+        runner.phase(Phase::Ramp);
+        if self.ramp(runner, found, rate)? {
+            runner.phase(Phase::Bisect);
+            self.bisect(runner, found)?;
+        }
+        Ok(())
     }
 
     /// Up from `rate` (×2) while steps pass; down (÷2, to 1 req/s) while none has. True when
@@ -159,6 +220,7 @@ impl Search {
                 // majority rule like a bisection rate (this run counts as the first).
                 verdict = self.repeated_after(runner, rate, verdict)?;
             }
+            found.decide(rate, verdict);
             let next = match verdict {
                 Verdict::Pass => {
                     found.bracket.low_rps = Some(rate);
@@ -208,7 +270,9 @@ impl Search {
             if mid <= low || mid >= high {
                 break;
             }
-            match self.repeated(runner, mid)? {
+            let verdict = self.repeated(runner, mid)?.verdict;
+            found.decide(mid, verdict);
+            match verdict {
                 Verdict::Pass => found.bracket.low_rps = Some(mid),
                 v => {
                     found.bracket.high_rps = Some(mid);
@@ -225,8 +289,8 @@ impl Search {
     }
 
     /// One bisection rate: up to `repeat` runs, majority wins, `client` at once.
-    fn repeated(&self, runner: &mut dyn StepRunner, rate: f64) -> Result<Verdict, StepError> {
-        self.tally(runner, rate, 0, 0, Verdict::Fail)
+    fn repeated(&self, runner: &mut dyn StepRunner, rate: f64) -> Result<Tally, StepError> {
+        self.tally(runner, rate, Tally::default())
     }
 
     /// A rate whose first run gave `first` (not a pass), decided by the majority rule.
@@ -239,37 +303,40 @@ impl Search {
         if matches!(first, Verdict::Client | Verdict::Machine) {
             return Ok(first);
         }
-        self.tally(runner, rate, 0, 1, first)
+        let so_far = Tally {
+            verdict: first,
+            runs: 1,
+            passes: 0,
+        };
+        Ok(self.tally(runner, rate, so_far)?.verdict)
     }
 
-    /// Runs `rate` until `repeat` runs' majority is decided, from `passes` and `others` so far.
+    /// Runs `rate` until `repeat` runs' majority is decided, from the runs so far.
     fn tally(
         &self,
         runner: &mut dyn StepRunner,
         rate: f64,
-        mut passes: u32,
-        mut others: u32,
-        mut last_other: Verdict,
-    ) -> Result<Verdict, StepError> {
+        mut t: Tally,
+    ) -> Result<Tally, StepError> {
         let n = self.repeat.max(1);
         let need = n / 2 + 1;
-        while passes < need && others < n - need + 1 {
+        while t.passes < need && t.runs - t.passes < n - need + 1 {
             let o = runner.run(rate)?;
+            t.runs += 1;
             match o.verdict {
-                Verdict::Pass => passes += 1,
+                Verdict::Pass => t.passes += 1,
                 // A runner gives `machine` only when it could not measure (it re-runs).
-                Verdict::Client | Verdict::Machine => return Ok(o.verdict),
-                v => {
-                    others += 1;
-                    last_other = v;
+                Verdict::Client | Verdict::Machine => {
+                    t.verdict = o.verdict;
+                    return Ok(t);
                 }
+                v => t.verdict = v,
             }
         }
-        Ok(if passes >= need {
-            Verdict::Pass
-        } else {
-            last_other
-        })
+        if t.passes >= need {
+            t.verdict = Verdict::Pass;
+        }
+        Ok(t)
     }
 
     fn finish(&self, mut found: Found) -> Found {
@@ -283,253 +350,4 @@ impl Search {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A server of capacity `c`: passes below, fails above; within `noise` of `c` the verdict
-    /// alternates (pass, fail, pass, ...) by a counter, no clock.
-    struct Model {
-        c: f64,
-        noise: f64,
-        client_limit: f64,
-        runs: Vec<f64>,
-        flip: bool,
-    }
-
-    impl Model {
-        fn new(c: f64) -> Self {
-            Model {
-                c,
-                noise: 0.0,
-                client_limit: f64::INFINITY,
-                runs: Vec::new(),
-                flip: false,
-            }
-        }
-    }
-
-    impl StepRunner for Model {
-        fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
-            self.runs.push(rate);
-            let verdict = if rate > self.client_limit {
-                Verdict::Client
-            } else if (rate - self.c).abs() < self.noise {
-                self.flip = !self.flip;
-                if self.flip {
-                    Verdict::Pass
-                } else {
-                    Verdict::Fail
-                }
-            } else if rate <= self.c {
-                Verdict::Pass
-            } else {
-                Verdict::Fail
-            };
-            Ok(StepOutcome {
-                verdict,
-                reason: String::new(),
-            })
-        }
-    }
-
-    fn search() -> Search {
-        Search {
-            start_rps: 100.0,
-            max_rps: None,
-            precision: 0.05,
-            repeat: 3,
-        }
-    }
-
-    #[test]
-    fn finds_a_known_capacity_within_the_precision() {
-        for c in [150.0, 800.0, 41_200.0, 99_999.0, 1_000_000.0] {
-            let mut m = Model::new(c);
-            let f = search().run(&mut m);
-            let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
-            assert_eq!(f.limited_by, Some(LimitedBy::Slo), "c={c}");
-            assert!(low <= c && c < high, "c={c}: {low}..{high}");
-            assert!((high - low) / low <= 0.05, "c={c}: {low}..{high}");
-            assert_eq!(f.max_rps, Some(low));
-        }
-    }
-
-    #[test]
-    fn the_client_limit_gives_a_lower_bound() {
-        let mut m = Model::new(50_000.0);
-        m.client_limit = 3_000.0;
-        let f = search().run(&mut m);
-        assert_eq!(f.limited_by, Some(LimitedBy::Client));
-        // The ramp passes 1,600 and meets the client at 3,200; the bisection closes in on
-        // the client's limit (3,000) to the precision.
-        let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
-        assert!(f.client_high);
-        assert!(low <= 3_000.0 && 3_000.0 < high, "{low}..{high}");
-        assert!((high - low) / low <= 0.05, "{low}..{high}");
-        assert_eq!(f.max_rps, Some(low));
-        // A server limit below the client's is the server's answer again.
-        let mut m = Model::new(2_000.0);
-        m.client_limit = 3_000.0;
-        let f = search().run(&mut m);
-        assert_eq!(f.limited_by, Some(LimitedBy::Slo), "{:?}", m.runs);
-        assert!(!f.client_high);
-        let low = f.bracket.low_rps.unwrap();
-        assert!(low <= 2_000.0 && f.bracket.high_rps.unwrap() > 2_000.0);
-    }
-
-    #[test]
-    fn the_max_rate_stops_the_ramp() {
-        let mut m = Model::new(50_000.0);
-        let f = Search {
-            max_rps: Some(1_000.0),
-            ..search()
-        }
-        .run(&mut m);
-        assert_eq!(f.limited_by, Some(LimitedBy::MaxRate));
-        assert_eq!(f.max_rps, Some(1_000.0));
-        assert_eq!(m.runs, vec![100.0, 200.0, 400.0, 800.0, 1_000.0]);
-    }
-
-    #[test]
-    fn no_rate_meets_the_slo() {
-        // Not even 1 req/s passes: down from 100 by halves, then nothing.
-        let mut m = Model::new(0.5);
-        let f = search().run(&mut m);
-        assert_eq!(f.max_rps, None);
-        assert_eq!(f.limited_by, None);
-        assert_eq!(f.lowest_tried_rps, Some(1.0));
-        assert_eq!(f.bracket.high_rps, Some(1.0));
-        assert_eq!(m.runs, vec![100.0, 50.0, 25.0, 13.0, 7.0, 4.0, 2.0, 1.0]);
-    }
-
-    #[test]
-    fn a_capacity_below_the_start_rate_is_found_going_down() {
-        for c in [10.0, 37.0, 99.0] {
-            let mut m = Model::new(c);
-            let f = search().run(&mut m);
-            let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
-            assert_eq!(f.limited_by, Some(LimitedBy::Slo), "c={c}: {:?}", m.runs);
-            assert!(low <= c && c < high, "c={c}: {low}..{high}");
-            // Whole rates: the bracket cannot be narrower than 1 req/s.
-            assert!(
-                (high - low) / low <= 0.05 || high - low <= 1.0,
-                "c={c}: {low}..{high}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_client_limit_from_the_first_step_goes_down_to_what_it_can_measure() {
-        // The client copes with 30 req/s; the server would take 1,000.
-        let mut m = Model::new(1_000.0);
-        m.client_limit = 30.0;
-        let f = search().run(&mut m);
-        assert_eq!(f.limited_by, Some(LimitedBy::Client));
-        // Down to 25, which it measures, then up to the client's limit between 25 and 50.
-        assert_eq!(&m.runs[..3], &[100.0, 50.0, 25.0]);
-        let low = f.max_rps.unwrap();
-        assert!((29.0..=30.0).contains(&low), "{low}: {:?}", m.runs);
-        // A client that copes with nothing: no number, and the client named.
-        let mut m = Model::new(1_000.0);
-        m.client_limit = 0.0;
-        let f = search().run(&mut m);
-        assert_eq!(f.max_rps, None);
-        assert_eq!(f.limited_by, Some(LimitedBy::Client));
-        assert_eq!(f.lowest_tried_rps, Some(1.0));
-    }
-
-    #[test]
-    fn a_noisy_boundary_is_decided_by_the_majority() {
-        let mut m = Model::new(1_000.0);
-        m.noise = 60.0;
-        let f = search().run(&mut m);
-        let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
-        assert!((high - low) / low <= 0.05);
-        assert!(low > 1_000.0 - 60.0 - 0.05 * 1_000.0 && high < 1_000.0 + 60.0 + 100.0);
-        // A bisection rate never runs more than 3 times.
-        let mut counts = std::collections::BTreeMap::new();
-        for r in &m.runs {
-            *counts.entry(*r as u64).or_insert(0) += 1;
-        }
-        assert!(counts.values().all(|&n| n <= 3), "{counts:?}");
-        assert!(counts.values().any(|&n| n == 3), "{counts:?}");
-    }
-
-    #[test]
-    fn a_fluke_at_the_end_of_the_ramp_is_outvoted() {
-        // Capacity 50,000; the first run at 3,200 fails by chance (the bench saw it: one slow
-        // second at 4 % of a server's capacity). The majority of its runs decides it.
-        struct Fluke {
-            model: Model,
-            fluked: bool,
-        }
-        impl StepRunner for Fluke {
-            fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
-                if rate == 3_200.0 && !self.fluked {
-                    self.fluked = true;
-                    self.model.runs.push(rate);
-                    return Ok(StepOutcome {
-                        verdict: Verdict::Unstable,
-                        reason: String::new(),
-                    });
-                }
-                self.model.run(rate)
-            }
-        }
-        let mut f = Fluke {
-            model: Model::new(50_000.0),
-            fluked: false,
-        };
-        let found = search().run(&mut f);
-        assert_eq!(
-            &f.model.runs[..7],
-            &[100.0, 200.0, 400.0, 800.0, 1_600.0, 3_200.0, 3_200.0]
-        );
-        let low = found.bracket.low_rps.unwrap();
-        assert!(
-            (47_000.0..=50_000.0).contains(&low),
-            "{low}: {:?}",
-            f.model.runs
-        );
-        // With one run a rate (--repeat 1) the fluke stands: that is what the flag says.
-        let mut f = Fluke {
-            model: Model::new(50_000.0),
-            fluked: false,
-        };
-        let found = Search {
-            repeat: 1,
-            ..search()
-        }
-        .run(&mut f);
-        assert_eq!(found.bracket.high_rps, Some(3_200.0));
-    }
-
-    #[test]
-    fn an_interrupt_keeps_the_bracket_so_far() {
-        struct Stops(u32);
-        impl StepRunner for Stops {
-            fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
-                self.0 += 1;
-                // 100 and 200 pass, 400 fails twice (decided), Ctrl-C during the bisection.
-                if self.0 > 4 {
-                    return Err(StepError::Interrupted);
-                }
-                Ok(StepOutcome {
-                    verdict: if rate <= 200.0 {
-                        Verdict::Pass
-                    } else {
-                        Verdict::Fail
-                    },
-                    reason: String::new(),
-                })
-            }
-        }
-        let mut stops = Stops(0);
-        let f = search().run(&mut stops);
-        assert_eq!(stops.0, 5);
-        assert!(f.interrupted);
-        assert_eq!(f.bracket.low_rps, Some(200.0));
-        assert_eq!(f.bracket.high_rps, Some(400.0));
-        assert_eq!(f.limited_by, None);
-    }
-}
+mod tests;

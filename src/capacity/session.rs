@@ -5,7 +5,14 @@
 use std::time::SystemTime;
 
 use super::{ClosedLoopError, Found, Search, StepRunner, Steps};
-use crate::result::capacity::{CapacityResult, ClosedLoopStep, CAPACITY_SCHEMA};
+use super::{CLOSED_LOOP_AGAIN_FILE, CLOSED_LOOP_FILE};
+use crate::result::capacity::{
+    CapacityResult, ClosedLoopFinding, ClosedLoopStep, LimitedBy, CAPACITY_SCHEMA,
+};
+
+/// An answer above this multiple of the closed-loop maximum is suspicious: the closed loop is
+/// measured again before the numbers are explained.
+pub const SUSPICIOUS_SHARE: f64 = 1.1;
 
 /// What a search is about, for its result.
 pub struct About {
@@ -42,17 +49,16 @@ pub fn run(
     // were: first it would measure a cold server against warm steps.
     let mut reference = None;
     if closed_loop && !found.interrupted && found.error.is_none() {
-        match steps.closed_loop() {
-            Ok(c) => {
-                said(&c);
-                reference = Some(c);
-            }
-            Err(ClosedLoopError::Interrupted) => found.interrupted = true,
-            Err(ClosedLoopError::Failed(m)) => {
-                found.error = Some(format!("the closed-loop step: {m}"))
-            }
-        }
+        reference = measure_closed_loop(steps, &mut found, CLOSED_LOOP_FILE, said);
     }
+    let (again, finding) = match &reference {
+        Some(first) if suspicious(&found, first) => {
+            let again = measure_closed_loop(steps, &mut found, CLOSED_LOOP_AGAIN_FILE, said);
+            let finding = again.as_ref().map(|a| explain(&found, a));
+            (again, finding)
+        }
+        _ => (None, None),
+    };
     let wall_s = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     let result = CapacityResult {
         schema: CAPACITY_SCHEMA.into(),
@@ -79,8 +85,54 @@ pub fn run(
             .as_ref()
             .and_then(|m| super::server_cores(m.pid)),
         closed_loop: reference,
+        closed_loop_again: again,
+        closed_loop_finding: finding,
+        confirmation: found.confirmation.clone(),
         notes: std::mem::take(&mut steps.notes),
         env: steps.env.take(),
     };
     Searched { found, result }
+}
+
+/// One closed-loop measurement into `file`; an interrupt or a failure is recorded in `found`.
+fn measure_closed_loop(
+    steps: &mut Steps,
+    found: &mut Found,
+    file: &str,
+    said: &mut dyn FnMut(&ClosedLoopStep),
+) -> Option<ClosedLoopStep> {
+    match steps.closed_loop(file) {
+        Ok(c) => {
+            said(&c);
+            Some(c)
+        }
+        Err(ClosedLoopError::Interrupted) => {
+            found.interrupted = true;
+            None
+        }
+        Err(ClosedLoopError::Failed(m)) => {
+            found.error = Some(format!("the closed-loop step: {m}"));
+            None
+        }
+    }
+}
+
+/// The server's own answer (`slo`) is well above a closed loop that was the server's (volley
+/// not saturated in it).
+fn suspicious(found: &Found, first: &ClosedLoopStep) -> bool {
+    found.limited_by == Some(LimitedBy::Slo)
+        && !first.client_saturated
+        && found
+            .max_rps
+            .is_some_and(|m| m > SUSPICIOUS_SHARE * first.throughput_rps)
+}
+
+/// Which explanation the second closed-loop measurement supports.
+fn explain(found: &Found, again: &ClosedLoopStep) -> ClosedLoopFinding {
+    let answer = found.max_rps.unwrap_or(0.0);
+    if again.throughput_rps * SUSPICIOUS_SHARE >= answer {
+        ClosedLoopFinding::FirstMeasurementLow
+    } else {
+        ClosedLoopFinding::ServerSlowerWhenSaturated
+    }
 }

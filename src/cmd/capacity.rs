@@ -20,7 +20,7 @@ use crate::history::{Labels, Origin, Source};
 use crate::measure;
 use crate::report::capacity::text;
 use crate::report::{Format, Report};
-use crate::result::capacity::{CapacityResult, CapacityStep, LimitedBy};
+use crate::result::capacity::{CapacityResult, CapacityStep, LimitedBy, Phase};
 use crate::sys::cpus;
 use crate::units::{self, parse_count, parse_duration, parse_percent};
 
@@ -233,6 +233,7 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         }),
         env: None,
         live: live.as_ref(),
+        phase: Phase::Ramp,
     };
     let search = Search {
         start_rps: args.start_rate as f64,

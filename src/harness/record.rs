@@ -46,7 +46,7 @@ impl Harness<'_> {
             slo: c.slo.clone(),
             max_rate_rps: c.max_rate_rps,
             limited_by: c.limited_by,
-            closed_loop_rps: c.closed_loop.as_ref().map(|l| l.throughput_rps),
+            closed_loop_rps: c.closed_loop_reference().map(|l| l.throughput_rps),
             steps: c.steps.len(),
         });
         row.wall_s = Some(round3(wall.as_secs_f64()));

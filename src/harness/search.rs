@@ -12,6 +12,7 @@ use crate::capacity::session::{self, About, Searched};
 use crate::capacity::{Search, Steps};
 use crate::config::suite::capacity::CapacitySpec;
 use crate::report::capacity::text;
+use crate::result::capacity::Phase;
 use crate::result::CellStatus;
 use crate::sys::cpus;
 
@@ -77,6 +78,7 @@ impl Harness<'_> {
             }),
             env: None,
             live: None,
+            phase: Phase::Ramp,
         };
         let Searched { found, result } =
             session::run(&mut steps, &search, spec.closed_loop, about, &mut |_| {});

@@ -203,7 +203,7 @@ impl Record {
         if let Some(m) = c.max_rate_rps {
             s.insert("max_rate_rps".to_string(), m);
         }
-        if let Some(cl) = &c.closed_loop {
+        if let Some(cl) = c.closed_loop_reference() {
             s.insert("closed_loop_rps".to_string(), cl.throughput_rps);
         }
         s.insert("steps".to_string(), c.steps.len() as f64);

@@ -53,6 +53,65 @@ pub enum LimitedBy {
     Machine,
 }
 
+/// Where a step was in the search (`phase` of a step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The geometric ramp (×2 up, ÷2 down), its boundary rate's repetitions included.
+    Ramp,
+    /// Bisection of the bracket.
+    Bisect,
+    /// A rate run again to confirm the answer (the rate found, the bracket's high end).
+    Confirm,
+}
+
+impl Phase {
+    /// The word printed and written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Ramp => "ramp",
+            Phase::Bisect => "bisect",
+            Phase::Confirm => "confirm",
+        }
+    }
+}
+
+/// One end of the bracket run again before the answer is given.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Recheck {
+    /// The rate, req/s.
+    pub rate_rps: f64,
+    /// What the search had decided for it (`pass` for the answer).
+    pub was: Verdict,
+    /// What its confirmation runs decided (majority, as a bisection rate).
+    pub now: Verdict,
+    /// Its confirmation runs.
+    pub runs: u32,
+    /// How many of them passed.
+    pub passes: u32,
+}
+
+impl Recheck {
+    /// The runs contradicted the search: a pass that does not pass again, or a rate above
+    /// the answer that passes now (a pass above a failure).
+    pub fn contradicts(&self) -> bool {
+        (self.was == Verdict::Pass) != (self.now == Verdict::Pass)
+    }
+}
+
+/// How the answer was confirmed before it was given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// Every rate run again, in order: the answer, then the bracket's high end, each round.
+    pub rechecks: Vec<Recheck>,
+    /// The last round held: the answer passed again and the rate above it failed again (or
+    /// was the client's limit, or there was none).
+    pub reproduced: bool,
+    /// Rounds run: a contradicted end moves the bracket, the search goes on from there and
+    /// the new answer is confirmed again, at most 3 times.
+    pub rounds: u32,
+}
+
 /// The bracket: the highest rate that passed and the lowest that did not (null when none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bracket {
@@ -100,6 +159,9 @@ pub struct CapacityStep {
     /// `--pid`). Divided by `server_cores`: its utilisation.
     #[serde(default)]
     pub server_cpu_pct: Option<f64>,
+    /// Where in the search it ran (null in files from before confirmation).
+    #[serde(default)]
+    pub phase: Option<Phase>,
 }
 
 impl CapacityStep {
@@ -129,6 +191,19 @@ pub struct ClosedLoopStep {
     pub client_saturated: bool,
     /// Its RunResult file.
     pub path: String,
+}
+
+/// Why an answer is well above (over 110 % of) the closed-loop maximum of the same
+/// connections, from the closed loop measured again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClosedLoopFinding {
+    /// Measured again, the closed loop reached the answer: the first measurement was low (the
+    /// machine, a pause of the server), and the share uses the higher one.
+    FirstMeasurementLow,
+    /// Measured again, it stayed below the answer, which reproduced: the server does less with
+    /// every connection busy at once than at a paced rate (seen with Java's HttpServer).
+    ServerSlowerWhenSaturated,
 }
 
 /// The result of one `volley capacity`.
@@ -183,6 +258,18 @@ pub struct CapacityResult {
     /// `--no-closed-loop`, or when it could not run).
     #[serde(default)]
     pub closed_loop: Option<ClosedLoopStep>,
+    /// How the answer was confirmed (null when there was no answer to confirm, or in files
+    /// from before confirmation).
+    #[serde(default)]
+    pub confirmation: Option<Confirmation>,
+    /// The closed loop measured again, when the answer was well above the first measurement
+    /// (null otherwise).
+    #[serde(default)]
+    pub closed_loop_again: Option<ClosedLoopStep>,
+    /// Which explanation the numbers support when the answer is well above the closed-loop
+    /// maximum (null otherwise).
+    #[serde(default)]
+    pub closed_loop_finding: Option<ClosedLoopFinding>,
     /// Remarks that are not verdicts (a server still busy before a step, say).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -210,9 +297,18 @@ impl CapacityResult {
     /// The sustainable rate as a share of the closed-loop maximum (the coordinated-omission
     /// lesson in one number); null when either is missing.
     pub fn share_of_closed_loop(&self) -> Option<f64> {
-        let c = self.closed_loop.as_ref()?.throughput_rps;
+        let c = self.closed_loop_reference()?.throughput_rps;
         let m = self.max_rate_rps?;
         (c > 0.0).then(|| m / c)
+    }
+
+    /// The closed-loop maximum the answer is set beside: the higher of its measurements (a
+    /// second one is taken only when the first was well below the answer).
+    pub fn closed_loop_reference(&self) -> Option<&ClosedLoopStep> {
+        match (&self.closed_loop, &self.closed_loop_again) {
+            (Some(a), Some(b)) if b.throughput_rps > a.throughput_rps => Some(b),
+            (a, _) => a.as_ref(),
+        }
     }
 
     /// Reads a `volley.capacity/1` file's text.

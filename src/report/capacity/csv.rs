@@ -1,9 +1,10 @@
 //! A capacity search as CSV (RFC 4180, as `report::csv`): one row per step, the closed-loop
-//! reference first (`step` = `closed-loop`), every search of the report in turn.
+//! reference first (`step` = `closed-loop`, and `closed-loop-again` when it was measured
+//! twice), every search of the report in turn; `path` and then `phase` end each row.
 
 use super::CapacityEntry;
 use crate::report::csv::line;
-use crate::result::capacity::CapacityStep;
+use crate::result::capacity::{CapacityStep, ClosedLoopStep};
 
 /// The columns, in order.
 pub const COLUMNS: [&str; 22] = [
@@ -40,6 +41,7 @@ pub fn render(entries: &[CapacityEntry]) -> String {
     let mut out = String::new();
     let mut head: Vec<String> = COLUMNS.iter().map(|s| s.to_string()).collect();
     head.push("path".into());
+    head.push("phase".into());
     line(&mut out, &head);
     for e in entries {
         let Some(r) = &e.result else { continue };
@@ -49,31 +51,16 @@ pub fn render(entries: &[CapacityEntry]) -> String {
             e.axes_label(),
             e.rep.to_string(),
         ];
-        if let Some(c) = &r.closed_loop {
-            let p = &c.latency_us;
-            let mut rec: Vec<String> = id.to_vec();
-            rec.extend([
-                "closed-loop".into(),
-                String::new(),
-                c.throughput_rps.to_string(),
-                String::new(),
-                opt(p.p50),
-                opt(p.p90),
-                opt(p.p99),
-                opt(p.p99_9),
-                opt(p.max),
-                String::new(),
-                c.errors.to_string(),
-                String::new(),
-                String::new(),
-                opt(c.server_cpu_pct),
-                opt(utilisation(c.server_cpu_pct, r.server_cores)),
-                String::new(),
-                String::new(),
-                "the closed-loop reference over the same connections".into(),
-                c.path.clone(),
-            ]);
-            line(&mut out, &rec);
+        let loops = [
+            ("closed-loop", &r.closed_loop),
+            ("closed-loop-again", &r.closed_loop_again),
+        ];
+        for (name, c) in loops {
+            if let Some(c) = c {
+                let mut rec: Vec<String> = id.to_vec();
+                rec.extend(closed_loop_fields(name, c, r.server_cores));
+                line(&mut out, &rec);
+            }
         }
         for (n, s) in r.steps.iter().enumerate() {
             let mut rec: Vec<String> = id.to_vec();
@@ -87,6 +74,32 @@ pub fn render(entries: &[CapacityEntry]) -> String {
 fn utilisation(cpu_pct: Option<f64>, cores: Option<f64>) -> Option<f64> {
     let cores = cores.filter(|c| *c > 0.0)?;
     Some((cpu_pct? / cores * 10.0).round() / 10.0)
+}
+
+fn closed_loop_fields(name: &str, c: &ClosedLoopStep, cores: Option<f64>) -> Vec<String> {
+    let p = &c.latency_us;
+    vec![
+        name.into(),
+        String::new(),
+        c.throughput_rps.to_string(),
+        String::new(),
+        opt(p.p50),
+        opt(p.p90),
+        opt(p.p99),
+        opt(p.p99_9),
+        opt(p.max),
+        String::new(),
+        c.errors.to_string(),
+        String::new(),
+        String::new(),
+        opt(c.server_cpu_pct),
+        opt(utilisation(c.server_cpu_pct, cores)),
+        String::new(),
+        String::new(),
+        "the closed-loop reference over the same connections".into(),
+        c.path.clone(),
+        String::new(),
+    ]
 }
 
 fn step_fields(n: usize, s: &CapacityStep, cores: Option<f64>) -> Vec<String> {
@@ -113,5 +126,6 @@ fn step_fields(n: usize, s: &CapacityStep, cores: Option<f64>) -> Vec<String> {
         s.idle_wait_s.to_string(),
         s.reason.clone(),
         s.path.clone(),
+        s.phase.map_or("", |p| p.as_str()).into(),
     ]
 }

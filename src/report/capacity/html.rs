@@ -16,7 +16,7 @@ use crate::config::threshold;
 use crate::metric::{Metric, Stat};
 use crate::report::html::escape_html as esc;
 use crate::report::model::median;
-use crate::result::capacity::{CapacityResult, CapacityStep, Verdict};
+use crate::result::capacity::{CapacityResult, CapacityStep, ClosedLoopStep, Verdict};
 use crate::units::{micros, rate};
 
 /// The charts of one capacity scenario.
@@ -415,23 +415,14 @@ fn steps_table(o: &mut String, server: &str, rep: u32, r: &CapacityResult, named
         let _ = write!(o, "<th>{c}</th>");
     }
     o.push_str("</tr></thead><tbody>\n");
-    if let Some(c) = &r.closed_loop {
-        let _ = write!(o, "<tr><td data-v=\"0\">closed loop</td>");
-        num(o, None, "");
-        num(o, Some(c.throughput_rps), &rate(c.throughput_rps));
-        o.push_str("<td>reference</td>");
-        for v in [c.latency_us.p50, c.latency_us.p99, c.latency_us.p99_9] {
-            num(o, v.map(|v| v as f64), &v.map_or("–".into(), micros));
+    let loops = [
+        ("closed loop", &r.closed_loop),
+        ("closed loop, again", &r.closed_loop_again),
+    ];
+    for (label, c) in loops {
+        if let Some(c) = c {
+            closed_loop_row(o, label, c);
         }
-        num(o, Some(c.errors as f64), &c.errors.to_string());
-        num(
-            o,
-            c.server_cpu_pct,
-            &c.server_cpu_pct.map_or("–".into(), |v| format!("{v:.0}%")),
-        );
-        num(o, None, "");
-        num(o, None, "");
-        o.push_str("<td>as fast as the server answers, over the same connections</td></tr>\n");
     }
     for (n, s) in r.steps.iter().enumerate() {
         let _ = write!(o, "<tr><td data-v=\"{0}\">{0}</td>", n + 1);
@@ -460,7 +451,7 @@ fn steps_table(o: &mut String, server: &str, rep: u32, r: &CapacityResult, named
                 .map_or("–".into(), |v| format!("{v:.1} µs")),
         );
         num(o, Some(s.idle_wait_s), &format!("{:.1} s", s.idle_wait_s));
-        let _ = writeln!(o, "<td>{}</td></tr>", esc(&s.reason));
+        let _ = writeln!(o, "<td>{}</td></tr>", esc(&text::reason(s)));
     }
     o.push_str("</tbody></table></div>");
     if !r.notes.is_empty() {
@@ -471,4 +462,24 @@ fn steps_table(o: &mut String, server: &str, rep: u32, r: &CapacityResult, named
         o.push_str("</ul>");
     }
     o.push_str("</details>\n");
+}
+
+/// The closed-loop reference's row of the steps table.
+fn closed_loop_row(o: &mut String, label: &str, c: &ClosedLoopStep) {
+    let _ = write!(o, "<tr><td data-v=\"0\">{label}</td>");
+    num(o, None, "");
+    num(o, Some(c.throughput_rps), &rate(c.throughput_rps));
+    o.push_str("<td>reference</td>");
+    for v in [c.latency_us.p50, c.latency_us.p99, c.latency_us.p99_9] {
+        num(o, v.map(|v| v as f64), &v.map_or("–".into(), micros));
+    }
+    num(o, Some(c.errors as f64), &c.errors.to_string());
+    num(
+        o,
+        c.server_cpu_pct,
+        &c.server_cpu_pct.map_or("–".into(), |v| format!("{v:.0}%")),
+    );
+    num(o, None, "");
+    num(o, None, "");
+    o.push_str("<td>as fast as the server answers, over the same connections</td></tr>\n");
 }

@@ -92,7 +92,7 @@ fn steps(o: &mut String, e: &CapacityEntry) {
             lat(s.latency_us.p99_9),
             s.errors,
             s.server_cpu_pct.map_or("–".into(), |v| format!("{v:.0}%")),
-            esc(&s.reason)
+            esc(&text::reason(s))
         );
     }
     let _ = writeln!(

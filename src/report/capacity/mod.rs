@@ -8,6 +8,7 @@
 pub mod csv;
 pub mod html;
 pub mod markdown;
+pub mod reproduce;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -205,10 +206,11 @@ pub fn rankings(entries: &[CapacityEntry]) -> Vec<Ranking<'_>> {
             });
             p.closed_loop_rps = med(done
                 .iter()
-                .filter_map(|c| Some(c.closed_loop.as_ref()?.throughput_rps)));
-            p.closed_loop_saturated = done
-                .iter()
-                .any(|c| c.closed_loop.as_ref().is_some_and(|l| l.client_saturated));
+                .filter_map(|c| Some(c.closed_loop_reference()?.throughput_rps)));
+            p.closed_loop_saturated = done.iter().any(|c| {
+                c.closed_loop_reference()
+                    .is_some_and(|l| l.client_saturated)
+            });
             p.p99_at_max_us = med(done
                 .iter()
                 .filter_map(|c| c.step_at_max()?.latency_us.p99.map(|v| v as f64)));

@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use super::CapacityEntry;
-use crate::result::capacity::{CapacityResult, CapacityStep, ClosedLoopStep, LimitedBy, Verdict};
+use crate::result::capacity::{
+    CapacityResult, CapacityStep, ClosedLoopStep, LimitedBy, Phase, Verdict,
+};
 use crate::units;
 
 /// `41,200` (a rate in whole requests per second).
@@ -20,8 +22,17 @@ pub fn step_line(n: usize, s: &CapacityStep) -> String {
         s.verdict.as_str(),
         s.achieved_rps.map_or("-".into(), units::rate),
         units::opt_micros(s.latency_us.p99),
-        s.reason
+        reason(s)
     )
+}
+
+/// A step's reason as shown: a confirmation run says so first (`[confirm] within the SLO: …`).
+pub fn reason(s: &CapacityStep) -> String {
+    if s.phase == Some(Phase::Confirm) {
+        format!("[confirm] {}", s.reason)
+    } else {
+        s.reason.clone()
+    }
 }
 
 /// `closed loop over 50 connections: 52,014.2 req/s, p99 2.10 ms (the most these connections
@@ -137,7 +148,19 @@ pub fn summary(r: &CapacityResult) -> String {
                 .map_or(String::new(), |s| s.reason.clone())
         ),
     };
-    format!("{head} {tail}")
+    let head = if super::reproduce::not_reproduced(r) && !r.interrupted {
+        head.replacen(
+            "Max sustainable rate:",
+            "Max sustainable rate (not reproduced):",
+            1,
+        )
+    } else {
+        head
+    };
+    match super::reproduce::confirmation(r) {
+        Some(c) => format!("{head} {tail} {c}"),
+        None => format!("{head} {tail}"),
+    }
 }
 
 /// The sustainable rate beside the closed-loop maximum: `Closed-loop maximum over 50
@@ -145,8 +168,16 @@ pub fn summary(r: &CapacityResult) -> String {
 /// numbers. Where either is volley's limit rather than the server's, it says so instead of a
 /// share that would compare two numbers about the client.
 pub fn versus_closed_loop(r: &CapacityResult) -> Option<String> {
-    let c = r.closed_loop.as_ref()?;
+    let c = r.closed_loop_reference()?;
     let share = r.share_of_closed_loop()?;
+    if let Some(finding) = super::reproduce::closed_loop_finding(r) {
+        return Some(format!("{} {finding}", versus(r, c, share)));
+    }
+    Some(versus(r, c, share))
+}
+
+/// The closed-loop maximum `c` and the answer's `share` of it, in words.
+fn versus(r: &CapacityResult, c: &ClosedLoopStep, share: f64) -> String {
     let head = format!(
         "Closed-loop maximum over {} connection{}: {} req/s",
         c.connections,
@@ -154,39 +185,37 @@ pub fn versus_closed_loop(r: &CapacityResult) -> Option<String> {
         rps(c.throughput_rps),
     );
     let lower = matches!(r.limited_by, Some(LimitedBy::Client | LimitedBy::MaxRate));
-    Some(
-        if c.client_saturated && r.limited_by == Some(LimitedBy::Client) {
-            format!(
+    if c.client_saturated && r.limited_by == Some(LimitedBy::Client) {
+        format!(
             "{head}, but the client saturated there too: both numbers are volley's limits on this machine, not the server's."
         )
-        } else if c.client_saturated && lower {
-            format!(
+    } else if c.client_saturated && lower {
+        format!(
             "{head} (the client saturated: at least that much); the search stopped at --max-rate, {:.0} % of it.",
             share * 100.0
         )
-        } else if c.client_saturated {
-            format!(
+    } else if c.client_saturated {
+        format!(
             "{head} (the client saturated: at least that much); the sustainable rate is at most {:.0} % of it.",
             share * 100.0
         )
-        } else if lower {
-            format!(
-                "{head}; the sustainable rate is at least {:.0} % of it.",
-                share * 100.0
-            )
-        } else {
-            format!(
-                "{head}; the sustainable rate is {:.0} % of it{}.",
-                share * 100.0,
-                if share < 0.9 {
-                    " (a closed loop waits for each response, so it never meets the queue an open \
+    } else if lower {
+        format!(
+            "{head}; the sustainable rate is at least {:.0} % of it.",
+            share * 100.0
+        )
+    } else {
+        format!(
+            "{head}; the sustainable rate is {:.0} % of it{}.",
+            share * 100.0,
+            if share < 0.9 {
+                " (a closed loop waits for each response, so it never meets the queue an open \
                  loop builds: its req/s is no rate the server sustains within an SLO)"
-                } else {
-                    ""
-                }
-            )
-        },
-    )
+            } else {
+                ""
+            }
+        )
+    }
 }
 
 /// The suite table's capacity part: per scenario, the servers by the rate they sustain within
@@ -309,7 +338,7 @@ pub(super) mod tests {
     use crate::result::capacity::{Bracket, CAPACITY_SCHEMA};
     use crate::stats::Percentiles;
 
-    fn step(rate: f64, verdict: Verdict, reason: &str, p99: u64) -> CapacityStep {
+    pub(crate) fn step(rate: f64, verdict: Verdict, reason: &str, p99: u64) -> CapacityStep {
         CapacityStep {
             target_rps: rate,
             achieved_rps: Some(rate),
@@ -327,6 +356,7 @@ pub(super) mod tests {
             failed: 0,
             schedule_lag_p99_us: None,
             server_cpu_pct: None,
+            phase: None,
         }
     }
 
@@ -356,6 +386,9 @@ pub(super) mod tests {
             repeat_rule: "2 of 3 runs pass".into(),
             server_cores: None,
             closed_loop: None,
+            closed_loop_again: None,
+            closed_loop_finding: None,
+            confirmation: None,
             notes: Vec::new(),
             env: None,
         }
