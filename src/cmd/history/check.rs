@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::read::FilterArgs;
 use super::select::{
-    changepoints, history_path, measure, percent, resolve_commit, table, usable, write_to,
+    changepoints, commit_of, history_path, measure, percent, table, usable, write_to,
 };
 use super::{open_existing, ExitCode};
 use crate::config::suite::HistoryTable;
@@ -152,7 +152,7 @@ pub(super) fn check(a: &CheckArgs, explicit: Option<&Path>) -> Result<ExitCode, 
     let store = open_existing(&path)?;
     let runs = usable(&store, &a.filter)?;
     let rev = a.commit.as_deref().unwrap_or("HEAD");
-    let commit = resolve_commit("--commit", rev, &runs)?;
+    let commit = commit_of(a.commit.as_deref(), &runs)?;
     let current = current_runs(&runs, &commit);
     if current.is_empty() {
         return Err(format!(
