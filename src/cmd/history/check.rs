@@ -106,11 +106,23 @@ fn current_runs<'a>(runs: &'a [Stored], commit: &str) -> Vec<&'a Stored> {
         .collect()
 }
 
+/// How messages name the baseline: by the flag or the suite key that gave it, or as the
+/// default (a flag the user did not give is not named as the culprit).
+fn baseline_named(a: &CheckArgs, table: &HistoryTable, rev: &str) -> String {
+    if a.baseline.is_some() {
+        format!("--baseline {rev}")
+    } else if table.baseline.is_some() {
+        format!("[history] baseline {rev}")
+    } else {
+        format!("baseline {rev} (the default; --baseline REV for another)")
+    }
+}
+
 /// The baseline's runs: committed runs of the commits `rev` reaches, or recorded on a branch
-/// named `rev`, without the current commit.
+/// named `rev`, without the current commit; messages name it as `named`.
 fn baseline_runs<'a>(
     runs: &'a [Stored],
-    rev: &str,
+    (rev, named): (&str, &str),
     commit: &str,
     path: &Path,
 ) -> Result<Vec<&'a Stored>, String> {
@@ -125,8 +137,13 @@ fn baseline_runs<'a>(
             .is_some_and(|g| g.branch.as_deref() == Some(rev))
     };
     if history.is_empty() && !runs.iter().any(on_branch) {
+        let not_rev = if git::toplevel().is_some() {
+            "not a revision of this repository"
+        } else {
+            "not in a git repository to read it"
+        };
         return Err(format!(
-            "--baseline {rev}: not a revision of this repository, and no saved run was recorded on a branch of that name"
+            "{named}: {not_rev}, and no saved run was recorded on a branch of that name"
         ));
     }
     let base: Vec<&Stored> = runs
@@ -139,7 +156,7 @@ fn baseline_runs<'a>(
         .collect();
     if base.is_empty() {
         return Err(format!(
-            "--baseline {rev}: no saved run of its history in {} to compare with (save runs of {rev} with --save first)",
+            "{named}: no saved run of its history in {} to compare with (save runs of {rev} with --save first)",
             path.display()
         ));
     }
@@ -161,7 +178,8 @@ pub(super) fn check(a: &CheckArgs, explicit: Option<&Path>) -> Result<ExitCode, 
             path.display()
         ));
     }
-    let base = baseline_runs(&runs, &baseline, &commit, &path)?;
+    let named = baseline_named(a, &table, &baseline);
+    let base = baseline_runs(&runs, (&baseline, &named), &commit, &path)?;
     let entries = check::check(
         &series::group(current.iter().copied()),
         &series::group(base.iter().copied()),
