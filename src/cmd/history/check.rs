@@ -270,6 +270,23 @@ fn verdict(f: &Finding, min_effect_pct: f64) -> String {
     }
 }
 
+/// The effect with its interval: `-17.9% (CI -27.8…-7.9%)` against a level of commits (the
+/// current median's distance from the level's mean, the two numbers shown beside it); against
+/// one commit's repetitions the Hodges-Lehmann shift, named, since it is not the medians'
+/// difference: `shift -50.0% (Hodges-Lehmann, CI -62.0…-41.0%)`.
+fn effect_text(f: &Finding) -> String {
+    let Some(p) = f.effect_pct else {
+        return "—".into();
+    };
+    let ci = f.ci_pct.map(|(l, h)| format!("CI {l:+.1}…{h:+.1}%"));
+    match (f.test, ci) {
+        (Test::Commits, Some(ci)) => format!("{p:+.1}% ({ci})"),
+        (Test::Commits, None) => format!("{p:+.1}%"),
+        (_, Some(ci)) => format!("shift {p:+.1}% (Hodges-Lehmann, {ci})"),
+        (_, None) => format!("shift {p:+.1}% (Hodges-Lehmann)"),
+    }
+}
+
 fn entry_text(e: &Entry, s: &Settings) -> String {
     let mut out = format!("\n{}\n", e.name);
     if let Some(why) = &e.refused {
@@ -278,11 +295,7 @@ fn entry_text(e: &Entry, s: &Settings) -> String {
     }
     for f in &e.findings {
         let m = f.measure;
-        let effect = f.effect_pct.map_or("—".into(), |p| format!("{p:+.1}%"));
-        let ci = f
-            .ci_pct
-            .map(|(l, h)| format!(" (CI {l:+.1}…{h:+.1}%)"))
-            .unwrap_or_default();
+        let effect = effect_text(f);
         let test = match f.test {
             Test::Commits => format!("t (commits) p={}", p_text(f.p_value)),
             Test::MannWhitney => format!("Mann-Whitney p={}", p_text(f.p_value)),
@@ -290,7 +303,7 @@ fn entry_text(e: &Entry, s: &Settings) -> String {
         };
         let verdict = verdict(f, s.min_effect_pct);
         out += &format!(
-            "  {:<12} {} (n={}, {} commit{}{}) → {} (n={})  {effect}{ci}  {test}  {verdict}\n",
+            "  {:<12} {} (n={}, {} commit{}{}) → {} (n={})  {effect}  {test}  {verdict}\n",
             if f.gating {
                 m.name().to_string()
             } else {
@@ -363,4 +376,51 @@ fn check_json(
         "regressions": regressions,
         "series": items,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metric::Metric;
+
+    fn finding(test: Test, ci: Option<(f64, f64)>) -> Finding {
+        Finding {
+            measure: Measure::Run(Metric::Throughput),
+            gating: true,
+            call: Call::NoChange,
+            baseline_median: 100.0,
+            baseline_n: 5,
+            baseline_commits: 1,
+            level_since: None,
+            current_median: 38.5,
+            current_n: 5,
+            effect_pct: Some(-50.0),
+            ci_pct: ci,
+            p_value: 0.01,
+            test,
+        }
+    }
+
+    #[test]
+    fn a_hodges_lehmann_shift_is_named_and_a_commits_effect_is_not() {
+        let ci = Some((-62.0, -41.0));
+        for test in [Test::MannWhitney, Test::TTest] {
+            assert_eq!(
+                effect_text(&finding(test, ci)),
+                "shift -50.0% (Hodges-Lehmann, CI -62.0…-41.0%)"
+            );
+            assert_eq!(
+                effect_text(&finding(test, None)),
+                "shift -50.0% (Hodges-Lehmann)"
+            );
+        }
+        // Against a level of commits the effect is the medians' distance from its mean.
+        assert_eq!(
+            effect_text(&finding(Test::Commits, ci)),
+            "-50.0% (CI -62.0…-41.0%)"
+        );
+        let mut none = finding(Test::TTest, None);
+        none.effect_pct = None;
+        assert_eq!(effect_text(&none), "—");
+    }
 }
