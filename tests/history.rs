@@ -78,9 +78,15 @@ fn a_saved_run_keeps_its_commit_host_numbers_and_histograms() {
         "{}",
         output_text(&o)
     );
-    // The default file: .volley/history.db at the top of the repository.
+    // The default file: .volley/history.db at the top of the repository; made here, so the
+    // tip on keeping it out of commits.
     let db = dir.join(".volley/history.db");
     assert!(db.is_file());
+    assert!(
+        output_text(&o).contains("volley: tip: add .volley/ to .gitignore"),
+        "{}",
+        output_text(&o)
+    );
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
     let o = volley_in(&dir, &["history", "show", "1", "--json"]);
@@ -111,7 +117,7 @@ fn a_saved_run_keeps_its_commit_host_numbers_and_histograms() {
     let o = volley_in(&dir, &["history", "import", "r.json", "--commit", &sha]);
     assert_eq!(code(&o), 0, "{}", output_text(&o));
     assert!(
-        output_text(&o).contains("(1 already there)"),
+        output_text(&o).contains("(1 already there)") && !output_text(&o).contains("tip:"),
         "{}",
         output_text(&o)
     );

@@ -1,6 +1,6 @@
 //! What the repository says about the code being measured: commit, branch, a dirty work tree,
-//! the commit's time and subject; and which commits a baseline (`main`, a tag, a commit) holds.
-//! Read through the `git` program, from the current directory; outside a repository (or
+//! the commit's time and subject; which commits a baseline (`main`, a tag, a commit) holds; and
+//! whether a new history file is one git would list as untracked. Read through the `git` program, from the current directory; outside a repository (or
 //! without `git`) there is nothing to record.
 
 use std::path::{Path, PathBuf};
@@ -114,4 +114,18 @@ pub fn history_of(rev: &str, limit: usize) -> Option<Vec<String>> {
     let max = format!("--max-count={limit}");
     let out = git(None, &["rev-list", &max, "--end-of-options", rev, "--"])?;
     Some(out.lines().map(str::to_string).collect())
+}
+
+/// Whether `path` (a file that exists) lies in a git work tree that does not ignore it, so
+/// that `git status` lists it as untracked.
+pub fn unignored(path: &Path) -> bool {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {
+        return false;
+    };
+    git(Some(dir), &["rev-parse", "--is-inside-work-tree"]).as_deref() == Some("true")
+        && git(Some(dir), &["check-ignore", "-q", "--", &name]).is_none()
 }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::measure::Measure;
-use super::trend::Trend;
+use super::trend::{Trend, TrendPoint};
 use crate::report::html::{escape_html, fill, script_json, CSS, UPLOT_CSS, UPLOT_JS};
 
 const TEMPLATE: &str = include_str!("assets/trend.html");
@@ -36,11 +36,12 @@ pub fn render(trends: &[Trend], about: &About) -> String {
         body,
         "<header><h1>Trend of {}</h1><p class=\"sub\">{} series from {} · made {} · \
          change points: E-divisive with the t-test (Otava's), band: each level's mean ± 2σ of \
-         the commits' medians</p></header>",
+         the {}</p></header>",
         escape_html(&about.metric),
         trends.len(),
         escape_html(&about.db),
-        escape_html(&about.generated)
+        escape_html(&about.generated),
+        banded(trends)
     );
     if trends.is_empty() {
         body += "<p>No saved run has this metric.</p>\n";
@@ -63,20 +64,54 @@ pub fn render(trends: &[Trend], about: &About) -> String {
     )
 }
 
+/// What the noise bands are made of: the commits' medians, or for runs saved without a commit
+/// (each a point of its own) their values.
+fn banded(trends: &[Trend]) -> &'static str {
+    let points = || trends.iter().flat_map(|t| &t.points);
+    match (
+        points().any(|p| p.commit.is_some()),
+        points().any(|p| p.commit.is_none()),
+    ) {
+        (true, true) => "commits' medians and the values of runs without a commit",
+        (false, true) => "runs' values",
+        _ => "commits' medians",
+    }
+}
+
+/// What a series' points are, counted, and the heading of their column: `3 commits`
+/// (`commit`), `3 runs` when none has a commit (each run is a point of its own: `run`), or
+/// `2 commits and 1 run without a commit` (`commit or run`).
+fn counted(points: &[TrendPoint]) -> (String, &'static str) {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let runs = points.iter().filter(|p| p.commit.is_none()).count();
+    let commits = points.len() - runs;
+    match (commits, runs) {
+        (c, 0) => (format!("{c} commit{}", plural(c)), "commit"),
+        (0, r) => (format!("{r} run{}", plural(r)), "run"),
+        (c, r) => (
+            format!(
+                "{c} commit{} and {r} run{} without a commit",
+                plural(c),
+                plural(r)
+            ),
+            "commit or run",
+        ),
+    }
+}
+
 fn section(out: &mut String, n: usize, t: &Trend) {
     let changes = t.points.iter().filter(|p| p.change.is_some()).count();
+    let (count, column) = counted(&t.points);
     let _ = write!(
         out,
-        "<section id=\"s-{n}\"><h2>{}</h2><p class=\"sub\">{} ({} is better) · {} commit{} · \
+        "<section id=\"s-{n}\"><h2>{}</h2><p class=\"sub\">{} ({} is better) · {count} · \
          {} change point{} · load <code>{}</code> · host <code>{}</code>{} · {}</p>\n\
          <div class=\"chart\" id=\"chart-{n}\"></div>\n<div class=\"wide\"><table class=\"trend-table\">\
-         <thead><tr><th>commit</th><th>time</th><th>subject</th><th>{}</th><th>runs</th>\
+         <thead><tr><th>{column}</th><th>time</th><th>subject</th><th>{}</th><th>runs</th>\
          <th>change</th></tr></thead><tbody>\n",
         escape_html(&t.name),
         escape_html(&t.metric),
         if t.higher_is_better { "higher" } else { "lower" },
-        t.points.len(),
-        if t.points.len() == 1 { "" } else { "s" },
         changes,
         if changes == 1 { "" } else { "s" },
         escape_html(&t.load_id),
@@ -169,6 +204,37 @@ fn file_url(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(commit: Option<&str>) -> TrendPoint {
+        TrendPoint {
+            label: String::new(),
+            commit: commit.map(str::to_string),
+            subject: None,
+            branch: None,
+            time: String::new(),
+            median: 1.0,
+            values: vec![1.0],
+            runs: vec![1],
+            files: vec![None],
+            change: None,
+        }
+    }
+
+    #[test]
+    fn points_are_counted_as_what_they_are() {
+        let c = || point(Some("1a2b3c4"));
+        let r = || point(None);
+        assert_eq!(counted(&[c(), c(), c()]), ("3 commits".into(), "commit"));
+        assert_eq!(counted(&[r(), r(), r()]), ("3 runs".into(), "run"));
+        assert_eq!(counted(&[r()]), ("1 run".into(), "run"));
+        assert_eq!(
+            counted(&[c(), c(), r()]),
+            (
+                "2 commits and 1 run without a commit".into(),
+                "commit or run"
+            )
+        );
+    }
 
     #[test]
     fn runs_link_to_their_files_percent_encoded() {

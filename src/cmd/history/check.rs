@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::read::FilterArgs;
 use super::select::{
-    changepoints, history_path, measure, percent, resolve_commit, table, usable, write_to,
+    changepoints, commit_of, history_path, measure, percent, table, usable, write_to,
 };
 use super::{open_existing, ExitCode};
 use crate::config::suite::HistoryTable;
@@ -106,11 +106,23 @@ fn current_runs<'a>(runs: &'a [Stored], commit: &str) -> Vec<&'a Stored> {
         .collect()
 }
 
+/// How messages name the baseline: by the flag or the suite key that gave it, or as the
+/// default (a flag the user did not give is not named as the culprit).
+fn baseline_named(a: &CheckArgs, table: &HistoryTable, rev: &str) -> String {
+    if a.baseline.is_some() {
+        format!("--baseline {rev}")
+    } else if table.baseline.is_some() {
+        format!("[history] baseline {rev}")
+    } else {
+        format!("baseline {rev} (the default; --baseline REV for another)")
+    }
+}
+
 /// The baseline's runs: committed runs of the commits `rev` reaches, or recorded on a branch
-/// named `rev`, without the current commit.
+/// named `rev`, without the current commit; messages name it as `named`.
 fn baseline_runs<'a>(
     runs: &'a [Stored],
-    rev: &str,
+    (rev, named): (&str, &str),
     commit: &str,
     path: &Path,
 ) -> Result<Vec<&'a Stored>, String> {
@@ -125,8 +137,13 @@ fn baseline_runs<'a>(
             .is_some_and(|g| g.branch.as_deref() == Some(rev))
     };
     if history.is_empty() && !runs.iter().any(on_branch) {
+        let not_rev = if git::toplevel().is_some() {
+            "not a revision of this repository"
+        } else {
+            "not in a git repository to read it"
+        };
         return Err(format!(
-            "--baseline {rev}: not a revision of this repository, and no saved run was recorded on a branch of that name"
+            "{named}: {not_rev}, and no saved run was recorded on a branch of that name"
         ));
     }
     let base: Vec<&Stored> = runs
@@ -139,7 +156,7 @@ fn baseline_runs<'a>(
         .collect();
     if base.is_empty() {
         return Err(format!(
-            "--baseline {rev}: no saved run of its history in {} to compare with (save runs of {rev} with --save first)",
+            "{named}: no saved run of its history in {} to compare with (save runs of {rev} with --save first)",
             path.display()
         ));
     }
@@ -152,7 +169,7 @@ pub(super) fn check(a: &CheckArgs, explicit: Option<&Path>) -> Result<ExitCode, 
     let store = open_existing(&path)?;
     let runs = usable(&store, &a.filter)?;
     let rev = a.commit.as_deref().unwrap_or("HEAD");
-    let commit = resolve_commit("--commit", rev, &runs)?;
+    let commit = commit_of(a.commit.as_deref(), &runs)?;
     let current = current_runs(&runs, &commit);
     if current.is_empty() {
         return Err(format!(
@@ -161,7 +178,8 @@ pub(super) fn check(a: &CheckArgs, explicit: Option<&Path>) -> Result<ExitCode, 
             path.display()
         ));
     }
-    let base = baseline_runs(&runs, &baseline, &commit, &path)?;
+    let named = baseline_named(a, &table, &baseline);
+    let base = baseline_runs(&runs, (&baseline, &named), &commit, &path)?;
     let entries = check::check(
         &series::group(current.iter().copied()),
         &series::group(base.iter().copied()),
@@ -252,6 +270,23 @@ fn verdict(f: &Finding, min_effect_pct: f64) -> String {
     }
 }
 
+/// The effect with its interval: `-17.9% (CI -27.8…-7.9%)` against a level of commits (the
+/// current median's distance from the level's mean, the two numbers shown beside it); against
+/// one commit's repetitions the Hodges-Lehmann shift, named, since it is not the medians'
+/// difference: `shift -50.0% (Hodges-Lehmann, CI -62.0…-41.0%)`.
+fn effect_text(f: &Finding) -> String {
+    let Some(p) = f.effect_pct else {
+        return "—".into();
+    };
+    let ci = f.ci_pct.map(|(l, h)| format!("CI {l:+.1}…{h:+.1}%"));
+    match (f.test, ci) {
+        (Test::Commits, Some(ci)) => format!("{p:+.1}% ({ci})"),
+        (Test::Commits, None) => format!("{p:+.1}%"),
+        (_, Some(ci)) => format!("shift {p:+.1}% (Hodges-Lehmann, {ci})"),
+        (_, None) => format!("shift {p:+.1}% (Hodges-Lehmann)"),
+    }
+}
+
 fn entry_text(e: &Entry, s: &Settings) -> String {
     let mut out = format!("\n{}\n", e.name);
     if let Some(why) = &e.refused {
@@ -260,11 +295,7 @@ fn entry_text(e: &Entry, s: &Settings) -> String {
     }
     for f in &e.findings {
         let m = f.measure;
-        let effect = f.effect_pct.map_or("—".into(), |p| format!("{p:+.1}%"));
-        let ci = f
-            .ci_pct
-            .map(|(l, h)| format!(" (CI {l:+.1}…{h:+.1}%)"))
-            .unwrap_or_default();
+        let effect = effect_text(f);
         let test = match f.test {
             Test::Commits => format!("t (commits) p={}", p_text(f.p_value)),
             Test::MannWhitney => format!("Mann-Whitney p={}", p_text(f.p_value)),
@@ -272,7 +303,7 @@ fn entry_text(e: &Entry, s: &Settings) -> String {
         };
         let verdict = verdict(f, s.min_effect_pct);
         out += &format!(
-            "  {:<12} {} (n={}, {} commit{}{}) → {} (n={})  {effect}{ci}  {test}  {verdict}\n",
+            "  {:<12} {} (n={}, {} commit{}{}) → {} (n={})  {effect}  {test}  {verdict}\n",
             if f.gating {
                 m.name().to_string()
             } else {
@@ -345,4 +376,51 @@ fn check_json(
         "regressions": regressions,
         "series": items,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metric::Metric;
+
+    fn finding(test: Test, ci: Option<(f64, f64)>) -> Finding {
+        Finding {
+            measure: Measure::Run(Metric::Throughput),
+            gating: true,
+            call: Call::NoChange,
+            baseline_median: 100.0,
+            baseline_n: 5,
+            baseline_commits: 1,
+            level_since: None,
+            current_median: 38.5,
+            current_n: 5,
+            effect_pct: Some(-50.0),
+            ci_pct: ci,
+            p_value: 0.01,
+            test,
+        }
+    }
+
+    #[test]
+    fn a_hodges_lehmann_shift_is_named_and_a_commits_effect_is_not() {
+        let ci = Some((-62.0, -41.0));
+        for test in [Test::MannWhitney, Test::TTest] {
+            assert_eq!(
+                effect_text(&finding(test, ci)),
+                "shift -50.0% (Hodges-Lehmann, CI -62.0…-41.0%)"
+            );
+            assert_eq!(
+                effect_text(&finding(test, None)),
+                "shift -50.0% (Hodges-Lehmann)"
+            );
+        }
+        // Against a level of commits the effect is the medians' distance from its mean.
+        assert_eq!(
+            effect_text(&finding(Test::Commits, ci)),
+            "-50.0% (CI -62.0…-41.0%)"
+        );
+        let mut none = finding(Test::TTest, None);
+        none.effect_pct = None;
+        assert_eq!(effect_text(&none), "—");
+    }
 }

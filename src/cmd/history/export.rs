@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::read::FilterArgs;
-use super::select::{measure, resolve_commit, usable};
+use super::select::{commit_of, measure, usable};
 use super::{open_existing, ExitCode};
 use crate::history::export::{self, Format};
 use crate::history::measure::Measure;
@@ -44,7 +44,7 @@ pub(super) fn export(a: &ExportArgs, path: &Path) -> Result<ExitCode, String> {
     let all = series::group(&runs);
     match a.format {
         Format::Bmf => {
-            let commit = resolve_commit("--commit", a.commit.as_deref().unwrap_or("HEAD"), &runs)?;
+            let commit = commit_of(a.commit.as_deref(), &runs)?;
             let v = export::bmf(&all, &commit);
             if v.as_object().is_some_and(|o| o.is_empty()) {
                 return Err(format!(

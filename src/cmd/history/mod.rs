@@ -37,6 +37,8 @@ pub struct SaveArgs {
 pub struct Saver {
     store: Store,
     git: Option<GitInfo>,
+    /// Opening it made the file.
+    created: bool,
 }
 
 impl SaveArgs {
@@ -54,10 +56,11 @@ impl SaveArgs {
             "--history"
         };
         let path = select::history_path(self.history.as_deref(), &table);
-        let store = Store::open(&path, Mode::Create).map_err(|e| format!("{name} {e}"))?;
+        let (store, created) = create(&path, name)?;
         Ok(Some(Saver {
             store,
             git: git::current(),
+            created,
         }))
     }
 }
@@ -68,9 +71,18 @@ impl Saver {
         self.git.as_ref()
     }
 
-    /// Saves `records` and says so on stderr; 3 when it fails (the result files are written
-    /// by then: only the history lacks them).
+    /// Saves `records` and says so on stderr, with the tip on a history just made in a git
+    /// work tree; 3 when it fails (the result files are written by then: only the history
+    /// lacks them).
     pub fn save(mut self, records: &[Record], who: &str) -> ExitCode {
+        let code = self.save_records(records, who);
+        if self.created {
+            tip_if_untracked(who, self.store.path());
+        }
+        code
+    }
+
+    fn save_records(&mut self, records: &[Record], who: &str) -> ExitCode {
         if records.is_empty() {
             return ExitCode::Ok;
         }
@@ -85,6 +97,37 @@ impl Saver {
             }
         }
     }
+}
+
+/// Opens the history to save into, creating it when missing (errors name `flag`); whether
+/// this made the file.
+fn create(path: &Path, flag: &str) -> Result<(Store, bool), String> {
+    let created = !path.exists();
+    let store = Store::open(path, Mode::Create).map_err(|e| format!("{flag} {e}"))?;
+    Ok((store, created))
+}
+
+/// Once, when a history file was just made where git would list it as untracked: the advice
+/// to ignore it. The history is this machine's runs (like with like: its host fingerprint) in
+/// a binary file git cannot merge, and a branch's runs must not become main's baseline, so it
+/// is kept out of commits (in CI, in a cache: examples/history/).
+fn tip_if_untracked(who: &str, path: &Path) {
+    if !git::unignored(path) {
+        return;
+    }
+    let in_folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == ".volley");
+    let name = if in_folder {
+        ".volley/".to_string()
+    } else {
+        path.display().to_string()
+    };
+    eprintln!(
+        "{who}: tip: add {name} to .gitignore: the history holds this machine's runs in a binary \
+         file git cannot merge (CI keeps it in a cache: examples/history/)"
+    );
 }
 
 /// Says on stderr what a save wrote: `saved 3 results to PATH as runs #4–#6 (1 already there)`.

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::{open_existing, since, ExitCode};
 use crate::history::git::{self, GitInfo};
-use crate::history::{Filter, Labels, Mode, Origin, Record, Source, Store, Stored};
+use crate::history::{Filter, Labels, Origin, Record, Source, Stored};
 use crate::metric::Stat;
 use crate::result::capacity::CapacityResult;
 use crate::result::suite::SuiteIndex;
@@ -123,9 +123,12 @@ pub(super) fn import(a: &ImportArgs, path: &Path) -> Result<ExitCode, String> {
     if records.is_empty() {
         return Err("nothing to import: no finished run in the paths given".into());
     }
-    let mut store = Store::open(path, Mode::Create).map_err(|e| format!("--history {e}"))?;
+    let (mut store, created) = super::create(path, "--history")?;
     let ids = store.save(&records).map_err(|e| e.to_string())?;
     super::said("volley history import", &ids, records.len(), store.path());
+    if created {
+        super::tip_if_untracked("volley history import", store.path());
+    }
     Ok(ExitCode::Ok)
 }
 

@@ -63,8 +63,41 @@ pub(super) fn headline(s: &Series<'_>) -> Measure {
     }
 }
 
+/// The commit `--commit` names, else `HEAD`'s. Without `--commit` where `HEAD` names no commit
+/// (outside a repository, or before its first commit), the message says what to do instead and
+/// names no flag the user did not give as the culprit.
+pub(super) fn commit_of(given: Option<&str>, runs: &[Stored]) -> Result<String, String> {
+    if let Some(rev) = given {
+        return resolve_commit("--commit", rev, runs);
+    }
+    git::describe("HEAD")
+        .map(|info| info.commit)
+        .ok_or_else(|| no_head(runs))
+}
+
+/// Why there is no `HEAD` to read, and what to do: name a saved commit, or give runs one.
+fn no_head(runs: &[Stored]) -> String {
+    let why = if git::toplevel().is_none() {
+        "not in a git repository"
+    } else {
+        "this git repository has no commit yet"
+    };
+    let newest = runs.iter().rev().find_map(|r| r.record.git.as_ref());
+    match newest {
+        Some(g) => format!(
+            "{why}, so HEAD names no commit: name a saved one with --commit HASH (the newest saved: {})",
+            crate::history::series::short(&g.commit, 12)
+        ),
+        None => format!(
+            "{why}, and no saved run has a commit: save runs in a git repository, or import result \
+             files with `volley history import --commit HASH --branch NAME`; `volley history \
+             trend` shows runs without a commit"
+        ),
+    }
+}
+
 /// The full hash of `rev`: from git, or outside a repository the one saved commit it prefixes.
-pub(super) fn resolve_commit(flag: &str, rev: &str, runs: &[Stored]) -> Result<String, String> {
+fn resolve_commit(flag: &str, rev: &str, runs: &[Stored]) -> Result<String, String> {
     if let Some(info) = git::describe(rev) {
         return Ok(info.commit);
     }
@@ -76,6 +109,9 @@ pub(super) fn resolve_commit(flag: &str, rev: &str, runs: &[Stored]) -> Result<S
         .collect();
     match found.len() {
         1 => Ok(found.into_iter().next().unwrap_or_default().to_string()),
+        0 if git::toplevel().is_none() => Err(format!(
+            "{flag} {rev}: no saved run has such a commit (not in a git repository: give a saved hash)"
+        )),
         0 => Err(format!(
             "{flag} {rev}: not a revision of this repository, and no saved run has such a commit"
         )),

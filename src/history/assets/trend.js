@@ -24,6 +24,8 @@
     var lo = xs.map(function (i) { return levelAt(t.levels, i, -1); });
     var cp = t.points.map(function (p) { return p.change ? p.median : null; });
     var labels = t.points.map(function (p) { return p.label; });
+    // Runs saved without a commit are points of their own, labelled by run.
+    var noun = t.points.some(function (p) { return p.commit; }) ? 'commit' : 'run';
     var opts = {
       width: Math.max(320, el.clientWidth || 800),
       height: 260,
@@ -33,7 +35,7 @@
         { label: t.metric, size: 70 }
       ],
       series: [
-        { label: 'commit', value: function (u, v) { return v == null ? '' : labels[v]; } },
+        { label: noun, value: function (u, v) { return v == null ? '' : labels[v]; } },
         { label: 'noise band (+2σ)', stroke: 'rgba(120,140,170,0.5)', width: 1, dash: [4, 4] },
         { label: 'noise band (−2σ)', stroke: 'rgba(120,140,170,0.5)', width: 1, dash: [4, 4] },
         { label: 'level', stroke: '#8895a7', width: 1 },
