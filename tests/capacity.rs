@@ -135,8 +135,11 @@ fn finds_the_capacity(k: usize, s_ms: u64) {
     assert!(s.stderr.contains("Max sustainable rate"), "{}", s.stderr);
     assert_eq!(s.json["limited_by"], "slo", "{}", s.stderr);
     assert!(s.json["closed_loop"].is_null());
-    assert_eq!(s.json["repeat_rule"], "each rate runs once");
-    // One run per rate.
+    assert_eq!(
+        s.json["repeat_rule"],
+        "each rate runs once; the answer and the rate above it run once more to confirm it"
+    );
+    // One run per rate in the search, then one more of the answer and one of the rate above.
     assert!(
         s.runs_by_rate().values().all(|v| v.len() == 1),
         "{}",
@@ -351,7 +354,8 @@ fn a_noisy_boundary_is_decided_by_the_majority_of_three() {
     // The search this server leads to: 400 pass (no tail), 800 fail ×2 (tail: the ramp's
     // first failure above a pass is decided by the majority too), then bisection: 600 ×3
     // (none, tail, tail: fail), 500 ×3 (tail, none, none: pass); 500..600 is within 25 %.
-    // Nine runs.
+    // Nine runs; then the confirmation: 500 ×2 (none, none: pass again), 600 ×2 (tail, tail:
+    // fail again), as a band rate's runs after its third take the majority's side.
     let (s, server) = undisturbed(
         |attempt| {
             let srv = NoisyTail::start(0x5eed + attempt as u64);
@@ -413,7 +417,8 @@ fn a_noisy_boundary_is_decided_by_the_majority_of_three() {
     }
     assert_eq!(
         s.json["repeat_rule"],
-        "ramp rates run once, but the first to fail above a pass and every bisection rate pass when 2 of up to 3 runs pass"
+        "ramp rates run once, but the first to fail above a pass and every bisection rate pass when 2 of up to 3 runs pass; \
+         the answer is confirmed by 3 more runs (it passes 2 again, the rate above it fails 2 again)"
     );
     let by_rate = s.runs_by_rate();
     assert!(by_rate.values().all(|v| v.len() <= 3), "{by_rate:?}");
@@ -432,7 +437,7 @@ fn a_noisy_boundary_is_decided_by_the_majority_of_three() {
     // Each rate's verdict is the majority of its runs, and the search went on from it: above a
     // rate that passed, below one that did not. Runs of a rate come one after another and stop
     // as soon as the majority is known: two that agree, or a third after two that disagree.
-    let steps = s.steps();
+    let steps = s.search_steps();
     let mut i = 0;
     while i < steps.len() {
         let r = rate(&steps[i]);
@@ -479,6 +484,21 @@ fn a_noisy_boundary_is_decided_by_the_majority_of_three() {
     assert!(low < BAND_MID && BAND_MID <= high, "{low}..{high}");
     assert_eq!(s.json["max_rate_rps"].as_f64(), Some(low));
     assert_eq!(s.json["limited_by"], "slo");
+    // Confirmed: the answer passed twice again, the rate above it failed twice again.
+    let again: Vec<(u64, &str)> = s
+        .confirm_steps()
+        .iter()
+        .map(|st| (rate(st), verdict(st)))
+        .collect();
+    let (low, high) = (low as u64, high as u64);
+    assert_eq!(
+        again,
+        vec![(low, "pass"), (low, "pass"), (high, "fail"), (high, "fail")],
+        "{}",
+        s.stderr
+    );
+    assert_eq!(s.json["confirmation"]["reproduced"], true);
+    assert!(s.stderr.contains("Confirmed: "), "{}", s.stderr);
 }
 
 /// A server far cheaper per request than volley's debug build: it answers every complete

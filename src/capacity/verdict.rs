@@ -303,6 +303,55 @@ mod tests {
         assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Pass);
     }
 
+    /// A step judged from the kernel's accounting of volley's worker thread: each second the
+    /// fake schedstat source moves the thread's time on a CPU by `run_ms` and its run-queue
+    /// wait by `wait_ms`, through the real sampler and the real client check.
+    fn judged_from_schedstat(run_ms: u64, wait_ms: u64, lag_p99_us: u64) -> (Verdict, String) {
+        use crate::measure::client_check::ClientCheck;
+        use crate::monitor::client::ClientSampler;
+        use std::sync::{Arc, Mutex};
+        let clock = Arc::new(Mutex::new((1_000_000u64, 0u64)));
+        let read = Arc::clone(&clock);
+        let schedstat = Box::new(move |_tid: i32| {
+            let (run, wait) = *read.lock().unwrap();
+            Some(format!("{run} {wait} 42\n"))
+        });
+        let mut sampler = ClientSampler::with_schedstat(0, schedstat);
+        sampler.add_thread(7);
+        for second in 1..=5u64 {
+            let mut c = clock.lock().unwrap();
+            c.0 += run_ms * 1_000_000;
+            c.1 += wait_ms * 1_000_000;
+            drop(c);
+            sampler.sample(second * 1_000_000_000, second as f64);
+        }
+        let check = ClientCheck::of(&sampler.samples, 1.0, Some(lag_p99_us), Vec::new());
+        // As the RunResult's `client` carries them (measure::assemble).
+        let mut r = base();
+        r.load.threads = 1;
+        r.client.saturated = check.by_cpu;
+        r.client.starved = check.starved;
+        r.client.wait_pct_max = check.wait_pct_max;
+        r.client.cpu_pct_max = check.cpu_pct_max;
+        r.schedule_lag_us.as_mut().unwrap().p99 = Some(lag_p99_us);
+        judge(&r, 1000.0, &slo())
+    }
+
+    #[test]
+    fn the_kernels_accounting_decides_between_client_machine_and_neither() {
+        // On a CPU 150 ms a second and waiting 400 ms for it (a hog on its core), 2.9 ms late:
+        // starved, the machine's step — never the client's.
+        let (v, why) = judged_from_schedstat(150, 400, 2_900);
+        assert_eq!(v, Verdict::Machine, "{why}");
+        assert!(why.contains("waited up to 40 % of a second"), "{why}");
+        // On a CPU 980 ms a second: saturated, the client's step.
+        let (v, why) = judged_from_schedstat(980, 15, 2_900);
+        assert_eq!(v, Verdict::Client, "{why}");
+        // A 3 ms hiccup (3 ms waiting, 3.4 ms late) changes nothing: the SLO judges.
+        let (v, why) = judged_from_schedstat(50, 3, 3_400);
+        assert_eq!(v, Verdict::Pass, "{why}");
+    }
+
     #[test]
     fn drift_is_unstable_but_small_jitter_is_not() {
         let mut r = base();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{warnings, Context};
 use crate::config::RunConfig;
 use crate::engine::{EngineOutput, Route};
-use crate::monitor::client::{saturation, starvation, ClientReport};
+use crate::monitor::client::ClientReport;
 use crate::monitor::gc;
 use crate::monitor::procfs;
 use crate::plan::workload::Order;
@@ -42,31 +42,7 @@ pub struct Parts<'a> {
     pub server: Option<ServerInfo>,
 }
 
-/// How the client self-check judged volley's own load.
-pub struct ClientCheck {
-    /// Fraction of the 1 s samples that were saturated.
-    pub fraction: f64,
-    /// Saturated by CPU (more than half of the samples).
-    pub by_cpu: bool,
-    /// Capacity in cores: min(worker threads, cores volley may use).
-    pub capacity: f64,
-    /// Schedule lag p99 above 1 ms (open loop).
-    pub lag_hot: bool,
-    /// Fraction of the 1 s samples in which volley was starved (a worker waited for a CPU
-    /// without volley being busy).
-    pub starved_fraction: f64,
-    /// Starved: other processes took volley's CPUs, enough to matter — in a run that was
-    /// late, or in more than half of its seconds.
-    pub starved: bool,
-    /// Seconds sampled.
-    pub seconds: usize,
-    /// The longest 1 s run-queue wait of a worker thread, percent of the second.
-    pub wait_pct_max: f64,
-    /// volley's highest 1 s CPU, percent of a core.
-    pub cpu_pct_max: f64,
-    /// Who else used the CPU during the window.
-    pub busiest_others: Vec<crate::result::OtherProcess>,
-}
+pub use super::client_check::ClientCheck;
 
 impl Parts<'_> {
     /// The assembled RunResult, thresholds checked.
@@ -405,25 +381,15 @@ impl Parts<'_> {
             .collect()
     }
 
-    /// The client self-check: saturated by CPU in more than half of the seconds, or late sends.
+    /// The client self-check over the sampled seconds.
     fn client_check(&self, lag: Option<&Percentiles>) -> ClientCheck {
         let capacity = self.cfg.load.threads.min(self.ctx.cores).max(1) as f64;
-        let (fraction, by_cpu) = saturation(&self.client.samples, capacity);
-        let lag_hot = lag.and_then(|l| l.p99).is_some_and(|p| p > 1000);
-        let samples = &self.client.samples;
-        let starved_fraction = starvation(samples, capacity);
-        ClientCheck {
-            fraction,
-            by_cpu,
+        ClientCheck::of(
+            &self.client.samples,
             capacity,
-            lag_hot,
-            starved_fraction,
-            starved: !by_cpu && starved_fraction > 0.0 && (lag_hot || starved_fraction > 0.5),
-            seconds: samples.len(),
-            wait_pct_max: samples.iter().map(|s| s.max_wait_pct).fold(0.0, f64::max),
-            cpu_pct_max: samples.iter().map(|s| s.cpu_pct).fold(0.0, f64::max),
-            busiest_others: self.client.busiest_others.clone(),
-        }
+            lag.and_then(|l| l.p99),
+            self.client.busiest_others.clone(),
+        )
     }
 
     fn client_info(&self, check: &ClientCheck) -> ClientInfo {

@@ -4,6 +4,7 @@
 //! the result ([`run`], [`assemble`]). Prints nothing.
 
 pub mod assemble;
+pub mod client_check;
 mod shard;
 pub mod verify;
 mod warnings;

@@ -46,9 +46,19 @@ pub fn rusage_self() -> (f64, f64, u64) {
     (secs(ru.ru_utime), secs(ru.ru_stime), peak)
 }
 
+/// Reads a worker thread's schedstat (`/proc/self/task/TID/schedstat`: time on a CPU, time
+/// runnable but waiting, timeslices); tests give a fake one.
+pub type SchedstatSource = Box<dyn FnMut(i32) -> Option<String> + Send>;
+
+/// The kernel's schedstat of a thread of volley.
+fn proc_schedstat(tid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()
+}
+
 /// Samples volley's CPU (process and worker threads) and the machine once a second.
 pub struct ClientSampler {
     tids: Vec<i32>,
+    schedstat: SchedstatSource,
     /// Each thread's (on CPU, waiting) nanoseconds at the last sample.
     last_thread_ns: Vec<Option<(u64, u64)>>,
     /// The machine's CPU pressure (µs) at the last sample.
@@ -67,9 +77,15 @@ pub struct ClientSampler {
 impl ClientSampler {
     /// Starts sampling at run time `now_ns` (the measured window's start).
     pub fn new(now_ns: u64) -> Self {
+        Self::with_schedstat(now_ns, Box::new(proc_schedstat))
+    }
+
+    /// As [`ClientSampler::new`], with threads' schedstat read from `schedstat`.
+    pub fn with_schedstat(now_ns: u64, schedstat: SchedstatSource) -> Self {
         let (u, s, _) = rusage_self();
         ClientSampler {
             tids: Vec::new(),
+            schedstat,
             last_thread_ns: Vec::new(),
             last_pressure: read_cpu_pressure(),
             last_proc_s: u + s,
@@ -84,7 +100,13 @@ impl ClientSampler {
     /// Registers a worker thread.
     pub fn add_thread(&mut self, tid: i32) {
         self.tids.push(tid);
-        self.last_thread_ns.push(read_thread_ns(tid));
+        let now = self.thread_ns(tid);
+        self.last_thread_ns.push(now);
+    }
+
+    /// A thread's (on CPU, waiting) nanoseconds so far.
+    fn thread_ns(&mut self, tid: i32) -> Option<(u64, u64)> {
+        procfs::parse_schedstat(&(self.schedstat)(tid)?)
     }
 
     /// Takes a sample; `t_s` is its time from t0. Ignored if less than 0.5 s passed.
@@ -102,8 +124,8 @@ impl ClientSampler {
             ..ClientSample::default()
         };
         let pct = |a: u64, b: u64| b.saturating_sub(a) as f64 / dt_ns as f64 * 100.0;
-        for (k, tid) in self.tids.iter().enumerate() {
-            let now = read_thread_ns(*tid);
+        for k in 0..self.tids.len() {
+            let now = self.thread_ns(self.tids[k]);
             if let (Some((run0, wait0)), Some((run, wait))) = (self.last_thread_ns[k], now) {
                 let (run, wait) = (pct(run0, run), pct(wait0, wait));
                 if run > sample.max_thread_pct {
@@ -273,12 +295,6 @@ fn read_proc_stat() -> Option<CpuTimes> {
 
 fn read_cpu_pressure() -> Option<u64> {
     procfs::parse_cpu_pressure(&std::fs::read_to_string("/proc/pressure/cpu").ok()?)
-}
-
-fn read_thread_ns(tid: i32) -> Option<(u64, u64)> {
-    procfs::parse_schedstat(
-        &std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?,
-    )
 }
 
 #[cfg(test)]

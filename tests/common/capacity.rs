@@ -25,10 +25,28 @@ impl Searched {
         self.json["steps"].as_array().map_or(&[], Vec::as_slice)
     }
 
-    /// The runs of every rate, in the order run.
+    /// The steps of the search itself: those before its answer was first confirmed.
+    pub fn search_steps(&self) -> &[Value] {
+        let steps = self.steps();
+        let n = steps
+            .iter()
+            .position(|s| s["phase"] == "confirm")
+            .unwrap_or(steps.len());
+        &steps[..n]
+    }
+
+    /// The confirmation runs (`phase: confirm`), in the order run.
+    pub fn confirm_steps(&self) -> Vec<&Value> {
+        self.steps()
+            .iter()
+            .filter(|s| s["phase"] == "confirm")
+            .collect()
+    }
+
+    /// The search's runs of every rate (before the confirmation), in the order run.
     pub fn runs_by_rate(&self) -> BTreeMap<u64, Vec<&str>> {
         let mut m: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
-        for s in self.steps() {
+        for s in self.search_steps() {
             m.entry(rate(s)).or_default().push(verdict(s));
         }
         m
