@@ -10,6 +10,8 @@
 //!   (`errors<0.1%`);
 //! - `failed`: responses with a status of 400 or more (`requests.failed`), a count (`failed<10`)
 //!   or a share of the completed responses (`failed<1%`, k6's `http_req_failed`);
+//! - `checks`: responses that failed at least one check (`--expect-*`), a count (`checks<10`)
+//!   or a share of the completed responses (`checks<5%`);
 //! - `cpu_per_request`: the server's CPU µs per request (needs the monitor), a duration.
 
 use crate::metric::{Metric, Unit};
@@ -76,10 +78,11 @@ pub fn parse(text: &str) -> Result<Threshold, String> {
     let metric = match Metric::parse(name) {
         Some(Metric::Errors) if value.ends_with('%') => Metric::ErrorRate,
         Some(Metric::Failed) if value.ends_with('%') => Metric::FailedRate,
+        Some(Metric::Checks) if value.ends_with('%') => Metric::CheckRate,
         Some(m) => m,
         None => {
             return Err(format!(
-                "`{t}`: unknown metric `{name}` (use min, mean, max, p50 … p99.999, service_p99 …, rps, errors, failed, cpu_per_request)"
+                "`{t}`: unknown metric `{name}` (use min, mean, max, p50 … p99.999, service_p99 …, rps, errors, failed, checks, cpu_per_request)"
             ))
         }
     };
@@ -161,6 +164,8 @@ mod tests {
         assert!(parse("p98<1ms")
             .unwrap_err()
             .contains("unknown metric `p98`"));
+        assert_eq!(parse("checks<5%").unwrap().metric, Metric::CheckRate);
+        assert_eq!(parse("checks<10").unwrap().metric, Metric::Checks);
         assert!(parse("p99<fast").is_err());
         assert!(parse("rps>").is_err());
     }
