@@ -590,6 +590,10 @@ pub struct Checked {
     pub actual: Option<f64>,
     /// Whether it held.
     pub pass: bool,
+    /// Not written by the user: the bound declared checks imply (`checks<=1%`); absent (false)
+    /// for the others.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub implied: bool,
 }
 
 /// Machine view.
