@@ -4,8 +4,9 @@
 //!
 //! Names as people write them: `min mean max p50 p75 p90 p95 p99 p99.9 p99.99 p99.999`
 //! (corrected latency), the same with `service_` (service time), `throughput` (or `rps`),
-//! `errors`, `failed`, `cpu_per_request`. A threshold on `errors` (`failed`) with a `%` limit is
-//! [`Metric::ErrorRate`] ([`Metric::FailedRate`]).
+//! `errors`, `failed`, `checks`, `cpu_per_request`. A threshold on `errors` (`failed`,
+//! `checks`) with a `%` limit is [`Metric::ErrorRate`] ([`Metric::FailedRate`],
+//! [`Metric::CheckRate`]).
 
 use crate::result::endpoint::EndpointResult;
 use crate::result::{Mode, RunResult};
@@ -130,6 +131,11 @@ pub enum Metric {
     Failed,
     /// Failed responses in percent of the completed ones (k6's `http_req_failed`).
     FailedRate,
+    /// Responses that failed at least one check (`--expect-*`), a count
+    /// (`requests.failed_checks`).
+    Checks,
+    /// Responses that failed at least one check in percent of the completed ones.
+    CheckRate,
     /// The server's CPU time per completed request, µs (needs the monitor).
     CpuPerRequest,
     /// A statistic of the connect times (`connect_us`), µs.
@@ -157,7 +163,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
         .into_iter()
         .chain(STATS.iter().map(|e| e.1))
         .chain(SERVICE_NAMES)
-        .chain(["errors", "failed", "cpu_per_request"])
+        .chain(["errors", "failed", "checks", "cpu_per_request"])
         .chain(CONNECT_NAMES)
         .chain(HANDSHAKE_NAMES)
 }
@@ -181,6 +187,7 @@ impl Metric {
             "throughput" | "rps" => Some(Metric::Throughput),
             "errors" => Some(Metric::Errors),
             "failed" => Some(Metric::Failed),
+            "checks" => Some(Metric::Checks),
             "cpu_per_request" => Some(Metric::CpuPerRequest),
             _ => None,
         }
@@ -196,6 +203,7 @@ impl Metric {
             Metric::Throughput => "throughput",
             Metric::Errors | Metric::ErrorRate => "errors",
             Metric::Failed | Metric::FailedRate => "failed",
+            Metric::Checks | Metric::CheckRate => "checks",
             Metric::CpuPerRequest => "cpu_per_request",
         }
     }
@@ -219,8 +227,8 @@ impl Metric {
             | Metric::Handshake(_)
             | Metric::CpuPerRequest => Unit::Micros,
             Metric::Throughput => Unit::PerSecond,
-            Metric::Errors | Metric::Failed => Unit::Count,
-            Metric::ErrorRate | Metric::FailedRate => Unit::Percent,
+            Metric::Errors | Metric::Failed | Metric::Checks => Unit::Count,
+            Metric::ErrorRate | Metric::FailedRate | Metric::CheckRate => Unit::Percent,
         }
     }
 
@@ -252,10 +260,9 @@ impl Metric {
                 (n > 0.0).then(|| e / n * 100.0)
             }
             Metric::Failed => Some(r.requests.failed as f64),
-            Metric::FailedRate => {
-                let n = r.requests.completed as f64;
-                (n > 0.0).then(|| r.requests.failed as f64 / n * 100.0)
-            }
+            Metric::FailedRate => share(r.requests.failed, r.requests.completed),
+            Metric::Checks => r.requests.failed_checks.map(|n| n as f64),
+            Metric::CheckRate => share(r.requests.failed_checks?, r.requests.completed),
             Metric::CpuPerRequest => r.server.as_ref()?.per_request.cpu_us,
             Metric::Connect(s) => s.of(r.setup.connect_us.as_ref()?),
             Metric::Handshake(s) => s.of(r.setup.tls_handshake_us.as_ref()?),
@@ -290,9 +297,9 @@ impl Metric {
                 (n > 0.0).then(|| q.errors as f64 / n * 100.0)
             }
             Metric::Failed => Some(q.failed as f64),
-            Metric::FailedRate => {
-                (q.completed > 0).then(|| q.failed as f64 / q.completed as f64 * 100.0)
-            }
+            Metric::FailedRate => share(q.failed, q.completed),
+            Metric::Checks => q.failed_checks.map(|n| n as f64),
+            Metric::CheckRate => share(q.failed_checks?, q.completed),
             Metric::CpuPerRequest | Metric::Connect(_) | Metric::Handshake(_) => None,
         }
     }
@@ -302,14 +309,14 @@ impl Metric {
         match self {
             Metric::Throughput => rate(v),
             Metric::CpuPerRequest => format!("{v:.1} µs"),
-            Metric::Errors | Metric::Failed => {
+            Metric::Errors | Metric::Failed | Metric::Checks => {
                 if v.fract() == 0.0 {
                     format!("{v:.0}")
                 } else {
                     format!("{v:.1}")
                 }
             }
-            Metric::ErrorRate | Metric::FailedRate => format!("{v:.3}%"),
+            Metric::ErrorRate | Metric::FailedRate | Metric::CheckRate => format!("{v:.3}%"),
             _ if v.fract() == 0.0 && v >= 0.0 => micros(v as u64),
             _ => micros_f(v),
         }
@@ -334,6 +341,11 @@ impl Metric {
             Metric::Throughput
         }
     }
+}
+
+/// `part` in percent of `whole`; `None` when `whole` is 0.
+fn share(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64 * 100.0)
 }
 
 impl serde::Serialize for Metric {
@@ -400,7 +412,7 @@ mod tests {
     #[test]
     fn every_name_parses_back_to_a_metric_of_that_name() {
         let all: Vec<&str> = names().collect();
-        assert_eq!(all.len(), 49);
+        assert_eq!(all.len(), 50);
         for n in all {
             let m = Metric::parse(n).unwrap_or_else(|| panic!("{n}"));
             let canonical = if n == "rps" { "throughput" } else { n };

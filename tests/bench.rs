@@ -289,6 +289,36 @@ fn broken_thresholds_in_a_suite_exit_1() {
 }
 
 #[test]
+fn a_cell_whose_responses_fail_their_checks_breaks_the_implied_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let suite = format!(
+        "[suite]\nname = \"x\"\n[[server]]\nname = \"there\"\nurl = \"http://{}/\"\n[[scenario]]\nname = \"created\"\nrequests = 200\nconnections = 2\nexpect_status = 201\n",
+        server.addr
+    );
+    let (o, out) = bench(dir.path(), &suite, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let idx = index(&out);
+    let r = &idx["rows"][0];
+    assert_eq!(r["status"], "ok", "a broken threshold is not a failed cell");
+    assert!(
+        has_note(r, "threshold broken: checks<=1%, implied by the checks"),
+        "{r:#}"
+    );
+    let run = run_of(&out, r);
+    assert_eq!(
+        run["thresholds"][0]["implied"], true,
+        "{:#}",
+        run["thresholds"]
+    );
+}
+
+#[test]
 fn a_url_server_is_measured_as_it_is() {
     let dir = tempfile::tempdir().unwrap();
     let server = volley::serve::spawn("127.0.0.1:0").unwrap();

@@ -440,6 +440,7 @@ fn merges_of_saved_results_match_the_golden_files() {
         threshold: "p99<10ms".into(),
         actual: Some(1.5),
         pass: true,
+        implied: false,
     });
     assert_golden(
         "merge-ramp.json",

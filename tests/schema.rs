@@ -216,6 +216,17 @@ fn warmup_and_request_count_output_matches_schema() {
 }
 
 #[test]
+fn checked_output_matches_schema() {
+    let doc = run_volley(&["-n", "200", "--expect-status", "200", "--expect-size", "1"]);
+    assert_valid(&doc, "checks");
+    assert_eq!(u(&doc, "/requests/failed_checks"), 0);
+    assert_eq!(doc["thresholds"][0]["threshold"], "checks<=1%");
+    assert_eq!(doc["thresholds"][0]["implied"], true);
+    let bad = broken(&doc, |d| d["thresholds"][0]["implied"] = "yes".into());
+    assert_invalid(&bad, "implied not a boolean");
+}
+
+#[test]
 fn monitored_output_matches_schema() {
     // The in-process server runs in this test process, so --pid is our own pid.
     let pid = std::process::id().to_string();

@@ -75,8 +75,13 @@ fn endpoint<'a>(r: &'a Value, name: &str) -> &'a Value {
 
 /// A run that must succeed: its RunResult.
 fn run_ok(args: &[&str]) -> Value {
-    let (code, json, stderr) = volley_json(args, LIMIT);
-    assert_eq!(code, 0, "volley {args:?}\n{stderr}");
+    run_exits(0, args)
+}
+
+/// A run without errors that must exit `code`: its RunResult.
+fn run_exits(code: i32, args: &[&str]) -> Value {
+    let (got, json, stderr) = volley_json(args, LIMIT);
+    assert_eq!(got, code, "volley {args:?}\n{stderr}");
     assert_eq!(
         u(&json, "/requests/errors"),
         0,
@@ -752,25 +757,49 @@ fn every_tenth_bad(_: &Seen, n: u64) -> Vec<u8> {
     format!("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n{word}").into_bytes()
 }
 
+/// The only threshold of a RunResult.
+fn only_threshold(r: &Value) -> &Value {
+    let t = r["thresholds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no thresholds: {r:#}"));
+    assert_eq!(t.len(), 1, "{t:#?}");
+    &t[0]
+}
+
 #[test]
 fn a_check_failing_every_tenth_response_is_counted_exactly() {
     let d = dir("checks");
-    // The flag, on a single URL.
+    // The flag, on a single URL: 10 % failed, above the 1 % the checks imply.
     let server = Recorder::start(every_tenth_bad);
-    let r = run_ok(&[
-        "run",
-        &server.url(),
-        "-n",
-        "1000",
-        "-c",
-        "4",
-        "-t",
-        "2",
-        "--expect-body-contains",
-        "ok",
-    ]);
+    let r = run_exits(
+        1,
+        &[
+            "run",
+            &server.url(),
+            "-n",
+            "1000",
+            "-c",
+            "4",
+            "-t",
+            "2",
+            "--expect-body-contains",
+            "ok",
+        ],
+    );
     assert_eq!(u(&r, "/requests/completed"), 1000);
     assert_eq!(u(&r, "/requests/failed"), 100, "{:#}", r["requests"]);
+    assert_eq!(u(&r, "/requests/failed_checks"), 100, "{:#}", r["requests"]);
+    let t = only_threshold(&r);
+    assert_eq!(
+        (&t["threshold"], &t["actual"], &t["pass"], &t["implied"]),
+        (
+            &"checks<=1%".into(),
+            &10.0.into(),
+            &false.into(),
+            &true.into()
+        ),
+        "{t:#}"
+    );
     assert_eq!(u(&r, "/checks/body_contains"), 100, "{:#}", r["checks"]);
     for other in ["status", "body_regex", "header", "size"] {
         assert_eq!(
@@ -803,14 +832,85 @@ fn a_check_failing_every_tenth_response_is_counted_exactly() {
         "4",
         "-t",
         "2",
+        "--threshold",
+        "checks<50%",
     ]);
     assert_eq!(u(&r, "/requests/failed"), 100, "{:#}", r["requests"]);
+    let t = only_threshold(&r);
+    assert_eq!(t["threshold"], "checks<50%", "the user's bound, no other");
+    assert!(t["pass"] == true && t.get("implied").is_none(), "{t:#}");
     assert_eq!(u(&r, "/checks/body_contains"), 100, "{:#}", r["checks"]);
     let e = endpoint(&r, "ok");
     assert_eq!(u(e, "/requests/failed"), 100, "{e:#}");
+    assert_eq!(u(e, "/requests/failed_checks"), 100, "{e:#}");
     assert_eq!(u(e, "/checks/body_contains"), 100, "{e:#}");
     assert_eq!(u(e, "/requests/errors"), 0);
     assert_eq!(hist(e, "latency_hdr").len(), 1000);
+}
+
+/// Every 10th response (by the server's count) is a 404.
+fn every_tenth_missing(_: &Seen, n: u64) -> Vec<u8> {
+    let status = if n % 10 == 0 {
+        "404 Not Found"
+    } else {
+        "200 OK"
+    };
+    format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").into_bytes()
+}
+
+#[test]
+fn declared_checks_fail_the_run_above_one_percent_unless_a_threshold_says_otherwise() {
+    // Issue 34: `--expect-status 200` on a path that is not there.
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let missing = format!("http://{}/no/such/page", server.addr);
+    let args = ["run", &missing, "-n", "200", "-c", "2", "-t", "1"];
+    let out = volley(&[&args[..], &["--expect-status", "200"]].concat(), LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
+    assert!(
+        stdout.contains("BROKEN (exit code 1)")
+            && stdout.contains("FAIL checks<=1%")
+            && stdout.contains("measured 100.000% (implied by the checks)"),
+        "{stdout}"
+    );
+    // Without checks a 404 changes no exit code, and nothing is implied.
+    let r = run_ok(&args);
+    assert_eq!(u(&r, "/status_codes/404"), 200);
+    assert!(
+        r.get("thresholds").is_none() && r.get("checks").is_none(),
+        "{r:#}"
+    );
+    assert!(r["requests"].get("failed_checks").is_none(), "{r:#}");
+
+    // 10 % of 404s: above the implied 1 %, within the user's own 50 %.
+    let server = Recorder::start(every_tenth_missing);
+    let url = server.url();
+    let args = [
+        "run",
+        &url,
+        "-n",
+        "1000",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--expect-status",
+        "200",
+    ];
+    let r = run_exits(1, &args);
+    assert_eq!(u(&r, "/requests/failed_checks"), 100, "{:#}", r["requests"]);
+    assert_eq!(u(&r, "/checks/status"), 100, "{:#}", r["checks"]);
+    let t = only_threshold(&r);
+    assert!(t["implied"] == true && t["pass"] == false, "{t:#}");
+    let r = run_ok(&[&args[..], &["--threshold", "checks<50%"]].concat());
+    let t = only_threshold(&r);
+    assert!(
+        t["threshold"] == "checks<50%" && t["actual"] == 10.0,
+        "{t:#}"
+    );
+    // A count names checks too.
+    let r = run_exits(1, &[&args[..], &["--threshold", "checks<100"]].concat());
+    assert_eq!(only_threshold(&r)["threshold"], "checks<100");
 }
 
 // ---------------------------------------------------------------------------------- verify

@@ -5,7 +5,8 @@
 //!    starved (`client.starved`: its threads waited on run queues while it was not busy):
 //!    other processes took its CPUs; the step is run again;
 //! 3. `client`: the rate was not kept while volley's threads were busy to the full;
-//! 4. `fail`: an SLO broke;
+//! 4. `fail`: an SLO broke, or more than 1 % of the responses failed a check (declared checks
+//!    imply `checks<=1%` unless the SLO names `checks`);
 //! 5. `fail`: the rate written (`achieved_rps`) is more than 1 % below the target (shortfall:
 //!    the server cannot take the rate);
 //! 6. `unstable`: every per-second p99 of the last third of the time series is more than
@@ -16,7 +17,7 @@
 //! Lag alone is no verdict: a late client that was neither busy nor starved (a brief hiccup)
 //! is judged by the SLO, with the lag in its corrected latency.
 
-use crate::config::threshold::Threshold;
+use crate::config::threshold::{self, Threshold};
 use crate::result::capacity::Verdict;
 use crate::result::{RunResult, WarningKind};
 use crate::units;
@@ -102,6 +103,9 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
             );
         }
     }
+    if let Some(why) = checks_failed(r, slo) {
+        return (Verdict::Fail, why);
+    }
     match r.achieved_rps {
         Some(a) if a < target * (1.0 - SHORTFALL) => {
             return (Verdict::Fail, shortfall(r, a, target));
@@ -134,6 +138,18 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
         Verdict::Pass,
         format!("within the SLO: {}", shown.join(", ")),
     )
+}
+
+/// Why the step's responses broke the bound their checks imply, if they did.
+fn checks_failed(r: &RunResult, slo: &[Threshold]) -> Option<String> {
+    let t = threshold::implied_for(r, slo)?;
+    (!t.check(r).pass).then(|| {
+        format!(
+            "checks failed: {} of the responses failed a check ({}, implied by the checks)",
+            t.show(t.actual(r)),
+            t.text
+        )
+    })
 }
 
 /// Why a rate was not kept, with the run's own diagnosis when it has one: the connections
@@ -350,6 +366,30 @@ mod tests {
         // A 3 ms hiccup (3 ms waiting, 3.4 ms late) changes nothing: the SLO judges.
         let (v, why) = judged_from_schedstat(50, 3, 3_400);
         assert_eq!(v, Verdict::Pass, "{why}");
+    }
+
+    #[test]
+    fn responses_failing_their_checks_fail_the_step_unless_the_slo_names_checks() {
+        let mut r = base();
+        r.requests.completed = 10_000;
+        r.checks.insert("status".into(), 0);
+        r.requests.failed_checks = Some(100);
+        let (v, why) = judge(&r, 1000.0, &slo());
+        assert_eq!(v, Verdict::Pass, "exactly 1 % is within: {why}");
+        r.requests.failed_checks = Some(101);
+        let (v, why) = judge(&r, 1000.0, &slo());
+        assert_eq!(v, Verdict::Fail, "{why}");
+        assert!(
+            why.contains("checks failed: 1.010%") && why.contains("checks<=1%"),
+            "{why}"
+        );
+        // The SLO's own bound on checks replaces the implied one.
+        let own = vec![parse("p99<10ms").unwrap(), parse("checks<5%").unwrap()];
+        assert_eq!(judge(&r, 1000.0, &own).0, Verdict::Pass);
+        // Without checks declared there is nothing to judge.
+        r.checks.clear();
+        r.requests.failed_checks = None;
+        assert_eq!(judge(&r, 1000.0, &slo()).0, Verdict::Pass);
     }
 
     #[test]

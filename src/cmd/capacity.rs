@@ -41,7 +41,8 @@ pub struct CapacityArgs {
     pub save: super::history::SaveArgs,
 
     /// The service-level objective, in `--threshold` syntax, e.g. 'p99<10ms', 'errors<0.1%'
-    /// (repeatable; every one must hold).
+    /// (repeatable; every one must hold). Declared checks (--expect-*) add 'checks<=1%'
+    /// unless one names checks.
     #[arg(long, required = true)]
     pub slo: Vec<String>,
 

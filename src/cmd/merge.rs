@@ -24,7 +24,8 @@ pub struct MergeArgs {
     pub force: bool,
 }
 
-/// Runs `volley merge`: 0 written, 2 bad or mismatched inputs, 3 the output cannot be written.
+/// Runs `volley merge`: 0 written, 1 written but the merged responses failed their checks
+/// beyond the implied bound, 2 bad or mismatched inputs, 3 the output cannot be written.
 pub fn execute(args: &MergeArgs, argv: Vec<String>) -> ExitCode {
     match merge::merge_files(&args.inputs, &args.output, argv, args.force) {
         Ok(m) => {
@@ -39,12 +40,30 @@ pub fn execute(args: &MergeArgs, argv: Vec<String>) -> ExitCode {
                 crate::units::rate(m.throughput_rps),
                 args.output.display()
             );
-            ExitCode::Ok
+            judged(&m)
         }
         Err(e) => {
             eprintln!("volley merge: {e}");
             exit_code(&e)
         }
+    }
+}
+
+/// 1 when the merged responses broke the bound their checks imply (the file is written), else
+/// 0.
+fn judged(m: &crate::result::RunResult) -> ExitCode {
+    let broken: Vec<_> = m.thresholds.iter().filter(|t| !t.pass).collect();
+    for t in &broken {
+        let measured = t.actual.map_or("no data".into(), |a| format!("{a:.3}%"));
+        eprintln!(
+            "volley merge: threshold broken: {} (implied by the checks; measured {measured})",
+            t.threshold
+        );
+    }
+    if broken.is_empty() {
+        ExitCode::Ok
+    } else {
+        ExitCode::NoResponse
     }
 }
 
@@ -71,5 +90,20 @@ mod tests {
             message: "disk full".into(),
         };
         assert_eq!(exit_code(&write), ExitCode::Failed);
+    }
+
+    #[test]
+    fn a_broken_implied_threshold_exits_1_after_writing() {
+        let text = include_str!("../../tests/fixtures/report/open-loop.json");
+        let mut m = crate::result::RunResult::from_json(text).unwrap();
+        m.thresholds.clear();
+        assert_eq!(judged(&m), ExitCode::Ok);
+        m.thresholds.push(crate::result::Checked {
+            threshold: "checks<=1%".into(),
+            actual: Some(2.0),
+            pass: false,
+            implied: true,
+        });
+        assert_eq!(judged(&m), ExitCode::NoResponse);
     }
 }

@@ -50,6 +50,10 @@ pub enum Command {
     Compare(compare::CompareArgs),
     /// Merge the RunResults of shards of one load (several machines or copies) into one:
     /// histograms added losslessly, counters summed, time series aligned by wall clock.
+    ///
+    /// Shards that were checked (--expect-*) are judged together: more than 1 % of the merged
+    /// responses failing a check exits 1 after writing (checks<=1%, implied), unless a shard's
+    /// own --threshold named checks.
     Merge(merge::MergeArgs),
     /// Find the highest open-loop rate the server sustains within an SLO (`--slo 'p99<10ms'`):
     /// a geometric ramp, then bisection, every step saved.

@@ -159,6 +159,8 @@ pub struct RunFlags {
     pub requests_file: Option<PathBuf>,
 
     /// Statuses a response must have: 200, 200-299, 2xx, or a list such as 200,204,3xx.
+    /// Any --expect-* implies --threshold 'checks<=1%': more than 1 % of the responses failing
+    /// a check exits 1 (name checks in a --threshold to set another bound).
     #[arg(long, value_name = "LIST")]
     pub expect_status: Option<String>,
 
@@ -238,9 +240,10 @@ pub struct RunFlags {
     #[arg(long, value_name = "PATH")]
     pub gc_log: Option<std::path::PathBuf>,
 
-    /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'failed<1%', 'rps>5000'
-    /// (a broken one exits 1). Without thresholds, 4xx/5xx responses alone do not change the
-    /// exit code: use 'failed<1%' to fail on them.
+    /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'failed<1%', 'checks<5%',
+    /// 'rps>5000' (a broken one exits 1). Without thresholds, 4xx/5xx responses alone do not
+    /// change the exit code: use 'failed<1%' to fail on them. Declared checks (--expect-*, a
+    /// requests file's expect_*) imply 'checks<=1%' unless a threshold names checks.
     #[arg(long)]
     pub threshold: Vec<String>,
 
@@ -308,11 +311,14 @@ impl RunConfig {
     pub fn from_flags(a: &RunFlags, cores: usize) -> Result<Self, ConfigError> {
         let load = load_spec(a, cores)?;
         let monitor = monitor_config(a.pid, a.monitor_interval, a.gc_log.clone())?;
-        let thresholds = a
+        let given = a
             .threshold
             .iter()
             .map(|t| threshold::parse(t).map_err(|m| ConfigError::flag(Flag::Threshold, m)))
             .collect::<Result<Vec<_>, _>>()?;
+        // A shard's checks are judged on the merged result, not on its share.
+        let thresholds =
+            threshold::with_implied(given, load.declares_checks() && load.shard.is_none());
         let start = super::shard::start_spec(a)?;
         Ok(RunConfig {
             load,

@@ -123,8 +123,13 @@ fn threshold_notes(r: &RunResult) -> Vec<String> {
         .filter(|t| !t.pass)
         .map(|t| {
             format!(
-                "threshold broken: {} (measured {})",
+                "threshold broken: {}{} (measured {})",
                 t.threshold,
+                if t.implied {
+                    ", implied by the checks"
+                } else {
+                    ""
+                },
                 t.actual.map_or("nothing".into(), |a| a.to_string())
             )
         })

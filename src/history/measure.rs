@@ -106,6 +106,12 @@ impl Measure {
                     let n = get("requests.completed")?;
                     (n > 0.0).then(|| get("requests.failed").unwrap_or(0.0) / n * 100.0)
                 }
+                Metric::Checks => get("requests.failed_checks"),
+                Metric::CheckRate => {
+                    let c = get("requests.failed_checks")?;
+                    let n = get("requests.completed")?;
+                    (n > 0.0).then(|| c / n * 100.0)
+                }
             },
         }
     }

@@ -257,6 +257,9 @@ impl Parts<'_> {
                         r.checks.entry(kind.to_string()).or_insert(0);
                     }
                 }
+                if !r.checks.is_empty() {
+                    r.requests.failed_checks = Some(s.counts.failed_checks);
+                }
                 r
             })
             .collect()
@@ -358,20 +361,14 @@ impl Parts<'_> {
             unfinished: out.ends.iter().map(|e| e.unfinished).sum(),
             unsent: out.ends.iter().map(|e| e.unsent).sum(),
             failed: c.failed(),
+            failed_checks: self.cfg.load.declares_checks().then_some(c.failed_checks),
         }
     }
 
     /// Responses that failed each check (none without checks).
     fn checks(&self) -> BTreeMap<String, u64> {
         let c = &self.engine.agg.counts;
-        let any = self
-            .cfg
-            .load
-            .workload
-            .as_ref()
-            .is_some_and(|w| w.entries.iter().any(|e| !e.checks.is_empty()))
-            || !self.cfg.load.checks.is_empty();
-        if !any {
+        if !self.cfg.load.declares_checks() {
             return BTreeMap::new();
         }
         CHECK_NAMES
@@ -477,6 +474,7 @@ pub fn endpoint_result(
             errors: s.counts.errors.total(),
             failed: s.failed,
             unfinished: s.unfinished,
+            failed_checks: None,
         },
         status_codes: status_codes(&s.counts),
         errors: s.counts.errors,

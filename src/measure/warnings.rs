@@ -64,7 +64,7 @@ pub fn of(
         .map(|(_, n)| n)
         .sum();
     // Above 1 % it is a headline instead (`headlines`).
-    if failed > 0 && failed as f64 <= c.completed as f64 * FAILED_HEADLINE_FRACTION {
+    if failed > 0 && !above_headline(failed, c.completed) {
         w.push(Warning::failed_statuses(failed));
     }
     if c.errors.total() > 0 {
@@ -146,7 +146,7 @@ pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> 
         w.push(Warning::lower_bound(r.requests.unsent));
     }
     let completed = r.requests.completed;
-    if r.requests.failed as f64 > completed as f64 * FAILED_HEADLINE_FRACTION {
+    if above_headline(r.requests.failed, completed) {
         let statuses: Vec<(u16, u64)> = r
             .status_codes
             .iter()
@@ -157,12 +157,12 @@ pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> 
             .filter(|(s, _)| *s >= 400)
             .map(|(_, n)| n)
             .sum();
-        if by_status as f64 > completed as f64 * FAILED_HEADLINE_FRACTION {
+        if above_headline(by_status, completed) {
             w.push(Warning::failed_responses(&statuses, completed));
         }
         // Responses of a status below 400 that failed a check.
         let by_check = r.requests.failed.saturating_sub(by_status);
-        if by_check as f64 > completed as f64 * FAILED_HEADLINE_FRACTION {
+        if above_headline(by_check, completed) {
             let checks: Vec<(&str, u64)> = r.checks.iter().map(|(k, n)| (k.as_str(), *n)).collect();
             w.push(Warning::failed_checks(&checks, by_check, completed));
         }
@@ -171,6 +171,13 @@ pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> 
         w.push(Warning::shared_machine(&c));
     }
     w
+}
+
+/// More than [`FAILED_HEADLINE_FRACTION`] of the completed responses: the rule of the
+/// failed-responses and failed-checks headlines, which the bound declared checks imply
+/// (`checks<=1%`) breaks exactly when it holds.
+fn above_headline(count: u64, completed: u64) -> bool {
+    count as f64 > completed as f64 * FAILED_HEADLINE_FRACTION
 }
 
 /// An open-loop run (not interrupted) that sent less than 99 % of the requests due in its
@@ -305,6 +312,25 @@ mod tests {
         assert!(shared_cpu(&busy, &ctx("0", Some("0-1")), None).is_some());
         // Idle CPU to spare: no warning.
         assert!(shared_cpu(&run(40.0), &ctx(&all, None), None).is_none());
+    }
+
+    #[test]
+    fn the_implied_checks_bound_breaks_exactly_where_the_headline_warns() {
+        let implied = crate::config::threshold::Threshold::implied_checks();
+        let mut r = run(50.0);
+        r.checks.insert("status".into(), 0);
+        for completed in (1..=3000).chain([99_999, 100_000, 100_001, 12_345_678]) {
+            r.requests.completed = completed;
+            let at = completed / 100;
+            for failed in at.saturating_sub(1)..=at + 1 {
+                r.requests.failed_checks = Some(failed);
+                assert_eq!(
+                    above_headline(failed, completed),
+                    !implied.check(&r).pass,
+                    "{failed} of {completed}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -72,6 +72,8 @@ mod tests {
         b.connections.unsolicited = 6;
         b.status_codes.insert("503".into(), 7);
         b.requests.failed = 7;
+        // A shard without checks has none that failed: the other's count is the sum.
+        b.requests.failed_checks = Some(3);
         let t = sum(&[&a, &b]);
         assert_eq!(
             t.requests,
@@ -82,6 +84,7 @@ mod tests {
                 unfinished: 1,
                 unsent: 2,
                 failed: 7,
+                failed_checks: Some(3),
             }
         );
         assert_eq!(

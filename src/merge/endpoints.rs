@@ -54,6 +54,7 @@ fn add(m: &mut EndpointResult, e: &EndpointResult) {
         errors: a.errors + b.errors,
         failed: a.failed + b.failed,
         unfinished: a.unfinished + b.unfinished,
+        failed_checks: crate::result::add_counts(a.failed_checks, b.failed_checks),
     };
     sum_into(&mut m.status_codes, &e.status_codes);
     sum_into(&mut m.checks, &e.checks);

@@ -28,8 +28,9 @@ mod warnings;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
+use crate::config::threshold::{self, Threshold};
 use crate::result::identity::{load_id, LoadKey};
-use crate::result::{H2Info, RunResult, SetupTimes, TargetInfo, TlsInfo, RUN_SCHEMA};
+use crate::result::{Checked, H2Info, RunResult, SetupTimes, TargetInfo, TlsInfo, RUN_SCHEMA};
 use crate::stats::histogram::encode;
 use crate::stats::Percentiles;
 
@@ -136,7 +137,7 @@ pub fn merge(
     // env, target and machine are the earliest shard's: its machine samples are timed from
     // the merged started_at.
     let base = rs[starts.earliest];
-    Ok(RunResult {
+    let mut merged = RunResult {
         schema: RUN_SCHEMA.to_string(),
         volley_version: env!("CARGO_PKG_VERSION").to_string(),
         argv,
@@ -172,7 +173,24 @@ pub fn merge(
         shards: shards::list(&rs),
         endpoints,
         shard: None,
-    })
+    };
+    merged.thresholds = implied_checks(&rs, &merged);
+    Ok(merged)
+}
+
+/// The bound the checks imply, judged on the merged responses (a shard leaves it to the
+/// merge), unless a shard's own thresholds named `checks` (they are dropped with the others).
+fn implied_checks(rs: &[&RunResult], merged: &RunResult) -> Vec<Checked> {
+    let given: Vec<Threshold> = rs
+        .iter()
+        .flat_map(|r| &r.thresholds)
+        .filter(|c| !c.implied)
+        .filter_map(|c| threshold::parse(&c.threshold).ok())
+        .collect();
+    threshold::implied_for(merged, &given)
+        .map(|t| t.check(merged))
+        .into_iter()
+        .collect()
 }
 
 /// Responses that failed each check, added over the shards.
@@ -397,6 +415,38 @@ mod tests {
         .unwrap();
         assert_eq!(mm.shards.len(), 3);
         assert_eq!(decode(&mm.latency_hdr).unwrap().len(), 8);
+    }
+
+    #[test]
+    fn the_merged_responses_are_judged_by_the_bound_their_checks_imply() {
+        let checked = |start: i64, failed: u64| {
+            let mut s = shard(start, &[100; 50]);
+            s.checks.insert("status".into(), failed);
+            s.requests.failed_checks = Some(failed);
+            s
+        };
+        let merged = |a: &RunResult, b: &RunResult| {
+            let inputs = [("a".into(), a.clone()), ("b".into(), b.clone())];
+            merge(&inputs, vec!["volley".into()], false).unwrap()
+        };
+        // 1 of 100 in all (2 % of one shard's share): exactly the bound, held.
+        let (a, mut b) = (checked(T0, 1), checked(T0 + 1_000, 0));
+        let m = merged(&a, &b);
+        assert_eq!(m.thresholds.len(), 1, "{:?}", m.thresholds);
+        let t = &m.thresholds[0];
+        assert!(t.implied && t.pass && t.actual == Some(1.0), "{t:?}");
+        b = checked(T0 + 1_000, 1);
+        assert!(!merged(&a, &b).thresholds[0].pass, "2 of 100");
+        // A shard's own bound on checks is dropped with its other thresholds, and replaces
+        // the implied one.
+        b.thresholds
+            .push(threshold::parse("checks<5%").unwrap().check(&b));
+        let m = merged(&a, &b);
+        assert!(m.thresholds.is_empty(), "{:?}", m.thresholds);
+        assert!(m.warnings.iter().any(|w| w.text().contains("not carried")));
+        // Without checks, nothing is implied.
+        let m = merged(&shard(T0, &[1]), &shard(T0, &[2]));
+        assert!(m.thresholds.is_empty());
     }
 
     #[test]

@@ -96,6 +96,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             unfinished: 0,
             unsent: 0,
             failed: 0,
+            failed_checks: None,
         },
         bytes: Bytes {
             sent: 10 * n,

@@ -31,9 +31,10 @@ pub(super) fn of_shards(inputs: &[(String, RunResult)]) -> Vec<Warning> {
 }
 
 /// The merge has no thresholds: the shards' judged each shard alone, and the merged load is
-/// not what they judged. Warns when a shard had some.
+/// not what they judged. Warns when a shard had some of its user's (the bound checks imply
+/// is judged again on the merged result).
 pub(super) fn thresholds_dropped(rs: &[&RunResult], warnings: &mut Vec<Warning>) {
-    if rs.iter().any(|r| !r.thresholds.is_empty()) {
+    if rs.iter().flat_map(|r| &r.thresholds).any(|t| !t.implied) {
         warnings.push(Warning::thresholds_not_carried());
     }
 }

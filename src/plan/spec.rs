@@ -207,6 +207,16 @@ impl LoadSpec {
         }
     }
 
+    /// Whether any response is checked: `--expect-*`, or a request of the requests file with
+    /// checks of its own.
+    pub fn declares_checks(&self) -> bool {
+        !self.checks.is_empty()
+            || self
+                .workload
+                .as_ref()
+                .is_some_and(|w| w.entries.iter().any(|e| !e.checks.is_empty()))
+    }
+
     /// The most connections the run can hold open at once (`--max-connections`, else the
     /// connections): what descriptors are needed for.
     pub fn most_connections(&self) -> usize {

@@ -48,4 +48,8 @@ pub struct EndpointRequests {
     pub failed: u64,
     /// Still in flight after the drain.
     pub unfinished: u64,
+    /// Completed responses that failed at least one check, whatever their status, each once;
+    /// absent without checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_checks: Option<u64>,
 }

@@ -5,9 +5,21 @@
 use super::RunResult;
 
 impl RunResult {
-    /// More than half of the completed responses had a status of 400 or more.
+    /// More than half of the completed responses had a status of 400 or more (responses
+    /// below 400 that failed a check are in `requests.failed` too, but the server answered
+    /// them: the bound their checks imply judges them).
     pub fn mostly_failed(&self) -> bool {
-        self.requests.completed > 0 && self.requests.failed * 2 > self.requests.completed
+        let completed = self.requests.completed;
+        completed > 0 && self.error_pages() * 2 > completed
+    }
+
+    /// Completed responses with a status of 400 or more.
+    fn error_pages(&self) -> u64 {
+        self.status_codes
+            .iter()
+            .filter(|(s, _)| s.parse::<u16>().is_ok_and(|s| s >= 400))
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// What failed, in a few words: `404 on every response`, `503 on 62 % of responses`,
@@ -74,6 +86,11 @@ mod tests {
         );
         let half = run(&[("200", 50), ("500", 50)]);
         assert!(!half.mostly_failed(), "half is not more than half");
+        // 200s that failed a check are not error pages.
+        let mut checked = run(&[("200", 10)]);
+        checked.requests.failed = 10;
+        assert!(!checked.mostly_failed());
+        assert_eq!(checked.failed_description(), None);
         assert_eq!(run(&[("200", 5)]).failed_description(), None);
     }
 }

@@ -361,6 +361,18 @@ pub struct Requests {
     /// Completed responses with status ≥ 400 (part of `completed`, never of `errors`).
     #[serde(default)]
     pub failed: u64,
+    /// Completed responses that failed at least one check (`--expect-*`), whatever their
+    /// status, each once (the `checks` threshold's count); absent without checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_checks: Option<u64>,
+}
+
+/// The sum of two optional counters: absent only when both are.
+pub fn add_counts(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        _ => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    }
 }
 
 /// Shards of one load sent disjoint requests, so their counters add (`volley merge`).
@@ -374,6 +386,7 @@ impl std::ops::AddAssign for Requests {
             unfinished,
             unsent,
             failed,
+            failed_checks,
         } = o;
         self.sent += sent;
         self.completed += completed;
@@ -381,6 +394,7 @@ impl std::ops::AddAssign for Requests {
         self.unfinished += unfinished;
         self.unsent += unsent;
         self.failed += failed;
+        self.failed_checks = add_counts(self.failed_checks, failed_checks);
     }
 }
 
@@ -393,6 +407,7 @@ impl std::iter::Sum for Requests {
             unfinished: 0,
             unsent: 0,
             failed: 0,
+            failed_checks: None,
         };
         iter.fold(zero, |mut total, r| {
             total += r;
@@ -575,6 +590,10 @@ pub struct Checked {
     pub actual: Option<f64>,
     /// Whether it held.
     pub pass: bool,
+    /// Not written by the user: the bound declared checks imply (`checks<=1%`); absent (false)
+    /// for the others.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub implied: bool,
 }
 
 /// Machine view.

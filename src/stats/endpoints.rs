@@ -120,6 +120,7 @@ impl Endpoints {
         for name in failed {
             s.check_failed(name, 1);
         }
+        s.counts.failed_checks += 1;
         if status < 400 {
             s.failed += 1;
         }

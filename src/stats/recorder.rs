@@ -116,6 +116,9 @@ pub struct Counters {
     /// Responses with a status below 400 that failed a check (those of 400 or more are
     /// failed already): `requests.failed` is these plus the 4xx and 5xx.
     pub failed_checks_only: u64,
+    /// Responses that failed at least one check, whatever their status, each once (the
+    /// `checks` threshold's count).
+    pub failed_checks: u64,
 }
 
 /// The checks, in the order `Counters::checks` counts them (`checks {name: count}`).
@@ -135,6 +138,7 @@ impl Default for Counters {
             unsolicited: 0,
             checks: [0; CHECK_NAMES.len()],
             failed_checks_only: 0,
+            failed_checks: 0,
         }
     }
 }
@@ -157,6 +161,7 @@ impl Counters {
             *a += *b;
         }
         self.failed_checks_only += o.failed_checks_only;
+        self.failed_checks += o.failed_checks;
     }
 
     /// Completed responses that failed (`requests.failed`): status 400 or more, and those
@@ -407,6 +412,7 @@ impl Recorder {
                 c.checks[k] += 1;
             }
         }
+        c.failed_checks += 1;
         if status < 400 {
             c.failed_checks_only += 1;
         }

@@ -147,15 +147,17 @@ fn merge_and_report(
         Ok(m) => m,
         Err(e) => return fail(ExitCode::Usage, &e.to_string()),
     };
-    // The load's thresholds, on the whole load: the pods did not judge their shares.
-    let mut checks = Vec::new();
+    // The load's thresholds, on the whole load: the pods did not judge their shares, nor the
+    // bound their checks imply.
+    let mut given = Vec::new();
     for text in &found.thresholds {
         match threshold::parse(text) {
-            Ok(t) => checks.push(t.check(&merged)),
+            Ok(t) => given.push(t),
             Err(e) => return fail(ExitCode::Usage, &format!("--threshold {text}: {e}")),
         }
     }
-    merged.thresholds = checks;
+    given.extend(threshold::implied_for(&merged, &given));
+    merged.thresholds = given.iter().map(|t| t.check(&merged)).collect();
     let mut code = verdict(&merged, found.allow_shortfall);
     let json = Format::Json.render_run(&merged);
     if let Err(e) = crate::sys::files::write_atomically(output, json.as_bytes()) {

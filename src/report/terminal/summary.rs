@@ -479,9 +479,14 @@ fn thresholds(o: &mut String, r: &RunResult) {
             .unwrap_or_else(|_| format!("{:?}", t.actual));
         let _ = writeln!(
             o,
-            "    {} {:<20} measured {shown}",
+            "    {} {:<20} measured {shown}{}",
             if t.pass { "pass" } else { "FAIL" },
-            t.threshold
+            t.threshold,
+            if t.implied {
+                " (implied by the checks)"
+            } else {
+                ""
+            }
         );
     }
 }

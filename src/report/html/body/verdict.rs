@@ -133,10 +133,15 @@ fn threshold_line(o: &mut String, text: &str, v: &[(&Run, &Checked)]) {
     let more = shown.len().saturating_sub(NAMED);
     let _ = write!(
         o,
-        "<li><span class=\"{}\">{}</span> <code>{}</code>{}: {}{}</li>",
+        "<li><span class=\"{}\">{}</span> <code>{}</code>{}{}: {}{}</li>",
         if bad.is_empty() { "good" } else { "bad" },
         if bad.is_empty() { "held" } else { "broken" },
         esc(text),
+        if v.iter().any(|(_, t)| t.implied) {
+            " (implied by the checks)"
+        } else {
+            ""
+        },
         if v.len() > 1 {
             format!(
                 " ({} in {} of {} runs)",
@@ -242,11 +247,13 @@ mod tests {
                 threshold: "p99<1ms".into(),
                 actual: Some(2500.0),
                 pass: false,
+                implied: false,
             },
             Checked {
                 threshold: "errors<1".into(),
                 actual: Some(0.0),
                 pass: true,
+                implied: false,
             },
         ];
         r.warnings = vec![Warning::from_text(
@@ -281,6 +288,7 @@ mod tests {
                     threshold: "rps>50000".into(),
                     actual: Some(r.throughput_rps),
                     pass: r.throughput_rps > 50000.0,
+                    implied: false,
                 }];
             }
         }
