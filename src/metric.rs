@@ -4,7 +4,8 @@
 //!
 //! Names as people write them: `min mean max p50 p75 p90 p95 p99 p99.9 p99.99 p99.999`
 //! (corrected latency), the same with `service_` (service time), `throughput` (or `rps`),
-//! `errors`, `failed`, `checks`, `cpu_per_request`. A threshold on `errors` (`failed`,
+//! `errors`, `failed`, `checks`, `cpu_per_request`, `starved` (the share of the measured
+//! seconds other processes starved volley, a percentage). A threshold on `errors` (`failed`,
 //! `checks`) with a `%` limit is [`Metric::ErrorRate`] ([`Metric::FailedRate`],
 //! [`Metric::CheckRate`]).
 
@@ -142,6 +143,9 @@ pub enum Metric {
     Connect(Stat),
     /// A statistic of the TLS handshake times (`tls_handshake_us`), µs.
     Handshake(Stat),
+    /// The measured seconds in which other processes starved volley (`client.starved_fraction`
+    /// as a percentage): `--threshold 'starved<10%'` fails a run the machine disturbed.
+    Starved,
 }
 
 /// The unit a metric's values (and a threshold's limit) are in.
@@ -163,7 +167,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
         .into_iter()
         .chain(STATS.iter().map(|e| e.1))
         .chain(SERVICE_NAMES)
-        .chain(["errors", "failed", "checks", "cpu_per_request"])
+        .chain(["errors", "failed", "checks", "cpu_per_request", "starved"])
         .chain(CONNECT_NAMES)
         .chain(HANDSHAKE_NAMES)
 }
@@ -189,6 +193,7 @@ impl Metric {
             "failed" => Some(Metric::Failed),
             "checks" => Some(Metric::Checks),
             "cpu_per_request" => Some(Metric::CpuPerRequest),
+            "starved" => Some(Metric::Starved),
             _ => None,
         }
     }
@@ -205,6 +210,7 @@ impl Metric {
             Metric::Failed | Metric::FailedRate => "failed",
             Metric::Checks | Metric::CheckRate => "checks",
             Metric::CpuPerRequest => "cpu_per_request",
+            Metric::Starved => "starved",
         }
     }
 
@@ -228,7 +234,9 @@ impl Metric {
             | Metric::CpuPerRequest => Unit::Micros,
             Metric::Throughput => Unit::PerSecond,
             Metric::Errors | Metric::Failed | Metric::Checks => Unit::Count,
-            Metric::ErrorRate | Metric::FailedRate | Metric::CheckRate => Unit::Percent,
+            Metric::ErrorRate | Metric::FailedRate | Metric::CheckRate | Metric::Starved => {
+                Unit::Percent
+            }
         }
     }
 
@@ -266,6 +274,7 @@ impl Metric {
             Metric::CpuPerRequest => r.server.as_ref()?.per_request.cpu_us,
             Metric::Connect(s) => s.of(r.setup.connect_us.as_ref()?),
             Metric::Handshake(s) => s.of(r.setup.tls_handshake_us.as_ref()?),
+            Metric::Starved => Some(r.client.starved_fraction * 100.0),
         }
     }
 
@@ -275,7 +284,7 @@ impl Metric {
     pub fn per_request(self) -> bool {
         !matches!(
             self,
-            Metric::CpuPerRequest | Metric::Connect(_) | Metric::Handshake(_)
+            Metric::CpuPerRequest | Metric::Connect(_) | Metric::Handshake(_) | Metric::Starved
         )
     }
 
@@ -300,7 +309,9 @@ impl Metric {
             Metric::FailedRate => share(q.failed, q.completed),
             Metric::Checks => q.failed_checks.map(|n| n as f64),
             Metric::CheckRate => share(q.failed_checks?, q.completed),
-            Metric::CpuPerRequest | Metric::Connect(_) | Metric::Handshake(_) => None,
+            Metric::CpuPerRequest | Metric::Connect(_) | Metric::Handshake(_) | Metric::Starved => {
+                None
+            }
         }
     }
 
@@ -317,6 +328,7 @@ impl Metric {
                 }
             }
             Metric::ErrorRate | Metric::FailedRate | Metric::CheckRate => format!("{v:.3}%"),
+            Metric::Starved => format!("{v:.1}%"),
             _ if v.fract() == 0.0 && v >= 0.0 => micros(v as u64),
             _ => micros_f(v),
         }
@@ -412,7 +424,7 @@ mod tests {
     #[test]
     fn every_name_parses_back_to_a_metric_of_that_name() {
         let all: Vec<&str> = names().collect();
-        assert_eq!(all.len(), 50);
+        assert_eq!(all.len(), 51);
         for n in all {
             let m = Metric::parse(n).unwrap_or_else(|| panic!("{n}"));
             let canonical = if n == "rps" { "throughput" } else { n };

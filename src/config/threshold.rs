@@ -92,7 +92,7 @@ pub fn parse(text: &str) -> Result<Threshold, String> {
         Some(m) => m,
         None => {
             return Err(format!(
-                "`{t}`: unknown metric `{name}` (use min, mean, max, p50 … p99.999, service_p99 …, rps, errors, failed, checks, cpu_per_request)"
+                "`{t}`: unknown metric `{name}` (use min, mean, max, p50 … p99.999, service_p99 …, rps, errors, failed, checks, cpu_per_request, starved)"
             ))
         }
     };
@@ -211,6 +211,13 @@ mod tests {
             .contains("unknown metric `p98`"));
         assert_eq!(parse("checks<5%").unwrap().metric, Metric::CheckRate);
         assert_eq!(parse("checks<10").unwrap().metric, Metric::Checks);
+        let starved = parse("starved<10%").unwrap();
+        assert_eq!((starved.metric, starved.limit), (Metric::Starved, 10.0));
+        let mut r =
+            RunResult::from_json(include_str!("../../tests/fixtures/report/open-loop.json"))
+                .unwrap();
+        r.client.starved_fraction = 0.25;
+        assert_eq!(Metric::Starved.value(&r), Some(25.0));
         assert!(parse("p99<fast").is_err());
         assert!(parse("rps>").is_err());
     }

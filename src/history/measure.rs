@@ -107,6 +107,7 @@ impl Measure {
                     (n > 0.0).then(|| get("requests.failed").unwrap_or(0.0) / n * 100.0)
                 }
                 Metric::Checks => get("requests.failed_checks"),
+                Metric::Starved => get("client.starved_fraction").map(|f| f * 100.0),
                 Metric::CheckRate => {
                     let c = get("requests.failed_checks")?;
                     let n = get("requests.completed")?;
