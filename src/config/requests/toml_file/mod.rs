@@ -288,7 +288,8 @@ body_size = 16
         )
         .unwrap();
         assert_eq!(w.order, Order::Weighted);
-        assert_eq!(w.endpoints, ["item", "order"]);
+        // The unnamed one is named by its method (POST: it has a body) and path.
+        assert_eq!(w.endpoints, ["item", "order", "POST /health"]);
         let weights: Vec<u64> = w.entries.iter().map(|e| e.weight).collect();
         assert_eq!(weights, [16, 3, 1], "80/15/5 without their common factor");
         assert_eq!(w.cycle.len(), 20);
@@ -297,7 +298,7 @@ body_size = 16
         };
         assert_eq!(
             (item.endpoint, order.endpoint, health.endpoint),
-            (Some(0), Some(1), None)
+            (Some(0), Some(1), Some(2))
         );
         assert_eq!(item.method, "GET");
         assert_eq!(
@@ -694,6 +695,71 @@ body_size = 16
     }
 
     #[test]
+    fn unnamed_requests_are_named_by_method_and_path_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("u.csv"), "id\n7\n").unwrap();
+        let w = read_in(
+            dir.path(),
+            "mix.toml",
+            r#"
+[data]
+file = "u.csv"
+[[request]]
+path = "/posts/{rand:1..100}?x={{y}}"
+[[request]]
+name = "login"
+method = "POST"
+path = "/login"
+[[request]]
+method = "DELETE"
+path = "/users/{row.id}"
+[[request]]
+name = "GET /posts/{rand:1..100}?x={{y}}"
+path = "/elsewhere"
+[[request]]
+path = "/posts/{rand:1..100}?x={{y}}"
+"#,
+        )
+        .unwrap();
+        // User names first, then default names; a user name equal to a default one is it.
+        assert_eq!(
+            w.endpoints,
+            [
+                "login",
+                "GET /posts/{rand:1..100}?x={{y}}",
+                "DELETE /users/{row.id}"
+            ]
+        );
+        let named: Vec<_> = w.entries.iter().map(|e| e.endpoint.unwrap()).collect();
+        assert_eq!(named, [1, 0, 2, 1, 1]);
+        assert_eq!(w.other, None);
+    }
+
+    #[test]
+    fn a_hundred_and_fifty_paths_are_a_hundred_names_and_other() {
+        let mut text = String::from("[[request]]\nname = \"other\"\npath = \"/misc\"\n");
+        for i in 0..150 {
+            text += &format!("[[request]]\npath = \"/p/{i}\"\n");
+        }
+        // A user's `other` keeps its place; the overflow joins it: 100 names in all.
+        let w = read(&text).unwrap();
+        assert_eq!(w.endpoints.len(), 100);
+        assert_eq!((w.endpoints[0].as_str(), w.other), ("other", None));
+        assert_eq!(under_of(&w)(0), 1 + 51);
+        // Without it, `other` is the 101st name and every request is under one name.
+        let w = read(&text[text.find("[[request]]\npath").unwrap()..]).unwrap();
+        assert_eq!(w.endpoints.len(), 101);
+        assert_eq!((w.endpoints[100].as_str(), w.other), ("other", Some(100)));
+        assert_eq!(w.endpoints[99], "GET /p/99");
+        let total: usize = (0..101).map(under_of(&w)).sum();
+        assert_eq!((under_of(&w)(100), total), (50, 150));
+    }
+
+    fn under_of(w: &crate::plan::workload::Workload) -> impl Fn(u16) -> usize + '_ {
+        move |k| w.entries.iter().filter(|e| e.endpoint == Some(k)).count()
+    }
+
+    #[test]
     fn the_contracts_example_reads() {
         let contract = include_str!("../../../../docs/contract.md");
         let section = &contract[contract.find("## Workloads").unwrap()..];
@@ -702,7 +768,7 @@ body_size = 16
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("users.csv"), "id,email\n7,a@x.org\n").unwrap();
         let w = read_in(dir.path(), "mix.toml", example).unwrap();
-        assert_eq!(w.endpoints, ["item", "order"]);
+        assert_eq!(w.endpoints, ["item", "order", "GET /health"]);
         assert_eq!(
             w.entries.iter().map(|e| e.weight).collect::<Vec<_>>(),
             [16, 3, 1]
@@ -755,11 +821,12 @@ body_size = 16
             "10k in {t_small:?}, 100k in {t_large:?}: ×{ratio:.0}"
         );
         assert_eq!(w.entries.len(), 100_000);
-        assert!(w.endpoints.is_empty());
-        assert!(w
-            .entries
-            .iter()
-            .all(|e| e.endpoint.is_none() && e.weight == 1));
+        // 100 default names, then `other` for the 99,900 other paths.
+        assert_eq!(w.endpoints.len(), 101);
+        assert_eq!(w.endpoints[99], "GET /items/99");
+        assert_eq!(w.other, Some(100));
+        assert!(w.entries.iter().all(|e| e.weight == 1));
+        assert!(w.entries[100..].iter().all(|e| e.endpoint == Some(100)));
         assert_eq!(w.cycle.len(), 100_000);
         assert_eq!(w.pick(99_999, 0), 99_999);
     }
