@@ -66,8 +66,9 @@ fn push(endpoints: &mut Vec<String>, index: &mut HashMap<String, u16>, name: Str
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::{read, read_in};
     use super::*;
-    use crate::plan::workload::{Body, Checks, Part, Template};
+    use crate::plan::workload::{Body, Checks, Part, Template, Workload};
 
     fn entry(method: &str, path: Template, endpoint: Option<u16>) -> Entry {
         Entry {
@@ -147,5 +148,70 @@ mod tests {
         assert_eq!(endpoints.len(), MAX_ENDPOINTS);
         assert_eq!(entries[99].endpoint, Some(0));
         assert_eq!(entries[98].endpoint, Some(99));
+    }
+
+    #[test]
+    fn unnamed_requests_are_named_by_method_and_path_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("u.csv"), "id\n7\n").unwrap();
+        let w = read_in(
+            dir.path(),
+            "mix.toml",
+            r#"
+[data]
+file = "u.csv"
+[[request]]
+path = "/posts/{rand:1..100}?x={{y}}"
+[[request]]
+name = "login"
+method = "POST"
+path = "/login"
+[[request]]
+method = "DELETE"
+path = "/users/{row.id}"
+[[request]]
+name = "GET /posts/{rand:1..100}?x={{y}}"
+path = "/elsewhere"
+[[request]]
+path = "/posts/{rand:1..100}?x={{y}}"
+"#,
+        )
+        .unwrap();
+        // User names first, then default names; a user name equal to a default one is it.
+        assert_eq!(
+            w.endpoints,
+            [
+                "login",
+                "GET /posts/{rand:1..100}?x={{y}}",
+                "DELETE /users/{row.id}"
+            ]
+        );
+        let named: Vec<_> = w.entries.iter().map(|e| e.endpoint.unwrap()).collect();
+        assert_eq!(named, [1, 0, 2, 1, 1]);
+        assert_eq!(w.other, None);
+    }
+
+    #[test]
+    fn a_hundred_and_fifty_paths_are_a_hundred_names_and_other() {
+        let mut text = String::from("[[request]]\nname = \"other\"\npath = \"/misc\"\n");
+        for i in 0..150 {
+            text += &format!("[[request]]\npath = \"/p/{i}\"\n");
+        }
+        // A user's `other` keeps its place; the overflow joins it: 100 names in all.
+        let w = read(&text).unwrap();
+        assert_eq!(w.endpoints.len(), 100);
+        assert_eq!((w.endpoints[0].as_str(), w.other), ("other", None));
+        assert_eq!(under_of(&w)(0), 1 + 51);
+        // Without it, `other` is the 101st name and every request is under one name.
+        let w = read(&text[text.find("[[request]]\npath").unwrap()..]).unwrap();
+        assert_eq!(w.endpoints.len(), 101);
+        assert_eq!((w.endpoints[100].as_str(), w.other), ("other", Some(100)));
+        assert_eq!(w.endpoints[99], "GET /p/99");
+        let total: usize = (0..101).map(under_of(&w)).sum();
+        assert_eq!((under_of(&w)(100), total), (50, 150));
+    }
+
+    fn under_of(w: &Workload) -> impl Fn(u16) -> usize + '_ {
+        move |k| w.entries.iter().filter(|e| e.endpoint == Some(k)).count()
     }
 }
