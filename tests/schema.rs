@@ -227,6 +227,27 @@ fn checked_output_matches_schema() {
 }
 
 #[test]
+fn a_requests_file_of_150_unnamed_paths_matches_schema() {
+    // 100 default names and `other`: the most endpoints a result can hold.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("paths.toml");
+    let text: String = (0..150)
+        .map(|k| format!("[[request]]\npath = \"/p/{k}\"\n"))
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    let doc = run_volley(&["-n", "300", "--requests-file", file.to_str().unwrap()]);
+    check_real_output(&doc, "150 unnamed paths");
+    let eps = doc["endpoints"].as_array().unwrap();
+    assert_eq!((eps.len(), eps[100]["name"].as_str()), (101, Some("other")));
+    let sent: u64 = eps.iter().map(|e| u(e, "/requests/sent")).sum();
+    assert_eq!(sent, u(&doc, "/requests/sent"));
+    let mut more = doc.clone();
+    let extra = more["endpoints"][0].clone();
+    more["endpoints"].as_array_mut().unwrap().push(extra);
+    assert_invalid(&more, "102 endpoints");
+}
+
+#[test]
 fn monitored_output_matches_schema() {
     // The in-process server runs in this test process, so --pid is our own pid.
     let pid = std::process::id().to_string();

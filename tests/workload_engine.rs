@@ -79,6 +79,7 @@ fn workload(entries: Vec<Entry>, order: Order, names: &[&str]) -> Workload {
         entries,
         order,
         endpoints: names.iter().map(|s| s.to_string()).collect(),
+        other: None,
         data: None,
         cycle: Vec::new(),
         hash: "test".into(),

@@ -565,7 +565,24 @@ fn vegeta_targets_from_its_readme_arrive_as_written() {
         "{:#}",
         r["target"]
     );
-    assert!(r["endpoints"].is_null(), "vegeta's targets are unnamed");
+    // vegeta's targets cannot be named: each is named by its method and path, query included.
+    let named: Vec<(&str, u64)> = r["endpoints"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no endpoints: {r:#}"))
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), u(e, "/requests/sent")))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("GET /path/to/dragon?item=ball", 4),
+            ("GET /path/to", 4),
+            ("HEAD /path/to/success", 2),
+            ("DELETE /path/to/remove", 2),
+            ("POST /things", 4),
+            ("PATCH /thing/71988591", 2),
+        ]
+    );
     let basic = "Basic dXNlcjpwYXNzd29yZA=="; // user:password
                                               // (method, target, headers, body) of each target, in the file's order.
     type Target<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, &'a str);
@@ -1195,7 +1212,7 @@ fn bad_requests_files_exit_2_with_file_line_and_key() {
 }
 
 #[test]
-fn a_file_of_100000_unnamed_requests_runs_each_once() {
+fn a_file_of_100000_unnamed_requests_runs_each_once_under_101_names() {
     let server = volley::serve::spawn("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", server.addr);
     let d = dir("many");
@@ -1218,10 +1235,26 @@ fn a_file_of_100000_unnamed_requests_runs_each_once() {
         "1",
     ]);
     assert_eq!(u(&r, "/requests/completed"), 100_000);
-    assert!(
-        r["endpoints"].is_null(),
-        "unnamed requests have no endpoints"
+    // Named by method and path: the first 100 paths, then `other` for the rest; every request
+    // counted under exactly one name.
+    let eps = r["endpoints"].as_array().unwrap();
+    assert_eq!(eps.len(), 101);
+    assert_eq!(eps[0]["name"], "GET /r/0");
+    assert_eq!(eps[99]["name"], "GET /r/99");
+    let other = &eps[100];
+    assert_eq!(
+        (
+            other["name"].as_str(),
+            other["method"].as_str(),
+            other["path"].as_str()
+        ),
+        (Some("other"), Some(""), Some(""))
     );
+    assert_eq!(u(other, "/requests/sent"), 99_900);
+    let sent: u64 = eps.iter().map(|e| u(e, "/requests/sent")).sum();
+    let completed: u64 = eps.iter().map(|e| u(e, "/requests/completed")).sum();
+    assert_eq!((sent, completed), (100_000, 100_000));
+    assert_eq!(r["target"]["requests_file"]["names"], 101);
     assert_eq!(r["target"]["requests_file"]["requests"], 100_000);
     let got = counts(server.addr);
     assert_eq!(got.len(), 100_000, "every path once");

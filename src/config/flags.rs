@@ -675,7 +675,7 @@ mod tests {
         assert_eq!(l.headers, [("X-Run".to_string(), "1".to_string())]);
         let w = l.workload.as_ref().unwrap();
         assert_eq!(w.order, Order::Weighted);
-        assert_eq!(w.endpoints, ["item", "order"]);
+        assert_eq!(w.endpoints, ["item", "order", "GET /health"]);
         assert_eq!(
             w.entries.iter().map(|e| e.weight).collect::<Vec<_>>(),
             [16, 3, 1]

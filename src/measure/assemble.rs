@@ -9,7 +9,7 @@ use crate::engine::{EngineOutput, Route};
 use crate::monitor::client::ClientReport;
 use crate::monitor::gc;
 use crate::monitor::procfs;
-use crate::plan::workload::Order;
+use crate::plan::workload::{Entry, Order};
 use crate::result::endpoint::{EndpointRequests, EndpointResult};
 use crate::result::identity::LoadKey;
 use crate::result::*;
@@ -224,7 +224,8 @@ impl Parts<'_> {
         }
     }
 
-    /// Each named request's results: every worker's numbers added up (`endpoints[]`).
+    /// Each named request's results: every worker's numbers added up (`endpoints[]`). One
+    /// pass over the entries (a file may hold 100,000 of them, under 101 names).
     fn endpoints(&self) -> Vec<EndpointResult> {
         let Some(w) = self.cfg.load.workload.as_ref() else {
             return Vec::new();
@@ -234,28 +235,35 @@ impl Parts<'_> {
             all.merge(&e.endpoints);
         }
         let columns = w.data.as_ref().map_or(&[][..], |d| &d.columns[..]);
+        let mut first: Vec<Option<&Entry>> = vec![None; w.endpoints.len()];
+        let mut kinds: Vec<Vec<&'static str>> = vec![Vec::new(); w.endpoints.len()];
+        for e in &w.entries {
+            let Some(k) = e.endpoint.map(usize::from) else {
+                continue;
+            };
+            first[k].get_or_insert(e);
+            for kind in check_kinds(&e.checks) {
+                if !kinds[k].contains(&kind) {
+                    kinds[k].push(kind);
+                }
+            }
+        }
         w.endpoints
             .iter()
             .enumerate()
             .map(|(k, name)| {
-                let entry = w.entries.iter().find(|e| e.endpoint == Some(k as u16));
-                let s = all
-                    .stats
-                    .get(k)
-                    .and_then(|s| s.as_deref())
-                    .cloned()
-                    .unwrap_or_default();
+                let s = all.stats.get(k).and_then(|s| s.as_deref());
+                // `other` of the overflow holds many templates: no one method and path.
+                let entry = first[k].filter(|_| w.other != Some(k as u16));
                 let mut r = endpoint_result(
                     name,
                     entry.map_or(String::new(), |e| e.method.clone()),
                     entry.map_or(String::new(), |e| e.path.text(columns)),
-                    &s,
+                    s.unwrap_or(&EndpointStats::default()),
                 );
                 // Every check its requests have is listed, 0 when none failed (as at the top).
-                for e in w.entries.iter().filter(|e| e.endpoint == Some(k as u16)) {
-                    for kind in check_kinds(&e.checks) {
-                        r.checks.entry(kind.to_string()).or_insert(0);
-                    }
+                for kind in &kinds[k] {
+                    r.checks.entry(kind.to_string()).or_insert(0);
                 }
                 if !r.checks.is_empty() {
                     r.requests.failed_checks = Some(s.counts.failed_checks);

@@ -297,9 +297,9 @@ impl Checks {
 /// One request of the workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    /// Its endpoint's index in [`Workload::endpoints`]: named requests have results of their
-    /// own; unnamed ones count only in the whole mix (so a file of 100,000 unnamed requests
-    /// costs no histograms).
+    /// Its endpoint's index in [`Workload::endpoints`]: its results beside the whole mix's.
+    /// Every request read from a file has one (its `name`, else `METHOD path` as written,
+    /// else `other` past the cap); `None` counts only in the whole mix.
     pub endpoint: Option<u16>,
     /// The method (`GET`).
     pub method: String,
@@ -345,7 +345,8 @@ pub struct Data {
     pub order: RowOrder,
 }
 
-/// The most distinct request names a workload may have (each has its histograms).
+/// The most distinct request names a workload may have (each has its histograms), user names
+/// and default names together; the reserved `other` may come beyond it.
 pub const MAX_ENDPOINTS: usize = 100;
 
 /// A workload, checked.
@@ -355,9 +356,14 @@ pub struct Workload {
     pub entries: Vec<Entry>,
     /// How the next one is chosen.
     pub order: Order,
-    /// Endpoint names: the distinct `name`s of the requests, in order of first appearance, at
-    /// most [`MAX_ENDPOINTS`].
+    /// Endpoint names: the distinct `name`s of the requests in order of first appearance,
+    /// then the default names (`GET /items/{seq}`) of the unnamed ones, at most
+    /// [`MAX_ENDPOINTS`], then `other` when templates came past the cap (at most
+    /// [`MAX_ENDPOINTS`] + 1 in all).
     pub endpoints: Vec<String>,
+    /// The index of the reserved `other`, when templates past the cap made it (a user's own
+    /// `other`, which the overflow joins, is a name like any other: `None`).
+    pub other: Option<u16>,
     /// The data file's rows, when a template reads one.
     pub data: Option<Arc<Data>>,
     /// The weighted cycle: entry indexes, Σ weights long (empty in a sequence); `u32`, as a
@@ -518,6 +524,7 @@ mod tests {
             entries: vec![entry(80), entry(15), entry(5)],
             order: Order::Weighted,
             endpoints: vec!["a".into()],
+            other: None,
             data: None,
             cycle: Vec::new(),
             hash: String::new(),
@@ -545,6 +552,7 @@ mod tests {
             entries: vec![entry(1); 100_000],
             order: Order::Weighted,
             endpoints: Vec::new(),
+            other: None,
             data: None,
             cycle: Vec::new(),
             hash: String::new(),
@@ -564,6 +572,7 @@ mod tests {
             entries: vec![entry(0), entry(0), entry(0)],
             order: Order::Sequence,
             endpoints: vec!["a".into()],
+            other: None,
             data: None,
             cycle: Vec::new(),
             hash: String::new(),

@@ -1,6 +1,6 @@
-//! `endpoints[]` of a RunResult: the results of each named request of a workload
-//! (`--requests-file`), beside the whole mix's numbers at the top level (docs/contract.md,
-//! "Workloads").
+//! `endpoints[]` of a RunResult: the results of each name of a workload (`--requests-file`):
+//! a request's `name`, else its default `METHOD path`, else `other` past the cap, beside the
+//! whole mix's numbers at the top level (docs/contract.md, "Workloads").
 
 use std::collections::BTreeMap;
 
@@ -11,11 +11,13 @@ use crate::stats::{ErrorCounts, Percentiles};
 /// One named request's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EndpointResult {
-    /// Its `name` in the requests file.
+    /// Its `name` in the requests file, its default (`GET /items/{seq}`), or `other`.
     pub name: String,
-    /// The method of its (first) request.
+    /// The method of its (first) request; empty for the `other` of the overflow (many
+    /// templates).
     pub method: String,
-    /// Its path as written, placeholders included (`/items/{rand:1..10000}`).
+    /// Its (first) request's path as written, placeholders included
+    /// (`/items/{rand:1..10000}`); empty for the `other` of the overflow.
     pub path: String,
     /// Its counters (`sent = completed + errors − errors.connect + unfinished`, as at the top).
     pub requests: EndpointRequests,

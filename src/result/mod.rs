@@ -259,7 +259,7 @@ pub struct RequestsFileInfo {
     pub requests: usize,
     /// `weighted` or `sequence`.
     pub order: String,
-    /// Named requests (`endpoints[]`).
+    /// Names, user and default ones and `other` (`endpoints[]`): at most 101.
     pub names: usize,
 }
 

@@ -5,12 +5,14 @@
 //! a `request` array, else vegeta's format.
 //!
 //! The parts: `template` (placeholders in a path, a header value or a body), `data` (the CSV
-//! of `{row.COLUMN}`), `weights` (weights as written to the whole numbers of the cycle).
+//! of `{row.COLUMN}`), `weights` (weights as written to the whole numbers of the cycle),
+//! `names` (the default name of a request without one: `GET /posts/{rand:1..100}`).
 //! Every error names the file, line and column, and the key where there is one. Paths inside
 //! the file (`body_file`, the data file, vegeta's `@body`) are relative to the file's own
 //! directory.
 
 mod data;
+mod names;
 mod template;
 mod toml_file;
 mod vegeta;
@@ -86,10 +88,14 @@ pub fn parse(bytes: &[u8], path: &Path, run: Run) -> Result<Workload, RequestsEr
     } else {
         detect(&src, run, &mut hash)?
     };
+    let (mut entries, mut endpoints) = (read.entries, read.endpoints);
+    let columns = read.data.as_ref().map_or(&[][..], |d| &d.columns[..]);
+    let other = names::name_unnamed(&mut entries, &mut endpoints, columns);
     let mut w = Workload {
-        entries: read.entries,
+        entries,
         order: read.order,
-        endpoints: read.endpoints,
+        endpoints,
+        other,
         data: read.data,
         cycle: Vec::new(),
         hash: format!("{:x}", hash.finalize()),

@@ -244,7 +244,17 @@ mod tests {
         );
         assert_eq!(w.order, Order::Weighted);
         assert_eq!(w.cycle.len(), 3);
-        assert!(w.endpoints.is_empty() && w.data.is_none());
+        assert!(w.data.is_none());
+        // Unnamed, as vegeta's targets are: named by method and path, query included.
+        assert_eq!(
+            w.endpoints,
+            [
+                "GET /path/to/dragon?item=ball",
+                "GET /path/to",
+                "HEAD /path/to/success"
+            ]
+        );
+        assert_eq!(w.other, None);
         let e: Vec<_> = w.entries.iter().map(head).collect();
         assert_eq!(
             e[0],
@@ -262,7 +272,20 @@ mod tests {
         assert!(w
             .entries
             .iter()
-            .all(|e| e.weight == 1 && e.endpoint.is_none() && e.body == Body::None));
+            .all(|e| e.weight == 1 && e.body == Body::None));
+        let named: Vec<_> = w.entries.iter().map(|e| e.endpoint).collect();
+        assert_eq!(named, [Some(0), Some(1), Some(2)]);
+    }
+
+    #[test]
+    fn targets_are_named_by_method_and_path() {
+        let w = targets(
+            std::path::Path::new(""),
+            "GET http://goku:9090/a\nGET http://goku:9090/b\nGET http://goku:9090/c\nGET http://goku:9090/a\n",
+        );
+        assert_eq!(w.endpoints, ["GET /a", "GET /b", "GET /c"]);
+        let named: Vec<_> = w.entries.iter().map(|e| e.endpoint.unwrap()).collect();
+        assert_eq!(named, [0, 1, 2, 0]);
     }
 
     #[test]

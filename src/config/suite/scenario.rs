@@ -685,7 +685,7 @@ mod tests {
         assert_eq!(load.checks.size, Some(12));
         assert!(load.verify);
         let w = load.workload.as_ref().unwrap();
-        assert_eq!(w.endpoints, ["item", "order"]);
+        assert_eq!(w.endpoints, ["item", "order", "GET /health"]);
         // Both cells read the same file with the same checks: they hold it once.
         let other = cells[1].config.load.workload.as_ref().unwrap();
         assert!(std::sync::Arc::ptr_eq(w, other));

@@ -71,7 +71,7 @@ pub fn table(o: &mut String, r: &RunResult) {
     for e in &r.endpoints {
         rows.push([
             e.name.clone(),
-            format!("{} {}", e.method, e.path),
+            request_of(e),
             format!("{:.1} %", e.requests.sent as f64 / total as f64 * 100.0),
             crate::units::rate(e.requests.completed as f64 / elapsed),
             opt_micros(e.latency_us.p50),
@@ -102,5 +102,15 @@ pub fn table(o: &mut String, r: &RunResult) {
             }
         }
         let _ = writeln!(o, "{}", line.trim_end());
+    }
+}
+
+/// `METHOD path`, or what `other` holds when it took the templates past the cap (its method
+/// and path are empty: it has no one of each).
+fn request_of(e: &crate::result::endpoint::EndpointResult) -> String {
+    if e.method.is_empty() && e.path.is_empty() {
+        "(templates past the first 100 names)".into()
+    } else {
+        format!("{} {}", e.method, e.path)
     }
 }

@@ -288,7 +288,8 @@ body_size = 16
         )
         .unwrap();
         assert_eq!(w.order, Order::Weighted);
-        assert_eq!(w.endpoints, ["item", "order"]);
+        // The unnamed one is named by its method (POST: it has a body) and path.
+        assert_eq!(w.endpoints, ["item", "order", "POST /health"]);
         let weights: Vec<u64> = w.entries.iter().map(|e| e.weight).collect();
         assert_eq!(weights, [16, 3, 1], "80/15/5 without their common factor");
         assert_eq!(w.cycle.len(), 20);
@@ -297,7 +298,7 @@ body_size = 16
         };
         assert_eq!(
             (item.endpoint, order.endpoint, health.endpoint),
-            (Some(0), Some(1), None)
+            (Some(0), Some(1), Some(2))
         );
         assert_eq!(item.method, "GET");
         assert_eq!(
@@ -702,7 +703,7 @@ body_size = 16
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("users.csv"), "id,email\n7,a@x.org\n").unwrap();
         let w = read_in(dir.path(), "mix.toml", example).unwrap();
-        assert_eq!(w.endpoints, ["item", "order"]);
+        assert_eq!(w.endpoints, ["item", "order", "GET /health"]);
         assert_eq!(
             w.entries.iter().map(|e| e.weight).collect::<Vec<_>>(),
             [16, 3, 1]
@@ -755,11 +756,12 @@ body_size = 16
             "10k in {t_small:?}, 100k in {t_large:?}: ×{ratio:.0}"
         );
         assert_eq!(w.entries.len(), 100_000);
-        assert!(w.endpoints.is_empty());
-        assert!(w
-            .entries
-            .iter()
-            .all(|e| e.endpoint.is_none() && e.weight == 1));
+        // 100 default names, then `other` for the 99,900 other paths.
+        assert_eq!(w.endpoints.len(), 101);
+        assert_eq!(w.endpoints[99], "GET /items/99");
+        assert_eq!(w.other, Some(100));
+        assert!(w.entries.iter().all(|e| e.weight == 1));
+        assert!(w.entries[100..].iter().all(|e| e.endpoint == Some(100)));
         assert_eq!(w.cycle.len(), 100_000);
         assert_eq!(w.pick(99_999, 0), 99_999);
     }

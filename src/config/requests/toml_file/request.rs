@@ -118,7 +118,7 @@ impl Requests<'_, '_> {
         };
         if name.is_empty() {
             return Err(bad(
-                "empty (leave `name` out for a request counted only in the whole mix)".into(),
+                "empty (leave `name` out to name the request by its method and path)".into(),
             ));
         }
         if name.chars().any(char::is_control) {
@@ -129,7 +129,7 @@ impl Requests<'_, '_> {
         }
         if self.names.list.len() == MAX_ENDPOINTS {
             return Err(bad(format!(
-                "`{name}` would be the {}st name: at most {MAX_ENDPOINTS} names have results of their own (reuse a name, or leave `name` out: unnamed requests count in the whole mix)",
+                "`{name}` would be the {}st name: at most {MAX_ENDPOINTS} names have results of their own (reuse a name, or leave `name` out: unnamed requests are named `METHOD path` in the places left, and `other` past them)",
                 MAX_ENDPOINTS + 1
             )));
         }
