@@ -252,14 +252,15 @@ impl Parts<'_> {
             .iter()
             .enumerate()
             .map(|(k, name)| {
-                let s = all.stats.get(k).and_then(|s| s.as_deref());
+                let none = EndpointStats::default();
+                let s = all.stats.get(k).and_then(|s| s.as_deref()).unwrap_or(&none);
                 // `other` of the overflow holds many templates: no one method and path.
                 let entry = first[k].filter(|_| w.other != Some(k as u16));
                 let mut r = endpoint_result(
                     name,
                     entry.map_or(String::new(), |e| e.method.clone()),
                     entry.map_or(String::new(), |e| e.path.text(columns)),
-                    s.unwrap_or(&EndpointStats::default()),
+                    s,
                 );
                 // Every check its requests have is listed, 0 when none failed (as at the top).
                 for kind in &kinds[k] {
