@@ -600,6 +600,17 @@ impl ServerMonitor {
         let _ = self.control.send(Control::Arm(t0));
     }
 
+    /// Sets t0 from the wall clock (the engine's `started_at`), taken to the monotonic clock
+    /// by reading both at once.
+    pub fn arm_at(&self, t0: std::time::SystemTime) {
+        let (now, wall) = (Instant::now(), std::time::SystemTime::now());
+        let at = match t0.duration_since(wall) {
+            Ok(ahead) => now + ahead,
+            Err(behind) => now.checked_sub(behind.duration()).unwrap_or(now),
+        };
+        self.arm(at);
+    }
+
     /// Reads the last edge now and returns the summary (see `TreeSampler::finish`).
     pub fn finish(self, completed: u64) -> ServerInfo {
         let _ = self.control.send(Control::Stop);
