@@ -199,3 +199,39 @@ fn an_open_loop_keeps_its_rate_and_an_interrupt_drains() {
     assert!(out.interrupted);
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
+
+#[test]
+fn warm_up_requests_answered_after_t0_count_in_the_warm_up() {
+    // Every response takes 200 ms and t0 is 300 ms in: each connection's second warm-up
+    // request is answered after t0. Whatever the timing, every request written was answered
+    // in the drain, so the server's count is the measured and warm-up responses together.
+    let server = volley::serve::spawn("127.0.0.1:0").unwrap();
+    let mut t = target(server.addr);
+    t.path = "/delay?ms=200".into();
+    t.url = format!("http://{}/delay?ms=200", server.addr);
+    let spec = spec(
+        t,
+        Duration::from_millis(500),
+        Duration::from_millis(300),
+        None,
+    );
+    let plan = Plan::new(&spec, 7);
+    let observers = &mut engine::Observers(vec![]);
+    let out = engine::run(
+        &spec,
+        plan,
+        tcp(server.addr),
+        &AtomicUsize::new(0),
+        observers,
+    )
+    .unwrap();
+    let (c, w) = (&out.agg.counts, &out.agg.warmup);
+    assert_eq!(c.errors.total() + w.errors.total(), 0);
+    assert!(w.sent >= 4, "{w:?}");
+    assert_eq!(
+        w.completed, w.sent,
+        "every warm-up request written is counted"
+    );
+    let answered = server.requests.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(answered, c.completed + w.completed);
+}

@@ -10,12 +10,12 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use prost::Message;
 use serde_json::Value;
 use volley::live::remote::proto::WriteRequest;
-use volley::live::remote::STALE_NAN;
+use volley::live::remote::{FINAL_TIMEOUT, STALE_NAN};
 
 /// A push as received: its headers (lower-case names) and its decoded body.
 struct Push {
@@ -109,7 +109,8 @@ fn label<'a>(ts: &'a volley::live::remote::proto::TimeSeries, name: &str) -> Opt
         .map(|l| l.value.as_str())
 }
 
-fn run_json(args: &[&str], env: &[(&str, &str)]) -> (i32, Value, Duration) {
+/// A run's exit code, result, and when it exited.
+fn run_json(args: &[&str], env: &[(&str, &str)]) -> (i32, Value, SystemTime) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_volley"));
@@ -118,16 +119,23 @@ fn run_json(args: &[&str], env: &[(&str, &str)]) -> (i32, Value, Duration) {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let t = Instant::now();
     let out = common::limited(&mut cmd, args, Duration::from_secs(60));
-    let took = t.elapsed();
+    let exited = SystemTime::now();
     let text = std::fs::read_to_string(&json)
         .unwrap_or_else(|_| panic!("no result: {}", common::output_text(&out)));
     (
         out.status.code().unwrap_or(-1),
         serde_json::from_str(&text).unwrap(),
-        took,
+        exited,
     )
+}
+
+/// How long volley went on after its load ended (its last response, or the end of its send
+/// window: `started_at` + `elapsed_s`) until it exited.
+fn after_the_load(j: &Value, exited: SystemTime) -> Duration {
+    let t0 = humantime::parse_rfc3339(j["started_at"].as_str().unwrap()).unwrap();
+    let end = t0 + Duration::from_secs_f64(j["elapsed_s"].as_f64().unwrap());
+    exited.duration_since(end).unwrap_or_default()
 }
 
 fn warnings(j: &Value) -> String {
@@ -243,36 +251,55 @@ fn an_endpoint_that_is_down_or_never_answers_neither_slows_nor_fails_the_run() {
     let (hung, _) = receiver(Answer::Never, None);
     for addr in [down, hung] {
         let url = format!("http://{addr}/api/v1/write");
-        let (code, j, took) = run_json(
-            &[
-                "run",
-                &server.url("/"),
-                "-c",
-                "2",
-                "-d",
-                "4s",
-                "-R",
-                "500",
-                "--prometheus-remote-write",
-                &url,
-            ],
-            &[],
-        );
+        let (code, j, exited) = run_starved_at_most_twice(&server.url("/"), &url);
         assert_eq!(code, 0, "{url}: {}", warnings(&j));
         let w = warnings(&j);
         assert!(
             w.contains("remote write:") && w.contains("pushes failed"),
             "{url}: {w}"
         );
-        let achieved = j["throughput_rps"].as_f64().unwrap();
+        // The rate the schedule kept over the send window (what the pushes could slow),
+        // not the throughput, whose span also runs to the drain's last response.
+        let achieved = j["achieved_rps"].as_f64().unwrap();
         assert!(
             (achieved - 500.0).abs() < 5.0,
             "{url}: the rate held: {achieved}"
         );
-        assert!(
-            took < Duration::from_secs(4 + 5),
-            "{url}: {took:?} for a 4 s run"
-        );
+        // After the load, the end's push waits at most FINAL_TIMEOUT and the 500 ms
+        // Pusher::finish adds to it; then the result is written: a second for that, where a
+        // push held past its bound would take the rest of PUSH_TIMEOUT (5 s) more. Measured
+        // from the load's end, so volley's own start on a busy machine does not count.
+        let after = after_the_load(&j, exited);
+        eprintln!("{url}: exited {after:?} after the load");
+        let bound = FINAL_TIMEOUT + Duration::from_millis(500 + 1000);
+        assert!(after < bound, "{url}: exited {after:?} after the load");
+    }
+}
+
+/// `volley run` of 500 req/s for 4 s pushing to `push`; a run that volley measured as starved
+/// (its threads waited for CPUs other processes had) says nothing about the rate kept: it
+/// runs again, at most twice, and says so.
+fn run_starved_at_most_twice(target: &str, push: &str) -> (i32, Value, SystemTime) {
+    let args = [
+        "run",
+        target,
+        "-c",
+        "2",
+        "-d",
+        "4s",
+        "-R",
+        "500",
+        "--prometheus-remote-write",
+        push,
+    ];
+    let mut runs = 0;
+    loop {
+        let (code, j, exited) = run_json(&args, &[]);
+        runs += 1;
+        if !j["client"]["starved"].as_bool().unwrap_or(false) || runs == 3 {
+            return (code, j, exited);
+        }
+        eprintln!("run {runs} was starved, running again: {}", warnings(&j));
     }
 }
 

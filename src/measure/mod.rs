@@ -11,7 +11,7 @@ mod warnings;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
 use crate::config::RunConfig;
 use crate::engine::tls::{self, TlsSetupError};
@@ -218,11 +218,6 @@ pub fn run(
         .map(|s| ServerMonitor::spawn_watched(s, ctx.server_latest.clone()))
         .transpose()
         .map_err(MeasureError::MonitorThread)?;
-    // The engine's t0 is `warmup` after it starts its clock, the first thing engine::run does;
-    // the monitor reads its first edge then, on its own thread (nothing on the hot path).
-    if let Some(m) = &monitor {
-        m.arm(Instant::now() + load.warmup);
-    }
     let mut client = ClientMonitor::default();
     // `--start-at`: wait for it on the wall clock (then the engine runs on the monotonic one);
     // a shard that cannot make it in time sends nothing.
@@ -236,7 +231,10 @@ pub fn run(
         }
     };
     let out = {
-        let mut all = Observers(vec![observer, &mut client]);
+        // The monitor reads its first edge at the engine's own t0 (`warmup` after the engine
+        // starts its clock), on its own thread: nothing on the hot path.
+        let mut arm = ArmMonitor(monitor.as_ref());
+        let mut all = Observers(vec![&mut arm, observer, &mut client]);
         engine::run(load, plan, prepared.route.clone(), interrupts, &mut all)
             .map_err(MeasureError::Engine)?
     };
@@ -300,4 +298,17 @@ fn clock_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(1)
+}
+
+/// Arms the server monitor when the engine starts, at the engine's t0 (`started_at`): the
+/// first edge and the GC events are then on the clock of the latency series, however long
+/// the engine took to start on a busy machine.
+struct ArmMonitor<'a>(Option<&'a ServerMonitor>);
+
+impl Observer for ArmMonitor<'_> {
+    fn start(&mut self, started_at: SystemTime) {
+        if let Some(m) = self.0 {
+            m.arm_at(started_at);
+        }
+    }
 }

@@ -61,8 +61,8 @@ pub struct ClientSampler {
     schedstat: SchedstatSource,
     /// Each thread's (on CPU, waiting) nanoseconds at the last sample.
     last_thread_ns: Vec<Option<(u64, u64)>>,
-    /// The machine's CPU pressure (µs) at the last sample.
-    last_pressure: Option<u64>,
+    /// The machine's CPU pressure (µs) at the last sample, and when it was read.
+    last_pressure: Option<(u64, std::time::Instant)>,
     last_proc_s: f64,
     last_machine: Option<CpuTimes>,
     last_t_ns: u64,
@@ -144,7 +144,7 @@ impl ClientSampler {
             m.cpu_pressure_pct = self
                 .last_pressure
                 .zip(pressure)
-                .map(|(a, b)| round1(pct(a * 1000, b * 1000)));
+                .map(|(a, b)| round1(pressure_pct(a, b)));
             m.client_cpu_pct = Some(round1(cpu_pct));
             m.client_wait_pct = Some(round1(max_wait_pct));
             self.machine.push(m);
@@ -293,13 +293,40 @@ fn read_proc_stat() -> Option<CpuTimes> {
     procfs::parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
-fn read_cpu_pressure() -> Option<u64> {
-    procfs::parse_cpu_pressure(&std::fs::read_to_string("/proc/pressure/cpu").ok()?)
+/// The machine's CPU pressure (PSI `some`, µs) and when it was read.
+fn read_cpu_pressure() -> Option<(u64, std::time::Instant)> {
+    let text = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    Some((
+        procfs::parse_cpu_pressure(&text)?,
+        std::time::Instant::now(),
+    ))
+}
+
+/// The share of the time between two pressure readings in which a task waited, percent: over
+/// the readings' own interval, not the sample's (on a busy machine the reads come late by
+/// different amounts), and at most the whole of it.
+fn pressure_pct(a: (u64, std::time::Instant), b: (u64, std::time::Instant)) -> f64 {
+    let waited_us = b.0.saturating_sub(a.0) as f64;
+    let span_us = b.1.saturating_duration_since(a.1).as_secs_f64() * 1e6;
+    if span_us <= 0.0 {
+        return 0.0;
+    }
+    (waited_us / span_us * 100.0).min(100.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pressure_is_a_share_of_its_own_readings_interval() {
+        let t = std::time::Instant::now();
+        let later = t + std::time::Duration::from_secs(1);
+        assert_eq!(pressure_pct((0, t), (500_000, later)), 50.0);
+        // A later second read than the sample's clock says: never above the whole.
+        assert_eq!(pressure_pct((0, t), (1_003_000, later)), 100.0);
+        assert_eq!(pressure_pct((7, t), (9, t)), 0.0);
+    }
 
     #[test]
     fn saturation_rule() {

@@ -255,10 +255,16 @@ impl TreeSampler {
         self.tree_gone
     }
 
+    /// t0 as the run's clock has it: the instant it was armed for, even when the first edge
+    /// was read later (`base`).
+    fn origin(&self, base: Instant) -> Instant {
+        self.run_t0.map_or(base, |armed| armed.min(base))
+    }
+
     /// The wall clock at `t0` (read now, less the time since `t0`: reading the tree at the
     /// baseline takes milliseconds) and when the monitored process started.
     fn clocks(&self, t0: Instant) -> Clocks {
-        let t0 = self.run_t0.map_or(t0, |armed| armed.min(t0));
+        let t0 = self.origin(t0);
         let unix_ms = |t: std::time::SystemTime| {
             t.duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs_f64() * 1e3)
@@ -298,7 +304,8 @@ impl TreeSampler {
         self.t0 = Some(now);
         let (snap, _) = self.snapshot(now, true);
         let clocks = self.clocks(now);
-        self.gc.baseline(&live_pids(&snap), clocks);
+        self.gc
+            .baseline(&live_pids(&snap), clocks, self.origin(now));
         let acct = Accountant::new(&snap);
         self.perf_base = self.read_syscalls(true);
         let p = acct.max();
@@ -591,6 +598,17 @@ impl ServerMonitor {
     /// Sets t0: the first edge is read then (at once if it has passed).
     pub fn arm(&self, t0: Instant) {
         let _ = self.control.send(Control::Arm(t0));
+    }
+
+    /// Sets t0 from the wall clock (the engine's `started_at`), taken to the monotonic clock
+    /// by reading both at once.
+    pub fn arm_at(&self, t0: std::time::SystemTime) {
+        let (now, wall) = (Instant::now(), std::time::SystemTime::now());
+        let at = match t0.duration_since(wall) {
+            Ok(ahead) => now + ahead,
+            Err(behind) => now.checked_sub(behind.duration()).unwrap_or(now),
+        };
+        self.arm(at);
     }
 
     /// Reads the last edge now and returns the summary (see `TreeSampler::finish`).

@@ -86,6 +86,20 @@ pub struct GcPoint {
     pub value: f64,
 }
 
+/// What a JVM's counter file covered (hsperfdata): its counts are the differences between its
+/// first and its last reading, so the collections counted are those between the two, wherever
+/// the window's edges fell. Seconds from t0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CountersSpan {
+    /// When the first reading began.
+    pub from_s: f64,
+    /// When the last reading ended.
+    pub to_s: f64,
+    /// The longer of those two readings, milliseconds: each reading took the counters at
+    /// some instant within it, so each edge is known to this much, inside the span.
+    pub edge_ms: f64,
+}
+
 /// The server's collections in the measured window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerGc {
@@ -141,6 +155,9 @@ pub struct ServerGc {
     /// What this source cannot see, or why figures are missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// hsperfdata: when the counter file was first and last read (what the counts cover).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_span: Option<CountersSpan>,
     /// Every pause of the window as (start, length) in seconds from t0, in time order, for
     /// the correlation when the result is assembled (not written: `events` is the bounded
     /// list).

@@ -212,7 +212,8 @@ pub enum WorkerReport {
     },
     /// A finished interval.
     Interval(Box<Interval>),
-    /// Warm-up counters, once at t0 (or at the end if the run stopped during warm-up).
+    /// Warm-up counters, at t0 and again at the end (the warm-up requests that ended after
+    /// t0; all of them at the end if the run stopped during the warm-up). The reports add up.
     Warmup {
         /// Worker index.
         thread: usize,
@@ -294,7 +295,7 @@ pub struct Recorder {
     service: Hist,
     lag: Hist,
     counts: Counters,
-    /// Warm-up counters (sent once at t0).
+    /// Warm-up counters (sent at t0, and what came after it at the end).
     pub warmup: Counters,
     /// Active virtual users (ramp mode); reported with every interval.
     pub users: u64,

@@ -523,13 +523,16 @@ impl Worker {
                 self.unsent_request(due);
             }
         }
-        if self.stage == Stage::Warmup {
+        // Warm-up requests that ended after t0 were counted after the report sent at t0:
+        // they go now, added to it, so the warm-up counts every request it wrote.
+        if self.stage == Stage::Warmup || self.shared.t0_ns > 0 {
             let counts = std::mem::take(&mut self.rec.warmup);
             self.rec.send(WorkerReport::Warmup {
                 thread: self.id,
                 counts: Box::new(counts),
             });
-        } else {
+        }
+        if self.stage != Stage::Warmup {
             self.rec.flush();
         }
         let never_connected = self

@@ -10,10 +10,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use super::hsperfdata::{self, Snapshot};
 use super::summary::Window;
-use crate::result::gc::{GcPause, GcPoint};
+use crate::result::gc::{CountersSpan, GcPause, GcPoint};
 
 /// Where a JVM of the tree keeps its counter file: `/tmp/hsperfdata_USER/PID`, read through
 /// `/proc/PID/root` so a JVM in another mount namespace is found too.
@@ -92,11 +93,19 @@ fn is_pause(name: &str) -> bool {
     name.ends_with("pauses")
 }
 
+/// When a reading of the file began and ended, seconds from t0.
+type ReadAt = (f64, f64);
+
 /// The counter file of one JVM, sampled over the window.
 #[derive(Debug)]
 pub struct JvmCounters {
     path: PathBuf,
+    /// t0: each reading is timed from it when it is taken, however late the sampler runs.
+    origin: Instant,
     prev: Option<Reading>,
+    /// The first and the latest reading that parsed (what the differences cover).
+    first: Option<ReadAt>,
+    last: Option<ReadAt>,
     window: Window,
     alloc: u64,
     alloc_known: bool,
@@ -121,7 +130,8 @@ pub struct LiveGc {
 
 impl JvmCounters {
     /// Reads the file once to check it and learn the runtime; `None` if it is not usable.
-    pub fn open(path: &Path) -> Option<JvmCounters> {
+    /// Readings are timed from `origin` (t0).
+    pub fn open(path: &Path, origin: Instant) -> Option<JvmCounters> {
         let snap = hsperfdata::parse(&fs::read(path).ok()?).ok()?;
         let vm = snap.text("java.property.java.vm.name").unwrap_or("JVM");
         let version = snap.text("java.property.java.vm.version").unwrap_or("");
@@ -135,7 +145,10 @@ impl JvmCounters {
         };
         Some(JvmCounters {
             path: path.to_path_buf(),
+            origin,
             prev: None,
+            first: None,
+            last: None,
             window,
             alloc: 0,
             alloc_known: true,
@@ -145,15 +158,22 @@ impl JvmCounters {
         })
     }
 
-    /// Reads the file at `t_s` seconds from t0 (the first call is the window's first edge).
-    pub fn sample(&mut self, t_s: f64) {
-        let snap = match fs::read(&self.path).map(|b| hsperfdata::parse(&b)) {
+    /// Reads the file now (the first call is the window's first edge). A reading is placed
+    /// at the middle of the read, timed as it happens: on a busy machine the sampler may run
+    /// late, and the counts are those between the readings, whenever they were taken.
+    pub fn sample(&mut self) {
+        let began = self.origin.elapsed().as_secs_f64();
+        let bytes = fs::read(&self.path);
+        let ended = self.origin.elapsed().as_secs_f64();
+        let snap = match bytes.map(|b| hsperfdata::parse(&b)) {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return self.fail(format!("{}: {e}", self.path.display())),
             // The JVM exited (its file is removed): the window ends at the last reading.
             Err(_) => return,
         };
-        let now = read(&snap, t_s);
+        self.first.get_or_insert((began, ended));
+        self.last = Some((began, ended));
+        let now = read(&snap, (began + ended) / 2.0);
         if let Some(prev) = self.prev.take() {
             self.between(&prev, &now);
         }
@@ -246,8 +266,21 @@ impl JvmCounters {
             note.push_str(&format!("; some readings failed: {why}"));
         }
         self.window.note = Some(note);
+        self.window.counters_span = span(self.first, self.last);
         self.window
     }
+}
+
+/// What the readings covered: from the first's start to the last's end, each edge known to
+/// the longer of the two reads.
+fn span(first: Option<ReadAt>, last: Option<ReadAt>) -> Option<CountersSpan> {
+    let ((a0, a1), (b0, b1)) = (first?, last?);
+    let us = |s: f64| (s * 1e6).round() / 1e6;
+    Some(CountersSpan {
+        from_s: us(a0),
+        to_s: us(b1),
+        edge_ms: ((a1 - a0).max(b1 - b0) * 1e6).round() / 1e3,
+    })
 }
 
 #[cfg(test)]
@@ -294,7 +327,10 @@ mod tests {
         };
         let mut j = JvmCounters {
             path: PathBuf::new(),
+            origin: Instant::now(),
             prev: None,
+            first: None,
+            last: None,
             window: Window::default(),
             alloc: 0,
             alloc_known: true,

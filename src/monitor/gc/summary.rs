@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::result::gc::{DroppedPauses, GcPause, GcPoint, GcSource, PausePercentiles, ServerGc};
+use crate::result::gc::{
+    CountersSpan, DroppedPauses, GcPause, GcPoint, GcSource, PausePercentiles, ServerGc,
+};
 use crate::stats::slowest::SlowRequest;
 
 /// Pauses at least this long are always kept in `events`.
@@ -32,6 +34,8 @@ pub struct Window {
     pub runtime: Option<String>,
     /// What the source cannot see.
     pub note: Option<String>,
+    /// A counter file's first and last readings (what its counts cover).
+    pub counters_span: Option<CountersSpan>,
 }
 
 fn round(v: f64, digits: i32) -> f64 {
@@ -101,6 +105,7 @@ pub fn summarize(source: GcSource, w: Window, window_s: f64) -> ServerGc {
         slow_overlap_fraction: None,
         slow_requests_checked: None,
         note: w.note,
+        counters_span: w.counters_span,
         pause_windows,
         unread: false,
     }

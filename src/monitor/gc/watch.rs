@@ -2,6 +2,8 @@
 //! tree and sampled with it, or the runtime's log (`--gc-log`, or a suite cell's runtime) read
 //! at the end and placed on the run's clock. The log wins when both exist: it has every pause.
 
+use std::time::Instant;
+
 use super::counters::{self, JvmCounters};
 use super::logfile;
 use super::summary::{self, Window};
@@ -29,6 +31,8 @@ pub struct GcWatch {
     jvm_from_s: f64,
     looked_at_s: Option<f64>,
     clocks: Clocks,
+    /// t0 on the monotonic clock (`clocks.t0_unix_ms` on the wall clock).
+    origin: Option<Instant>,
     /// The log followed for live views (its pauses since t0), and when it was last read.
     tail: Option<(super::logfile::Tail, f64)>,
     tailed: Option<super::counters::LiveGc>,
@@ -43,9 +47,10 @@ impl GcWatch {
         }
     }
 
-    /// The window's first edge.
-    pub fn baseline(&mut self, pids: &[i32], clocks: Clocks) {
+    /// The window's first edge; `origin` is t0, the instant `clocks.t0_unix_ms` names.
+    pub fn baseline(&mut self, pids: &[i32], clocks: Clocks, origin: Instant) {
         self.clocks = clocks;
+        self.origin = Some(origin);
         self.look(0.0, pids);
         self.tail = self
             .log
@@ -61,7 +66,7 @@ impl GcWatch {
             self.tailed = Some(tail.read());
         }
         match self.jvm.as_mut() {
-            Some(j) => j.sample(t_s),
+            Some(j) => j.sample(),
             None => {
                 if self.looked_at_s.is_none_or(|at| t_s - at >= LOOK_EVERY_S) {
                     self.look(t_s, pids);
@@ -72,8 +77,9 @@ impl GcWatch {
 
     fn look(&mut self, t_s: f64, pids: &[i32]) {
         self.looked_at_s = Some(t_s);
-        if let Some(mut j) = counters::find(pids).and_then(|p| JvmCounters::open(&p)) {
-            j.sample(t_s);
+        let origin = self.origin.unwrap_or_else(Instant::now);
+        if let Some(mut j) = counters::find(pids).and_then(|p| JvmCounters::open(&p, origin)) {
+            j.sample();
             self.jvm_from_s = t_s;
             self.jvm = Some(j);
         }
