@@ -946,8 +946,26 @@ fn a_real_capacity_search_in_a_browser() {
     let j = &s.json;
     assert_eq!(j["limited_by"], "max_rate", "{}", s.stderr);
     assert!(j["server_cores"].as_f64().is_some_and(|c| c >= 1.0), "{j}");
+    assert_eq!(
+        s.search_steps().len(),
+        3,
+        "100, 200, 400 req/s: {}",
+        s.stderr
+    );
+    // Then the answer again (--repeat 1: one run), the report's fourth step.
+    let again: Vec<(f64, &str)> = s
+        .confirm_steps()
+        .iter()
+        .map(|st| {
+            (
+                st["target_rps"].as_f64().unwrap(),
+                st["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(again, vec![(400.0, "pass")], "{}", s.stderr);
     let steps = s.steps();
-    assert_eq!(steps.len(), 3, "100, 200, 400 req/s: {}", s.stderr);
+    assert_eq!(steps.len(), 4, "{}", s.stderr);
     for step in steps {
         assert!(step["server_cpu_pct"].is_number(), "{step}");
     }
