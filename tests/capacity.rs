@@ -568,10 +568,16 @@ fn a_server_faster_than_the_client_gives_a_lower_bound() {
     );
     eprintln!("{}", s.stderr);
     check_files(&s);
-    let steps = s.steps();
+    // A run other processes starved (`machine`: volley's threads waited for a CPU while it was
+    // not busy) says nothing and runs again at its rate once the machine is idle: left out.
+    let steps: Vec<&Value> = s
+        .steps()
+        .iter()
+        .filter(|s| verdict(s) != "machine")
+        .collect();
     assert!(!steps.is_empty());
-    assert_eq!(rate(&steps[0]), 1_000_000);
-    assert_eq!(verdict(&steps[0]), "client", "{}", s.stderr);
+    assert_eq!(rate(steps[0]), 1_000_000);
+    assert_eq!(verdict(steps[0]), "client", "{}", s.stderr);
     assert_eq!(s.json["limited_by"], "client", "{}", s.stderr);
     assert!(
         steps[0]["reason"]
@@ -581,9 +587,6 @@ fn a_server_faster_than_the_client_gives_a_lower_bound() {
         steps[0]
     );
     // The ramp goes down by halves while the client cannot measure a rate, until one passes.
-    // A run other processes starved (`machine`: volley's threads waited for a CPU while it was
-    // not busy) says nothing and runs again at its rate once the machine is idle: left out.
-    let steps: Vec<&Value> = steps.iter().filter(|s| verdict(s) != "machine").collect();
     let first_pass = steps.iter().position(|s| verdict(s) == "pass");
     let down = &steps[..first_pass.unwrap_or(steps.len())];
     assert!(down.iter().all(|s| verdict(s) == "client"), "{}", s.stderr);
@@ -610,10 +613,20 @@ fn a_server_faster_than_the_client_gives_a_lower_bound() {
             assert!(steps
                 .iter()
                 .any(|s| rate(s) as f64 == high && verdict(s) == "client"));
-            assert!(steps
-                .iter()
-                .filter(|s| verdict(s) == "pass")
-                .all(|s| rate(s) as f64 <= max));
+            // A pass above the answer is one the confirmation contradicted: a later run of its
+            // rate was the client's (the client's limit moves from run to run).
+            for (k, st) in steps.iter().enumerate() {
+                if verdict(st) == "pass" && rate(st) as f64 > max {
+                    assert!(
+                        steps[k + 1..]
+                            .iter()
+                            .any(|l| rate(l) == rate(st) && verdict(l) != "pass"),
+                        "{} req/s passed above the answer and nothing contradicted it:\n{}",
+                        rate(st),
+                        s.stderr
+                    );
+                }
+            }
             assert!(
                 s.stderr.contains(&format!(
                     "Max sustainable rate: at least {} req/s: the client is the limit here",
