@@ -76,7 +76,12 @@ impl Search {
                 self.raise_the_answer(runner, found, high)?;
                 return Ok(Round::Moved);
             }
-            found.client_high = above.now == Verdict::Client;
+            if above.now == Verdict::Client {
+                // The rate above can no longer be measured: the answer is a lower bound, as
+                // the search's own client limits are, and says so (`limited_by: client`).
+                found.client_high = true;
+                found.limited_by = Some(LimitedBy::Client);
+            }
         }
         Ok(Round::Held)
     }

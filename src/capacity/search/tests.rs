@@ -374,3 +374,37 @@ fn an_interrupt_keeps_the_bracket_so_far() {
     assert_eq!(f.bracket.high_rps, Some(400.0));
     assert_eq!(f.limited_by, None);
 }
+
+#[test]
+fn a_rate_above_that_the_client_cannot_measure_again_makes_the_answer_a_lower_bound() {
+    // The server fails above 1,000; when the answer is confirmed, volley can no longer measure
+    // the rate above it (its own limit fell): the answer stands, as "at least".
+    struct Shrinks {
+        model: Model,
+        confirming: bool,
+    }
+    impl StepRunner for Shrinks {
+        fn run(&mut self, rate: f64) -> Result<StepOutcome, StepError> {
+            if self.confirming && rate > self.model.c {
+                self.model.runs.push(rate);
+                return Ok(StepOutcome {
+                    verdict: Verdict::Client,
+                    reason: String::new(),
+                });
+            }
+            self.model.run(rate)
+        }
+        fn phase(&mut self, phase: Phase) {
+            self.confirming = phase == Phase::Confirm;
+        }
+    }
+    let mut s = Shrinks {
+        model: Model::new(1_000.0),
+        confirming: false,
+    };
+    let f = search().run(&mut s);
+    assert!(f.confirmation.as_ref().unwrap().reproduced);
+    assert!(f.client_high);
+    assert_eq!(f.limited_by, Some(LimitedBy::Client));
+    assert!(f.max_rps.is_some_and(|m| m <= 1_000.0));
+}
