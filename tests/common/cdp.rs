@@ -107,11 +107,22 @@ impl Browser {
 
     /// Waits until `expr` is true (at most `limit`).
     pub fn wait_for(&mut self, expr: &str, limit: Duration) {
+        assert!(
+            self.becomes_true(expr, limit),
+            "{expr} still false after {limit:?}"
+        );
+    }
+
+    /// Whether `expr` became true within `limit`.
+    pub fn becomes_true(&mut self, expr: &str, limit: Duration) -> bool {
         let t = Instant::now();
         while self.eval(&format!("!!({expr})")) != Value::Bool(true) {
-            assert!(t.elapsed() < limit, "{expr} still false after {limit:?}");
+            if t.elapsed() >= limit {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
+        true
     }
 }
 

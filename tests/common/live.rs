@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -14,6 +15,8 @@ pub struct Running {
     pub dashboard: Option<String>,
     pub metrics: Option<String>,
     pub stderr: String,
+    /// What volley wrote to stderr after its URLs, so far.
+    rest: Arc<Mutex<String>>,
 }
 
 impl Running {
@@ -39,14 +42,30 @@ impl Running {
                 metrics = Some(u.to_string());
             }
         }
-        // The rest of stderr is drained so that volley never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
+        // The rest of stderr is drained so that volley never blocks on it, and kept for a
+        // failure's message.
+        let rest = Arc::new(Mutex::new(String::new()));
+        let kept = Arc::clone(&rest);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut k = kept.lock().unwrap_or_else(|e| e.into_inner());
+                k.push_str(&line);
+                k.push('\n');
+            }
+        });
         Running {
             child,
             dashboard,
             metrics,
             stderr,
+            rest,
         }
+    }
+
+    /// Everything volley wrote to stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        let rest = self.rest.lock().unwrap_or_else(|e| e.into_inner());
+        format!("{}{rest}", self.stderr)
     }
 
     /// (address, token) of the dashboard.
