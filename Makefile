@@ -34,7 +34,7 @@ test: deps test-deps
 	cargo test --locked
 	# The default backend is io_uring where the kernel has it: the engine, fault,
 	# hostile-server, TLS and HTTP/2 tests run again on epoll.
-	VOLLEY_IO=epoll cargo test --locked --test engine --test faults --test hostile \
+	VOLLEY_IO=epoll cargo test --locked -p volley --test engine --test faults --test hostile \
 		--test h2 --test h2_hostile --test tls --test tls_refused --test open_loop --test truthful
 	scripts/check-image.sh
 

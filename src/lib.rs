@@ -7,21 +7,14 @@
 //! `cmd` is the command line. Imports point down that list only (docs/architecture.md has the
 //! map; `tests/architecture.rs` enforces it); docs/contract.md is what users may rely on.
 
-// `eprintln!`/`eprint!` for every module below, shadowing std's: those panic when stderr
-// cannot be written (`2>/dev/full`, a closed pipe), and a benchmark must not crash over a
-// diagnostic. Failed writes to stderr are dropped.
+// `eprintln!`/`eprint!` for every module below: volley-model's, which drop a failed write to
+// stderr instead of panicking as std's do.
 macro_rules! eprintln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => { volley_model::eprintln!($($arg)*) };
 }
 
 macro_rules! eprint {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stderr().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => { volley_model::eprint!($($arg)*) };
 }
 
 pub mod capacity;
@@ -36,13 +29,11 @@ pub mod history;
 pub mod live;
 pub mod measure;
 pub mod merge;
-pub mod metric;
 pub mod monitor;
-pub mod plan;
 pub mod report;
-pub mod result;
 pub mod serve;
 pub mod shard;
-pub mod stats;
-pub mod sys;
-pub mod units;
+
+// The lower crates under their old paths, for the layers still in this crate.
+pub use volley_model::{metric, result, stats, sys, units};
+pub use volley_plan as plan;

@@ -27,7 +27,7 @@ impl ShardSpec {
     /// k6's segment rule: this shard's share of `total` whole things.
     ///
     /// ```
-    /// use volley::plan::shard::ShardSpec;
+    /// use volley_plan::shard::ShardSpec;
     /// let shares: Vec<u64> = (0..3).map(|i| ShardSpec { index: i, count: 3 }.share(10)).collect();
     /// assert_eq!(shares, [3, 4, 3]);
     /// assert_eq!(shares.iter().sum::<u64>(), 10);

@@ -56,7 +56,7 @@ mod tests {
     use super::*;
 
     fn run(codes: &[(&str, u64)]) -> RunResult {
-        let text = include_str!("../../tests/fixtures/report/open-loop.json");
+        let text = include_str!("../../../../tests/fixtures/report/open-loop.json");
         let mut r = RunResult::from_json(text).unwrap();
         r.status_codes = codes.iter().map(|(s, n)| (s.to_string(), *n)).collect();
         r.requests.completed = codes.iter().map(|(_, n)| n).sum();

@@ -1,7 +1,7 @@
 //! Virtual-user ramps (`--users N --spawn-rate R`, or k6-style `--stages`): how many users are
 //! active at each moment. Pure: time is plain nanoseconds from t0.
 
-use crate::units::StageSpec;
+use volley_model::units::StageSpec;
 
 /// A piecewise-linear user schedule starting from 0 users at t0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn users_are_dealt_round_robin() {
-        use crate::plan::pacer::share_of_indices;
+        use crate::pacer::share_of_indices;
         let shares: Vec<u64> = (0..3).map(|k| share_of_indices(10, k, 3)).collect();
         assert_eq!(shares, vec![4, 3, 3]);
         assert_eq!(shares.iter().sum::<u64>(), 10);

@@ -16,8 +16,8 @@ pub use spec::{
     DEFAULT_H2_WINDOW,
 };
 
-use crate::result::Arrivals;
-use crate::units::StageSpec;
+use volley_model::result::Arrivals;
+use volley_model::units::StageSpec;
 
 /// What one worker thread does.
 #[derive(Debug, Clone)]

@@ -445,7 +445,7 @@ mod tests {
 
     #[test]
     fn a_named_request_has_its_own_values() {
-        let text = include_str!("../tests/fixtures/report/mix.json");
+        let text = include_str!("../../../tests/fixtures/report/mix.json");
         let r = RunResult::from_json(text).unwrap();
         let post = &r.endpoints[1];
         let v = |m: &str| Metric::parse(m).unwrap().endpoint_value(&r, post);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ramp::Ramp;
-use crate::result::Arrivals;
-use crate::units::StageSpec;
+use volley_model::result::Arrivals;
+use volley_model::units::StageSpec;
 
 /// Where requests go: the URL split into what the socket and the request line need.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub struct H2Spec {
     pub window: u32,
 }
 
-pub use crate::result::DEFAULT_H2_WINDOW;
+pub use volley_model::result::DEFAULT_H2_WINDOW;
 
 /// How an `https://` run sets up TLS (docs/contract.md, "HTTPS").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,7 +189,7 @@ pub enum IoChoice {
     Epoll,
 }
 
-pub use crate::result::IoBackend;
+pub use volley_model::result::IoBackend;
 
 impl LoadSpec {
     /// Open loop: requests are due on a schedule.
@@ -198,8 +198,8 @@ impl LoadSpec {
     }
 
     /// How the load is driven.
-    pub fn mode(&self) -> crate::result::Mode {
-        use crate::result::Mode;
+    pub fn mode(&self) -> volley_model::result::Mode {
+        use volley_model::result::Mode;
         match (&self.ramp, self.is_open()) {
             (Some(_), _) => Mode::Ramp,
             (None, true) => Mode::Open,

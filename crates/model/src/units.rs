@@ -10,7 +10,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use volley::units::parse_duration;
+/// use volley_model::units::parse_duration;
 /// assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
 /// assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
 /// assert!(parse_duration("10x").is_err());
@@ -79,7 +79,7 @@ fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
 /// Parses a byte size: `1024`, `1KiB`, `4k` (= 4 KiB), `1KB` (= 1000), `100MiB`, `1GiB`.
 ///
 /// ```
-/// assert_eq!(volley::units::parse_size("4KiB"), Ok(4096));
+/// assert_eq!(volley_model::units::parse_size("4KiB"), Ok(4096));
 /// ```
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let s = text.trim();
@@ -318,7 +318,7 @@ pub fn bytes(n: u64) -> String {
 /// A percentage above 0 and below 100, `5%` or `5`, as a fraction (0.05).
 ///
 /// ```
-/// use volley::units::parse_percent;
+/// use volley_model::units::parse_percent;
 /// assert_eq!(parse_percent("5%"), Ok(0.05));
 /// assert!(parse_percent("100%").is_err());
 /// ```
@@ -335,7 +335,7 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use volley::units::{duration_flag, parse_duration};
+/// use volley_model::units::{duration_flag, parse_duration};
 /// assert_eq!(duration_flag(Duration::from_secs(10)), "10s");
 /// assert_eq!(duration_flag(Duration::from_millis(1500)), "1500ms");
 /// assert_eq!(parse_duration(&duration_flag(Duration::from_micros(250))), Ok(Duration::from_micros(250)));
@@ -367,7 +367,7 @@ pub fn seconds(s: f64) -> String {
 /// escaped, anything else as `\xNN`; cut after `max` bytes with `…`.
 ///
 /// ```
-/// use volley::units::quoted_bytes;
+/// use volley_model::units::quoted_bytes;
 /// assert_eq!(quoted_bytes(b"SSH-2.0-x\r\n\x00", 64), r#""SSH-2.0-x\r\n\x00""#);
 /// assert_eq!(quoted_bytes(b"abcdef", 3), "\"abc…\"");
 /// ```
