@@ -21,7 +21,6 @@ pub mod capacity;
 pub mod cmd;
 pub mod compare;
 pub mod config;
-pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harness;
@@ -35,5 +34,6 @@ pub mod serve;
 pub mod shard;
 
 // The lower crates under their old paths, for the layers still in this crate.
+pub use volley_engine as engine;
 pub use volley_model::{metric, result, stats, sys, units};
 pub use volley_plan as plan;

@@ -30,6 +30,27 @@ pub struct Target {
     pub unix_socket: Option<PathBuf>,
 }
 
+impl Target {
+    /// `http://ADDR/PATH` at a socket address: a target named by a program that embeds the
+    /// engine (volley's commands parse URLs in `config`).
+    pub fn http(addr: std::net::SocketAddr, path: &str) -> Target {
+        let path = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("/{path}")
+        };
+        Target {
+            url: format!("http://{addr}{path}"),
+            host: addr.ip().to_string(),
+            port: addr.port(),
+            path,
+            host_header: addr.to_string(),
+            scheme: Scheme::Http,
+            unix_socket: None,
+        }
+    }
+}
+
 /// The URL's scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
@@ -192,6 +213,45 @@ pub enum IoChoice {
 pub use volley_model::result::IoBackend;
 
 impl LoadSpec {
+    /// A closed loop: `connections` keep-alive connections, on as many threads as there are
+    /// CPUs (at most one per connection), each sending `GET` as soon as its last response
+    /// arrived, for `duration`; every other setting is `volley run`'s default. Set the fields
+    /// for the rest (`rate_rps` for an open loop, `method`, `headers`, `body`, …).
+    pub fn closed_loop(target: Target, connections: usize, duration: Duration) -> LoadSpec {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        LoadSpec {
+            target,
+            connections,
+            max_connections: None,
+            threads: cpus.min(connections).max(1),
+            duration: Some(duration),
+            requests: None,
+            rate_rps: None,
+            arrivals: Arrivals::Uniform,
+            seed: None,
+            warmup: Duration::ZERO,
+            method: "GET".into(),
+            headers: Vec::new(),
+            body: Arc::from(&[][..]),
+            keepalive: true,
+            pipeline: 1,
+            timeout: Duration::from_secs(2),
+            think_time: Duration::ZERO,
+            ramp: None,
+            tls: None,
+            http: HttpVersion::Http1,
+            h2: H2Spec {
+                streams: 1,
+                window: DEFAULT_H2_WINDOW,
+            },
+            workload: None,
+            checks: Default::default(),
+            verify: false,
+            shard: None,
+            io: IoChoice::Auto,
+        }
+    }
+
     /// Open loop: requests are due on a schedule.
     pub fn is_open(&self) -> bool {
         self.rate_rps.is_some()

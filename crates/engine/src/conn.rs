@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use super::h2::conn::H2Conn;
 use super::response::ResponseParser;
 use super::stream::Stream;
-pub use crate::stats::recorder::Phase;
+pub use volley_model::stats::recorder::Phase;
 
 /// A request from the moment it is taken from the schedule until it ends.
 #[derive(Debug, Clone, Copy)]

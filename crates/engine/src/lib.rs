@@ -1,7 +1,16 @@
-//! The load engine: N OS threads, one epoll loop each, connections owned by one thread for
-//! life. This module spawns the workers and runs the aggregator on the calling thread: it
-//! merges each second's intervals, turns Ctrl-C into a drain, and tells the observers
-//! ([`observer`]) what happened — the engine itself writes nothing anywhere.
+//! The load engine: N OS threads, one event loop each (io_uring or epoll), connections owned
+//! by one thread for life. [`run`] spawns the workers and runs the aggregator on the calling
+//! thread: it merges each second's intervals, turns Ctrl-C into a drain, and tells the
+//! observers ([`observer`]) what happened — the engine itself writes nothing anywhere.
+//!
+//! A load from a Rust program: a `volley_plan::LoadSpec` (`LoadSpec::closed_loop`, then its
+//! fields), its `Plan`, a [`Route`] ([`Route::tcp`]), then [`run`]; the numbers are in
+//! [`EngineOutput`]. `examples/closed_loop.rs` is one; docs/contract.md says what they mean.
+
+// volley-model's `eprintln!`, which drops a failed write to stderr instead of panicking.
+macro_rules! eprintln {
+    ($($arg:tt)*) => { volley_model::eprintln!($($arg)*) };
+}
 
 pub mod check;
 pub mod clock;
@@ -24,14 +33,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use crate::plan::{HttpVersion, IoBackend, IoChoice, LoadSpec, Plan, RequestTemplate};
-use crate::stats::recorder::{WorkerEnd, WorkerReport};
-use crate::stats::transport::TransportStats;
-use crate::stats::Aggregator;
 use clock::Clock;
 pub use observer::{Observer, Observers};
 use tls::TlsClient;
 use transport::Endpoint;
+use volley_model::stats::recorder::{WorkerEnd, WorkerReport};
+use volley_model::stats::transport::TransportStats;
+use volley_model::stats::Aggregator;
+use volley_plan::{HttpVersion, IoBackend, IoChoice, LoadSpec, Plan, RequestTemplate};
 
 /// Where a run's connections go and how: the endpoint, and for `https://` the TLS client.
 #[derive(Debug, Clone)]
@@ -42,6 +51,18 @@ pub struct Route {
     pub tls: Option<TlsClient>,
     /// How the workers move bytes ([`choose_io`], before the run's clock starts).
     pub io: IoPick,
+}
+
+impl Route {
+    /// Cleartext TCP to `addr`, on the backend `io` picks ([`choose_io`]; call it before a
+    /// run, not within one: probing the kernel takes a moment).
+    pub fn tcp(addr: std::net::SocketAddr, io: IoChoice) -> Result<Route, String> {
+        Ok(Route {
+            endpoint: Endpoint::Tcp(addr),
+            tls: None,
+            io: choose_io(io, true)?,
+        })
+    }
 }
 
 /// The I/O backend a run uses, and why io_uring is not used where `--io auto` wanted it.
@@ -152,7 +173,7 @@ pub struct Shared {
     /// Worker threads.
     pub threads: usize,
     /// Virtual users over time (ramp mode).
-    pub ramp: Option<crate::plan::ramp::Ramp>,
+    pub ramp: Option<volley_plan::ramp::Ramp>,
     /// `--think-time` in ns.
     pub think_ns: u64,
     /// `--max-connections`: the open loop opens connections on demand.
@@ -168,9 +189,9 @@ pub struct Shared {
     /// The request body (HTTP/2 sends it in DATA frames).
     pub body: Arc<[u8]>,
     /// `--requests-file`: the workload's requests, rendered per request.
-    pub mix: Option<Arc<crate::plan::Mix>>,
+    pub mix: Option<Arc<volley_plan::Mix>>,
     /// `--expect-*` of a run of one request (a workload's requests carry their own).
-    pub checks: Option<Arc<crate::plan::workload::Checks>>,
+    pub checks: Option<Arc<volley_plan::workload::Checks>>,
     /// The I/O backend the workers use.
     pub io: IoBackend,
 }
@@ -267,8 +288,8 @@ impl Shared {
 
 /// The HTTP/2 header blocks of a workload's requests that have nothing templated in their
 /// head, encoded once.
-fn h2_blocks(mix: &mut crate::plan::Mix, https: bool) {
-    let ctx = crate::plan::workload::Context {
+fn h2_blocks(mix: &mut volley_plan::Mix, https: bool) {
+    let ctx = volley_plan::workload::Context {
         index: 0,
         conn: 0,
         user: 0,
@@ -276,7 +297,7 @@ fn h2_blocks(mix: &mut crate::plan::Mix, https: bool) {
         row: None,
     };
     for r in &mut mix.requests {
-        let fixed_body = !matches!(r.body, crate::plan::workload::Body::Template(_));
+        let fixed_body = !matches!(r.body, volley_plan::workload::Body::Template(_));
         if r.path.is_literal() && r.fields.iter().all(|(_, v)| v.is_literal()) && fixed_body {
             let len = r.body_bytes.len();
             r.h2_block = Some(h2::request::for_mix(r, &ctx, https, len).into());

@@ -26,13 +26,13 @@ use super::poller::{Event as PollEvent, Poller};
 use super::stream::{Handshake, Socket, Stream};
 use super::transport::{self, ConnectState, Endpoint};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
-use crate::plan::pacer::share_of_indices;
-use crate::plan::{Due, HttpVersion, IoBackend, Pacer};
-use crate::stats::histogram::{new_hist, Hist};
-use crate::stats::recorder::{
+use volley_model::stats::histogram::{new_hist, Hist};
+use volley_model::stats::recorder::{
     ns_to_us, ErrorKind, ProtocolSample, Recorder, WorkerEnd, WorkerReport,
 };
-use crate::stats::transport::TransportStats;
+use volley_model::stats::transport::TransportStats;
+use volley_plan::pacer::share_of_indices;
+use volley_plan::{Due, HttpVersion, IoBackend, Pacer};
 
 const TIMER: Token = Token(usize::MAX - 1);
 /// Token of the waker that interrupts `poll` on Ctrl-C.
@@ -399,7 +399,7 @@ impl Worker {
         self.unsent += 1;
         if self.pacer.is_open() {
             let lower_bound = self.window_end_ns.saturating_sub(due_ns);
-            crate::stats::histogram::record(
+            volley_model::stats::histogram::record(
                 self.unsent_latency.get_or_insert_with(new_hist),
                 ns_to_us(lower_bound),
             );

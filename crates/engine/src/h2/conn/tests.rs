@@ -1,7 +1,7 @@
 use loona_hpack::Encoder;
 
 use super::*;
-use crate::engine::h2::frame::MAX_WINDOW;
+use crate::h2::frame::MAX_WINDOW;
 
 /// A server's side of the conversation: frames built by hand, headers by a real HPACK
 /// encoder (which indexes, so the client's decoder must keep its table in step).

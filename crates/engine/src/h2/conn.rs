@@ -513,7 +513,10 @@ impl H2Conn {
                 code::PROTOCOL_ERROR,
                 format_args!(
                     "the server's first bytes are not an HTTP/2 frame: {}",
-                    crate::units::quoted_bytes(&data[..data.len().min(FIRST_BYTES_SHOWN)], 32)
+                    volley_model::units::quoted_bytes(
+                        &data[..data.len().min(FIRST_BYTES_SHOWN)],
+                        32
+                    )
                 ),
             ));
         }

@@ -5,7 +5,7 @@
 
 use std::time::SystemTime;
 
-use crate::stats::aggregate::FinishedBucket;
+use volley_model::stats::aggregate::FinishedBucket;
 
 /// Watches a run. Every method has an empty default, so an observer implements what it needs.
 pub trait Observer {

@@ -159,8 +159,9 @@ impl ResponseParser {
     }
 
     /// Bytes of an incomplete head kept between reads (bounded by `MAX_HEAD_BYTES` + 1); for
-    /// the fuzz checks.
-    pub(crate) fn buffered_head_bytes(&self) -> usize {
+    /// the fuzz checks (`volley::fuzzing`).
+    #[doc(hidden)]
+    pub fn buffered_head_bytes(&self) -> usize {
         self.head.len()
     }
 

@@ -1,13 +1,13 @@
 //! A worker driven step by step from outside its loop, and what it holds between steps: the
 //! `h2_worker` fuzz target plays the server over in-memory connections
-//! ([`crate::engine::mem`]) with a manual clock, calls the same handlers the loop calls on
+//! ([`crate::mem`]) with a manual clock, calls the same handlers the loop calls on
 //! events, and checks the worker's promises after every step. Not for runs.
 
 use std::sync::mpsc;
 
 use super::*;
-use crate::engine::STOP_NONE;
-use crate::stats::recorder::Counters;
+use crate::STOP_NONE;
+use volley_model::stats::recorder::Counters;
 
 /// A request as the probe sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,9 +6,9 @@
 
 use super::failure::error_kind;
 use super::*;
-use crate::engine::h2::conn::{Event, H2Conn, H2Error};
-use crate::engine::h2::frame::error_name;
-use crate::engine::SetupFailure;
+use crate::h2::conn::{Event, H2Conn, H2Error};
+use crate::h2::frame::error_name;
+use crate::SetupFailure;
 
 /// RST_STREAM's REFUSED_STREAM: the server did not process the stream; it may go again.
 const REFUSED_STREAM: u32 = 0x7;
@@ -72,12 +72,8 @@ impl Worker {
                 Some(b) => (std::borrow::Cow::Borrowed(&b[..]), None),
                 None => {
                     let body = r.body_for(&ctx);
-                    let block = crate::engine::h2::request::for_mix(
-                        r,
-                        &ctx,
-                        self.shared.tls.is_some(),
-                        body.len(),
-                    );
+                    let block =
+                        crate::h2::request::for_mix(r, &ctx, self.shared.tls.is_some(), body.len());
                     (std::borrow::Cow::Owned(block), Some(body))
                 }
             };

@@ -3,10 +3,10 @@
 
 use super::failure::error_kind;
 use super::*;
-use crate::engine::tls::{self, HandshakeError, TlsReadError};
-use crate::engine::{SetupFailure, STOP_ABORT};
-use crate::result::warning;
-use crate::stats::recorder::SAMPLE_BYTES;
+use crate::tls::{self, HandshakeError, TlsReadError};
+use crate::{SetupFailure, STOP_ABORT};
+use volley_model::result::warning;
+use volley_model::stats::recorder::SAMPLE_BYTES;
 
 impl Worker {
     pub(super) fn connect(&mut self, i: usize, now: u64) {
@@ -594,7 +594,7 @@ impl Worker {
     }
 
     /// The checks request `r`'s response must pass (`None`: none).
-    pub(super) fn checks_of(&self, r: &InFlight) -> Option<Arc<crate::plan::workload::Checks>> {
+    pub(super) fn checks_of(&self, r: &InFlight) -> Option<Arc<volley_plan::workload::Checks>> {
         match self.shared.mix.as_deref() {
             Some(mix) if r.entry != NO_ENTRY => mix.requests[r.entry as usize].checks.clone(),
             _ => self.shared.checks.clone(),
@@ -619,7 +619,7 @@ fn mark_written(
     rec: &mut Recorder,
     now: u64,
     (open_loop, keepalive): (bool, bool),
-    mix: Option<&[crate::plan::MixRequest]>,
+    mix: Option<&[volley_plan::MixRequest]>,
 ) -> u64 {
     let mut newly_sent = 0;
     for r in c.inflight.iter_mut() {

@@ -5,8 +5,8 @@
 
 use loona_hpack::encoder::encode_integer_into;
 
-use crate::plan::workload::Context;
-use crate::plan::{LoadSpec, MixRequest, RequestTemplate};
+use volley_plan::workload::Context;
+use volley_plan::{LoadSpec, MixRequest, RequestTemplate};
 
 /// The header block of the run's request: the same fields as its HTTP/1.1 form
 /// ([`RequestTemplate::header_fields`]), `Host` (the user's, or the URL's) as `:authority`.
@@ -31,7 +31,7 @@ pub fn for_spec(spec: &LoadSpec) -> Vec<u8> {
 /// `Host` as `:authority`), with `content-length` for a body of `body_len` bytes where it sends
 /// one.
 pub fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> Vec<u8> {
-    let text = |t: &crate::plan::workload::Template| {
+    let text = |t: &volley_plan::workload::Template| {
         let mut b = Vec::new();
         t.render(ctx, &mut b);
         String::from_utf8_lossy(&b).into_owned()

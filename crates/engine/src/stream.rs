@@ -18,7 +18,7 @@ use rustls::ClientConnection;
 
 use super::ring::RingSocket;
 use super::tls::{HandshakeError, TlsClient, TlsFlood, TlsReadError};
-use crate::stats::transport::TlsSeen;
+use volley_model::stats::transport::TlsSeen;
 
 /// What one read may spend on records that carry no data (tickets, key updates, empty or
 /// padded records) before it stops, so that a flood of them cannot hold the worker for as long

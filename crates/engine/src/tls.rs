@@ -17,8 +17,8 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error, Named
 use rustls::{RootCertStore, SignatureScheme};
 
 use super::stream::MAX_RECORDS_WITHOUT_DATA;
-use crate::plan::{HttpVersion, TlsSpec};
-use crate::units::thousands;
+use volley_model::units::thousands;
+use volley_plan::{HttpVersion, TlsSpec};
 
 /// ALPN name of HTTP/1.1.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";

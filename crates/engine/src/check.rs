@@ -7,7 +7,7 @@
 use memchr::memmem;
 
 use super::response::ResponseObserver;
-use crate::plan::workload::{Checks, REGEX_WINDOW_BYTES};
+use volley_plan::workload::{Checks, REGEX_WINDOW_BYTES};
 
 /// The names a failed check is counted under (`checks {name: count}`).
 pub const STATUS: &str = "status";
@@ -147,7 +147,7 @@ impl ResponseObserver for Watch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::response::ResponseParser;
+    use crate::response::ResponseParser;
 
     fn checks() -> Checks {
         Checks {

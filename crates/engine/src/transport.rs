@@ -10,7 +10,7 @@ use mio::net::TcpStream;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::stream::Socket as StreamSocket;
-use crate::sys::listeners::{self, Answer};
+use volley_model::sys::listeners::{self, Answer};
 
 /// Why the target cannot be reached before the run starts.
 #[derive(Debug, thiserror::Error)]

@@ -186,15 +186,15 @@ impl Worker {
     /// What `req`'s placeholders are filled from on connection `i`.
     pub(super) fn render_context<'w>(
         &self,
-        w: &'w crate::plan::workload::Workload,
+        w: &'w volley_plan::workload::Workload,
         seed: u64,
         i: usize,
         req: &InFlight,
-    ) -> crate::plan::workload::Context<'w> {
+    ) -> volley_plan::workload::Context<'w> {
         // Connections are numbered across threads as requests are: slot j of thread k is
         // connection j·T + k.
         let conn = i as u64 * self.shared.threads as u64 + self.id as u64;
-        crate::plan::workload::Context {
+        volley_plan::workload::Context {
             index: req.index,
             conn,
             user: conn,

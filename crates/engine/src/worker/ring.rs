@@ -3,7 +3,7 @@
 //! wait.
 
 use super::*;
-use crate::engine::ring::{self, RingEvent, RingSocket};
+use crate::ring::{self, RingEvent, RingSocket};
 
 impl Worker {
     /// Handles one completion.
