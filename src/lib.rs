@@ -20,7 +20,6 @@ macro_rules! eprint {
 pub mod capacity;
 pub mod cmd;
 pub mod compare;
-pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harness;
@@ -28,12 +27,13 @@ pub mod history;
 pub mod live;
 pub mod measure;
 pub mod merge;
-pub mod monitor;
 pub mod report;
 pub mod serve;
 pub mod shard;
 
 // The lower crates under their old paths, for the layers still in this crate.
+pub use volley_config as config;
 pub use volley_engine as engine;
 pub use volley_model::{metric, result, stats, sys, units};
+pub use volley_monitor as monitor;
 pub use volley_plan as plan;

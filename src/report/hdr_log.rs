@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::time::SystemTime;
 
-use crate::engine::Observer;
 use crate::stats::aggregate::FinishedBucket;
 use crate::stats::hdrlog::HdrLog;
+use crate::stats::observer::Observer;
 
 /// The interval log of one run.
 pub struct HdrLogWriter {

@@ -56,7 +56,7 @@ impl Cell {
 
     /// `connections=3,rate=500`.
     pub fn axes_label(&self) -> String {
-        crate::config::suite::axes_label(&self.axes)
+        crate::result::axes_label(&self.axes)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The load engine: N OS threads, one event loop each (io_uring or epoll), connections owned
 //! by one thread for life. [`run`] spawns the workers and runs the aggregator on the calling
 //! thread: it merges each second's intervals, turns Ctrl-C into a drain, and tells the
-//! observers ([`observer`]) what happened — the engine itself writes nothing anywhere.
+//! observers ([`Observer`]) what happened — the engine itself writes nothing anywhere.
 //!
 //! A load from a Rust program: a `volley_plan::LoadSpec` (`LoadSpec::closed_loop`, then its
 //! fields), its `Plan`, a [`Route`] ([`Route::tcp`]), then [`run`]; the numbers are in
@@ -18,7 +18,6 @@ pub mod conn;
 pub mod h2;
 #[doc(hidden)]
 pub mod mem;
-pub mod observer;
 pub mod poller;
 pub mod response;
 pub mod ring;
@@ -34,9 +33,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use clock::Clock;
-pub use observer::{Observer, Observers};
 use tls::TlsClient;
 use transport::Endpoint;
+pub use volley_model::stats::observer::{Observer, Observers};
 use volley_model::stats::recorder::{WorkerEnd, WorkerReport};
 use volley_model::stats::transport::TransportStats;
 use volley_model::stats::Aggregator;

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::text::{self, rps};
 use super::{rankings, CapacityEntry, Ranking};
-use crate::config::threshold;
+use crate::metric::threshold;
 use crate::metric::{Metric, Stat};
 use crate::report::html::escape_html as esc;
 use crate::report::model::median;

@@ -39,7 +39,7 @@ pub struct CapacityEntry {
 impl CapacityEntry {
     /// `connections=50`.
     pub fn axes_label(&self) -> String {
-        crate::config::suite::axes_label(&self.axes)
+        crate::result::axes_label(&self.axes)
     }
 
     /// `get-capacity connections=50`.

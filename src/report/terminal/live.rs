@@ -2,8 +2,8 @@
 
 use std::io::Write as _;
 
-use crate::engine::Observer;
 use crate::stats::aggregate::FinishedBucket;
+use crate::stats::observer::Observer;
 use crate::units::{micros, opt_micros, rate, seconds, thousands};
 
 /// The live one-line display on a terminal (stderr), redrawn every second.

@@ -474,7 +474,7 @@ fn thresholds(o: &mut String, r: &RunResult) {
         }
     );
     for t in &r.thresholds {
-        let shown = crate::config::threshold::parse(&t.threshold)
+        let shown = crate::metric::threshold::parse(&t.threshold)
             .map(|th| th.show(t.actual))
             .unwrap_or_else(|_| format!("{:?}", t.actual));
         let _ = writeln!(

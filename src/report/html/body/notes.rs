@@ -59,7 +59,7 @@ pub(super) fn thresholds(o: &mut String, g: &Group) {
                 txt(o, &row.series.server);
                 num(o, Some(f64::from(*rep)), &rep.to_string());
                 txt(o, &t.threshold);
-                let shown = crate::config::threshold::parse(&t.threshold)
+                let shown = crate::metric::threshold::parse(&t.threshold)
                     .map(|th| th.show(t.actual))
                     .unwrap_or_else(|_| opt_f(t.actual, |v| format!("{v}")));
                 num(o, t.actual, &esc(&shown));

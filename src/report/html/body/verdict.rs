@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::config::threshold;
+use crate::metric::threshold;
 use crate::report::html::{escape_html as esc, Page};
 use crate::result::{Checked, RunResult, WarningKind};
 

@@ -1,0 +1,785 @@
+//! The flags that say what a run is — the load, the server to monitor, the thresholds — and
+//! their checks. `volley run` takes them on the command line (its output flags live with the
+//! command), and a suite's scenario keys are their long names in snake_case, so the definition
+//! here is the one both read: a suite accepts exactly what the command line accepts.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::http::{h2_spec, http_version};
+use super::ramp::ramp_from_flags;
+use super::request::{request, Request};
+use super::tls::{tls_spec, unix_socket};
+use super::{checks, requests};
+use super::{monitor_config, parse_url, threshold, ConfigError, Flag, RunConfig};
+use volley_model::result::Arrivals;
+use volley_model::units;
+use volley_plan::{IoChoice, LoadSpec, Target};
+
+/// How request arrivals are spread in an open-loop (`-R`) run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalsFlag {
+    /// Evenly spaced: request i is due at t0 + i/R (wrk2).
+    Uniform,
+    /// Exponential gaps (a Poisson process) from a seeded per-thread generator.
+    Poisson,
+}
+
+impl From<ArrivalsFlag> for Arrivals {
+    fn from(a: ArrivalsFlag) -> Self {
+        match a {
+            ArrivalsFlag::Uniform => Arrivals::Uniform,
+            ArrivalsFlag::Poisson => Arrivals::Poisson,
+        }
+    }
+}
+
+/// `--io`: how the engine moves bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoFlag {
+    /// io_uring where the kernel (6.12 or later) and the process allow it, else epoll.
+    Auto,
+    /// io_uring; an error where it cannot be set up.
+    Uring,
+    /// epoll.
+    Epoll,
+}
+
+impl From<IoFlag> for IoChoice {
+    fn from(f: IoFlag) -> Self {
+        match f {
+            IoFlag::Auto => IoChoice::Auto,
+            IoFlag::Uring => IoChoice::Uring,
+            IoFlag::Epoll => IoChoice::Epoll,
+        }
+    }
+}
+
+/// `--io`, or else `VOLLEY_IO` (auto, uring or epoll), or else auto.
+fn io_choice(flag: Option<IoFlag>) -> Result<IoChoice, ConfigError> {
+    if let Some(f) = flag {
+        return Ok(f.into());
+    }
+    match std::env::var("VOLLEY_IO") {
+        Err(_) => Ok(IoChoice::Auto),
+        Ok(v) => IoFlag::from_str(v.trim(), true)
+            .map(IoChoice::from)
+            .map_err(|_| {
+                ConfigError::flag(
+                    Flag::Io,
+                    format!("VOLLEY_IO={v:?} is not one of auto, uring, epoll"),
+                )
+            }),
+    }
+}
+
+/// What a run is: the `volley run` flags other than where its results go (wrk spellings where
+/// wrk has the flag).
+#[derive(Debug, Args, Clone)]
+pub struct RunFlags {
+    /// Target URL, e.g. http://127.0.0.1:8080/
+    pub url: String,
+
+    /// Connections to keep open (closed loop: requests in flight) [default: 10].
+    #[arg(short = 'c', long = "connections")]
+    pub connections: Option<u64>,
+
+    /// Worker threads, each with its own event loop [default: cores volley may use].
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<u64>,
+
+    /// Measured duration, e.g. 10s, 1m [default: 10s unless -n is given].
+    // `-z` is oha's and hey's spelling.
+    #[arg(short = 'd', long = "duration", short_alias = 'z', value_parser = run_duration, allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+
+    /// Total measured requests instead of a duration, e.g. 100000 or 100k.
+    #[arg(short = 'n', long = "requests", value_parser = count)]
+    pub requests: Option<u64>,
+
+    /// Open loop: constant request rate in requests per second (coordinated-omission corrected).
+    #[arg(short = 'R', long = "rate", allow_negative_numbers = true)]
+    pub rate: Option<String>,
+
+    /// Arrival process for -R.
+    #[arg(long, value_enum, default_value_t = ArrivalsFlag::Uniform)]
+    pub arrivals: ArrivalsFlag,
+
+    /// Seed for --arrivals poisson [default: from the clock; recorded in the JSON].
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Virtual users, each holding a connection and looping (locust-style); -d includes the ramp.
+    // `--vus`/`-u` are k6's spellings.
+    #[arg(long, alias = "vus", short_alias = 'u', value_parser = count)]
+    pub users: Option<u64>,
+
+    /// Users added per second with --users [default: all at once].
+    #[arg(long, allow_negative_numbers = true)]
+    pub spawn_rate: Option<String>,
+
+    /// k6-style stages "DUR:USERS,...", e.g. "30s:1000,60s:1000,10s:0" (excludes -d and -n).
+    #[arg(long, alias = "stage")]
+    pub stages: Option<String>,
+
+    /// Pause of each user (or connection) between a response and its next request.
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub think_time: Option<Duration>,
+
+    /// Warm-up before measuring, excluded from every statistic, e.g. 2s.
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub warmup: Option<Duration>,
+
+    /// HTTP method [default: GET, or POST when a body is given].
+    #[arg(short = 'm', long = "method")]
+    pub method: Option<String>,
+
+    /// Extra request header "Name: value" (repeatable; overrides a default header).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+
+    /// Request body as a string.
+    #[arg(long, group = "body_source")]
+    pub body: Option<String>,
+
+    /// Request body read from a file.
+    #[arg(long, group = "body_source")]
+    pub body_file: Option<PathBuf>,
+
+    /// Request body of this many generated bytes, e.g. 1KiB.
+    #[arg(long, group = "body_source", value_parser = size)]
+    pub body_size: Option<u64>,
+
+    /// Requests to mix by weight or walk in sequence instead of one (TOML, or vegeta's
+    /// targets format); the URL names the host, the file the paths.
+    #[arg(long, value_name = "PATH")]
+    pub requests_file: Option<PathBuf>,
+
+    /// Statuses a response must have: 200, 200-299, 2xx, or a list such as 200,204,3xx.
+    /// Any --expect-* implies --threshold 'checks<=1%': more than 1 % of the responses failing
+    /// a check exits 1 (name checks in a --threshold to set another bound).
+    #[arg(long, value_name = "LIST")]
+    pub expect_status: Option<String>,
+
+    /// Text the response body must contain (repeatable: all of them).
+    #[arg(long, value_name = "TEXT")]
+    pub expect_body_contains: Vec<String>,
+
+    /// Pattern the first 64 KiB of the response body must match (Rust regex syntax).
+    #[arg(long, value_name = "REGEX")]
+    pub expect_body_regex: Option<String>,
+
+    /// Header the response must have, NAME or NAME:VALUE (repeatable; the name in any case,
+    /// the value exactly).
+    #[arg(long, value_name = "NAME[:VALUE]")]
+    pub expect_header: Vec<String>,
+
+    /// Length the response body must have, e.g. 1KiB or 512.
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    pub expect_size: Option<u64>,
+
+    /// Send each request once and show what came back before the load.
+    #[arg(long)]
+    pub verify: bool,
+
+    /// Run shard I (from 0) of N generators that act as one load: this one takes its exact
+    /// share of the connections, users, requests and rate (merge the N results with
+    /// `volley merge`).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// Start at this wall-clock time (RFC 3339, e.g. 2026-11-25T12:00:00Z), as every shard of
+    /// the load does; a shard that cannot start within --max-late of it exits 3.
+    #[arg(long, value_name = "RFC3339")]
+    pub start_at: Option<String>,
+
+    /// With --shard or --start-at: the most clock error allowed (the kernel's maxerror, what
+    /// chrony or NTP keeps); an unsynchronised clock exits 2. `off` for shards that share one
+    /// host's clock [default: 10ms].
+    #[arg(long, value_name = "DUR|off")]
+    pub clock_budget: Option<String>,
+
+    /// With --start-at: how late after it a shard may still start [default: 100ms].
+    #[arg(long, value_name = "DUR")]
+    pub max_late: Option<String>,
+
+    /// Open a new connection per request and send `Connection: close` (connect time counts).
+    // `--disable-keepalive` is oha's spelling.
+    #[arg(long, alias = "disable-keepalive")]
+    pub no_keepalive: bool,
+
+    /// How the engine moves bytes: io_uring (multishot receives, sends batched with the wait)
+    /// or epoll. `auto` takes io_uring where the kernel (6.12+) and the process (a seccomp
+    /// policy, limits) allow it, else epoll with a note; VOLLEY_IO sets the default.
+    #[arg(long, value_enum, value_name = "auto|uring|epoll")]
+    pub io: Option<IoFlag>,
+
+    /// Requests kept outstanding per connection (HTTP/1.1 pipelining).
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: u64,
+
+    /// Per-request timeout, counted from the write.
+    #[arg(long, value_parser = duration, default_value = "2s", allow_hyphen_values = true)]
+    pub timeout: Duration,
+
+    /// Monitor this server process and all its descendants over the measured window: CPU
+    /// user/sys, memory, threads, context switches, syscalls, and their cost per request.
+    #[arg(long, allow_negative_numbers = true)]
+    pub pid: Option<i64>,
+
+    /// Sampling interval of the server monitor [default: 100ms].
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub monitor_interval: Option<Duration>,
+
+    /// The monitored server's GC log (JVM -Xlog:gc, Go GODEBUG=gctrace=1, Node --trace-gc;
+    /// recognized by its lines), read at the end: its pauses in the window go into the result
+    /// and the summary. Needs --pid. A JVM's counters are read without it.
+    #[arg(long, value_name = "PATH")]
+    pub gc_log: Option<std::path::PathBuf>,
+
+    /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'failed<1%', 'checks<5%',
+    /// 'rps>5000' (a broken one exits 1). Without thresholds, 4xx/5xx responses alone do not
+    /// change the exit code: use 'failed<1%' to fail on them. Declared checks (--expect-*, a
+    /// requests file's expect_*) imply 'checks<=1%' unless a threshold names checks.
+    #[arg(long)]
+    pub threshold: Vec<String>,
+
+    /// Open loop: open more connections on demand, up to N in all, when every connection is
+    /// busy and a request is due (like vegeta's workers or k6's maxVUs).
+    #[arg(long, value_parser = count)]
+    pub max_connections: Option<u64>,
+
+    /// Open loop: a run that sent less than 99 % of -R still exits 0 (the shortfall stays in
+    /// the summary's headline).
+    #[arg(long)]
+    pub allow_shortfall: bool,
+
+    /// https: do not verify the server's certificate (curl's -k).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+
+    /// https: also trust the CA certificates in this PEM file (besides the system's).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// https: client certificate chain (PEM), for servers that ask for one.
+    #[arg(long, value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+
+    /// https: the client certificate's private key (PEM) [default: in the --cert file].
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+
+    /// https: a full handshake on every connection instead of resuming the TLS session.
+    #[arg(long)]
+    pub no_tls_resume: bool,
+
+    /// Connect to this Unix domain socket instead of the URL's host and port; the URL still
+    /// gives the Host header and the path (curl's spelling).
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+
+    /// Speak HTTP/1.1 only (https: offer only http/1.1 by ALPN).
+    #[arg(long = "http1.1")]
+    pub http1_1: bool,
+
+    /// https: speak HTTP/2; a server that does not choose h2 by ALPN ends the run (exit 2).
+    /// Without a version flag an https:// run speaks HTTP/2 when the server offers it.
+    #[arg(long)]
+    pub http2: bool,
+
+    /// http: speak HTTP/2 in cleartext with prior knowledge (curl's --http2-prior-knowledge).
+    #[arg(long, alias = "http2-prior-knowledge")]
+    pub h2c: bool,
+
+    /// HTTP/2: concurrent streams per connection (h2load's -m) [default: 1]; the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS caps it.
+    #[arg(long, value_parser = count, value_name = "N")]
+    pub streams: Option<u64>,
+
+    /// HTTP/2: receive window per stream and per connection, e.g. 1MiB
+    /// [default: 2GiB-1, the largest].
+    #[arg(long, value_parser = size, value_name = "BYTES")]
+    pub h2_window: Option<u64>,
+}
+
+impl RunConfig {
+    /// Checks the flags. `cores` is how many CPUs volley may use (the default thread count).
+    pub fn from_flags(a: &RunFlags, cores: usize) -> Result<Self, ConfigError> {
+        let load = load_spec(a, cores)?;
+        let monitor = monitor_config(a.pid, a.monitor_interval, a.gc_log.clone())?;
+        let given = a
+            .threshold
+            .iter()
+            .map(|t| threshold::parse(t).map_err(|m| ConfigError::flag(Flag::Threshold, m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        // A shard's checks are judged on the merged result, not on its share.
+        let thresholds =
+            threshold::with_implied(given, load.declares_checks() && load.shard.is_none());
+        let start = super::shard::start_spec(a)?;
+        Ok(RunConfig {
+            load,
+            monitor,
+            thresholds,
+            allow_shortfall: a.allow_shortfall,
+            start,
+        })
+    }
+}
+
+/// The load the flags describe: its target, shape (connections, rate, ramp, window) and request.
+fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
+    let mut target = parse_url(&a.url)?;
+    target.unix_socket = unix_socket(a)?;
+    let tls = tls_spec(a, target.scheme)?;
+    let http = http_version(a, target.scheme)?;
+    let h2 = h2_spec(a, http)?;
+    let ramp = ramp_from_flags(a)?;
+    let shape = shape(a)?;
+    requests_file_conflicts(a, &target)?;
+    let Request {
+        method,
+        headers,
+        body,
+    } = request(a)?;
+    let mut connections = match &ramp {
+        Some(r) => r.ramp.max_users() as usize,
+        None => shape.connections as usize,
+    };
+    if let Some(n) = a.requests {
+        connections = connections.min(n.min(usize::MAX as u64) as usize);
+    }
+    if a.think_time.is_some() && shape.rate_rps.is_some() {
+        return Err(ConfigError::flag(
+            Flag::ThinkTime,
+            "applies to users and closed loop, not to -R",
+        ));
+    }
+    let max_connections = max_connections(a, &shape, connections)?;
+    let threads = (a.threads.map(|t| t as usize).unwrap_or(cores.max(1)))
+        .min(max_connections.unwrap_or(connections))
+        .max(1);
+    let duration = match (&ramp, a.duration, a.requests) {
+        (Some(r), _, _) => Some(Duration::from_nanos(r.ramp.total_ns())),
+        (None, None, None) => Some(Duration::from_secs(10)),
+        (None, d, _) => d,
+    };
+    let checks = checks::from_flags(a)?;
+    // Last: the file may be large, and every cheaper mistake is said first.
+    let workload = match &a.requests_file {
+        Some(path) => Some(Arc::new(requests::load(
+            path,
+            requests::Run {
+                target: &target,
+                checks: &checks,
+            },
+        )?)),
+        None => None,
+    };
+    h2_checks(http, &checks, workload.as_deref())?;
+    let shard = a
+        .shard
+        .as_deref()
+        .map(super::shard::parse_shard)
+        .transpose()?;
+    let spec = LoadSpec {
+        target,
+        connections,
+        max_connections,
+        threads,
+        duration,
+        requests: a.requests,
+        rate_rps: shape.rate_rps,
+        arrivals: a.arrivals.into(),
+        seed: a.seed,
+        warmup: a.warmup.unwrap_or(Duration::ZERO),
+        method,
+        headers,
+        body,
+        keepalive: !a.no_keepalive,
+        pipeline: a.pipeline as usize,
+        timeout: a.timeout,
+        think_time: a.think_time.unwrap_or(Duration::ZERO),
+        ramp,
+        tls,
+        http,
+        h2,
+        workload,
+        checks,
+        verify: a.verify,
+        shard,
+        io: io_choice(a.io)?,
+    };
+    // Each shard's part of the whole must be something to run.
+    spec.shard_share().map_err(|e| {
+        let flag = match e.what {
+            "-c/--connections" => Flag::Connections,
+            "--max-connections" => Flag::MaxConnections,
+            "-n/--requests" => Flag::Requests,
+            _ => Flag::Users,
+        };
+        ConfigError::conflict(
+            flag,
+            &[Flag::Shard],
+            format!(
+                "{} over {} shards leaves a shard with none: give each shard at least one",
+                e.total,
+                shard.map_or(1, |s| s.count)
+            ),
+        )
+    })?;
+    Ok(spec)
+}
+
+/// Header and body checks watch an HTTP/1.1 response as it is parsed; HTTP/2 responses are
+/// checked for their status and size only. A run that speaks (or may negotiate) HTTP/2 is
+/// refused with them rather than checked in part without saying so.
+fn h2_checks(
+    http: volley_plan::HttpVersion,
+    checks: &volley_plan::workload::Checks,
+    workload: Option<&volley_plan::workload::Workload>,
+) -> Result<(), ConfigError> {
+    use volley_plan::HttpVersion;
+    if http == HttpVersion::Http1 {
+        return Ok(());
+    }
+    let all = std::iter::once(checks).chain(
+        workload
+            .into_iter()
+            .flat_map(|w| w.entries.iter().map(|e| &e.checks)),
+    );
+    let needs = all.fold((false, false), |(h, b), c| {
+        (h || c.needs_headers(), b || c.needs_body())
+    });
+    let flag = match needs {
+        (true, _) => Flag::ExpectHeader,
+        (_, true) => Flag::ExpectBodyContains,
+        _ => return Ok(()),
+    };
+    let how = if http == HttpVersion::Negotiate {
+        "add --http1.1 (https:// may negotiate HTTP/2, whose responses volley checks for their status and size only)"
+    } else {
+        "HTTP/2 responses are checked for their status and size only; use --http1.1 for header and body checks"
+    };
+    Err(ConfigError::flag(
+        flag,
+        format!("--expect-header and --expect-body-* (or a requests file's expect_header, expect_body_*) check HTTP/1.1 responses: {how}"),
+    ))
+}
+
+/// `--requests-file` says what each request is, so the flags that say it for the one request
+/// cannot go with it; and the URL names only the host (its path must be `/`).
+fn requests_file_conflicts(a: &RunFlags, target: &Target) -> Result<(), ConfigError> {
+    if a.requests_file.is_none() {
+        return Ok(());
+    }
+    let given = [
+        (a.method.is_some(), Flag::Method),
+        (a.body.is_some(), Flag::Body),
+        (a.body_file.is_some(), Flag::BodyFile),
+        (a.body_size.is_some(), Flag::BodySize),
+    ];
+    if let Some((_, other)) = given.iter().find(|(g, _)| *g) {
+        return Err(ConfigError::conflict(
+            Flag::RequestsFile,
+            &[*other],
+            format!("cannot be combined with {other} (each request in the file has its own)"),
+        ));
+    }
+    if target.path != "/" {
+        return Err(ConfigError::conflict(
+            Flag::RequestsFile,
+            &[Flag::Url],
+            format!(
+                "the URL's path is `{}`, not `/`: the URL names the host; the file names the paths",
+                target.path
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `--max-connections`: open loop only, at least `-c`, at most a million.
+fn max_connections(
+    a: &RunFlags,
+    shape: &Shape,
+    connections: usize,
+) -> Result<Option<usize>, ConfigError> {
+    let Some(max) = a.max_connections else {
+        return Ok(None);
+    };
+    let why = if shape.rate_rps.is_none() {
+        Some("needs an open-loop rate (-R): the closed loop keeps -c connections busy".to_string())
+    } else if a.users.is_some() || a.stages.is_some() {
+        Some("cannot be combined with --users/--stages".to_string())
+    } else if max < connections as u64 {
+        Some(format!(
+            "{max} is fewer than the {connections} connections of -c"
+        ))
+    } else if max > 1_000_000 {
+        Some("more than 1,000,000 connections".to_string())
+    } else {
+        None
+    };
+    match why {
+        Some(m) => Err(ConfigError::flag(Flag::MaxConnections, m)),
+        None => Ok(Some(max as usize)),
+    }
+}
+
+/// The numbers that shape a plain closed or open loop, checked.
+struct Shape {
+    connections: u64,
+    rate_rps: Option<f64>,
+}
+
+fn shape(a: &RunFlags) -> Result<Shape, ConfigError> {
+    let connections = a.connections.unwrap_or(10);
+    if connections == 0 {
+        return Err(ConfigError::flag(Flag::Connections, "must be at least 1"));
+    }
+    if connections > 1_000_000 {
+        return Err(ConfigError::flag(
+            Flag::Connections,
+            "more than 1,000,000 connections",
+        ));
+    }
+    if a.threads == Some(0) {
+        return Err(ConfigError::flag(Flag::Threads, "must be at least 1"));
+    }
+    if a.duration.is_some() && a.requests.is_some() {
+        return Err(ConfigError::conflict(
+            Flag::Duration,
+            &[Flag::Requests],
+            "cannot be combined with -n/--requests (pick one)",
+        ));
+    }
+    if a.duration == Some(Duration::ZERO) {
+        return Err(ConfigError::flag(Flag::Duration, "must be longer than 0"));
+    }
+    if a.requests == Some(0) {
+        return Err(ConfigError::flag(Flag::Requests, "must be at least 1"));
+    }
+    let rate_rps = a.rate.as_deref().map(rate).transpose()?;
+    if a.arrivals == ArrivalsFlag::Poisson && rate_rps.is_none() {
+        return Err(ConfigError::flag(
+            Flag::Arrivals,
+            "poisson needs an open-loop rate (-R)",
+        ));
+    }
+    if a.pipeline == 0 {
+        return Err(ConfigError::flag(Flag::Pipeline, "must be at least 1"));
+    }
+    if a.pipeline > 1024 {
+        return Err(ConfigError::flag(
+            Flag::Pipeline,
+            "more than 1024 requests outstanding per connection",
+        ));
+    }
+    if a.pipeline > 1 && a.no_keepalive {
+        return Err(ConfigError::flag(
+            Flag::Pipeline,
+            "needs keep-alive (drop --no-keepalive)",
+        ));
+    }
+    if a.timeout.is_zero() {
+        return Err(ConfigError::flag(Flag::Timeout, "must be longer than 0"));
+    }
+    Ok(Shape {
+        connections,
+        rate_rps,
+    })
+}
+
+fn rate(r: &str) -> Result<f64, ConfigError> {
+    let v = units::parse_decimal(r).map_err(|m| ConfigError::flag(Flag::Rate, m))?;
+    if v <= 0.0 {
+        return Err(ConfigError::flag(
+            Flag::Rate,
+            "must be above 0 requests per second",
+        ));
+    }
+    if v > 100_000_000.0 {
+        return Err(ConfigError::flag(
+            Flag::Rate,
+            "more than 100M requests per second",
+        ));
+    }
+    Ok(v)
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s)
+}
+
+/// `-d`: a duration, as in wrk; oha's and hey's `-d` is the request body, so a value that is
+/// not a duration says where the body goes.
+fn run_duration(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s).map_err(|e| {
+        format!("{e}; volley's -d is the measured duration (a request body is --body)")
+    })
+}
+
+fn count(s: &str) -> Result<u64, String> {
+    units::parse_count(s)
+}
+
+fn size(s: &str) -> Result<u64, String> {
+    units::parse_size(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::{ConfigError, Flag, RunConfig, RunFlags};
+    use volley_plan::workload::{Body, Order};
+    use volley_plan::LoadSpec;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        flags: RunFlags,
+    }
+
+    const MIX: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/requests/mix.toml"
+    );
+
+    fn load(args: &[&str]) -> Result<LoadSpec, ConfigError> {
+        let cli = Cli::try_parse_from([&["volley"][..], args].concat()).unwrap();
+        RunConfig::from_flags(&cli.flags, 2).map(|c| c.load)
+    }
+
+    #[test]
+    fn a_requests_file_becomes_the_workload_with_the_flags_checks_first() {
+        let l = load(&[
+            "http://127.0.0.1:8080",
+            "--requests-file",
+            MIX,
+            "--expect-body-contains",
+            "ok",
+            "--expect-status",
+            "2xx,404",
+            "--verify",
+            "-H",
+            "X-Run: 1",
+        ])
+        .unwrap();
+        assert!(l.verify);
+        assert_eq!(l.checks.status, [(200, 299), (404, 404)]);
+        assert_eq!(l.headers, [("X-Run".to_string(), "1".to_string())]);
+        let w = l.workload.as_ref().unwrap();
+        assert_eq!(w.order, Order::Weighted);
+        assert_eq!(w.endpoints, ["item", "order", "GET /health"]);
+        assert_eq!(
+            w.entries.iter().map(|e| e.weight).collect::<Vec<_>>(),
+            [16, 3, 1]
+        );
+        assert_eq!(w.source, MIX);
+        // The file's own status wins; the body checks add up.
+        assert_eq!(w.entries[0].checks.status, [(200, 200)]);
+        assert_eq!(w.entries[2].checks.status, [(200, 299), (404, 404)]);
+        assert!(w
+            .entries
+            .iter()
+            .all(|e| e.checks.body_contains == [b"ok".to_vec()]));
+        // The body file is next to the requests file.
+        assert_eq!(
+            w.entries[1].body,
+            Body::Bytes(b"{\"item\": 42, \"count\": 1}\n".to_vec().into())
+        );
+        assert_eq!(w.data.as_ref().unwrap().rows.len(), 2);
+        // Without a requests file: no workload, the checks still apply.
+        let l = load(&["http://127.0.0.1:8080/x", "--expect-size", "2KiB"]).unwrap();
+        assert!(l.workload.is_none() && !l.verify);
+        assert_eq!(l.checks.size, Some(2048));
+    }
+
+    #[test]
+    fn a_requests_file_excludes_the_flags_of_the_one_request() {
+        for (flag, value, named) in [
+            ("-m", "PUT", Flag::Method),
+            ("--body", "x", Flag::Body),
+            ("--body-file", "/etc/hostname", Flag::BodyFile),
+            ("--body-size", "1KiB", Flag::BodySize),
+        ] {
+            let e = load(&[
+                "http://127.0.0.1:8080/",
+                "--requests-file",
+                MIX,
+                flag,
+                value,
+            ])
+            .unwrap_err();
+            assert_eq!(e.flags(), [Flag::RequestsFile, named], "{flag}");
+            assert!(
+                e.to_string().starts_with(&format!(
+                    "--requests-file: cannot be combined with {named} (each request in the file has its own)"
+                )),
+                "{e}"
+            );
+        }
+        let e = load(&["http://127.0.0.1:8080/api", "--requests-file", MIX]).unwrap_err();
+        assert_eq!(e.flags(), [Flag::RequestsFile, Flag::Url]);
+        assert_eq!(
+            e.to_string(),
+            "--requests-file: the URL's path is `/api`, not `/`: the URL names the host; the file names the paths"
+        );
+    }
+
+    #[test]
+    fn a_bad_requests_file_names_the_flag_the_file_and_the_line() {
+        let bad = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/requests/bad_weight.toml"
+        );
+        let e = load(&["http://127.0.0.1:8080/", "--requests-file", bad]).unwrap_err();
+        assert_eq!(e.flags(), [Flag::RequestsFile]);
+        assert_eq!(
+            e.to_string(),
+            format!("--requests-file {bad}:6:10: [[request]] 2: weight: must be a number above 0 (80, or 0.8), not 0")
+        );
+        let e = load(&["http://127.0.0.1:8080/", "--requests-file", "/no/such.toml"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--requests-file /no/such.toml: No such file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn vegeta_targets_are_read_too() {
+        let t = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/requests/targets.txt"
+        );
+        let w = load(&["http://127.0.0.1:8080/", "--requests-file", t])
+            .unwrap()
+            .workload
+            .unwrap();
+        assert_eq!(w.entries.len(), 2);
+        assert_eq!(w.entries[1].method, "POST");
+        assert!(matches!(w.entries[1].body, Body::Bytes(_)));
+        let e = load(&["http://localhost:8080/", "--requests-file", t]).unwrap_err();
+        assert!(
+            e.to_string().contains(":2:1: target 1: `http://127.0.0.1:8080/path/to/dragon?item=ball` is not on the run's http://localhost:8080"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_regex_that_does_not_compile_names_the_flag() {
+        let e = load(&["http://127.0.0.1:8080/", "--expect-body-regex", "a{2,1}"]).unwrap_err();
+        assert_eq!(e.flags(), [Flag::ExpectBodyRegex]);
+        assert!(
+            e.to_string()
+                .starts_with("--expect-body-regex: `a{2,1}` is not a regex"),
+            "{e}"
+        );
+    }
+}

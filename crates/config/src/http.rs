@@ -1,0 +1,206 @@
+//! The HTTP version flags: `--http1.1`, `--http2`, `--h2c`, and HTTP/2's `--streams` and
+//! `--h2-window` (docs/contract.md, "HTTP/2").
+
+use super::{ConfigError, Flag, RunFlags};
+use volley_plan::{H2Spec, HttpVersion, Scheme, DEFAULT_H2_WINDOW};
+
+/// The most concurrent streams per connection volley keeps (h2load's `-m` has no limit; a
+/// server's own limit is usually 100–250).
+pub const MAX_STREAMS: u64 = 1024;
+
+/// Which HTTP the flags ask for on a URL of `scheme` (the three flags exclude each other).
+pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, ConfigError> {
+    let chosen: Vec<Flag> = [
+        (a.http1_1, Flag::Http1),
+        (a.http2, Flag::Http2),
+        (a.h2c, Flag::H2c),
+    ]
+    .into_iter()
+    .filter_map(|(on, f)| on.then_some(f))
+    .collect();
+    if let [first, rest @ ..] = chosen.as_slice() {
+        if !rest.is_empty() {
+            return Err(ConfigError::conflict(
+                *first,
+                rest,
+                "pick one HTTP version: --http1.1, --http2 or --h2c",
+            ));
+        }
+    }
+    let version = match (chosen.first(), scheme) {
+        (None, Scheme::Http) | (Some(Flag::Http1), _) => HttpVersion::Http1,
+        // Pipelining is HTTP/1.1's: a run that asks for it keeps HTTP/1.1 rather than
+        // silently trading it for one HTTP/2 stream.
+        (None, Scheme::Https) if a.pipeline > 1 => HttpVersion::Http1,
+        (None, Scheme::Https) => HttpVersion::Negotiate,
+        (Some(Flag::Http2), Scheme::Https) => HttpVersion::H2,
+        (Some(Flag::Http2), Scheme::Http) => {
+            return Err(ConfigError::flag(
+                Flag::Http2,
+                "needs an https:// URL (HTTP/2 is chosen in the TLS handshake); for HTTP/2 in \
+                 cleartext use --h2c",
+            ))
+        }
+        (Some(_), Scheme::Http) => HttpVersion::H2c,
+        (Some(_), Scheme::Https) => {
+            return Err(ConfigError::flag(
+                Flag::H2c,
+                "is HTTP/2 in cleartext and needs an http:// URL; over https:// use --http2",
+            ))
+        }
+    };
+    Ok(version)
+}
+
+/// `--streams` and `--h2-window`, checked against the HTTP version and `--pipeline`.
+pub(super) fn h2_spec(a: &RunFlags, version: HttpVersion) -> Result<H2Spec, ConfigError> {
+    let streams = a.streams.unwrap_or(1);
+    if streams == 0 {
+        return Err(ConfigError::flag(Flag::Streams, "must be at least 1"));
+    }
+    if streams > MAX_STREAMS {
+        return Err(ConfigError::flag(
+            Flag::Streams,
+            format!("more than {MAX_STREAMS} concurrent streams per connection"),
+        ));
+    }
+    match version {
+        HttpVersion::H2 | HttpVersion::H2c if a.pipeline > 1 => {
+            let flag = if version == HttpVersion::H2 {
+                Flag::Http2
+            } else {
+                Flag::H2c
+            };
+            return Err(ConfigError::conflict(
+                Flag::Pipeline,
+                &[flag],
+                "is HTTP/1.1 pipelining; with HTTP/2 use --streams N (concurrent streams per \
+                 connection)",
+            ));
+        }
+        HttpVersion::Http1 if a.streams.is_some_and(|s| s > 1) && a.pipeline > 1 => {
+            return Err(ConfigError::conflict(
+                Flag::Pipeline,
+                &[Flag::Streams],
+                "cannot be combined with --streams: --pipeline is HTTP/1.1's, --streams \
+                 HTTP/2's (pick one)",
+            ));
+        }
+        HttpVersion::Http1 if a.streams.is_some_and(|s| s > 1) => {
+            return Err(ConfigError::flag(
+                Flag::Streams,
+                "needs HTTP/2: an https:// URL (h2 by ALPN), --http2, or --h2c; HTTP/1.1 \
+                 keeps one request per connection in flight (or --pipeline)",
+            ));
+        }
+        _ => {}
+    }
+    if a.no_keepalive && version.may_be_h2() && streams > 1 {
+        return Err(ConfigError::conflict(
+            Flag::Streams,
+            &[Flag::NoKeepalive],
+            "needs keep-alive (drop --no-keepalive)",
+        ));
+    }
+    let window = match a.h2_window {
+        None => DEFAULT_H2_WINDOW,
+        Some(w) if !version.may_be_h2() => {
+            return Err(ConfigError::flag(
+                Flag::H2Window,
+                format!("{w} bytes: needs HTTP/2 (an https:// URL, --http2 or --h2c)"),
+            ))
+        }
+        Some(w) if !(65_535..=u64::from(DEFAULT_H2_WINDOW)).contains(&w) => {
+            return Err(ConfigError::flag(
+                Flag::H2Window,
+                format!("{w} bytes: must be from 65535 (64KiB-1) to 2147483647 (2GiB-1)"),
+            ))
+        }
+        Some(w) => w as u32,
+    };
+    Ok(H2Spec {
+        streams: streams as usize,
+        window,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::{RunConfig, RunFlags};
+    use volley_plan::HttpVersion;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        flags: RunFlags,
+    }
+
+    fn load(args: &[&str]) -> Result<volley_plan::LoadSpec, String> {
+        let cli =
+            Cli::try_parse_from([&["volley"][..], args].concat()).map_err(|e| e.to_string())?;
+        RunConfig::from_flags(&cli.flags, 2)
+            .map(|c| c.load)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_url_and_the_flags_choose_the_http_version() {
+        let cases: [(&[&str], HttpVersion); 6] = [
+            (&["http://a/"], HttpVersion::Http1),
+            (&["https://a/"], HttpVersion::Negotiate),
+            (&["https://a/", "--http1.1"], HttpVersion::Http1),
+            (&["https://a/", "--http2"], HttpVersion::H2),
+            (&["http://a/", "--h2c"], HttpVersion::H2c),
+            (&["https://a/", "--pipeline", "4"], HttpVersion::Http1),
+        ];
+        for (args, want) in cases {
+            assert_eq!(load(args).unwrap().http, want, "{args:?}");
+        }
+        let l = load(&["http://a/", "--http2-prior-knowledge", "--streams", "32"]).unwrap();
+        assert_eq!((l.http, l.h2.streams), (HttpVersion::H2c, 32));
+        assert_eq!(l.h2.window, volley_plan::DEFAULT_H2_WINDOW);
+        let l = load(&["https://a/", "--h2-window", "1MiB"]).unwrap();
+        assert_eq!(l.h2.window, 1 << 20);
+    }
+
+    #[test]
+    fn conflicting_or_pointless_http_flags_name_the_flag() {
+        let cases: [(&[&str], &str); 9] = [
+            (&["http://a/", "--http2"], "--http2: needs an https:// URL"),
+            (&["https://a/", "--h2c"], "--h2c: is HTTP/2 in cleartext"),
+            (
+                &["https://a/", "--http2", "--http1.1"],
+                "pick one HTTP version",
+            ),
+            (
+                &["http://a/", "--h2c", "--pipeline", "2"],
+                "use --streams N",
+            ),
+            (&["http://a/", "--streams", "2"], "--streams: needs HTTP/2"),
+            (
+                &["https://a/", "--pipeline", "2", "--streams", "2"],
+                "pick one",
+            ),
+            (
+                &["http://a/", "--h2c", "--streams", "0"],
+                "--streams: must be at least 1",
+            ),
+            (
+                &["http://a/", "--h2c", "--streams", "2000"],
+                "more than 1024",
+            ),
+            (
+                &["http://a/", "--h2-window", "1MiB"],
+                "--h2-window: 1048576 bytes: needs HTTP/2",
+            ),
+        ];
+        for (args, says) in cases {
+            let e = load(args).unwrap_err();
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+        let e = load(&["http://a/", "--h2c", "--h2-window", "1KiB"]).unwrap_err();
+        assert!(e.contains("must be from 65535"), "{e}");
+    }
+}

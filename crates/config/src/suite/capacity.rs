@@ -1,0 +1,246 @@
+//! `capacity = { slo = ["p99<10ms"], … }` of a `[[scenario]]`: its cells search for the highest
+//! open-loop rate each server sustains within the SLO (`volley capacity`'s search, one search
+//! per cell) instead of measuring one load. The keys are `volley capacity`'s flags in
+//! snake_case; the scenario's other keys describe the load of every step.
+
+use std::time::Duration;
+
+use toml::de::DeValue;
+
+use super::toml_reader::{TomlReader, Val};
+use super::SuiteError;
+use crate::threshold::{self, Threshold};
+use volley_model::units::{parse_duration, parse_percent};
+
+/// The keys of a `capacity` table.
+pub const CAPACITY_KEYS: &[&str] = &[
+    "slo",
+    "step_duration",
+    "start_rate",
+    "max_rate",
+    "precision",
+    "repeat",
+    "closed_loop",
+];
+
+/// Scenario keys a capacity scenario cannot have: the search sets the load of each step, and
+/// the SLO judges it.
+pub const SET_BY_THE_SEARCH: &[&str] = &[
+    "rate",
+    "requests",
+    "users",
+    "spawn_rate",
+    "stages",
+    "thresholds",
+];
+
+/// A capacity scenario's search settings (docs/contract.md, "Capacity").
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacitySpec {
+    /// The SLO, checked.
+    pub slo: Vec<Threshold>,
+    /// Measured time of a step; none: the scenario's `duration` (or the suite's), else 10 s.
+    pub step_duration: Option<Duration>,
+    /// First rate of the ramp, req/s.
+    pub start_rate: u64,
+    /// Highest rate tried, req/s.
+    pub max_rate: Option<u64>,
+    /// Bracket width relative to its low end at which the search stops (0.05 for 5 %).
+    pub precision: f64,
+    /// Runs of each bisection rate (majority rule).
+    pub repeat: u32,
+    /// Measure the closed-loop reference first.
+    pub closed_loop: bool,
+}
+
+impl Default for CapacitySpec {
+    fn default() -> Self {
+        CapacitySpec {
+            slo: Vec::new(),
+            step_duration: None,
+            start_rate: 100,
+            max_rate: None,
+            precision: 0.05,
+            repeat: 3,
+            closed_loop: true,
+        }
+    }
+}
+
+/// Reads `capacity = {…}` of scenario `at`.
+pub(super) fn read(r: &TomlReader, v: &Val, at: &str) -> Result<CapacitySpec, SuiteError> {
+    let t = r.table(v, at, "capacity")?;
+    let at = format!("{at}: capacity");
+    r.known(t, CAPACITY_KEYS, &at)?;
+    let mut spec = CapacitySpec::default();
+    let Some(slo) = t.get("slo") else {
+        return Err(r.err(
+            v.span(),
+            Some("slo"),
+            format!("{at}: missing `slo` (e.g. slo = [\"p99<10ms\"])"),
+        ));
+    };
+    spec.slo = read_slo(r, slo, &at)?;
+    let text = |key: &str, val: &Val| -> Result<String, SuiteError> {
+        match val.get_ref() {
+            DeValue::String(s) => Ok(s.to_string()),
+            DeValue::Integer(i) => Ok(i.as_str().replace('_', "")),
+            DeValue::Float(f) => Ok(f.as_str().replace('_', "")),
+            other => Err(r.err(
+                val.span(),
+                Some(key),
+                format!(
+                    "{at}.{key}: must be a string or a number, not a {}",
+                    other.type_str()
+                ),
+            )),
+        }
+    };
+    let bad = |key: &str, val: &Val, why: String| {
+        r.err(val.span(), Some(key), format!("{at}.{key}: {why}"))
+    };
+    for (k, val) in t.iter() {
+        let key = k.get_ref().as_ref();
+        match key {
+            "step_duration" => {
+                let d = parse_duration(&text(key, val)?).map_err(|e| bad(key, val, e))?;
+                if d.is_zero() {
+                    return Err(bad(key, val, "must be above 0".into()));
+                }
+                spec.step_duration = Some(d);
+            }
+            "start_rate" | "max_rate" => {
+                let n = rate(&text(key, val)?).map_err(|e| bad(key, val, e))?;
+                if key == "start_rate" {
+                    spec.start_rate = n;
+                } else {
+                    spec.max_rate = Some(n);
+                }
+            }
+            "precision" => {
+                spec.precision = parse_percent(&text(key, val)?).map_err(|e| bad(key, val, e))?;
+            }
+            "repeat" => {
+                let n = r.int(val, &at, key)?;
+                if !(1..=9).contains(&n) {
+                    return Err(bad(key, val, format!("{n} is not in 1..=9")));
+                }
+                spec.repeat = n as u32;
+            }
+            "closed_loop" => spec.closed_loop = r.bool(val, &at, key)?,
+            _ => {}
+        }
+    }
+    Ok(spec)
+}
+
+/// `slo = "p99<10ms"` or a list of them, each in `--threshold` syntax.
+fn read_slo(r: &TomlReader, v: &Val, at: &str) -> Result<Vec<Threshold>, SuiteError> {
+    let items: Vec<&Val> = match v.get_ref() {
+        DeValue::String(_) => vec![v],
+        DeValue::Array(a) if !a.is_empty() => a.iter().collect(),
+        _ => {
+            return Err(r.err(
+                v.span(),
+                Some("slo"),
+                format!(
+                    "{at}.slo: must be a string such as \"p99<10ms\" or a non-empty list of them"
+                ),
+            ))
+        }
+    };
+    let mut out = Vec::new();
+    for e in items {
+        let s = r.str(e, at, "slo")?;
+        out.push(
+            threshold::parse(&s)
+                .map_err(|m| r.err(e.span(), Some("slo"), format!("{at}.slo: {m}")))?,
+        );
+    }
+    Ok(out)
+}
+
+/// A positive whole rate: `500`, `5k`.
+fn rate(text: &str) -> Result<u64, String> {
+    let n = volley_model::units::parse_count(text)?;
+    if n == 0 {
+        return Err("must be above 0".into());
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{err, parse, BASE};
+    use std::time::Duration;
+
+    #[test]
+    fn a_capacity_scenario_reads_its_search_and_checks_each_cell_at_the_start_rate() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"c\"\nconnections = [10, 50]\ncapacity = {{ slo = [\"p99<10ms\", \"errors<0.1%\"], step_duration = \"5s\", start_rate = \"2k\", max_rate = 90000, precision = \"10%\", repeat = 5, closed_loop = false }}\n"
+        ))
+        .unwrap();
+        let cells = &s.scenarios[0].cells;
+        assert_eq!(cells.len(), 2);
+        let c = cells[0].capacity.as_ref().expect("a capacity cell");
+        assert_eq!(c.slo.len(), 2);
+        assert_eq!(c.slo[0].text, "p99<10ms");
+        assert_eq!(c.step_duration, Some(Duration::from_secs(5)));
+        assert_eq!((c.start_rate, c.max_rate), (2000, Some(90_000)));
+        assert_eq!((c.precision, c.repeat, c.closed_loop), (0.1, 5, false));
+        // The first step's load was checked; the rate is the search's, not a flag of the cell.
+        assert_eq!(cells[0].config.load.rate_rps, Some(2000.0));
+        assert!(
+            cells[0].flags.iter().all(|f| !f.starts_with("--rate")),
+            "{:?}",
+            cells[0].flags
+        );
+        assert_eq!(cells[0].step_duration(), Duration::from_secs(5));
+        // Without step_duration: the scenario's (here the suite's) duration.
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"c\"\ncapacity = {{ slo = \"p99<10ms\" }}\n"
+        ))
+        .unwrap();
+        let cell = &s.scenarios[0].cells[0];
+        assert_eq!(cell.step_duration(), Duration::from_secs(2));
+        let c = cell.capacity.as_ref().unwrap();
+        assert_eq!((c.start_rate, c.repeat, c.closed_loop), (100, 3, true));
+        // A plain scenario is no capacity cell.
+        let s = parse(&format!("{BASE}[[scenario]]\nname = \"p\"\n")).unwrap();
+        assert!(s.scenarios[0].cells[0].capacity.is_none());
+    }
+
+    #[test]
+    fn bad_capacity_tables_name_the_key_and_place() {
+        let at = |rest: &str| err(&format!("{BASE}[[scenario]]\nname = \"c\"\n{rest}\n"));
+        let (line, _, key, m) = at("capacity = { step_duration = \"5s\" }");
+        assert_eq!((line, key.as_deref()), (9, Some("slo")));
+        assert!(m.contains("missing `slo`"), "{m}");
+        let (_, _, key, m) = at("capacity = { slo = \"p98<1ms\" }");
+        assert_eq!(key.as_deref(), Some("slo"));
+        assert!(m.contains("p98"), "{m}");
+        let (_, _, key, m) = at("capacity = { slo = [] }");
+        assert_eq!(key.as_deref(), Some("slo"));
+        assert!(m.contains("non-empty"), "{m}");
+        let (_, _, key, m) = at("capacity = { slo = \"p99<1ms\", precison = \"5%\" }");
+        assert_eq!(key.as_deref(), Some("precison"));
+        assert!(m.contains("unknown key") && m.contains("precision"), "{m}");
+        let (_, _, key, m) = at("capacity = { slo = \"p99<1ms\", repeat = 10 }");
+        assert_eq!(key.as_deref(), Some("repeat"));
+        assert!(m.contains("1..=9"), "{m}");
+        let (_, _, key, _) = at("capacity = { slo = \"p99<1ms\", precision = \"100%\" }");
+        assert_eq!(key.as_deref(), Some("precision"));
+        let (_, _, key, _) = at("capacity = { slo = \"p99<1ms\", start_rate = 0 }");
+        assert_eq!(key.as_deref(), Some("start_rate"));
+        let (_, _, key, _) = at("capacity = { slo = \"p99<1ms\", step_duration = \"0s\" }");
+        assert_eq!(key.as_deref(), Some("step_duration"));
+        let (line, _, key, m) = at("rate = 500\ncapacity = { slo = \"p99<1ms\" }");
+        assert_eq!((line, key.as_deref()), (9, Some("rate")));
+        assert!(m.contains("cannot be combined with `capacity`"), "{m}");
+        let (_, _, key, _) = at("thresholds = \"p99<1ms\"\ncapacity = { slo = \"p99<1ms\" }");
+        assert_eq!(key.as_deref(), Some("thresholds"));
+        let (_, _, key, m) = at("capacity = \"p99<1ms\"");
+        assert_eq!(key.as_deref(), Some("capacity"));
+        assert!(m.contains("must be a table"), "{m}");
+    }
+}

@@ -1,0 +1,14 @@
+//! Monitoring: procfs parsers (pure), the server monitor (`--pid`: a sampler over a process
+//! tree with perf syscall counters), and the client self-check with the machine view.
+
+pub mod client;
+pub mod gc;
+pub mod others;
+pub mod perf;
+pub mod procfs;
+pub mod read;
+pub mod server;
+pub mod settings;
+pub mod tracefs;
+pub mod tree;
+pub mod watch;
