@@ -27,7 +27,6 @@ pub mod history;
 pub mod live;
 pub mod measure;
 pub mod merge;
-pub mod report;
 pub mod serve;
 pub mod shard;
 
@@ -37,3 +36,4 @@ pub use volley_engine as engine;
 pub use volley_model::{metric, result, stats, sys, units};
 pub use volley_monitor as monitor;
 pub use volley_plan as plan;
+pub use volley_report as report;

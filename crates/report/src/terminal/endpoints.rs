@@ -1,0 +1,116 @@
+//! The summary's workload part (`--requests-file`, `--expect-*`): which file ran, the checks
+//! that failed, and a table of the named requests — their share of the mix, throughput,
+//! corrected latency, failed responses and errors.
+
+use std::fmt::Write as _;
+
+use volley_model::result::RunResult;
+use volley_model::units::{opt_micros, thousands};
+
+/// `  Requests file  mix.toml (3 requests, weighted, 2 named; sha256 1a2b3c4d…)`.
+pub fn requests_file(o: &mut String, r: &RunResult) {
+    let Some(f) = &r.target.requests_file else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "  Workload     {} ({} request{}, {}, {} named; sha256 {}…)",
+        f.path,
+        f.requests,
+        if f.requests == 1 { "" } else { "s" },
+        f.order,
+        f.names,
+        &f.sha256[..f.sha256.len().min(8)]
+    );
+}
+
+/// `  Checks       failed: body_contains 200 · status 3` (or `all passed`).
+pub fn checks(o: &mut String, r: &RunResult) {
+    if r.checks.is_empty() {
+        return;
+    }
+    let failed: Vec<String> = r
+        .checks
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{k} {}", thousands(*n)))
+        .collect();
+    let _ = writeln!(
+        o,
+        "  Checks       {}",
+        if failed.is_empty() {
+            "every response passed".to_string()
+        } else {
+            format!(
+                "failed: {} ({} responses in requests.failed)",
+                failed.join(" · "),
+                thousands(r.requests.failed)
+            )
+        }
+    );
+}
+
+/// The named requests, one line each.
+pub fn table(o: &mut String, r: &RunResult) {
+    if r.endpoints.is_empty() {
+        return;
+    }
+    let total: u64 = r.requests.sent.max(1);
+    let elapsed = r.elapsed_s.max(1e-9);
+    let mut rows: Vec<[String; 9]> = vec![[
+        "name".into(),
+        "request".into(),
+        "share".into(),
+        "req/s".into(),
+        "p50".into(),
+        "p99".into(),
+        "p99.9".into(),
+        "failed".into(),
+        "errors".into(),
+    ]];
+    for e in &r.endpoints {
+        rows.push([
+            e.name.clone(),
+            request_of(e),
+            format!("{:.1} %", e.requests.sent as f64 / total as f64 * 100.0),
+            volley_model::units::rate(e.requests.completed as f64 / elapsed),
+            opt_micros(e.latency_us.p50),
+            opt_micros(e.latency_us.p99),
+            opt_micros(e.latency_us.p99_9),
+            thousands(e.requests.failed),
+            thousands(e.requests.errors),
+        ]);
+    }
+    let mut width = [0usize; 9];
+    for row in &rows {
+        for (w, c) in width.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n  By request   (named requests of the file; the numbers above are the whole mix)"
+    );
+    for row in &rows {
+        let mut line = String::from("    ");
+        for (k, (c, w)) in row.iter().zip(width).enumerate() {
+            let pad = " ".repeat(w - c.chars().count());
+            if k < 2 {
+                line += &format!("{c}{pad}  ");
+            } else {
+                line += &format!("{pad}{c}  ");
+            }
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+}
+
+/// `METHOD path`, or what `other` holds when it took the templates past the cap (its method
+/// and path are empty: it has no one of each).
+fn request_of(e: &volley_model::result::endpoint::EndpointResult) -> String {
+    if e.method.is_empty() && e.path.is_empty() {
+        "(templates past the first 100 names)".into()
+    } else {
+        format!("{} {}", e.method, e.path)
+    }
+}
