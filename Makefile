@@ -4,11 +4,22 @@
 # dependencies' licences, sources and advisories with cargo-deny; scripts/check-image.sh checks
 # what the Dockerfile's image holds: a static musl build run in a root of only what the image
 # copies, as root in a network namespace of its own, skipped where it cannot run unless CI=true).
-# `make demo` loads the built-in server for 5 s.
+# `make check` is the quick tier for working on the code: fmt, clippy, every crate's unit and
+# doc tests and the integration tests that need nothing but volley and run in seconds (no
+# other software, no long searches). `make demo` loads the built-in server for 5 s.
 PORT ?= 18080
 VOLLEY := target/release/volley
 
-.PHONY: build deps test-deps quick demo test bench
+# Integration tests left out of `make check`: those that need other software (nginx,
+# Chromium, Prometheus, Otava, kubernetes-validate, the reference servers' toolchains,
+# network namespaces) ...
+FULL_TESTS := gc h2 h2_interop history_otava html k8s live live_browser reference_servers \
+	remote_write shards_netns
+# ... and those that run real searches or suites for tens of seconds.
+SLOW_TESTS := bench bench_capacity bench_guard capacity compare history history_calls
+CHECK_TESTS := $(filter-out $(FULL_TESTS) $(SLOW_TESTS),$(basename $(notdir $(wildcard tests/*.rs))))
+
+.PHONY: build deps test-deps quick demo check test bench
 
 deps:
 	servers/install.sh
@@ -27,10 +38,19 @@ demo: build
 quick: deps build
 	$(VOLLEY) bench suites/quick.toml
 
+check:
+	cargo fmt --all -- --check
+	cargo clippy --all-targets --locked -- -D warnings
+	cargo test --locked --workspace --lib --bins
+	cargo test --locked --workspace --doc
+	cargo test --locked -p volley $(addprefix --test ,$(CHECK_TESTS))
+
 test: deps test-deps
 	cargo fmt --all -- --check
 	cargo clippy --all-targets --locked -- -D warnings
 	scripts/deny.sh
+	scripts/msrv.sh
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 	cargo test --locked
 	# The default backend is io_uring where the kernel has it: the engine, fault,
 	# hostile-server, TLS and HTTP/2 tests run again on epoll.

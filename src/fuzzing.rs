@@ -582,7 +582,7 @@ pub fn check_hsperfdata(data: &[u8]) {
 }
 
 /// Fuzz target `gctrace`: Go's `GODEBUG=gctrace=1` reader on the lossy UTF-8 text (see
-/// [`check_gc_log`]); lines are read independently, so the text read line by line gives the
+/// `check_gc_log`); lines are read independently, so the text read line by line gives the
 /// same events.
 pub fn check_gctrace(data: &[u8]) {
     check_pause_log("gctrace", gotrace::parse, data, true);
@@ -593,7 +593,7 @@ pub fn check_jvmlog(data: &[u8]) {
     check_pause_log("jvmlog", jvmlog::parse, data, true);
 }
 
-/// Fuzz target `nodetrace`: Node's `--trace-gc` reader (see [`check_gc_log`]); its anchor
+/// Fuzz target `nodetrace`: Node's `--trace-gc` reader (see `check_gc_log`); its anchor
 /// line ties the lines of one process together, so they are not compared one by one.
 pub fn check_nodetrace(data: &[u8]) {
     check_pause_log("nodetrace", nodetrace::parse, data, false);

@@ -338,7 +338,7 @@ fn localhost_uses_an_address_that_listens() {
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
             std::thread::spawn(move || {
-                common::ctx(s).answer_each(OK);
+                ctx(s).answer_each(OK);
             });
         }
     });

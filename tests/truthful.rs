@@ -156,7 +156,7 @@ fn a_few_server_errors_are_a_share_in_the_headline() {
         let mut n = 0u64;
         while c.read_request() {
             n += 1;
-            let reply: &[u8] = if n % 10 == 0 {
+            let reply: &[u8] = if n.is_multiple_of(10) {
                 b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 1\r\n\r\n."
             } else {
                 OK
@@ -191,7 +191,7 @@ fn the_address_is_picked_without_a_probe_connection() {
                 continue; // dropped: a reset
             }
             first = false;
-            let mut c = common::ctx(stream);
+            let mut c = ctx(stream);
             std::thread::spawn(move || c.answer_each(OK));
         }
     });

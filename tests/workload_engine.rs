@@ -239,8 +239,8 @@ fn a_check_that_fails_on_every_tenth_response_is_counted_exactly() {
     let server = common::spawn(move |mut c, _| {
         while c.read_request() {
             let k = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            let word = if k % 10 == 0 { "bad" } else { "ok!" };
-            let reply = if k % 2 == 0 {
+            let word = if k.is_multiple_of(10) { "bad" } else { "ok!" };
+            let reply = if k.is_multiple_of(2) {
                 format!("HTTP/1.1 200 OK\r\nX-Id: {k}\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n1\r\n{}\r\n0\r\n\r\n", &word[..2], &word[2..])
             } else {
                 format!("HTTP/1.1 200 OK\r\nX-Id: {k}\r\nContent-Length: 3\r\n\r\n{word}")

@@ -280,7 +280,7 @@ fn assert_shares(label: &str, got: &BTreeMap<String, u64>, r: &Value) -> bool {
             n.abs_diff(want) * 100 <= total,
             "{label}: {key} {n}, want {want} (±1 % of {total}): {got:?}"
         );
-        exact &= n == want && total % 100 == 0;
+        exact &= n == want && total.is_multiple_of(100);
         let e = endpoint(r, name);
         assert_eq!(u(e, "/requests/completed"), n, "{label}: endpoint {name}");
         assert_eq!(
@@ -770,7 +770,7 @@ fn csv_rows_fill_a_path_and_a_header_in_order_or_at_random() {
 
 /// Every 10th response (by the server's count) says `bad` instead of `ok!`.
 fn every_tenth_bad(_: &Seen, n: u64) -> Vec<u8> {
-    let word = if n % 10 == 0 { "bad" } else { "ok!" };
+    let word = if n.is_multiple_of(10) { "bad" } else { "ok!" };
     format!("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n{word}").into_bytes()
 }
 
@@ -867,7 +867,7 @@ fn a_check_failing_every_tenth_response_is_counted_exactly() {
 
 /// Every 10th response (by the server's count) is a 404.
 fn every_tenth_missing(_: &Seen, n: u64) -> Vec<u8> {
-    let status = if n % 10 == 0 {
+    let status = if n.is_multiple_of(10) {
         "404 Not Found"
     } else {
         "200 OK"

@@ -11,7 +11,7 @@
 //! bracket's high end is one, the answer is a lower bound ("at least X: the client is the
 //! limit"), X as close to the client's limit as the precision asks.
 //!
-//! Then the answer is confirmed ([`confirm`]): the rate found and the bracket's high end run
+//! Then the answer is confirmed (`confirm`): the rate found and the bracket's high end run
 //! again, and a contradiction moves the bracket and the search goes on from there.
 
 mod confirm;

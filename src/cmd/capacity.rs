@@ -68,6 +68,8 @@ pub struct CapacityArgs {
 
     /// Folder for the steps' RunResults and capacity.json
     /// [default: results/capacity-<UTC timestamp>].
+    // The help text shows `<…>` as written; rustdoc would read it as an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long)]
     pub out: Option<PathBuf>,
 

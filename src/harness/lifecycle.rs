@@ -216,7 +216,7 @@ pub fn start(
             // If volley itself is killed, its server does not outlive it.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
             if let Some(set) = &set {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), set) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }

@@ -54,7 +54,7 @@ pub enum StartError {
         /// The suite file.
         suite: String,
         /// What is needed.
-        source: crate::sys::limits::NofileError,
+        source: limits::NofileError,
     },
     /// The results folder cannot be used.
     #[error("--out {dir}: {message}")]

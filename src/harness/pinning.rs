@@ -15,7 +15,7 @@ pub fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
 pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     let set = cpu_set(cpus);
     // SAFETY: a valid set of the right size for the calling thread (pid 0).
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
     if rc == 0 {
         Ok(())
     } else {

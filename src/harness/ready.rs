@@ -102,7 +102,7 @@ impl fmt::Display for NotReady {
 
 /// Polls `GET ready_path` until the server answers with a status below 500 (`Ok`: how long
 /// that took). Fails as soon as the server exits or its process tree has listened for
-/// [`WRONG_PORT_GRACE`] on other ports but not on `$PORT`.
+/// `WRONG_PORT_GRACE` on other ports but not on `$PORT`.
 pub fn wait_ready(
     r: &mut Running,
     ready_path: &str,
@@ -519,7 +519,7 @@ mod tests {
     /// Reads what the peer sent until nothing more comes for 200 ms (or it closes), so that
     /// closing sends FIN, not a reset that could overtake what was written.
     fn drain(s: &mut TcpStream) {
-        let _ = s.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
         let _ = std::io::copy(s, &mut std::io::sink());
     }
 
@@ -579,7 +579,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // The plain check that follows it found no HTTP either; this thread is done.
-        drop(std::net::TcpStream::connect(addr));
+        drop(TcpStream::connect(addr));
         h.join().unwrap();
     }
 

@@ -80,7 +80,7 @@ impl DashboardHandler {
             match self.feed.next(after, KEEPALIVE) {
                 Next::Frames(frames) => {
                     // Frame by frame through one buffer: a replay is never copied whole.
-                    let mut w = std::io::BufWriter::with_capacity(64 * 1024, &mut *out);
+                    let mut w = io::BufWriter::with_capacity(64 * 1024, &mut *out);
                     for f in &frames {
                         w.write_all(f.text.as_bytes())?;
                         after = Some(after.map_or(f.id, |a| a.max(f.id)));

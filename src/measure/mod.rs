@@ -119,7 +119,7 @@ pub struct Prepared {
 pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     let load = &cfg.load;
     // Before the monitor is armed and the engine's clock starts: probing takes a moment.
-    let io = crate::engine::choose_io(load.io, load.keepalive).map_err(MeasureError::Io)?;
+    let io = engine::choose_io(load.io, load.keepalive).map_err(MeasureError::Io)?;
     let clock = shard::check_clock(cfg)?;
     let sampler = match &cfg.monitor {
         Some(m) => {
@@ -178,7 +178,7 @@ pub struct Context<'a> {
     pub server_cpus: Option<&'a str>,
     /// Where the server monitor keeps its latest second for live views (`None`: nobody
     /// watches).
-    pub server_latest: Option<crate::monitor::server::LatestTick>,
+    pub server_latest: Option<server::LatestTick>,
 }
 
 /// What one measurement produced.
@@ -294,7 +294,7 @@ pub fn run(
 
 /// A seed for Poisson arrivals when none was given: the clock's nanoseconds.
 fn clock_seed() -> u64 {
-    std::time::SystemTime::now()
+    SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(1)

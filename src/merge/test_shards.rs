@@ -128,7 +128,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             cpu_pct_max: 40.0,
             saturated: false,
             saturated_fraction: 0.0,
-            io: Some(crate::result::IoBackend::Epoll),
+            io: Some(IoBackend::Epoll),
             starved: false,
             starved_fraction: 0.0,
             wait_pct_max: 0.0,

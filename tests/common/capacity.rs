@@ -141,10 +141,9 @@ pub fn check_files(s: &Searched) {
 /// Everything wrong with a `volley.capacity/1` document: where it breaks
 /// `schema/capacity.schema.json`, and every key it has that the schema does not name (see
 /// [`undocumented_keys`]); empty when it is right.
-pub fn capacity_schema_errors(doc: &serde_json::Value) -> Vec<String> {
+pub fn capacity_schema_errors(doc: &Value) -> Vec<String> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/capacity.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let v = jsonschema::draft202012::new(&schema).expect("a valid draft 2020-12 schema");
     let mut errs: Vec<String> = v
         .iter_errors(doc)
@@ -164,7 +163,7 @@ pub fn capacity_schema_errors(doc: &serde_json::Value) -> Vec<String> {
 /// `patternProperties`). The schemas allow unknown keys, as readers must (new optional keys
 /// come without a schema bump), so validation alone cannot tell that a key the product writes
 /// was never described; this can.
-pub fn undocumented_keys(schema: &serde_json::Value, doc: &serde_json::Value) -> Vec<String> {
+pub fn undocumented_keys(schema: &Value, doc: &Value) -> Vec<String> {
     use serde_json::Value;
     fn resolve<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
         while let Some(r) = s.get("$ref").and_then(Value::as_str) {

@@ -440,7 +440,7 @@ impl Peer {
                 self.send(PING, ACK, 0, &p);
                 None
             }
-            HEADERS | DATA | kind::RST_STREAM => Some(f),
+            HEADERS | DATA | RST_STREAM => Some(f),
             _ => None,
         }
     }
@@ -460,7 +460,7 @@ impl Peer {
                     self.send(WINDOW_UPDATE, 0, f.stream, &n);
                 }
             }
-            kind::RST_STREAM => self.open.retain(|s| *s != f.stream),
+            RST_STREAM => self.open.retain(|s| *s != f.stream),
             _ => {}
         }
         if matches!(f.kind, HEADERS | DATA) && f.flags & END_STREAM != 0 {
@@ -570,7 +570,7 @@ impl Peer {
                 if f.kind == HEADERS && !self.open.contains(&f.stream) {
                     self.open.push(f.stream);
                     self.ctx.requests.fetch_add(1, Ordering::SeqCst);
-                    if !self.send(kind::RST_STREAM, 0, f.stream, &code.to_be_bytes()) {
+                    if !self.send(RST_STREAM, 0, f.stream, &code.to_be_bytes()) {
                         return;
                     }
                 }

@@ -124,7 +124,7 @@ fn socket_linger_zero(s: &TcpStream) -> std::io::Result<()> {
             libc::SOL_SOCKET,
             libc::SO_LINGER,
             &l as *const libc::linger as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            size_of::<libc::linger>() as libc::socklen_t,
         )
     };
     if rc == 0 {

@@ -392,7 +392,7 @@ fn connection<S: Read + Write>(config: Arc<ServerConfig>, mut sock: S, after: Af
     if conn.read_tls(&mut sock).is_err() {
         return;
     }
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     if conn.process_new_packets().is_err() {
         let _ = conn.write_tls(&mut sock);
         return;
@@ -602,7 +602,7 @@ fn flood<S: Read + Write>(conn: ServerConnection, mut sock: S, data_every: Optio
         for _ in 0..256 {
             hand.seal(&mut batch, Handshake, &ticket);
             tickets += 1;
-            if data_every.is_some_and(|n| tickets % n == 0) {
+            if data_every.is_some_and(|n| tickets.is_multiple_of(n)) {
                 hand.seal(&mut batch, ApplicationData, b"x");
             }
         }
@@ -811,7 +811,7 @@ pub fn check_https_run(j: &Value, version: &str, requests: u64) {
 }
 
 /// An HTTP/1.1 server on a Unix socket: answers 200 `.` to each request, keeping the heads.
-pub fn unix_server(path: &std::path::Path) -> (Arc<AtomicU64>, Arc<Mutex<Vec<String>>>) {
+pub fn unix_server(path: &Path) -> (Arc<AtomicU64>, Arc<Mutex<Vec<String>>>) {
     let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
     let count = Arc::new(AtomicU64::new(0));
     let heads = Arc::new(Mutex::new(Vec::new()));

@@ -238,7 +238,7 @@ pub struct RunFlags {
     /// recognized by its lines), read at the end: its pauses in the window go into the result
     /// and the summary. Needs --pid. A JVM's counters are read without it.
     #[arg(long, value_name = "PATH")]
-    pub gc_log: Option<std::path::PathBuf>,
+    pub gc_log: Option<PathBuf>,
 
     /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'failed<1%', 'checks<5%',
     /// 'rps>5000' (a broken one exits 1). Without thresholds, 4xx/5xx responses alone do not

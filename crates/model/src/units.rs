@@ -280,7 +280,7 @@ pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -340,10 +340,10 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
 /// assert_eq!(duration_flag(Duration::from_millis(1500)), "1500ms");
 /// assert_eq!(parse_duration(&duration_flag(Duration::from_micros(250))), Ok(Duration::from_micros(250)));
 /// ```
-pub fn duration_flag(d: std::time::Duration) -> String {
+pub fn duration_flag(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{}s", d.as_secs())
-    } else if d.as_nanos() % 1_000_000 == 0 {
+    } else if d.as_nanos().is_multiple_of(1_000_000) {
         format!("{}ms", d.as_millis())
     } else {
         format!("{}us", d.as_micros())

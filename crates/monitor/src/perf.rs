@@ -73,7 +73,7 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 fn open_counter(tracepoint_id: u64, tid: i32) -> io::Result<OwnedFd> {
     let attr = PerfEventAttr {
         type_: PERF_TYPE_TRACEPOINT,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        size: size_of::<PerfEventAttr>() as u32,
         config: tracepoint_id,
         flags: FLAG_INHERIT,
         ..Default::default()
@@ -273,34 +273,38 @@ impl Drop for SyscallCounters {
 /// # Safety
 /// Closes descriptors other code may own; only for a process about to `_exit`.
 unsafe fn close_all_except(keep: &[libc::c_int]) {
-    let mut from: libc::c_uint = 0;
-    for &k in keep {
-        if (k as libc::c_uint) > from {
-            close_range(from, k as libc::c_uint - 1);
+    unsafe {
+        let mut from: libc::c_uint = 0;
+        for &k in keep {
+            if (k as libc::c_uint) > from {
+                close_range(from, k as libc::c_uint - 1);
+            }
+            from = k as libc::c_uint + 1;
         }
-        from = k as libc::c_uint + 1;
+        close_range(from, libc::c_uint::MAX);
     }
-    close_range(from, libc::c_uint::MAX);
 }
 
 /// close_range(2) (Linux 5.9), or one close(2) per descriptor up to the limit before it.
 unsafe fn close_range(first: libc::c_uint, last: libc::c_uint) {
-    if libc::syscall(libc::SYS_close_range, first, last, 0) == 0 {
-        return;
-    }
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-        lim.rlim_cur.min(1 << 20) as libc::c_uint
-    } else {
-        1024
-    };
-    let mut fd = first;
-    while fd <= last && fd < max {
-        libc::close(fd as libc::c_int);
-        fd += 1;
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, first, last, 0) == 0 {
+            return;
+        }
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur.min(1 << 20) as libc::c_uint
+        } else {
+            1024
+        };
+        let mut fd = first;
+        while fd <= last && fd < max {
+            libc::close(fd as libc::c_int);
+            fd += 1;
+        }
     }
 }
 
@@ -313,7 +317,7 @@ mod tests {
     #[test]
     fn attr_has_a_published_size() {
         // PERF_ATTR_SIZE_VER5
-        assert_eq!(std::mem::size_of::<PerfEventAttr>(), 112);
+        assert_eq!(size_of::<PerfEventAttr>(), 112);
     }
 
     #[test]

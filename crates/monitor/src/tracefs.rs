@@ -353,80 +353,82 @@ unsafe fn namespace_child(
     rel: &[*const libc::c_char],
     report: &mut [u8],
 ) -> (Step, i32) {
-    let errno = || *libc::__errno_location();
-    // Die with volley rather than outlive it.
-    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-    if libc::unshare(libc::CLONE_NEWNS) != 0 {
-        return (Step::Unshare, errno());
-    }
-    // The copied mounts may share propagation with the original namespace: make them all
-    // private first, or the mount below would show up there too.
-    if libc::mount(
-        std::ptr::null(),
-        root,
-        std::ptr::null(),
-        libc::MS_REC | libc::MS_PRIVATE,
-        std::ptr::null(),
-    ) != 0
-    {
-        return (Step::MakePrivate, errno());
-    }
-    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    let dir = if libc::mount(nodev, mnt, tracefs, flags, std::ptr::null()) == 0 {
-        libc::open(mnt, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
-    } else {
-        let e = errno();
-        if libc::mount(nodev, mnt, debugfs, flags, std::ptr::null()) != 0 {
-            return (Step::Mount, e);
+    unsafe {
+        let errno = || *libc::__errno_location();
+        // Die with volley rather than outlive it.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return (Step::Unshare, errno());
         }
-        let d = libc::open(mnt, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
-        if d < 0 {
+        // The copied mounts may share propagation with the original namespace: make them all
+        // private first, or the mount below would show up there too.
+        if libc::mount(
+            std::ptr::null(),
+            root,
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return (Step::MakePrivate, errno());
+        }
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        let dir = if libc::mount(nodev, mnt, tracefs, flags, std::ptr::null()) == 0 {
+            libc::open(mnt, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        } else {
+            let e = errno();
+            if libc::mount(nodev, mnt, debugfs, flags, std::ptr::null()) != 0 {
+                return (Step::Mount, e);
+            }
+            let d = libc::open(mnt, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
+            if d < 0 {
+                return (Step::OpenMountpoint, errno());
+            }
+            let t = libc::openat(
+                d,
+                tracing,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            );
+            if t < 0 {
+                return (Step::Mount, e);
+            }
+            t
+        };
+        if dir < 0 {
             return (Step::OpenMountpoint, errno());
         }
-        let t = libc::openat(
-            d,
-            tracing,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        );
-        if t < 0 {
-            return (Step::Mount, e);
-        }
-        t
-    };
-    if dir < 0 {
-        return (Step::OpenMountpoint, errno());
-    }
-    for (i, path) in rel.iter().enumerate() {
-        let s = &mut report[5 + SLOT * i..5 + SLOT * (i + 1)];
-        s[0] = 0;
-        let fd = libc::openat(dir, *path, libc::O_RDONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            continue;
-        }
-        let mut len = 0usize;
-        loop {
-            let n = libc::read(
-                fd,
-                s[1 + len..].as_mut_ptr() as *mut libc::c_void,
-                SLOT - 1 - len,
-            );
-            if n < 0 && errno() == libc::EINTR {
+        for (i, path) in rel.iter().enumerate() {
+            let s = &mut report[5 + SLOT * i..5 + SLOT * (i + 1)];
+            s[0] = 0;
+            let fd = libc::openat(dir, *path, libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd < 0 {
                 continue;
             }
-            if n <= 0 {
-                break;
+            let mut len = 0usize;
+            loop {
+                let n = libc::read(
+                    fd,
+                    s[1 + len..].as_mut_ptr() as *mut libc::c_void,
+                    SLOT - 1 - len,
+                );
+                if n < 0 && errno() == libc::EINTR {
+                    continue;
+                }
+                if n <= 0 {
+                    break;
+                }
+                len += n as usize;
+                if len == SLOT - 1 {
+                    // Longer than any id: not one.
+                    len = 0;
+                    break;
+                }
             }
-            len += n as usize;
-            if len == SLOT - 1 {
-                // Longer than any id: not one.
-                len = 0;
-                break;
-            }
+            libc::close(fd);
+            s[0] = len as u8;
         }
-        libc::close(fd);
-        s[0] = len as u8;
+        (Step::Done, 0)
     }
-    (Step::Done, 0)
 }
 
 /// Reads the child's report until EOF or `timeout`; `Err` when it took too long.

@@ -39,7 +39,7 @@ pub struct Plan {
     /// The request every connection sends.
     pub template: RequestTemplate,
     /// `--requests-file`: the workload's requests compiled, with the run's seed.
-    pub mix: Option<request::Mix>,
+    pub mix: Option<Mix>,
 }
 
 impl Plan {
@@ -96,7 +96,7 @@ impl Plan {
         Plan {
             threads,
             template: RequestTemplate::build(cfg),
-            mix: request::Mix::of(cfg, seed),
+            mix: Mix::of(cfg, seed),
         }
     }
 }

@@ -11,7 +11,7 @@ use super::LoadSpec;
 pub struct RequestTemplate {
     /// Full request bytes (head + body), shared: a 100 MiB body exists once per run, not once
     /// per copy of the template.
-    pub bytes: std::sync::Arc<[u8]>,
+    pub bytes: Arc<[u8]>,
     /// The method (HEAD responses carry no body).
     pub method: String,
     /// May be resent after a silent close (RFC 9110 idempotent methods).
@@ -31,7 +31,7 @@ impl RequestTemplate {
         head.push_str("\r\n");
         // Collected straight into the shared allocation (the iterator's exact length lets the
         // Arc allocate once): a Vec first would briefly hold the body a second time.
-        let bytes: std::sync::Arc<[u8]> = head.bytes().chain(cfg.body.iter().copied()).collect();
+        let bytes: Arc<[u8]> = head.bytes().chain(cfg.body.iter().copied()).collect();
         let asks_close = !cfg.keepalive
             || cfg.headers.iter().any(|(n, v)| {
                 n.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close")

@@ -49,7 +49,7 @@ pub(super) fn export(a: &ExportArgs, path: &Path) -> Result<ExitCode, String> {
             if v.as_object().is_some_and(|o| o.is_empty()) {
                 return Err(format!(
                     "no saved run of commit {} to export",
-                    crate::history::series::short(&commit, 12)
+                    series::short(&commit, 12)
                 ));
             }
             let text = format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default());

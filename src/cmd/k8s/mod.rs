@@ -44,6 +44,8 @@ pub struct K8sArgs {
     pub namespace: String,
 
     /// The Job's name [default: volley-<UTC date>-<time>].
+    // The help text shows `<…>` as written; rustdoc would read it as an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long)]
     pub name: Option<String>,
 

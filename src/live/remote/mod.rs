@@ -239,9 +239,7 @@ fn agent(https: bool) -> ureq::Agent {
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(ureq::tls::RootCerts::new_with_certs(&roots))
         // The provider the target's TLS uses: no second crypto library.
-        .unversioned_rustls_crypto_provider(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .build();
     ureq::Agent::config_builder()
         .http_status_as_error(false)

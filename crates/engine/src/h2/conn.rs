@@ -568,7 +568,7 @@ impl H2Conn {
                 format_args!("a {} frame on stream 0", h.kind.name()),
             ));
         }
-        if h.stream % 2 == 0 || h.stream >= self.next_stream {
+        if h.stream.is_multiple_of(2) || h.stream >= self.next_stream {
             return Err(fail(
                 code::PROTOCOL_ERROR,
                 format_args!(

@@ -41,7 +41,7 @@ impl BufRing {
     /// Allocates the buffers and registers them with `ring` as [`GROUP`].
     pub fn register(ring: &IoUring) -> io::Result<BufRing> {
         let entries_layout =
-            Layout::from_size_align(COUNT as usize * std::mem::size_of::<BufRingEntry>(), 4096)
+            Layout::from_size_align(COUNT as usize * size_of::<BufRingEntry>(), 4096)
                 .map_err(io::Error::other)?;
         let mem_layout =
             Layout::from_size_align(COUNT as usize * BYTES, 4096).map_err(io::Error::other)?;

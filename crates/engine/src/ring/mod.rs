@@ -4,7 +4,7 @@
 //!
 //! Where epoll costs a `read` and a `write` per request plus a share of an `epoll_wait`, here a
 //! connection has one multishot receive armed for its whole life (the kernel picks a piece of a
-//! provided buffer per arrival, see [`bufs`]), and the sends of a loop iteration leave with the
+//! provided buffer per arrival, see `bufs`), and the sends of a loop iteration leave with the
 //! wait in one `io_uring_enter`: a loop iteration is one syscall whatever it did.
 //!
 //! The worker sees completions as [`RingEvent`]s and turns them into the same calls epoll's

@@ -407,10 +407,6 @@ mod tests {
     fn a_socket_stays_small_for_ten_thousand_connections() {
         // Every connection holds one on the heap: 88 bytes are one 96-byte allocation, about
         // 1 MB at 10,000 connections, where the copy buffers inline made them 160.
-        assert!(
-            std::mem::size_of::<RingSocket>() <= 88,
-            "{}",
-            std::mem::size_of::<RingSocket>()
-        );
+        assert!(size_of::<RingSocket>() <= 88, "{}", size_of::<RingSocket>());
     }
 }

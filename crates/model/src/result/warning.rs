@@ -7,7 +7,7 @@
 //! read back recognises its sentences by the patterns next to the constructors; a sentence
 //! volley does not know (a newer version's) is kept as [`WarningKind::Other`].
 //! Warnings that make a headline number untrustworthy are [`WarningKind::is_headline`]; their
-//! constructors are in [`headline`]; those of `volley merge` in `merge`.
+//! constructors are in `headline`; those of `volley merge` in `merge`.
 
 mod headline;
 mod merge;
@@ -568,7 +568,7 @@ mod tests {
             Warning::server_from_one_shard_elsewhere("a.json"),
             Warning::server_not_merged(&["a.json", "b.json"]),
             Warning::thresholds_not_carried(),
-            Warning::shortfall(&headline::Shortfall {
+            Warning::shortfall(&Shortfall {
                 achieved_rps: 25.0,
                 target_rps: 100.0,
                 connections: 5,
@@ -579,7 +579,7 @@ mod tests {
             Warning::failed_responses(&[(404, 10)], 10),
             Warning::failed_responses(&[(500, 10), (200, 90)], 100),
             Warning::failed_checks(&[("body_contains", 12), ("status", 3)], 13, 100),
-            Warning::shared_machine(&headline::SharedCpu {
+            Warning::shared_machine(&SharedCpu {
                 idle_pct: 0.8,
                 client_cores: 0.82,
                 server_cores: Some(1.18),

@@ -20,9 +20,7 @@ pub fn online() -> usize {
 pub fn allowed() -> (usize, String) {
     // SAFETY: sched_getaffinity fills the set we own.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let ok =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
-            == 0;
+    let ok = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) } == 0;
     if !ok {
         let n = online();
         return (n, format!("0-{}", n - 1));

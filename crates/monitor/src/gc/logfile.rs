@@ -298,17 +298,14 @@ mod tail_tests {
         let line = |ms: &str| {
             format!("gc 1 @0.010s 1%: 0.010+{ms}+0.020 ms clock, 0.1+0.2/0.3/0.4+0.5 ms cpu, 4->4->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 8 P\n")
         };
-        std::fs::write(&path, line("1.0")).unwrap();
+        fs::write(&path, line("1.0")).unwrap();
         let cfg = GcLogConfig {
             path: path.clone(),
             format: None,
         };
         let mut t = Tail::at_end(&cfg);
         assert_eq!(t.read().pause_count, 0, "the line before t0 is not counted");
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
+        let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
         use std::io::Write;
         write!(f, "{}{}", line("2.0"), &line("3.0")[..20]).unwrap();
         let live = t.read();

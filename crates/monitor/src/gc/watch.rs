@@ -34,8 +34,8 @@ pub struct GcWatch {
     /// t0 on the monotonic clock (`clocks.t0_unix_ms` on the wall clock).
     origin: Option<Instant>,
     /// The log followed for live views (its pauses since t0), and when it was last read.
-    tail: Option<(super::logfile::Tail, f64)>,
-    tailed: Option<super::counters::LiveGc>,
+    tail: Option<(logfile::Tail, f64)>,
+    tailed: Option<counters::LiveGc>,
 }
 
 impl GcWatch {
@@ -52,10 +52,7 @@ impl GcWatch {
         self.clocks = clocks;
         self.origin = Some(origin);
         self.look(0.0, pids);
-        self.tail = self
-            .log
-            .as_ref()
-            .map(|l| (super::logfile::Tail::at_end(l), 0.0));
+        self.tail = self.log.as_ref().map(|l| (logfile::Tail::at_end(l), 0.0));
     }
 
     /// A reading at `t_s` seconds from t0 over the tree's live `pids`.
@@ -87,7 +84,7 @@ impl GcWatch {
 
     /// The pauses since t0 as read so far: a JVM's from its counters, otherwise those of the
     /// lines appended to `--gc-log` (`None` with neither).
-    pub fn live(&self) -> Option<super::counters::LiveGc> {
+    pub fn live(&self) -> Option<counters::LiveGc> {
         self.jvm.as_ref().map(|j| j.live()).or(self.tailed)
     }
 

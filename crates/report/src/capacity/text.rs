@@ -221,7 +221,7 @@ fn versus(r: &CapacityResult, c: &ClosedLoopStep, share: f64) -> String {
 /// The suite table's capacity part: per scenario, the servers by the rate they sustain within
 /// the SLO beside their closed-loop maximum (medians over repetitions), with why a server has
 /// no rate underneath. Empty without capacity searches.
-pub fn rankings_table(entries: &[super::CapacityEntry]) -> String {
+pub fn rankings_table(entries: &[CapacityEntry]) -> String {
     let mut out = String::new();
     for r in super::rankings(entries) {
         out += &format!(

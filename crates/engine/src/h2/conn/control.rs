@@ -15,7 +15,7 @@ impl H2Conn {
             return Self::on_connection(&h, p, Some(0));
         }
         Self::on_connection(&h, p, None)?;
-        if p.len() % 6 != 0 {
+        if !p.len().is_multiple_of(6) {
             return Err(fail(
                 code::FRAME_SIZE_ERROR,
                 format_args!("a SETTINGS frame of {} bytes, not a multiple of 6", p.len()),

@@ -3,7 +3,7 @@
 //! correction of the variance and a continuity correction of 0.5 — what R's
 //! `wilcox.test(a, b, exact = FALSE, correct = TRUE)` and SciPy's
 //! `mannwhitneyu(a, b, method="asymptotic", use_continuity=True)` compute — and the
-//! Hodges-Lehmann shift with its distribution-free confidence interval ([`shift`]).
+//! Hodges-Lehmann shift with its distribution-free confidence interval (`shift`).
 //! Pure functions only; nothing here knows about RunResults.
 
 mod effect;
