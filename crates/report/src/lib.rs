@@ -5,6 +5,7 @@
 pub mod capacity;
 pub mod csv;
 pub mod endpoints;
+pub mod escape;
 pub mod hdr_log;
 pub mod html;
 pub mod json;

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::text::{self, rps};
 use super::{rankings, CapacityEntry, Ranking};
-use crate::html::escape_html as esc;
+use crate::escape::escape_html as esc;
 use crate::model::median;
 use volley_model::metric::threshold;
 use volley_model::metric::{Metric, Stat};

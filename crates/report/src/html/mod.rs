@@ -14,15 +14,15 @@
 
 mod body;
 mod data;
-mod escape;
+
 mod nines;
 mod page;
 
+pub use crate::escape::{escape_html, fill, script_json};
 pub use data::{
     EndpointLine, GcSeries, GroupData, HdrLine, OverTime, PageData, Resources, Spread,
     ThroughputBar,
 };
-pub use escape::{escape_html, fill, script_json};
 pub use nines::{merged, merged_encoded, percentile_points};
 pub use page::{Group, Page, Row};
 
