@@ -20,7 +20,7 @@
 #             lines and volley's anchor line (monitor::gc; each seeded with its real fixtures
 #             of tests/fixtures/gc/)
 #
-# The checks are volley::fuzzing::check_<target>; inputs kept in fuzz/regressions/<target>/
+# The checks are volley_fuzzing::check_<target> (crates/fuzzing); inputs kept in fuzz/regressions/<target>/
 # seed the runs and are replayed by `cargo test --test fuzz_regressions`. The growing corpus
 # stays in fuzz/corpus/<target>/ (not committed), so later runs start where earlier ones ended.
 #

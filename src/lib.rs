@@ -20,8 +20,6 @@ macro_rules! eprint {
 pub mod capacity;
 pub mod cmd;
 pub mod compare;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod harness;
 pub mod history;
 pub mod live;

@@ -19,7 +19,6 @@ const LAYERS: &[&[&str]] = &[
     &["capacity"],
     &["harness", "compare", "serve", "shard"],
     &["cmd"],
-    &["fuzzing"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -1,5 +1,5 @@
 //! Replays every input kept under `fuzz/regressions/<target>/` through the same check the
-//! fuzz target runs (`volley::fuzzing`), so what the fuzzer once found stays fixed without a
+//! fuzz target runs (`volley_fuzzing`, crates/fuzzing), so what the fuzzer once found stays fixed without a
 //! nightly toolchain. Inputs that crashed are kept there with the fix; a few hand-picked ones
 //! cover each target's main paths.
 
@@ -40,52 +40,52 @@ fn replay(target: &str, check: fn(&[u8])) {
 
 #[test]
 fn response() {
-    replay("response", volley::fuzzing::check_response);
+    replay("response", volley_fuzzing::check_response);
 }
 
 #[test]
 fn units() {
-    replay("units", volley::fuzzing::check_units);
+    replay("units", volley_fuzzing::check_units);
 }
 
 #[test]
 fn suite() {
-    replay("suite", volley::fuzzing::check_suite);
+    replay("suite", volley_fuzzing::check_suite);
 }
 
 #[test]
 fn result() {
-    replay("result", volley::fuzzing::check_result);
+    replay("result", volley_fuzzing::check_result);
 }
 
 #[test]
 fn h2() {
-    replay("h2", volley::fuzzing::check_h2);
+    replay("h2", volley_fuzzing::check_h2);
 }
 
 #[test]
 fn hsperfdata() {
-    replay("hsperfdata", volley::fuzzing::check_hsperfdata);
+    replay("hsperfdata", volley_fuzzing::check_hsperfdata);
 }
 
 #[test]
 fn gctrace() {
-    replay("gctrace", volley::fuzzing::check_gctrace);
+    replay("gctrace", volley_fuzzing::check_gctrace);
 }
 
 #[test]
 fn jvmlog() {
-    replay("jvmlog", volley::fuzzing::check_jvmlog);
+    replay("jvmlog", volley_fuzzing::check_jvmlog);
 }
 
 #[test]
 fn nodetrace() {
-    replay("nodetrace", volley::fuzzing::check_nodetrace);
+    replay("nodetrace", volley_fuzzing::check_nodetrace);
 }
 
 #[test]
 fn h2_worker() {
-    replay("h2_worker", volley::fuzzing::check_h2_worker);
+    replay("h2_worker", volley_fuzzing::check_h2_worker);
 }
 
 /// The `h2_worker` seeds reach what they are named for (a seed that no longer does would
@@ -97,7 +97,7 @@ fn h2_worker_seeds_reach_their_paths() {
             .join("fuzz/regressions/h2_worker")
             .join(name);
         let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        volley::fuzzing::run_h2_worker(&data, false).expect("an input with its set-up")
+        volley_fuzzing::run_h2_worker(&data, false).expect("an input with its set-up")
     };
     // Every request written twice (the resend of a graceful GOAWAY's unprocessed streams),
     // then a `protocol` error when the next connection turns it away again.

@@ -1,6 +1,6 @@
 #![no_main]
-//! Fuzz target `gctrace`: see `volley::fuzzing::check_gctrace` for what is checked.
+//! Fuzz target `gctrace`: see `volley_fuzzing::check_gctrace` for what is checked.
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| volley::fuzzing::check_gctrace(data));
+fuzz_target!(|data: &[u8]| volley_fuzzing::check_gctrace(data));

@@ -1,6 +1,6 @@
 #![no_main]
-//! Fuzz target `jvmlog`: see `volley::fuzzing::check_jvmlog` for what is checked.
+//! Fuzz target `jvmlog`: see `volley_fuzzing::check_jvmlog` for what is checked.
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| volley::fuzzing::check_jvmlog(data));
+fuzz_target!(|data: &[u8]| volley_fuzzing::check_jvmlog(data));

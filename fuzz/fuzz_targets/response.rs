@@ -1,6 +1,6 @@
 #![no_main]
-//! Fuzz target `response`: see `volley::fuzzing::check_response` for what is checked.
+//! Fuzz target `response`: see `volley_fuzzing::check_response` for what is checked.
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| volley::fuzzing::check_response(data));
+fuzz_target!(|data: &[u8]| volley_fuzzing::check_response(data));

@@ -1,6 +1,6 @@
 #![no_main]
-//! Fuzz target `suite`: see `volley::fuzzing::check_suite` for what is checked.
+//! Fuzz target `suite`: see `volley_fuzzing::check_suite` for what is checked.
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| volley::fuzzing::check_suite(data));
+fuzz_target!(|data: &[u8]| volley_fuzzing::check_suite(data));

@@ -1,10 +1,10 @@
 //! The checks behind the fuzz targets (`fuzz/fuzz_targets/`) and their regression test
-//! (`tests/fuzz_regressions.rs`), kept in the library so both run exactly the same code and
-//! the stable test needs no nightly toolchain. Each function takes arbitrary bytes, feeds them
+//! (`tests/fuzz_regressions.rs`), kept in this crate so both run exactly the same code and
+//! the stable test needs no nightly toolchain; not part of the `volley` library. Each function takes arbitrary bytes, feeds them
 //! to one parser and panics when a promise of that parser is broken; returning means the input
 //! was handled (accepted or refused) correctly.
 //!
-//! Not a public API: hidden from the documentation, may change with the parsers.
+//! Not a public API (never published): it may change with the parsers.
 
 use std::path::Path;
 use std::time::Duration;
@@ -15,16 +15,16 @@ pub use h2_worker::{
     Setup as H2WorkerSetup,
 };
 
-use crate::config::suite::{SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
-use crate::config::{parse_url, threshold};
-use crate::engine::h2::conn::{Event as H2Event, H2Conn, H2Error, MAX_QUEUED_ACKS, RECEIVE_WINDOW};
-use crate::engine::response::{ParseError, Response, ResponseParser, MAX_HEAD_BYTES};
-use crate::monitor::gc::{gotrace, hsperfdata, jvmlog, nodetrace, GcLog};
-use crate::report::{Format, Report};
-use crate::result::{RunResult, SuiteIndex};
-use crate::stats::histogram;
-use crate::sys::cpus::parse_list as parse_cpu_list;
-use crate::units;
+use volley_config::suite::{SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
+use volley_config::{parse_url, threshold};
+use volley_engine::h2::conn::{Event as H2Event, H2Conn, H2Error, MAX_QUEUED_ACKS, RECEIVE_WINDOW};
+use volley_engine::response::{ParseError, Response, ResponseParser, MAX_HEAD_BYTES};
+use volley_model::result::{RunResult, SuiteIndex};
+use volley_model::stats::histogram;
+use volley_model::sys::cpus::parse_list as parse_cpu_list;
+use volley_model::units;
+use volley_monitor::gc::{gotrace, hsperfdata, jvmlog, nodetrace, GcLog};
+use volley_report::{Format, Report};
 
 /// The longest a parsed duration may be (`parse_duration` refuses more than a year).
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);

@@ -18,15 +18,15 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::engine::clock::Clock;
-use crate::engine::h2::conn::{BODY_AHEAD, MAX_QUEUED_ACKS, RECEIVE_WINDOW};
-use crate::engine::h2::frame::{DEFAULT_MAX_FRAME, HEADER_LEN, PREFACE};
-use crate::engine::mem::MemNet;
-use crate::engine::transport::Endpoint;
-use crate::engine::worker::probe::{Probe, Seen};
-use crate::engine::{SetupGate, Shared, STOP_NONE};
-use crate::plan::{HttpVersion, IoBackend, Pacer, RequestTemplate};
-use crate::stats::recorder::{Counters, ErrorCounts, WorkerReport};
+use volley_engine::clock::Clock;
+use volley_engine::h2::conn::{BODY_AHEAD, MAX_QUEUED_ACKS, RECEIVE_WINDOW};
+use volley_engine::h2::frame::{DEFAULT_MAX_FRAME, HEADER_LEN, PREFACE};
+use volley_engine::mem::MemNet;
+use volley_engine::transport::Endpoint;
+use volley_engine::worker::probe::{Probe, Seen};
+use volley_engine::{SetupGate, Shared, STOP_NONE};
+use volley_model::stats::recorder::{Counters, ErrorCounts, WorkerReport};
+use volley_plan::{HttpVersion, IoBackend, Pacer, RequestTemplate};
 
 /// The manual clock of the worker under test (run-clock ns).
 static NOW: AtomicU64 = AtomicU64::new(0);
@@ -525,7 +525,7 @@ impl Server {
         }
     }
 
-    fn with_pipe(&self, id: u64, f: impl FnOnce(&mut crate::engine::mem::Pipe)) {
+    fn with_pipe(&self, id: u64, f: impl FnOnce(&mut volley_engine::mem::Pipe)) {
         let st = self.net.state();
         if let Some(p) = st.pipes.get(id as usize) {
             f(&mut p.lock().unwrap_or_else(|e| e.into_inner()));
