@@ -40,14 +40,14 @@ quick: deps build
 
 check:
 	cargo fmt --all -- --check
-	cargo clippy --all-targets --locked -- -D warnings
+	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo test --locked --workspace --lib --bins
 	cargo test --locked --workspace --doc
 	cargo test --locked -p volley $(addprefix --test ,$(CHECK_TESTS))
 
 test: deps test-deps
 	cargo fmt --all -- --check
-	cargo clippy --all-targets --locked -- -D warnings
+	cargo clippy --workspace --all-targets --locked -- -D warnings
 	scripts/deny.sh
 	scripts/msrv.sh
 	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
