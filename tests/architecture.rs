@@ -292,3 +292,99 @@ fn f() -> crate::harness::Outcome { let s = "crate::cmd"; todo!() }
     )
     .is_empty());
 }
+
+/// The workspace's crates, lowest first, and the volley crates each may depend on: Cargo
+/// refuses a cycle, not a dependency on a sibling or on a crate above (docs/architecture.md,
+/// "Crates").
+const CRATES: &[(&str, &[&str])] = &[
+    ("volley-model", &[]),
+    ("volley-plan", &["volley-model"]),
+    ("volley-engine", &["volley-model", "volley-plan"]),
+    ("volley-monitor", &["volley-model"]),
+    (
+        "volley-config",
+        &["volley-model", "volley-plan", "volley-monitor"],
+    ),
+    ("volley-report", &["volley-model"]),
+    (
+        "volley-fuzzing",
+        &[
+            "volley-model",
+            "volley-plan",
+            "volley-engine",
+            "volley-monitor",
+            "volley-config",
+            "volley-report",
+        ],
+    ),
+    (
+        "volley",
+        &[
+            "volley-model",
+            "volley-plan",
+            "volley-engine",
+            "volley-monitor",
+            "volley-config",
+            "volley-report",
+        ],
+    ),
+];
+
+/// Each crate's (normal and build) dependencies on other volley crates, from `cargo metadata`.
+fn crate_dependencies() -> Vec<(String, Vec<String>)> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    packages
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"].as_array().unwrap();
+            let volley = deps
+                .iter()
+                .filter(|d| d["kind"] != "dev")
+                .filter_map(|d| d["name"].as_str())
+                .filter(|n| *n == "volley" || n.starts_with("volley-"))
+                .map(String::from)
+                .collect();
+            (p["name"].as_str().unwrap().to_string(), volley)
+        })
+        .collect()
+}
+
+#[test]
+fn crates_depend_only_on_the_crates_below_them() {
+    let found = crate_dependencies();
+    let mut wrong = Vec::new();
+    for (name, deps) in &found {
+        let Some((_, allowed)) = CRATES.iter().find(|(c, _)| c == name) else {
+            wrong.push(format!(
+                "{name}: not in CRATES (add it there and to docs/architecture.md)"
+            ));
+            continue;
+        };
+        for d in deps.iter().filter(|d| !allowed.contains(&d.as_str())) {
+            wrong.push(format!("{name} depends on {d}, which is not below it"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert_eq!(
+        found.len(),
+        CRATES.len(),
+        "every crate of CRATES is in the workspace"
+    );
+}
