@@ -128,18 +128,11 @@ pub fn size(text: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        flags: RunFlags,
-    }
 
     fn checks(args: &[&str]) -> Result<Checks, ConfigError> {
-        let mut argv = vec!["volley", "http://127.0.0.1:1/"];
+        let mut argv = vec!["http://127.0.0.1:1/"];
         argv.extend_from_slice(args);
-        from_flags(&Cli::try_parse_from(argv).unwrap().flags)
+        from_flags(&RunFlags::try_from_args(argv).unwrap())
     }
 
     #[test]

@@ -306,6 +306,24 @@ pub struct RunFlags {
     pub h2_window: Option<u64>,
 }
 
+impl RunFlags {
+    /// `volley run`'s arguments (without the program name: `["http://a/", "-c", "10"]`) read
+    /// as the command line reads them, for a program or a test that has an argv, not a shell.
+    pub fn try_from_args<I, T>(args: I) -> Result<RunFlags, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        #[derive(clap::Parser)]
+        struct Run {
+            #[command(flatten)]
+            flags: RunFlags,
+        }
+        let argv = std::iter::once("volley".into()).chain(args.into_iter().map(Into::into));
+        <Run as clap::Parser>::try_parse_from(argv).map(|r| r.flags)
+    }
+}
+
 impl RunConfig {
     /// Checks the flags. `cores` is how many CPUs volley may use (the default thread count).
     pub fn from_flags(a: &RunFlags, cores: usize) -> Result<Self, ConfigError> {
@@ -633,17 +651,10 @@ fn size(s: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use crate::{ConfigError, Flag, RunConfig, RunFlags};
     use volley_plan::workload::{Body, Order};
     use volley_plan::LoadSpec;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        flags: RunFlags,
-    }
 
     const MIX: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -651,8 +662,7 @@ mod tests {
     );
 
     fn load(args: &[&str]) -> Result<LoadSpec, ConfigError> {
-        let cli = Cli::try_parse_from([&["volley"][..], args].concat()).unwrap();
-        RunConfig::from_flags(&cli.flags, 2).map(|c| c.load)
+        RunConfig::from_flags(&RunFlags::try_from_args(args).unwrap(), 2).map(|c| c.load)
     }
 
     #[test]

@@ -126,21 +126,13 @@ pub(super) fn h2_spec(a: &RunFlags, version: HttpVersion) -> Result<H2Spec, Conf
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use crate::{RunConfig, RunFlags};
     use volley_plan::HttpVersion;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        flags: RunFlags,
-    }
-
     fn load(args: &[&str]) -> Result<volley_plan::LoadSpec, String> {
-        let cli =
-            Cli::try_parse_from([&["volley"][..], args].concat()).map_err(|e| e.to_string())?;
-        RunConfig::from_flags(&cli.flags, 2)
+        let flags = RunFlags::try_from_args(args).map_err(|e| e.to_string())?;
+        RunConfig::from_flags(&flags, 2)
             .map(|c| c.load)
             .map_err(|e| e.to_string())
     }

@@ -67,21 +67,12 @@ fn readable_file(flag: Flag, path: &Path) -> Result<(), ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
 
     use super::*;
     use crate::RunConfig;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        flags: RunFlags,
-    }
-
     fn config(args: &[&str]) -> Result<RunConfig, ConfigError> {
-        let cli = Cli::try_parse_from(std::iter::once("volley").chain(args.iter().copied()))
-            .expect("flags parse");
-        RunConfig::from_flags(&cli.flags, 2)
+        RunConfig::from_flags(&RunFlags::try_from_args(args).expect("flags parse"), 2)
     }
 
     #[test]
