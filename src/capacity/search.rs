@@ -1,18 +1,10 @@
-//! The search, pure: a geometric ramp (×2 from the start rate, capped at the maximum) until a
-//! step does not pass, then bisection until the bracket is narrower than the precision. When
-//! the first rate already does not pass, the ramp goes down instead (÷2, to 1 req/s) until a
-//! rate passes. Steps are run through [`StepRunner`], so tests drive it with a model of a
-//! server and no clock.
-//!
-//! Repeat rule: ramp steps run once, but the first that does not pass after one that did (the
-//! step next to the boundary) is decided like a bisection rate: each runs up to `repeat` times
-//! and passes when a majority of its runs pass (it stops as soon as the majority is decided:
-//! 2 passes or 2 non-passes out of 3). A `client` verdict bounds the bracket like a failure; when the
-//! bracket's high end is one, the answer is a lower bound ("at least X: the client is the
-//! limit"), X as close to the client's limit as the precision asks.
-//!
-//! Then the answer is confirmed (`confirm`): the rate found and the bracket's high end run
-//! again, and a contradiction moves the bracket and the search goes on from there.
+//! The search, pure: a geometric ramp (×2 from the start rate, capped at the maximum; ÷2 down
+//! when the first rate already does not pass), then bisection until the bracket is within the
+//! precision, a rate next to the boundary decided by the majority rule; a `client` verdict
+//! bounds the bracket like a failure. Then the answer is confirmed (`confirm`): a contradiction
+//! moves the bracket and the search goes on from there. The rules, step by step, are
+//! docs/contract.md, "Capacity". Steps are run through [`StepRunner`], so tests drive it with a
+//! model of a server and no clock.
 
 mod confirm;
 

@@ -1,21 +1,8 @@
-//! A step's verdict from its RunResult, pure. In this order:
-//! 1. `client`: volley was saturated (`client.saturated`: measured from its CPU): the numbers
-//!    describe volley, not the server;
-//! 2. `machine`: volley was late (schedule lag p99 above 1 ms) or short of the rate, and it was
-//!    starved (`client.starved`: its threads waited on run queues while it was not busy):
-//!    other processes took its CPUs; the step is run again;
-//! 3. `client`: the rate was not kept while volley's threads were busy to the full;
-//! 4. `fail`: an SLO broke, or more than 1 % of the responses failed a check (declared checks
-//!    imply `checks<=1%` unless the SLO names `checks`);
-//! 5. `fail`: the rate written (`achieved_rps`) is more than 1 % below the target (shortfall:
-//!    the server cannot take the rate);
-//! 6. `unstable`: every per-second p99 of the last third of the time series is more than
-//!    1.5× the median of the first third's, and higher by 1 ms or more (sub-millisecond jitter
-//!    is not drift, nor is one slow second among the last); needs 3 seconds with a p99;
-//! 7. `pass`.
-//!
-//! Lag alone is no verdict: a late client that was neither busy nor starved (a brief hiccup)
-//! is judged by the SLO, with the lag in its corrected latency.
+//! A step's verdict (`client`, `machine`, `fail`, `unstable` or `pass`) and its reason in words,
+//! from the step's RunResult, pure ([`judge`]). The verdicts, the order they are tried in and
+//! their limits (the constants below) are docs/contract.md, "Capacity". Lag alone is no verdict:
+//! a late client that was neither busy nor starved (a brief hiccup) is judged by the SLO, with
+//! the lag in its corrected latency.
 
 use crate::config::threshold::{self, Threshold};
 use crate::result::capacity::Verdict;

@@ -1,18 +1,12 @@
 //! `volley compare A B [--metric M] [--fail-if-slower PCT [--allow-single]] [--force]
 //! [--wide] [--json PATH|-]`: B against A, cell by cell (docs/contract.md, "Comparisons").
 //!
-//! A and B are each a RunResult, a `suite.json` or a results folder. Cells pair by scenario,
-//! axes and server, with every repetition of a cell on each side; two sides of one series each
-//! (two single runs, say) pair with each other whatever their names. Runs are repetitions only
-//! when their `load_id` is equal (`loads`): a series holding several loads becomes one line
-//! per load, and a pair whose sides ran different loads is refused unless `--force`. Per pair
-//! the headline metric — throughput in closed loop and ramp, corrected p99 in open loop, or
-//! `--metric` — is judged: with at least [`MIN_REPETITIONS`] a side by a two-sided
-//! Mann-Whitney U test at [`ALPHA`] ([`stats`]); with fewer the medians, their ratio and each
-//! side's range are shown and no call is made, so `--fail-if-slower` fails on such a pair only
-//! with `--allow-single`. A pair whose runs have named requests (a `--requests-file`) also
-//! compares them by name with the same metric and the same rules (`endpoints`), without
-//! changing what `--fail-if-slower` judges.
+//! A and B are each a RunResult, a `suite.json` or a results folder. Series pair by scenario,
+//! axes and server (`pairing`), split by load where their runs' `load_id`s differ (`loads`); per
+//! pair the headline metric is judged, with at least [`MIN_REPETITIONS`] a side by a Mann-Whitney
+//! U test at [`ALPHA`] ([`stats`]), with fewer not called (`judge`); named requests are compared
+//! by name with the same rules (`endpoints`). Servers of one results folder against its baseline
+//! are `within`; the table is `table`, the verdict page [`page`].
 
 mod endpoints;
 mod judge;

@@ -1,14 +1,8 @@
 //! Change points in a series of runs: E-divisive means with the Student t-test, the variant
 //! Apache Otava (formerly Hunter) uses (Fleming et al., "Hunter: Using Change Point Detection to
-//! Hunt for Performance Regressions", ICPE 2023). Pure: values in, change points out.
-//!
-//! 1. **Split.** Windows of `window` points, half a window apart, are each split recursively at
-//!    the point that maximises the energy statistic Q̂ (Matteson and James's E-divisive) as long
-//!    as a two-sided Student t-test between the two sides is significant at a relaxed level
-//!    (10 × `max_pvalue` below 0.05). Their union are the weak change points.
-//! 2. **Merge.** The weakest point (highest p-value; when all pass, the smallest relative change
-//!    under `min_magnitude`) is dropped and its neighbours re-tested, until every point left
-//!    passes both.
+//! Hunt for Performance Regressions", ICPE 2023). Pure: values in, change points out; the two
+//! steps (split, merge) are at [`detect`]. What trends and checks make of them is
+//! docs/contract.md, "Run history".
 //!
 //! `tests/history_otava.rs` runs Otava 0.8 from PyPI on the same series and requires the same
 //! indexes.
@@ -84,7 +78,15 @@ pub struct ChangePoint {
     pub split: Split,
 }
 
-/// The change points of `series`, by index.
+/// The change points of `series`, by index, in two steps:
+///
+/// 1. **Split.** Windows of `window` points, half a window apart, are each split recursively at
+///    the point that maximises the energy statistic Q̂ (Matteson and James's E-divisive) as long
+///    as a two-sided Student t-test between the two sides is significant at a relaxed level
+///    (10 × `max_pvalue` below 0.05). Their union are the weak change points.
+/// 2. **Merge.** The weakest point (highest p-value; when all pass, the smallest relative change
+///    under `min_magnitude`) is dropped and its neighbours re-tested, until every point left
+///    passes both.
 pub fn detect(series: &[f64], s: &Settings) -> Vec<ChangePoint> {
     let window = s.window.max(2);
     let first_pass = if s.max_pvalue < 0.05 {

@@ -1,17 +1,11 @@
 //! `volley history check`: the newest runs of a commit against the baseline's history, like
-//! with like only. Pure: series in, findings out.
-//!
-//! For each series and metric: the baseline's per-commit medians are split at their change
-//! points ([`super::changepoint`]); the baseline is the last level (the commits since the last
-//! change, at most a window's worth). A change is called when it is at least `min_effect_pct`
-//! and significant at `alpha`:
-//! - a level of two commits or more: the current commit's median against the level's commit
-//!   medians (a t prediction test). The commits are the samples because one CI job's
-//!   repetitions share its machine's state: pooled, they would call a job's drift a change;
-//! - a level of one commit: the repetitions, by the Mann-Whitney U test (the test of `volley
-//!   compare`) where it can reach `alpha`, else the t-test.
-//!
-//! Tail statistics warn instead of failing unless asked to gate.
+//! with like only. Pure: series in, findings out. For each series and metric the baseline's
+//! per-commit medians are split at their change points ([`super::changepoint`]) and the last
+//! level (the commits since the last change, at most a window's worth) is the reference: a level
+//! of several commits is judged by their medians (`by_commits`), a level of one commit by its
+//! repetitions (`by_repetitions`). A change is called when it is at least `min_effect_pct` and
+//! significant at `alpha`; tail statistics warn instead of failing unless asked to gate. The
+//! rules, and why commits are the samples, are docs/contract.md, "Run history".
 
 use super::changepoint::{self, Settings as CpSettings};
 use super::measure::Measure;
@@ -260,9 +254,10 @@ struct Judged {
     ci_pct: Option<(f64, f64)>,
 }
 
-/// The commits are the samples: a CI job's repetitions share its machine's state, so a level
-/// of several commits is judged by their medians, the current commit's median a new sample of
-/// them (a prediction interval: Student's t with the sample deviation, k − 1 degrees).
+/// The commits are the samples: a CI job's repetitions share its machine's state (pooled, they
+/// would call a job's drift a change), so a level of several commits is judged by their
+/// medians, the current commit's median a new sample of them (a prediction interval: Student's
+/// t with the sample deviation, k − 1 degrees).
 fn by_commits(medians: &[f64], current: f64, alpha: f64) -> Judged {
     let k = medians.len() as f64;
     let mean = medians.iter().sum::<f64>() / k;

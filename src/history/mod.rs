@@ -4,8 +4,7 @@
 //!
 //! - `record`: what one saved run is (labels, load and host identity, commit, scalars, HDR);
 //! - `store` and `schema`: the file, its checks and migrations, saving and reading;
-//! - `git`, `host`: the commit measured and the machine's fingerprint;
-//! - `measure`: the metrics history reads back from a run's scalars;
+//! - `git`, `host`, `measure`: the commit, the machine's fingerprint, a run's metrics from scalars;
 //! - `series`: like-with-like grouping and per-commit points;
 //! - `changepoint`: E-divisive with the t-test, as Apache Otava computes it;
 //! - `check`, `trend`, `page`, `export`: what the `volley history` commands print and write.

@@ -1,15 +1,10 @@
 //! The small HTTP/1.1 server behind the dashboard and `/metrics`: a thread that accepts, and a
 //! thread per connection (at most [`MAX_CONNECTIONS`]), far from the engine's workers. It
-//! answers GET and HEAD only and closes every connection after its response (an event
-//! stream lasts as long as the run).
-//!
-//! Guards every request passes before its handler sees it:
-//! - a `Host` that is an address literal (with the bound port), or `localhost`: a page on a
-//!   name that resolves to 127.0.0.1 (DNS rebinding) names that name and is refused;
-//! - no CORS header is ever sent, so another origin's page cannot read an answer.
-//!
-//! The dashboard's token is the handler's check (`/metrics` is scraped without one, as
-//! Prometheus expects).
+//! answers GET and HEAD only and closes every connection after its response (an event stream
+//! lasts as long as the run). Every request passes the `Host` guard ([`host_allowed`]: a name
+//! that resolves to 127.0.0.1 is refused, against DNS rebinding) before its handler sees it, and
+//! no CORS header is ever sent (docs/contract.md, "Watching a run live"). The dashboard's token
+//! is the handler's check (`/metrics` is scraped without one, as Prometheus expects).
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};

@@ -1,15 +1,13 @@
-//! Watching a run while it happens: the dashboard (`--dashboard`, `--dashboard-addr`) and
-//! the OpenMetrics endpoint (`--metrics-addr`). docs/contract.md, "Watching a run live".
-//!
-//! - [`observer`] turns each finished second of the aggregator into a tick (scalars and the
-//!   second's compressed HDR histograms) and into the totals `/metrics` shows;
-//! - [`feed`] keeps the ticks (bounded) for pages that connect late or reload;
-//! - [`http`] is the small server both listen with (Host guard, no CORS, bounded threads);
-//! - [`dashboard`] serves the page and its events behind the run's token, [`page`] is the
-//!   page; [`metrics`] encodes the totals with `prometheus-client`.
-//!
-//! Nothing here is on the engine's hot path: the observer runs on the aggregator's thread
-//! once a second, and the servers on their own threads.
+//! Watching a run while it happens: the dashboard (`--dashboard`, `--dashboard-addr`), the
+//! OpenMetrics endpoint (`--metrics-addr`) and remote write (`--prometheus-remote-write`);
+//! docs/contract.md, "Watching a run live". [`observer`] turns each finished second of the
+//! aggregator into a tick (scalars and the second's compressed HDR histograms) and into the
+//! totals `/metrics` shows; [`feed`] keeps the ticks (bounded) for pages that connect late or
+//! reload; [`http`] is the small server the dashboard and `/metrics` listen with (Host guard, no
+//! CORS, bounded threads); [`dashboard`] serves the page and its events behind the run's token,
+//! [`page`] is the page; [`metrics`] encodes the totals with `prometheus-client`; [`remote`]
+//! pushes them. Nothing here is on the engine's hot path: the observer runs on the aggregator's
+//! thread once a second, and the servers and the push on their own threads.
 
 pub mod dashboard;
 pub mod feed;

@@ -1,13 +1,9 @@
 //! `volley merge A.json B.json... -o OUT.json [--force]`: the RunResults of shards of one load
 //! (several machines, or several copies on one, each sending its share) become one RunResult,
-//! by the rules of docs/contract.md, "Merging shards".
-//!
-//! Only mergeable parts are merged: HDR histograms are decoded, added and re-encoded (lossless)
-//! and every percentile is recomputed from them with [`Percentiles::of`], as `volley run` does;
-//! counters are summed; time series are aligned by wall-clock second. What cannot be derived
-//! exactly — the schedule lag (no histogram in the JSON), a second's p50/p99 when several shards
-//! had responses in it, several server monitors — becomes null with a warning, never an
-//! estimate.
+//! by the rules of docs/contract.md, "Merging shards": HDR histograms added (lossless) and every
+//! percentile recomputed from them with [`Percentiles::of`], as `volley run` does; counters
+//! summed; time series aligned by wall-clock second; what cannot be derived exactly null with a
+//! warning, never an estimate.
 //!
 //! One file per part of the result, as the contract lists them: `refusals` (inputs that are not
 //! shards of one load), `histograms`, `counters`, `load`, `timeseries`, `client`, `server`,

@@ -1,18 +1,11 @@
-//! `volley serve`: the reference server contract (servers/README.md) built in, so volley can be tried
-//! with nothing else installed and tests have a target. One thread per connection with
-//! blocking I/O: simple, and enough for a demo target (use nginx or a reference server for
-//! serious comparisons).
-//!
-//! With a certificate (`volley serve --tls-cert FILE --tls-key FILE`, or `TLS_CERT`/`TLS_KEY`
-//! in the environment, as the reference servers read them) it serves HTTPS (rustls, TLS 1.2
-//! and 1.3, ALPN `http/1.1`, sessions resumable).
-//!
-//! `GET /` -> `.`; `POST /` -> `length:N`; `GET /hello` -> `Hello, World!`;
-//! `GET /delay?ms=N` -> waits N ms, then `.`; `GET /bytes?n=N` -> N bytes. Not in the
-//! contract: `GET /burn?us=N` spends N µs of CPU, then `.` (the server monitor's tests);
-//! `GET /_volley/counts` -> the requests answered so far by `METHOD path` (query left out), as
-//! a JSON object, so a mix's shares can be checked at the server (that request not counted).
-//! Any other path answers 404 but is counted too.
+//! `volley serve`: the reference server contract (servers/README.md: its endpoints, HTTPS when
+//! given a certificate) built in, so volley can be tried with nothing else installed and tests
+//! have a target. One thread per connection with blocking I/O: simple, and enough for a demo
+//! target (use nginx or a reference server for serious comparisons). HTTPS is rustls (TLS 1.2 and
+//! 1.3, ALPN `http/1.1`, sessions resumable), with `--tls-cert FILE --tls-key FILE` or
+//! `TLS_CERT`/`TLS_KEY` in the environment, as the reference servers read them. Beyond that
+//! contract: `GET /_volley/counts` (docs/contract.md, "Workloads"; [`PathCounts`]) and
+//! `GET /burn?us=N`, a test aid that spends N µs of CPU, then answers `.`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -66,8 +59,9 @@ pub struct Server {
     pub paths: PathCounts,
 }
 
-/// Requests answered by `METHOD path`: each connection counts into a map of its own (its lock
-/// is never contended: only a reader of the totals takes it too), registered here.
+/// Requests answered by `METHOD path` (the query left out): every request but
+/// `GET /_volley/counts` itself, a 404 too. Each connection counts into a map of its own (its
+/// lock is never contended: only a reader of the totals takes it too), registered here.
 #[derive(Clone, Default)]
 pub struct PathCounts {
     maps: Arc<Mutex<Vec<ConnectionCounts>>>,

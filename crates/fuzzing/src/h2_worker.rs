@@ -1,15 +1,8 @@
 //! Fuzz target `h2_worker`: a real worker (`engine::worker::probe::Probe`) speaks HTTP/2
 //! (h2c) over in-memory connections (`engine::mem`) to a server played by the input, on a
-//! clock the input moves, and its promises are checked after every step:
-//!
-//! 1. each request is written at most twice (sent once, sent again at most once), whatever
-//!    the server does (GOAWAY with any last stream, REFUSED_STREAM, resets, connection errors,
-//!    closes);
-//! 2. what a connection has queued and not written (`H2Conn::out`; the in-memory socket keeps
-//!    nothing of its own) stays within [`out_bound`];
-//! 3. every request taken ends counted exactly once (completed, an error of one kind,
-//!    unfinished or unsent), and at the end `sent = completed + (errors − errors.connect) +
-//!    unfinished` holds.
+//! clock the input moves, and its promises are checked after every step: each request written
+//! at most twice, what a connection queues within [`out_bound`], every request counted exactly
+//! once (the list is at [`check_h2_worker`]).
 //!
 //! Input: 4 set-up bytes, then the server's byte stream with markers (see [`check_h2_worker`]
 //! and fuzz/regressions/README.md).
@@ -533,7 +526,18 @@ impl Server {
     }
 }
 
-/// Fuzz target `h2_worker`. Bytes 0-3 set the run up:
+/// Fuzz target `h2_worker`. The worker's promises, checked after every step:
+///
+/// 1. each request is written at most twice (sent once, sent again at most once), whatever
+///    the server does (GOAWAY with any last stream, REFUSED_STREAM, resets, connection errors,
+///    closes);
+/// 2. what a connection has queued and not written (`H2Conn::out`; the in-memory socket keeps
+///    nothing of its own) stays within `out_bound` (`h2_worker_out_bound`);
+/// 3. every request taken ends counted exactly once (completed, an error of one kind,
+///    unfinished or unsent), and at the end `sent = completed + (errors − errors.connect) +
+///    unfinished` holds.
+///
+/// Bytes 0-3 set the run up:
 ///
 /// - byte 0: bits 0-1 `-c` 1 to 4; bits 2-4 `--streams` 1 to 8; bits 5-6 the request body
 ///   (none, 100 bytes, 20,000 bytes, 256 KiB); bit 7 a 65,535-byte window (else 2^31 − 1);

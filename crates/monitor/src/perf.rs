@@ -1,14 +1,13 @@
-//! Syscall counting with perf tracepoints (docs/contract.md, "Server monitor"): one `raw_syscalls:sys_enter` counter per
-//! thread of the server's process tree, opened with `inherit` so threads and processes created
-//! later are counted into their creator's counter, plus per-name counters on
-//! `syscalls:sys_enter_<name>` for the top list. This is `strace -c` without ptrace: the kernel
-//! bumps a counter on each syscall entry and volley reads the totals at the window edges.
+//! Syscall counting with perf tracepoints (docs/contract.md, "Server monitor"): one
+//! `raw_syscalls:sys_enter` counter per thread of the server's process tree, opened with
+//! `inherit` so threads and processes created later are counted into their creator's counter,
+//! plus per-name counters on `syscalls:sys_enter_<name>` for the top list. This is `strace -c`
+//! without ptrace: the kernel bumps a counter on each syscall entry and volley reads the totals
+//! at the window edges.
 //!
-//! The tracepoint ids come from tracefs. Where it is not mounted, a short-lived child mounts it
-//! in a private mount namespace of its own and reports the ids (root or CAP_SYS_ADMIN), so the
-//! rest of the system, volley included, never sees the mount. Where this cannot work (no
-//! tracefs and no privilege to mount it, tracefs not readable, `perf_event_open` refused or
-//! missing) the count is null and the reason says why and what would fix it.
+//! The tracepoint ids come from tracefs (`crate::tracefs`: where it is not mounted, from one a
+//! short-lived child mounts in a private mount namespace). Where counting cannot work the count
+//! is null and the reason says why and what would fix it.
 
 use std::fs;
 use std::io;

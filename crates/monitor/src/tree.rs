@@ -1,16 +1,9 @@
 //! Window accounting over a process tree, pure: snapshots of the tree go in, totals since the
-//! window's start come out. Reading /proc is the sampler's job (`server.rs`).
-//!
-//! The rules (docs/contract.md, "Server monitor"):
-//! - CPU and I/O: each process's counters (`utime + cutime`, `stime + cstime`, /proc/PID/io)
-//!   only grow while it lives. A process present at the baseline counts from its baseline
-//!   value, one born later from 0. When a child is reaped, the kernel adds its lifetime totals
-//!   to its parent's `cutime`/`cstime`/io: so when a child vanishes while its parent is still
-//!   in the tree, its last reading is subtracted again, which leaves exactly its in-window share
-//!   counted once, including what it used after its last sample.
-//! - Context switches: per thread (the process-level numbers are the main thread's only), each
-//!   thread ever seen counts last − first, a thread born in the window from 0. Threads that end
-//!   are folded into a running total, so memory follows the live threads, not their history.
+//! window's start come out ([`Accountant`]). Reading /proc is the sampler's job (`server.rs`).
+//! The rules are docs/contract.md, "Server monitor": CPU and I/O counters (`utime + cutime`,
+//! `stime + cstime`, /proc/PID/io) count from their baseline value (from 0 for a process born
+//! later), and a child reaped inside the tree counts once, through its parent; context switches
+//! count per thread (the process-level numbers are the main thread's only).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -294,6 +287,11 @@ impl Accountant {
     }
 
     /// Processes gone since the last snapshot: what they used moves into the retired totals.
+    ///
+    /// When a child is reaped, the kernel adds its lifetime totals to its parent's
+    /// `cutime`/`cstime`/io: so when a child vanishes while its parent is still in the tree,
+    /// its last reading is subtracted again, which leaves exactly its in-window share counted
+    /// once, including what it used after its last sample.
     fn retire_gone_processes(&mut self, snap: &Snapshot, t_s: f64) {
         let present: HashMap<i32, bool> =
             snap.procs.iter().map(|r| (r.key.pid, r.exited)).collect();
@@ -322,7 +320,9 @@ impl Accountant {
         }
     }
 
-    /// Threads gone since the last snapshot: their switches move into the retired totals.
+    /// Threads gone since the last snapshot: their switches move into the retired totals
+    /// (each thread ever seen counts last − first), so memory follows the live threads, not
+    /// their history.
     fn retire_gone_threads(&mut self, seen: &std::collections::HashSet<(ProcKey, i32)>) {
         let gone: Vec<(ProcKey, i32)> = self
             .threads

@@ -1,15 +1,9 @@
 //! `--shard I/N`: shard I (0-based) of N generators that act as one load. Pure: each shard's
-//! exact share of the whole load, so the shares add up to it (docs/contract.md, "Shards").
-//!
-//! - Whole numbers (connections, users, a closed loop's `-n`) follow k6's execution-segment
-//!   rule: shard *i* takes round(X·(i+1)/N) − round(X·i/N), so the shares sum to X and differ
-//!   by at most one.
-//! - The open loop's schedule is interleaved: the whole load's request *g* is due at g/R;
-//!   shard *i* takes the requests g ≡ i (mod N), at rate R/N with a phase of i/R, so the
-//!   union of the shards' schedules is the whole's, evenly spaced. With `-n` a shard takes the
-//!   indexes below n of its class.
-//! - Poisson arrivals: each shard is a Poisson process of rate R/N from its own seed; their
-//!   superposition is a Poisson process of rate R.
+//! exact share of the whole load, so the shares add up to it ([`LoadSpec::shard_share`]). The
+//! rules are docs/contract.md, "Shards": whole numbers by k6's execution-segment rule
+//! ([`ShardSpec::share`]), the open loop's schedule interleaved (shard *i* takes the requests
+//! g ≡ i (mod N) at R/N, phase i/R: [`ShardSpec::interleaved`], [`ShardSpec::phase_ns`]),
+//! Poisson arrivals as N processes of rate R/N, each from its own seed.
 
 use super::spec::LoadSpec;
 use super::StageSpec;

@@ -2,13 +2,10 @@
 //! in sequence, each with its own method, path, headers and body, where values may be templated
 //! (`{seq}`, `{rand:1..10000}`, `{uuid}`, `{row.COLUMN}`, `{conn}`, `{user}`), and each with the
 //! checks its responses must pass. Pure: which request goes next and its bytes are decided
-//! here; the engine only copies them (docs/contract.md, "Workloads").
-//!
-//! No interpreter runs per request. A request is a list of byte segments, literal or one of
-//! the placeholders above; rendering it is a copy of the literals and a few integers formatted
-//! into the connection's buffer. What templating cannot do (by design): arithmetic, values
-//! taken from earlier responses (a token from a login), conditionals, loops — a script engine
-//! would cost the hot path what volley exists to avoid.
+//! here; the engine only copies them (docs/contract.md, "Workloads", also for what templating
+//! cannot do by design). No interpreter runs per request: a request is a list of byte segments,
+//! literal or one of the placeholders above, and rendering it is a copy of the literals and a
+//! few integers formatted into the connection's buffer.
 
 use std::fmt::Write as _;
 use std::sync::Arc;

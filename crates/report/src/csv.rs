@@ -1,18 +1,9 @@
-//! CSV: one row per cell with every scalar of its RunResult (RFC 4180 quoting).
-//!
-//! Columns: the cell's identity (`server, scenario, axes, rep, status, reason, control`), then
-//! every scalar of the RunResult flattened with dotted names (`latency_us.p99`,
-//! `server.per_request.cpu_us`, `status_codes.200`, `checks.body_regex`), in the order they
-//! first appear. Lists (time series, samples, argv, warnings) and the base64 histograms are
-//! left out: they are not scalars. A key absent from a cell is an empty field.
-//!
-//! The one list that is kept is `endpoints` (the named requests of a `--requests-file`): each
-//! is keyed by its name, so its scalars become the columns `endpoints.<name>.<key>`
-//! (`endpoints.post.requests.failed`, `endpoints.post.latency_us.p99`,
-//! `endpoints.post.status_codes.200`, `endpoints.post.checks.body_regex`, and its `method` and
-//! `path`), after every other column: the names in the order they first appear across the
-//! cells, each name's columns together in the order they first appear. A cell without that
-//! name has empty fields there.
+//! CSV: one row per cell with every scalar of its RunResult, flattened with dotted names, RFC
+//! 4180 quoting; a key absent from a cell is an empty field. Lists and the base64 histograms are
+//! left out; the one list kept is the named requests of a `--requests-file` (`endpoints`), as
+//! `endpoints.<name>.<key>` columns after every other. The columns, their order and the quoting
+//! are docs/contract.md, "Reports". A report of capacity searches alone is their steps' CSV
+//! (`capacity::csv`) instead.
 
 use serde_json::Value;
 

@@ -1,15 +1,12 @@
 //! `--requests-file`: a file of requests read into a [`Workload`] (docs/contract.md,
-//! "Workloads"). Two formats: volley's TOML (`toml_file`: weights or a sequence, templates,
-//! a data file, checks per request) and vegeta's plain targets (`vegeta`: literal requests,
-//! weight 1 each). A file named `*.toml` is TOML; any other is TOML when it parses as TOML with
-//! a `request` array, else vegeta's format.
+//! "Workloads": which format a file is read as, and where the paths inside it start). Two
+//! formats: volley's TOML (`toml_file`: weights or a sequence, templates, a data file, checks per
+//! request) and vegeta's plain targets (`vegeta`: literal requests, weight 1 each).
 //!
 //! The parts: `template` (placeholders in a path, a header value or a body), `data` (the CSV
 //! of `{row.COLUMN}`), `weights` (weights as written to the whole numbers of the cycle),
 //! `names` (the default name of a request without one: `GET /posts/{rand:1..100}`).
-//! Every error names the file, line and column, and the key where there is one. Paths inside
-//! the file (`body_file`, the data file, vegeta's `@body`) are relative to the file's own
-//! directory.
+//! Every error names the file, line and column, and the key where there is one.
 
 mod data;
 mod names;

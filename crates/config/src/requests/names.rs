@@ -1,12 +1,8 @@
 //! Default names: after a requests file is read (TOML or vegeta's targets), every request
-//! without a `name` is named by its method and path as written, query and placeholders
-//! included (`GET /posts/{rand:1..100}`, `GET /search?q=a`), as k6 and locust name theirs, so
-//! a mix's 404s say which path. User names and default names share the cap of
-//! [`MAX_ENDPOINTS`]: the user's are all kept (the reader refuses a 101st), default names take
-//! the places left in order of first appearance, and the requests of every template past them
-//! go to the reserved name [`OTHER`] (one more place: at most 101 names, so memory stays
-//! bounded whatever the file holds). A default name equal to a user's is the same name; a
-//! user's own `other` is a name like any other, and the overflow joins it.
+//! without a `name` is named by its method and path as written (`GET /posts/{rand:1..100}`), as
+//! k6 and locust name theirs, so a mix's 404s say which path. User names and default names share
+//! the cap of [`MAX_ENDPOINTS`], and the requests of every template past it go to the reserved
+//! name [`OTHER`]; the rules are docs/contract.md, "Workloads".
 //!
 //! One pass with a map from name to index: a file of 100,000 requests is named in
 //! milliseconds.

@@ -1,19 +1,8 @@
-//! The `[history]` table: whether `volley bench` saves its results in the run history, where,
-//! and how `volley history check` judges them. The thresholds live here, in the repository,
-//! never only in the database: deleting a line removes its rule.
-//!
-//! ```toml
-//! [history]
-//! save = true                      # volley bench … saves (as --save)
-//! path = ".volley/history.db"      # --history
-//! baseline = "main"                # history check --baseline
-//! gate = ["throughput", "p50"]     # regressions that fail the check
-//! warn = ["p99"]                   # regressions only reported
-//! min_effect = "5%"                # smallest change called
-//! alpha = 0.005                    # the tests' level
-//! max_pvalue = 0.001               # change-point level (t-test), Otava's default
-//! window = 50                      # change-point window, Otava's default
-//! ```
+//! The `[history]` table of a suite file: whether `volley bench` saves its results in the run
+//! history, where, and how `volley history check` judges them ([`HistoryTable`], every key
+//! optional). The keys, the flags they stand for and their defaults are docs/contract.md, "Run
+//! history". The thresholds live here, in the repository, never only in the database: deleting a
+//! line removes its rule.
 
 use std::path::{Path, PathBuf};
 

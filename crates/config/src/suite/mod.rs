@@ -1,10 +1,9 @@
 //! `SuiteConfig`: a suite TOML file (docs/contract.md, "Suites") checked and expanded into its
 //! matrix before anything is built or started. Every error names the file, line, column and key.
-//!
-//! Scenario keys are the `volley run` long flags in snake_case; a list is a matrix axis, except
-//! under `headers` (and `thresholds`, `expect_body_contains`, `expect_header`), where a list of
-//! strings is several flags of one cell and a list of lists (or of tables) is an axis. Each cell is validated by the same code as `volley run`, so a suite
-//! accepts exactly what the command line accepts.
+//! Scenario keys are the `volley run` long flags in snake_case; a list is a matrix axis, except a
+//! list of strings under `headers`, `thresholds`, `expect_body_contains` or `expect_header`
+//! (several flags of one cell). Each cell is validated by the same code as `volley run`, so a
+//! suite accepts exactly what the command line accepts.
 //!
 //! The parts, in the order a file is read: `toml_reader` (typed values with `file:line:column`
 //! errors), `suite_table` (`[suite]`), `server` (`[[server]]`), `scenario` (`[[scenario]]` keys

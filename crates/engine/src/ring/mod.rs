@@ -1,15 +1,13 @@
-//! The io_uring backend (`--io uring`): one ring per worker thread, kept in a thread-local so
-//! a connection's socket ([`RingSocket`]) can queue its own sends and cancel its own receive
-//! when it is dropped, wherever in the worker that happens.
+//! The io_uring backend (`--io uring`; docs/contract.md, "I/O backends"): one ring per worker
+//! thread, kept in a thread-local so a connection's socket ([`RingSocket`]) can queue its own
+//! sends and cancel its own receive when it is dropped, wherever in the worker that happens.
 //!
-//! Where epoll costs a `read` and a `write` per request plus a share of an `epoll_wait`, here a
-//! connection has one multishot receive armed for its whole life (the kernel picks a piece of a
-//! provided buffer per arrival, see `bufs`), and the sends of a loop iteration leave with the
-//! wait in one `io_uring_enter`: a loop iteration is one syscall whatever it did.
-//!
-//! The worker sees completions as [`RingEvent`]s and turns them into the same calls epoll's
-//! readiness makes (readable, writable), so both backends share every line of HTTP, TLS and
-//! bookkeeping.
+//! A connection has one multishot receive armed for its whole life (the kernel picks a piece of
+//! a provided buffer per arrival, see `bufs`), and the sends of a loop iteration leave with the
+//! wait in one `io_uring_enter`: a loop iteration is one syscall whatever it did, where epoll
+//! costs a `read` and a `write` per request plus a share of an `epoll_wait`. The worker sees
+//! completions as [`RingEvent`]s and turns them into the same calls epoll's readiness makes
+//! (readable, writable), so both backends share every line of HTTP, TLS and bookkeeping.
 
 mod bufs;
 mod socket;

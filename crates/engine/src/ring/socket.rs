@@ -1,15 +1,10 @@
-//! A connection's socket under the ring. It reads and writes like a non-blocking socket, so
-//! the worker's HTTP, TLS and HTTP/2 code runs on it unchanged:
-//!
-//! - `read` returns the bytes of the receive completion being handled (lent from the provided
-//!   buffer, see [`RingSocket::lend`]), then `WouldBlock`, then the end of stream or the error
-//!   once the receive ended;
-//! - `write` copies into the socket's queue and returns at once; the queue leaves in one send
-//!   submitted with the loop's next wait, or after the send in flight completes. A full queue
-//!   (`QUEUE_BYTES`) is `WouldBlock`, and its send's completion is the writable event.
+//! A connection's socket under the ring ([`RingSocket`]). It reads and writes like a
+//! non-blocking socket, so the worker's HTTP, TLS and HTTP/2 code runs on it unchanged: a read
+//! takes the bytes of the receive completion being handled ([`RingSocket::read`]), a write
+//! queues them for one send submitted with the loop's next wait ([`RingSocket::write`]).
 //!
 //! A request counts as written when its bytes are queued, in the same loop iteration that
-//! submits them.
+//! submits them (docs/contract.md, "I/O backends").
 
 use std::io;
 use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -174,7 +169,9 @@ impl RingSocket {
         self.receiving = false;
     }
 
-    /// Reads what arrived; `WouldBlock` when nothing waits.
+    /// Reads what arrived: the bytes of the receive completion being handled (lent from the
+    /// provided buffer, see [`RingSocket::lend`]), then `WouldBlock`, then the end of stream or
+    /// the error once the receive ended.
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mut n = 0;
         if let Some(kept) = self.kept.as_mut() {
@@ -204,7 +201,10 @@ impl RingSocket {
         }
     }
 
-    /// Queues bytes to send; `WouldBlock` while the queue is full.
+    /// Queues bytes to send: copies them into the socket's queue and returns at once; the queue
+    /// leaves in one send submitted with the loop's next wait, or after the send in flight
+    /// completes. A full queue (`QUEUE_BYTES`) is `WouldBlock`, and its send's completion is the
+    /// writable event.
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if let Some(errno) = self.send_error {
             return Err(io::Error::from_raw_os_error(errno));

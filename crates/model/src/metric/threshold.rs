@@ -1,18 +1,7 @@
 //! Thresholds (`--threshold 'p99<10ms'`, suite `thresholds = [...]`): pass/fail criteria on a
-//! run's results, as k6 users expect. A broken threshold makes the run exit 1.
-//!
-//! Syntax: `METRIC OP VALUE` with OP one of `<`, `<=`, `>`, `>=`:
-//! - latency (corrected; service time in closed loop): `min mean max p50 p75 p90 p95 p99 p99.9
-//!   p99.99 p99.999` against a duration (`10ms`, `500us`, `1.5s`);
-//! - `service_p99` and the like: the same on the service time;
-//! - `rps`: throughput in completed responses per second;
-//! - `errors`: a count (`errors<10`) or a share of the requests that got an answer or an error
-//!   (`errors<0.1%`);
-//! - `failed`: responses with a status of 400 or more (`requests.failed`), a count (`failed<10`)
-//!   or a share of the completed responses (`failed<1%`, k6's `http_req_failed`);
-//! - `checks`: responses that failed at least one check (`--expect-*`), a count (`checks<10`)
-//!   or a share of the completed responses (`checks<5%`);
-//! - `cpu_per_request`: the server's CPU µs per request (needs the monitor), a duration.
+//! run's results, in the forms k6 users write (`failed<1%` is k6's `http_req_failed`). A broken
+//! threshold makes the run exit 1. The syntax and what each metric counts are docs/contract.md,
+//! "Thresholds"; the metrics are [`Metric`]'s.
 //!
 //! Declared checks imply `checks<=1%` unless a threshold names `checks`: whoever writes an
 //! expectation expects a run that does not meet it to fail ([`with_implied`], [`implied_for`]).

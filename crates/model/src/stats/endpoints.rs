@@ -1,24 +1,10 @@
 //! Results per named request of a workload (`--requests-file`): each name's corrected latency
 //! and service time histograms, counts, statuses and errors, kept by each worker for the whole
-//! measured window and merged after the run (no per-second series: a name's time series would
-//! multiply the memory by the run's seconds).
-//!
-//! Every request of a requests file has a name (its own, else its default `METHOD path`, else
-//! `other` past the cap: `config::requests::names`), so at most 101 names; a run of one URL
-//! has none and records nothing here.
-//!
-//! Memory: a name costs nothing on a worker until one of its responses or errors arrives there;
-//! then two HDR histograms that grow with the largest value recorded (3 significant digits:
-//! about 2 × 50 KiB for latencies up to 0.1 s, 2 × 140 KiB up to 60 s) and its counters
-//! (about 5 KiB of status slots). At 101 names that is at most about 30 MiB per worker
-//! thread, far less when latencies stay in milliseconds: 12–13 MiB more RSS for a file of
-//! 100,000 distinct paths (101 names, latencies up to about 0.5 s) than before default names,
-//! nothing measurable for one name (BENCHMARKS.md, "Default names").
-//!
-//! CPU: each request's sent, response and check counts and its two histogram records here,
-//! about 360 client instructions per request for one name and 490 for 101 (against 3,740 in
-//! all for an unnamed request before default names, counted by callgrind): about +13 % of
-//! the client's user-space work, a few per cent of its CPU time, which is mostly the kernel's.
+//! measured window and merged after the run; no per-second series. A worker makes a name's
+//! numbers when it first records something for it ([`Endpoints::get`]). Names come from
+//! `config::requests::names` (at most 101); a run of one URL has none and records nothing here.
+//! What a name costs in memory and CPU is docs/contract.md, "Workloads" (results per name),
+//! measured in BENCHMARKS.md, "Default names".
 
 use hdrhistogram::Histogram;
 

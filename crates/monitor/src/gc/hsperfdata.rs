@@ -1,12 +1,7 @@
 //! The HotSpot performance-counter file (`/tmp/hsperfdata_USER/PID`, "hsperfdata"): a JVM
 //! keeps its counters there by default (unless `-XX:-UsePerfData`), the same memory `jstat`
-//! reads. Layout (HotSpot `perfMemory.hpp`, format version 2): a prologue — magic
-//! `0xcafec0c0` (big-endian bytes), byte order (1: little-endian), major and minor version,
-//! accessible flag, used and overflow sizes, a modification time stamp, the offset of the
-//! first entry and the number of entries — then entries, each with its length, the offsets
-//! of its NUL-terminated name and of its data (from the entry's start), a vector length (0 for
-//! a scalar), a type (`J`: 64-bit integer, `B`: bytes, a string when a vector) and units
-//! (ticks are converted with `sun.os.hrt.frequency`).
+//! reads. [`parse`] reads one snapshot's counters (its doc gives the file's layout); what a run
+//! reports from them is docs/contract.md, "GC pauses".
 //!
 //! The file is read, never trusted: every offset and length is checked against the buffer,
 //! and a malformed entry ends the parse with an error naming its index.
@@ -117,6 +112,14 @@ impl Snapshot {
 }
 
 /// Reads the counters of an hsperfdata file's bytes.
+///
+/// Layout (HotSpot `perfMemory.hpp`, format version 2): a prologue — magic `0xcafec0c0`
+/// (big-endian bytes), byte order (1: little-endian), major and minor version, accessible flag,
+/// used and overflow sizes, a modification time stamp, the offset of the first entry and the
+/// number of entries — then entries, each with its length, the offsets of its NUL-terminated
+/// name and of its data (from the entry's start), a vector length (0 for a scalar), a type
+/// (`J`: 64-bit integer, `B`: bytes, a string when a vector) and units (ticks convert to
+/// seconds with `sun.os.hrt.frequency`: [`Snapshot::seconds`]).
 pub fn parse(buf: &[u8]) -> Result<Snapshot, HsperfError> {
     if buf.len() < PROLOGUE || buf[..4] != MAGIC {
         return Err(HsperfError::NotHsperf);

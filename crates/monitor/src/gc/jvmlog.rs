@@ -1,34 +1,8 @@
 //! A HotSpot JVM's unified GC log (`-Xlog:gc…`, JDK 9 and later; read on JDK 17 with G1 and
-//! ZGC). Each line is a run of bracketed decorations, then the message:
-//!
-//! `[0.038s][1795443589565ms][info][gc       ] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 6M->1M(64M) 1.169ms`
-//!
-//! `[0.325s][1795443600026ms][info][gc,phases] GC(0) Pause Mark Start 0.014ms`
-//!
-//! Decorations are recognised by their form, in any order: `uptime` (`[0.038s]`),
-//! `uptimemillis` (`[38ms]`), `uptimenanos` (`[38123456ns]`), `timemillis` (`[1795443589565ms]`,
-//! milliseconds since the epoch: told from uptime by being 10^11 or more), `timenanos`,
-//! `time`/`utctime` (`[2026-11-23T14:20:12.221+0000]`), the level (`[info]`) and the tags
-//! (`[gc       ]`, padded). `pid`, `tid` and `hostname` are ignored. The default decorations
-//! (`[uptime][level][tags]`) are read too.
-//!
-//! Every stop-the-world pause is one `Pause …` line ending with its duration: G1, Serial and
-//! Parallel log them under `gc` (`Pause Young (Normal) (G1 Evacuation Pause)`, `Pause Remark`,
-//! `Pause Cleanup`, `Pause Full (System.gc())`, with the heap as `before->after(capacity)` in
-//! B/K/M/G, binary units), ZGC under `gc+phases` (`Pause Mark Start`, `Pause Mark End`,
-//! `Pause Relocate Start`, no heap). Hence [`xlog_option`] selects both tag sets. The event's
-//! kind is the pause's name without the trailing cause in parentheses (`Pause Young (Normal)`,
-//! `Pause Full`, `Pause Mark Start`). A pause line is written when the pause ends: the event's
-//! `t_s` is the uptime minus the pause (and `unix_ms` the wall time minus the pause), so
-//! events start when the application stopped.
-//!
-//! Known lines that are not pauses are skipped without being counted: `Using G1`, G1's phase
-//! sub-lines (indented, or `Phase N: …` for a full collection), concurrent phases and cycles
-//! (`Concurrent Mark Cycle`, ZGC's `Concurrent Mark`), `To-space exhausted`, ZGC's cycle
-//! summary (`Garbage Collection (Warmup) 14M(22%)->10M(16%)`) and its allocation and relocation
-//! stalls (one thread waiting, not a pause), lines of other tag sets (`gc,init`, `gc,heap`, … of
-//! a wider `-Xlog:gc*`) and of levels below info. Lines without decorations are the server's
-//! own output. Any other `gc` or `gc,phases` line is counted as unparsed.
+//! ZGC): every stop-the-world pause as an event, and where uptime 0 is on the wall clock when the
+//! decorations tell. [`xlog_option`] is the option that writes the log; the line format, which
+//! lines are pauses and which are skipped are at [`parse_line`]. What a run reports of the pauses
+//! is docs/contract.md, "GC pauses".
 
 use std::path::Path;
 
@@ -102,7 +76,36 @@ struct Decorations<'a> {
     tag_like: bool,
 }
 
-/// Reads one line of the log.
+/// Reads one line of the log. Each line is a run of bracketed decorations, then the message:
+///
+/// `[0.038s][1795443589565ms][info][gc       ] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 6M->1M(64M) 1.169ms`
+///
+/// `[0.325s][1795443600026ms][info][gc,phases] GC(0) Pause Mark Start 0.014ms`
+///
+/// Decorations are recognised by their form, in any order: `uptime` (`[0.038s]`),
+/// `uptimemillis` (`[38ms]`), `uptimenanos` (`[38123456ns]`), `timemillis` (`[1795443589565ms]`,
+/// milliseconds since the epoch: told from uptime by being 10^11 or more), `timenanos`,
+/// `time`/`utctime` (`[2026-11-23T14:20:12.221+0000]`), the level (`[info]`) and the tags
+/// (`[gc       ]`, padded). `pid`, `tid` and `hostname` are ignored. The default decorations
+/// (`[uptime][level][tags]`) are read too.
+///
+/// Every stop-the-world pause is one `Pause …` line ending with its duration: G1, Serial and
+/// Parallel log them under `gc` (`Pause Young (Normal) (G1 Evacuation Pause)`, `Pause Remark`,
+/// `Pause Cleanup`, `Pause Full (System.gc())`, with the heap as `before->after(capacity)` in
+/// B/K/M/G, binary units), ZGC under `gc+phases` (`Pause Mark Start`, `Pause Mark End`,
+/// `Pause Relocate Start`, no heap). Hence [`xlog_option`] selects both tag sets. The event's
+/// kind is the pause's name without the trailing cause in parentheses (`Pause Young (Normal)`,
+/// `Pause Full`, `Pause Mark Start`). A pause line is written when the pause ends: the event's
+/// `t_s` is the uptime minus the pause (and `unix_ms` the wall time minus the pause), so
+/// events start when the application stopped.
+///
+/// Known lines that are not pauses are skipped without being counted: `Using G1`, G1's phase
+/// sub-lines (indented, or `Phase N: …` for a full collection), concurrent phases and cycles
+/// (`Concurrent Mark Cycle`, ZGC's `Concurrent Mark`), `To-space exhausted`, ZGC's cycle
+/// summary (`Garbage Collection (Warmup) 14M(22%)->10M(16%)`) and its allocation and relocation
+/// stalls (one thread waiting, not a pause), lines of other tag sets (`gc,init`, `gc,heap`, … of
+/// a wider `-Xlog:gc*`) and of levels below info. Lines without decorations are the server's
+/// own output. Any other `gc` or `gc,phases` line is counted as unparsed.
 pub fn parse_line(line: &str) -> Line {
     let line = line.trim_end();
     let mut rest = line;

@@ -1,44 +1,7 @@
-//! Node's `--trace-gc` lines (V8's `GCTracer::Output`, written to stdout, one per collection):
-//!
-//! `[16761:0xcea6170]       38 ms: Scavenge 4.1 (4.2) -> 3.4 (5.2) MB, 6.24 / 0.00 ms  (average mu = 1.000, current mu = 1.000) allocation failure; `
-//!
-//! Fields: the process id and the isolate's address; the time in milliseconds since the
-//! isolate started (`Isolate::time_millis_since_init`, printed `%8.0f` when the collection
-//! ends); the collector (`Scavenge`, `Mark-Compact`, `Minor Mark-Sweep`, … with ` (reduce)`
-//! for a memory-reducing one); the objects' size and, in parentheses, the committed heap,
-//! before and after, in MB of 2^20 bytes (V8 divides by its `MB` constant, `KB * KB`; newer
-//! V8 adds `pooled: N MB, ` after them); then `a / b ms`: `a` is the collection's atomic pause
-//! on the main thread (`duration`, from its start to its end), `b` the part of it spent in the
-//! embedder's callbacks (`total_external_time`: weak-handle, prologue and epilogue callbacks),
-//! already included in `a`. The pause is `a`; incremental marking steps done before it (`(+
-//! 8.1 ms in 84 steps since start of marking, …)`) are spread over the run and not counted.
-//! Since the line is written when the pause ends, `t_s` is the time minus the pause.
-//!
-//! `--trace-gc` is not allowed in `NODE_OPTIONS`; [`NODE_PRELOAD_JS`] turns it on from a
-//! preload (`NODE_OPTIONS=--require <dir>/gc.js`), which also writes an anchor line
-//! `volley-gc-anchor pid=16761 unix_ms=1795443756852.562 uptime_ms=22.260`: the same instant
-//! on the wall clock and on the isolate's clock, giving [`GcLog::anchor_unix_ms`]. Node does
-//! not expose the isolate's clock; `uptime_ms` is `performance.now()` minus
-//! `performance.nodeTiming.v8Start` (V8's start, just before the main isolate is created).
-//! Measured on Node 20 against a forced collection: the isolate's 0 is 0.6 to 2.9 ms after
-//! `v8Start`, so `unix_ms` of an event may be that much early.
-//!
-//! Buffering, measured on Node 20.20 with `strace`: each trace line reaches stdout in one
-//! `write(2)` as it is printed, to a file and to a pipe alike; lines interleave with the
-//! server's `console.log` output in order and none are lost at SIGTERM (checked with a
-//! collection every 20 ms, SIGTERM after 2 s: the last line written before the signal is in
-//! the output). So the preload installs no signal handler (which would change how the server
-//! stops).
-//!
-//! Lines that do not start with `[pid:0x…]` followed by `N ms: ` are the server's own output
-//! (or other V8 tracing) and are skipped; a line that does and does not match is counted as
-//! unparsed. When the heap is exhausted V8 prints its last collections again to stderr between
-//! `<--- Last few GCs --->` and `<--- JS stacktrace --->`: those repeats are skipped.
-//!
-//! Several processes (a wrapper such as `npm start` gets the preload too) or worker threads
-//! (an isolate each) may write to the same output: every line is read, each on its own
-//! isolate's clock; `unix_ms` is set for the first isolate seen of a process that wrote an
-//! anchor, and the log's anchor is that of the process with the most collections.
+//! Node's `--trace-gc` lines (V8's `GCTracer::Output`, written to stdout, one per collection),
+//! placed on the wall clock by the anchor line of volley's preload ([`NODE_PRELOAD_JS`]). The
+//! line format is at [`parse_line`]; what a run reports of the pauses, and how the harness turns
+//! the trace on, is docs/contract.md, "GC pauses".
 
 use std::collections::HashMap;
 
@@ -51,6 +14,20 @@ pub const ANCHOR_PREFIX: &str = "volley-gc-anchor ";
 /// The preload the harness writes to a file and passes as `NODE_OPTIONS=--require <file>`:
 /// turns `--trace-gc` on and writes the anchor line (synchronously, to fd 1, so it is not held
 /// in a stream buffer), never throwing into the server.
+///
+/// The anchor line, `volley-gc-anchor pid=16761 unix_ms=1795443756852.562 uptime_ms=22.260`,
+/// is the same instant on the wall clock and on the isolate's clock, giving
+/// [`GcLog::anchor_unix_ms`]. Node does not expose the isolate's clock; `uptime_ms` is
+/// `performance.now()` minus `performance.nodeTiming.v8Start` (V8's start, just before the main
+/// isolate is created). Measured on Node 20 against a forced collection: the isolate's 0 is 0.6
+/// to 2.9 ms after `v8Start`, so `unix_ms` of an event may be that much early.
+///
+/// Buffering, measured on Node 20.20 with `strace`: each trace line reaches stdout in one
+/// `write(2)` as it is printed, to a file and to a pipe alike; lines interleave with the
+/// server's `console.log` output in order and none are lost at SIGTERM (checked with a
+/// collection every 20 ms, SIGTERM after 2 s: the last line written before the signal is in
+/// the output). So the preload installs no signal handler (which would change how the server
+/// stops).
 pub const NODE_PRELOAD_JS: &str = r#"// Written by volley: V8's --trace-gc for this process (not allowed in NODE_OPTIONS).
 try {
   require('v8').setFlagsFromString('--trace-gc');
@@ -71,6 +48,16 @@ struct Traced<'a> {
 }
 
 /// Reads every trace-gc line and anchor line of `text`.
+///
+/// Lines that are not trace-gc lines (see [`parse_line`]) are the server's own output (or other
+/// V8 tracing) and are skipped; a trace-gc line that does not match is counted as unparsed.
+/// When the heap is exhausted V8 prints its last collections again to stderr between
+/// `<--- Last few GCs --->` and `<--- JS stacktrace --->`: those repeats are skipped.
+///
+/// Several processes (a wrapper such as `npm start` gets the preload too) or worker threads (an
+/// isolate each) may write to the same output: every line is read, each on its own isolate's
+/// clock; `unix_ms` is set for the first isolate seen of a process that wrote an anchor, and the
+/// log's anchor is that of the process with the most collections.
 pub fn parse(text: &str) -> GcLog {
     let mut log = GcLog::default();
     let mut traced: Vec<Traced> = Vec::new();
@@ -163,7 +150,23 @@ pub enum Line<'a> {
     Gc(&'a str, &'a str, GcEvent),
 }
 
-/// Reads one line.
+/// Reads one line:
+///
+/// `[16761:0xcea6170]       38 ms: Scavenge 4.1 (4.2) -> 3.4 (5.2) MB, 6.24 / 0.00 ms  (average mu = 1.000, current mu = 1.000) allocation failure; `
+///
+/// Fields: the process id and the isolate's address; the time in milliseconds since the
+/// isolate started (`Isolate::time_millis_since_init`, printed `%8.0f` when the collection
+/// ends); the collector (`Scavenge`, `Mark-Compact`, `Minor Mark-Sweep`, … with ` (reduce)` for
+/// a memory-reducing one); the objects' size and, in parentheses, the committed heap, before
+/// and after, in MB of 2^20 bytes (V8 divides by its `MB` constant, `KB * KB`; newer V8 adds
+/// `pooled: N MB, ` after them); then `a / b ms`: `a` is the collection's atomic pause on the
+/// main thread (`duration`, from its start to its end), `b` the part of it spent in the
+/// embedder's callbacks (`total_external_time`: weak-handle, prologue and epilogue callbacks),
+/// already included in `a`. The pause is `a`; incremental marking steps done before it (`(+
+/// 8.1 ms in 84 steps since start of marking, …)`) are spread over the run and not counted.
+/// Since the line is written when the pause ends, `t_s` is the time minus the pause.
+///
+/// A line that does not start with `[pid:0x…]` followed by `N ms: ` is [`Line::Other`].
 pub fn parse_line(line: &str) -> Line<'_> {
     let Some((pid, isolate, rest)) = prefix(line) else {
         return Line::Other;

@@ -1,16 +1,13 @@
 //! Self-contained HTML report: one page that answers "which server is faster, by how much, at
-//! what tail latency, and at what CPU and memory cost", for one run or whole suites.
+//! what tail latency, and at what CPU and memory cost", for one run or whole suites (what it
+//! shows: docs/contract.md, "Reports"). The Rust side computes every number into [`PageData`],
+//! JSON in a `<script type="application/json">` block, and renders the tables as escaped HTML;
+//! `crates/report/src/assets/report.js` draws the charts with the vendored uPlot and sorts the
+//! tables. All is inlined and a Content-Security-Policy forbids every request: the file opens
+//! offline and cannot send anything it shows anywhere.
 //!
-//! The Rust side computes every number (medians over repetitions, merged histograms, percentile
-//! curves) into [`PageData`], which travels as JSON in a `<script type="application/json">`
-//! block, and renders the tables as escaped HTML (`body`). `src/report/assets/report.js` draws
-//! the charts with the vendored uPlot (`src/report/assets/uplot/`) and makes the tables
-//! sortable. Everything is inlined and a Content-Security-Policy forbids every request, so the
-//! file opens offline and cannot send anything it shows anywhere.
-//!
-//! One concept per file: `page` groups the series into scenario groups and rows, `data` is
-//! what the charts draw, `nines` the percentile curves of merged histograms, `escape` the
-//! escaping and templating, and `body` the HTML of the page, one file per section.
+//! One file per concept: `page` (scenario groups and rows), `data` (what the charts draw),
+//! `nines` (percentile curves of merged histograms), `body` (the HTML, a file per section).
 
 mod body;
 mod data;
