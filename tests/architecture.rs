@@ -190,7 +190,7 @@ fn crate_uses(src: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// The top-level module a source file belongs to (`src/report/html/body.rs` -> `report`).
+/// The top-level module a source file belongs to (`src/harness/cell.rs` -> `harness`).
 fn module_of(rel: &Path) -> Option<String> {
     let mut parts = rel.iter().map(|p| p.to_string_lossy().into_owned());
     let first = parts.next()?;

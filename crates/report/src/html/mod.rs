@@ -32,7 +32,7 @@ const TEMPLATE: &str = include_str!("../assets/report.html");
 pub const CSS: &str = include_str!("../assets/report.css");
 /// Charts, sorting and the self-test.
 const JS: &str = include_str!("../assets/report.js");
-/// uPlot, vendored unchanged (see `src/report/assets/uplot/README.md`).
+/// uPlot, vendored unchanged (see `crates/report/src/assets/uplot/README.md`).
 pub const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.js");
 /// uPlot's style.
 pub const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
