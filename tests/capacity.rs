@@ -385,6 +385,18 @@ fn a_noisy_boundary_is_decided_by_the_majority_of_three() {
             if runs.len() != s.steps().len() {
                 return None; // asserted below
             }
+            // The server tells a band rate's runs apart by their rate, estimated from 200 ms
+            // of arrivals (within 3 %): a machine that held volley's sends back and let them go
+            // together moves that estimate, and the run then counts as another rate's.
+            let blurred = s.steps().iter().zip(&runs).find_map(|(step, run)| {
+                let (est, target) = (run.rate?, rate(step) as f64);
+                ((est - target).abs() >= 0.03 * target).then(|| {
+                    format!("the server estimated the {target} req/s run at {est:.0} req/s")
+                })
+            });
+            if blurred.is_some() {
+                return blurred;
+            }
             s.steps().iter().zip(&runs).find_map(|(step, run)| {
                 let expect = if run.tail { "fail" } else { "pass" };
                 (verdict(step) != expect).then(|| {
@@ -568,6 +580,20 @@ fn a_server_faster_than_the_client_gives_a_lower_bound() {
     );
     eprintln!("{}", s.stderr);
     check_files(&s);
+    // Other processes starved volley three times at one rate: no answer, and the busy machine
+    // named — never a number that blames the client or the server.
+    if s.json["limited_by"] == "machine" {
+        assert_eq!(s.code, Some(3), "{}", s.stderr);
+        assert!(s.json["max_rate_rps"].is_null());
+        assert!(
+            s.stderr.contains("the machine was too busy to measure")
+                && s.stderr.contains("starved volley"),
+            "{}",
+            s.stderr
+        );
+        eprintln!("the machine was too busy for this search: no answer, as it should be");
+        return;
+    }
     // A run other processes starved (`machine`: volley's threads waited for a CPU while it was
     // not busy) says nothing and runs again at its rate once the machine is idle: left out.
     let steps: Vec<&Value> = s

@@ -201,9 +201,20 @@ fn the_open_loop_keeps_its_rate_over_streams() {
         eprintln!("run {runs} was starved, running again:\n{err}");
         earlier += n(&j, "/requests/completed");
     };
-    assert_eq!(code, 0, "{err}");
-    let achieved = j["achieved_rps"].as_f64().unwrap();
-    assert!((990.0..=1010.0).contains(&achieved), "{achieved}");
+    if j["client"]["starved"].as_bool() == Some(true) {
+        // Starved in all three runs: whatever rate was kept, volley must say why in its
+        // headline (and the count below still holds).
+        assert!(err.contains("!! volley starved"), "{err}");
+        assert!(
+            code == 0 || code == 1,
+            "exit {code} (a rate not kept exits 1): {err}"
+        );
+        eprintln!("starved in {runs} runs: the rate kept was not checked");
+    } else {
+        assert_eq!(code, 0, "{err}");
+        let achieved = j["achieved_rps"].as_f64().unwrap();
+        assert!((990.0..=1010.0).contains(&achieved), "{achieved}");
+    }
     assert_eq!(n(&j, "/requests/errors"), 0);
     assert!(j["schedule_lag_us"]["p50"].as_f64().is_some());
     assert_eq!(

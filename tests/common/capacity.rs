@@ -76,7 +76,10 @@ pub fn capacity(url: &str, out: &Path, args: &[&str]) -> Searched {
     ];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--out", &out_s, "--json", "-"]);
-    let o = volley(&all, Duration::from_secs(120));
+    // Some 25 steps of 1.5 s at most, and a step that other processes starved waits for an
+    // idle machine (at most MACHINE_MAX_WAIT) before it runs again: room for six of those.
+    let starved = volley::capacity::idle::MACHINE_MAX_WAIT + Duration::from_millis(1500);
+    let o = volley(&all, Duration::from_secs(120) + starved * 6);
     Searched {
         code: o.status.code(),
         stderr: String::from_utf8_lossy(&o.stderr).to_string(),
