@@ -23,7 +23,6 @@ pub mod compare;
 pub mod harness;
 pub mod history;
 pub mod live;
-pub mod measure;
 pub mod merge;
 pub mod serve;
 pub mod shard;
@@ -31,6 +30,7 @@ pub mod shard;
 // The lower crates under their old paths, for the layers still in this crate.
 pub use volley_config as config;
 pub use volley_engine as engine;
+pub use volley_measure as measure;
 pub use volley_model::{metric, result, stats, sys, units};
 pub use volley_monitor as monitor;
 pub use volley_plan as plan;

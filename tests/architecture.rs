@@ -307,6 +307,16 @@ const CRATES: &[(&str, &[&str])] = &[
     ),
     ("volley-report", &["volley-model"]),
     (
+        "volley-measure",
+        &[
+            "volley-model",
+            "volley-plan",
+            "volley-engine",
+            "volley-monitor",
+            "volley-config",
+        ],
+    ),
+    (
         "volley-fuzzing",
         &[
             "volley-model",
@@ -326,6 +336,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "volley-monitor",
             "volley-config",
             "volley-report",
+            "volley-measure",
         ],
     ),
 ];

@@ -3,8 +3,8 @@
 //! (saturated), other processes (starved) or neither (docs/contract.md, "Time series,
 //! histograms, client check").
 
-use crate::monitor::client::{saturation, starvation, ClientSample};
-use crate::result::OtherProcess;
+use volley_model::result::OtherProcess;
+use volley_monitor::client::{saturation, starvation, ClientSample};
 
 /// How the client self-check judged volley's own load.
 pub struct ClientCheck {

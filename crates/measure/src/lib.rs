@@ -13,14 +13,14 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, SystemTime};
 
-use crate::config::RunConfig;
-use crate::engine::tls::{self, TlsSetupError};
-use crate::engine::transport::{self, Endpoint, ResolveError};
-use crate::engine::{self, Observer, Observers, Route, SetupFailure};
-use crate::monitor::client::ClientMonitor;
-use crate::monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
-use crate::plan::Plan;
-use crate::result::RunResult;
+use volley_config::RunConfig;
+use volley_engine::tls::{self, TlsSetupError};
+use volley_engine::transport::{self, Endpoint, ResolveError};
+use volley_engine::{self as engine, Observer, Observers, Route, SetupFailure};
+use volley_model::result::RunResult;
+use volley_monitor::client::ClientMonitor;
+use volley_monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
+use volley_plan::Plan;
 
 /// Why a measurement could not be made (before any load, except `Engine`).
 #[derive(Debug, thiserror::Error)]
@@ -109,7 +109,7 @@ pub struct Prepared {
     pub reachable: bool,
     sampler: Option<TreeSampler>,
     /// The wall clock's error bound when the run is a shard or starts at a time.
-    clock: Option<crate::sys::clock::ClockStatus>,
+    clock: Option<volley_model::sys::clock::ClockStatus>,
 }
 
 /// Attaches the server monitor (first: a bad `--pid` costs nothing), resolves the host once and
@@ -190,7 +190,7 @@ pub struct Measured {
     /// The monitored server exited during the measured window.
     pub server_died: bool,
     /// Why the first failed connect failed, when known (see
-    /// [`crate::engine::EngineOutput::first_connect_failure`]).
+    /// [`volley_engine::EngineOutput::first_connect_failure`]).
     pub connect_failure: Option<String>,
 }
 

@@ -2,13 +2,13 @@
 
 use super::assemble::ClientCheck;
 use super::Context;
-use crate::config::RunConfig;
-use crate::engine::EngineOutput;
-use crate::monitor::procfs;
-use crate::result::warning::{SharedCpu, Shortfall};
-use crate::result::{Mode, RunResult, ServerInfo, Warning};
-use crate::stats::Percentiles;
-use crate::sys::cpus;
+use volley_config::RunConfig;
+use volley_engine::EngineOutput;
+use volley_model::result::warning::{SharedCpu, Shortfall};
+use volley_model::result::{Mode, RunResult, ServerInfo, Warning};
+use volley_model::stats::Percentiles;
+use volley_model::sys::cpus;
+use volley_monitor::procfs;
 
 /// Below this share of the target rate an open-loop run fell short (DESIGN: 99 %).
 const SHORTFALL_BELOW: f64 = 0.99;
@@ -249,11 +249,11 @@ const SHARED_MIN_WINDOW_S: f64 = 0.5;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::MachineSample;
+    use volley_model::result::MachineSample;
 
     /// A real run (volley pinned to CPU 0, the server to CPU 1) on a machine `idle_pct` idle.
     fn run(idle_pct: f64) -> RunResult {
-        let text = include_str!("../../tests/fixtures/report/quick/runs/rust__get__r1.json");
+        let text = include_str!("../../../tests/fixtures/report/quick/runs/rust__get__r1.json");
         let mut r = RunResult::from_json(text).unwrap();
         r.machine.samples = (0..3)
             .map(|t| MachineSample {
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn the_implied_checks_bound_breaks_exactly_where_the_headline_warns() {
-        let implied = crate::config::threshold::Threshold::implied_checks();
+        let implied = volley_config::threshold::Threshold::implied_checks();
         let mut r = run(50.0);
         r.checks.insert("status".into(), 0);
         for completed in (1..=3000).chain([99_999, 100_000, 100_001, 12_345_678]) {

@@ -11,14 +11,14 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::RunConfig;
-use crate::engine::check::{CheckState, Watch};
-use crate::engine::response::{ResponseObserver, ResponseParser};
-use crate::engine::transport::Endpoint;
-use crate::engine::Route;
-use crate::plan::workload::{Checks, Context};
-use crate::plan::{MixRequest, RequestTemplate};
-use crate::units::{quoted_bytes, thousands};
+use volley_config::RunConfig;
+use volley_engine::check::{CheckState, Watch};
+use volley_engine::response::{ResponseObserver, ResponseParser};
+use volley_engine::transport::Endpoint;
+use volley_engine::Route;
+use volley_model::units::{quoted_bytes, thousands};
+use volley_plan::workload::{Checks, Context};
+use volley_plan::{MixRequest, RequestTemplate};
 
 /// Body bytes shown per response.
 pub const SHOWN_BODY_BYTES: usize = 200;

@@ -4,28 +4,28 @@
 use std::collections::BTreeMap;
 
 use super::{warnings, Context};
-use crate::config::RunConfig;
-use crate::engine::{EngineOutput, Route};
-use crate::monitor::client::ClientReport;
-use crate::monitor::gc;
-use crate::monitor::procfs;
-use crate::plan::workload::{Entry, Order};
-use crate::result::endpoint::{EndpointRequests, EndpointResult};
-use crate::result::identity::LoadKey;
-use crate::result::*;
-use crate::stats::endpoints::{EndpointStats, Endpoints};
-use crate::stats::histogram::encode;
-use crate::stats::recorder::CHECK_NAMES;
-use crate::stats::Percentiles;
-use crate::sys::cpus;
 use sha2::{Digest, Sha256};
+use volley_config::RunConfig;
+use volley_engine::{EngineOutput, Route};
+use volley_model::result::endpoint::{EndpointRequests, EndpointResult};
+use volley_model::result::identity::LoadKey;
+use volley_model::result::*;
+use volley_model::stats::endpoints::{EndpointStats, Endpoints};
+use volley_model::stats::histogram::encode;
+use volley_model::stats::recorder::CHECK_NAMES;
+use volley_model::stats::Percentiles;
+use volley_model::sys::cpus;
+use volley_monitor::client::ClientReport;
+use volley_monitor::gc;
+use volley_monitor::procfs;
+use volley_plan::workload::{Entry, Order};
 
 /// Everything a RunResult is made of.
 pub struct Parts<'a> {
     /// The run as configured (a shard's: its own part of the load).
     pub cfg: &'a RunConfig,
     /// `--shard`: the whole load, whose identity the shard carries.
-    pub whole: Option<&'a crate::plan::LoadSpec>,
+    pub whole: Option<&'a volley_plan::LoadSpec>,
     /// `--shard` / `--start-at`: the result's `shard` block, but its `config_hash`.
     pub shard: Option<ShardInfo>,
     /// Where the run connected, and whether over TLS.
@@ -292,7 +292,7 @@ impl Parts<'_> {
     }
 
     /// What `load` was, as a result records it.
-    fn load_info_of(&self, load: &crate::plan::LoadSpec) -> LoadInfo {
+    fn load_info_of(&self, load: &volley_plan::LoadSpec) -> LoadInfo {
         let open = load.is_open();
         let ramp = load.ramp.as_ref();
         LoadInfo {
@@ -446,7 +446,7 @@ impl Parts<'_> {
 }
 
 /// The names of the checks `c` holds (`checks {name: count}` keys).
-fn check_kinds(c: &crate::plan::workload::Checks) -> Vec<&'static str> {
+fn check_kinds(c: &volley_plan::workload::Checks) -> Vec<&'static str> {
     let mut out = Vec::new();
     if !c.status.is_empty() {
         out.push("status");
@@ -499,7 +499,7 @@ pub fn endpoint_result(
     }
 }
 
-fn status_codes(c: &crate::stats::Counters) -> BTreeMap<String, u64> {
+fn status_codes(c: &volley_model::stats::Counters) -> BTreeMap<String, u64> {
     c.status_codes()
         .into_iter()
         .map(|(s, n)| (s.to_string(), n))

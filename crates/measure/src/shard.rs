@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use super::MeasureError;
-use crate::config::RunConfig;
-use crate::result::ShardInfo;
-use crate::sys::clock::{self, ClockStatus};
+use volley_config::RunConfig;
+use volley_model::result::ShardInfo;
+use volley_model::sys::clock::{self, ClockStatus};
 
 /// With `--shard` or `--start-at`: the clock's status, refused when it is not synchronised or
 /// its error bound is over the budget (unless the budget is `off`).
@@ -29,14 +29,14 @@ pub(super) fn check_clock(cfg: &RunConfig) -> Result<Option<ClockStatus>, Measur
     if !s.synchronised {
         return Err(MeasureError::Clock(format!(
             "--clock-budget {}: this machine's clock is not synchronised (adjtimex: no time service keeps it; its error bound is {:.1} s), so shards on several machines would not start together; run chrony or NTP, or use --clock-budget off when the shards share one host's clock",
-            crate::units::duration_flag(budget),
+            volley_model::units::duration_flag(budget),
             s.maxerror_us as f64 / 1e6
         )));
     }
     if Duration::from_micros(s.maxerror_us) > budget {
         return Err(MeasureError::Clock(format!(
             "--clock-budget {}: the clock may be off by up to {:.1} ms (adjtimex maxerror), more than the budget; wait for the time service to converge or raise the budget",
-            crate::units::duration_flag(budget),
+            volley_model::units::duration_flag(budget),
             s.maxerror_us as f64 / 1e3
         )));
     }
