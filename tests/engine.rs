@@ -4,43 +4,18 @@
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, SystemTime};
 
-use volley::engine::transport::Endpoint;
 use volley::engine::{self, Observer, Route};
-use volley::plan::{LoadSpec, Plan, Scheme, Target};
-use volley::result::Arrivals;
+use volley::plan::{LoadSpec, Plan, Target};
 use volley::stats::aggregate::FinishedBucket;
 
 fn spec(target: Target, duration: Duration, warmup: Duration, rate: Option<f64>) -> LoadSpec {
     LoadSpec {
-        target,
-        connections: 4,
-        max_connections: None,
         threads: 2,
-        duration: Some(duration),
-        requests: None,
         rate_rps: rate,
-        arrivals: Arrivals::Uniform,
         seed: Some(7),
         warmup,
-        method: "GET".into(),
-        headers: Vec::new(),
-        body: Vec::new().into(),
-        keepalive: true,
-        pipeline: 1,
-        timeout: Duration::from_secs(2),
-        think_time: Duration::ZERO,
-        ramp: None,
-        tls: None,
-        http: volley::plan::HttpVersion::Http1,
-        h2: volley::plan::H2Spec {
-            streams: 1,
-            window: volley::plan::DEFAULT_H2_WINDOW,
-        },
-        workload: None,
-        checks: Default::default(),
-        verify: false,
-        shard: None,
         io: io_choice(),
+        ..LoadSpec::closed_loop(target, 4, duration)
     }
 }
 
@@ -54,23 +29,11 @@ fn io_choice() -> volley::plan::IoChoice {
 }
 
 fn tcp(addr: std::net::SocketAddr) -> Route {
-    Route {
-        endpoint: Endpoint::Tcp(addr),
-        tls: None,
-        io: engine::choose_io(io_choice(), true).unwrap(),
-    }
+    Route::tcp(addr, io_choice()).unwrap()
 }
 
 fn target(addr: std::net::SocketAddr) -> Target {
-    Target {
-        url: format!("http://{addr}/"),
-        host: addr.ip().to_string(),
-        port: addr.port(),
-        path: "/".into(),
-        host_header: addr.to_string(),
-        scheme: Scheme::Http,
-        unix_socket: None,
-    }
+    Target::http(addr, "/")
 }
 
 /// Records what the engine told it, in order.
