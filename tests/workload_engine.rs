@@ -8,57 +8,23 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use volley::engine::transport::Endpoint;
 use volley::engine::{self, Route};
 use volley::plan::workload::{Body, Checks, Entry, Order, Part, Template, Workload};
-use volley::plan::{LoadSpec, Plan, Scheme, Target};
-use volley::result::Arrivals;
+use volley::plan::{LoadSpec, Plan, Target};
 
 mod common;
 
-fn target(addr: std::net::SocketAddr) -> Target {
-    Target {
-        url: format!("http://{addr}/"),
-        host: addr.ip().to_string(),
-        port: addr.port(),
-        path: "/".into(),
-        host_header: addr.to_string(),
-        scheme: Scheme::Http,
-        unix_socket: None,
-    }
-}
-
 fn spec(addr: std::net::SocketAddr, w: Workload, requests: u64, pipeline: usize) -> LoadSpec {
     LoadSpec {
-        target: target(addr),
-        connections: 4,
-        max_connections: None,
         threads: 2,
         duration: None,
         requests: Some(requests),
-        rate_rps: None,
-        arrivals: Arrivals::Uniform,
         seed: Some(7),
-        warmup: Duration::ZERO,
-        method: "GET".into(),
         headers: vec![("X-All".into(), "yes".into())],
-        body: Vec::new().into(),
-        keepalive: true,
         pipeline,
         timeout: Duration::from_secs(5),
-        think_time: Duration::ZERO,
-        ramp: None,
-        tls: None,
-        http: volley::plan::HttpVersion::Http1,
-        h2: volley::plan::H2Spec {
-            streams: 1,
-            window: volley::plan::DEFAULT_H2_WINDOW,
-        },
         workload: Some(Arc::new(w)),
-        checks: Default::default(),
-        verify: false,
-        shard: None,
-        io: Default::default(),
+        ..LoadSpec::closed_loop(Target::http(addr, "/"), 4, Duration::ZERO)
     }
 }
 
@@ -94,11 +60,7 @@ fn run(spec: &LoadSpec, addr: std::net::SocketAddr) -> engine::EngineOutput {
     engine::run(
         spec,
         Plan::new(spec, 7),
-        Route {
-            endpoint: Endpoint::Tcp(addr),
-            tls: None,
-            io: engine::choose_io(spec.io, spec.keepalive).unwrap(),
-        },
+        Route::tcp(addr, spec.io).unwrap(),
         &AtomicUsize::new(0),
         &mut engine::Observers(vec![]),
     )
