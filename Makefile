@@ -5,19 +5,10 @@
 # what the Dockerfile's image holds: a static musl build run in a root of only what the image
 # copies, as root in a network namespace of its own, skipped where it cannot run unless CI=true).
 # `make check` is the quick tier for working on the code: fmt, clippy, every crate's unit and
-# doc tests and the integration tests that need nothing but volley and run in seconds (no
-# other software, no long searches). `make demo` loads the built-in server for 5 s.
+# doc tests and the integration tests that need nothing but volley and run in seconds
+# (tests/quick; scripts/tests.sh runs the tiers and counts skips, which fail under CI=true). `make demo` loads the built-in server for 5 s.
 PORT ?= 18080
 VOLLEY := target/release/volley
-
-# Integration tests left out of `make check`: those that need other software (nginx,
-# Chromium, Prometheus, Otava, kubernetes-validate, the reference servers' toolchains,
-# network namespaces) ...
-FULL_TESTS := gc h2 h2_interop history_otava html k8s live live_browser reference_servers \
-	remote_write shards_netns
-# ... and those that run real searches or suites for tens of seconds.
-SLOW_TESTS := bench bench_capacity bench_guard capacity compare history history_calls
-CHECK_TESTS := $(filter-out $(FULL_TESTS) $(SLOW_TESTS),$(basename $(notdir $(wildcard tests/*.rs))))
 
 .PHONY: build deps test-deps quick demo check test bench
 
@@ -43,7 +34,7 @@ check:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo test --locked --workspace --lib --bins
 	cargo test --locked --workspace --doc
-	cargo test --locked -p volley $(addprefix --test ,$(CHECK_TESTS))
+	scripts/tests.sh quick
 
 test: deps test-deps
 	cargo fmt --all -- --check
@@ -51,11 +42,13 @@ test: deps test-deps
 	scripts/deny.sh
 	scripts/msrv.sh
 	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
-	cargo test --locked
+	cargo test --locked --workspace --lib --bins
+	cargo test --locked --workspace --doc
+	scripts/tests.sh all
 	# The default backend is io_uring where the kernel has it: the engine, fault,
 	# hostile-server, TLS and HTTP/2 tests run again on epoll.
-	VOLLEY_IO=epoll cargo test --locked -p volley --test engine --test faults --test hostile \
-		--test h2 --test h2_hostile --test tls --test tls_refused --test open_loop --test truthful
+	VOLLEY_IO=epoll scripts/tests.sh quick/engine quick/faults quick/hostile full/h2 \
+		quick/h2_hostile quick/tls quick/tls_refused quick/open_loop quick/truthful
 	scripts/check-image.sh
 
 bench: build

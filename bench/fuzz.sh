@@ -21,7 +21,7 @@
 #             of tests/fixtures/gc/)
 #
 # The checks are volley_fuzzing::check_<target> (crates/fuzzing); inputs kept in fuzz/regressions/<target>/
-# seed the runs and are replayed by `cargo test --test fuzz_regressions`. The growing corpus
+# seed the runs and are replayed by `cargo test --test tests quick::fuzz_regressions::`. The growing corpus
 # stays in fuzz/corpus/<target>/ (not committed), so later runs start where earlier ones ended.
 #
 # Environment (all optional):

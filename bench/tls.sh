@@ -35,7 +35,7 @@
 #   TABLES="tls-keepalive tls-close tls-correct tls-memory"   which tables to measure and rewrite
 #   COUNT_DURATION=5s   length of the access-log count runs (tls-correct)
 #   STALL_RATE=1000  STALL_MS=500  STALL_CONNECTIONS=20   open-loop stall runs (10 s, stalls at
-#                       2 s and 7 s, as tests/open_loop.rs)
+#                       2 s and 7 s, as tests/quick/open_loop.rs)
 #   MEM_CONNS="1000 10000"  THINK_TIME=1s  MEM_DURATION=20s   memory runs
 #   MEM_REPS=1          how many of the REPS repetitions include the memory runs (RSS is not
 #                       a timing, and 10,000 handshakes take a while)

@@ -284,7 +284,7 @@ if "tls-correct" in TABLES:
                      f"{q['errors']:,} | {'yes' if ok else '**no** (differs by %+d)' % (r['log_lines'] - q['completed'] - q['unfinished'])} |")
     L += ["", f"Open loop at {META['STALL_RATE']} req/s, {META['STALL_CONNECTIONS']} connections, 10 s, against the same nginx "
           f"whose worker is stopped (SIGSTOP) for {META['STALL_MS']} ms at 2 s and again at 7 s after the client starts "
-          "(the stall of tests/open_loop.rs, on a real server); HTTPS and plain HTTP interleaved. The corrected "
+          "(the stall of tests/quick/open_loop.rs, on a real server); HTTPS and plain HTTP interleaved. The corrected "
           "latency (from each request's due time) must show the stalls the same way over both:", "",
           "| rep | protocol | completed | corrected p50 | p90 | p99 | max | service p50 | service p99 | schedule lag p99 |",
           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Installs what the tests need beyond Rust and the reference servers' tools: headless Chromium,
-# which tests/html.rs uses to load the HTML report as a person would (Debian's `chromium`
-# package), and nghttp2's clients h2load and nghttp, which tests/reference_servers.rs uses as
+# which tests/full/html.rs uses to load the HTML report as a person would (Debian's `chromium`
+# package), and nghttp2's clients h2load and nghttp, which tests/full/reference_servers.rs uses as
 # independent HTTP/2 peers (Debian's `nghttp2-client`), and Maven, which builds the jetty and
-# netty reference servers that tests/reference_servers.rs checks (Debian's `maven`; it fetches
+# netty reference servers that tests/full/reference_servers.rs checks (Debian's `maven`; it fetches
 # their jars from Maven Central into ~/.m2 on the first build); and what scripts/check-image.sh
 # uses to build and run the container image's binary: Rust's x86_64-unknown-linux-musl target
 # (from rustup), musl-gcc for ring's C (`musl-tools`), and `file`, `ip` (`iproute2`), `openssl`
@@ -13,7 +13,7 @@
 set -eu
 
 # kubernetes-validate (PyPI) checks the manifests `volley k8s` prints against the schemas of
-# several Kubernetes versions, offline (tests/k8s.rs).
+# several Kubernetes versions, offline (tests/full/k8s.rs).
 if ! command -v kubernetes-validate >/dev/null 2>&1; then
     if command -v pip3 >/dev/null 2>&1; then pip=pip3; else pip=pip; fi
     "$pip" install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 >/dev/null 2>&1 ||
@@ -26,7 +26,7 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
     echo "installed: kubernetes-validate"
 fi
 
-# prometheus_client (PyPI): its OpenMetrics parser reads volley's /metrics (tests/live.rs).
+# prometheus_client (PyPI): its OpenMetrics parser reads volley's /metrics (tests/full/live.rs).
 if ! python3 -c "import prometheus_client" >/dev/null 2>&1; then
     if command -v pip3 >/dev/null 2>&1; then pip=pip3; else pip=pip; fi
     "$pip" install --quiet --disable-pip-version-check prometheus_client==0.26.0 >/dev/null 2>&1 ||
@@ -40,7 +40,7 @@ if ! python3 -c "import prometheus_client" >/dev/null 2>&1; then
 fi
 
 # Apache Otava (PyPI), in a virtual environment of its own (it brings numpy, scipy and cloud
-# clients): tests/history_otava.rs checks volley's change points against it.
+# clients): tests/full/history_otava.rs checks volley's change points against it.
 otava_env="${HOME}/.cache/volley/otava"
 if ! "$otava_env/bin/python" -c "import otava.analysis" >/dev/null 2>&1; then
     rm -rf "$otava_env"
@@ -74,7 +74,7 @@ command -v ip >/dev/null 2>&1 || pkgs="$pkgs iproute2"
 command -v openssl >/dev/null 2>&1 || pkgs="$pkgs openssl"
 command -v python3 >/dev/null 2>&1 || pkgs="$pkgs python3"
 # A real Prometheus: it scrapes --metrics-addr and receives --prometheus-remote-write
-# (tests/remote_write.rs).
+# (tests/full/remote_write.rs).
 [ -x /usr/bin/prometheus ] || pkgs="$pkgs prometheus"
 if [ -z "$pkgs" ]; then
     exit 0

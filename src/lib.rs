@@ -5,7 +5,7 @@
 //! assembles the versioned artifact (`result`) with the server `monitor`'s figures, and
 //! `report` renders it; `harness`, `compare`, `merge` and `serve` orchestrate and analyse, and
 //! `cmd` is the command line. Imports point down that list only (docs/architecture.md has the
-//! map; `tests/architecture.rs` enforces it); docs/contract.md is what users may rely on.
+//! map; `tests/quick/architecture.rs` enforces it); docs/contract.md is what users may rely on.
 
 // `eprintln!`/`eprint!` for every module below: volley-model's, which drop a failed write to
 // stderr instead of panicking as std's do.

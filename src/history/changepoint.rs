@@ -4,7 +4,7 @@
 //! steps (split, merge) are at [`detect`]. What trends and checks make of them is
 //! docs/contract.md, "Run history".
 //!
-//! `tests/history_otava.rs` runs Otava 0.8 from PyPI on the same series and requires the same
+//! `tests/full/history_otava.rs` runs Otava 0.8 from PyPI on the same series and requires the same
 //! indexes.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};

@@ -1,7 +1,7 @@
 //! Headless Chromium. Driven over the DevTools protocol: a page is loaded, scripts are
 //! evaluated in it and their values read back, as a person's browser would run them while a
-//! run is live (tests/live_browser.rs). Or run once on a page file, its DOM dumped after the
-//! scripts ran, and the page's self-test read from it (tests/html.rs, tests/history.rs).
+//! run is live (tests/full/live_browser.rs). Or run once on a page file, its DOM dumped after the
+//! scripts ran, and the page's self-test read from it (tests/full/html.rs, tests/slow/history.rs).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;

@@ -4,9 +4,12 @@
 
 pub mod capacity;
 pub mod cdp;
+pub mod clock;
 pub mod h2;
 pub mod history;
 pub mod live;
+pub mod nginx;
+pub mod tls;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -409,5 +412,29 @@ pub fn assert_golden(name: &str, actual: &str) {
             expected.lines().nth(first),
             actual.lines().nth(first)
         );
+    }
+}
+
+/// Skips the calling test because something it needs is missing here (`reason` names it and
+/// how to install it). Under `CI=true` that fails the test instead: CI installs everything
+/// (`make test-deps`), so a skip there would hide a test that never ran. Elsewhere the skip is
+/// printed and counted: one line per skip in `target/tmp/skipped`, which `scripts/tests.sh`
+/// clears before a run and sums up after it.
+pub fn skip(reason: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI=true and this test would be skipped: {reason}"
+    );
+    eprintln!("skipped: {reason}");
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped");
+    let line = format!("{test}: {reason}\n");
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = appended {
+        panic!("cannot count the skip in {}: {e}", path.display());
     }
 }

@@ -3,7 +3,7 @@
 //! writes) and the certificates they present, made with rcgen: a CA and leaves signed by it,
 //! self-signed leaves, expired ones, client certificates, chains of any size; a Unix-socket
 //! HTTP server; and the helpers of the HTTPS tests that use them. Included with
-//! `#[path = "common/tls.rs"] mod tls;` by `tests/tls.rs` and `tests/tls_refused.rs`, which
+//! `#[path = "common/tls.rs"] mod tls;` by `tests/quick/tls.rs` and `tests/quick/tls_refused.rs`, which
 //! both have `mod common;` at their root.
 #![allow(dead_code)]
 
@@ -702,7 +702,7 @@ impl Requests {
     }
 }
 
-// ---- helpers of tests/tls.rs and tests/tls_refused.rs ----
+// ---- helpers of tests/quick/tls.rs and tests/quick/tls_refused.rs ----
 
 pub const LIMIT: Duration = Duration::from_secs(20);
 

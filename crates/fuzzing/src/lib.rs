@@ -1,5 +1,5 @@
 //! The checks behind the fuzz targets (`fuzz/fuzz_targets/`) and their regression test
-//! (`tests/fuzz_regressions.rs`), kept in this crate so both run exactly the same code and
+//! (`tests/quick/fuzz_regressions.rs`), kept in this crate so both run exactly the same code and
 //! the stable test needs no nightly toolchain; not part of the `volley` library. Each function takes arbitrary bytes, feeds them
 //! to one parser and panics when a promise of that parser is broken; returning means the input
 //! was handled (accepted or refused) correctly.

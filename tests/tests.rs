@@ -1,0 +1,68 @@
+//! The integration tests: one binary (`cargo test --test tests`), its modules in three tiers
+//! by folder, so a tier or a file is a filter: `cargo test --test tests quick::engine::`.
+//! `scripts/tests.sh` runs the tiers the way `make check` and `make test` do (CONTRIBUTING.md).
+
+mod common;
+
+/// Tests that need nothing but volley and finish in seconds: in-process servers on ephemeral
+/// ports (normal, stalling, faulty, hostile), the CLI, the file formats and golden outputs.
+/// `make check` runs this tier.
+mod quick {
+    mod architecture;
+    mod bench_requires;
+    mod bench_shards;
+    mod bench_tls;
+    mod cli;
+    mod compare_baseline;
+    mod display;
+    mod engine;
+    mod faults;
+    mod fuzz_regressions;
+    mod h2_hostile;
+    mod habits;
+    mod hdr_vector;
+    mod history_messages;
+    mod hostile;
+    mod io_backends;
+    mod merge;
+    mod monitor;
+    mod open_loop;
+    mod report;
+    mod schema;
+    mod secrets;
+    mod shards;
+    mod suite_files;
+    mod tls;
+    mod tls_refused;
+    mod truthful;
+    mod workload_engine;
+    mod workloads;
+}
+
+/// Tests that need nothing but volley but run real searches or suites for tens of seconds.
+mod slow {
+    mod bench;
+    mod bench_capacity;
+    mod bench_guard;
+    mod capacity;
+    mod compare;
+    mod history;
+    mod history_calls;
+}
+
+/// Tests that need other software: nginx, Chromium, Prometheus, Otava, kubernetes-validate,
+/// the reference servers' toolchains, network namespaces. A missing tool is a counted skip
+/// ([`common::skip`]), and a failure under `CI=true`.
+mod full {
+    mod gc;
+    mod h2;
+    mod h2_interop;
+    mod history_otava;
+    mod html;
+    mod k8s;
+    mod live;
+    mod live_browser;
+    mod reference_servers;
+    mod remote_write;
+    mod shards_netns;
+}
