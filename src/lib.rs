@@ -17,21 +17,21 @@ macro_rules! eprint {
     ($($arg:tt)*) => { volley_model::eprint!($($arg)*) };
 }
 
-pub mod capacity;
 pub mod cmd;
-pub mod compare;
-pub mod harness;
-pub mod history;
-pub mod live;
-pub mod merge;
 pub mod serve;
-pub mod shard;
 
-// The lower crates under their old paths, for the layers still in this crate.
+// The workspace's crates under their module names (docs/architecture.md, "Crates").
+pub use volley_capacity as capacity;
+pub use volley_compare as compare;
 pub use volley_config as config;
 pub use volley_engine as engine;
+pub use volley_harness as harness;
+pub use volley_history as history;
+pub use volley_live as live;
 pub use volley_measure as measure;
+pub use volley_merge as merge;
 pub use volley_model::{metric, result, stats, sys, units};
 pub use volley_monitor as monitor;
 pub use volley_plan as plan;
 pub use volley_report as report;
+pub use volley_shard as shard;
