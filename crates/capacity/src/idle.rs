@@ -34,7 +34,7 @@ fn ticks(root: ProcKey, units: Units) -> Option<u64> {
 
 /// Waits until `pid`'s tree is idle or [`MAX_WAIT`] has passed; returns the seconds waited and
 /// whether it was idle at the end. A pid that cannot be read is not waited for.
-pub fn wait(pid: i32) -> (f64, bool) {
+pub(crate) fn wait(pid: i32) -> (f64, bool) {
     let started = Instant::now();
     let units = Units::detect();
     let Some(start) = std::fs::read_to_string(format!("/proc/{pid}/stat"))

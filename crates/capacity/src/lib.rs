@@ -64,19 +64,19 @@ pub struct Steps<'a> {
 }
 
 /// `step-NN-<rate>rps.json`.
-pub fn step_file(n: usize, rate: f64) -> String {
+pub(crate) fn step_file(n: usize, rate: f64) -> String {
     format!("step-{n:02}-{}rps.json", rate.round() as u64)
 }
 
 /// The file of the closed-loop reference step.
-pub const CLOSED_LOOP_FILE: &str = "closed-loop.json";
+pub(crate) const CLOSED_LOOP_FILE: &str = "closed-loop.json";
 
 /// The file of the closed loop measured again (an answer well above the first).
-pub const CLOSED_LOOP_AGAIN_FILE: &str = "closed-loop-again.json";
+pub(crate) const CLOSED_LOOP_AGAIN_FILE: &str = "closed-loop-again.json";
 
 /// The CPUs `pid` may run on (`Cpus_allowed_list` of its status): the 100 % of its
 /// utilisation. None when it cannot be read.
-pub fn server_cores(pid: i32) -> Option<f64> {
+pub(crate) fn server_cores(pid: i32) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let list = status
         .lines()
@@ -89,7 +89,7 @@ pub fn server_cores(pid: i32) -> Option<f64> {
 }
 
 /// The server's mean CPU over the measured window, percent of one core.
-pub fn server_cpu_pct(r: &RunResult) -> Option<f64> {
+pub(crate) fn server_cpu_pct(r: &RunResult) -> Option<f64> {
     let s = r.server.as_ref()?;
     (s.window_s > 0.0).then(|| round1((s.cpu_user_s + s.cpu_sys_s) / s.window_s * 100.0))
 }
@@ -216,7 +216,7 @@ impl Steps<'_> {
 }
 
 /// Runs of one rate that may be starved by other processes before the search stops.
-pub const MACHINE_ATTEMPTS: usize = 3;
+pub(crate) const MACHINE_ATTEMPTS: usize = 3;
 
 impl StepRunner for Steps<'_> {
     fn phase(&mut self, phase: Phase) {

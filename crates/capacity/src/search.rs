@@ -8,7 +8,8 @@
 
 mod confirm;
 
-pub use confirm::CONFIRM_ROUNDS;
+#[cfg(test)]
+use confirm::CONFIRM_ROUNDS;
 use volley_model::result::capacity::{Bracket, Confirmation, LimitedBy, Phase, Verdict};
 
 /// One run's verdict and why.
@@ -116,7 +117,7 @@ fn stop(found: &mut Found, e: StepError) {
 
 impl Found {
     /// A search that ended before its first step: interrupted, or with an error.
-    pub fn stopped(interrupted: bool, error: Option<String>) -> Found {
+    pub(crate) fn stopped(interrupted: bool, error: Option<String>) -> Found {
         Found {
             max_rps: None,
             limited_by: None,
@@ -149,7 +150,7 @@ impl Found {
 
 impl Search {
     /// The repeat rule in words: `2 of 3 runs pass`, `1 run` (no repetition).
-    pub fn rule(&self) -> String {
+    pub(crate) fn rule(&self) -> String {
         let n = self.repeat.max(1);
         if n == 1 {
             "each rate runs once; the answer and the rate above it run once more to confirm it"

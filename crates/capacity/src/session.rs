@@ -12,7 +12,7 @@ use volley_model::result::capacity::{
 
 /// An answer above this multiple of the closed-loop maximum is suspicious: the closed loop is
 /// measured again before the numbers are explained.
-pub const SUSPICIOUS_SHARE: f64 = 1.1;
+pub(crate) const SUSPICIOUS_SHARE: f64 = 1.1;
 
 /// What a search is about, for its result.
 pub struct About {

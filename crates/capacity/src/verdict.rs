@@ -10,18 +10,18 @@ use volley_model::result::{RunResult, WarningKind};
 use volley_model::units;
 
 /// Schedule lag p99 above this (µs) means the client could not keep its own schedule.
-pub const LAG_LIMIT_US: u64 = 1_000;
+pub(crate) const LAG_LIMIT_US: u64 = 1_000;
 /// volley's CPU per worker thread at or above which a shortfall is the client's, percent. Not
 /// 100 minus a little: on a machine shared with the server and other work a saturated
 /// thread gets less than a core (a clean-clone CI run measured 86.8 % for a client that
 /// wrote 46 % of its rate).
-pub const CLIENT_BUSY_PCT: f64 = 80.0;
+pub(crate) const CLIENT_BUSY_PCT: f64 = 80.0;
 /// The rate written may be this much below the target (fraction).
-pub const SHORTFALL: f64 = 0.01;
+pub(crate) const SHORTFALL: f64 = 0.01;
 /// Drift: the last third's p99 above this many times the first third's.
-pub const DRIFT_RATIO: f64 = 1.5;
+pub(crate) const DRIFT_RATIO: f64 = 1.5;
 /// ... and above it by at least this (µs).
-pub const DRIFT_FLOOR_US: f64 = 1_000.0;
+pub(crate) const DRIFT_FLOOR_US: f64 = 1_000.0;
 
 /// Why a starved step says nothing: how long volley waited for a CPU and who had it.
 fn starved(r: &RunResult, lag: Option<u64>) -> String {

@@ -31,7 +31,7 @@ use volley_model::metric::{Metric, Stat};
 use volley_report::model::{LoadError, Report};
 
 /// Schema identifier of the comparison JSON.
-pub const COMPARE_SCHEMA: &str = "volley.compare/1";
+pub(crate) const COMPARE_SCHEMA: &str = "volley.compare/1";
 /// Significance level of the verdicts.
 pub const ALPHA: f64 = 0.05;
 /// Repetitions each side needs before a verdict is given.
@@ -115,7 +115,7 @@ pub struct Options {
 }
 
 /// The metrics every pair shows beside its headline, without a verdict.
-pub const SECONDARY: [Metric; 4] = [
+pub(crate) const SECONDARY: [Metric; 4] = [
     Metric::Latency(Stat::P50),
     Metric::Latency(Stat::P99),
     Metric::Errors,

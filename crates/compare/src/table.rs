@@ -11,7 +11,7 @@ use super::{
 use volley_model::metric::Metric;
 
 /// The width the default layout fits, table and prose.
-pub const FIT_COLUMNS: usize = 100;
+pub(crate) const FIT_COLUMNS: usize = 100;
 
 /// How the table is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -37,7 +37,7 @@ pub fn from_flags(a: &RunFlags) -> Result<Checks, ConfigError> {
 
 /// A status list: `200`, `200-299`, `2xx`, or several of them separated by commas
 /// (`200,204,3xx`), as inclusive ranges in the order given.
-pub fn status_list(text: &str) -> Result<Vec<(u16, u16)>, String> {
+pub(crate) fn status_list(text: &str) -> Result<Vec<(u16, u16)>, String> {
     if text.trim().is_empty() {
         return Err("empty: expected a status such as 200, 200-299 or 2xx".into());
     }
@@ -88,7 +88,7 @@ pub fn status(text: &str, expected: &str) -> Result<u16, String> {
 }
 
 /// Text a body must contain: not empty (every body contains the empty text).
-pub fn body_text(text: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn body_text(text: &str) -> Result<Vec<u8>, String> {
     if text.is_empty() {
         return Err("empty text: every body contains it".into());
     }
@@ -96,13 +96,13 @@ pub fn body_text(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// A body pattern, in the syntax of Rust's `regex` crate (over bytes: no UTF-8 needed).
-pub fn regex(text: &str) -> Result<regex::bytes::Regex, String> {
+pub(crate) fn regex(text: &str) -> Result<regex::bytes::Regex, String> {
     regex::bytes::Regex::new(text).map_err(|e| format!("`{text}` is not a regex: {e}"))
 }
 
 /// `NAME` (the header is there) or `NAME:VALUE` (there with this value, after trimming); the
 /// name in lower case.
-pub fn header(text: &str) -> Result<(String, Option<String>), String> {
+pub(crate) fn header(text: &str) -> Result<(String, Option<String>), String> {
     let (name, value) = match text.split_once(':') {
         Some((n, v)) => (n.trim(), Some(v.trim())),
         None => (text.trim(), None),
@@ -121,7 +121,7 @@ pub fn header(text: &str) -> Result<(String, Option<String>), String> {
 }
 
 /// A body length: a size with units (`1KiB`, `512`).
-pub fn size(text: &str) -> Result<u64, String> {
+pub(crate) fn size(text: &str) -> Result<u64, String> {
     volley_model::units::parse_size(text)
 }
 

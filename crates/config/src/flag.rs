@@ -240,7 +240,7 @@ impl Flag {
     }
 
     /// As messages spell it: `-c/--connections`, `--warmup`, `URL`.
-    pub fn spelling(self) -> &'static str {
+    pub(crate) fn spelling(self) -> &'static str {
         self.entry().1
     }
 
@@ -250,7 +250,7 @@ impl Flag {
     }
 
     /// The flag whose long name is `long` (`connections`, `body-size`); the URL has none.
-    pub fn from_long(long: &str) -> Option<Flag> {
+    pub(crate) fn from_long(long: &str) -> Option<Flag> {
         FLAGS
             .iter()
             .find(|e| !e.2.is_empty() && e.2 == long)

@@ -309,7 +309,8 @@ pub struct RunFlags {
 impl RunFlags {
     /// `volley run`'s arguments (without the program name: `["http://a/", "-c", "10"]`) read
     /// as the command line reads them, for a program or a test that has an argv, not a shell.
-    pub fn try_from_args<I, T>(args: I) -> Result<RunFlags, clap::Error>
+    #[cfg(test)]
+    pub(crate) fn try_from_args<I, T>(args: I) -> Result<RunFlags, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,

@@ -6,7 +6,7 @@ use volley_plan::{H2Spec, HttpVersion, Scheme, DEFAULT_H2_WINDOW};
 
 /// The most concurrent streams per connection volley keeps (h2load's `-m` has no limit; a
 /// server's own limit is usually 100–250).
-pub const MAX_STREAMS: u64 = 1024;
+pub(crate) const MAX_STREAMS: u64 = 1024;
 
 /// Which HTTP the flags ask for on a URL of `scheme` (the three flags exclude each other).
 pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, ConfigError> {

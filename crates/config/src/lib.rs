@@ -3,14 +3,14 @@
 //! checked and expanded into cells that each hold one ([`suite`]). Every error names the flag
 //! ([`Flag`]) or the file, line and key it came from (exit code 2).
 
-pub mod checks;
-pub mod flag;
+pub(crate) mod checks;
+pub(crate) mod flag;
 pub mod flags;
 pub mod http;
-pub mod monitor;
+pub(crate) mod monitor;
 pub mod ramp;
 pub mod request;
-pub mod requests;
+pub(crate) mod requests;
 pub mod shard;
 pub mod suite;
 // Thresholds are the model's (a bound on a metric); the flag and suite key are read here.
@@ -62,7 +62,7 @@ impl From<requests::RequestsError> for ConfigError {
 
 impl ConfigError {
     /// A bad value of one flag.
-    pub fn flag(flag: Flag, message: impl Into<String>) -> Self {
+    pub(crate) fn flag(flag: Flag, message: impl Into<String>) -> Self {
         ConfigError::Flag {
             flag,
             message: message.into(),
@@ -71,7 +71,7 @@ impl ConfigError {
     }
 
     /// A flag that cannot go with `others`.
-    pub fn conflict(flag: Flag, others: &[Flag], message: impl Into<String>) -> Self {
+    pub(crate) fn conflict(flag: Flag, others: &[Flag], message: impl Into<String>) -> Self {
         ConfigError::Flag {
             flag,
             message: message.into(),

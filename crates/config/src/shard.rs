@@ -11,10 +11,10 @@ use volley_plan::shard::ShardSpec;
 pub const MAX_SHARDS: u64 = 10_000;
 
 /// The clock budget when none is given: 10 ms of error bound (adjtimex `maxerror`).
-pub const DEFAULT_CLOCK_BUDGET: Duration = Duration::from_millis(10);
+pub(crate) const DEFAULT_CLOCK_BUDGET: Duration = Duration::from_millis(10);
 
 /// How late a shard may start before it refuses to run, when none is given.
-pub const DEFAULT_MAX_LATE: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_MAX_LATE: Duration = Duration::from_millis(100);
 
 /// When a shard starts and what its clock must be.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +30,7 @@ pub struct StartSpec {
 }
 
 /// `I/N` with 0 ≤ I < N ≤ [`MAX_SHARDS`].
-pub fn parse_shard(text: &str) -> Result<ShardSpec, ConfigError> {
+pub(crate) fn parse_shard(text: &str) -> Result<ShardSpec, ConfigError> {
     let bad = |why: &str| {
         ConfigError::flag(
             Flag::Shard,
@@ -56,7 +56,7 @@ pub fn parse_shard(text: &str) -> Result<ShardSpec, ConfigError> {
 }
 
 /// The shard and start flags, checked.
-pub fn start_spec(a: &RunFlags) -> Result<StartSpec, ConfigError> {
+pub(crate) fn start_spec(a: &RunFlags) -> Result<StartSpec, ConfigError> {
     let at = match &a.start_at {
         None => None,
         Some(t) => Some(humantime::parse_rfc3339_weak(t.trim()).map_err(|e| {

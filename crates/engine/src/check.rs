@@ -10,15 +10,15 @@ use super::response::ResponseObserver;
 use volley_plan::workload::{Checks, REGEX_WINDOW_BYTES};
 
 /// The names a failed check is counted under (`checks {name: count}`).
-pub const STATUS: &str = "status";
+pub(crate) const STATUS: &str = "status";
 /// `--expect-body-contains`.
-pub const BODY_CONTAINS: &str = "body_contains";
+pub(crate) const BODY_CONTAINS: &str = "body_contains";
 /// `--expect-body-regex`.
-pub const BODY_REGEX: &str = "body_regex";
+pub(crate) const BODY_REGEX: &str = "body_regex";
 /// `--expect-header`.
 pub const HEADER: &str = "header";
 /// `--expect-size`.
-pub const SIZE: &str = "size";
+pub(crate) const SIZE: &str = "size";
 
 /// One response's check state.
 #[derive(Debug, Default)]
@@ -89,7 +89,7 @@ impl CheckState {
 
 /// The checks an HTTP/2 response of `status` with `body_bytes` failed, of those HTTP/2 runs
 /// take (status and size: header and body checks are refused for them before the run).
-pub fn status_and_size(checks: &Checks, status: u16, body_bytes: u64) -> Vec<&'static str> {
+pub(crate) fn status_and_size(checks: &Checks, status: u16, body_bytes: u64) -> Vec<&'static str> {
     let mut out = Vec::new();
     if !checks.status_ok(status) {
         out.push(STATUS);

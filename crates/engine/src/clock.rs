@@ -47,7 +47,7 @@ impl Clock {
 
     /// Nanoseconds since the clock started.
     #[inline]
-    pub fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         if let Some(now) = self.manual {
             return now.load(Ordering::Relaxed);
         }
@@ -55,20 +55,20 @@ impl Clock {
     }
 
     /// CLOCK_MONOTONIC value of run time `t_ns`.
-    pub fn to_monotonic(&self, t_ns: u64) -> u64 {
+    pub(crate) fn to_monotonic(self, t_ns: u64) -> u64 {
         self.base_ns + t_ns
     }
 }
 
 /// Asks the kernel to fire timers of this thread within 1 µs of their deadline (default: 50 µs).
-pub fn tighten_timer_slack() {
+pub(crate) fn tighten_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer; failure only leaves the default slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64) };
 }
 
 /// A one-shot absolute CLOCK_MONOTONIC timer, readable through epoll when it fires.
 #[derive(Debug)]
-pub struct TimerFd {
+pub(crate) struct TimerFd {
     fd: OwnedFd,
     armed_at: Option<u64>,
 }
@@ -94,7 +94,7 @@ impl TimerFd {
     }
 
     /// Arms the timer for CLOCK_MONOTONIC time `deadline_ns`, unless it already is.
-    pub fn arm(&mut self, deadline_ns: u64) {
+    pub(crate) fn arm(&mut self, deadline_ns: u64) {
         if self.armed_at == Some(deadline_ns) {
             return;
         }
@@ -122,16 +122,11 @@ impl TimerFd {
     }
 
     /// Consumes the expiration (called when epoll reports the timer readable).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         let mut buf = [0u8; 8];
         // SAFETY: reading 8 bytes into our buffer; EAGAIN is fine.
         unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
         self.armed_at = None;
-    }
-
-    /// The deadline currently armed.
-    pub fn armed_at(&self) -> Option<u64> {
-        self.armed_at
     }
 }
 

@@ -11,7 +11,7 @@ pub use volley_model::stats::recorder::Phase;
 
 /// A request from the moment it is taken from the schedule until it ends.
 #[derive(Debug, Clone, Copy)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     /// Latency origin: the due time (open loop) or the moment it was taken (closed loop).
     pub start_ns: u64,
     /// When its first byte was written on the current connection (0: not yet).
@@ -41,7 +41,7 @@ pub struct InFlight {
 }
 
 /// An `InFlight` whose workload request is not chosen yet (or a run without a workload).
-pub const NO_ENTRY: u32 = u32::MAX;
+pub(crate) const NO_ENTRY: u32 = u32::MAX;
 
 impl InFlight {
     /// A request taken at `start_ns`.
@@ -65,7 +65,7 @@ impl InFlight {
 
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnState {
+pub(crate) enum ConnState {
     /// No socket; may connect now.
     Closed,
     /// No socket; waits until this time after failed connects.
@@ -86,7 +86,7 @@ pub enum ConnState {
 
 /// One connection slot, owned by one worker for the whole run.
 #[derive(Debug)]
-pub struct Conn {
+pub(crate) struct Conn {
     /// The socket (with TLS, when the run has it) while there is one.
     pub stream: Option<Stream>,
     /// Life-cycle state.
@@ -175,7 +175,7 @@ impl Conn {
     }
 
     /// Drops the socket and everything tied to it (the in-flight list is the caller's to drain).
-    pub fn reset_socket(&mut self) {
+    pub(crate) fn reset_socket(&mut self) {
         self.stream = None;
         self.parser.reset();
         self.write_pos = 0;
@@ -189,7 +189,7 @@ impl Conn {
 
     /// Drops the last request's bytes from `out` (it leaves the connection before any of it
     /// was written), the stream ending where that request began.
-    pub fn unqueue_last(&mut self, stream_pos: u64) {
+    pub(crate) fn unqueue_last(&mut self, stream_pos: u64) {
         if self.write_end > stream_pos && !self.out.is_empty() {
             let base = self.write_pos - self.out_sent as u64;
             self.out.truncate((stream_pos - base) as usize);
@@ -200,7 +200,7 @@ impl Conn {
     /// Back-off after `failures` consecutive failed connections: 1 ms doubling to 100 ms, so
     /// a refused port, or a server that closes before answering, is retried steadily rather
     /// than flooded.
-    pub fn backoff_ns(failures: u32) -> u64 {
+    pub(crate) fn backoff_ns(failures: u32) -> u64 {
         let ms = 1u64 << failures.saturating_sub(1).min(7);
         ms.min(100) * 1_000_000
     }

@@ -18,9 +18,9 @@ pub mod conn;
 pub mod h2;
 #[doc(hidden)]
 pub mod mem;
-pub mod poller;
+pub(crate) mod poller;
 pub mod response;
-pub mod ring;
+pub(crate) mod ring;
 pub mod stream;
 pub mod tls;
 pub mod transport;
@@ -104,14 +104,14 @@ pub struct SetupGate {
 impl SetupGate {
     /// A response arrived: later failures are counted as errors.
     #[inline]
-    pub fn pass(&self) {
+    pub(crate) fn pass(&self) {
         if !self.passed.load(Ordering::Relaxed) {
             self.passed.store(true, Ordering::Relaxed);
         }
     }
 
     /// A set-up failure: true when it ends the run (no response arrived before it).
-    pub fn fail(&self, failure: impl FnOnce() -> SetupFailure) -> bool {
+    pub(crate) fn fail(&self, failure: impl FnOnce() -> SetupFailure) -> bool {
         if self.passed.load(Ordering::Relaxed) {
             return false;
         }
@@ -131,9 +131,9 @@ impl SetupGate {
 /// `Shared::stop`: keep going.
 pub const STOP_NONE: u8 = 0;
 /// `Shared::stop`: send nothing new, drain for at most a second.
-pub const STOP_DRAIN: u8 = 1;
+pub(crate) const STOP_DRAIN: u8 = 1;
 /// `Shared::stop`: stop now (a second Ctrl-C).
-pub const STOP_ABORT: u8 = 2;
+pub(crate) const STOP_ABORT: u8 = 2;
 
 /// Read-only run parameters every worker sees, plus the stop flag.
 pub struct Shared {

@@ -72,7 +72,7 @@ impl MemNet {
     }
 
     /// A new connection (connected at once), or ECONNREFUSED while connects are refused.
-    pub fn connect(&self) -> io::Result<MemSocket> {
+    pub(crate) fn connect(&self) -> io::Result<MemSocket> {
         let mut net = self.state();
         if net.refuse {
             return Err(io::ErrorKind::ConnectionRefused.into());

@@ -27,7 +27,7 @@ pub enum Event {
 
 /// One readiness event, in the shape the worker needs.
 #[derive(Debug, Clone, Copy)]
-pub struct Ready {
+pub(crate) struct Ready {
     /// The registration's token.
     pub token: Token,
     /// Data (or a connect result) to read.
@@ -39,7 +39,7 @@ pub struct Ready {
 }
 
 /// The worker's event source.
-pub struct Poller {
+pub(crate) struct Poller {
     poll: Poll,
     raw: Vec<libc::epoll_event>,
     events: Events,
@@ -71,7 +71,7 @@ impl Poller {
 
     /// Moves this thread to an io_uring (see `engine::ring`); the waker stays registered with
     /// epoll, whose instance the ring polls.
-    pub fn use_ring(&mut self, connections: usize) -> Result<(), ring::Unavailable> {
+    pub(crate) fn use_ring(&mut self, connections: usize) -> Result<(), ring::Unavailable> {
         ring::install(self.poll.as_raw_fd(), connections)?;
         self.ring = true;
         self.precise = true;
@@ -79,12 +79,12 @@ impl Poller {
     }
 
     /// Whether this thread waits on an io_uring.
-    pub fn is_ring(&self) -> bool {
+    pub(crate) fn is_ring(&self) -> bool {
         self.ring
     }
 
     /// A freshly connecting socket, in the form this backend drives.
-    pub fn adopt(&self, socket: Socket) -> Socket {
+    pub(crate) fn adopt(&self, socket: Socket) -> Socket {
         if self.ring {
             socket.into_ring()
         } else {
@@ -106,22 +106,22 @@ impl Poller {
     }
 
     /// Empties epoll's ready list after the ring saw the waker (so its next wake is seen).
-    pub fn clear_waker(&mut self) {
+    pub(crate) fn clear_waker(&mut self) {
         let _ = self.poll.poll(&mut self.events, Some(Duration::ZERO));
     }
 
     /// The registry for (de)registering sources.
-    pub fn registry(&self) -> &mio::Registry {
+    pub(crate) fn registry(&self) -> &mio::Registry {
         self.poll.registry()
     }
 
     /// True when deadlines are honoured to the nanosecond (no timerfd needed).
-    pub fn is_precise(&self) -> bool {
+    pub(crate) fn is_precise(&self) -> bool {
         self.precise
     }
 
     /// Waits up to `timeout_ns` (None: forever) and appends the events to `out`.
-    pub fn wait(&mut self, timeout_ns: Option<u64>, out: &mut Vec<Event>) -> io::Result<()> {
+    pub(crate) fn wait(&mut self, timeout_ns: Option<u64>, out: &mut Vec<Event>) -> io::Result<()> {
         out.clear();
         if self.ring {
             let events = &mut self.ring_events;

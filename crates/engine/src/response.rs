@@ -149,7 +149,7 @@ impl ResponseParser {
 
     /// The next response answers a `HEAD` (no body) or not: set between responses, when each
     /// request of a connection may have its own method (`--requests-file`).
-    pub fn set_head_request(&mut self, head_request: bool) {
+    pub(crate) fn set_head_request(&mut self, head_request: bool) {
         self.head_request = head_request;
     }
 
@@ -168,7 +168,7 @@ impl ResponseParser {
     /// After `feed(input)` failed: where the bytes it could not use begin, at most `max` of
     /// them. A head that arrived in pieces is kept whole (it already holds `input`'s bytes);
     /// otherwise it is `input` itself.
-    pub fn failed_bytes<'a>(&'a self, input: &'a [u8], max: usize) -> &'a [u8] {
+    pub(crate) fn failed_bytes<'a>(&'a self, input: &'a [u8], max: usize) -> &'a [u8] {
         let b = if self.head.is_empty() {
             input
         } else {

@@ -27,14 +27,14 @@ use volley_model::stats::transport::TlsSeen;
 /// overheads, a partial record, the few tickets after a handshake). Under io_uring a read takes
 /// the bytes of one receive (at most 32 KiB) whole: the receive bounds it, and bytes left over
 /// would be copied aside, to pile up while the kernel goes on receiving.
-pub const READ_BUDGET_BYTES: usize = 32 * 1024;
+pub(crate) const READ_BUDGET_BYTES: usize = 32 * 1024;
 /// See [`READ_BUDGET_BYTES`].
-pub const READ_BUDGET_RECORDS: u64 = 256;
+pub(crate) const READ_BUDGET_RECORDS: u64 = 256;
 
 /// TLS records in a row without data after which the server is taken to flood the connection.
 /// rustls ends runs of 32 empty records or 32 key updates itself, not a run of tickets (or of
 /// tickets between empty records); a server sends a few tickets after a handshake.
-pub const MAX_RECORDS_WITHOUT_DATA: u64 = 1_000;
+pub(crate) const MAX_RECORDS_WITHOUT_DATA: u64 = 1_000;
 
 /// The socket under a stream.
 #[derive(Debug)]
@@ -52,12 +52,12 @@ pub enum Socket {
 
 impl Socket {
     /// Starts a non-blocking connect to the Unix socket at `path`.
-    pub fn unix(path: &Path) -> io::Result<Socket> {
+    pub(crate) fn unix(path: &Path) -> io::Result<Socket> {
         UnixStream::connect(path).map(Socket::Unix)
     }
 
     /// The pending error of a non-blocking connect, if any.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+    pub(crate) fn take_error(&self) -> io::Result<Option<io::Error>> {
         match self {
             Socket::Tcp(s) => s.take_error(),
             Socket::Unix(s) => s.take_error(),
@@ -67,7 +67,7 @@ impl Socket {
     }
 
     /// Whether the connect has finished (`NotConnected` while it has not).
-    pub fn check_connected(&mut self) -> io::Result<()> {
+    pub(crate) fn check_connected(&mut self) -> io::Result<()> {
         match self {
             Socket::Tcp(s) => s.peer_addr().map(|_| ()),
             Socket::Unix(s) => s.peer_addr().map(|_| ()),
@@ -77,7 +77,7 @@ impl Socket {
     }
 
     /// The same socket, driven by this thread's io_uring from now on.
-    pub fn into_ring(self) -> Socket {
+    pub(crate) fn into_ring(self) -> Socket {
         match self {
             Socket::Tcp(s) => Socket::Ring(Box::new(RingSocket::new(s))),
             Socket::Unix(s) => Socket::Ring(Box::new(RingSocket::new(s))),
@@ -184,16 +184,8 @@ impl Stream {
         }
     }
 
-    /// The socket.
-    pub fn socket(&self) -> &Socket {
-        match self {
-            Stream::Plain(s) => s,
-            Stream::Tls(t) => &t.socket,
-        }
-    }
-
     /// The io_uring socket under the stream, if it is one.
-    pub fn ring_mut(&mut self) -> Option<&mut RingSocket> {
+    pub(crate) fn ring_mut(&mut self) -> Option<&mut RingSocket> {
         match self.socket_mut() {
             Socket::Ring(r) => Some(r),
             _ => None,
@@ -201,7 +193,7 @@ impl Stream {
     }
 
     /// The socket (mutable: checking an io_uring socket's connect arms its receive).
-    pub fn socket_mut(&mut self) -> &mut Socket {
+    pub(crate) fn socket_mut(&mut self) -> &mut Socket {
         match self {
             Stream::Plain(s) => s,
             Stream::Tls(t) => &mut t.socket,
@@ -221,7 +213,7 @@ impl Stream {
     /// of the stream (close_notify) or an error that followed the bytes returned. The reader
     /// must read once more instead of waiting for an event that will not come.
     #[inline]
-    pub fn has_pending(&self) -> bool {
+    pub(crate) fn has_pending(&self) -> bool {
         match self {
             Stream::Plain(_) => false,
             Stream::Tls(t) => t.pending.is_some(),
@@ -232,13 +224,13 @@ impl Stream {
     /// more: the reader must come back to it (edge-triggered, no event will say so), after its
     /// other work.
     #[inline]
-    pub fn stopped_at_budget(&self) -> bool {
+    pub(crate) fn stopped_at_budget(&self) -> bool {
         matches!(self, Stream::Tls(t) if t.stopped)
     }
 
     /// Writes (for TLS: encrypts and sends) as much of `buf` as the socket takes.
     #[inline]
-    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+    pub(crate) fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Plain(s) => s.write(buf),
             Stream::Tls(t) => t.write(buf),
@@ -248,7 +240,7 @@ impl Stream {
     /// [`Stream::write`] of bytes from the run's shared request stream, which an io_uring
     /// socket sends without copying them.
     #[inline]
-    pub fn write_shared(&mut self, buf: &[u8]) -> io::Result<usize> {
+    pub(crate) fn write_shared(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             // SAFETY: callers pass only `engine::Shared::stream_bytes`, which the engine holds
             // until every worker (and its ring) has ended.
@@ -453,7 +445,7 @@ impl TlsStream {
     }
 
     /// What the handshake settled, and whether it resumed a session.
-    pub fn negotiated(&self) -> (TlsSeen, bool) {
+    pub(crate) fn negotiated(&self) -> (TlsSeen, bool) {
         let seen = TlsSeen {
             version: self.conn.protocol_version().map(version_name),
             cipher: self

@@ -21,12 +21,12 @@ use volley_model::units::thousands;
 use volley_plan::{HttpVersion, TlsSpec};
 
 /// ALPN name of HTTP/1.1.
-pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+pub(crate) const ALPN_HTTP1: &[u8] = b"http/1.1";
 /// ALPN name of HTTP/2 over TLS.
-pub const ALPN_H2: &[u8] = b"h2";
+pub(crate) const ALPN_H2: &[u8] = b"h2";
 
 /// The ALPN protocols a run offers, preferred first: HTTP/2 when it may speak it.
-pub fn alpn_offer(http: HttpVersion) -> Vec<Vec<u8>> {
+pub(crate) fn alpn_offer(http: HttpVersion) -> Vec<Vec<u8>> {
     match http {
         HttpVersion::Http1 | HttpVersion::H2c => vec![ALPN_HTTP1.to_vec()],
         HttpVersion::Negotiate => vec![ALPN_H2.to_vec(), ALPN_HTTP1.to_vec()],
@@ -380,7 +380,7 @@ impl ClientSessionStore for TicketPool {
 /// `io::Error` of kind `InvalidData` from [`super::stream::Stream::read`].
 #[derive(Debug, thiserror::Error)]
 #[error("TLS: {0}")]
-pub struct TlsReadError(pub Error);
+pub(crate) struct TlsReadError(pub Error);
 
 impl TlsReadError {
     /// The rustls error inside `e`, if it is one.
@@ -393,7 +393,7 @@ impl TlsReadError {
 /// data (tickets, key updates, empty records), carried in an `io::Error` of kind `InvalidData`
 /// from [`super::stream::Stream::read`]: a flood, which ends the connection.
 #[derive(Debug)]
-pub struct TlsFlood;
+pub(crate) struct TlsFlood;
 
 impl fmt::Display for TlsFlood {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -410,7 +410,7 @@ impl std::error::Error for TlsFlood {}
 
 /// An alert that refuses the client's certificate (or its absence). With TLS 1.3 it arrives
 /// after the client's side of the handshake ended, with the first response.
-pub fn refuses_client(e: &Error) -> bool {
+pub(crate) fn refuses_client(e: &Error) -> bool {
     use rustls::AlertDescription as A;
     matches!(
         e,
@@ -445,7 +445,7 @@ pub enum HandshakeError {
 impl HandshakeError {
     /// A failure that repeats on every connection (the server's certificate, its TLS settings,
     /// or a server that does not speak TLS): before any handshake succeeded, it ends the run.
-    pub fn is_setup(&self) -> bool {
+    pub(crate) fn is_setup(&self) -> bool {
         use rustls::AlertDescription as A;
         match self {
             HandshakeError::Tls { error, head } => {
@@ -480,7 +480,7 @@ impl HandshakeError {
 
     /// The server refused every protocol offered by ALPN (rustls servers send the
     /// no_application_protocol alert).
-    pub fn refuses_alpn(&self) -> bool {
+    pub(crate) fn refuses_alpn(&self) -> bool {
         match self {
             HandshakeError::Tls { error, .. } => matches!(
                 error,
@@ -504,7 +504,7 @@ impl HandshakeError {
 
     /// Why the connect failed, for the warning on connect errors and the line of a run that got
     /// no response: what the server did to the connection, or what it said.
-    pub fn connect_reason(&self) -> String {
+    pub(crate) fn connect_reason(&self) -> String {
         use std::io::ErrorKind as K;
         match self {
             HandshakeError::Io(e)

@@ -109,7 +109,7 @@ pub fn pick_address(addrs: &[SocketAddr], timeout: Duration) -> Picked {
 
 /// Starts a non-blocking connect with Nagle off (requests are written whole). With `source`,
 /// the socket is bound to that local address first (any port).
-pub fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
+pub(crate) fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
     let s = match source {
         None => TcpStream::connect(addr)?,
         Some(ip) => {
@@ -131,7 +131,7 @@ pub fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream
 /// Local source addresses to spread connections over when a loopback target runs out of
 /// ephemeral ports (each source address has its own port range): 127.0.0.2, 127.0.0.3, ...
 /// `None` for targets outside 127.0.0.0/8.
-pub fn next_loopback_source(target: SocketAddr, current: Option<IpAddr>) -> Option<IpAddr> {
+pub(crate) fn next_loopback_source(target: SocketAddr, current: Option<IpAddr>) -> Option<IpAddr> {
     let IpAddr::V4(t) = target.ip() else {
         return None;
     };
@@ -147,7 +147,7 @@ pub fn next_loopback_source(target: SocketAddr, current: Option<IpAddr>) -> Opti
 }
 
 /// The connect failed because no local port was free.
-pub fn is_port_exhaustion(e: &io::Error) -> bool {
+pub(crate) fn is_port_exhaustion(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EADDRNOTAVAIL)
 }
 
@@ -195,7 +195,7 @@ pub fn check_unix_socket(path: &std::path::Path) -> Result<(), String> {
 }
 
 /// Result of checking a connection that epoll reported writable.
-pub enum ConnectState {
+pub(crate) enum ConnectState {
     /// Connected.
     Ready,
     /// Not yet (spurious wake-up).
@@ -205,7 +205,7 @@ pub enum ConnectState {
 }
 
 /// Whether a non-blocking connect finished.
-pub fn connect_state(s: &mut StreamSocket) -> ConnectState {
+pub(crate) fn connect_state(s: &mut StreamSocket) -> ConnectState {
     match s.take_error() {
         Ok(Some(e)) | Err(e) => return ConnectState::Failed(e),
         Ok(None) => {}

@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 
 /// The names the certificate is valid for: whatever loopback name a server or client uses.
-pub const NAMES: &[&str] = &["localhost", "127.0.0.1", "::1"];
+pub(crate) const NAMES: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// Why no certificate could be made for a cell.
 #[derive(Debug, thiserror::Error)]
-pub enum CertificateError {
+pub(crate) enum CertificateError {
     /// rcgen could not make the key or the certificate.
     #[error("cannot generate the TLS certificate: {0}")]
     Generate(#[from] rcgen::Error),
@@ -26,7 +26,7 @@ pub enum CertificateError {
 
 /// A certificate and its key, written to files.
 #[derive(Debug, Clone)]
-pub struct CertFiles {
+pub(crate) struct CertFiles {
     /// `cert.pem` (absolute): `TLS_CERT`, and the client's `--cacert`.
     pub cert: PathBuf,
     /// `key.pem` (absolute, PKCS#8, readable by its owner only): `TLS_KEY`.
@@ -36,7 +36,7 @@ pub struct CertFiles {
 }
 
 /// Generates a fresh certificate and writes `cert.pem` and `key.pem` into `dir` (which exists).
-pub fn generate(dir: &Path) -> Result<CertFiles, CertificateError> {
+pub(crate) fn generate(dir: &Path) -> Result<CertFiles, CertificateError> {
     let names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
     let rcgen::CertifiedKey { cert, signing_key } = rcgen::generate_simple_self_signed(names)?;
     let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());

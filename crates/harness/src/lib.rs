@@ -6,18 +6,18 @@
 
 mod build;
 mod cell;
-pub mod certificate;
+pub(crate) mod certificate;
 pub mod estimate;
 mod folder;
 mod index;
-pub mod lifecycle;
-pub mod matrix;
-pub mod pinning;
+pub(crate) mod lifecycle;
+pub(crate) mod matrix;
+pub(crate) mod pinning;
 pub mod progress;
-pub mod ready;
-pub mod ready_h2;
+pub(crate) mod ready;
+pub(crate) mod ready_h2;
 mod record;
-pub mod runtime;
+pub(crate) mod runtime;
 mod search;
 mod shards;
 pub mod tools;

@@ -21,19 +21,19 @@ use volley_monitor::gc::gotrace;
 use volley_monitor::procfs;
 
 /// How long a server gets between SIGTERM and SIGKILL (docs/contract.md, "Suites").
-pub const STOP_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Lines of a server's stderr shown with a failure.
-pub const TAIL_LINES: usize = 12;
+pub(crate) const TAIL_LINES: usize = 12;
 
 /// A port on 127.0.0.1 that nothing listened on a moment ago (the kernel's pick).
-pub fn free_port() -> std::io::Result<u16> {
+pub(crate) fn free_port() -> std::io::Result<u16> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
 }
 
 /// Substitutes `{port}` in a start line or environment value.
-pub fn substitute(text: &str, port: u16) -> String {
+pub(crate) fn substitute(text: &str, port: u16) -> String {
     text.replace("{port}", &port.to_string())
 }
 
@@ -104,7 +104,7 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 /// A started server.
-pub struct Running {
+pub(crate) struct Running {
     /// The `sh -c` process (replaced by the server when the start line `exec`s it, as it
     /// should: dash otherwise stays the server's parent); its pid is the process group id.
     pub child: Child,
@@ -125,13 +125,13 @@ pub struct Running {
 
 impl Running {
     /// The process group (= the first process's pid).
-    pub fn pgid(&self) -> i32 {
+    pub(crate) fn pgid(&self) -> i32 {
         self.child.id() as i32
     }
 
     /// Last lines of its stderr (without Go's gctrace lines, when the harness turned them on
     /// there: they would push the server's own last words out of the tail).
-    pub fn stderr_tail(&self) -> Vec<String> {
+    pub(crate) fn stderr_tail(&self) -> Vec<String> {
         let gctrace = self.gc_log.as_ref().is_some_and(|g| {
             g.format == Some(volley_model::result::GcSource::GoGctrace) && g.path == self.stderr_log
         });
@@ -242,7 +242,7 @@ pub fn start(
 
 /// How a stop went.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// The server had already exited before the stop (with this description).
     pub exited_before: Option<String>,
     /// SIGTERM was not enough within the grace period; SIGKILL ended it.
@@ -253,7 +253,7 @@ pub struct Stopped {
 
 impl Stopped {
     /// Notes for the suite index.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         let mut n = Vec::new();
         if self.killed {
             n.push(format!(
@@ -270,7 +270,7 @@ impl Stopped {
 
 /// Stops the server: SIGTERM to its process group and to every descendant that left it, up
 /// to `STOP_GRACE` for all of them to exit, then SIGKILL. Reaps the first process.
-pub fn stop(r: &mut Running) -> Stopped {
+pub(crate) fn stop(r: &mut Running) -> Stopped {
     let mut out = Stopped::default();
     if let Ok(Some(status)) = r.child.try_wait() {
         out.exited_before = Some(describe(status));
@@ -336,7 +336,7 @@ fn signal_all(pgid: i32, pids: &[i32], sig: i32) {
 }
 
 /// Live processes of group `pgid` plus every descendant of `root` (wherever its group).
-pub fn members(pgid: i32, root: i32) -> Vec<i32> {
+pub(crate) fn members(pgid: i32, root: i32) -> Vec<i32> {
     let table = process_table();
     let mut out: Vec<i32> = table
         .iter()
@@ -388,7 +388,7 @@ fn process_table() -> Vec<procfs::PidStat> {
 }
 
 /// The process exists and is not a zombie.
-pub fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|t| procfs::parse_pid_stat(&t))
@@ -396,7 +396,7 @@ pub fn alive(pid: i32) -> bool {
 }
 
 /// The last `n` lines of a log file (reads at most its last 16 KiB).
-pub fn tail(path: &Path, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
+pub(crate) fn tail(path: &Path, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
     let Ok(mut f) = File::open(path) else {
         return Vec::new();
     };

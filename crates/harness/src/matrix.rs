@@ -26,7 +26,7 @@ pub struct PlannedCell {
 
 impl PlannedCell {
     /// The row of `suite.json` before the cell runs.
-    pub fn pending_row(&self) -> SuiteRow {
+    pub(crate) fn pending_row(&self) -> SuiteRow {
         SuiteRow {
             server: self.server.clone(),
             scenario: self.scenario.clone(),
@@ -49,7 +49,7 @@ impl PlannedCell {
 
 /// Keeps only the servers and scenarios named by `--only` (a name may be either). A server
 /// filter and a scenario filter combine; a name that matches nothing is an error.
-pub fn apply_only(suite: &mut SuiteConfig, only: &[String]) -> Result<(), String> {
+pub(crate) fn apply_only(suite: &mut SuiteConfig, only: &[String]) -> Result<(), String> {
     if only.is_empty() {
         return Ok(());
     }
@@ -76,7 +76,7 @@ pub fn apply_only(suite: &mut SuiteConfig, only: &[String]) -> Result<(), String
 
 /// One note per server whose `protocols` leave out cells of its scenarios, which are not
 /// planned: `java: its h2, h2c cells are not run (protocols = ["http/1.1", "https"])`.
-pub fn unspoken(suite: &SuiteConfig) -> Vec<String> {
+pub(crate) fn unspoken(suite: &SuiteConfig) -> Vec<String> {
     let mut notes = Vec::new();
     for server in &suite.servers {
         let left_out: BTreeSet<Protocol> = suite

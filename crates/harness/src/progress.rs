@@ -14,7 +14,7 @@ use volley_model::units::{bytes, opt_micros, rate};
 pub(super) const FIRST_GUESS_OVERHEAD: Duration = Duration::from_secs(2);
 
 /// The matrix's clock.
-pub struct Progress {
+pub(crate) struct Progress {
     /// Each cell's warm-up and measured time; None for a cell that will not run.
     planned: Vec<Option<Duration>>,
     /// Capacity cells: their time is a guess, so it teaches nothing about the overhead.
@@ -35,7 +35,7 @@ impl Progress {
     }
 
     /// The first line: what will run and where it goes.
-    pub fn header(&self, suite: &SuiteConfig, out: &Path) -> String {
+    pub(crate) fn header(&self, suite: &SuiteConfig, out: &Path) -> String {
         format!(
             "volley bench {}: {} cells ({} per repetition × {} repetition{}, {} server{}), about {}; results in {}",
             suite.name,
@@ -51,7 +51,7 @@ impl Progress {
     }
 
     /// Time left from the start of cell `i` on.
-    pub fn eta(&self, i: usize) -> Duration {
+    pub(crate) fn eta(&self, i: usize) -> Duration {
         let overhead = if self.done == 0 {
             FIRST_GUESS_OVERHEAD
         } else {
@@ -65,12 +65,12 @@ impl Progress {
     }
 
     /// Cell `i` will not run (its server is skipped): it leaves the estimate.
-    pub fn skip(&mut self, i: usize) {
+    pub(crate) fn skip(&mut self, i: usize) {
         self.planned[i] = None;
     }
 
     /// The line printed when cell `i` starts.
-    pub fn starting(&self, i: usize, c: &PlannedCell, elapsed: Duration) -> String {
+    pub(crate) fn starting(&self, i: usize, c: &PlannedCell, elapsed: Duration) -> String {
         let axes = c.cell.axes_label();
         let sharded = c.cell.shards > 1 && !c.cell.axes.iter().any(|(k, _)| k == "shards");
         format!(
@@ -97,7 +97,7 @@ impl Progress {
     }
 
     /// Cell `i` took `wall`.
-    pub fn finished(&mut self, i: usize, wall: Duration) {
+    pub(crate) fn finished(&mut self, i: usize, wall: Duration) {
         if self.searches[i] {
             return;
         }
@@ -107,7 +107,7 @@ impl Progress {
 }
 
 /// The line after a cell: its headline numbers, or why it failed.
-pub fn outcome_line(row: &SuiteRow) -> String {
+pub(crate) fn outcome_line(row: &SuiteRow) -> String {
     let mut s = match (&row.headline, row.status.as_str()) {
         (None, status) if row.capacity.is_some() => {
             // The search's own answer is the row's last note (`Max sustainable rate: …`).

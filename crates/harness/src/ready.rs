@@ -31,7 +31,7 @@ const WRONG_PORT_GRACE: Duration = Duration::from_secs(1);
 
 /// Why a server never became ready.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotReady {
+pub(crate) enum NotReady {
     /// The started process exited (`exited with status 1`).
     Exited(String),
     /// Ctrl-C while waiting.
@@ -103,7 +103,7 @@ impl fmt::Display for NotReady {
 /// Polls `GET ready_path` until the server answers with a status below 500 (`Ok`: how long
 /// that took). Fails as soon as the server exits or its process tree has listened for
 /// `WRONG_PORT_GRACE` on other ports but not on `$PORT`.
-pub fn wait_ready(
+pub(crate) fn wait_ready(
     r: &mut Running,
     ready_path: &str,
     timeout: Duration,
@@ -197,13 +197,13 @@ impl Asker {
 }
 
 /// One readiness request in cleartext HTTP/2 with prior knowledge: the status of the answer.
-pub fn probe_h2c(addr: SocketAddr, path: &str) -> Result<u16, H2ProbeError> {
+pub(crate) fn probe_h2c(addr: SocketAddr, path: &str) -> Result<u16, H2ProbeError> {
     let mut s = connect(addr)?;
     ready_h2::request_status(&mut s, "http", &addr.to_string(), path)
 }
 
 /// The TCP ports the processes of group `pgid` (and their descendants) listen on.
-pub fn tree_ports(pgid: i32) -> BTreeSet<u16> {
+pub(crate) fn tree_ports(pgid: i32) -> BTreeSet<u16> {
     let inodes: BTreeSet<u64> = members(pgid, pgid)
         .into_iter()
         .flat_map(socket_inodes)
@@ -220,7 +220,7 @@ pub fn tree_ports(pgid: i32) -> BTreeSet<u16> {
 
 /// Whether a start line puts its server in the background: it ends with `&` (not `&&`)
 /// outside quotes, so `sh` exits at once and the server runs on without it.
-pub fn backgrounds(line: &str) -> bool {
+pub(crate) fn backgrounds(line: &str) -> bool {
     let (mut single, mut double, mut escaped) = (false, false, false);
     let mut last: Option<(usize, char)> = None;
     let chars: Vec<char> = line.chars().collect();
@@ -248,7 +248,7 @@ pub fn backgrounds(line: &str) -> bool {
 }
 
 /// The hint added to a failure of a server whose start line [`backgrounds`] it.
-pub fn background_hint(line: &str) -> String {
+pub(crate) fn background_hint(line: &str) -> String {
     let fg = line.trim_end().trim_end_matches('&').trim_end();
     format!(
         "the start line ends with `&`, so sh exits at once and the server runs in the background: keep it in the foreground (`exec {fg}`)"
@@ -257,7 +257,10 @@ pub fn background_hint(line: &str) -> String {
 
 /// A TLS client for readiness checks that trusts `cert_der` only (the certificate the server
 /// was given), with rustls' ring provider, offering `alpn` (none when empty).
-pub fn tls_client(cert_der: &[u8], alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, String> {
+pub(crate) fn tls_client(
+    cert_der: &[u8],
+    alpn: &[&[u8]],
+) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(CertificateDer::from(cert_der.to_vec()))
@@ -275,7 +278,7 @@ pub fn tls_client(cert_der: &[u8], alpn: &[&[u8]]) -> Result<Arc<rustls::ClientC
 
 /// Why a readiness request over TLS got no status.
 #[derive(Debug)]
-pub enum TlsProbeError {
+pub(crate) enum TlsProbeError {
     /// The server speaks plain HTTP on the port.
     PlainHttp,
     /// Asked for HTTP/2, the server's handshake chose something else by ALPN (said how).
@@ -287,7 +290,7 @@ pub enum TlsProbeError {
 /// One readiness request over TLS to `addr` (verified as its IP address, as the engine does
 /// for `https://127.0.0.1:…`): the status code of the answer. With `http2` the handshake must
 /// choose h2 by ALPN and the request is asked in HTTP/2.
-pub fn probe_tls(
+pub(crate) fn probe_tls(
     addr: SocketAddr,
     path: &str,
     config: &Arc<rustls::ClientConfig>,

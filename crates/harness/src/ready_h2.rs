@@ -37,7 +37,7 @@ const MAX_PAYLOAD: usize = 16_384;
 
 /// Why an HTTP/2 readiness request got no status.
 #[derive(Debug)]
-pub enum H2ProbeError {
+pub(crate) enum H2ProbeError {
     /// The server's first bytes are not HTTP/2 (what they say: an HTTP/1.x status line, the
     /// start of a body): it does not speak HTTP/2 there.
     NotHttp2(String),
@@ -61,7 +61,7 @@ struct Frame {
 
 /// Sends `GET path` in HTTP/2 on `s` (a fresh connection; `scheme` and `authority` are the
 /// pseudo-headers) and reads the `:status` of the answer.
-pub fn request_status<S: Read + Write>(
+pub(crate) fn request_status<S: Read + Write>(
     s: &mut S,
     scheme: &str,
     authority: &str,

@@ -19,7 +19,7 @@ use volley_monitor::gc::{jvmlog, nodetrace};
 /// The variables to set (after the server's own `env`, whose value is extended, not
 /// replaced) and the log to read, for a server of `runtime` whose private folder is `dir`
 /// and whose stdout and stderr go to `logs`.
-pub fn gc_env(
+pub(crate) fn gc_env(
     runtime: Runtime,
     dir: &Path,
     logs: (&Path, &Path),

@@ -37,7 +37,7 @@ fn executable(p: &Path) -> bool {
 }
 
 /// Each server missing a program it requires, with the note its cells get.
-pub fn unavailable(suite: &SuiteConfig, path: Option<&OsStr>) -> BTreeMap<String, String> {
+pub(crate) fn unavailable(suite: &SuiteConfig, path: Option<&OsStr>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for s in &suite.servers {
         let ServerKind::Managed(m) = &s.kind else {

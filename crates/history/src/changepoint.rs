@@ -48,7 +48,7 @@ pub struct Split {
 
 impl Split {
     /// `after / before − 1`, 0 when the mean before is 0.
-    pub fn forward_change(&self) -> f64 {
+    pub(crate) fn forward_change(&self) -> f64 {
         if self.mean_before == 0.0 {
             0.0
         } else {
@@ -57,7 +57,7 @@ impl Split {
     }
 
     /// The larger of the relative changes both ways (Otava's magnitude).
-    pub fn magnitude(&self) -> f64 {
+    pub(crate) fn magnitude(&self) -> f64 {
         let back = if self.mean_after == 0.0 {
             0.0
         } else {
@@ -102,7 +102,7 @@ pub fn detect(series: &[f64], s: &Settings) -> Vec<ChangePoint> {
 
 /// The two-sided Student t-test (pooled variance) as Otava computes it: numpy's population
 /// standard deviations handed to scipy's `ttest_ind_from_stats`.
-pub fn ttest(left: &[f64], right: &[f64]) -> Split {
+pub(crate) fn ttest(left: &[f64], right: &[f64]) -> Split {
     let (m1, s1) = mean_std(left);
     let (m2, s2) = mean_std(right);
     let (n1, n2) = (left.len() as f64, right.len() as f64);

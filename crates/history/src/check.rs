@@ -16,10 +16,10 @@ use volley_model::stats::ab::{effect, mann_whitney_u, MIN_CALL_N};
 
 /// The smallest change called, percent: also the smallest change point the trends mark
 /// (Otava's `min_magnitude`), so that a level is not split at a shift no check would call.
-pub const DEFAULT_MIN_EFFECT_PCT: f64 = 5.0;
+pub(crate) const DEFAULT_MIN_EFFECT_PCT: f64 = 5.0;
 
 /// The tests' level: two-sided, so a regression by chance alone is called at half of it.
-pub const DEFAULT_ALPHA: f64 = 0.005;
+pub(crate) const DEFAULT_ALPHA: f64 = 0.005;
 
 /// How a check judges.
 #[derive(Debug, Clone, PartialEq)]

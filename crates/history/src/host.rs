@@ -52,7 +52,7 @@ impl Host {
     }
 
     /// What differs from `other`, in words (`CPU model "A" against "B"`), matched fields only.
-    pub fn differences(&self, other: &Host) -> Vec<String> {
+    pub(crate) fn differences(&self, other: &Host) -> Vec<String> {
         let mut d = Vec::new();
         let q = |v: &Option<String>| {
             v.as_deref()

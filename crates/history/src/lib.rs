@@ -19,7 +19,7 @@ pub mod page;
 pub mod record;
 pub mod schema;
 pub mod series;
-pub mod store;
+pub(crate) mod store;
 pub mod trend;
 
 use std::path::PathBuf;

@@ -244,7 +244,7 @@ fn digest(v: &Value) -> String {
 
 /// Every number (and boolean, as 0 or 1) of a JSON object by its dotted path; arrays (time
 /// series, shards, warnings) are not scalars and are left out.
-pub fn scalars(v: &Value) -> BTreeMap<String, f64> {
+pub(crate) fn scalars(v: &Value) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     walk(v, String::new(), &mut out);
     out

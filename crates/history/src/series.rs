@@ -44,7 +44,7 @@ impl Key {
     }
 
     /// The test without the load and host: what a user calls "the same benchmark".
-    pub fn test(&self) -> (String, String, String, String, bool) {
+    pub(crate) fn test(&self) -> (String, String, String, String, bool) {
         (
             self.suite.clone(),
             self.scenario.clone(),
@@ -118,7 +118,7 @@ impl Series<'_> {
 
     /// The points of `m`: the runs grouped by commit (a run without a commit is a point of its
     /// own), in the order first measured; runs without a value of `m` left out.
-    pub fn points(&self, m: Measure) -> Vec<Point> {
+    pub(crate) fn points(&self, m: Measure) -> Vec<Point> {
         let mut out: Vec<Point> = Vec::new();
         let mut at: BTreeMap<String, usize> = BTreeMap::new();
         for r in &self.runs {
@@ -150,7 +150,7 @@ impl Series<'_> {
 
 /// One commit (or one run without a commit) of a series.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     /// The commit.
     pub commit: Option<String>,
     /// Measured with uncommitted changes.

@@ -21,7 +21,7 @@ const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'un
                    frame-ancestors 'none'";
 
 /// Serves the page and the events.
-pub struct DashboardHandler {
+pub(crate) struct DashboardHandler {
     /// The run's token.
     pub token: String,
     /// The page.

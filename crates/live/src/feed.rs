@@ -20,7 +20,7 @@ const BATCH: usize = 256;
 
 /// One server-sent event, framed.
 #[derive(Debug, Clone)]
-pub struct Frame {
+pub(crate) struct Frame {
     /// The event's id (`Last-Event-ID` on a reconnect), 0 for the meta event.
     pub id: u64,
     /// `event: …\nid: …\ndata: …\n\n`, shared by every reader that sends it.
@@ -60,7 +60,7 @@ struct State {
 }
 
 /// What a reader takes from the feed in one call.
-pub enum Next {
+pub(crate) enum Next {
     /// Frames to send, in order.
     Frames(Vec<Frame>),
     /// Nothing new within the wait: send a keep-alive comment.
@@ -83,7 +83,7 @@ impl Feed {
     }
 
     /// Sets the meta event (sent first to every reader).
-    pub fn meta(&self, json: &str) {
+    pub(crate) fn meta(&self, json: &str) {
         self.lock().meta = Some(Frame::new("meta", 0, json));
         self.changed.notify_all();
     }
@@ -94,7 +94,7 @@ impl Feed {
     }
 
     /// Appends a `run` event (a new measured run of the command begins) or a `progress` one.
-    pub fn event(&self, kind: &str, json: &str) {
+    pub(crate) fn event(&self, kind: &str, json: &str) {
         self.append(kind, json, None);
     }
 
@@ -117,24 +117,24 @@ impl Feed {
     }
 
     /// Sets the end event: readers send it, then close.
-    pub fn end(&self, json: &str) {
+    pub(crate) fn end(&self, json: &str) {
         self.lock().end = Some(Frame::new("end", u64::MAX, json));
         self.changed.notify_all();
     }
 
     /// Ends every reader (the process is leaving).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.lock().closed = true;
         self.changed.notify_all();
     }
 
     /// A reader joins; it must call [`Feed::leave`] when it is gone.
-    pub fn join(&self) {
+    pub(crate) fn join(&self) {
         self.lock().readers += 1;
     }
 
     /// A reader left (it sent the end, or its page went away).
-    pub fn leave(&self) {
+    pub(crate) fn leave(&self) {
         let mut s = self.lock();
         s.readers = s.readers.saturating_sub(1);
         drop(s);
@@ -142,7 +142,7 @@ impl Feed {
     }
 
     /// Waits until every reader has left or `limit` passed; true when none is left.
-    pub fn wait_readers(&self, limit: Duration) -> bool {
+    pub(crate) fn wait_readers(&self, limit: Duration) -> bool {
         let s = self.lock();
         let (s, _) = self
             .changed
@@ -153,7 +153,7 @@ impl Feed {
 
     /// What a reader that has sent everything up to event `after` sends next (`None`: nothing
     /// yet, not even the meta), waiting at most `wait`.
-    pub fn next(&self, after: Option<u64>, wait: Duration) -> Next {
+    pub(crate) fn next(&self, after: Option<u64>, wait: Duration) -> Next {
         let s = self.lock();
         let (s, _) = self
             .changed

@@ -39,7 +39,7 @@ pub struct Request {
 
 impl Request {
     /// The value of query parameter `name`.
-    pub fn param(&self, name: &str) -> Option<&str> {
+    pub(crate) fn param(&self, name: &str) -> Option<&str> {
         self.query
             .iter()
             .find(|(k, _)| k == name)
@@ -48,13 +48,13 @@ impl Request {
 }
 
 /// What answers the requests of one listener.
-pub trait Handler: Send + Sync + 'static {
+pub(crate) trait Handler: Send + Sync + 'static {
     /// Writes the whole response to `out` (the connection is closed after it).
     fn respond(&self, req: &Request, out: &mut TcpStream) -> io::Result<()>;
 }
 
 /// A listening server; dropping it stops accepting (connections in progress end on their own).
-pub struct Server {
+pub(crate) struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -81,7 +81,7 @@ impl Server {
     }
 
     /// The bound address (the port chosen when 0 was asked for).
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 }

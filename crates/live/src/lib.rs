@@ -82,7 +82,6 @@ pub struct Meta {
 
 /// The live views of one run.
 pub struct Live {
-    run_id: String,
     token: String,
     feed: Option<Arc<feed::Feed>>,
     totals: Arc<Mutex<Totals>>,
@@ -142,7 +141,6 @@ impl Live {
             None => None,
         };
         Ok(Live {
-            run_id: meta.run_id,
             token,
             feed,
             totals,
@@ -170,11 +168,6 @@ impl Live {
         self.metrics
             .as_ref()
             .map(|s| format!("http://{}/metrics", s.addr()))
-    }
-
-    /// The run's id.
-    pub fn run_id(&self) -> &str {
-        &self.run_id
     }
 
     /// The observer that feeds the views.

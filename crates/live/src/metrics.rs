@@ -69,7 +69,7 @@ impl Default for Totals {
 
 impl Totals {
     /// Requests written and not yet answered (nor failed after their write).
-    pub fn inflight(&self) -> u64 {
+    pub(crate) fn inflight(&self) -> u64 {
         let e = &self.counts.errors;
         let ended = self.counts.completed + e.timeout + e.reset + e.protocol + e.closed;
         self.counts.sent.saturating_sub(ended)
@@ -155,7 +155,7 @@ const CLIENT_CPU: (&str, &str) = (
 );
 
 /// The gauges that have a value: (name, value).
-pub fn gauges(t: &Totals) -> Vec<(&'static str, f64)> {
+pub(crate) fn gauges(t: &Totals) -> Vec<(&'static str, f64)> {
     GAUGES
         .iter()
         .filter_map(|(name, _, value)| value(t).map(|v| (*name, v)))
@@ -267,7 +267,7 @@ fn histogram(
 
 /// The classic buckets of an HDR histogram of µs: (sum in seconds, count, [(bound, count in
 /// that bucket alone)]) ending with +Inf.
-pub fn classic_buckets(h: &Hist) -> (f64, u64, Vec<(f64, u64)>) {
+pub(crate) fn classic_buckets(h: &Hist) -> (f64, u64, Vec<(f64, u64)>) {
     let count = h.len();
     let mut out = Vec::with_capacity(BOUNDS_S.len() + 1);
     let mut below = 0u64;
@@ -287,7 +287,9 @@ pub fn classic_buckets(h: &Hist) -> (f64, u64, Vec<(f64, u64)>) {
 }
 
 /// Errors by kind, as the `kind` label names them.
-pub fn error_kinds(e: &volley_model::stats::recorder::ErrorCounts) -> [(&'static str, u64); 5] {
+pub(crate) fn error_kinds(
+    e: &volley_model::stats::recorder::ErrorCounts,
+) -> [(&'static str, u64); 5] {
     [
         ("connect", e.connect),
         ("timeout", e.timeout),
@@ -298,7 +300,7 @@ pub fn error_kinds(e: &volley_model::stats::recorder::ErrorCounts) -> [(&'static
 }
 
 /// Completed responses by status class (`1xx` … `5xx`).
-pub fn status_classes(c: &Counters) -> Vec<(&'static str, u64)> {
+pub(crate) fn status_classes(c: &Counters) -> Vec<(&'static str, u64)> {
     const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
     let mut n = [0u64; 5];
     for (code, count) in c.status.iter().enumerate() {

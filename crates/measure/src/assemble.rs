@@ -21,7 +21,7 @@ use volley_monitor::procfs;
 use volley_plan::workload::{Entry, Order};
 
 /// Everything a RunResult is made of.
-pub struct Parts<'a> {
+pub(crate) struct Parts<'a> {
     /// The run as configured (a shard's: its own part of the load).
     pub cfg: &'a RunConfig,
     /// `--shard`: the whole load, whose identity the shard carries.
@@ -467,7 +467,7 @@ fn check_kinds(c: &volley_plan::workload::Checks) -> Vec<&'static str> {
 }
 
 /// A named request's numbers as they are written.
-pub fn endpoint_result(
+pub(crate) fn endpoint_result(
     name: &str,
     method: String,
     path: String,

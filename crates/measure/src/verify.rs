@@ -21,7 +21,7 @@ use volley_plan::workload::{Checks, Context};
 use volley_plan::{MixRequest, RequestTemplate};
 
 /// Body bytes shown per response.
-pub const SHOWN_BODY_BYTES: usize = 200;
+pub(crate) const SHOWN_BODY_BYTES: usize = 200;
 
 /// What one request got.
 #[derive(Debug, Clone)]

@@ -137,7 +137,7 @@ fn server_warnings(cfg: &RunConfig, s: &ServerInfo) -> Vec<Warning> {
 /// The warnings that make a headline number untrustworthy, judged on the assembled result:
 /// an open loop short of its rate, percentiles that are lower bounds, failed responses, a
 /// machine shared without pinning.
-pub fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> {
+pub(crate) fn headlines(cfg: &RunConfig, r: &RunResult, ctx: &Context) -> Vec<Warning> {
     let mut w = Vec::new();
     if let Some(s) = shortfall(r, cfg.allow_shortfall) {
         w.push(Warning::shortfall(&s));

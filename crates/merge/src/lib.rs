@@ -35,7 +35,7 @@ use volley_model::stats::Percentiles;
 pub use timeseries::{align_timeseries, Aligned};
 
 /// Shards whose `started_at` differ by this much or more did not start together (`--force`).
-pub const MAX_START_SPREAD_US: i64 = 10_000;
+pub(crate) const MAX_START_SPREAD_US: i64 = 10_000;
 
 /// Why shards cannot be merged; every message names the files.
 #[derive(Debug, thiserror::Error)]

@@ -8,10 +8,10 @@ use volley_model::stats::{ErrorCounts, Percentiles, TimePoint};
 use super::format_started_at;
 
 /// A start time for the shards of a test (November 2023), in µs since the Unix epoch.
-pub const T0: i64 = 1_700_000_000_000_000;
+pub(crate) const T0: i64 = 1_700_000_000_000_000;
 
 /// A histogram of `values`, in µs.
-pub fn hist(values: &[u64]) -> Hist {
+pub(crate) fn hist(values: &[u64]) -> Hist {
     let mut h = new_hist();
     for v in values {
         h.record(*v).unwrap();
@@ -20,7 +20,7 @@ pub fn hist(values: &[u64]) -> Hist {
 }
 
 /// One full second of a series with `completed` responses.
-pub fn point(t_s: u64, completed: u64, p50: Option<u64>, max: Option<u64>) -> TimePoint {
+pub(crate) fn point(t_s: u64, completed: u64, p50: Option<u64>, max: Option<u64>) -> TimePoint {
     TimePoint {
         t_s,
         interval_s: 1.0,

@@ -48,7 +48,7 @@ pub fn rusage_self() -> (f64, f64, u64) {
 
 /// Reads a worker thread's schedstat (`/proc/self/task/TID/schedstat`: time on a CPU, time
 /// runnable but waiting, timeslices); tests give a fake one.
-pub type SchedstatSource = Box<dyn FnMut(i32) -> Option<String> + Send>;
+pub(crate) type SchedstatSource = Box<dyn FnMut(i32) -> Option<String> + Send>;
 
 /// The kernel's schedstat of a thread of volley.
 fn proc_schedstat(tid: i32) -> Option<String> {
@@ -230,7 +230,7 @@ impl Observer for ClientMonitor {
 }
 
 /// Percentages between two /proc/stat readings.
-pub fn machine_sample(a: &CpuTimes, b: &CpuTimes, t_s: f64) -> MachineSample {
+pub(crate) fn machine_sample(a: &CpuTimes, b: &CpuTimes, t_s: f64) -> MachineSample {
     let total = b.total().saturating_sub(a.total()).max(1) as f64;
     let pct = |x: u64, y: u64| (y.saturating_sub(x) as f64 / total * 1000.0).round() / 10.0;
     MachineSample {

@@ -3,12 +3,12 @@
 
 pub mod client;
 pub mod gc;
-pub mod others;
-pub mod perf;
+pub(crate) mod others;
+pub(crate) mod perf;
 pub mod procfs;
 pub mod read;
 pub mod server;
 pub mod settings;
-pub mod tracefs;
+pub(crate) mod tracefs;
 pub mod tree;
 pub mod watch;

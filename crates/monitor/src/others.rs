@@ -10,20 +10,20 @@ use super::read::Units;
 use volley_model::result::OtherProcess;
 
 /// How many of the busiest processes are named.
-pub const SHOWN: usize = 3;
+pub(crate) const SHOWN: usize = 3;
 /// Processes below this CPU use over the window (percent of one core) are not named.
 const MIN_PCT: f64 = 5.0;
 
 /// Every process's CPU ticks at one instant (volley's own left out).
 #[derive(Debug)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     at: Instant,
     /// pid → (start time, command, user + system ticks).
     procs: HashMap<i32, (u64, String, u64)>,
 }
 
 /// Reads /proc now.
-pub fn snapshot() -> Snapshot {
+pub(crate) fn snapshot() -> Snapshot {
     let me = std::process::id() as i32;
     let mut procs = HashMap::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
@@ -58,7 +58,7 @@ fn command(stat: &str) -> Option<String> {
 /// The processes that used the most CPU between `a` and `b` (at least 5 % of a core), the
 /// busiest first, at most [`SHOWN`]. A pid reused in between (another start time) counts from
 /// zero.
-pub fn busiest(a: &Snapshot, b: &Snapshot) -> Vec<OtherProcess> {
+pub(crate) fn busiest(a: &Snapshot, b: &Snapshot) -> Vec<OtherProcess> {
     let mut used = every_busy(a, b);
     used.truncate(SHOWN);
     used

@@ -17,11 +17,11 @@ pub use super::tracefs::{tracepoints, Tracepoints};
 
 /// Perf descriptors volley allows itself for syscall counting; per-name counters are dropped
 /// (the least common first) when `threads × (1 + names)` would exceed it.
-pub const DEFAULT_FD_BUDGET: usize = 4096;
+pub(crate) const DEFAULT_FD_BUDGET: usize = 4096;
 
 /// One reading of the counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SyscallReading {
+pub(crate) struct SyscallReading {
     /// All syscalls entered by the counted threads and their descendants.
     pub total: u64,
     /// Per name, in the order of `SyscallCounters::names`.
@@ -30,10 +30,9 @@ pub struct SyscallReading {
 
 /// Open perf counters over a set of threads.
 #[derive(Debug)]
-pub struct SyscallCounters {
+pub(crate) struct SyscallCounters {
     raw: Vec<OwnedFd>,
     names: Vec<(String, Vec<OwnedFd>)>,
-    threads: usize,
 }
 
 /// `struct perf_event_attr` up to PERF_ATTR_SIZE_VER5 (112 bytes); the kernel accepts any
@@ -130,7 +129,11 @@ fn open_error_reason(e: &io::Error) -> String {
 
 /// How many per-name counters fit `budget` descriptors over `threads` threads (each thread
 /// also needs its total counter). `None` when not even the totals fit.
-pub fn names_within_budget(threads: usize, available_names: usize, budget: usize) -> Option<usize> {
+pub(crate) fn names_within_budget(
+    threads: usize,
+    available_names: usize,
+    budget: usize,
+) -> Option<usize> {
     let per_thread = budget.checked_div(threads.max(1))?;
     if per_thread == 0 {
         return None;
@@ -175,21 +178,12 @@ impl SyscallCounters {
         if counted == 0 {
             return Err("every thread of the process exited before its counter was opened".into());
         }
-        Ok(SyscallCounters {
-            raw,
-            names,
-            threads: counted,
-        })
+        Ok(SyscallCounters { raw, names })
     }
 
     /// The names counted one by one, in reading order.
     pub fn names(&self) -> Vec<&str> {
         self.names.iter().map(|(n, _)| n.as_str()).collect()
-    }
-
-    /// Threads with a counter of their own (their descendants are counted through them).
-    pub fn threads(&self) -> usize {
-        self.threads
     }
 
     /// Reads the totals (one read per thread) and, with `by_name`, the per-name counters.

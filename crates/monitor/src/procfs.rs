@@ -52,14 +52,14 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
 
 /// The first two fields of /proc/PID/task/TID/schedstat: nanoseconds the thread ran on a
 /// CPU, and nanoseconds it was runnable but waited on a run queue (another task had the CPU).
-pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
     let mut f = text.split_whitespace();
     Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
 }
 
 /// The `total=` of the `some` line of /proc/pressure/cpu: microseconds in which at least one
 /// runnable task waited for a CPU.
-pub fn parse_cpu_pressure(text: &str) -> Option<u64> {
+pub(crate) fn parse_cpu_pressure(text: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("some "))?;
     line.split_whitespace()
         .find_map(|f| f.strip_prefix("total="))?
@@ -150,7 +150,7 @@ pub fn parse_cpus_allowed(status: &str) -> Option<String> {
 }
 
 /// A `Name:   1234 kB` line of /proc/PID/status, in KiB.
-pub fn parse_status_kib(text: &str, name: &str) -> Option<u64> {
+pub(crate) fn parse_status_kib(text: &str, name: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let rest = l.strip_prefix(name)?.strip_prefix(':')?;
         rest.split_whitespace().next()?.parse().ok()
@@ -202,7 +202,7 @@ pub struct IoCounters {
 
 /// Parses /proc/PID/io. Keys the kernel does not report count as 0 (a kernel without
 /// CONFIG_TASK_IO_ACCOUNTING has no file at all: the caller gets `None` from the read).
-pub fn parse_io(text: &str) -> IoCounters {
+pub(crate) fn parse_io(text: &str) -> IoCounters {
     let mut io = IoCounters::default();
     for line in text.lines() {
         let Some((k, v)) = line.split_once(':') else {
@@ -221,7 +221,7 @@ pub fn parse_io(text: &str) -> IoCounters {
 }
 
 /// Parses /proc/PID/task/TID/children: the child process ids of that thread.
-pub fn parse_children(text: &str) -> Vec<i32> {
+pub(crate) fn parse_children(text: &str) -> Vec<i32> {
     text.split_whitespace()
         .filter_map(|p| p.parse().ok())
         .collect()

@@ -230,11 +230,6 @@ fn round(v: f64, digits: i32) -> f64 {
 }
 
 impl TreeSampler {
-    /// The pid being monitored.
-    pub fn pid(&self) -> i32 {
-        self.root.pid
-    }
-
     /// Sampling interval.
     pub fn interval(&self) -> Duration {
         self.interval
@@ -246,12 +241,12 @@ impl TreeSampler {
     }
 
     /// When the monitored process itself exited, seconds after t0.
-    pub fn root_exited_at_s(&self) -> Option<f64> {
+    pub(crate) fn root_exited_at_s(&self) -> Option<f64> {
         self.root_exited_at_s
     }
 
     /// Nothing of the tree is left to sample.
-    pub fn tree_gone(&self) -> bool {
+    pub(crate) fn tree_gone(&self) -> bool {
         self.tree_gone
     }
 
@@ -300,7 +295,7 @@ impl TreeSampler {
     }
 
     /// Reads the window's first edge; `now` is t0. Everything is counted from here.
-    pub fn baseline(&mut self, now: Instant) {
+    pub(crate) fn baseline(&mut self, now: Instant) {
         self.t0 = Some(now);
         let (snap, _) = self.snapshot(now, true);
         let clocks = self.clocks(now);
@@ -475,7 +470,7 @@ impl TreeSampler {
     /// Ends the series at `now`: reads the tree into the open bucket and closes it when it is
     /// long enough to mean something, returning it (`volley monitor` prints it as its last
     /// line). `finish` at the same instant then adds nothing to the series.
-    pub fn close_series(&mut self, now: Instant) -> Option<Tick> {
+    pub(crate) fn close_series(&mut self, now: Instant) -> Option<Tick> {
         if self.acct.is_none() {
             self.baseline(now);
         }
@@ -596,7 +591,7 @@ impl ServerMonitor {
     }
 
     /// Sets t0: the first edge is read then (at once if it has passed).
-    pub fn arm(&self, t0: Instant) {
+    pub(crate) fn arm(&self, t0: Instant) {
         let _ = self.control.send(Control::Arm(t0));
     }
 

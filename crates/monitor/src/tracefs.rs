@@ -16,7 +16,7 @@ pub(crate) const TRACEFS_DIRS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/
 /// each of them in and out with the thread: on this machine a context-switch-heavy benchmark ran
 /// about 1.5x slower with all of them, against a few percent with this list. What the list
 /// misses shows up as the difference between `syscalls` and the sum of the top list.
-pub const COUNTED_SYSCALLS: &[&str] = &[
+pub(crate) const COUNTED_SYSCALLS: &[&str] = &[
     "futex",
     "epoll_wait",
     "epoll_pwait",

@@ -94,7 +94,7 @@ pub struct Snapshot {
 
 /// Point-in-time sums of one snapshot (live processes only).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Point {
+pub(crate) struct Point {
     /// Live (not exited) processes.
     pub processes: u64,
     /// Threads of live processes.
@@ -107,7 +107,7 @@ pub struct Point {
 
 /// Totals since the baseline.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WindowTotals {
+pub(crate) struct WindowTotals {
     /// User CPU, clock ticks.
     pub user_ticks: u64,
     /// System CPU, clock ticks.
@@ -120,7 +120,7 @@ pub struct WindowTotals {
 
 /// A process of the tree that ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Exit {
+pub(crate) struct Exit {
     /// Its pid.
     pub pid: i32,
     /// When it was first seen exited or gone, seconds from the baseline.
@@ -142,9 +142,9 @@ struct ThreadTrack {
 }
 
 /// At most this many pids are listed (fork-per-request servers would grow the list forever).
-pub const MAX_PIDS_LISTED: usize = 256;
+pub(crate) const MAX_PIDS_LISTED: usize = 256;
 /// At most this many exits are remembered one by one; the rest are only counted.
-pub const MAX_EXITS_LISTED: usize = 16;
+pub(crate) const MAX_EXITS_LISTED: usize = 16;
 
 /// Window accounting over a process tree.
 #[derive(Debug)]
@@ -186,7 +186,7 @@ impl Accountant {
     }
 
     /// Adds a snapshot taken `t_s` seconds after the baseline; returns its point-in-time sums.
-    pub fn update(&mut self, snap: &Snapshot, t_s: f64) -> Point {
+    pub(crate) fn update(&mut self, snap: &Snapshot, t_s: f64) -> Point {
         self.apply(snap, t_s, false)
     }
 
@@ -339,7 +339,7 @@ impl Accountant {
     }
 
     /// Totals since the baseline.
-    pub fn totals(&self) -> WindowTotals {
+    pub(crate) fn totals(&self) -> WindowTotals {
         let mut sum = self.retired;
         for t in self.procs.values() {
             for (i, s) in sum.iter_mut().enumerate() {
@@ -362,22 +362,23 @@ impl Accountant {
     }
 
     /// The largest point-in-time sums seen.
-    pub fn max(&self) -> Point {
+    pub(crate) fn max(&self) -> Point {
         self.max
     }
 
     /// Every pid seen (at most `MAX_PIDS_LISTED`) and how many more there were.
-    pub fn pids(&self) -> (Vec<i32>, u64) {
+    pub(crate) fn pids(&self) -> (Vec<i32>, u64) {
         (self.pids.iter().copied().collect(), self.pids_dropped)
     }
 
     /// Processes that ended (the first `MAX_EXITS_LISTED`) and how many in all.
-    pub fn exits(&self) -> (&[Exit], u64) {
+    pub(crate) fn exits(&self) -> (&[Exit], u64) {
         (&self.exits, self.exits_total)
     }
 
     /// Processes currently tracked (alive or zombie).
-    pub fn tracked(&self) -> Vec<ProcKey> {
+    #[cfg(test)]
+    pub(crate) fn tracked(&self) -> Vec<ProcKey> {
         let mut v: Vec<ProcKey> = self.procs.keys().copied().collect();
         v.sort();
         v

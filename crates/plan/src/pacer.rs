@@ -66,7 +66,12 @@ impl Pacer {
 
     /// Open loop at `rate_rps` overall; this is thread `thread` of `threads`.
     /// `total` is the run's `-n` (this thread owns the indices i < total with i ≡ thread mod threads).
-    pub fn constant(rate_rps: f64, thread: usize, threads: usize, total: Option<u64>) -> Self {
+    pub(crate) fn constant(
+        rate_rps: f64,
+        thread: usize,
+        threads: usize,
+        total: Option<u64>,
+    ) -> Self {
         let (thread, threads) = (thread as u64, threads as u64);
         Pacer {
             kind: Kind::Constant {
@@ -84,7 +89,7 @@ impl Pacer {
 
     /// Open loop with Poisson arrivals at `rate_rps` overall (each thread runs a Poisson process
     /// at rate/threads; their sum is again Poisson at the full rate).
-    pub fn poisson(
+    pub(crate) fn poisson(
         rate_rps: f64,
         thread: usize,
         threads: usize,
@@ -129,7 +134,7 @@ impl Pacer {
 
     /// The same schedule shifted by `phase_ns` (a constant-rate shard's place in the whole
     /// load's schedule; nothing for other schedules).
-    pub fn with_phase(mut self, phase_ns: u64) -> Self {
+    pub(crate) fn with_phase(mut self, phase_ns: u64) -> Self {
         self.phase_ns = phase_ns;
         self
     }
@@ -261,7 +266,7 @@ fn exp_gap(rng: &mut SmallRng, mean_ns: f64) -> u64 {
 }
 
 /// Splits `total` into `parts` shares that differ by at most one (earlier parts get the extra).
-pub fn split_evenly(total: u64, parts: usize) -> Vec<u64> {
+pub(crate) fn split_evenly(total: u64, parts: usize) -> Vec<u64> {
     let parts = parts.max(1) as u64;
     (0..parts)
         .map(|k| total / parts + u64::from(k < total % parts))

@@ -30,7 +30,7 @@ impl Ramp {
 
     /// The same schedule as shard `s` runs it: its segment-rule share of the users at every
     /// moment (the shards' users add up to the whole's at every moment).
-    pub fn scaled(&self, s: super::shard::ShardSpec) -> Self {
+    pub(crate) fn scaled(&self, s: super::shard::ShardSpec) -> Self {
         Ramp {
             segments: self.segments.clone(),
             shard: Some(s),

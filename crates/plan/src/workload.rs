@@ -178,7 +178,7 @@ fn itoa_buf(mut v: u64) -> Digits {
 
 /// SplitMix64 of `a` and `b`: a well-mixed 64-bit value, the same for the same inputs (a
 /// resent request renders the same bytes).
-pub fn mix(a: u64, b: u64) -> u64 {
+pub(crate) fn mix(a: u64, b: u64) -> u64 {
     let mut z = a
         .wrapping_add(b.wrapping_mul(0xBF58_476D_1CE4_E5B9))
         .wrapping_add(0x9E37_79B9_7F4A_7C15);

@@ -11,7 +11,7 @@ use super::model::Report;
 use super::Reporter;
 
 /// CSV reporter.
-pub struct CsvReporter;
+pub(crate) struct CsvReporter;
 
 /// The columns that say which cell a row is, before the cell's scalars.
 const IDENTITY: [&str; 7] = [

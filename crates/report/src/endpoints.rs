@@ -12,7 +12,7 @@ use volley_model::result::RunResult;
 
 /// One named request over a series' repetitions.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EndpointFigures {
+pub(crate) struct EndpointFigures {
     /// Its name in the requests file.
     pub name: String,
     /// Its method (the first repetition's that has it).
@@ -38,7 +38,7 @@ pub struct EndpointFigures {
 }
 
 /// The statistics of [`EndpointFigures::latency`], in order.
-pub const LATENCY: [Stat; 5] = [Stat::P50, Stat::P99, Stat::P99_9, Stat::P99_99, Stat::Max];
+pub(crate) const LATENCY: [Stat; 5] = [Stat::P50, Stat::P99, Stat::P99_9, Stat::P99_99, Stat::Max];
 
 impl EndpointFigures {
     /// `GET /items/{rand:1..10}`.
@@ -48,12 +48,12 @@ impl EndpointFigures {
 
     /// Responses that failed a check, every check added up (a response failing two checks
     /// counts twice).
-    pub fn checks_failed(&self) -> u64 {
+    pub(crate) fn checks_failed(&self) -> u64 {
         self.checks.values().sum()
     }
 
     /// `body_regex 18,685 · status 3`, or empty when every check passed.
-    pub fn checks_text(&self) -> String {
+    pub(crate) fn checks_text(&self) -> String {
         self.checks
             .iter()
             .filter(|(_, n)| **n > 0)
@@ -65,7 +65,7 @@ impl EndpointFigures {
 
 /// The named requests of `results` (the finished repetitions of one series), in order of
 /// first appearance; empty when no run had a requests file with names.
-pub fn figures(results: &[&RunResult]) -> Vec<EndpointFigures> {
+pub(crate) fn figures(results: &[&RunResult]) -> Vec<EndpointFigures> {
     let mut names: Vec<&str> = Vec::new();
     for e in results.iter().flat_map(|r| &r.endpoints) {
         if !names.contains(&e.name.as_str()) {

@@ -4,7 +4,7 @@ use super::model::Report;
 use super::Reporter;
 
 /// JSON reporter.
-pub struct JsonReporter;
+pub(crate) struct JsonReporter;
 
 impl Reporter for JsonReporter {
     fn render(&self, report: &Report) -> String {

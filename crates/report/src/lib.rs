@@ -5,13 +5,13 @@
 pub mod capacity;
 pub mod csv;
 pub mod endpoints;
-pub mod escape;
+pub(crate) mod escape;
 pub mod hdr_log;
 pub mod html;
 pub mod json;
-pub mod markdown;
+pub(crate) mod markdown;
 pub mod model;
-pub mod suite_table;
+pub(crate) mod suite_table;
 pub mod terminal;
 pub mod versus;
 

@@ -12,7 +12,7 @@ use volley_model::result::RunResult;
 use volley_model::units::{bytes, micros, rate, thousands};
 
 /// Markdown reporter.
-pub struct MarkdownReporter;
+pub(crate) struct MarkdownReporter;
 
 impl Reporter for MarkdownReporter {
     fn render(&self, report: &Report) -> String {
@@ -294,7 +294,7 @@ fn cost_row(o: &mut String, s: &Series) {
 
 /// `closed loop, 50 connections, 4 s, keep-alive, GET /` and the like; a run of a requests file
 /// ends with the file instead of one request (`3 requests of mix.toml (weighted, 3 named)`).
-pub fn describe_load(r: &RunResult) -> String {
+pub(crate) fn describe_load(r: &RunResult) -> String {
     let l = &r.load;
     let mut parts = Vec::new();
     parts.push(match l.mode.as_str() {
@@ -357,7 +357,7 @@ pub fn describe_load(r: &RunResult) -> String {
 }
 
 /// One line on where it ran.
-pub fn environment(report: &Report) -> String {
+pub(crate) fn environment(report: &Report) -> String {
     let first = report.cells.iter().find_map(|c| c.result.as_ref());
     // A capacity search alone: the environment of its first measurement.
     let searched = report.capacity.iter().find_map(|e| {
@@ -394,7 +394,7 @@ pub fn environment(report: &Report) -> String {
 }
 
 /// `; protocols: http/1.1, https: TLSv1.3 …` when any run was not plain HTTP/1.1 over TCP.
-pub fn protocols_clause(report: &Report) -> String {
+pub(crate) fn protocols_clause(report: &Report) -> String {
     let p = report.protocols();
     if p.iter().all(|d| d == "http/1.1") {
         String::new()
@@ -404,7 +404,7 @@ pub fn protocols_clause(report: &Report) -> String {
 }
 
 /// Escapes what Markdown (and HTML inside it) would interpret in a table cell.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -426,7 +426,7 @@ pub fn esc(s: &str) -> String {
 /// `s` as a Markdown code span, on one line: its text verbatim, since a code span shows
 /// `&lt;` and `\|` as written (so [`esc`] must not be applied inside one), fenced by more
 /// backticks than `s` holds in a row.
-pub fn code(s: &str) -> String {
+pub(crate) fn code(s: &str) -> String {
     let s = s.replace(['\n', '\r'], " ");
     let (mut run, mut longest) = (0, 0);
     for ch in s.chars() {

@@ -86,12 +86,12 @@ impl Series<'_> {
     }
 
     /// Whether any cell is a control.
-    pub fn control(&self) -> bool {
+    pub(crate) fn control(&self) -> bool {
         self.cells.iter().any(|c| c.control)
     }
 
     /// The first failure reason, for cells that never finished.
-    pub fn reason(&self) -> Option<String> {
+    pub(crate) fn reason(&self) -> Option<String> {
         self.cells.iter().find_map(|c| c.reason.clone())
     }
 }
@@ -107,7 +107,7 @@ pub struct LoadError {
 }
 
 /// One run's protocol in words (see [`Report::protocols`]).
-pub fn protocol_of(r: &RunResult) -> String {
+pub(crate) fn protocol_of(r: &RunResult) -> String {
     let http = r.target.protocol.as_deref().unwrap_or("http/1.1");
     let mut d = match &r.target.tls {
         None => http.to_string(),
@@ -145,7 +145,7 @@ impl Report {
     /// How the runs spoke to their servers, each description once in order of appearance:
     /// `http/1.1`, `https: TLSv1.3 TLS13_AES_256_GCM_SHA384, ALPN http/1.1`, `http/1.1 over a
     /// Unix socket` (results written before HTTPS count as `http/1.1`).
-    pub fn protocols(&self) -> Vec<String> {
+    pub(crate) fn protocols(&self) -> Vec<String> {
         let mut seen: Vec<String> = Vec::new();
         for r in self.cells.iter().filter_map(|c| c.result.as_ref()) {
             let d = protocol_of(r);
@@ -520,7 +520,7 @@ fn suite_row_of(file: &Path) -> Option<SuiteRow> {
 /// A server's GC figures over the repetitions that have `server.gc` (the long-tail study's
 /// table): medians, the longest pause of all, the first note. Markdown and HTML share it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GcFigures {
+pub(crate) struct GcFigures {
     /// Where the collections were read (`jvm-log`, `hsperfdata`, …; the first repetition's).
     pub source: String,
     /// Collections (median).
@@ -575,7 +575,7 @@ impl GcFigures {
     }
 
     /// `71% of 120` (requests ≥ p99.9 that overlapped a pause), or a dash.
-    pub fn overlap_text(&self) -> String {
+    pub(crate) fn overlap_text(&self) -> String {
         match self.slow_overlap {
             None => "–".into(),
             Some(f) => match self.slow_checked {
@@ -587,7 +587,7 @@ impl GcFigures {
 }
 
 /// A pause length in ms with the precision its size deserves: 0.42, 4.1, 17.
-pub fn pause_ms(v: f64) -> String {
+pub(crate) fn pause_ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
     } else if v >= 10.0 {

@@ -49,7 +49,7 @@ impl VsLine {
 
     /// The shift of the server against the baseline in % of the baseline's median, signed,
     /// with its 95 % interval: `-10.0% (95% CI -13.0 to -7.0%)`; `-` when not measured.
-    pub fn shift_text(&self) -> String {
+    pub(crate) fn shift_text(&self) -> String {
         let Some(e) = self.versus.effect else {
             return "-".into();
         };
@@ -62,13 +62,13 @@ impl VsLine {
     }
 
     /// `×0.900` (or `-`).
-    pub fn ratio_text(&self) -> String {
+    pub(crate) fn ratio_text(&self) -> String {
         self.ratio.map_or("-".into(), |r| format!("×{r:.3}"))
     }
 }
 
 /// The suite's baseline server, when its index names one.
-pub fn baseline(report: &Report) -> Option<&str> {
+pub(crate) fn baseline(report: &Report) -> Option<&str> {
     match report.suites.as_slice() {
         [one] => one.baseline.as_deref(),
         _ => None,
@@ -77,7 +77,7 @@ pub fn baseline(report: &Report) -> Option<&str> {
 
 /// Every other server's series against the baseline's, in the report's order; empty without
 /// a baseline.
-pub fn lines(report: &Report) -> Vec<VsLine> {
+pub(crate) fn lines(report: &Report) -> Vec<VsLine> {
     let Some(base) = baseline(report) else {
         return Vec::new();
     };

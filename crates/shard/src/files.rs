@@ -11,7 +11,7 @@ use super::manifest::ManifestError;
 pub const MOUNT: &str = "/etc/volley/files";
 /// The most bytes all files may hold together: a ConfigMap is stored whole in etcd, which
 /// refuses objects over 1 MiB (the rest of the object needs some room).
-pub const MAX_BYTES: usize = 1_000_000;
+pub(crate) const MAX_BYTES: usize = 1_000_000;
 
 /// One file in the ConfigMap.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,19 +18,19 @@ use super::files::{FileItem, MOUNT};
 use super::pod_args::INDEX_VAR;
 
 /// The numeric user and group the image runs as (`runAsNonRoot` needs a number to check).
-pub const RUN_AS: i64 = 65532;
+pub(crate) const RUN_AS: i64 = 65532;
 /// The annotation of an Indexed Job's pods that holds their index.
-pub const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
+pub(crate) const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 /// The Job's annotations that `volley k8s collect` reads back.
-pub const SHARDS_ANNOTATION: &str = "volley.dev/shards";
+pub(crate) const SHARDS_ANNOTATION: &str = "volley.dev/shards";
 /// The shards' `--start-at`.
-pub const START_ANNOTATION: &str = "volley.dev/start-at";
+pub(crate) const START_ANNOTATION: &str = "volley.dev/start-at";
 /// The `--threshold`s `collect` checks on the merged result (a JSON list of strings).
-pub const THRESHOLDS_ANNOTATION: &str = "volley.dev/thresholds";
+pub(crate) const THRESHOLDS_ANNOTATION: &str = "volley.dev/thresholds";
 /// Whether the user gave `--allow-shortfall` (`true`/`false`).
-pub const SHORTFALL_ANNOTATION: &str = "volley.dev/allow-shortfall";
+pub(crate) const SHORTFALL_ANNOTATION: &str = "volley.dev/allow-shortfall";
 /// The label every pod of one Job carries (the anti-affinity selects on it).
-pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+pub(crate) const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 /// The longest Job name: its pods are named `NAME-INDEX-XXXXX` and their hostnames
 /// `NAME-INDEX`, which must stay within a 63-character DNS label.
 pub const MAX_NAME: usize = 52;
@@ -193,7 +193,7 @@ fn labels(plan: &JobPlan) -> BTreeMap<String, String> {
 }
 
 /// The Job.
-pub fn job(plan: &JobPlan) -> Job {
+pub(crate) fn job(plan: &JobPlan) -> Job {
     let annotations = BTreeMap::from([
         (SHARDS_ANNOTATION.to_string(), plan.shards.to_string()),
         (START_ANNOTATION.to_string(), plan.start_at.clone()),
@@ -306,7 +306,7 @@ fn config_map_name(plan: &JobPlan) -> String {
 }
 
 /// The ConfigMap of the load's files, when it names any.
-pub fn config_map(plan: &JobPlan) -> Option<ConfigMap> {
+pub(crate) fn config_map(plan: &JobPlan) -> Option<ConfigMap> {
     if plan.files.is_empty() {
         return None;
     }
@@ -390,7 +390,7 @@ fn container(plan: &JobPlan) -> Container {
 }
 
 /// The Job as one YAML document.
-pub fn to_yaml(job: &Job) -> String {
+pub(crate) fn to_yaml(job: &Job) -> String {
     serde_saphyr::to_string(job).expect("a Job always serializes")
 }
 

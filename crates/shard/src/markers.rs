@@ -3,9 +3,9 @@
 //! the summary and warnings go to stderr. The same idea as PEM's armour lines.
 
 /// The line before the JSON.
-pub const BEGIN: &str = "-----BEGIN VOLLEY RUNRESULT-----";
+pub(crate) const BEGIN: &str = "-----BEGIN VOLLEY RUNRESULT-----";
 /// The line after the JSON.
-pub const END: &str = "-----END VOLLEY RUNRESULT-----";
+pub(crate) const END: &str = "-----END VOLLEY RUNRESULT-----";
 
 /// What a log holds: the JSON between the markers, and the lines outside them.
 #[derive(Debug, Default, PartialEq)]

@@ -5,14 +5,14 @@
 //! add an argument.
 
 /// The environment variable the pod takes its index from (the Job's completion index).
-pub const INDEX_VAR: &str = "VOLLEY_SHARD_INDEX";
+pub(crate) const INDEX_VAR: &str = "VOLLEY_SHARD_INDEX";
 
 /// Flags judged on the merged result by `volley k8s collect`, not by each shard alone (a
 /// shard's p99 is not the load's; a shard exiting 1 would fail the Job and stop the others).
-pub const JUDGED_AT_COLLECT: [&str; 1] = ["--threshold"];
+pub(crate) const JUDGED_AT_COLLECT: [&str; 1] = ["--threshold"];
 
 /// `volley k8s` flags that take a value (not passed on to the pods).
-pub const OWN_FLAGS: [&str; 8] = [
+pub(crate) const OWN_FLAGS: [&str; 8] = [
     "--shards",
     "--image",
     "--namespace",
@@ -39,7 +39,7 @@ pub struct PodRun {
 
 /// Kubernetes expands `$(NAME)` in a container's arguments and reads `$$` as `$`: every `$`
 /// of the user's text is doubled so it reaches volley as typed.
-pub fn escape(token: &str) -> String {
+pub(crate) fn escape(token: &str) -> String {
     token.replace('$', "$$")
 }
 

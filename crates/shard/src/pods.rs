@@ -32,14 +32,14 @@ impl Phase {
     }
 
     /// Still to end.
-    pub fn unfinished(self) -> bool {
+    pub(crate) fn unfinished(self) -> bool {
         matches!(self, Phase::Pending | Phase::Running)
     }
 }
 
 /// One pod of the Job.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PodState {
+pub(crate) struct PodState {
     /// Its name.
     pub name: String,
     /// Its completion index (None: not a pod of an Indexed Job).

@@ -25,8 +25,6 @@ use super::{parse_url, ConfigError};
 use volley_plan::workload::{Checks, Data, Entry, Order, Template, Workload};
 use volley_plan::Target;
 
-pub use weights::MAX_CYCLE;
-
 /// A requests file that cannot be used (exit code 2).
 #[derive(Debug, thiserror::Error)]
 pub enum RequestsError {
@@ -57,7 +55,7 @@ pub enum RequestsError {
 /// What a requests file is read against: the run's URL (whose scheme, host and port every
 /// request must share) and the `--expect-*` checks every request's own are added to.
 #[derive(Debug, Clone, Copy)]
-pub struct Run<'a> {
+pub(crate) struct Run<'a> {
     /// The run's target.
     pub target: &'a Target,
     /// The command line's checks.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use volley_plan::workload::{Entry, MAX_ENDPOINTS};
 
 /// The name of the requests whose templates came past the cap.
-pub const OTHER: &str = "other";
+pub(crate) const OTHER: &str = "other";
 
 /// Names the entries without an endpoint, adding their names to `endpoints` (after the
 /// user's); `columns` names the data file's columns for `{row.NAME}`. Returns the index of

@@ -13,7 +13,7 @@ use crate::threshold::{self, Threshold};
 use volley_model::units::{parse_duration, parse_percent};
 
 /// The keys of a `capacity` table.
-pub const CAPACITY_KEYS: &[&str] = &[
+pub(crate) const CAPACITY_KEYS: &[&str] = &[
     "slo",
     "step_duration",
     "start_rate",
@@ -25,7 +25,7 @@ pub const CAPACITY_KEYS: &[&str] = &[
 
 /// Scenario keys a capacity scenario cannot have: the search sets the load of each step, and
 /// the SLO judges it.
-pub const SET_BY_THE_SEARCH: &[&str] = &[
+pub(crate) const SET_BY_THE_SEARCH: &[&str] = &[
     "rate",
     "requests",
     "users",

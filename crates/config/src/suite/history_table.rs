@@ -110,7 +110,7 @@ impl HistoryTable {
 }
 
 /// The names of metrics history knows: `volley_model::metric`'s and `max_rate`.
-pub fn known_metric(name: &str) -> bool {
+pub(crate) fn known_metric(name: &str) -> bool {
     name == "max_rate" || volley_model::metric::Metric::parse(name).is_some()
 }
 

@@ -151,7 +151,7 @@ pub enum Runtime {
 
 impl Runtime {
     /// The `runtime` value naming it.
-    pub fn from_key(value: &str) -> Option<Runtime> {
+    pub(crate) fn from_key(value: &str) -> Option<Runtime> {
         match value {
             "jvm" => Some(Runtime::Jvm),
             "go" => Some(Runtime::Go),
@@ -205,7 +205,7 @@ impl Protocol {
     ];
 
     /// The protocol a scenario's `protocol` value names (`None` for any other value).
-    pub fn from_key(value: &str) -> Option<Protocol> {
+    pub(crate) fn from_key(value: &str) -> Option<Protocol> {
         Self::ALL.into_iter().find(|p| p.as_str() == value)
     }
 
@@ -225,7 +225,7 @@ impl Protocol {
 
     /// The `volley run` flag its cells get: `--http1.1` for https (which would otherwise
     /// speak HTTP/2 with a server offering h2), `--http2`, `--h2c`; plain HTTP/1.1 needs none.
-    pub fn flag(self) -> Option<&'static str> {
+    pub(crate) fn flag(self) -> Option<&'static str> {
         match self {
             Protocol::Http1 => None,
             Protocol::Https => Some("--http1.1"),
@@ -245,7 +245,7 @@ impl Protocol {
     }
 
     /// `"http/1.1", "https", "h2" or "h2c"`, for messages.
-    pub fn expected() -> String {
+    pub(crate) fn expected() -> String {
         let quoted: Vec<String> = Self::ALL
             .iter()
             .map(|p| format!("\"{}\"", p.as_str()))
@@ -329,7 +329,7 @@ pub const CAPACITY_STEPS_GUESS: u32 = 14;
 
 /// A cell's flags rejected by `volley run`'s own checks.
 #[derive(Debug, Clone)]
-pub struct CellError {
+pub(crate) struct CellError {
     /// The flags the check named, the checked one first (empty when it named none).
     pub flags: Vec<Flag>,
     /// The check's message.

@@ -81,12 +81,12 @@ pub const RECEIVE_WINDOW: u32 = frame::MAX_WINDOW;
 /// that sends more is refused (ENHANCE_YOUR_CALM) instead of being buffered.
 /// 64 KiB, like the HTTP/1.1 head limit: the HPACK decoder moves the rest of the block for
 /// every field, so the block's size bounds that cost too.
-pub const MAX_HEADER_BLOCK: usize = 64 << 10;
+pub(crate) const MAX_HEADER_BLOCK: usize = 64 << 10;
 
 /// The most CONTINUATION frames one header block may take (nghttp2 allows 8, the h2 crate 5
 /// for this block size; 64 serves servers that split finely), so a stream of empty
 /// CONTINUATIONs (CVE-2024-27316 style) ends the connection quickly.
-pub const MAX_CONTINUATIONS: usize = 64;
+pub(crate) const MAX_CONTINUATIONS: usize = 64;
 
 /// The most acknowledgements (SETTINGS and PING ACKs) queued in `out` and not yet written:
 /// a server that makes the client queue more (SETTINGS or PING flood, CVE-2019-9512/9515) is
@@ -96,12 +96,12 @@ pub const MAX_QUEUED_ACKS: usize = 1000;
 /// The HPACK dynamic table size the client allows the server's encoder (the protocol's
 /// default SETTINGS_HEADER_TABLE_SIZE, which the client never changes): a size update above
 /// it is a COMPRESSION_ERROR, so the table stays within 4 KiB per connection.
-pub const HEADER_TABLE_SIZE: u32 = 4096;
+pub(crate) const HEADER_TABLE_SIZE: u32 = 4096;
 
 /// The largest decoded header list (RFC 7541 §4.1 sizes: name + value + 32 per field): an
 /// HPACK bomb (a small block of references to a large table entry) is refused before it
 /// allocates more. 64 KiB, like the HTTP/1.1 head limit.
-pub const MAX_HEADER_LIST: usize = 64 << 10;
+pub(crate) const MAX_HEADER_LIST: usize = 64 << 10;
 
 /// Request body bytes queued in `out` ahead of what the socket took, at most (plus one frame):
 /// four frames keep the socket's buffer fed without holding a body in memory twice.
@@ -304,30 +304,31 @@ impl H2Conn {
     }
 
     /// The server's limit on open streams (`u32::MAX` until it says).
-    pub fn max_streams(&self) -> u32 {
+    pub(crate) fn max_streams(&self) -> u32 {
         self.max_streams
     }
 
     /// Whether the server's SETTINGS arrived (the first frame it must send).
-    pub fn settings_seen(&self) -> bool {
+    pub(crate) fn settings_seen(&self) -> bool {
         self.settings_seen
     }
 
     /// Whether the server answered the preface in HTTP/1.x (`feed` then failed): a server
     /// that does not speak HTTP/2 in cleartext, a set-up error rather than a load result.
-    pub fn answered_http1(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn answered_http1(&self) -> bool {
         self.http1
     }
 
     /// Whether the first byte of a request (a stream's HEADERS) was written: until then a
     /// failing connection cost no request, like a failed connect.
-    pub fn request_written(&self) -> bool {
+    pub(crate) fn request_written(&self) -> bool {
         let written = self.written + self.seen_len.saturating_sub(self.out.len()) as u64;
         self.first_stream_at.is_some_and(|at| written > at)
     }
 
     /// Whether the server said GOAWAY.
-    pub fn going_away(&self) -> bool {
+    pub(crate) fn going_away(&self) -> bool {
         self.goaway
     }
 
@@ -348,7 +349,12 @@ impl H2Conn {
 
     /// Opens a stream with `block` and `body` (`None`: the connection's body), a HEAD
     /// request when `head`; returns its id.
-    pub fn open_stream_with(&mut self, block: &[u8], body: Option<Arc<[u8]>>, head: bool) -> u32 {
+    pub(crate) fn open_stream_with(
+        &mut self,
+        block: &[u8],
+        body: Option<Arc<[u8]>>,
+        head: bool,
+    ) -> u32 {
         self.sync_written();
         let stream = self.next_stream;
         self.next_stream += 2;
@@ -430,7 +436,7 @@ impl H2Conn {
 
     /// Gives up on `stream` (it timed out): RST_STREAM CANCEL goes to the server, and what it
     /// still sends for the stream is ignored. False when the stream was not open.
-    pub fn cancel(&mut self, stream: u32) -> bool {
+    pub(crate) fn cancel(&mut self, stream: u32) -> bool {
         if !self.close(stream) {
             return false;
         }

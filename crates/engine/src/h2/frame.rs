@@ -12,10 +12,10 @@ pub const HEADER_LEN: usize = 9;
 pub const DEFAULT_MAX_FRAME: u32 = 16_384;
 
 /// Flow-control window of a new stream or connection until SETTINGS change it.
-pub const DEFAULT_WINDOW: u32 = 65_535;
+pub(crate) const DEFAULT_WINDOW: u32 = 65_535;
 
 /// The largest window RFC 9113 allows (2^31 − 1).
-pub const MAX_WINDOW: u32 = (1 << 31) - 1;
+pub(crate) const MAX_WINDOW: u32 = (1 << 31) - 1;
 
 /// Frame types (RFC 9113 §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,37 +99,35 @@ impl Kind {
 /// Frame flags (their meaning depends on the type).
 pub mod flags {
     /// DATA, HEADERS: the last frame of the stream from its sender.
-    pub const END_STREAM: u8 = 0x1;
+    pub(crate) const END_STREAM: u8 = 0x1;
     /// SETTINGS, PING: an acknowledgement.
-    pub const ACK: u8 = 0x1;
+    pub(crate) const ACK: u8 = 0x1;
     /// HEADERS, CONTINUATION: the header block ends here.
-    pub const END_HEADERS: u8 = 0x4;
+    pub(crate) const END_HEADERS: u8 = 0x4;
     /// DATA, HEADERS: a pad length byte comes first.
-    pub const PADDED: u8 = 0x8;
+    pub(crate) const PADDED: u8 = 0x8;
     /// HEADERS: a priority block (5 bytes) comes first.
-    pub const PRIORITY: u8 = 0x20;
+    pub(crate) const PRIORITY: u8 = 0x20;
 }
 
 /// SETTINGS identifiers a client uses (RFC 9113 §6.5.2).
-pub mod setting {
-    /// SETTINGS_HEADER_TABLE_SIZE.
-    pub const HEADER_TABLE_SIZE: u16 = 0x1;
+pub(crate) mod setting {
     /// SETTINGS_ENABLE_PUSH.
-    pub const ENABLE_PUSH: u16 = 0x2;
+    pub(crate) const ENABLE_PUSH: u16 = 0x2;
     /// SETTINGS_MAX_CONCURRENT_STREAMS.
-    pub const MAX_CONCURRENT_STREAMS: u16 = 0x3;
+    pub(crate) const MAX_CONCURRENT_STREAMS: u16 = 0x3;
     /// SETTINGS_INITIAL_WINDOW_SIZE.
-    pub const INITIAL_WINDOW_SIZE: u16 = 0x4;
+    pub(crate) const INITIAL_WINDOW_SIZE: u16 = 0x4;
     /// SETTINGS_MAX_FRAME_SIZE.
-    pub const MAX_FRAME_SIZE: u16 = 0x5;
+    pub(crate) const MAX_FRAME_SIZE: u16 = 0x5;
 }
 
 /// The largest SETTINGS_MAX_FRAME_SIZE a peer may announce (2^24 − 1).
-pub const MAX_FRAME_LIMIT: u32 = (1 << 24) - 1;
+pub(crate) const MAX_FRAME_LIMIT: u32 = (1 << 24) - 1;
 
 /// A frame's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// Payload length.
     pub len: u32,
     /// Type.
@@ -152,12 +150,12 @@ impl Header {
     }
 
     /// Whether `flag` is set.
-    pub fn has(&self, flag: u8) -> bool {
+    pub(crate) fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
     }
 
     /// Appends this header to `out`.
-    pub fn write(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.len.to_be_bytes()[1..]);
         out.push(self.kind.byte());
         out.push(self.flags);
@@ -166,7 +164,7 @@ impl Header {
 }
 
 /// Appends a frame with `payload`.
-pub fn write(out: &mut Vec<u8>, kind: Kind, flags: u8, stream: u32, payload: &[u8]) {
+pub(crate) fn write(out: &mut Vec<u8>, kind: Kind, flags: u8, stream: u32, payload: &[u8]) {
     Header {
         len: payload.len() as u32,
         kind,
@@ -188,7 +186,7 @@ pub fn settings(out: &mut Vec<u8>, values: &[(u16, u32)]) {
 }
 
 /// Appends a WINDOW_UPDATE of `increment` for `stream` (0: the connection).
-pub fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
+pub(crate) fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
     write(
         out,
         Kind::WindowUpdate,
@@ -199,32 +197,30 @@ pub fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
 }
 
 /// Appends an RST_STREAM with `code`.
-pub fn rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
+pub(crate) fn rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
     write(out, Kind::RstStream, 0, stream, &code.to_be_bytes());
 }
 
 /// HTTP/2 error codes a client reports (RFC 9113 §7).
-pub mod code {
-    /// NO_ERROR: a graceful shutdown.
-    pub const NO_ERROR: u32 = 0x0;
+pub(crate) mod code {
     /// PROTOCOL_ERROR.
-    pub const PROTOCOL_ERROR: u32 = 0x1;
+    pub(crate) const PROTOCOL_ERROR: u32 = 0x1;
     /// FLOW_CONTROL_ERROR.
-    pub const FLOW_CONTROL_ERROR: u32 = 0x3;
+    pub(crate) const FLOW_CONTROL_ERROR: u32 = 0x3;
     /// FRAME_SIZE_ERROR.
-    pub const FRAME_SIZE_ERROR: u32 = 0x6;
+    pub(crate) const FRAME_SIZE_ERROR: u32 = 0x6;
     /// REFUSED_STREAM: the stream was not processed and may be retried.
-    pub const REFUSED_STREAM: u32 = 0x7;
+    pub(crate) const REFUSED_STREAM: u32 = 0x7;
     /// CANCEL: the client no longer wants the stream (it timed out).
-    pub const CANCEL: u32 = 0x8;
+    pub(crate) const CANCEL: u32 = 0x8;
     /// COMPRESSION_ERROR.
-    pub const COMPRESSION_ERROR: u32 = 0x9;
+    pub(crate) const COMPRESSION_ERROR: u32 = 0x9;
     /// ENHANCE_YOUR_CALM: the peer behaves in a way that costs too much.
-    pub const ENHANCE_YOUR_CALM: u32 = 0xb;
+    pub(crate) const ENHANCE_YOUR_CALM: u32 = 0xb;
 }
 
 /// HTTP/2 error codes (RFC 9113 §7), named as the RFC names them.
-pub fn error_name(code: u32) -> String {
+pub(crate) fn error_name(code: u32) -> String {
     const NAMES: [&str; 14] = [
         "NO_ERROR",
         "PROTOCOL_ERROR",

@@ -14,16 +14,16 @@ use io_uring::IoUring;
 /// `IOU_PBUF_RING_INC`: buffers are consumed a piece at a time (not in the crate's bindings).
 const IOU_PBUF_RING_INC: u16 = 2;
 /// `IORING_CQE_F_BUF_MORE`: the kernel goes on filling this buffer after this completion.
-pub const CQE_F_BUF_MORE: u32 = 1 << 4;
+pub(crate) const CQE_F_BUF_MORE: u32 = 1 << 4;
 /// The buffer group receives pick from.
-pub const GROUP: u16 = 0;
+pub(crate) const GROUP: u16 = 0;
 /// Buffers in the ring (a power of two).
 const COUNT: u16 = 16;
 /// Bytes per buffer.
 const BYTES: usize = 32 * 1024;
 
 /// The ring of buffers and the memory behind it.
-pub struct BufRing {
+pub(crate) struct BufRing {
     entries: *mut BufRingEntry,
     entries_layout: Layout,
     /// The buffers' memory, zeroed lazily by the allocator: pages count as resident only once
@@ -39,7 +39,7 @@ pub struct BufRing {
 
 impl BufRing {
     /// Allocates the buffers and registers them with `ring` as [`GROUP`].
-    pub fn register(ring: &IoUring) -> io::Result<BufRing> {
+    pub(crate) fn register(ring: &IoUring) -> io::Result<BufRing> {
         let entries_layout =
             Layout::from_size_align(COUNT as usize * size_of::<BufRingEntry>(), 4096)
                 .map_err(io::Error::other)?;
@@ -104,7 +104,7 @@ impl BufRing {
     /// The bytes a receive put in buffer `id` (`len` of them, after what the kernel put there
     /// before), as an address; `flags` are the completion's. The address stays valid until
     /// [`BufRing::recycle`].
-    pub fn take(&mut self, id: u16, len: u32, flags: u32) -> usize {
+    pub(crate) fn take(&mut self, id: u16, len: u32, flags: u32) -> usize {
         let i = (id % COUNT) as usize;
         let start = self.consumed[i] as usize;
         self.consumed[i] += len;
@@ -116,18 +116,18 @@ impl BufRing {
     }
 
     /// Moves the buffers the kernel left so far to `held` (their events wait for the worker).
-    pub fn take_done(&mut self, held: &mut Vec<u16>) {
+    pub(crate) fn take_done(&mut self, held: &mut Vec<u16>) {
         held.append(&mut self.done);
     }
 
     /// Buffers held back until now go back with the next [`BufRing::recycle`].
-    pub fn hold_back(&mut self, held: &mut Vec<u16>) {
+    pub(crate) fn hold_back(&mut self, held: &mut Vec<u16>) {
         self.done.append(held);
     }
 
     /// Buffers the kernel left (no more bytes will be put there) go back to it: the worker has
     /// read them.
-    pub fn recycle(&mut self) {
+    pub(crate) fn recycle(&mut self) {
         if self.done.is_empty() {
             return;
         }

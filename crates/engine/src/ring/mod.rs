@@ -70,7 +70,7 @@ fn untag(v: u64) -> (u32, u32) {
 
 /// A completion, in the terms the worker needs.
 #[derive(Debug, Clone, Copy)]
-pub enum RingEvent {
+pub(crate) enum RingEvent {
     /// Bytes arrived on a connection: `len` of them at `addr` (readable until the next wait).
     Data {
         /// The connection's slot.
@@ -113,7 +113,7 @@ pub enum RingEvent {
 
 /// Why a ring could not be used.
 #[derive(Debug)]
-pub struct Unavailable(pub String);
+pub(crate) struct Unavailable(pub String);
 
 impl std::fmt::Display for Unavailable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -172,7 +172,7 @@ pub(crate) fn with_core<R>(f: impl FnOnce(&mut Core) -> R) -> Option<R> {
 
 /// Sets up this thread's ring for up to `connections`; `waker` is the fd whose readiness means
 /// "look at the stop flag" (the worker's epoll instance, where its waker is registered).
-pub fn install(waker: RawFd, connections: usize) -> Result<(), Unavailable> {
+pub(crate) fn install(waker: RawFd, connections: usize) -> Result<(), Unavailable> {
     let core = Core::new(waker, connections)?;
     CORE.with(|c| *c.borrow_mut() = Some(core));
     Ok(())
@@ -187,7 +187,7 @@ pub fn probe() -> Result<(), Unavailable> {
 }
 
 /// Drops this thread's ring once every operation the kernel still holds has ended.
-pub fn uninstall() {
+pub(crate) fn uninstall() {
     if let Some(mut core) = CORE.with(|c| c.borrow_mut().take()) {
         core.drain();
     }
@@ -298,7 +298,7 @@ impl Core {
 
     /// A send completion whose socket was dropped before its event was handled: its buffer,
     /// moved to the graveyard by the drop, is no longer the kernel's.
-    pub fn send_done_unclaimed(&mut self, slot: usize, gen: u32) {
+    pub(crate) fn send_done_unclaimed(&mut self, slot: usize, gen: u32) {
         let data = tag(Op::Send, slot as u32, gen);
         if let Some(k) = self.graveyard.iter().position(|(d, _)| *d == data) {
             let (_, buf) = self.graveyard.swap_remove(k);
@@ -328,7 +328,11 @@ impl Core {
 
     /// Waits for completions (or `timeout_ns`) after submitting everything queued, and
     /// appends them to `out`. Bytes lent by the last call's events are reused from here on.
-    pub fn wait(&mut self, timeout_ns: Option<u64>, out: &mut Vec<RingEvent>) -> io::Result<()> {
+    pub(crate) fn wait(
+        &mut self,
+        timeout_ns: Option<u64>,
+        out: &mut Vec<RingEvent>,
+    ) -> io::Result<()> {
         out.clear();
         if let Some(e) = self.failed.take() {
             return Err(e);

@@ -85,7 +85,7 @@ impl RingSocket {
     }
 
     /// The socket's generation: a completion for another one is not for it.
-    pub fn gen(&self) -> u32 {
+    pub(crate) fn gen(&self) -> u32 {
         self.gen
     }
 
@@ -112,12 +112,12 @@ impl RingSocket {
     }
 
     /// The connect poll completed.
-    pub fn connect_polled(&mut self) {
+    pub(crate) fn connect_polled(&mut self) {
         self.connecting = false;
     }
 
     /// Takes the pending error of the connect, like `SO_ERROR`.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+    pub(crate) fn take_error(&self) -> io::Result<Option<io::Error>> {
         socket2::SockRef::from(&self.borrow()).take_error()
     }
 
@@ -128,7 +128,7 @@ impl RingSocket {
 
     /// Whether the connect finished; once it has, the receive is armed. While it has not
     /// (`NotConnected`), the connect is polled again.
-    pub fn check_connected(&mut self) -> io::Result<()> {
+    pub(crate) fn check_connected(&mut self) -> io::Result<()> {
         let peer = socket2::SockRef::from(&self.borrow()).peer_addr();
         match peer {
             Ok(_) => {
@@ -149,12 +149,12 @@ impl RingSocket {
     }
 
     /// Bytes of a receive completion for the reads that follow (until [`RingSocket::unlend`]).
-    pub fn lend(&mut self, addr: usize, len: usize) {
+    pub(crate) fn lend(&mut self, addr: usize, len: usize) {
         self.lent = (addr, len);
     }
 
     /// Keeps what the reads left of the lent bytes: the buffer is reused after the wait.
-    pub fn unlend(&mut self) {
+    pub(crate) fn unlend(&mut self) {
         let (addr, len) = std::mem::take(&mut self.lent);
         if len > 0 {
             // SAFETY: lent by the ring, valid until the next wait.
@@ -164,7 +164,7 @@ impl RingSocket {
     }
 
     /// The receive ended: `errno` 0 is the end of stream. Nothing is left to cancel.
-    pub fn ended(&mut self, errno: i32) {
+    pub(crate) fn ended(&mut self, errno: i32) {
         self.ended = Some(errno);
         self.receiving = false;
     }
@@ -205,7 +205,7 @@ impl RingSocket {
     /// leaves in one send submitted with the loop's next wait, or after the send in flight
     /// completes. A full queue (`QUEUE_BYTES`) is `WouldBlock`, and its send's completion is the
     /// writable event.
-    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+    pub(crate) fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if let Some(errno) = self.send_error {
             return Err(io::Error::from_raw_os_error(errno));
         }
@@ -233,7 +233,7 @@ impl RingSocket {
     /// # Safety
     /// `buf` must stay valid and unchanged until this thread's ring is gone (the run's shared
     /// request stream, which the engine holds until its workers have ended).
-    pub unsafe fn write_stable(&mut self, buf: &[u8]) -> io::Result<usize> {
+    pub(crate) unsafe fn write_stable(&mut self, buf: &[u8]) -> io::Result<usize> {
         let idle = self.copied() == (0, 0) && self.stable.1 == 0;
         if !idle || self.send_error.is_some() || buf.is_empty() {
             return self.write(buf);
@@ -264,7 +264,7 @@ impl RingSocket {
     }
 
     /// Sends what is queued unless a send is in flight (called before the loop waits).
-    pub fn submit(&mut self) {
+    pub(crate) fn submit(&mut self) {
         self.dirty = false;
         if self.in_flight() {
             return;

@@ -7,11 +7,9 @@
 use super::failure::error_kind;
 use super::*;
 use crate::h2::conn::{Event, H2Conn, H2Error};
+use crate::h2::frame::code::REFUSED_STREAM;
 use crate::h2::frame::error_name;
 use crate::SetupFailure;
-
-/// RST_STREAM's REFUSED_STREAM: the server did not process the stream; it may go again.
-const REFUSED_STREAM: u32 = 0x7;
 
 impl Worker {
     /// The connection just opened speaks HTTP/2: its session starts (the preface and SETTINGS

@@ -36,7 +36,7 @@ use volley_plan::{Due, HttpVersion, IoBackend, Pacer};
 
 const TIMER: Token = Token(usize::MAX - 1);
 /// Token of the waker that interrupts `poll` on Ctrl-C.
-pub const WAKER: Token = Token(usize::MAX - 2);
+pub(crate) const WAKER: Token = Token(usize::MAX - 2);
 /// Timeouts, back-offs and the phase clock are checked this often at the least.
 const HOUSEKEEPING_NS: u64 = 10_000_000;
 /// Events taken per wait.
@@ -55,7 +55,7 @@ enum Stage {
 }
 
 /// One worker's state.
-pub struct Worker {
+pub(crate) struct Worker {
     id: usize,
     shared: Arc<Shared>,
     poll: Poller,

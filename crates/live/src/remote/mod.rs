@@ -9,7 +9,7 @@
 //! `SSL_CERT_FILE`; `-k` is for the target only); credentials come from the environment
 //! ([`AUTH_ENV`]), never from the URL, which ends up in the result's `argv`.
 
-pub mod native;
+pub(crate) mod native;
 pub mod proto;
 
 use std::sync::{Arc, Condvar, Mutex};
@@ -24,7 +24,7 @@ use proto::{Label, Sample, TimeSeries, WriteRequest};
 /// How often the totals are pushed.
 pub const PUSH_EVERY: Duration = Duration::from_secs(2);
 /// The longest a push may take (connect, send, answer).
-pub const PUSH_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const PUSH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The end's push (last values and stale markers) waits at most this long.
 pub const FINAL_TIMEOUT: Duration = Duration::from_secs(3);
 /// Where credentials come from: a bearer token, or a user name and password (Basic).
@@ -121,7 +121,7 @@ struct Shared {
 }
 
 /// The pushing thread.
-pub struct Pusher {
+pub(crate) struct Pusher {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }

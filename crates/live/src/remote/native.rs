@@ -7,12 +7,12 @@ use super::proto::{BucketSpan, Histogram};
 use volley_model::stats::histogram::Hist;
 
 /// Native histogram schema: buckets (2^((i-1)/8), 2^(i/8)].
-pub const SCHEMA: i32 = 3;
+pub(crate) const SCHEMA: i32 = 3;
 /// Prometheus' default zero threshold.
 const ZERO_THRESHOLD: f64 = 1e-128;
 
 /// The native bucket of `v` seconds (> 0).
-pub fn bucket_index(v: f64) -> i32 {
+pub(crate) fn bucket_index(v: f64) -> i32 {
     let scale = (1u32 << SCHEMA) as f64;
     let i = (v.log2() * scale).ceil() as i32;
     // log2 rounding at an exact bucket bound: the bound belongs to the lower bucket.
@@ -24,7 +24,7 @@ pub fn bucket_index(v: f64) -> i32 {
 }
 
 /// `h` (µs) as a native histogram sample at `timestamp_ms`.
-pub fn from_hdr(h: &Hist, timestamp_ms: i64) -> Histogram {
+pub(crate) fn from_hdr(h: &Hist, timestamp_ms: i64) -> Histogram {
     let mut zero = 0u64;
     let mut buckets: Vec<(i32, u64)> = Vec::new();
     for v in h.iter_recorded() {

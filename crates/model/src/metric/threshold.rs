@@ -28,7 +28,7 @@ pub struct Threshold {
 /// The share of the responses that may fail a check when checks are declared and no threshold
 /// names `checks`, percent: the failed-checks headline's "more than 1 %", with the same
 /// comparison, so exactly 1 % passes and does not warn.
-pub const IMPLIED_CHECKS_PCT: f64 = 1.0;
+pub(crate) const IMPLIED_CHECKS_PCT: f64 = 1.0;
 
 /// Comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub enum Op {
 
 impl Op {
     /// Whether `actual OP limit` holds.
-    pub fn holds(self, actual: f64, limit: f64) -> bool {
+    pub(crate) fn holds(self, actual: f64, limit: f64) -> bool {
         match self {
             Op::Lt => actual < limit,
             Op::Le => actual <= limit,
@@ -138,7 +138,7 @@ impl Threshold {
     }
 
     /// Whether it judges the responses' checks (`checks<10`, `checks<5%`).
-    pub fn on_checks(&self) -> bool {
+    pub(crate) fn on_checks(&self) -> bool {
         matches!(self.metric, Metric::Checks | Metric::CheckRate)
     }
 

@@ -164,15 +164,6 @@ pub struct CapacityStep {
     pub phase: Option<Phase>,
 }
 
-impl CapacityStep {
-    /// The server's utilisation in the step: its CPU over the cores it may use, 0–1 (null
-    /// without a monitor or when the cores are unknown).
-    pub fn utilisation(&self, server_cores: Option<f64>) -> Option<f64> {
-        let cores = server_cores.filter(|c| *c > 0.0)?;
-        Some(self.server_cpu_pct? / 100.0 / cores)
-    }
-}
-
 /// The closed-loop reference: the same connections, as fast as the server answers (wrk's
 /// question), measured once before the search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

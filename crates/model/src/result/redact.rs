@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 /// What a secret is replaced with.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// Headers whose values are secrets (compared without regard to case).
 const SECRET_HEADERS: &[&str] = &["authorization", "proxy-authorization", "cookie"];

@@ -62,7 +62,7 @@ impl EndpointStats {
     }
 
     /// `n` more responses failed check `name`.
-    pub fn check_failed(&mut self, name: &'static str, n: u64) {
+    pub(crate) fn check_failed(&mut self, name: &'static str, n: u64) {
         match self.checks_failed.iter_mut().find(|(c, _)| *c == name) {
             Some((_, m)) => *m += n,
             None => self.checks_failed.push((name, n)),

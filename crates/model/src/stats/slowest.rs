@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 /// Requests kept per worker: the run's p99.9 is 10,000 requests in 10 million, so two
 /// workers keep all of them up to about 16 million requests; beyond, the correlation is made
 /// over the slowest kept (and says how many it checked).
-pub const KEPT_PER_WORKER: usize = 8192;
+pub(crate) const KEPT_PER_WORKER: usize = 8192;
 
 /// One slow request: its latency and when its response came, ns from t0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -30,7 +30,7 @@ impl SlowRequest {
 
 /// A min-heap of the slowest requests seen, at most `cap`.
 #[derive(Debug)]
-pub struct Slowest {
+pub(crate) struct Slowest {
     heap: BinaryHeap<Reverse<SlowRequest>>,
     cap: usize,
 }
@@ -53,7 +53,7 @@ impl Slowest {
     /// Offers a request; kept if it is among the `cap` slowest so far. One comparison in the
     /// common case (faster than the fastest kept).
     #[inline]
-    pub fn offer(&mut self, latency_us: u64, end_ns: u64) {
+    pub(crate) fn offer(&mut self, latency_us: u64, end_ns: u64) {
         let r = SlowRequest { latency_us, end_ns };
         if self.heap.len() < self.cap {
             self.heap.push(Reverse(r));
@@ -65,7 +65,7 @@ impl Slowest {
     }
 
     /// The kept requests, slowest first.
-    pub fn into_sorted(self) -> Vec<SlowRequest> {
+    pub(crate) fn into_sorted(self) -> Vec<SlowRequest> {
         // Sorted ascending by Reverse = descending by the request.
         self.heap
             .into_sorted_vec()

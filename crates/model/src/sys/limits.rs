@@ -31,7 +31,11 @@ pub enum NofileError {
 
 /// Decides the soft limit for `connections`: `Ok(None)` if the current one suffices,
 /// `Ok(Some(n))` to raise it to `n`, or an error when the hard limit is too low.
-pub fn plan_nofile(connections: u64, soft: u64, hard: u64) -> Result<Option<u64>, NofileError> {
+pub(crate) fn plan_nofile(
+    connections: u64,
+    soft: u64,
+    hard: u64,
+) -> Result<Option<u64>, NofileError> {
     let needed = connections + FD_SLACK;
     if soft >= needed {
         return Ok(None);

@@ -33,7 +33,8 @@ pub fn table() -> Option<Vec<SocketAddr>> {
 }
 
 /// Whether something listens on `addr` (reads the tables; `None` as for [`table`]).
-pub fn is_listening(addr: SocketAddr) -> Option<Answer> {
+#[cfg(test)]
+fn is_listening(addr: SocketAddr) -> Option<Answer> {
     table().map(|l| answer(&l, addr))
 }
 
@@ -80,7 +81,7 @@ pub fn sockets() -> Vec<Listener> {
 }
 
 /// The listening sockets of a `/proc/net/tcp` or `/proc/net/tcp6` table.
-pub fn parse_sockets(table: &str) -> Vec<Listener> {
+pub(crate) fn parse_sockets(table: &str) -> Vec<Listener> {
     table
         .lines()
         .skip(1)

@@ -98,7 +98,7 @@ type ReadAt = (f64, f64);
 
 /// The counter file of one JVM, sampled over the window.
 #[derive(Debug)]
-pub struct JvmCounters {
+pub(crate) struct JvmCounters {
     path: PathBuf,
     /// t0: each reading is timed from it when it is taken, however late the sampler runs.
     origin: Instant,

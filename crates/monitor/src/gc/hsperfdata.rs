@@ -89,7 +89,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// An integer counter's value.
-    pub fn long(&self, name: &str) -> Option<i64> {
+    pub(crate) fn long(&self, name: &str) -> Option<i64> {
         match self.counters.get(name)?.value {
             Value::Long(v) => Some(v),
             Value::Text(_) => None,

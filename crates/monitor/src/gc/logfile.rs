@@ -234,7 +234,7 @@ mod tests {
 /// since t0, as totals. Only complete lines are read; the detail (placement on the run's
 /// clock, collections by kind, the window's cut) is `read`'s, at the end.
 #[derive(Debug)]
-pub struct Tail {
+pub(crate) struct Tail {
     path: std::path::PathBuf,
     format: Option<GcSource>,
     offset: u64,
@@ -243,7 +243,7 @@ pub struct Tail {
 
 impl Tail {
     /// Follows `cfg`'s log from its present end (what is there was logged before t0).
-    pub fn at_end(cfg: &GcLogConfig) -> Tail {
+    pub(crate) fn at_end(cfg: &GcLogConfig) -> Tail {
         let offset = fs::metadata(&cfg.path).map_or(0, |m| m.len());
         Tail {
             path: cfg.path.clone(),

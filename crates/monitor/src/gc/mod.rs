@@ -9,7 +9,7 @@ pub mod counters;
 pub mod gotrace;
 pub mod hsperfdata;
 pub mod jvmlog;
-pub mod logfile;
+pub(crate) mod logfile;
 pub mod nodetrace;
 pub mod summary;
 pub mod watch;

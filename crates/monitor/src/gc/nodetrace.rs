@@ -9,7 +9,7 @@ use super::{GcEvent, GcLog};
 
 const MIB: f64 = 1_048_576.0;
 /// The start of the anchor line the preload writes.
-pub const ANCHOR_PREFIX: &str = "volley-gc-anchor ";
+pub(crate) const ANCHOR_PREFIX: &str = "volley-gc-anchor ";
 
 /// The preload the harness writes to a file and passes as `NODE_OPTIONS=--require <file>`:
 /// turns `--trace-gc` on and writes the anchor line (synchronously, to fd 1, so it is not held

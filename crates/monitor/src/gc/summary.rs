@@ -9,15 +9,15 @@ use volley_model::result::gc::{
 use volley_model::stats::slowest::SlowRequest;
 
 /// Pauses at least this long are always kept in `events`.
-pub const KEEP_OVER_MS: f64 = 1.0;
+pub(crate) const KEEP_OVER_MS: f64 = 1.0;
 /// Shorter pauses are kept while `events` holds fewer than this.
-pub const KEEP_SHORT_UNTIL: usize = 1000;
+pub(crate) const KEEP_SHORT_UNTIL: usize = 1000;
 /// At most this many events in all (a run of hours with a pause over 1 ms every 10 ms).
-pub const MAX_EVENTS: usize = 100_000;
+pub(crate) const MAX_EVENTS: usize = 100_000;
 
 /// What a source found in the window, before summarizing.
 #[derive(Debug, Clone, Default)]
-pub struct Window {
+pub(crate) struct Window {
     /// Pauses in time order, seconds from t0.
     pub pauses: Vec<GcPause>,
     /// Collections by kind (several pauses may make one collection).
@@ -53,7 +53,7 @@ fn rank(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Summarizes `w` for a window of `window_s` seconds.
-pub fn summarize(source: GcSource, w: Window, window_s: f64) -> ServerGc {
+pub(crate) fn summarize(source: GcSource, w: Window, window_s: f64) -> ServerGc {
     let mut pause_windows: Vec<(f64, f64)> =
         w.pauses.iter().map(|p| (p.t_s, p.pause_ms / 1e3)).collect();
     pause_windows.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -165,7 +165,7 @@ fn bound(pauses: Vec<GcPause>) -> (Vec<GcPause>, Option<DroppedPauses>) {
 /// GC-log analysers do. Only consecutive pauses that both carry heap figures count; the
 /// allocation before the window's first collection is unknown, so this is a lower bound.
 /// Returns the total and its spread over the seconds of the window.
-pub fn alloc_from_heap(pauses: &[GcPause], window_s: f64) -> Option<(u64, Vec<u64>)> {
+pub(crate) fn alloc_from_heap(pauses: &[GcPause], window_s: f64) -> Option<(u64, Vec<u64>)> {
     let seconds = window_s.max(0.0).ceil() as usize;
     let mut by_second = vec![0u64; seconds.max(1)];
     let mut total = 0u64;

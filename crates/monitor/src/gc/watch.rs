@@ -12,7 +12,7 @@ use volley_model::result::gc::{GcSource, ServerGc};
 
 /// How a log's clock maps to the run's.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Clocks {
+pub(crate) struct Clocks {
     /// Wall-clock ms since the epoch at t0.
     pub t0_unix_ms: f64,
     /// When the monitored process started, wall-clock ms (from its start time in /proc, to
@@ -25,7 +25,7 @@ const LOOK_EVERY_S: f64 = 1.0;
 
 /// The GC sources of one monitored tree.
 #[derive(Debug, Default)]
-pub struct GcWatch {
+pub(crate) struct GcWatch {
     log: Option<GcLogConfig>,
     jvm: Option<JvmCounters>,
     jvm_from_s: f64,
@@ -48,7 +48,7 @@ impl GcWatch {
     }
 
     /// The window's first edge; `origin` is t0, the instant `clocks.t0_unix_ms` names.
-    pub fn baseline(&mut self, pids: &[i32], clocks: Clocks, origin: Instant) {
+    pub(crate) fn baseline(&mut self, pids: &[i32], clocks: Clocks, origin: Instant) {
         self.clocks = clocks;
         self.origin = Some(origin);
         self.look(0.0, pids);

@@ -7,7 +7,7 @@ use crate::csv::line;
 use volley_model::result::capacity::{CapacityStep, ClosedLoopStep};
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 22] = [
+pub(crate) const COLUMNS: [&str; 22] = [
     "server",
     "scenario",
     "axes",

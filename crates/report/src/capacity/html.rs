@@ -149,7 +149,7 @@ fn slo_lines(slo: &[String]) -> Vec<SloLine> {
 }
 
 /// The chart data of a ranking; `server_index` gives each server's colour.
-pub fn data(r: &Ranking, server_index: &dyn Fn(&str) -> usize) -> CapacityData {
+pub(crate) fn data(r: &Ranking, server_index: &dyn Fn(&str) -> usize) -> CapacityData {
     let slo = slo_lines(&r.slo);
     // One server: its p50, p99 and p99.9. Several: the SLO's statistic of each (p99 when
     // the SLO limits no percentile), so the lines stay readable.
@@ -224,7 +224,7 @@ pub fn data(r: &Ranking, server_index: &dyn Fn(&str) -> usize) -> CapacityData {
 
 /// The capacity sections of a page: one per ranking, `first` the index of the first one in
 /// `PageData::capacity`.
-pub fn sections(
+pub(crate) fn sections(
     o: &mut String,
     entries: &[CapacityEntry],
     server_index: &dyn Fn(&str) -> usize,

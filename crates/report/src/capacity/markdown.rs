@@ -29,7 +29,7 @@ pub fn render(o: &mut String, entries: &[CapacityEntry], headings: bool) {
 }
 
 /// The ranking table of one scenario.
-pub fn ranking(o: &mut String, r: &Ranking) {
+pub(crate) fn ranking(o: &mut String, r: &Ranking) {
     let _ = writeln!(
         o,
         "Highest open-loop rate within the SLO {}, beside the closed-loop maximum over the same connections:\n",

@@ -7,8 +7,8 @@
 
 pub mod csv;
 pub mod html;
-pub mod markdown;
-pub mod reproduce;
+pub(crate) mod markdown;
+pub(crate) mod reproduce;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -82,12 +82,12 @@ impl Place<'_> {
     }
 
     /// The first finished result (for the SLO and settings).
-    pub fn first(&self) -> Option<&CapacityResult> {
+    pub(crate) fn first(&self) -> Option<&CapacityResult> {
         self.entries.iter().find_map(|e| e.result.as_ref())
     }
 
     /// Why there is no number: the first failure reason, or the search's own words.
-    pub fn reason(&self) -> Option<String> {
+    pub(crate) fn reason(&self) -> Option<String> {
         self.entries.iter().find_map(|e| {
             e.reason.clone().or_else(|| {
                 let r = e.result.as_ref()?;
@@ -97,7 +97,7 @@ impl Place<'_> {
     }
 
     /// `41,200`, `≥ 64,000`, or `–`.
-    pub fn rate_text(&self) -> String {
+    pub(crate) fn rate_text(&self) -> String {
         match self.max_rate_rps {
             Some(m) if self.lower_bound => format!("≥ {}", text::rps(m)),
             Some(m) => text::rps(m),
@@ -106,7 +106,7 @@ impl Place<'_> {
     }
 
     /// `52,014` or `≥ 173,293` (the client saturated in the closed loop), or `–`.
-    pub fn closed_loop_text(&self) -> String {
+    pub(crate) fn closed_loop_text(&self) -> String {
         match self.closed_loop_rps {
             Some(c) if self.closed_loop_saturated => format!("≥ {}", text::rps(c)),
             Some(c) => text::rps(c),
@@ -116,7 +116,7 @@ impl Place<'_> {
 
     /// `79%`, `≥ 23%` (the rate found is a lower bound), `≤ 40%` (the closed loop's is), or
     /// `–`; neither when both are bounds.
-    pub fn share_text(&self) -> String {
+    pub(crate) fn share_text(&self) -> String {
         match (self.share(), self.lower_bound, self.closed_loop_saturated) {
             (Some(_), true, true) | (None, _, _) => "–".into(),
             (Some(s), true, false) => format!("≥ {:.0}%", s * 100.0),
@@ -127,7 +127,7 @@ impl Place<'_> {
 
     /// What stopped the search, in a word or two: `SLO`, `client`, `--max-rate`, `busy
     /// machine`.
-    pub fn limit_text(&self) -> String {
+    pub(crate) fn limit_text(&self) -> String {
         let mut words: Vec<&str> = self
             .entries
             .iter()
@@ -165,7 +165,7 @@ fn med(v: impl Iterator<Item = f64>) -> Option<f64> {
 }
 
 /// The rankings of `entries`, one per scenario and axes, in the order first seen.
-pub fn rankings(entries: &[CapacityEntry]) -> Vec<Ranking<'_>> {
+pub(crate) fn rankings(entries: &[CapacityEntry]) -> Vec<Ranking<'_>> {
     let mut out: Vec<Ranking> = Vec::new();
     for e in entries {
         let label = e.label();

@@ -34,7 +34,7 @@ fn recheck(r: &Recheck) -> String {
 /// The confirmation in one sentence (none when the answer had none):
 /// `Confirmed: 41,200 passed 2 of 2 runs again; 43,500 failed 2 of 2 runs again.`, or, when
 /// results contradicted each other to the end, `Not reproduced: …`.
-pub fn confirmation(r: &CapacityResult) -> Option<String> {
+pub(crate) fn confirmation(r: &CapacityResult) -> Option<String> {
     let c = r.confirmation.as_ref()?;
     if c.rechecks.is_empty() {
         return None;
@@ -62,7 +62,7 @@ pub fn confirmation(r: &CapacityResult) -> Option<String> {
 }
 
 /// The answer did not reproduce: the headline says so.
-pub fn not_reproduced(r: &CapacityResult) -> bool {
+pub(crate) fn not_reproduced(r: &CapacityResult) -> bool {
     r.confirmation
         .as_ref()
         .is_some_and(|c| !c.reproduced && !c.rechecks.is_empty())
@@ -70,7 +70,7 @@ pub fn not_reproduced(r: &CapacityResult) -> bool {
 
 /// Which explanation the closed loop measured twice supports (none without a second
 /// measurement).
-pub fn closed_loop_finding(r: &CapacityResult) -> Option<String> {
+pub(crate) fn closed_loop_finding(r: &CapacityResult) -> Option<String> {
     let (first, again) = (r.closed_loop.as_ref()?, r.closed_loop_again.as_ref()?);
     let m = rps(r.max_rate_rps?);
     let twice = format!(

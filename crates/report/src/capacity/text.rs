@@ -10,7 +10,7 @@ use volley_model::result::capacity::{
 use volley_model::units;
 
 /// `41,200` (a rate in whole requests per second).
-pub fn rps(v: f64) -> String {
+pub(crate) fn rps(v: f64) -> String {
     units::thousands(v.round() as u64)
 }
 
@@ -27,7 +27,7 @@ pub fn step_line(n: usize, s: &CapacityStep) -> String {
 }
 
 /// A step's reason as shown: a confirmation run says so first (`[confirm] within the SLO: …`).
-pub fn reason(s: &CapacityStep) -> String {
+pub(crate) fn reason(s: &CapacityStep) -> String {
     if s.phase == Some(Phase::Confirm) {
         format!("[confirm] {}", s.reason)
     } else {
@@ -53,7 +53,7 @@ pub fn closed_loop_line(c: &ClosedLoopStep) -> String {
 }
 
 /// `2 min 10 s`, `18 s`.
-pub fn wall(wall_s: f64) -> String {
+pub(crate) fn wall(wall_s: f64) -> String {
     if wall_s >= 60.0 {
         let m = (wall_s / 60.0).floor();
         format!("{m} min {} s", (wall_s - m * 60.0).round())
@@ -221,7 +221,7 @@ fn versus(r: &CapacityResult, c: &ClosedLoopStep, share: f64) -> String {
 /// The suite table's capacity part: per scenario, the servers by the rate they sustain within
 /// the SLO beside their closed-loop maximum (medians over repetitions), with why a server has
 /// no rate underneath. Empty without capacity searches.
-pub fn rankings_table(entries: &[CapacityEntry]) -> String {
+pub(crate) fn rankings_table(entries: &[CapacityEntry]) -> String {
     let mut out = String::new();
     for r in super::rankings(entries) {
         out += &format!(
@@ -360,11 +360,7 @@ pub(super) mod tests {
         }
     }
 
-    pub(crate) fn result(
-        steps: Vec<CapacityStep>,
-        b: Bracket,
-        by: Option<LimitedBy>,
-    ) -> CapacityResult {
+    pub fn result(steps: Vec<CapacityStep>, b: Bracket, by: Option<LimitedBy>) -> CapacityResult {
         CapacityResult {
             schema: CAPACITY_SCHEMA.into(),
             volley_version: "0.1.0".into(),

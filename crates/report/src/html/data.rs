@@ -172,7 +172,7 @@ impl Spread {
     }
 
     /// Whether two ranges overlap: then repetitions cannot tell the two apart.
-    pub fn overlaps(&self, other: &Spread) -> bool {
+    pub(crate) fn overlaps(&self, other: &Spread) -> bool {
         self.min <= other.max && other.min <= self.max
     }
 }

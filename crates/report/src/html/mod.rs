@@ -38,7 +38,7 @@ pub const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.js");
 pub const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
 
 /// HTML reporter.
-pub struct HtmlReporter;
+pub(crate) struct HtmlReporter;
 
 impl Reporter for HtmlReporter {
     fn render(&self, report: &Report) -> String {

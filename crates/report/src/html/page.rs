@@ -19,19 +19,19 @@ pub struct Row<'a> {
 
 impl Row<'_> {
     /// The results that finished.
-    pub fn results(&self) -> Vec<&RunResult> {
+    pub(crate) fn results(&self) -> Vec<&RunResult> {
         self.ok.iter().map(|(_, r)| *r).collect()
     }
 
     /// The repetition with the median throughput: the one the over-time charts show.
-    pub fn representative(&self) -> Option<(u32, &RunResult)> {
+    pub(crate) fn representative(&self) -> Option<(u32, &RunResult)> {
         let mut v = self.ok.clone();
         v.sort_by(|a, b| a.1.throughput_rps.total_cmp(&b.1.throughput_rps));
         v.get(v.len().saturating_sub(1) / 2).copied()
     }
 
     /// Cells that did not finish (failed, skipped, pending, interrupted).
-    pub fn failures(&self) -> Vec<&Cell> {
+    pub(crate) fn failures(&self) -> Vec<&Cell> {
         self.series
             .cells
             .iter()

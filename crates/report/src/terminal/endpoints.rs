@@ -8,7 +8,7 @@ use volley_model::result::RunResult;
 use volley_model::units::{opt_micros, thousands};
 
 /// `  Requests file  mix.toml (3 requests, weighted, 2 named; sha256 1a2b3c4d…)`.
-pub fn requests_file(o: &mut String, r: &RunResult) {
+pub(crate) fn requests_file(o: &mut String, r: &RunResult) {
     let Some(f) = &r.target.requests_file else {
         return;
     };
@@ -25,7 +25,7 @@ pub fn requests_file(o: &mut String, r: &RunResult) {
 }
 
 /// `  Checks       failed: body_contains 200 · status 3` (or `all passed`).
-pub fn checks(o: &mut String, r: &RunResult) {
+pub(crate) fn checks(o: &mut String, r: &RunResult) {
     if r.checks.is_empty() {
         return;
     }

@@ -16,7 +16,7 @@ use super::model::Report;
 use super::Reporter;
 
 /// Terminal summary reporter.
-pub struct TerminalReporter;
+pub(crate) struct TerminalReporter;
 
 impl Reporter for TerminalReporter {
     fn render(&self, report: &Report) -> String {

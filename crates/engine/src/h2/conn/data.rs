@@ -17,7 +17,8 @@ impl H2Conn {
     }
 
     /// Whether request bodies wait for window or for room in `out`.
-    pub fn bodies_waiting(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn bodies_waiting(&self) -> bool {
         !self.pending.is_empty()
     }
 

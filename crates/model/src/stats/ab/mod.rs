@@ -105,7 +105,7 @@ fn ranks(values: &[f64]) -> (Vec<f64>, f64) {
 
 /// The complementary error function, to about 1e-13 relative: the Maclaurin series of erf
 /// below 2.5, the continued fraction of erfc above (where 1 − erf would lose the digits).
-pub fn erfc(x: f64) -> f64 {
+pub(crate) fn erfc(x: f64) -> f64 {
     if x.is_nan() {
         return f64::NAN;
     }
