@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
-use super::ExitCode;
+use super::{ExitCode, ReportPaths};
 use crate::capacity::session::{self, Searched};
 use crate::capacity::{Found, Search, Steps};
 use crate::config::threshold::{self, Threshold};
@@ -77,14 +77,10 @@ pub struct CapacityArgs {
     #[arg(long)]
     pub json: Option<String>,
 
-    /// Also write the steps as CSV to PATH (the results folder always has capacity.csv).
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
-
-    /// Also write the HTML report (the latency–throughput curve) to PATH (the results folder
-    /// always has report.html).
-    #[arg(long)]
-    pub html: Option<PathBuf>,
+    /// `--csv`, `--markdown`, `--html` (the results folder always has capacity.csv and
+    /// report.html, the latency–throughput curve).
+    #[command(flatten)]
+    pub reports: ReportPaths,
 
     /// Skip the closed-loop reference step measured before the search.
     #[arg(long)]
@@ -93,7 +89,7 @@ pub struct CapacityArgs {
 
 /// The capacity flags that are not `volley run` flags: a step's RunResult gets the command
 /// line without them (the ones taking a value, then the switches).
-const OWN_FLAGS: [&str; 10] = [
+const OWN_FLAGS: [&str; 11] = [
     "--slo",
     "--step-duration",
     "--start-rate",
@@ -103,6 +99,7 @@ const OWN_FLAGS: [&str; 10] = [
     "--out",
     "--json",
     "--csv",
+    "--markdown",
     "--html",
 ];
 const OWN_SWITCHES: [&str; 1] = ["--no-closed-loop"];
@@ -136,8 +133,7 @@ pub fn run_argv(argv: &[String]) -> Vec<String> {
 struct Outputs {
     dir: PathBuf,
     json: Option<PathBuf>,
-    csv: Option<PathBuf>,
-    html: Option<PathBuf>,
+    reports: ReportPaths,
 }
 
 fn open_outputs(args: &CapacityArgs, started_at: SystemTime) -> Result<Outputs, String> {
@@ -160,20 +156,16 @@ fn open_outputs(args: &CapacityArgs, started_at: SystemTime) -> Result<Outputs, 
         None | Some("-") => None,
         Some(p) => Some(PathBuf::from(p)),
     };
-    for (flag, p) in [
-        ("--json", &json),
-        ("--csv", &args.csv),
-        ("--html", &args.html),
-    ] {
-        if let Some(p) = p {
-            check(flag, p)?;
-        }
+    if let Some(p) = &json {
+        check("--json", p)?;
+    }
+    for (flag, p, _) in args.reports.each() {
+        check(flag, p)?;
     }
     Ok(Outputs {
         dir,
         json,
-        csv: args.csv.clone(),
-        html: args.html.clone(),
+        reports: args.reports.clone(),
     })
 }
 
@@ -328,14 +320,17 @@ fn write_outputs(result: &CapacityResult, o: &Outputs, json_stdout: bool) -> Exi
         (String::new(), o.dir.join("capacity.csv"), &csv),
         (String::new(), o.dir.join("report.html"), &html),
     ];
-    for (flag, p, text) in [
-        ("--json", &o.json, &json),
-        ("--csv", &o.csv, &csv),
-        ("--html", &o.html, &html),
-    ] {
-        if let Some(p) = p {
-            files.push((flag.to_string(), p.clone(), text));
-        }
+    if let Some(p) = &o.json {
+        files.push(("--json".to_string(), p.clone(), &json));
+    }
+    let asked: Vec<(&str, &PathBuf, String)> = o
+        .reports
+        .each()
+        .into_iter()
+        .map(|(flag, p, format)| (flag, p, format.reporter().render(&report)))
+        .collect();
+    for (flag, p, text) in &asked {
+        files.push((flag.to_string(), (*p).clone(), text));
     }
     for (flag, path, text) in files {
         if let Err(e) = crate::sys::files::write_atomically(&path, text.as_bytes()) {
@@ -423,6 +418,8 @@ mod tests {
             "--no-closed-loop",
             "--json",
             "-",
+            "--markdown",
+            "capacity.md",
             "-H",
             "Authorization: Bearer x",
             "--warmup",

@@ -130,14 +130,19 @@ pub fn main(cli: Cli, argv: Vec<String>) -> ExitCode {
     }
 }
 
-/// Report files a command writes (`--csv`, `--markdown`, `--html`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Report files a command writes (`--csv`, `--markdown`, `--html`): one definition, flattened
+/// into `volley run`, `report`, `capacity` and `k8s collect`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct ReportPaths {
-    /// CSV, one row per cell.
+    /// Also write the report as CSV to PATH (a row per run, cell or capacity step; every
+    /// scalar).
+    #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
-    /// Markdown tables.
+    /// Also write the report as Markdown tables to PATH.
+    #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
-    /// Self-contained HTML.
+    /// Also write the report as self-contained HTML (opens offline) to PATH.
+    #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
 }
 

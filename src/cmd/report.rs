@@ -16,17 +16,9 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
 
-    /// Write a self-contained HTML report to PATH.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
-
-    /// Write Markdown tables to PATH.
-    #[arg(long)]
-    pub markdown: Option<PathBuf>,
-
-    /// Write CSV (one row per cell) to PATH.
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
+    /// `--csv`, `--markdown`, `--html`.
+    #[command(flatten)]
+    pub reports: ReportPaths,
 }
 
 /// Runs `volley report`: 0 written, 2 an input cannot be read, 3 an output cannot be written.
@@ -38,12 +30,7 @@ pub fn execute(args: &ReportArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let paths = ReportPaths {
-        csv: args.csv.clone(),
-        markdown: args.markdown.clone(),
-        html: args.html.clone(),
-    };
-    let outputs = paths.each();
+    let outputs = args.reports.each();
     if outputs.is_empty() {
         files::stdout(&Format::Terminal.reporter().render(&report));
         return ExitCode::Ok;

@@ -40,17 +40,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub hdr_log: Option<PathBuf>,
 
-    /// Write the result as CSV (one row, every scalar) to PATH.
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
-
-    /// Write Markdown tables (throughput, percentiles, server cost) to PATH.
-    #[arg(long)]
-    pub markdown: Option<PathBuf>,
-
-    /// Write a self-contained HTML report (opens offline) to PATH.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
+    /// `--csv`, `--markdown`, `--html`.
+    #[command(flatten)]
+    pub reports: ReportPaths,
 
     /// The live views.
     #[command(flatten)]
@@ -69,16 +61,6 @@ pub struct RunArgs {
     /// changes nothing. Hidden from --help.
     #[arg(short = 'L', long, hide = true)]
     pub latency: bool,
-}
-
-impl RunArgs {
-    fn reports(&self) -> ReportPaths {
-        ReportPaths {
-            csv: self.csv.clone(),
-            markdown: self.markdown.clone(),
-            html: self.html.clone(),
-        }
-    }
 }
 
 /// `--verify`: each request once, what came back on stderr; an error naming how many failed
@@ -294,7 +276,7 @@ fn open_outputs(args: &RunArgs) -> Result<Outputs, String> {
         }
     };
     let mut reports = Vec::new();
-    for (flag, path, format) in args.reports().each() {
+    for (flag, path, format) in args.reports.each() {
         let f = File::create(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
         reports.push((flag, path.clone(), format, f));
     }

@@ -63,9 +63,11 @@ pub fn verdict(step: &Value) -> &str {
     step["verdict"].as_str().unwrap()
 }
 
-/// `volley capacity URL ARGS --out OUT --json -` with 1 s steps after a 0.5 s warm-up.
+/// `volley capacity URL ARGS --out OUT --json - --markdown OUT/asked.md` with 1 s steps after
+/// a 0.5 s warm-up.
 pub fn capacity(url: &str, out: &Path, args: &[&str]) -> Searched {
     let out_s = out.display().to_string();
+    let markdown = out.join("asked.md").display().to_string();
     let mut all = vec![
         "capacity",
         url,
@@ -75,7 +77,7 @@ pub fn capacity(url: &str, out: &Path, args: &[&str]) -> Searched {
         "500ms",
     ];
     all.extend_from_slice(args);
-    all.extend_from_slice(&["--out", &out_s, "--json", "-"]);
+    all.extend_from_slice(&["--out", &out_s, "--json", "-", "--markdown", &markdown]);
     // Some 25 steps of 1.5 s at most, and a step that other processes starved waits for an
     // idle machine (at most MACHINE_MAX_WAIT) before it runs again: room for six of those.
     let starved = volley::capacity::idle::MACHINE_MAX_WAIT + Duration::from_millis(1500);
@@ -139,6 +141,11 @@ pub fn check_files(s: &Searched) {
     }
     assert!(s.out.join("capacity.csv").is_file());
     assert!(s.out.join("report.html").is_file());
+    let markdown = std::fs::read_to_string(s.out.join("asked.md")).unwrap();
+    assert!(
+        markdown.contains("| # | server | sustainable req/s |"),
+        "--markdown writes the search's table: {markdown}"
+    );
 }
 
 /// Everything wrong with a `volley.capacity/1` document: where it breaks

@@ -35,17 +35,9 @@ pub struct CollectArgs {
     #[arg(long, value_name = "DUR", default_value = "0s", value_parser = parse_duration)]
     pub wait: Duration,
 
-    /// Also write the report as CSV.
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
-
-    /// Also write the report as Markdown.
-    #[arg(long)]
-    pub markdown: Option<PathBuf>,
-
-    /// Also write the report as self-contained HTML.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
+    /// `--csv`, `--markdown`, `--html`.
+    #[command(flatten)]
+    pub reports: ReportPaths,
 }
 
 /// Runs `volley k8s collect`: 0 merged, 1 merged but a threshold broke (or the rate was not
@@ -165,13 +157,8 @@ fn merge_and_report(
         code = code.max_precedence(ExitCode::Failed);
     }
     crate::sys::files::stdout(&Format::Terminal.render_run(&merged));
-    let paths = ReportPaths {
-        csv: args.csv.clone(),
-        markdown: args.markdown.clone(),
-        html: args.html.clone(),
-    };
     let report = Report::single(merged.clone());
-    for (flag, path, format) in paths.each() {
+    for (flag, path, format) in args.reports.each() {
         let text = format.reporter().render(&report);
         if let Err(e) = crate::sys::files::write_atomically(path, text.as_bytes()) {
             eprintln!("volley k8s collect: {flag} {}: {e}", path.display());
