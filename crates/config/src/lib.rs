@@ -7,6 +7,7 @@ pub(crate) mod checks;
 pub(crate) mod flag;
 pub mod flags;
 pub mod http;
+pub mod located;
 pub(crate) mod monitor;
 pub mod ramp;
 pub mod request;
@@ -20,6 +21,7 @@ pub mod url;
 
 pub use flag::Flag;
 pub use flags::RunFlags;
+pub use located::FileError;
 pub use monitor::{monitor_config, GcLogConfig, MonitorConfig, DEFAULT_MONITOR_INTERVAL};
 pub use request::{generated_body, MAX_BODY_BYTES};
 pub use url::parse_url;

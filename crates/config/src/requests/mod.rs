@@ -22,35 +22,12 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::{parse_url, ConfigError};
+use crate::located;
 use volley_plan::workload::{Checks, Data, Entry, Order, Template, Workload};
 use volley_plan::Target;
 
-/// A requests file that cannot be used (exit code 2).
-#[derive(Debug, thiserror::Error)]
-pub enum RequestsError {
-    /// The file cannot be read.
-    #[error("{path}: {source}")]
-    Read {
-        /// The requests file.
-        path: String,
-        /// The operating system's reason.
-        source: std::io::Error,
-    },
-    /// Something at a place in the file is wrong.
-    #[error("{file}:{line}:{column}: {message}")]
-    At {
-        /// The requests file.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column (in characters).
-        column: usize,
-        /// The key concerned, when there is one.
-        key: Option<String>,
-        /// What is wrong, starting with where in the file (`[[request]] 2: weight: …`).
-        message: String,
-    },
-}
+/// A requests file that cannot be used (exit code 2): unreadable, or wrong at a place in it.
+pub type RequestsError = crate::FileError;
 
 /// What a requests file is read against: the run's URL (whose scheme, host and port every
 /// request must share) and the `--expect-*` checks every request's own are added to.
@@ -164,14 +141,8 @@ impl<'t> Source<'t> {
         let file = path.display().to_string();
         let text = std::str::from_utf8(bytes).map_err(|e| {
             let ok = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or("");
-            let (line, column) = line_col(ok, ok.len());
-            RequestsError::At {
-                file: file.clone(),
-                line,
-                column,
-                key: None,
-                message: "not UTF-8 text (a requests file is TOML or vegeta's targets)".into(),
-            }
+            let message = "not UTF-8 text (a requests file is TOML or vegeta's targets)";
+            located::error_at(ok, &file, ok.len(), None, message.into())
         })?;
         Ok(Source {
             text,
@@ -183,30 +154,17 @@ impl<'t> Source<'t> {
 
     /// The spanned TOML document; a syntax error points at where the parser stopped.
     fn toml(&self) -> Result<toml::Spanned<toml::de::DeTable<'t>>, RequestsError> {
-        toml::de::DeTable::parse(self.text).map_err(|e| {
-            self.err(
-                e.span().map_or(0, |s| s.start),
-                None,
-                e.message().trim_end().to_string(),
-            )
-        })
+        located::parse(self.text, &self.file)
     }
 
     /// 1-based line and column of byte offset `at`.
     fn line_col(&self, at: usize) -> (usize, usize) {
-        line_col(self.text, at)
+        located::line_col(self.text, at)
     }
 
     /// An error at byte offset `at`, about `key` when there is one.
     fn err(&self, at: usize, key: Option<&str>, message: String) -> RequestsError {
-        let (line, column) = self.line_col(at);
-        RequestsError::At {
-            file: self.file.clone(),
-            line,
-            column,
-            key: key.map(str::to_string),
-            message,
-        }
+        located::error_at(self.text, &self.file, at, key, message)
     }
 
     /// `name` as the file names it, from the file's directory.
@@ -228,18 +186,6 @@ impl<'t> Source<'t> {
         self.files.borrow_mut().insert(path, bytes.clone());
         Ok(bytes)
     }
-}
-
-/// 1-based line and column (in characters) of byte offset `at` of `text`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
 }
 
 /// The path and query of `url`, which must be on the run's scheme, host and port: the URL on

@@ -29,32 +29,8 @@ use toml_reader::TomlReader;
 use volley_model::sys::cpus::CpuList;
 use volley_plan::Target;
 
-/// A suite file that cannot be used (exit code 2).
-#[derive(Debug, thiserror::Error)]
-pub enum SuiteError {
-    /// The file cannot be read.
-    #[error("{path}: {source}")]
-    Read {
-        /// The suite file.
-        path: String,
-        /// The operating system's reason.
-        source: std::io::Error,
-    },
-    /// Something at a place in the file is wrong.
-    #[error("{file}:{line}:{column}: {message}")]
-    At {
-        /// The suite file.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column (in characters).
-        column: usize,
-        /// The key concerned, when there is one.
-        key: Option<String>,
-        /// What is wrong, starting with where in the suite (`[[scenario]] "x": key: ...`).
-        message: String,
-    },
-}
+/// A suite file that cannot be used (exit code 2): unreadable, or wrong at a place in it.
+pub type SuiteError = crate::FileError;
 
 /// The whole suite, validated and expanded.
 #[derive(Debug, Clone)]

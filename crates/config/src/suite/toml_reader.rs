@@ -10,6 +10,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::SuiteError;
+use crate::located;
 
 /// A TOML value with the byte range it came from.
 pub(super) type Val<'a> = Spanned<DeValue<'a>>;
@@ -57,10 +58,7 @@ impl<'t> TomlReader<'t> {
     /// The spanned document, and the same file as JSON (kept in `suite.json`). A syntax
     /// error points at where the TOML parser stopped.
     pub(super) fn document(&self) -> Result<(Spanned<DeTable<'t>>, serde_json::Value), SuiteError> {
-        let doc = DeTable::parse(self.text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            self.err(span, None, e.message().trim_end().to_string())
-        })?;
+        let doc = located::parse(self.text, &self.file)?;
         let raw_table: toml::Table = toml::from_str(self.text)
             .map_err(|e| self.err(e.span().unwrap_or(0..0), None, e.message().to_string()))?;
         let raw = serde_json::to_value(&raw_table).unwrap_or(serde_json::Value::Null);
@@ -74,14 +72,7 @@ impl<'t> TomlReader<'t> {
 
     /// An error at the start of `span`, about `key` when there is one.
     pub(super) fn err(&self, span: Range<usize>, key: Option<&str>, message: String) -> SuiteError {
-        let (line, column) = line_col(self.text, span.start);
-        SuiteError::At {
-            file: self.file.clone(),
-            line,
-            column,
-            key: key.map(str::to_string),
-            message,
-        }
+        located::error_at(self.text, &self.file, span.start, key, message)
     }
 
     /// `v` as a table.
@@ -255,15 +246,6 @@ fn safe_name(s: &str) -> bool {
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && !s.starts_with('.')
-}
-
-/// 1-based line and column (in characters) of byte offset `at`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let at = at.min(text.len());
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
 }
 
 #[cfg(test)]
