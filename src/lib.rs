@@ -7,15 +7,10 @@
 //! `cmd` is the command line. Imports point down that list only (docs/architecture.md has the
 //! map; `tests/quick/architecture.rs` enforces it); docs/contract.md is what users may rely on.
 
-// `eprintln!`/`eprint!` for every module below: volley-model's, which drop a failed write to
-// stderr instead of panicking as std's do.
-macro_rules! eprintln {
-    ($($arg:tt)*) => { volley_model::eprintln!($($arg)*) };
-}
-
-macro_rules! eprint {
-    ($($arg:tt)*) => { volley_model::eprint!($($arg)*) };
-}
+// volley-model's `stderrln!`/`stderr!` (a failed write to stderr dropped, not a panic) and
+// `words!`, for every module below.
+#[macro_use]
+extern crate volley_model;
 
 pub mod cmd;
 pub mod serve;

@@ -58,12 +58,12 @@ struct Stderr;
 
 impl Log for Stderr {
     fn line(&mut self, text: &str) {
-        eprintln!("{text}");
+        stderrln!("{text}");
     }
 
     fn part(&mut self, text: &str) {
         use std::io::Write;
-        eprint!("{text}");
+        stderr!("{text}");
         let _ = std::io::stderr().flush();
     }
 }
@@ -74,7 +74,7 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
     let planned = match harness::plan(&args.suite, &args.only) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("volley bench: {e}");
+            stderrln!("volley bench: {e}");
             return ExitCode::Usage;
         }
     };
@@ -92,7 +92,7 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
     let saver = match args.save.open(Some(&planned.suite.history)) {
         Ok(s) => s,
         Err(msg) => {
-            eprintln!("volley bench: {msg}");
+            stderrln!("volley bench: {msg}");
             return ExitCode::Usage;
         }
     };
@@ -100,14 +100,14 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
     let live = match super::live::start_suite(&args.live, &args.suite, &argv) {
         Ok(l) => l,
         Err(msg) => {
-            eprintln!("volley bench: {msg}");
+            stderrln!("volley bench: {msg}");
             return ExitCode::Usage;
         }
     };
     let h = match harness::prepare(planned, &args.only, args.out.clone(), interrupts, &mut log) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("volley bench: {e}");
+            stderrln!("volley bench: {e}");
             return ExitCode::Usage;
         }
     };
@@ -118,7 +118,7 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
     let o = h.run();
     if let Some(mut live) = live {
         if let Some(w) = super::live::end_push(&mut live) {
-            eprintln!("volley bench: warning: {}", w.text());
+            stderrln!("volley bench: warning: {}", w.text());
         }
         // The page becomes the suite's report.
         let html = live
@@ -129,13 +129,13 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
     }
     files::stdout(&Format::Terminal.reporter().render(&o.report));
     if !o.unsaved.is_empty() {
-        eprintln!(
+        stderrln!(
             "volley bench: {} result(s) could not be written to {} (their numbers are in the table above):",
             o.unsaved.len(),
             o.out_dir.display()
         );
         for rel in &o.unsaved {
-            eprintln!("  {rel}");
+            stderrln!("  {rel}");
         }
     }
     let skipped = if o.unavailable.is_empty() {
@@ -177,7 +177,7 @@ pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) ->
     // could run has measured nothing.
     let nothing_ran = o.ok == 0 && o.skipped > 0 && !o.interrupted;
     if nothing_ran {
-        eprintln!("volley bench: no cell could run: every server it reached was skipped");
+        stderrln!("volley bench: no cell could run: every server it reached was skipped");
     }
     if o.failed > 0 || o.files_unwritten || !o.unsaved.is_empty() || nothing_ran {
         code = ExitCode::Failed;
@@ -197,7 +197,7 @@ fn save(saver: super::history::Saver, out: &std::path::Path) -> ExitCode {
     match super::history::suite_records(&index, crate::history::Source::Bench, saver.git()) {
         Ok(records) => saver.save(&records, "volley bench"),
         Err(e) => {
-            eprintln!("volley bench: --save: {e}; the results folder is written, the history does not have it");
+            stderrln!("volley bench: --save: {e}; the results folder is written, the history does not have it");
             ExitCode::Failed
         }
     }
@@ -211,7 +211,7 @@ fn confirm(e: &Estimate, interrupts: &AtomicUsize) -> Option<ExitCode> {
         progress::clock(CONFIRM_WALL)
     );
     if !std::io::stdin().is_terminal() {
-        eprintln!(
+        stderrln!(
             "volley bench: {} ({limits}) and stdin is not a terminal to confirm it: pass --yes to run it, or --dry-run to list the cells; nothing was started",
             e.summary()
         );
@@ -219,7 +219,7 @@ fn confirm(e: &Estimate, interrupts: &AtomicUsize) -> Option<ExitCode> {
     }
     {
         use std::io::Write;
-        eprint!("{} — run? [y/N] ", e.summary());
+        stderr!("{} — run? [y/N] ", e.summary());
         let _ = std::io::stderr().flush();
     }
     // Read on a thread of its own, so that Ctrl-C at the prompt is not stuck in read(2).
@@ -230,7 +230,7 @@ fn confirm(e: &Estimate, interrupts: &AtomicUsize) -> Option<ExitCode> {
     });
     loop {
         if interrupts.load(Ordering::SeqCst) > 0 {
-            eprintln!();
+            stderrln!();
             return Some(ExitCode::Interrupted);
         }
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -238,7 +238,7 @@ fn confirm(e: &Estimate, interrupts: &AtomicUsize) -> Option<ExitCode> {
                 return None
             }
             Ok(_) => {
-                eprintln!("volley bench: not run (answer y to run, or pass --yes)");
+                stderrln!("volley bench: not run (answer y to run, or pass --yes)");
                 return Some(ExitCode::Usage);
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}

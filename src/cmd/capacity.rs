@@ -188,7 +188,7 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
     let to_stderr = args.json.as_deref() == Some("-");
     let say = move |line: &str| {
         if to_stderr {
-            eprintln!("{line}");
+            stderrln!("{line}");
         } else {
             crate::sys::files::stdout(&format!("{line}\n"));
         }
@@ -248,7 +248,7 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
         });
     drop(steps);
     for note in &result.notes {
-        eprintln!("volley: warning: {note}");
+        stderrln!("volley: warning: {note}");
     }
     say(&text::summary(&result));
     if let Some(line) = text::versus_closed_loop(&result) {
@@ -257,7 +257,7 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
     let code = exit_code(&found);
     if let Some(mut live) = live {
         if let Some(w) = super::live::end_push(&mut live) {
-            eprintln!("volley: warning: {}", w.text());
+            stderrln!("volley: warning: {}", w.text());
         }
         let html = live.has_dashboard().then(|| {
             Format::Html
@@ -290,9 +290,9 @@ pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize)
 fn exit_code(found: &Found) -> ExitCode {
     if let Some(e) = &found.error {
         if found.limited_by == Some(LimitedBy::Machine) {
-            eprintln!("volley: no answer: {e}");
+            stderrln!("volley: no answer: {e}");
         } else {
-            eprintln!("volley: a step could not run: {e}");
+            stderrln!("volley: a step could not run: {e}");
         }
         ExitCode::Failed
     } else if found.interrupted {
@@ -339,7 +339,7 @@ fn write_outputs(result: &CapacityResult, o: &Outputs, json_stdout: bool) -> Exi
             } else {
                 format!("{flag} ")
             };
-            eprintln!("volley: {flag}{}: {e}", path.display());
+            stderrln!("volley: {flag}{}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         }
     }
@@ -394,7 +394,7 @@ fn pct(f: f64) -> String {
 }
 
 fn fail(code: ExitCode, msg: &str) -> ExitCode {
-    eprintln!("volley: {msg}");
+    stderrln!("volley: {msg}");
     code
 }
 

@@ -71,7 +71,7 @@ pub struct CompareArgs {
 /// input, 3 the JSON could not be written.
 pub fn execute(args: &CompareArgs) -> ExitCode {
     if let Err(e) = check_inputs(args) {
-        eprintln!("volley compare: {e}");
+        stderrln!("volley compare: {e}");
         return ExitCode::Usage;
     }
     let opts = Options {
@@ -103,7 +103,7 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
     let (c, a, b) = match run() {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("volley compare: {e}");
+            stderrln!("volley compare: {e}");
             return ExitCode::Usage;
         }
     };
@@ -112,7 +112,7 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
         // With --baseline both sides are servers of the one results folder.
         let page = compare::page::render(&c, &a, b.as_ref().unwrap_or(&a));
         if let Err(e) = crate::sys::files::write_atomically(path, page.as_bytes()) {
-            eprintln!("volley compare: --html {}: {e}", path.display());
+            stderrln!("volley compare: --html {}: {e}", path.display());
             code = ExitCode::Failed;
         }
     }
@@ -129,7 +129,7 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
     json.push('\n');
     match args.json.as_deref() {
         Some("-") => {
-            eprint!("{table}");
+            stderr!("{table}");
             use std::io::Write;
             let mut so = std::io::stdout().lock();
             if so
@@ -143,7 +143,7 @@ pub fn execute(args: &CompareArgs) -> ExitCode {
         Some(path) => {
             print!("{table}");
             if let Err(e) = crate::sys::files::write_atomically(Path::new(path), json.as_bytes()) {
-                eprintln!("volley compare: --json {path}: {e}");
+                stderrln!("volley compare: --json {path}: {e}");
                 code = code.max_precedence(ExitCode::Failed);
             }
         }

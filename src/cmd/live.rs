@@ -148,10 +148,10 @@ pub fn start_suite(
 
 fn announce(live: &Live) {
     if let Some(url) = live.dashboard_url() {
-        eprintln!("volley: dashboard at {url}");
+        stderrln!("volley: dashboard at {url}");
     }
     if let Some(url) = live.metrics_url() {
-        eprintln!("volley: metrics at {url}");
+        stderrln!("volley: metrics at {url}");
     }
 }
 
@@ -176,7 +176,7 @@ pub fn finish(mut live: Live, mut result: Option<&mut crate::result::RunResult>)
         // With a result, the summary shows it among the warnings.
         match result.as_deref_mut() {
             Some(res) => res.warnings.push(w),
-            None => eprintln!("volley: warning: {}", w.text()),
+            None => stderrln!("volley: warning: {}", w.text()),
         }
     }
     let result = result.as_deref();

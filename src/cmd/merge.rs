@@ -30,9 +30,9 @@ pub fn execute(args: &MergeArgs, argv: Vec<String>) -> ExitCode {
     match merge::merge_files(&args.inputs, &args.output, argv, args.force) {
         Ok(m) => {
             for w in &m.warnings {
-                eprintln!("volley merge: warning: {w}");
+                stderrln!("volley merge: warning: {w}");
             }
-            eprintln!(
+            stderrln!(
                 "volley merge: {} shards, {} completed in {:.3} s ({} req/s); wrote {}",
                 args.inputs.len(),
                 crate::units::thousands(m.requests.completed),
@@ -43,7 +43,7 @@ pub fn execute(args: &MergeArgs, argv: Vec<String>) -> ExitCode {
             judged(&m)
         }
         Err(e) => {
-            eprintln!("volley merge: {e}");
+            stderrln!("volley merge: {e}");
             exit_code(&e)
         }
     }
@@ -55,7 +55,7 @@ fn judged(m: &crate::result::RunResult) -> ExitCode {
     let broken: Vec<_> = m.thresholds.iter().filter(|t| !t.pass).collect();
     for t in &broken {
         let measured = t.actual.map_or("no data".into(), |a| format!("{a:.3}%"));
-        eprintln!(
+        stderrln!(
             "volley merge: threshold broken: {} (implied by the checks; measured {measured})",
             t.threshold
         );

@@ -37,18 +37,18 @@ pub fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
         Ok(Some(c)) => c,
         Ok(None) => unreachable!("a pid was given"),
         Err(e) => {
-            eprintln!("volley monitor: {e}");
+            stderrln!("volley monitor: {e}");
             return ExitCode::Usage;
         }
     };
     if args.duration == Some(Duration::ZERO) {
-        eprintln!("volley monitor: -d/--duration: must be longer than 0");
+        stderrln!("volley monitor: -d/--duration: must be longer than 0");
         return ExitCode::Usage;
     }
     let s = match server::attach(&cfg, server::perf_fd_budget(0)) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("volley monitor: {e}");
+            stderrln!("volley monitor: {e}");
             return ExitCode::Usage;
         }
     };
@@ -80,7 +80,7 @@ pub fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
     let _ = out.flush();
     match w.died_at_s {
         Some(t) => {
-            eprintln!(
+            stderrln!(
                 "volley monitor: pid {} exited {t:.2} s after the start",
                 cfg.pid
             );

@@ -26,7 +26,7 @@ pub fn execute(args: &ReportArgs) -> ExitCode {
     let report = match Report::load(&args.inputs) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("volley report: {e}");
+            stderrln!("volley report: {e}");
             return ExitCode::Usage;
         }
     };
@@ -39,10 +39,10 @@ pub fn execute(args: &ReportArgs) -> ExitCode {
     for (flag, path, format) in outputs {
         let text = format.reporter().render(&report);
         if let Err(e) = files::write_atomically(path, text.as_bytes()) {
-            eprintln!("volley report: {flag} {}: {e}", path.display());
+            stderrln!("volley report: {flag} {}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         } else {
-            eprintln!("volley report: wrote {}", path.display());
+            stderrln!("volley report: wrote {}", path.display());
         }
     }
     code

@@ -67,7 +67,7 @@ pub struct RunArgs {
 /// when any did (the load does not start).
 fn verify_first(cfg: &RunConfig, prepared: &measure::Prepared) -> Result<(), String> {
     let vs = measure::verify::verify(cfg, &prepared.route, cfg.load.seed.unwrap_or(0));
-    eprint!("{}", measure::verify::report(&vs));
+    stderr!("{}", measure::verify::report(&vs));
     let bad = vs.iter().filter(|v| !v.ok()).count();
     if bad > 0 {
         return Err(format!(
@@ -76,7 +76,7 @@ fn verify_first(cfg: &RunConfig, prepared: &measure::Prepared) -> Result<(), Str
             if vs.len() == 1 { "" } else { "s" }
         ));
     }
-    eprintln!(
+    stderrln!(
         "volley: --verify: {} request{} answered as expected; the load starts",
         vs.len(),
         if vs.len() == 1 { "" } else { "s" }
@@ -114,7 +114,7 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
     };
     if !prepared.reachable {
         let tried: Vec<String> = prepared.tried.iter().map(|a| a.to_string()).collect();
-        eprintln!("volley: warning: nothing accepts connections at {} (tried {}); running anyway, failures count as connect errors", cfg.load.target.url, tried.join(", "));
+        stderrln!("volley: warning: nothing accepts connections at {} (tried {}); running anyway, failures count as connect errors", cfg.load.target.url, tried.join(", "));
     }
     let mut outputs = match open_outputs(args) {
         Ok(o) => o,
@@ -206,11 +206,11 @@ pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> E
         code = code.max_precedence(saver.save(&[record], "volley"));
     }
     if let Some(e) = hdr_log.as_ref().and_then(HdrLogWriter::error) {
-        eprintln!("volley: --hdr-log: {e}");
+        stderrln!("volley: --hdr-log: {e}");
         code = code.max_precedence(ExitCode::Failed);
     }
     if m.result.requests.completed == 0 && !m.interrupted {
-        eprintln!(
+        stderrln!(
             "volley: no response from {} ({})",
             cfg.load.target.url,
             no_response_why(&m)
@@ -301,7 +301,7 @@ fn open_outputs(args: &RunArgs) -> Result<Outputs, String> {
 fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> ExitCode {
     let summary = Format::Terminal.render_run(result);
     if outputs.json_stdout {
-        eprint!("{summary}");
+        stderr!("{summary}");
         let mut json = Format::Json.render_run(result);
         if outputs.json_markers {
             json = crate::shard::markers::frame(&json);
@@ -316,7 +316,7 @@ fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> Ex
     if let Some((path, mut f)) = outputs.json {
         let json = Format::Json.render_run(result);
         if let Err(e) = crate::sys::files::write_output(&mut f, json.as_bytes()) {
-            eprintln!("volley: --json {}: {e}", path.display());
+            stderrln!("volley: --json {}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         }
     }
@@ -324,7 +324,7 @@ fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> Ex
     for (flag, path, format, mut f) in outputs.reports {
         let text = format.reporter().render(&report);
         if let Err(e) = crate::sys::files::write_output(&mut f, text.as_bytes()) {
-            eprintln!("volley: {flag} {}: {e}", path.display());
+            stderrln!("volley: {flag} {}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         }
     }
@@ -332,6 +332,6 @@ fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> Ex
 }
 
 fn fail(code: ExitCode, msg: &str) -> ExitCode {
-    eprintln!("volley: {msg}");
+    stderrln!("volley: {msg}");
     code
 }

@@ -44,7 +44,7 @@ pub fn execute(args: &ServeArgs) -> ExitCode {
     {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("volley serve: {e}");
+            stderrln!("volley serve: {e}");
             return ExitCode::Usage;
         }
     };
@@ -55,7 +55,7 @@ pub fn execute(args: &ServeArgs) -> ExitCode {
     match crate::serve::run(&args.bind, args.port, tls, announce) {
         Ok(()) => ExitCode::Ok,
         Err(e) => {
-            eprintln!("volley serve: --port {}: {e}", args.port);
+            stderrln!("volley serve: --port {}: {e}", args.port);
             ExitCode::Usage
         }
     }

@@ -83,7 +83,7 @@ fn reference_servers_list_the_same_protocols_everywhere() {
         let want: &[Protocol] = match dir.as_str() {
             "java" | "python" => &http1_only,
             "jetty" | "netty" => &cleartext_http1,
-            _ => &Protocol::ALL,
+            _ => Protocol::ALL,
         };
         assert_eq!(protocols, want, "servers/{dir}");
     }
@@ -98,7 +98,7 @@ fn reference_servers_list_the_same_protocols_everywhere() {
         .collect();
     for p in Protocol::ALL {
         assert!(
-            used.contains(&p),
+            used.contains(p),
             "protocols.toml has no {} cell",
             p.as_str()
         );

@@ -7,10 +7,9 @@
 //! fields), its `Plan`, a [`Route`] ([`Route::tcp`]), then [`run`]; the numbers are in
 //! [`EngineOutput`]. `examples/closed_loop.rs` is one; docs/contract.md says what they mean.
 
-// volley-model's `eprintln!`, which drops a failed write to stderr instead of panicking.
-macro_rules! eprintln {
-    ($($arg:tt)*) => { volley_model::eprintln!($($arg)*) };
-}
+// volley-model's `stderrln!`, which drops a failed write to stderr instead of panicking.
+#[macro_use]
+extern crate volley_model;
 
 pub mod check;
 pub mod clock;

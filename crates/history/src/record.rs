@@ -3,6 +3,7 @@
 //! RunResult or from a capacity search; pure (no database, no git).
 
 use std::collections::BTreeMap;
+use volley_model::words;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -13,63 +14,29 @@ use volley_model::result::capacity::CapacityResult;
 use volley_model::result::identity::LoadKey;
 use volley_model::result::{Mode, RunResult};
 
-/// What kind of result a record holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A RunResult.
-    Run,
-    /// A capacity search: its scalars are `max_rate_rps` and `closed_loop_rps`.
-    Capacity,
-}
-
-impl Kind {
-    /// As stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Run => "run",
-            Kind::Capacity => "capacity",
-        }
-    }
-
-    /// From the stored word.
-    pub fn parse(s: &str) -> Option<Kind> {
-        match s {
-            "run" => Some(Kind::Run),
-            "capacity" => Some(Kind::Capacity),
-            _ => None,
-        }
+words! {
+    /// What kind of result a record holds.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Kind {
+        /// A RunResult.
+        Run = "run",
+        /// A capacity search: its scalars are `max_rate_rps` and `closed_loop_rps`.
+        Capacity = "capacity",
     }
 }
 
-/// Which command recorded it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// `volley run --save`.
-    Run,
-    /// `volley bench --save`.
-    Bench,
-    /// `volley capacity --save`.
-    Capacity,
-    /// `volley history import`.
-    Import,
-}
-
-impl Source {
-    /// As stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Run => "run",
-            Source::Bench => "bench",
-            Source::Capacity => "capacity",
-            Source::Import => "import",
-        }
-    }
-
-    /// From the stored word.
-    pub fn parse(s: &str) -> Option<Source> {
-        [Source::Run, Source::Bench, Source::Capacity, Source::Import]
-            .into_iter()
-            .find(|x| x.as_str() == s)
+words! {
+    /// Which command recorded it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Source {
+        /// `volley run --save`.
+        Run = "run",
+        /// `volley bench --save`.
+        Bench = "bench",
+        /// `volley capacity --save`.
+        Capacity = "capacity",
+        /// `volley history import`.
+        Import = "import",
     }
 }
 

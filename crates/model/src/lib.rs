@@ -4,24 +4,28 @@
 //! vocabulary of metrics over them (`metric`). It depends on no other volley crate; the crate
 //! map is docs/architecture.md.
 
-// `eprintln!`/`eprint!` for every module below, shadowing std's: those panic when stderr
-// cannot be written (`2>/dev/full`, a closed pipe), and a benchmark must not crash over a
-// diagnostic. Failed writes to stderr are dropped. Exported for the crates above.
+/// `eprintln!` that cannot panic: std's panics when stderr cannot be written (`2>/dev/full`, a
+/// closed pipe), and a benchmark must not crash over a diagnostic. A failed write is dropped.
+/// What the commands and the engine write to stderr goes through it.
 #[macro_export]
-macro_rules! eprintln {
+macro_rules! stderrln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr().lock(), $($arg)*);
     }};
 }
 
+/// `eprint!` that cannot panic (see [`stderrln!`]).
 #[macro_export]
-macro_rules! eprint {
+macro_rules! stderr {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = write!(std::io::stderr().lock(), $($arg)*);
     }};
 }
+
+#[macro_use]
+mod words;
 
 pub mod metric;
 pub mod result;

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use volley_model::words;
 
 use super::ramp::Ramp;
 use volley_model::result::Arrivals;
@@ -51,24 +52,18 @@ impl Target {
     }
 }
 
-/// The URL's scheme.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    /// Cleartext HTTP.
-    Http,
-    /// HTTP over TLS.
-    Https,
+words! {
+    /// The URL's scheme.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Scheme {
+        /// Cleartext HTTP.
+        Http = "http",
+        /// HTTP over TLS.
+        Https = "https",
+    }
 }
 
 impl Scheme {
-    /// As in URLs: `http`, `https`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-        }
-    }
-
     /// The port a URL without one means.
     pub fn default_port(self) -> u16 {
         match self {

@@ -216,12 +216,12 @@ pub(super) fn check(a: &CheckArgs, explicit: Option<&Path>) -> Result<ExitCode, 
         s.min_effect_pct
     );
     if a.json.as_deref() == Some("-") {
-        eprint!("{out}");
+        stderr!("{out}");
     } else {
         files::stdout(&out);
     }
     if compared == 0 {
-        eprintln!(
+        stderrln!(
             "volley history check: no series of this commit could be compared (reasons above)"
         );
         return Ok(ExitCode::Usage);

@@ -116,7 +116,7 @@ fn otava(a: &ExportArgs, all: &[Series<'_>], metrics: &[Measure]) -> Result<(), 
     let yaml = dir.join("otava.yaml");
     std::fs::write(&yaml, export::otava_yaml(&tests))
         .map_err(|e| format!("--out {}: {e}", yaml.display()))?;
-    eprintln!(
+    stderrln!(
         "volley history export: {} series in {} (OTAVA_CONFIG={} otava analyze …)",
         tests.len(),
         dir.display(),

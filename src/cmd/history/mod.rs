@@ -92,7 +92,7 @@ impl Saver {
                 ExitCode::Ok
             }
             Err(e) => {
-                eprintln!("{who}: --save: {e}; the result files are written, the history does not have this run");
+                stderrln!("{who}: --save: {e}; the result files are written, the history does not have this run");
                 ExitCode::Failed
             }
         }
@@ -124,7 +124,7 @@ fn tip_if_untracked(who: &str, path: &Path) {
     } else {
         path.display().to_string()
     };
-    eprintln!(
+    stderrln!(
         "{who}: tip: add {name} to .gitignore: the history holds this machine's runs in a binary \
          file git cannot merge (CI keeps it in a cache: examples/history/)"
     );
@@ -143,7 +143,7 @@ fn said(who: &str, ids: &[i64], offered: usize, path: &Path) {
     } else {
         String::new()
     };
-    eprintln!(
+    stderrln!(
         "{who}: saved {} result{} to {}{ids_text}{already}",
         ids.len(),
         if ids.len() == 1 { "" } else { "s" },
@@ -197,7 +197,7 @@ pub fn execute(args: &HistoryArgs) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(msg) => {
-            eprintln!("volley history: {msg}");
+            stderrln!("volley history: {msg}");
             ExitCode::Usage
         }
     }

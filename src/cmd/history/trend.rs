@@ -92,7 +92,7 @@ pub(super) fn trend(a: &TrendArgs, explicit: Option<&Path>) -> Result<ExitCode, 
         let only: Vec<Trend> = trends.iter().map(|(t, _)| t.clone()).collect();
         std::fs::write(h, page::render(&only, &about))
             .map_err(|e| format!("--html {}: {e}", h.display()))?;
-        eprintln!("volley history trend: wrote {}", h.display());
+        stderrln!("volley history trend: wrote {}", h.display());
     }
     if a.json.as_deref() != Some("-") {
         let mut out = String::new();

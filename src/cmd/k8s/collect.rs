@@ -76,7 +76,7 @@ pub fn execute(args: &CollectArgs, argv: Vec<String>) -> ExitCode {
                 .pod
                 .as_deref()
                 .map_or(String::new(), |p| format!(" (pod {p})"));
-            eprintln!("volley k8s collect: shard {}{pod}: {}", m.index, m.why);
+            stderrln!("volley k8s collect: shard {}{pod}: {}", m.index, m.why);
         }
         return fail(
             ExitCode::Failed,
@@ -153,7 +153,7 @@ fn merge_and_report(
     let mut code = verdict(&merged, found.allow_shortfall);
     let json = Format::Json.render_run(&merged);
     if let Err(e) = crate::sys::files::write_atomically(output, json.as_bytes()) {
-        eprintln!("volley k8s collect: -o {}: {e}", output.display());
+        stderrln!("volley k8s collect: -o {}: {e}", output.display());
         code = code.max_precedence(ExitCode::Failed);
     }
     crate::sys::files::stdout(&Format::Terminal.render_run(&merged));
@@ -161,11 +161,11 @@ fn merge_and_report(
     for (flag, path, format) in args.reports.each() {
         let text = format.reporter().render(&report);
         if let Err(e) = crate::sys::files::write_atomically(path, text.as_bytes()) {
-            eprintln!("volley k8s collect: {flag} {}: {e}", path.display());
+            stderrln!("volley k8s collect: {flag} {}: {e}", path.display());
             code = code.max_precedence(ExitCode::Failed);
         }
     }
-    eprintln!(
+    stderrln!(
         "volley k8s collect: {} shards merged; wrote {} (each shard's result is in {})",
         found.count,
         output.display(),
@@ -191,6 +191,6 @@ fn verdict(merged: &RunResult, allow_shortfall: bool) -> ExitCode {
 }
 
 fn fail(code: ExitCode, msg: &str) -> ExitCode {
-    eprintln!("volley k8s collect: {msg}");
+    stderrln!("volley k8s collect: {msg}");
     code
 }

@@ -82,13 +82,13 @@ pub fn execute(args: &K8sArgs, argv: Vec<String>) -> ExitCode {
         return collect::execute(c, argv);
     }
     let Some(flags) = &args.flags else {
-        eprintln!("volley k8s: a URL is required (volley k8s URL [run flags] --shards N)");
+        stderrln!("volley k8s: a URL is required (volley k8s URL [run flags] --shards N)");
         return ExitCode::Usage;
     };
     match manifest_for(args, flags, &argv, SystemTime::now()) {
         Ok((plan, yaml)) => {
             crate::sys::files::stdout(&yaml);
-            eprintln!(
+            stderrln!(
                 "volley k8s: job {} in namespace {}: {} shard{} starting at {} ({} s from now). Apply it at once: volley k8s ... | kubectl apply -f -\nvolley k8s: then: volley k8s collect {} --namespace {} --wait 10m",
                 plan.name,
                 plan.namespace,
@@ -102,7 +102,7 @@ pub fn execute(args: &K8sArgs, argv: Vec<String>) -> ExitCode {
             ExitCode::Ok
         }
         Err(msg) => {
-            eprintln!("volley k8s: {msg}");
+            stderrln!("volley k8s: {msg}");
             ExitCode::Usage
         }
     }

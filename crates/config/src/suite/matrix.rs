@@ -184,7 +184,7 @@ fn extend(cell: &Combination, axis: &Axis, ci: usize, choice: &Choice) -> Combin
     };
     let protocol = if axis.key == "protocol" {
         // Checked when the key was read.
-        Protocol::from_key(&choice.label).unwrap_or_default()
+        Protocol::parse(&choice.label).unwrap_or_default()
     } else {
         cell.protocol
     };

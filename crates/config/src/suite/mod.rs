@@ -27,6 +27,7 @@ pub use history_table::HistoryTable;
 use suite_table::SuiteTable;
 use toml_reader::TomlReader;
 use volley_model::sys::cpus::CpuList;
+use volley_model::words;
 use volley_plan::Target;
 
 /// A suite file that cannot be used (exit code 2): unreadable, or wrong at a place in it.
@@ -157,34 +158,26 @@ impl Scenario {
     }
 }
 
-/// A cell's `protocol` (docs/contract.md, "Suites"): how the harness reaches its server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord)]
-pub enum Protocol {
-    /// `http/1.1` (the default): cleartext.
-    #[default]
-    Http1,
-    /// `https`: HTTP/1.1 over TLS; a managed server gets a certificate (`TLS_CERT`, `TLS_KEY`).
-    Https,
-    /// `h2`: HTTP/2 over TLS, chosen by ALPN (`--http2`); a certificate as for `https`.
-    H2,
-    /// `h2c`: cleartext HTTP/2 with prior knowledge (`--h2c`); a managed server gets `H2C=1`.
-    H2c,
+words! {
+    /// A cell's `protocol` (docs/contract.md, "Suites"): how the harness reaches its server;
+    /// `ALL` is in the order of the docs.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord)]
+    pub enum Protocol {
+        /// `http/1.1` (the default): cleartext.
+        #[default]
+        Http1 = "http/1.1",
+        /// `https`: HTTP/1.1 over TLS; a managed server gets a certificate (`TLS_CERT`,
+        /// `TLS_KEY`).
+        Https = "https",
+        /// `h2`: HTTP/2 over TLS, chosen by ALPN (`--http2`); a certificate as for `https`.
+        H2 = "h2",
+        /// `h2c`: cleartext HTTP/2 with prior knowledge (`--h2c`); a managed server gets
+        /// `H2C=1`.
+        H2c = "h2c",
+    }
 }
 
 impl Protocol {
-    /// Every protocol, in the order of the docs.
-    pub const ALL: [Protocol; 4] = [
-        Protocol::Http1,
-        Protocol::Https,
-        Protocol::H2,
-        Protocol::H2c,
-    ];
-
-    /// The protocol a scenario's `protocol` value names (`None` for any other value).
-    pub(crate) fn from_key(value: &str) -> Option<Protocol> {
-        Self::ALL.into_iter().find(|p| p.as_str() == value)
-    }
-
     /// The URL scheme of its cells (`http`, `https`).
     pub fn scheme(self) -> &'static str {
         if self.tls() {
@@ -207,16 +200,6 @@ impl Protocol {
             Protocol::Https => Some("--http1.1"),
             Protocol::H2 => Some("--http2"),
             Protocol::H2c => Some("--h2c"),
-        }
-    }
-
-    /// As written in a suite file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Http1 => "http/1.1",
-            Protocol::Https => "https",
-            Protocol::H2 => "h2",
-            Protocol::H2c => "h2c",
         }
     }
 

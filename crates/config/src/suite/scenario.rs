@@ -452,7 +452,7 @@ fn protocol_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteErr
         let what = format!("must be {expected}");
         return Err(wrong_type(r, key, v, at, &what));
     };
-    let Some(protocol) = Protocol::from_key(s) else {
+    let Some(protocol) = Protocol::parse(s) else {
         return Err(r.err(
             v.span(),
             Some(key),

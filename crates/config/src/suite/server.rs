@@ -98,7 +98,7 @@ fn protocols(r: &TomlReader, v: &Val, at: &str) -> Result<Vec<Protocol>, SuiteEr
         let DeValue::String(s) = item.get_ref() else {
             return Err(bad(item.span(), "each protocol is a string"));
         };
-        match Protocol::from_key(s) {
+        match Protocol::parse(s) {
             Some(p) if !out.contains(&p) => out.push(p),
             Some(_) => return Err(bad(item.span(), &format!("`{s}` is listed twice"))),
             None => return Err(bad(item.span(), &format!("unknown protocol `{s}`"))),

@@ -211,7 +211,7 @@ impl Worker {
                 self.flush_ring();
             }
             if let Err(e) = self.poll.wait(Some(timeout), &mut events) {
-                eprintln!("volley: worker {}: waiting for events failed: {e}", self.id);
+                stderrln!("volley: worker {}: waiting for events failed: {e}", self.id);
                 break;
             }
             for ev in &events {

@@ -8,33 +8,22 @@ use crate::stats::Percentiles;
 /// Schema identifier of [`CapacityResult`].
 pub const CAPACITY_SCHEMA: &str = "volley.capacity/1";
 
-/// What one step of the search showed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The rate was kept and every SLO held.
-    Pass,
-    /// An SLO broke, or the server could not keep the rate (shortfall).
-    Fail,
-    /// Latency drifted up during the step: the rate is not sustained.
-    Unstable,
-    /// volley itself was the limit: the step says nothing about the server.
-    Client,
-    /// Other processes starved volley of CPU (measured: its threads waited on run queues):
-    /// the step says nothing about the server, nor about volley; it is run again.
-    Machine,
-}
-
-impl Verdict {
-    /// The word printed and written.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Unstable => "unstable",
-            Verdict::Client => "client",
-            Verdict::Machine => "machine",
-        }
+words! {
+    /// What one step of the search showed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Verdict {
+        /// The rate was kept and every SLO held.
+        Pass = "pass",
+        /// An SLO broke, or the server could not keep the rate (shortfall).
+        Fail = "fail",
+        /// Latency drifted up during the step: the rate is not sustained.
+        Unstable = "unstable",
+        /// volley itself was the limit: the step says nothing about the server.
+        Client = "client",
+        /// Other processes starved volley of CPU (measured: its threads waited on run queues):
+        /// the step says nothing about the server, nor about volley; it is run again.
+        Machine = "machine",
     }
 }
 
@@ -53,26 +42,17 @@ pub enum LimitedBy {
     Machine,
 }
 
-/// Where a step was in the search (`phase` of a step).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// The geometric ramp (×2 up, ÷2 down), its boundary rate's repetitions included.
-    Ramp,
-    /// Bisection of the bracket.
-    Bisect,
-    /// A rate run again to confirm the answer (the rate found, the bracket's high end).
-    Confirm,
-}
-
-impl Phase {
-    /// The word printed and written.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Ramp => "ramp",
-            Phase::Bisect => "bisect",
-            Phase::Confirm => "confirm",
-        }
+words! {
+    /// Where a step was in the search (`phase` of a step).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Phase {
+        /// The geometric ramp (×2 up, ÷2 down), its boundary rate's repetitions included.
+        Ramp = "ramp",
+        /// Bisection of the bracket.
+        Bisect = "bisect",
+        /// A rate run again to confirm the answer (the rate found, the bracket's high end).
+        Confirm = "confirm",
     }
 }
 

@@ -7,32 +7,24 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Where the collections were read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GcSource {
-    /// The HotSpot performance-counter file sampled by the monitor (no flag on the JVM):
-    /// per-sample totals, not single pauses.
-    Hsperfdata,
-    /// JVM unified logging (`-Xlog:gc…`): one event per pause.
-    JvmLog,
-    /// Go `GODEBUG=gctrace=1`: one event per collection (its two stop-the-world phases).
-    GoGctrace,
-    /// Node.js `--trace-gc`: one event per collection (main-thread time).
-    NodeTraceGc,
+words! {
+    /// Where the collections were read.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum GcSource {
+        /// The HotSpot performance-counter file sampled by the monitor (no flag on the JVM):
+        /// per-sample totals, not single pauses.
+        Hsperfdata = "hsperfdata",
+        /// JVM unified logging (`-Xlog:gc…`): one event per pause.
+        JvmLog = "jvm-log",
+        /// Go `GODEBUG=gctrace=1`: one event per collection (its two stop-the-world phases).
+        GoGctrace = "go-gctrace",
+        /// Node.js `--trace-gc`: one event per collection (main-thread time).
+        NodeTraceGc = "node-trace-gc",
+    }
 }
 
 impl GcSource {
-    /// The name used in the JSON and in the summary.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GcSource::Hsperfdata => "hsperfdata",
-            GcSource::JvmLog => "jvm-log",
-            GcSource::GoGctrace => "go-gctrace",
-            GcSource::NodeTraceGc => "node-trace-gc",
-        }
-    }
-
     /// Whether each event is one pause with its own duration (logs), rather than a sample's
     /// total (hsperfdata).
     pub fn per_pause(self) -> bool {
