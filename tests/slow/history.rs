@@ -502,11 +502,11 @@ fn bad_check_and_trend_input_exits_2_naming_it() {
     for (args, words) in [
         (
             vec!["history", "check", "--metric", "p99.5"],
-            "--metric p99.5: unknown metric",
+            "invalid value 'p99.5' for '--metric <M>': unknown metric",
         ),
         (
             vec!["history", "trend", "--metric", "speed"],
-            "--metric speed: unknown metric",
+            "invalid value 'speed' for '--metric <M>': unknown metric",
         ),
         (
             vec!["history", "check", "--baseline", "no-such-branch"],

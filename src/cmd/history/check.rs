@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::read::FilterArgs;
 use super::select::{
-    changepoints, commit_of, history_path, measure, percent, table, usable, write_to,
+    changepoints, commit_of, history_path, measure, measure_arg, percent, table, usable, write_to,
 };
 use super::{open_existing, ExitCode};
 use crate::config::suite::HistoryTable;
@@ -33,11 +33,11 @@ pub struct CheckArgs {
     pub commit: Option<String>,
     /// A metric whose regression fails the check (repeatable) [default: throughput, p50,
     /// max_rate]. Tail percentiles given here gate too.
-    #[arg(long, value_name = "M")]
-    pub metric: Vec<String>,
+    #[arg(long, value_name = "M", value_parser = measure_arg)]
+    pub metric: Vec<Measure>,
     /// A metric whose regression is only reported (repeatable) [default: p99].
-    #[arg(long, value_name = "M")]
-    pub warn: Vec<String>,
+    #[arg(long, value_name = "M", value_parser = measure_arg)]
+    pub warn: Vec<Measure>,
     /// The smallest change called a regression, percent of the baseline [default: 5%].
     #[arg(long, value_name = "PCT")]
     pub min_effect: Option<String>,
@@ -62,12 +62,12 @@ fn settings(a: &CheckArgs) -> Result<(Settings, String, HistoryTable), String> {
         v.iter().map(|n| measure(flag, n)).collect()
     };
     if !a.metric.is_empty() {
-        s.gate = names("--metric", &a.metric)?;
+        s.gate = a.metric.clone();
     } else if let Some(g) = &table.gate {
         s.gate = names("[history] gate:", g)?;
     }
     if !a.warn.is_empty() {
-        s.warn = names("--warn", &a.warn)?;
+        s.warn = a.warn.clone();
     } else if let Some(w) = &table.warn {
         s.warn = names("[history] warn:", w)?;
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::read::FilterArgs;
-use super::select::{commit_of, measure, usable};
+use super::select::{commit_of, measure_arg, usable};
 use super::{open_existing, ExitCode};
 use crate::history::export::{self, Format};
 use crate::history::measure::Measure;
@@ -27,18 +27,15 @@ pub struct ExportArgs {
     pub commit: Option<String>,
     /// otava-csv: the metric columns (repeatable) [default: throughput, p50, p99; max_rate].
     #[arg(long, value_name = "M")]
-    pub metric: Vec<String>,
+    #[arg(value_parser = measure_arg)]
+    pub metric: Vec<Measure>,
     /// bmf: the file [default: stdout]; otava-csv: the folder to write (stdout when one series).
     #[arg(short = 'o', long, value_name = "PATH")]
     pub out: Option<PathBuf>,
 }
 
 pub(super) fn export(a: &ExportArgs, path: &Path) -> Result<ExitCode, String> {
-    let metrics: Vec<Measure> = a
-        .metric
-        .iter()
-        .map(|n| measure("--metric", n))
-        .collect::<Result<_, _>>()?;
+    let metrics = &a.metric;
     let store = open_existing(path)?;
     let runs = usable(&store, &a.filter)?;
     let all = series::group(&runs);
@@ -62,7 +59,7 @@ pub(super) fn export(a: &ExportArgs, path: &Path) -> Result<ExitCode, String> {
                 }
             }
         }
-        Format::OtavaCsv => otava(a, &all, &metrics)?,
+        Format::OtavaCsv => otava(a, &all, metrics)?,
     }
     Ok(ExitCode::Ok)
 }

@@ -17,12 +17,12 @@ use crate::metric::{Metric, Stat};
 use crate::sys::files;
 
 pub(super) fn measure(flag: &str, name: &str) -> Result<Measure, String> {
-    Measure::parse(name).ok_or_else(|| {
-        format!(
-            "{flag} {name}: unknown metric (known: {})",
-            Measure::names()
-        )
-    })
+    measure_arg(name).map_err(|e| format!("{flag} {name}: {e}"))
+}
+
+/// clap's reading of a metric flag (`--metric`, `--warn`): a name [`Measure::parse`] takes.
+pub(super) fn measure_arg(name: &str) -> Result<Measure, String> {
+    Measure::parse(name).ok_or_else(|| format!("unknown metric (known: {})", Measure::names()))
 }
 
 /// The runs a trend, a check or an export reads: finished ones (an interrupted run's numbers

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::read::FilterArgs;
 use super::select::{
-    changepoints, headline, history_path, measure, percent, table, usable, write_to,
+    changepoints, headline, history_path, measure_arg, percent, table, usable, write_to,
 };
 use super::{open_existing, ExitCode};
 use crate::history::check::Settings;
@@ -25,7 +25,8 @@ pub struct TrendArgs {
     /// The metric [default: each series' headline: throughput in closed loop, p99 in open
     /// loop, max_rate for capacity searches].
     #[arg(long, value_name = "M")]
-    pub metric: Option<String>,
+    #[arg(value_parser = measure_arg)]
+    pub metric: Option<Measure>,
     /// Write the trend page (self-contained HTML) to PATH.
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
@@ -44,11 +45,7 @@ pub struct TrendArgs {
 }
 
 pub(super) fn trend(a: &TrendArgs, explicit: Option<&Path>) -> Result<ExitCode, String> {
-    let chosen = a
-        .metric
-        .as_deref()
-        .map(|m| measure("--metric", m))
-        .transpose()?;
+    let chosen = a.metric;
     let table = table(a.suite.as_deref())?;
     let min_effect = match &a.min_effect {
         Some(text) => percent("--min-effect", text)?,
@@ -70,10 +67,7 @@ pub(super) fn trend(a: &TrendArgs, explicit: Option<&Path>) -> Result<ExitCode, 
                 .flatten()
         })
         .collect();
-    let metric = a
-        .metric
-        .clone()
-        .unwrap_or_else(|| "each series' headline".into());
+    let metric = a.metric.map_or("each series' headline", Measure::name);
     if let Some(j) = &a.json {
         let only: Vec<&Trend> = trends.iter().map(|(t, _)| t).collect();
         let v = serde_json::json!({"schema": "volley.history-trend/1", "metric": metric, "trends": only});
@@ -86,7 +80,7 @@ pub(super) fn trend(a: &TrendArgs, explicit: Option<&Path>) -> Result<ExitCode, 
     if let Some(h) = &a.html {
         let about = About {
             db: path.display().to_string(),
-            metric: metric.clone(),
+            metric: metric.to_string(),
             generated: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         };
         let only: Vec<Trend> = trends.iter().map(|(t, _)| t.clone()).collect();
