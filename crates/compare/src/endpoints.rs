@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use super::judge::{judge_values, Judged};
-use super::{MetricDiff, Verdict};
+use super::judge::judge_values;
+use super::Judgement;
 use volley_model::metric::Metric;
 use volley_model::result::RunResult;
 
@@ -19,29 +19,9 @@ pub struct EndpointPair {
     pub method: String,
     /// Its path as written (A's).
     pub path: String,
-    /// The pair's metric for this request.
+    /// The pair's metric judged for this request, as for the pair.
     #[serde(flatten)]
-    pub headline: MetricDiff,
-    /// Smallest and largest value of A's repetitions.
-    pub a_range: Option<[f64; 2]>,
-    /// Smallest and largest value of B's repetitions.
-    pub b_range: Option<[f64; 2]>,
-    /// Repetitions of A with a value.
-    pub n_a: usize,
-    /// Repetitions of B with a value.
-    pub n_b: usize,
-    /// The call, as for the pair.
-    pub verdict: Verdict,
-    /// The smaller U of the test (null without a test).
-    pub u: Option<f64>,
-    /// Two-sided p-value (null without a test).
-    pub p_value: Option<f64>,
-    /// The Hodges-Lehmann shift of B against A in percent of A's median.
-    pub effect_pct: Option<f64>,
-    /// Lower end of the shift's 95 % confidence interval.
-    pub ci_low_pct: Option<f64>,
-    /// Upper end of the interval.
-    pub ci_high_pct: Option<f64>,
+    pub judged: Judgement,
 }
 
 /// A named request only one side has.
@@ -137,28 +117,19 @@ fn request(runs: &[&RunResult], name: &str) -> (String, String) {
         .unwrap_or_default()
 }
 
-fn pair(name: &str, method: String, path: String, j: Judged) -> EndpointPair {
+fn pair(name: &str, method: String, path: String, judged: Judgement) -> EndpointPair {
     EndpointPair {
         name: name.to_string(),
         method,
         path,
-        headline: j.diff,
-        a_range: j.a_range,
-        b_range: j.b_range,
-        n_a: j.n_a,
-        n_b: j.n_b,
-        verdict: j.verdict,
-        u: j.u,
-        p_value: j.p_value,
-        effect_pct: j.effect.map(|e| e.pct),
-        ci_low_pct: j.effect.and_then(|e| e.low_pct),
-        ci_high_pct: j.effect.and_then(|e| e.high_pct),
+        judged,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Verdict;
     use volley_model::metric::Stat;
 
     fn mix() -> RunResult {
@@ -177,12 +148,12 @@ mod tests {
         assert_eq!(names, ["hello", "post"]);
         let post = &e.endpoints[1];
         assert_eq!(
-            (post.headline.a, post.headline.b),
+            (post.judged.headline.a, post.judged.headline.b),
             (Some(227.0), Some(454.0))
         );
-        assert_eq!(post.headline.ratio, Some(2.0));
-        assert_eq!(post.verdict, Verdict::TooFew, "one run a side");
-        assert_eq!(e.endpoints[0].headline.ratio, Some(1.0));
+        assert_eq!(post.judged.headline.ratio, Some(2.0));
+        assert_eq!(post.judged.verdict, Verdict::TooFew, "one run a side");
+        assert_eq!(e.endpoints[0].judged.headline.ratio, Some(1.0));
         assert_eq!(e.endpoints_only_in_a[0].name, "missing");
         assert_eq!(e.endpoints_only_in_a[0].path, "/nope/{rand:1..5}");
         assert_eq!(e.endpoints_only_in_b[0].name, "renamed");
@@ -207,11 +178,11 @@ mod tests {
         )
         .unwrap();
         let post = &e.endpoints[1];
-        assert_eq!(post.verdict, Verdict::Slower);
-        assert_eq!((post.n_a, post.n_b), (5, 5));
-        assert!(post.p_value.unwrap() < 0.05);
+        assert_eq!(post.judged.verdict, Verdict::Slower);
+        assert_eq!((post.judged.n_a, post.judged.n_b), (5, 5));
+        assert!(post.judged.p_value.unwrap() < 0.05);
         assert_eq!(
-            e.endpoints[0].verdict,
+            e.endpoints[0].judged.verdict,
             Verdict::NoDifference,
             "hello unchanged"
         );

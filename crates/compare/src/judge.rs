@@ -4,23 +4,12 @@
 
 use super::endpoints;
 use super::loads::{what_differs, LoadSeries};
-use super::{stats, MetricDiff, Options, Pair, Verdict, ALPHA, MIN_REPETITIONS, SECONDARY};
+use super::{
+    stats, Judgement, MetricDiff, Options, Pair, Verdict, ALPHA, MIN_REPETITIONS, SECONDARY,
+};
 use volley_model::metric::Metric;
 use volley_model::result::{Mode, RunResult};
 use volley_report::model::median;
-
-/// Medians, ranges and the test of one metric over two sets of values.
-pub(super) struct Judged {
-    pub diff: MetricDiff,
-    pub a_range: Option<[f64; 2]>,
-    pub b_range: Option<[f64; 2]>,
-    pub n_a: usize,
-    pub n_b: usize,
-    pub verdict: Verdict,
-    pub u: Option<f64>,
-    pub p_value: Option<f64>,
-    pub effect: Option<stats::Effect>,
-}
 
 /// Judges the series `x` of A against its counterpart `y` of B: `opts.metric`, or the
 /// headline of their load mode, with the secondary metrics beside it; `opts.fail_pct` is
@@ -64,14 +53,7 @@ pub(super) fn pair(x: &LoadSeries, y: &LoadSeries, opts: Options) -> Pair {
         server: x.server.clone(),
         b_label: (y.label != x.label).then(|| y.label.clone()),
         b_server: (y.server != x.server).then(|| y.server.clone()),
-        headline: j.diff,
-        a_range: j.a_range,
-        b_range: j.b_range,
-        n_a: j.n_a,
-        n_b: j.n_b,
-        verdict: j.verdict,
-        u: j.u,
-        p_value: j.p_value,
+        judged: j,
         regression,
         secondary: secondary(&ra, &rb),
         notes,
@@ -81,9 +63,6 @@ pub(super) fn pair(x: &LoadSeries, y: &LoadSeries, opts: Options) -> Pair {
         loads_differ,
         a_name: x.server.clone(),
         b_name: y.server.clone(),
-        effect_pct: j.effect.map(|e| e.pct),
-        ci_low_pct: j.effect.and_then(|e| e.low_pct),
-        ci_high_pct: j.effect.and_then(|e| e.high_pct),
         endpoints,
     }
 }
@@ -97,7 +76,12 @@ fn mode_note(a: Option<Mode>, b: Option<Mode>) -> Option<String> {
 }
 
 /// Why a side lacks the metric, one note per side that does.
-fn not_measured_notes(m: Metric, j: &Judged, ra: &[&RunResult], rb: &[&RunResult]) -> Vec<String> {
+fn not_measured_notes(
+    m: Metric,
+    j: &Judgement,
+    ra: &[&RunResult],
+    rb: &[&RunResult],
+) -> Vec<String> {
     let why = |runs: &[&RunResult]| {
         if runs.is_empty() {
             "no finished run"
@@ -155,7 +139,7 @@ fn diff(metric: Metric, a: Option<f64>, b: Option<f64>) -> MetricDiff {
 
 /// Medians and ranges of `metric` on both sides' runs, and the test when each side has at
 /// least [`MIN_REPETITIONS`] values.
-fn judge(metric: Metric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
+fn judge(metric: Metric, a: &[&RunResult], b: &[&RunResult]) -> Judgement {
     let va: Vec<f64> = a.iter().filter_map(|r| metric.value(r)).collect();
     let vb: Vec<f64> = b.iter().filter_map(|r| metric.value(r)).collect();
     judge_values(metric, &va, &vb)
@@ -164,7 +148,7 @@ fn judge(metric: Metric, a: &[&RunResult], b: &[&RunResult]) -> Judged {
 /// Medians and ranges of the values `va` of A and `vb` of B (one per repetition) of
 /// `metric`, and the test when each side has at least [`MIN_REPETITIONS`]: how a pair's
 /// headline and each of its named requests are judged alike.
-pub(super) fn judge_values(metric: Metric, va: &[f64], vb: &[f64]) -> Judged {
+pub(super) fn judge_values(metric: Metric, va: &[f64], vb: &[f64]) -> Judgement {
     let d = diff(metric, median(va), median(vb));
     let (mut verdict, mut u, mut p_value) = (Verdict::TooFew, None, None);
     if va.is_empty() || vb.is_empty() {
@@ -182,8 +166,9 @@ pub(super) fn judge_values(metric: Metric, va: &[f64], vb: &[f64]) -> Judged {
             };
         }
     }
-    Judged {
-        diff: d,
+    let effect = stats::effect(va, vb, ALPHA);
+    Judgement {
+        headline: d,
         a_range: range(va),
         b_range: range(vb),
         n_a: va.len(),
@@ -191,7 +176,9 @@ pub(super) fn judge_values(metric: Metric, va: &[f64], vb: &[f64]) -> Judged {
         verdict,
         u,
         p_value,
-        effect: stats::effect(va, vb, ALPHA),
+        effect_pct: effect.map(|e| e.pct),
+        ci_low_pct: effect.and_then(|e| e.low_pct),
+        ci_high_pct: effect.and_then(|e| e.high_pct),
     }
 }
 
@@ -214,8 +201,8 @@ pub fn worse_pct(metric: Metric, a: f64, b: f64) -> f64 {
 }
 
 /// Whether B's median is worse than A's by more than `limit_pct` percent of A's.
-fn beyond(metric: Metric, j: &Judged, limit_pct: f64) -> bool {
-    let (Some(a), Some(b)) = (j.diff.a, j.diff.b) else {
+fn beyond(metric: Metric, j: &Judgement, limit_pct: f64) -> bool {
+    let (Some(a), Some(b)) = (j.headline.a, j.headline.b) else {
         return false;
     };
     worse_pct(metric, a, b) > limit_pct

@@ -159,20 +159,11 @@ pub struct MetricDiff {
     pub better: &'static str,
 }
 
-/// One pair of series: the headline metric judged, secondary metrics shown.
+/// One metric judged over two sides (one value per repetition): the medians, their ranges,
+/// the test and the shift. A pair's headline and each of its named requests are judged alike.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Pair {
-    /// Scenario and axes (A's).
-    pub label: String,
-    /// Server (A's).
-    pub server: String,
-    /// B's label, when it differs (two single runs pair whatever their names).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub b_label: Option<String>,
-    /// B's server, when it differs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub b_server: Option<String>,
-    /// The headline metric.
+pub struct Judgement {
+    /// The metric's medians.
     #[serde(flatten)]
     pub headline: MetricDiff,
     /// Smallest and largest value of A's repetitions.
@@ -189,6 +180,32 @@ pub struct Pair {
     pub u: Option<f64>,
     /// Two-sided p-value (null without a test).
     pub p_value: Option<f64>,
+    /// The Hodges-Lehmann shift of B against A (median of every difference b − a) in percent
+    /// of A's median; null when a side lacks the metric or A's median is 0.
+    pub effect_pct: Option<f64>,
+    /// Lower end of the shift's 95 % confidence interval, in percent of A's median; null with
+    /// fewer than 5 repetitions a side.
+    pub ci_low_pct: Option<f64>,
+    /// Upper end of the interval.
+    pub ci_high_pct: Option<f64>,
+}
+
+/// One pair of series: the headline metric judged, secondary metrics shown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pair {
+    /// Scenario and axes (A's).
+    pub label: String,
+    /// Server (A's).
+    pub server: String,
+    /// B's label, when it differs (two single runs pair whatever their names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_label: Option<String>,
+    /// B's server, when it differs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_server: Option<String>,
+    /// The headline metric judged.
+    #[serde(flatten)]
+    pub judged: Judgement,
     /// B got worse than `--fail-if-slower` allows.
     pub regression: bool,
     /// Secondary metrics, no verdict.
@@ -209,14 +226,6 @@ pub struct Pair {
     pub a_name: String,
     /// B's name: its server.
     pub b_name: String,
-    /// The Hodges-Lehmann shift of B against A (median of every difference b − a) in percent
-    /// of A's median; null when a side lacks the metric or A's median is 0.
-    pub effect_pct: Option<f64>,
-    /// Lower end of the shift's 95 % confidence interval, in percent of A's median; null with
-    /// fewer than 5 repetitions a side.
-    pub ci_low_pct: Option<f64>,
-    /// Upper end of the interval.
-    pub ci_high_pct: Option<f64>,
     /// The named requests of a requests file compared by name with the same metric
     /// (`endpoints`, `endpoints_only_in_a`, `endpoints_only_in_b`); absent when neither side
     /// has named requests or the metric has no value per request.

@@ -33,7 +33,7 @@ fn repetitions(c: &Comparison, combined: &Report) -> String {
          <p class=\"muted\">One dot per repetition that finished; the line is the median.</p>",
     );
     for p in &c.pairs {
-        let m = p.headline.metric;
+        let m = p.judged.headline.metric;
         let side = |tag: &str| -> Vec<f64> {
             combined
                 .cells
@@ -58,12 +58,15 @@ fn repetitions(c: &Comparison, combined: &Report) -> String {
             esc(&p.a_name),
             esc(&p.b_name),
             esc(m.label()),
-            p.headline.better,
+            p.judged.headline.better,
             esc(&m.format(lo)),
             esc(&m.format(hi))
         );
         o += &dots(
-            &[("A", &va, p.headline.a), ("B", &vb, p.headline.b)],
+            &[
+                ("A", &va, p.judged.headline.a),
+                ("B", &vb, p.judged.headline.b),
+            ],
             lo,
             hi,
         );
@@ -240,7 +243,7 @@ fn lead(c: &Comparison) -> String {
     }
     o.push_str("</tr></thead><tbody>");
     for p in &c.pairs {
-        let m = p.headline.metric;
+        let m = p.judged.headline.metric;
         let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| m.format(v));
         let _ = write!(
             o,
@@ -248,11 +251,11 @@ fn lead(c: &Comparison) -> String {
             esc(&p.label),
             esc(&p.server),
             esc(m.label()),
-            p.headline.better,
-            esc(&fmt(p.headline.a)),
-            esc(&fmt(p.headline.b)),
-            p.headline.ratio.map_or("-".into(), |r| format!("{r:.3}")),
-            p.headline
+            p.judged.headline.better,
+            esc(&fmt(p.judged.headline.a)),
+            esc(&fmt(p.judged.headline.b)),
+            p.judged.headline.ratio.map_or("-".into(), |r| format!("{r:.3}")),
+            p.judged.headline
                 .change_pct
                 .map_or("-".into(), |v| format!("{v:+.1}%")),
             esc(&call(p)),
@@ -271,7 +274,7 @@ fn lead(c: &Comparison) -> String {
 /// A pair's named requests: a table of the pair's metric per request, with the call, and the
 /// names one side only has.
 fn by_request(o: &mut String, p: &Pair, e: &Endpoints) {
-    let m = p.headline.metric;
+    let m = p.judged.headline.metric;
     let _ = write!(
         o,
         "<h3>By request: {} · {} vs {} ({}, {} is better)</h3>",
@@ -279,7 +282,7 @@ fn by_request(o: &mut String, p: &Pair, e: &Endpoints) {
         esc(&p.a_name),
         esc(&p.b_name),
         esc(m.label()),
-        p.headline.better
+        p.judged.headline.better
     );
     if !e.endpoints.is_empty() {
         o.push_str("<table class=\"ab-requests\"><thead><tr>");
@@ -302,10 +305,10 @@ fn by_request(o: &mut String, p: &Pair, e: &Endpoints) {
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&x.name),
                 esc(&format!("{} {}", x.method, x.path)),
-                esc(&fmt(x.headline.a)),
-                esc(&fmt(x.headline.b)),
-                x.headline.ratio.map_or("-".into(), |r| format!("{r:.3}")),
-                x.headline
+                esc(&fmt(x.judged.headline.a)),
+                esc(&fmt(x.judged.headline.b)),
+                x.judged.headline.ratio.map_or("-".into(), |r| format!("{r:.3}")),
+                x.judged.headline
                     .change_pct
                     .map_or("-".into(), |v| format!("{v:+.1}%")),
                 esc(&super::table::verdict_text(
@@ -336,6 +339,7 @@ fn by_request(o: &mut String, p: &Pair, e: &Endpoints) {
 /// `get · go: req/s −19.0 %: 19.0% slower, 95% CI 12.0–25.0% (p=0.0079)`.
 fn sentence(p: &Pair) -> String {
     let change = p
+        .judged
         .headline
         .change_pct
         .map_or(String::new(), |v| format!(" {v:+.1} % by the medians"));
@@ -344,7 +348,7 @@ fn sentence(p: &Pair) -> String {
         p.label,
         p.a_name,
         p.b_name,
-        p.headline.metric.label(),
+        p.judged.headline.metric.label(),
         call(p)
     )
 }

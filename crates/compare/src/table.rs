@@ -102,10 +102,10 @@ pub fn render(c: &Comparison, layout: Layout) -> String {
 
 /// The metric every pair shares, when they do.
 fn single_metric(c: &Comparison) -> Option<Metric> {
-    let first = c.pairs.first()?.headline.metric;
+    let first = c.pairs.first()?.judged.headline.metric;
     c.pairs
         .iter()
-        .all(|p| p.headline.metric == first)
+        .all(|p| p.judged.headline.metric == first)
         .then_some(first)
 }
 
@@ -127,7 +127,7 @@ fn fitted_columns(metric: bool) -> Vec<(&'static str, Align)> {
 
 /// The cells of one pair; its notes are appended to `notes` and referred to by number.
 fn row(p: &Pair, layout: Layout, metric_column: bool, notes: &mut Vec<String>) -> Vec<String> {
-    let m = p.headline.metric;
+    let m = p.judged.headline.metric;
     let mut verdict = verdict_text(&Call::of_pair(p), layout);
     for note in &p.notes {
         notes.push(note.clone());
@@ -141,8 +141,13 @@ fn row(p: &Pair, layout: Layout, metric_column: bool, notes: &mut Vec<String>) -
     if p.regression {
         verdict += " REGRESSION";
     }
-    let ratio = p.headline.ratio.map_or("-".into(), |r| format!("{r:.3}"));
+    let ratio = p
+        .judged
+        .headline
+        .ratio
+        .map_or("-".into(), |r| format!("{r:.3}"));
     let change = p
+        .judged
         .headline
         .change_pct
         .map_or("-".into(), |c| format!("{c:+.1}%"));
@@ -153,8 +158,8 @@ fn row(p: &Pair, layout: Layout, metric_column: bool, notes: &mut Vec<String>) -
                 row.push(m.label().to_string());
             }
             row.extend([
-                side(m, p.headline.a, p.a_range, p.n_a, "\n"),
-                side(m, p.headline.b, p.b_range, p.n_b, "\n"),
+                side(m, p.judged.headline.a, p.judged.a_range, p.judged.n_a, "\n"),
+                side(m, p.judged.headline.b, p.judged.b_range, p.judged.n_b, "\n"),
                 ratio,
                 change,
                 verdict,
@@ -166,9 +171,9 @@ fn row(p: &Pair, layout: Layout, metric_column: bool, notes: &mut Vec<String>) -
                 both(&p.label, p.b_label.as_deref()),
                 both(&p.server, p.b_server.as_deref()),
                 m.label().to_string(),
-                p.headline.better.to_string(),
-                side(m, p.headline.a, p.a_range, p.n_a, " "),
-                side(m, p.headline.b, p.b_range, p.n_b, " "),
+                p.judged.headline.better.to_string(),
+                side(m, p.judged.headline.a, p.judged.a_range, p.judged.n_a, " "),
+                side(m, p.judged.headline.b, p.judged.b_range, p.judged.n_b, " "),
                 ratio,
                 change,
                 verdict,
@@ -187,7 +192,7 @@ fn by_request(
     layout: Layout,
     para: &dyn Fn(&str, usize) -> String,
 ) -> String {
-    let m = p.headline.metric;
+    let m = p.judged.headline.metric;
     let mut out = para(
         &format!(
             "By request, {}: {}, {} is better",
@@ -208,10 +213,14 @@ fn by_request(
                     row.push(format!("{} {}", x.method, x.path));
                 }
                 row.extend([
-                    side(m, x.headline.a, x.a_range, x.n_a, sep),
-                    side(m, x.headline.b, x.b_range, x.n_b, sep),
-                    x.headline.ratio.map_or("-".into(), |r| format!("{r:.3}")),
-                    x.headline
+                    side(m, x.judged.headline.a, x.judged.a_range, x.judged.n_a, sep),
+                    side(m, x.judged.headline.b, x.judged.b_range, x.judged.n_b, sep),
+                    x.judged
+                        .headline
+                        .ratio
+                        .map_or("-".into(), |r| format!("{r:.3}")),
+                    x.judged
+                        .headline
                         .change_pct
                         .map_or("-".into(), |c| format!("{c:+.1}%")),
                     verdict_text(&Call::of_endpoint(x), layout),
@@ -327,26 +336,34 @@ impl Call {
     /// The call on a pair's headline.
     pub(super) fn of_pair(p: &Pair) -> Call {
         Call {
-            metric: p.headline.metric,
-            verdict: p.verdict,
-            n_a: p.n_a,
-            n_b: p.n_b,
-            u: p.u,
-            p_value: p.p_value,
-            effect: effect(p.effect_pct, p.ci_low_pct, p.ci_high_pct),
+            metric: p.judged.headline.metric,
+            verdict: p.judged.verdict,
+            n_a: p.judged.n_a,
+            n_b: p.judged.n_b,
+            u: p.judged.u,
+            p_value: p.judged.p_value,
+            effect: effect(
+                p.judged.effect_pct,
+                p.judged.ci_low_pct,
+                p.judged.ci_high_pct,
+            ),
         }
     }
 
     /// The call on one of a pair's named requests.
     pub(super) fn of_endpoint(e: &EndpointPair) -> Call {
         Call {
-            metric: e.headline.metric,
-            verdict: e.verdict,
-            n_a: e.n_a,
-            n_b: e.n_b,
-            u: e.u,
-            p_value: e.p_value,
-            effect: effect(e.effect_pct, e.ci_low_pct, e.ci_high_pct),
+            metric: e.judged.headline.metric,
+            verdict: e.judged.verdict,
+            n_a: e.judged.n_a,
+            n_b: e.judged.n_b,
+            u: e.judged.u,
+            p_value: e.judged.p_value,
+            effect: effect(
+                e.judged.effect_pct,
+                e.judged.ci_low_pct,
+                e.judged.ci_high_pct,
+            ),
         }
     }
 }
@@ -418,7 +435,7 @@ fn legend(c: &Comparison, layout: Layout) -> Vec<String> {
          α = {ALPHA}; \"faster\" means better in the metric's direction. A call gives the \
          shift (Hodges-Lehmann: median of every B − A, in % of A's median) and its 95% CI."
     );
-    if c.pairs.iter().any(|p| p.verdict == Verdict::TooFew) {
+    if c.pairs.iter().any(|p| p.judged.verdict == Verdict::TooFew) {
         verdicts += " \"cannot be called\": too few repetitions to call, so no test was made \
                      and B/A is the ratio of the medians alone, not a finding.";
     }
@@ -480,8 +497,8 @@ fn fail_lines(c: &Comparison, limit: f64) -> Vec<String> {
         )
     }];
     for p in c.pairs.iter().filter(|p| p.beyond_limit) {
-        let m = p.headline.metric;
-        let worse = match (p.headline.a, p.headline.b) {
+        let m = p.judged.headline.metric;
+        let worse = match (p.judged.headline.a, p.judged.headline.b) {
             (Some(a), Some(b)) => worse_pct(m, a, b),
             _ => f64::NAN,
         };
@@ -490,19 +507,19 @@ fn fail_lines(c: &Comparison, limit: f64) -> Vec<String> {
         } else {
             "infinitely".into()
         };
-        let n = format!("n={}/{}", p.n_a, p.n_b);
+        let n = format!("n={}/{}", p.judged.n_a, p.judged.n_b);
         let what = format!(
             "{}: {} {by} worse than A (limit {limit}%)",
             pair_name(p),
             m.label()
         );
-        out.push(match (p.regression, p.verdict) {
+        out.push(match (p.regression, p.judged.verdict) {
             (true, Verdict::TooFew) => {
                 format!("regression: {what}, by the medians alone ({n}; --allow-single)")
             }
             (true, _) => format!(
                 "regression: {what}, called slower ({})",
-                format_p(p.p_value.unwrap_or(1.0))
+                format_p(p.judged.p_value.unwrap_or(1.0))
             ),
             (false, Verdict::TooFew) => format!(
                 "not a regression: {what} by the medians, but {n} is too few repetitions to \
@@ -514,7 +531,7 @@ fn fail_lines(c: &Comparison, limit: f64) -> Vec<String> {
                     Verdict::Faster => "B faster",
                     _ => "no significant difference",
                 },
-                format_p(p.p_value.unwrap_or(1.0))
+                format_p(p.judged.p_value.unwrap_or(1.0))
             ),
         });
     }
