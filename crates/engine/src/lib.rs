@@ -18,6 +18,7 @@ pub mod h2;
 #[doc(hidden)]
 pub mod mem;
 pub(crate) mod poller;
+pub mod probe;
 pub mod response;
 pub(crate) mod ring;
 pub mod stream;

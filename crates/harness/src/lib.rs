@@ -15,7 +15,6 @@ pub(crate) mod matrix;
 pub(crate) mod pinning;
 pub mod progress;
 pub(crate) mod ready;
-pub(crate) mod ready_h2;
 mod record;
 pub(crate) mod runtime;
 mod search;

@@ -2,14 +2,14 @@
 //! below 500, the server exits, the timeout passes, Ctrl-C, or the server's process tree is
 //! seen listening on other ports than `$PORT` (docs/contract.md, "Suites"). In an https cell
 //! the request goes over TLS, trusting only the certificate the server was given; in an h2
-//! cell too, offering h2 by ALPN and asking in HTTP/2 (`ready_h2`); in an h2c cell it is
+//! cell too, offering h2 by ALPN and asking in HTTP/2; in an h2c cell it is
 //! asked in cleartext HTTP/2 with prior knowledge, so a server that speaks only HTTP/2 on the
-//! port is seen ready.
+//! port is seen ready. The requests are the engine's blocking client's
+//! (`volley_engine::probe`).
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::{CertificateDer, ServerName};
 
 use super::lifecycle::{describe, members, Running};
-use super::ready_h2::{self, H2ProbeError};
 use volley_config::suite::Protocol;
+use volley_engine::probe::h2::{self as probe_h2, H2ProbeError};
+use volley_engine::probe::Probe;
 use volley_model::sys::listeners;
 use volley_monitor::read::socket_inodes;
 
@@ -199,7 +200,7 @@ impl Asker {
 /// One readiness request in cleartext HTTP/2 with prior knowledge: the status of the answer.
 pub(crate) fn probe_h2c(addr: SocketAddr, path: &str) -> Result<u16, H2ProbeError> {
     let mut s = connect(addr)?;
-    ready_h2::request_status(&mut s, "http", &addr.to_string(), path)
+    probe_h2::request_status(&mut s, "http", &addr.to_string(), path)
 }
 
 /// The TCP ports the processes of group `pgid` (and their descendants) listen on.
@@ -296,28 +297,22 @@ pub(crate) fn probe_tls(
     config: &Arc<rustls::ClientConfig>,
     http2: bool,
 ) -> Result<u16, TlsProbeError> {
-    let s = connect(addr).map_err(TlsProbeError::Io)?;
     let name = ServerName::IpAddress(addr.ip().into());
-    let conn = rustls::ClientConnection::new(config.clone(), name)
+    let mut tls = connect(addr)
+        .map_err(TlsProbeError::Io)?
+        .tls(config.clone(), name)
         .map_err(|e| TlsProbeError::Io(std::io::Error::other(e)))?;
-    let mut tls = rustls::StreamOwned::new(
-        conn,
-        Sniff {
-            inner: s,
-            first: Vec::new(),
-        },
-    );
     let answer = if http2 {
         match h2_over_tls(&mut tls, addr, path) {
             Err(TlsProbeError::Io(e)) => Err(e),
             done => return done,
         }
     } else {
-        request_status(&mut tls, addr, path)
+        tls.http1_status(&addr.to_string(), path)
     };
     match answer {
         Ok(code) => Ok(code),
-        Err(_) if tls.sock.first.starts_with(b"HTTP/") => Err(TlsProbeError::PlainHttp),
+        Err(_) if tls.first_bytes().starts_with(b"HTTP/") => Err(TlsProbeError::PlainHttp),
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(TlsProbeError::Io(e)),
         // A plain HTTP server may wait for a line end that a ClientHello lacks, so the
         // handshake times out instead of reading `HTTP/`, or answer in HTTP/0.9 (a body
@@ -334,17 +329,9 @@ pub(crate) fn probe_tls(
 }
 
 /// Finishes the handshake, checks that ALPN chose h2 and asks in HTTP/2.
-fn h2_over_tls(
-    tls: &mut rustls::StreamOwned<rustls::ClientConnection, Sniff>,
-    addr: SocketAddr,
-    path: &str,
-) -> Result<u16, TlsProbeError> {
-    while tls.conn.is_handshaking() {
-        tls.conn
-            .complete_io(&mut tls.sock)
-            .map_err(TlsProbeError::Io)?;
-    }
-    match tls.conn.alpn_protocol() {
+fn h2_over_tls(tls: &mut Probe, addr: SocketAddr, path: &str) -> Result<u16, TlsProbeError> {
+    tls.handshake().map_err(TlsProbeError::Io)?;
+    match tls.alpn() {
         Some(b"h2") => {}
         Some(p) => {
             let chose = format!("it chose {}", String::from_utf8_lossy(p));
@@ -352,7 +339,7 @@ fn h2_over_tls(
         }
         None => return Err(TlsProbeError::NoH2("it answered no ALPN protocol".into())),
     }
-    match ready_h2::request_status(tls, "https", &addr.to_string(), path) {
+    match probe_h2::request_status(tls, "https", &addr.to_string(), path) {
         Ok(code) => Ok(code),
         Err(H2ProbeError::Io(e)) => Err(TlsProbeError::Io(e)),
         Err(H2ProbeError::NotHttp2(line)) => Err(TlsProbeError::Io(std::io::Error::other(
@@ -385,94 +372,21 @@ fn with_tls_context(e: std::io::Error) -> std::io::Error {
     }
 }
 
-/// A socket that keeps the first bytes it read (to tell a plain HTTP answer from TLS).
-struct Sniff {
-    inner: TcpStream,
-    first: Vec<u8>,
-}
-
-impl Read for Sniff {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let want = 8usize.saturating_sub(self.first.len()).min(n);
-        self.first.extend_from_slice(&buf[..want]);
-        Ok(n)
-    }
-}
-
-impl Write for Sniff {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.inner.write(buf)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// A connection to `addr` with the readiness check's timeouts.
-fn connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
-    let s = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.set_write_timeout(Some(Duration::from_secs(2)))?;
-    Ok(s)
+fn connect(addr: SocketAddr) -> std::io::Result<Probe> {
+    Probe::tcp(addr, Duration::from_millis(500), Duration::from_secs(2))
 }
 
 /// One readiness request: the status code of the answer.
 pub fn probe(addr: SocketAddr, path: &str) -> std::io::Result<u16> {
-    let mut s = connect(addr)?;
-    request_status(&mut s, addr, path)
-}
-
-/// Sends `GET path` on `s` and reads the status line of the answer.
-fn request_status<S: Read + Write>(
-    s: &mut S,
-    addr: SocketAddr,
-    path: &str,
-) -> std::io::Result<u16> {
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: volley-ready\r\nConnection: close\r\n\r\n"
-    )?;
-    s.flush()?;
-    let mut buf = Vec::with_capacity(256);
-    let mut chunk = [0u8; 256];
-    while !buf.windows(2).any(|w| w == b"\r\n") && buf.len() < 4096 {
-        let n = s.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let line = String::from_utf8_lossy(&buf);
-    let line = line.lines().next().unwrap_or("");
-    let mut parts = line.split_whitespace();
-    match (
-        parts.next(),
-        parts.next().and_then(|c| c.parse::<u16>().ok()),
-    ) {
-        (Some(v), Some(code)) if v.starts_with("HTTP/") => Ok(code),
-        _ => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            if line.is_empty() {
-                "closed without an HTTP response".to_string()
-            } else if matches!(buf.first(), Some(0x15 | 0x16)) {
-                // A TLS record: an alert or a handshake.
-                "the server answered with TLS (set protocol = \"https\" in the scenario)"
-                    .to_string()
-            } else {
-                format!(
-                    "not an HTTP response: `{}`",
-                    line.chars().take(60).collect::<String>()
-                )
-            },
-        )),
-    }
+    connect(addr)?.http1_status(&addr.to_string(), path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
 
     #[test]
     fn a_trailing_ampersand_outside_quotes_backgrounds() {
@@ -626,9 +540,9 @@ mod tests {
     /// The server side of an HTTP/2 readiness request: reads the preface, SETTINGS and
     /// HEADERS, answers SETTINGS and a HEADERS of `:status` 204.
     fn serve_h2(s: &mut (impl Read + Write)) {
-        let mut head = vec![0u8; ready_h2::PREFACE.len() + 9 + 9];
+        let mut head = vec![0u8; volley_engine::h2::frame::PREFACE.len() + 9 + 9];
         s.read_exact(&mut head).unwrap();
-        assert!(head.starts_with(ready_h2::PREFACE));
+        assert!(head.starts_with(volley_engine::h2::frame::PREFACE));
         let len = u32::from_be_bytes([
             0,
             head[head.len() - 9],
@@ -638,8 +552,11 @@ mod tests {
         s.read_exact(&mut vec![0u8; len as usize]).unwrap();
         let block = loona_hpack::Encoder::new().encode([(&b":status"[..], &b"204"[..])]);
         let mut out = Vec::new();
-        ready_h2::put_frame(&mut out, 0x4, 0, 0, &[]);
-        ready_h2::put_frame(&mut out, 0x1, 0x5, 1, &block);
+        // An empty SETTINGS, then HEADERS (END_STREAM | END_HEADERS) on stream 1.
+        out.extend_from_slice(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]);
+        out.extend_from_slice(&(block.len() as u32).to_be_bytes()[1..]);
+        out.extend_from_slice(&[0x1, 0x5, 0, 0, 0, 1]);
+        out.extend_from_slice(&block);
         s.write_all(&out).unwrap();
         s.flush().unwrap();
     }

@@ -5,15 +5,13 @@
 //! expected), or gets no response stops the run before the load: nobody benchmarks a 404 page
 //! by mistake (TechEmpower's verify step).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use volley_config::RunConfig;
 use volley_engine::check::{CheckState, Watch};
-use volley_engine::response::{ResponseObserver, ResponseParser};
+use volley_engine::probe::Probe;
+use volley_engine::response::ResponseObserver;
 use volley_engine::transport::Endpoint;
 use volley_engine::Route;
 use volley_model::units::{quoted_bytes, thousands};
@@ -178,39 +176,28 @@ fn one(
     v
 }
 
-/// A blocking byte stream to the target (TCP or Unix, TLS or not).
-trait Conn: Read + Write {}
-impl<T: Read + Write> Conn for T {}
-
-fn connect(route: &Route, timeout: Duration) -> Result<Box<dyn Conn>, String> {
-    let plain: Box<dyn Conn> = match &route.endpoint {
+/// A connection of the engine's blocking client to the run's target (TCP or Unix; over TLS
+/// for `https://`, offering only HTTP/1.1 by ALPN).
+fn connect(route: &Route, timeout: Duration) -> Result<Probe, String> {
+    let plain = match &route.endpoint {
         Endpoint::Tcp(a) => {
-            let s =
-                TcpStream::connect_timeout(a, timeout).map_err(|e| format!("connect {a}: {e}"))?;
-            s.set_read_timeout(Some(timeout))
-                .map_err(|e| e.to_string())?;
-            s.set_write_timeout(Some(timeout))
-                .map_err(|e| e.to_string())?;
-            match &route.tls {
-                None => Box::new(s),
-                Some(t) => {
-                    let mut cfg = (*t.config).clone();
-                    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-                    let c = rustls::ClientConnection::new(Arc::new(cfg), t.server_name.clone())
-                        .map_err(|e| format!("TLS: {e}"))?;
-                    Box::new(rustls::StreamOwned::new(c, s))
-                }
-            }
+            Probe::tcp(*a, timeout, timeout).map_err(|e| format!("connect {a}: {e}"))?
         }
         Endpoint::Unix(p) => {
-            let s = UnixStream::connect(p).map_err(|e| format!("connect {}: {e}", p.display()))?;
-            s.set_read_timeout(Some(timeout))
-                .map_err(|e| e.to_string())?;
-            Box::new(s)
+            Probe::unix(p, timeout).map_err(|e| format!("connect {}: {e}", p.display()))?
         }
         Endpoint::Mem(_) => return Err("in-memory connections are the fuzz target's".into()),
     };
-    Ok(plain)
+    match &route.tls {
+        None => Ok(plain),
+        Some(t) => {
+            let mut cfg = (*t.config).clone();
+            cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+            plain
+                .tls(Arc::new(cfg), t.server_name.clone())
+                .map_err(|e| format!("TLS: {e}"))
+        }
+    }
 }
 
 /// Writes `bytes` and reads one response: its status and body length.
@@ -221,42 +208,7 @@ fn exchange(
     timeout: Duration,
     seen: &mut Seen,
 ) -> Result<(u16, u64), String> {
-    let mut c = connect(route, timeout)?;
-    c.write_all(bytes).map_err(|e| format!("write: {e}"))?;
-    c.flush().map_err(|e| format!("write: {e}"))?;
-    let mut parser = ResponseParser::new(head);
-    let mut buf = vec![0u8; 64 * 1024];
-    let deadline = Instant::now() + timeout;
-    loop {
-        if Instant::now() > deadline {
-            return Err(format!(
-                "no complete response within {} s",
-                timeout.as_secs_f64()
-            ));
-        }
-        let n = match c.read(&mut buf) {
-            Ok(0) => {
-                return match parser.eof() {
-                    Ok(Some(r)) => Ok((r.status, r.body_bytes)),
-                    _ => Err("the connection closed before a complete response".into()),
-                }
-            }
-            Ok(n) => n,
-            // A signal handled elsewhere in the process interrupted the wait: wait again.
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("read: {e}")),
-        };
-        let mut off = 0;
-        while off < n {
-            let (used, done) = parser
-                .feed_with(&buf[off..n], seen)
-                .map_err(|e| format!("not HTTP/1.1: {e}"))?;
-            if let Some(r) = done {
-                return Ok((r.status, r.body_bytes));
-            }
-            off += used;
-        }
-    }
+    connect(route, timeout)?.exchange(bytes, head, timeout, seen)
 }
 
 /// What `--verify` prints: each request, what came back, and its checks.

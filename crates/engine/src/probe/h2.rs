@@ -1,30 +1,15 @@
-//! The readiness request of an h2 or h2c cell, in HTTP/2: the client connection preface, an
-//! empty SETTINGS frame and one `GET ready_path` (HEADERS with END_STREAM on stream 1), then
-//! the frames the server sends until the HEADERS that answer it, whose `:status` is the
-//! answer. The server's SETTINGS are acknowledged; other frames are read past. A server whose
+//! One request in HTTP/2 on a blocking connection (the readiness check of an h2 or h2c
+//! suite cell): the client connection preface, an empty SETTINGS frame and one `GET path`
+//! (HEADERS with END_STREAM on stream 1), then the frames the server sends until the HEADERS
+//! that answer it, whose `:status` is the answer. The server's SETTINGS are acknowledged; other frames are read past. A server whose
 //! first bytes are not a SETTINGS frame (the server's connection preface) does not speak
 //! HTTP/2 on the port — an HTTP/1.x status line, an HTTP/0.9 body — and is told apart, so the
 //! cell can fail at once saying so (docs/contract.md, "Suites").
 
 use std::io::{Read, Write};
 
-/// The client connection preface (RFC 9113, 3.4).
-pub(super) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Frame types used here (RFC 9113, 6).
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const RST_STREAM: u8 = 0x3;
-const SETTINGS: u8 = 0x4;
-const GOAWAY: u8 = 0x7;
-const CONTINUATION: u8 = 0x9;
-
-/// Frame flags used here.
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-const PRIORITY: u8 = 0x20;
+use crate::h2::frame::flags::{ACK, END_HEADERS, END_STREAM, PADDED, PRIORITY};
+use crate::h2::frame::{self, Header, Kind, HEADER_LEN, PREFACE};
 
 /// The stream of the readiness request.
 const STREAM: u32 = 1;
@@ -35,9 +20,9 @@ const MAX_FRAMES: usize = 64;
 /// The largest frame payload read (the default SETTINGS_MAX_FRAME_SIZE).
 const MAX_PAYLOAD: usize = 16_384;
 
-/// Why an HTTP/2 readiness request got no status.
+/// Why an HTTP/2 request got no status.
 #[derive(Debug)]
-pub(crate) enum H2ProbeError {
+pub enum H2ProbeError {
     /// The server's first bytes are not HTTP/2 (what they say: an HTTP/1.x status line, the
     /// start of a body): it does not speak HTTP/2 there.
     NotHttp2(String),
@@ -51,17 +36,15 @@ impl From<std::io::Error> for H2ProbeError {
     }
 }
 
-/// One frame: its type, flags, stream and payload.
+/// One frame: its header and payload.
 struct Frame {
-    kind: u8,
-    flags: u8,
-    stream: u32,
+    head: Header,
     payload: Vec<u8>,
 }
 
 /// Sends `GET path` in HTTP/2 on `s` (a fresh connection; `scheme` and `authority` are the
 /// pseudo-headers) and reads the `:status` of the answer.
-pub(crate) fn request_status<S: Read + Write>(
+pub fn request_status<S: Read + Write>(
     s: &mut S,
     scheme: &str,
     authority: &str,
@@ -75,21 +58,18 @@ pub(crate) fn request_status<S: Read + Write>(
         (b"user-agent", b"volley-ready"),
     ]);
     let mut out = PREFACE.to_vec();
-    put_frame(&mut out, SETTINGS, 0, 0, &[]);
-    put_frame(&mut out, HEADERS, END_STREAM | END_HEADERS, STREAM, &block);
+    frame::settings(&mut out, &[]);
+    frame::write(
+        &mut out,
+        Kind::Headers,
+        END_STREAM | END_HEADERS,
+        STREAM,
+        &block,
+    );
     s.write_all(&out)?;
     s.flush()?;
     let block = response_headers(s)?;
     status_of(&block).map_err(H2ProbeError::Io)
-}
-
-/// Appends one frame to `out`.
-pub(super) fn put_frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-    let len = payload.len() as u32;
-    out.extend_from_slice(&len.to_be_bytes()[1..]);
-    out.extend_from_slice(&[kind, flags]);
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
 }
 
 /// Reads frames until the header block of the answer on [`STREAM`] is complete (HEADERS and
@@ -98,26 +78,28 @@ fn response_headers<S: Read + Write>(s: &mut S) -> Result<Vec<u8>, H2ProbeError>
     let mut block: Option<Vec<u8>> = None;
     for i in 0..MAX_FRAMES {
         let f = read_frame(s, i == 0)?;
-        match (f.kind, f.stream) {
-            (SETTINGS, 0) if f.flags & ACK == 0 => {
+        match (f.head.kind, f.head.stream) {
+            (Kind::Settings, 0) if !f.head.has(ACK) => {
                 let mut ack = Vec::new();
-                put_frame(&mut ack, SETTINGS, ACK, 0, &[]);
+                frame::write(&mut ack, Kind::Settings, ACK, 0, &[]);
                 s.write_all(&ack)?;
                 s.flush()?;
             }
-            (GOAWAY, 0) => return Err(goaway(&f.payload).into()),
-            (RST_STREAM, STREAM) => return Err(other("the server reset the request").into()),
-            (HEADERS, STREAM) if block.is_none() => block = Some(headers_fragment(&f)?.to_vec()),
-            (CONTINUATION, STREAM) if block.is_some() => {
+            (Kind::GoAway, 0) => return Err(goaway(&f.payload).into()),
+            (Kind::RstStream, STREAM) => return Err(other("the server reset the request").into()),
+            (Kind::Headers, STREAM) if block.is_none() => {
+                block = Some(headers_fragment(&f)?.to_vec())
+            }
+            (Kind::Continuation, STREAM) if block.is_some() => {
                 block.get_or_insert_default().extend_from_slice(&f.payload)
             }
-            (DATA, STREAM) if block.is_none() => {
+            (Kind::Data, STREAM) if block.is_none() => {
                 return Err(other("DATA before the response's HEADERS").into())
             }
             _ => {}
         }
-        if block.is_some() && matches!(f.kind, HEADERS | CONTINUATION) && f.flags & END_HEADERS != 0
-        {
+        let header_block_frame = matches!(f.head.kind, Kind::Headers | Kind::Continuation);
+        if block.is_some() && header_block_frame && f.head.has(END_HEADERS) {
             return Ok(block.unwrap_or_default());
         }
     }
@@ -127,30 +109,26 @@ fn response_headers<S: Read + Write>(s: &mut S) -> Result<Vec<u8>, H2ProbeError>
 /// Reads one frame; the first of a connection must be the server's SETTINGS (its connection
 /// preface, RFC 9113, 3.4) or a GOAWAY, else the server answered with TLS or not in HTTP/2.
 fn read_frame<S: Read>(s: &mut S, first: bool) -> Result<Frame, H2ProbeError> {
-    let mut head = [0u8; 9];
+    let mut head = [0u8; HEADER_LEN];
     read_full(s, &mut head, first)?;
     if first && matches!(head[0], 0x15 | 0x16) && head[1] == 0x03 {
         return Err(
             other("the server answered with TLS (set protocol = \"h2\" in the scenario)").into(),
         );
     }
+    let h = Header::parse(&head);
     // A GOAWAY first is an HTTP/2 server refusing the connection: said as such later.
-    let preface = head[3] == SETTINGS && head[4] & ACK == 0 || head[3] == GOAWAY;
+    let preface = h.kind == Kind::Settings && !h.has(ACK) || h.kind == Kind::GoAway;
     if first && (!preface || head[5..9] != [0; 4]) {
         return Err(H2ProbeError::NotHttp2(first_line(s, &head)));
     }
-    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let len = h.len as usize;
     if len > MAX_PAYLOAD {
         return Err(other(&format!("a frame of {len} bytes: not HTTP/2")).into());
     }
     let mut payload = vec![0u8; len];
     read_full(s, &mut payload, false)?;
-    Ok(Frame {
-        kind: head[3],
-        flags: head[4],
-        stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff,
-        payload,
-    })
+    Ok(Frame { head: h, payload })
 }
 
 /// Fills `buf`; an end of the connection before any byte of the first frame is said as such.
@@ -185,12 +163,12 @@ fn first_line<S: Read>(s: &mut S, head: &[u8]) -> String {
 /// The header block fragment of a HEADERS frame, without its padding and priority fields.
 fn headers_fragment(f: &Frame) -> std::io::Result<&[u8]> {
     let p = &f.payload;
-    let (start, pad) = if f.flags & PADDED != 0 {
+    let (start, pad) = if f.head.has(PADDED) {
         (1, usize::from(*p.first().unwrap_or(&0)))
     } else {
         (0, 0)
     };
-    let start = start + if f.flags & PRIORITY != 0 { 5 } else { 0 };
+    let start = start + if f.head.has(PRIORITY) { 5 } else { 0 };
     p.get(start..p.len().saturating_sub(pad))
         .ok_or_else(|| other("a HEADERS frame shorter than its padding"))
 }
@@ -264,13 +242,13 @@ mod tests {
             .encode([(&b":status"[..], status), (b"content-length", b"1")]);
         let (a, b) = block.split_at(2);
         let mut out = Vec::new();
-        put_frame(&mut out, SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]);
+        frame::write(&mut out, Kind::Settings, 0, 0, &[0, 3, 0, 0, 0, 100]);
         let mut padded = vec![3u8];
         padded.extend_from_slice(a);
         padded.extend_from_slice(&[0, 0, 0]);
-        put_frame(&mut out, HEADERS, PADDED, STREAM, &padded);
-        put_frame(&mut out, CONTINUATION, END_HEADERS, STREAM, b);
-        put_frame(&mut out, DATA, END_STREAM, STREAM, b".");
+        frame::write(&mut out, Kind::Headers, PADDED, STREAM, &padded);
+        frame::write(&mut out, Kind::Continuation, END_HEADERS, STREAM, b);
+        frame::write(&mut out, Kind::Data, END_STREAM, STREAM, b".");
         out
     }
 
@@ -281,9 +259,9 @@ mod tests {
         assert_eq!(code, 204);
         assert!(s.written.starts_with(PREFACE));
         // Preface, SETTINGS, HEADERS, then the SETTINGS ACK.
-        assert!(s.written.ends_with(&[0, 0, 0, SETTINGS, ACK, 0, 0, 0, 0]));
+        assert!(s.written.ends_with(&[0, 0, 0, 0x4, ACK, 0, 0, 0, 0]));
         let headers_at = PREFACE.len() + 9;
-        assert_eq!(s.written[headers_at + 3], HEADERS);
+        assert_eq!(s.written[headers_at + 3], 0x1, "HEADERS");
         assert_eq!(s.written[headers_at + 4], END_STREAM | END_HEADERS);
         let code = request_status(&mut duplex(answer(b"503")), "http", "a", "/").unwrap();
         assert_eq!(code, 503);
@@ -297,7 +275,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let mut goaway = Vec::new();
-        put_frame(&mut goaway, GOAWAY, 0, 0, &[0, 0, 0, 0, 0, 0, 0, 1]);
+        frame::write(&mut goaway, Kind::GoAway, 0, 0, &[0, 0, 0, 0, 0, 0, 0, 1]);
         match request_status(&mut duplex(goaway), "http", "a", "/") {
             Err(H2ProbeError::Io(e)) => assert!(e.to_string().contains("GOAWAY (error code 0x1)")),
             other => panic!("{other:?}"),
