@@ -235,17 +235,16 @@ fn metric_parser() -> impl clap::builder::TypedValueParser<Value = Metric> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::config::args_from;
 
-    #[derive(Debug, Parser)]
-    struct Cmd {
-        #[command(flatten)]
-        args: CompareArgs,
+    /// `volley compare ARGS`.
+    fn parse(args: &[&str]) -> Result<CompareArgs, clap::Error> {
+        args_from(args)
     }
 
     fn metric(value: &str) -> Result<Option<Metric>, String> {
-        Cmd::try_parse_from(["compare", "a", "b", "--metric", value])
-            .map(|c| c.args.metric)
+        parse(&["a", "b", "--metric", value])
+            .map(|c| c.metric)
             .map_err(|e| e.to_string())
     }
 
@@ -265,45 +264,26 @@ mod tests {
 
     #[test]
     fn baseline_takes_one_input_and_against_needs_it() {
-        let c = Cmd::try_parse_from([
-            "compare",
-            "dir",
-            "--baseline",
-            "v1",
-            "--against",
-            "v2",
-            "v3",
-        ])
-        .unwrap();
-        assert_eq!(c.args.baseline.as_deref(), Some("v1"));
-        assert_eq!(c.args.against, ["v2", "v3"]);
-        assert!(c.args.b.is_none());
-        assert!(check_inputs(&c.args).is_ok());
-        let e = Cmd::try_parse_from(["compare", "dir", "--against", "v2"]).unwrap_err();
+        let c = parse(&["dir", "--baseline", "v1", "--against", "v2", "v3"]).unwrap();
+        assert_eq!(c.baseline.as_deref(), Some("v1"));
+        assert_eq!(c.against, ["v2", "v3"]);
+        assert!(c.b.is_none());
+        assert!(check_inputs(&c).is_ok());
+        let e = parse(&["dir", "--against", "v2"]).unwrap_err();
         assert!(e.to_string().contains("--baseline"), "{e}");
-        let two = Cmd::try_parse_from(["compare", "a", "b", "--baseline", "v1"]).unwrap();
-        assert!(check_inputs(&two.args)
+        let two = parse(&["a", "b", "--baseline", "v1"]).unwrap();
+        assert!(check_inputs(&two)
             .unwrap_err()
             .contains("one results folder"));
-        let one = Cmd::try_parse_from(["compare", "a"]).unwrap();
-        assert!(check_inputs(&one.args)
-            .unwrap_err()
-            .contains("--baseline NAME"));
+        let one = parse(&["a"]).unwrap();
+        assert!(check_inputs(&one).unwrap_err().contains("--baseline NAME"));
     }
 
     #[test]
     fn allow_single_needs_fail_if_slower() {
-        let e = Cmd::try_parse_from(["compare", "a", "b", "--allow-single"]).unwrap_err();
+        let e = parse(&["a", "b", "--allow-single"]).unwrap_err();
         assert!(e.to_string().contains("--fail-if-slower"), "{e}");
-        let c = Cmd::try_parse_from([
-            "compare",
-            "a",
-            "b",
-            "--fail-if-slower",
-            "5",
-            "--allow-single",
-        ])
-        .unwrap();
-        assert!(c.args.allow_single);
+        let c = parse(&["a", "b", "--fail-if-slower", "5", "--allow-single"]).unwrap();
+        assert!(c.allow_single);
     }
 }

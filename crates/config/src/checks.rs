@@ -132,7 +132,7 @@ mod tests {
     fn checks(args: &[&str]) -> Result<Checks, ConfigError> {
         let mut argv = vec!["http://127.0.0.1:1/"];
         argv.extend_from_slice(args);
-        from_flags(&RunFlags::try_from_args(argv).unwrap())
+        from_flags(&crate::args_from::<RunFlags, _, _>(argv).unwrap())
     }
 
     #[test]

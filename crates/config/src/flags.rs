@@ -306,25 +306,6 @@ pub struct RunFlags {
     pub h2_window: Option<u64>,
 }
 
-impl RunFlags {
-    /// `volley run`'s arguments (without the program name: `["http://a/", "-c", "10"]`) read
-    /// as the command line reads them, for a program or a test that has an argv, not a shell.
-    #[cfg(test)]
-    pub(crate) fn try_from_args<I, T>(args: I) -> Result<RunFlags, clap::Error>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<std::ffi::OsString> + Clone,
-    {
-        #[derive(clap::Parser)]
-        struct Run {
-            #[command(flatten)]
-            flags: RunFlags,
-        }
-        let argv = std::iter::once("volley".into()).chain(args.into_iter().map(Into::into));
-        <Run as clap::Parser>::try_parse_from(argv).map(|r| r.flags)
-    }
-}
-
 impl RunConfig {
     /// Checks the flags. `cores` is how many CPUs volley may use (the default thread count).
     pub fn from_flags(a: &RunFlags, cores: usize) -> Result<Self, ConfigError> {
@@ -663,7 +644,7 @@ mod tests {
     );
 
     fn load(args: &[&str]) -> Result<LoadSpec, ConfigError> {
-        RunConfig::from_flags(&RunFlags::try_from_args(args).unwrap(), 2).map(|c| c.load)
+        RunConfig::from_flags(&crate::args_from::<RunFlags, _, _>(args).unwrap(), 2).map(|c| c.load)
     }
 
     #[test]

@@ -131,7 +131,7 @@ mod tests {
     use volley_plan::HttpVersion;
 
     fn load(args: &[&str]) -> Result<volley_plan::LoadSpec, String> {
-        let flags = RunFlags::try_from_args(args).map_err(|e| e.to_string())?;
+        let flags = crate::args_from::<RunFlags, _, _>(args).map_err(|e| e.to_string())?;
         RunConfig::from_flags(&flags, 2)
             .map(|c| c.load)
             .map_err(|e| e.to_string())

@@ -108,3 +108,17 @@ pub struct RunConfig {
     /// `--start-at`, `--clock-budget`, `--max-late` (docs/contract.md, "Shards").
     pub start: shard::StartSpec,
 }
+
+/// Command-line arguments (without the program name: `["http://a/", "-c", "10"]`) read into
+/// the clap arguments `T` (`RunFlags`, a command's `Args`) as the command line reads them: for
+/// a program or a test that has an argv, not a shell.
+pub fn args_from<T, I, S>(args: I) -> Result<T, clap::Error>
+where
+    T: clap::Args,
+    I: IntoIterator<Item = S>,
+    S: Into<std::ffi::OsString> + Clone,
+{
+    let argv = std::iter::once("volley".into()).chain(args.into_iter().map(Into::into));
+    let matches = T::augment_args(clap::Command::new("volley")).try_get_matches_from(argv)?;
+    T::from_arg_matches(&matches)
+}

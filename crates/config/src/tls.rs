@@ -72,7 +72,10 @@ mod tests {
     use crate::RunConfig;
 
     fn config(args: &[&str]) -> Result<RunConfig, ConfigError> {
-        RunConfig::from_flags(&RunFlags::try_from_args(args).expect("flags parse"), 2)
+        RunConfig::from_flags(
+            &crate::args_from::<RunFlags, _, _>(args).expect("flags parse"),
+            2,
+        )
     }
 
     #[test]

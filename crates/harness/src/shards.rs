@@ -339,11 +339,10 @@ fn run_bound(cfg: &RunConfig, lead: Duration) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-    use volley_config::RunFlags;
+    use volley_config::{args_from, RunFlags};
 
     /// `volley run`'s flags, and the two output flags a shard is given (`cmd::run`'s).
-    #[derive(Parser)]
+    #[derive(clap::Args)]
     struct Cli {
         #[command(flatten)]
         flags: RunFlags,
@@ -354,8 +353,8 @@ mod tests {
     }
 
     fn config(args: &[&str]) -> RunConfig {
-        let cli = Cli::parse_from(std::iter::once("run").chain(args.iter().copied()));
-        RunConfig::from_flags(&cli.flags, 2).unwrap()
+        let flags: RunFlags = args_from(args).unwrap();
+        RunConfig::from_flags(&flags, 2).unwrap()
     }
 
     #[test]
@@ -422,7 +421,7 @@ mod tests {
         assert_eq!(other[5], "2/3");
         assert!(!other.iter().any(|a| a == "--pid" || a == "--gc-log"));
         // What each process is given parses as `volley run` would parse it.
-        let cli = Cli::try_parse_from(&other).unwrap();
+        let cli: Cli = args_from(&other[1..]).unwrap();
         assert_eq!(cli.flags.shard.as_deref(), Some("2/3"));
         assert!(!cli.flags.verify && cli.flags.threshold.is_empty());
         assert!(cli.quiet && cli.json.is_some());
