@@ -69,7 +69,7 @@ impl Log for Stderr {
 }
 
 /// Runs `volley bench` and returns the exit code.
-pub fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
+pub(crate) fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
     let mut log = Stderr;
     let planned = match harness::plan(&args.suite, &args.only) {
         Ok(p) => p,

@@ -106,7 +106,7 @@ const OWN_SWITCHES: [&str; 1] = ["--no-closed-loop"];
 
 /// `volley capacity URL …` as the `volley run URL …` of its steps: the subcommand renamed,
 /// capacity's own flags left out (secrets redacted).
-pub fn run_argv(argv: &[String]) -> Vec<String> {
+pub(crate) fn run_argv(argv: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let mut it = argv.iter().enumerate().peekable();
     while let Some((i, a)) = it.next() {
@@ -170,7 +170,11 @@ fn open_outputs(args: &CapacityArgs, started_at: SystemTime) -> Result<Outputs, 
 }
 
 /// Runs `volley capacity` and returns the exit code.
-pub fn execute(args: &CapacityArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
+pub(crate) fn execute(
+    args: &CapacityArgs,
+    argv: Vec<String>,
+    interrupts: &AtomicUsize,
+) -> ExitCode {
     let started_at = SystemTime::now();
     let (slo, base) = match check(args) {
         Ok(x) => x,

@@ -69,7 +69,7 @@ pub struct CompareArgs {
 
 /// Runs `volley compare`: 0 no regression, 1 a regression beyond `--fail-if-slower`, 2 bad
 /// input, 3 the JSON could not be written.
-pub fn execute(args: &CompareArgs) -> ExitCode {
+pub(crate) fn execute(args: &CompareArgs) -> ExitCode {
     if let Err(e) = check_inputs(args) {
         stderrln!("volley compare: {e}");
         return ExitCode::Usage;

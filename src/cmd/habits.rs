@@ -47,7 +47,7 @@ const QUIET_RATE_TIP: &str =
     "volley's -q is --quiet; a request rate (oha's and hey's -q) is -R/--rate RATE";
 
 /// The tip for `arg` (an argument `volley run` does not take), if it is another tool's habit.
-pub fn tip_for(arg: &str) -> Option<&'static str> {
+pub(crate) fn tip_for(arg: &str) -> Option<&'static str> {
     let name = arg.split('=').next().unwrap_or(arg);
     TIPS.iter()
         .find(|(names, _)| names.contains(&name))

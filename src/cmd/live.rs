@@ -36,7 +36,7 @@ pub struct LiveArgs {
 
 impl LiveArgs {
     /// The addresses asked for; an error names the flag.
-    pub fn options(&self) -> Result<LiveOptions, String> {
+    pub(crate) fn options(&self) -> Result<LiveOptions, String> {
         let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
         let dashboard = match &self.dashboard_addr {
             Some(a) => Some(parse_addr(a).map_err(|e| format!("--dashboard-addr {a}: {e}"))?),
@@ -62,7 +62,7 @@ impl LiveArgs {
 }
 
 /// `HOST:PORT` with an address literal or `localhost`, `:PORT`, or `PORT` (both on 127.0.0.1).
-pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     let s = s.trim();
     if let Ok(port) = s.trim_start_matches(':').parse::<u16>() {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
@@ -82,7 +82,7 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
 
 /// Starts the live views `args` asks for, for the run of `cfg`, and prints where they are;
 /// `None` when none was asked for. `scenario` labels the metrics (`run`, `capacity`).
-pub fn start(
+pub(crate) fn start(
     args: &LiveArgs,
     cfg: &RunConfig,
     argv: &[String],
@@ -118,7 +118,7 @@ pub fn start(
 
 /// Starts the live views of a suite (`volley bench`): titled by the suite file; each cell
 /// labels its own metrics.
-pub fn start_suite(
+pub(crate) fn start_suite(
     args: &LiveArgs,
     suite: &std::path::Path,
     argv: &[String],
@@ -157,7 +157,7 @@ fn announce(live: &Live) {
 
 /// Ends the push of the live views (its last values and stale markers): the warning a failed
 /// push gives, if any.
-pub fn end_push(live: &mut Live) -> Option<crate::result::Warning> {
+pub(crate) fn end_push(live: &mut Live) -> Option<crate::result::Warning> {
     let r = live.finish_push()?;
     (r.failed > 0).then(|| {
         crate::result::Warning::remote_write(
@@ -171,7 +171,7 @@ pub fn end_push(live: &mut Live) -> Option<crate::result::Warning> {
 
 /// Ends the live views of a run: the push's last values first (a failed push becomes a
 /// warning of `result`), then the pages get the result and the report.
-pub fn finish(mut live: Live, mut result: Option<&mut crate::result::RunResult>) {
+pub(crate) fn finish(mut live: Live, mut result: Option<&mut crate::result::RunResult>) {
     if let Some(w) = end_push(&mut live) {
         // With a result, the summary shows it among the warnings.
         match result.as_deref_mut() {

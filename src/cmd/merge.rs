@@ -26,7 +26,7 @@ pub struct MergeArgs {
 
 /// Runs `volley merge`: 0 written, 1 written but the merged responses failed their checks
 /// beyond the implied bound, 2 bad or mismatched inputs, 3 the output cannot be written.
-pub fn execute(args: &MergeArgs, argv: Vec<String>) -> ExitCode {
+pub(crate) fn execute(args: &MergeArgs, argv: Vec<String>) -> ExitCode {
     match merge::merge_files(&args.inputs, &args.output, argv, args.force) {
         Ok(m) => {
             for w in &m.warnings {

@@ -2,18 +2,18 @@
 //! prints and its exit code. Everything below `cmd` is a library that knows nothing of the
 //! command line's exit codes or standard streams; `main.rs` only parses and dispatches here.
 
-pub mod bench;
-pub mod capacity;
-pub mod compare;
+pub(crate) mod bench;
+pub(crate) mod capacity;
+pub(crate) mod compare;
 pub mod habits;
-pub mod history;
-pub mod k8s;
-pub mod live;
-pub mod merge;
-pub mod monitor;
-pub mod report;
-pub mod run;
-pub mod serve;
+pub(crate) mod history;
+pub(crate) mod k8s;
+pub(crate) mod live;
+pub(crate) mod merge;
+pub(crate) mod monitor;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod serve;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -94,7 +94,7 @@ impl ExitCode {
     }
 
     /// The code that wins when both apply.
-    pub fn max_precedence(self, other: ExitCode) -> ExitCode {
+    pub(crate) fn max_precedence(self, other: ExitCode) -> ExitCode {
         if other.rank() > self.rank() {
             other
         } else {
@@ -104,7 +104,7 @@ impl ExitCode {
 }
 
 /// Ctrl-C presses (and SIGTERM) since start; the engine drains on the first, stops on the second.
-pub static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts Ctrl-C presses in [`INTERRUPTS`] from now on (commands that run something long).
 fn count_interrupts() -> &'static AtomicUsize {
@@ -148,7 +148,7 @@ pub struct ReportPaths {
 
 impl ReportPaths {
     /// (flag, path, format) of each requested file.
-    pub fn each(&self) -> Vec<(&'static str, &PathBuf, Format)> {
+    pub(crate) fn each(&self) -> Vec<(&'static str, &PathBuf, Format)> {
         let mut v = Vec::new();
         if let Some(p) = &self.csv {
             v.push(("--csv", p, Format::Csv));

@@ -32,7 +32,7 @@ pub struct MonitorArgs {
 }
 
 /// Runs `volley monitor`; `interrupts` counts Ctrl-C presses.
-pub fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
+pub(crate) fn execute(args: &MonitorArgs, interrupts: &AtomicUsize) -> ExitCode {
     let cfg = match monitor_config(Some(args.pid), Some(args.monitor_interval), None) {
         Ok(Some(c)) => c,
         Ok(None) => unreachable!("a pid was given"),

@@ -22,7 +22,7 @@ pub struct ReportArgs {
 }
 
 /// Runs `volley report`: 0 written, 2 an input cannot be read, 3 an output cannot be written.
-pub fn execute(args: &ReportArgs) -> ExitCode {
+pub(crate) fn execute(args: &ReportArgs) -> ExitCode {
     let report = match Report::load(&args.inputs) {
         Ok(r) => r,
         Err(e) => {

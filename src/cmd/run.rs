@@ -94,7 +94,7 @@ struct Outputs {
 }
 
 /// Runs `volley run` and returns the exit code. `interrupts` counts Ctrl-C presses.
-pub fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
+pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
     let (cores, cpu_list) = cpus::allowed();
     let cfg = match RunConfig::from_flags(&args.flags, cores) {
         Ok(c) => c,

@@ -27,7 +27,7 @@ pub struct ServeArgs {
 }
 
 /// Serves until killed; exit 2 when the address cannot be bound or the certificate read.
-pub fn execute(args: &ServeArgs) -> ExitCode {
+pub(crate) fn execute(args: &ServeArgs) -> ExitCode {
     // The reference servers' contract: TLS_CERT and TLS_KEY in the environment mean HTTPS.
     let from_env = |k: &str| {
         std::env::var_os(k)

@@ -107,7 +107,7 @@ const DEFAULT_BACKLOG: i32 = 4096;
 /// when unreadable): the longest the system allows, so that `-c 2000` against the reference
 /// server finds room for every SYN (the standard library's fixed 128 dropped the rest, and
 /// volley counted connect errors that were the server's queue, not the server).
-pub fn backlog(somaxconn: Option<&str>) -> i32 {
+pub(crate) fn backlog(somaxconn: Option<&str>) -> i32 {
     somaxconn
         .and_then(|t| t.trim().parse::<i32>().ok())
         .filter(|&n| n > 0)
@@ -116,7 +116,7 @@ pub fn backlog(somaxconn: Option<&str>) -> i32 {
 
 /// A listener on the first of `addr`'s addresses that binds, with the system's [`backlog`]
 /// (and `SO_REUSEADDR`, as the standard library sets it).
-pub fn listen(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+pub(crate) fn listen(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
     let queue = backlog(std::fs::read_to_string(SOMAXCONN_PATH).ok().as_deref());
     let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to bind");
     for a in addr.to_socket_addrs()? {
@@ -132,7 +132,7 @@ pub fn listen(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
 
 /// The TLS settings of an HTTPS server from a PEM certificate chain and its private key.
 /// Errors name the flag and file (`--tls-cert PATH: no certificate in the file …`).
-pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+pub(crate) fn tls_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
     let chain = tls::certificates("--tls-cert", cert).map_err(|e| e.to_string())?;
     let key = tls::private_key("--tls-key", key).map_err(|e| e.to_string())?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -152,7 +152,7 @@ pub fn spawn(addr: &str) -> io::Result<Server> {
 }
 
 /// [`spawn`], over TLS when `tls` is given.
-pub fn spawn_with(addr: &str, tls: Option<Arc<ServerConfig>>) -> io::Result<Server> {
+pub(crate) fn spawn_with(addr: &str, tls: Option<Arc<ServerConfig>>) -> io::Result<Server> {
     let listener = listen(addr)?;
     let local = listener.local_addr()?;
     let requests = Arc::new(AtomicU64::new(0));
@@ -171,7 +171,7 @@ pub fn spawn_with(addr: &str, tls: Option<Arc<ServerConfig>>) -> io::Result<Serv
 
 /// Serves in the foreground until the process ends (`volley serve`), over TLS when `tls` is
 /// given; `listening` is told the bound address once it listens.
-pub fn run(
+pub(crate) fn run(
     bind: &str,
     port: u16,
     tls: Option<Arc<ServerConfig>>,

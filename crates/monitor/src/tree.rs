@@ -107,7 +107,7 @@ pub(crate) struct Point {
 
 /// Totals since the baseline.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct WindowTotals {
+pub struct WindowTotals {
     /// User CPU, clock ticks.
     pub user_ticks: u64,
     /// System CPU, clock ticks.
@@ -339,7 +339,7 @@ impl Accountant {
     }
 
     /// Totals since the baseline.
-    pub(crate) fn totals(&self) -> WindowTotals {
+    pub fn totals(&self) -> WindowTotals {
         let mut sum = self.retired;
         for t in self.procs.values() {
             for (i, s) in sum.iter_mut().enumerate() {

@@ -34,7 +34,7 @@ pub struct SaveArgs {
 }
 
 /// An open history to save into, with the commit measured.
-pub struct Saver {
+pub(crate) struct Saver {
     store: Store,
     git: Option<GitInfo>,
     /// Opening it made the file.
@@ -45,7 +45,7 @@ impl SaveArgs {
     /// Opens the history when asked (here or by a suite's `[history]`), before any load: a bad
     /// path, a foreign or damaged file, or one of a newer volley is an error naming the flag
     /// (exit 2).
-    pub fn open(&self, suite: Option<&HistoryTable>) -> Result<Option<Saver>, String> {
+    pub(crate) fn open(&self, suite: Option<&HistoryTable>) -> Result<Option<Saver>, String> {
         let table = suite.cloned().unwrap_or_default();
         if !(self.save || self.history.is_some() || table.save) {
             return Ok(None);
@@ -67,14 +67,14 @@ impl SaveArgs {
 
 impl Saver {
     /// The commit measured (read when the history was opened, before the load).
-    pub fn git(&self) -> Option<&GitInfo> {
+    pub(crate) fn git(&self) -> Option<&GitInfo> {
         self.git.as_ref()
     }
 
     /// Saves `records` and says so on stderr, with the tip on a history just made in a git
     /// work tree; 3 when it fails (the result files are written by then: only the history
     /// lacks them).
-    pub fn save(mut self, records: &[Record], who: &str) -> ExitCode {
+    pub(crate) fn save(mut self, records: &[Record], who: &str) -> ExitCode {
         let code = self.save_records(records, who);
         if self.created {
             tip_if_untracked(who, self.store.path());
@@ -183,7 +183,7 @@ pub enum HistoryCommand {
 }
 
 /// Runs `volley history …`.
-pub fn execute(args: &HistoryArgs) -> ExitCode {
+pub(crate) fn execute(args: &HistoryArgs) -> ExitCode {
     let explicit = args.history.as_deref();
     let path = args.history.clone().unwrap_or_else(history::default_path);
     let result = match &args.command {

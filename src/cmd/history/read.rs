@@ -53,7 +53,7 @@ pub struct FilterArgs {
 
 impl FilterArgs {
     /// The store's filter.
-    pub fn filter(&self) -> Result<Filter, String> {
+    pub(crate) fn filter(&self) -> Result<Filter, String> {
         Ok(Filter {
             suite: self.suite_name.clone(),
             scenario: self.scenario.clone(),
@@ -134,7 +134,11 @@ pub(super) fn import(a: &ImportArgs, path: &Path) -> Result<ExitCode, String> {
 
 /// The records of a path: a RunResult, a capacity file, a `suite.json`, or a folder holding
 /// one (a folder of neither: each of its `.json` files).
-pub fn records_of(p: &Path, source: Source, git: Option<&GitInfo>) -> Result<Vec<Record>, String> {
+pub(crate) fn records_of(
+    p: &Path,
+    source: Source,
+    git: Option<&GitInfo>,
+) -> Result<Vec<Record>, String> {
     if p.is_dir() {
         for index in ["suite.json", "capacity.json"] {
             if p.join(index).is_file() {

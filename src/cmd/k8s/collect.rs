@@ -43,7 +43,7 @@ pub struct CollectArgs {
 /// Runs `volley k8s collect`: 0 merged, 1 merged but a threshold broke (or the rate was not
 /// reached, or nothing answered), 2 bad flags or kubectl failed or shards that do not merge,
 /// 3 the Job unfinished or a shard missing or an output not written.
-pub fn execute(args: &CollectArgs, argv: Vec<String>) -> ExitCode {
+pub(crate) fn execute(args: &CollectArgs, argv: Vec<String>) -> ExitCode {
     if let Err(e) = manifest::dns_label("JOB", &args.job, MAX_NAME) {
         return fail(ExitCode::Usage, &e.to_string());
     }

@@ -77,7 +77,7 @@ pub enum K8sCommand {
 }
 
 /// Runs `volley k8s`: 0 printed, 2 bad flags.
-pub fn execute(args: &K8sArgs, argv: Vec<String>) -> ExitCode {
+pub(crate) fn execute(args: &K8sArgs, argv: Vec<String>) -> ExitCode {
     if let Some(K8sCommand::Collect(c)) = &args.command {
         return collect::execute(c, argv);
     }
@@ -133,7 +133,7 @@ fn start_at(now: SystemTime, lead: Duration) -> SystemTime {
 }
 
 /// The Job's plan and YAML for these flags at `now`, or the message of a bad flag.
-pub fn manifest_for(
+pub(crate) fn manifest_for(
     args: &K8sArgs,
     flags: &RunFlags,
     argv: &[String],
