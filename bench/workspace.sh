@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/workspace.sh: how long building and testing take, this commit against one before it,
-# interleaved (before, then after, REPS times), each side from `git archive` into a folder of
-# its own with its own target directory, so neither reuses the other's build.
+# interleaved (before, then after, REPS times), each side a fresh clone of its commit (as CI
+# has) with its own target directory, so neither reuses the other's build.
 #
 #   build  a clean `cargo build --release --locked` (the crates' sources already downloaded)
 #   check  the quick tier from warm: once untimed, then one engine source file touched and
@@ -32,11 +32,11 @@ done
 before=$(git -C "$ROOT" rev-parse --short "$BEFORE_REV") || die 2 "BEFORE_REV: no commit $BEFORE_REV"
 after=$(git -C "$ROOT" rev-parse --short "$AFTER_REV") || die 2 "AFTER_REV: no commit $AFTER_REV"
 
-# fresh REV DIR: the commit's files, nothing built.
+# fresh REV DIR: a clone of the commit, nothing built.
 fresh() {
     rm -rf "$2"
-    mkdir -p "$2"
-    git -C "$ROOT" archive "$1" | tar -x -C "$2"
+    git clone --quiet --no-checkout "$ROOT" "$2"
+    git -C "$2" checkout --quiet --detach "$1"
 }
 
 # timed NAME DIR CMD...: runs CMD in DIR, appends "NAME wall user sys" to $WORK/times.
