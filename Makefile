@@ -8,9 +8,12 @@
 # doc tests and the integration tests that need nothing but volley and run in seconds
 # (tests/quick; scripts/tests.sh runs the tiers and counts skips, which fail under CI=true). `make demo` loads the built-in server for 5 s.
 PORT ?= 18080
-VOLLEY := target/release/volley
+VOLLEY ?= target/release/volley
+# `make install PREFIX=… [DESTDIR=…]`: the release binary, its manual pages and the completion
+# scripts of bash, zsh and fish where distributions put them.
+PREFIX ?= /usr/local
 
-.PHONY: build deps test-deps quick demo check test bench
+.PHONY: build deps test-deps quick demo check test bench install install-files
 
 deps:
 	servers/install.sh
@@ -25,6 +28,18 @@ demo: build
 	@$(VOLLEY) serve --port $(PORT) > /dev/null & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null' EXIT; sleep 0.3; \
 	$(VOLLEY) run http://127.0.0.1:$(PORT)/ -c 10 -d 5s
+
+install: build install-files
+
+install-files:
+	install -Dm755 $(VOLLEY) $(DESTDIR)$(PREFIX)/bin/volley
+	$(VOLLEY) man --dir $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(VOLLEY) completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/volley
+	$(VOLLEY) completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_volley
+	$(VOLLEY) completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/volley.fish
 
 quick: deps build
 	$(VOLLEY) bench suites/quick.toml

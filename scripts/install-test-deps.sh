@@ -73,6 +73,8 @@ command -v file >/dev/null 2>&1 || pkgs="$pkgs file"
 command -v ip >/dev/null 2>&1 || pkgs="$pkgs iproute2"
 command -v openssl >/dev/null 2>&1 || pkgs="$pkgs openssl"
 command -v python3 >/dev/null 2>&1 || pkgs="$pkgs python3"
+# `man -l` renders volley's manual pages (tests/full/man_pages.rs).
+command -v man >/dev/null 2>&1 || pkgs="$pkgs man-db"
 # A real Prometheus: it scrapes --metrics-addr and receives --prometheus-remote-write
 # (tests/full/remote_write.rs).
 [ -x /usr/bin/prometheus ] || pkgs="$pkgs prometheus"

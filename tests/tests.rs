@@ -23,6 +23,7 @@ mod quick {
     mod hdr_vector;
     mod history_messages;
     mod hostile;
+    mod install;
     mod io_backends;
     mod merge;
     mod monitor;
@@ -62,6 +63,7 @@ mod full {
     mod k8s;
     mod live;
     mod live_browser;
+    mod man_pages;
     mod reference_servers;
     mod remote_write;
     mod shards_netns;

@@ -14,6 +14,8 @@ pub(crate) mod monitor;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod serve;
+pub(crate) mod shell;
+pub(crate) mod version;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,7 +26,13 @@ use crate::report::Format;
 
 /// volley: HTTP load generator and server-benchmarking toolkit.
 #[derive(Debug, Parser)]
-#[command(name = "volley", version, about, propagate_version = true)]
+#[command(
+    name = "volley",
+    version,
+    long_version = version::LONG_VERSION,
+    about,
+    propagate_version = true
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -65,6 +73,15 @@ pub enum Command {
     /// The run history: saved results (`--save`) as trends across commits, and the check of a
     /// commit against a baseline's history (`volley history check`: exit 1 on a regression).
     History(history::HistoryArgs),
+    /// Print the completion script of a shell: `volley completions bash > /etc/bash_completion.d/volley`
+    /// (`make install` puts bash's, zsh's and fish's where those shells look).
+    Completions(shell::CompletionsArgs),
+    /// Print the manual page (volley.1), or write every page with `--dir DIR` (`make install`
+    /// puts them in share/man/man1).
+    Man(shell::ManArgs),
+    /// Print the version, the commit it was built from and what it was built with; `--json`
+    /// for scripts.
+    Version(version::VersionArgs),
 }
 
 /// Exit codes, with their precedence 2 > 3 > 130 > 1 > 0 (docs/contract.md).
@@ -127,6 +144,9 @@ pub fn main(cli: Cli, argv: Vec<String>) -> ExitCode {
         Command::Capacity(args) => capacity::execute(&args, argv, count_interrupts()),
         Command::K8s(args) => k8s::execute(&args, argv),
         Command::History(args) => history::execute(&args),
+        Command::Completions(args) => shell::completions(&args),
+        Command::Man(args) => shell::man(&args),
+        Command::Version(args) => version::execute(&args),
     }
 }
 
