@@ -821,6 +821,7 @@ fn search_pinned(out: &std::path::Path, hog_after: Option<Duration>) -> (Searche
     let srv = KnownCapacity::start(4, Duration::from_millis(5));
     let url = srv.server.url("/");
     let out_s = out.display().to_string();
+    let markdown = out.join("asked.md").display().to_string();
     let bin = volley_bin();
     let args = [
         "-c",
@@ -846,6 +847,8 @@ fn search_pinned(out: &std::path::Path, hog_after: Option<Duration>) -> (Searche
         &out_s,
         "--json",
         "-",
+        "--markdown",
+        &markdown,
     ];
     // The hog runs for 6 s: part of the search, not the closed-loop reference at its end.
     let hog = hog_after.map(|after| {
