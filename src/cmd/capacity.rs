@@ -327,14 +327,19 @@ fn write_outputs(result: &CapacityResult, o: &Outputs, json_stdout: bool) -> Exi
     if let Some(p) = &o.json {
         files.push(("--json".to_string(), p.clone(), &json));
     }
-    let asked: Vec<(&str, &PathBuf, String)> = o
+    // --csv and --html are the folder's files again; only --markdown renders anew.
+    let markdown = o
         .reports
-        .each()
-        .into_iter()
-        .map(|(flag, p, format)| (flag, p, format.reporter().render(&report)))
-        .collect();
-    for (flag, p, text) in &asked {
-        files.push((flag.to_string(), (*p).clone(), text));
+        .markdown
+        .as_ref()
+        .map(|_| Format::Markdown.reporter().render(&report));
+    for (flag, p, format) in o.reports.each() {
+        let text = match format {
+            Format::Csv => &csv,
+            Format::Html => &html,
+            _ => markdown.as_deref().unwrap_or_default(),
+        };
+        files.push((flag.to_string(), p.clone(), text));
     }
     for (flag, path, text) in files {
         if let Err(e) = crate::sys::files::write_atomically(&path, text.as_bytes()) {

@@ -12,15 +12,24 @@ use crate::plan::IoChoice;
 /// `unknown` outside a git checkout.
 pub const COMMIT: &str = env!("VOLLEY_COMMIT");
 
+/// The TLS stack compiled in, as a literal for `concat!`.
+macro_rules! tls {
+    () => {
+        "rustls 0.23 (ring)"
+    };
+}
+
 /// The TLS stack compiled in.
-pub const TLS: &str = "rustls 0.23 (ring)";
+pub const TLS: &str = tls!();
 
 /// What `volley --version` prints after the name.
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (git ",
     env!("VOLLEY_COMMIT"),
-    "; I/O: io_uring, epoll; TLS: rustls 0.23 (ring); HTTP/1.1, HTTP/2)"
+    "; I/O: io_uring, epoll; TLS: ",
+    tls!(),
+    "; HTTP/1.1, HTTP/2)"
 );
 
 /// `volley version`.

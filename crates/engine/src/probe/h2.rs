@@ -9,16 +9,13 @@
 use std::io::{Read, Write};
 
 use crate::h2::frame::flags::{ACK, END_HEADERS, END_STREAM, PADDED, PRIORITY};
-use crate::h2::frame::{self, Header, Kind, HEADER_LEN, PREFACE};
+use crate::h2::frame::{self, Header, Kind, DEFAULT_MAX_FRAME, HEADER_LEN, PREFACE};
 
 /// The stream of the readiness request.
 const STREAM: u32 = 1;
 
 /// The most frames read before giving up on an answer (a server sends a handful).
 const MAX_FRAMES: usize = 64;
-
-/// The largest frame payload read (the default SETTINGS_MAX_FRAME_SIZE).
-const MAX_PAYLOAD: usize = 16_384;
 
 /// Why an HTTP/2 request got no status.
 #[derive(Debug)]
@@ -123,7 +120,7 @@ fn read_frame<S: Read>(s: &mut S, first: bool) -> Result<Frame, H2ProbeError> {
         return Err(H2ProbeError::NotHttp2(first_line(s, &head)));
     }
     let len = h.len as usize;
-    if len > MAX_PAYLOAD {
+    if len > DEFAULT_MAX_FRAME as usize {
         return Err(other(&format!("a frame of {len} bytes: not HTTP/2")).into());
     }
     let mut payload = vec![0u8; len];
