@@ -63,7 +63,8 @@ test: deps test-deps
 	# The default backend is io_uring where the kernel has it: the engine, fault,
 	# hostile-server, TLS and HTTP/2 tests run again on epoll.
 	VOLLEY_IO=epoll scripts/tests.sh quick/engine quick/faults quick/hostile full/h2 \
-		quick/h2_hostile quick/tls quick/tls_refused quick/open_loop quick/truthful
+		quick/h2_hostile quick/tls quick/tls_refused quick/open_loop quick/truthful \
+		quick/proxy full/proxy
 	scripts/check-image.sh
 
 bench: build

@@ -78,6 +78,8 @@ command -v man >/dev/null 2>&1 || pkgs="$pkgs man-db"
 # A real Prometheus: it scrapes --metrics-addr and receives --prometheus-remote-write
 # (tests/full/remote_write.rs).
 [ -x /usr/bin/prometheus ] || pkgs="$pkgs prometheus"
+# A real HTTP proxy: forwarding and CONNECT tunnels (tests/full/proxy.rs).
+[ -x /usr/bin/tinyproxy ] || pkgs="$pkgs tinyproxy"
 if [ -z "$pkgs" ]; then
     exit 0
 fi

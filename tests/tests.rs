@@ -28,6 +28,7 @@ mod quick {
     mod merge;
     mod monitor;
     mod open_loop;
+    mod proxy;
     mod report;
     mod schema;
     mod secrets;
@@ -64,6 +65,7 @@ mod full {
     mod live;
     mod live_browser;
     mod man_pages;
+    mod proxy;
     mod reference_servers;
     mod remote_write;
     mod shards_netns;

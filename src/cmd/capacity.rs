@@ -389,6 +389,7 @@ fn check(args: &CapacityArgs) -> Result<(Vec<Threshold>, RunConfig), String> {
         return Err("--start-rate/--max-rate: must be above 0".into());
     }
     let mut probe = f.clone();
+    probe.proxy_env = volley_config::ProxyEnv::from_process();
     probe.warmup = probe.warmup.or(Some(Duration::from_secs(2)));
     probe.rate = Some(args.start_rate.to_string());
     probe.duration = Some(args.step_duration);

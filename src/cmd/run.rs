@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicUsize;
 use clap::Args;
 
 use super::{ExitCode, ReportPaths};
-use crate::config::{RunConfig, RunFlags};
+use crate::config::{ProxyEnv, RunConfig, RunFlags};
 use crate::engine::{Observer, Observers};
 use crate::history::{Labels, Origin, Record, Source};
 use crate::measure::{self, Context, MeasureError, Measured};
@@ -96,7 +96,11 @@ struct Outputs {
 /// Runs `volley run` and returns the exit code. `interrupts` counts Ctrl-C presses.
 pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsize) -> ExitCode {
     let (cores, cpu_list) = cpus::allowed();
-    let cfg = match RunConfig::from_flags(&args.flags, cores) {
+    let flags = RunFlags {
+        proxy_env: ProxyEnv::from_process(),
+        ..args.flags.clone()
+    };
+    let cfg = match RunConfig::from_flags(&flags, cores) {
         Ok(c) => c,
         Err(e) => return fail(ExitCode::Usage, &e.to_string()),
     };
@@ -182,7 +186,8 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
                 MeasureError::Handshake { .. }
                 | MeasureError::SpeaksTls { .. }
                 | MeasureError::NoH2 { .. }
-                | MeasureError::H2Unusable { .. } => fail(ExitCode::Usage, &e.to_string()),
+                | MeasureError::H2Unusable { .. }
+                | MeasureError::Proxy { .. } => fail(ExitCode::Usage, &e.to_string()),
                 _ => fail(ExitCode::Failed, &e.to_string()),
             };
         }

@@ -9,6 +9,7 @@ pub mod h2;
 pub mod history;
 pub mod live;
 pub mod nginx;
+pub mod proxy;
 pub mod tls;
 
 use std::io::{Read, Write};

@@ -9,6 +9,8 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
+use crate::common::proxy;
+
 const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/run.schema.json");
 
 fn validator() -> &'static jsonschema::Validator {
@@ -224,6 +226,17 @@ fn checked_output_matches_schema() {
     assert_eq!(doc["thresholds"][0]["implied"], true);
     let bad = broken(&doc, |d| d["thresholds"][0]["implied"] = "yes".into());
     assert_invalid(&bad, "implied not a boolean");
+}
+
+#[test]
+fn a_proxied_output_matches_schema() {
+    let px = proxy::start(proxy::Behaviour::Honest);
+    let doc = run_volley(&["-n", "100", "-x", &px.url(), "--proxytunnel"]);
+    check_real_output(&doc, "proxied");
+    assert_eq!(doc["target"]["proxy"]["mode"], "tunnel");
+    assert!(doc["proxy_connect_hdr"].is_string());
+    let bad = broken(&doc, |d| d["target"]["proxy"]["mode"] = "socks".into());
+    assert_invalid(&bad, "an unknown proxy mode");
 }
 
 #[test]

@@ -80,6 +80,9 @@ flags! {
     Key: "key" => "key",
     NoTlsResume: "no_tls_resume" => "no_tls_resume",
     UnixSocket: "unix_socket" => "unix_socket",
+    Proxy: "proxy" => "proxy",
+    Noproxy: "noproxy" => "noproxy",
+    Proxytunnel: "proxytunnel" => "proxytunnel",
     Http1: "http1_1" => "protocol",
     Http2: "http2" => "protocol",
     H2c: "h2c" => "protocol",
@@ -193,6 +196,9 @@ mod tests {
         assert_eq!(Flag::Key.spelling(), "--key");
         assert_eq!(Flag::NoTlsResume.spelling(), "--no-tls-resume");
         assert_eq!(Flag::UnixSocket.spelling(), "--unix-socket");
+        assert_eq!(Flag::Proxy.spelling(), "-x/--proxy");
+        assert_eq!(Flag::Noproxy.spelling(), "--noproxy");
+        assert_eq!(Flag::Proxytunnel.spelling(), "--proxytunnel");
         assert_eq!(Flag::Http1.spelling(), "--http1.1");
         assert_eq!(Flag::Http2.spelling(), "--http2");
         assert_eq!(Flag::H2c.spelling(), "--h2c");

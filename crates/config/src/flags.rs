@@ -282,6 +282,28 @@ pub struct RunFlags {
     #[arg(long, value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
 
+    /// Send the requests through this HTTP proxy: http://[user:password@]host[:port], port
+    /// 1080 by default (curl's -x). https://, --h2c and --proxytunnel go through a CONNECT
+    /// tunnel; http:// requests are forwarded. Without it, HTTPS_PROXY, HTTP_PROXY and
+    /// ALL_PROXY name the proxy, except for loopback targets.
+    #[arg(short = 'x', long, value_name = "URL")]
+    pub proxy: Option<String>,
+
+    /// Hosts to reach without the proxy: names (with their subdomains), addresses, CIDR
+    /// ranges, comma-separated; * for every host [default: NO_PROXY].
+    #[arg(long, value_name = "LIST")]
+    pub noproxy: Option<String>,
+
+    /// http://: go through the proxy in a CONNECT tunnel instead of having it forward each
+    /// request.
+    #[arg(long, requires = "proxy")]
+    pub proxytunnel: bool,
+
+    /// The proxy variables of the environment (`volley run` reads them; a suite's cells are
+    /// never proxied).
+    #[arg(skip)]
+    pub proxy_env: super::ProxyEnv,
+
     /// Speak HTTP/1.1 only (https: offer only http/1.1 by ALPN).
     #[arg(long = "http1.1")]
     pub http1_1: bool,
@@ -336,6 +358,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     target.unix_socket = unix_socket(a)?;
     let tls = tls_spec(a, target.scheme)?;
     let http = http_version(a, target.scheme)?;
+    target.proxy = super::proxy::proxy_for(a, &target, http)?;
     let h2 = h2_spec(a, http)?;
     let ramp = ramp_from_flags(a)?;
     let shape = shape(a)?;

@@ -9,6 +9,7 @@ pub mod flags;
 pub mod http;
 pub mod located;
 pub(crate) mod monitor;
+pub mod proxy;
 pub mod ramp;
 pub mod request;
 pub(crate) mod requests;
@@ -23,6 +24,7 @@ pub use flag::Flag;
 pub use flags::RunFlags;
 pub use located::FileError;
 pub use monitor::{monitor_config, GcLogConfig, MonitorConfig, DEFAULT_MONITOR_INTERVAL};
+pub use proxy::ProxyEnv;
 pub use request::{generated_body, MAX_BODY_BYTES};
 pub use url::parse_url;
 
@@ -44,6 +46,14 @@ pub enum ConfigError {
     /// The `--requests-file` cannot be read or used (its error names the file, line and key).
     #[error("--requests-file {0}")]
     Requests(Box<requests::RequestsError>),
+    /// A proxy variable of the environment (`HTTPS_PROXY`, …) cannot be used.
+    #[error("the {name} variable: {message} (or set --proxy, or --noproxy '*')")]
+    ProxyEnv {
+        /// The variable.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A file named by a flag cannot be read.
     #[error("{flag} {path}: {source}")]
     File {
@@ -89,6 +99,7 @@ impl ConfigError {
             }
             ConfigError::File { flag, .. } => vec![*flag],
             ConfigError::Requests(_) => vec![Flag::RequestsFile],
+            ConfigError::ProxyEnv { .. } => vec![Flag::Proxy],
         }
     }
 }

@@ -93,6 +93,7 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
         host_header,
         scheme,
         unix_socket: None,
+        proxy: None,
     })
 }
 

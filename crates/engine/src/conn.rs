@@ -73,12 +73,16 @@ pub(crate) enum ConnState {
         /// Run-clock ns when it may try again.
         until_ns: u64,
     },
-    /// A non-blocking connect is in progress, then (TLS) the handshake.
+    /// A non-blocking connect is in progress, then (through a proxy) its `CONNECT`, then (TLS)
+    /// the handshake.
     Connecting {
         /// When the connect started.
         since_ns: u64,
-        /// When the socket connected and the TLS handshake began (0: not yet).
+        /// When the TLS handshake began: the socket connected, or the tunnel opened (0: not
+        /// yet).
         tcp_ns: u64,
+        /// When the `CONNECT` was written, while its answer is awaited (0: none awaited).
+        tunnel_ns: u64,
     },
     /// Connected.
     Open,

@@ -19,6 +19,7 @@ pub mod h2;
 pub mod mem;
 pub(crate) mod poller;
 pub mod probe;
+pub mod proxy;
 pub mod response;
 pub(crate) mod ring;
 pub mod stream;
@@ -48,6 +49,8 @@ pub struct Route {
     pub endpoint: Endpoint,
     /// TLS, for `https://`.
     pub tls: Option<TlsClient>,
+    /// Through a proxy's `CONNECT` tunnel: the endpoint is the proxy's.
+    pub tunnel: Option<proxy::Tunnel>,
     /// How the workers move bytes ([`choose_io`], before the run's clock starts).
     pub io: IoPick,
 }
@@ -59,6 +62,7 @@ impl Route {
         Ok(Route {
             endpoint: Endpoint::Tcp(addr),
             tls: None,
+            tunnel: None,
             io: choose_io(io, true)?,
         })
     }
@@ -87,6 +91,9 @@ pub enum SetupFailure {
     /// The server's first HTTP/2 frames broke the protocol or sent the client away before
     /// any request was written (a PING first, an impossible setting, a GOAWAY): why.
     H2Unusable(String),
+    /// The proxy refused the `CONNECT` tunnel (a 407, 403, 502) or did not answer it in HTTP:
+    /// why, with its status.
+    Proxy(String),
 }
 
 /// The run's first exchanges decide whether the server's set-up fits the URL: a set-up
@@ -141,6 +148,8 @@ pub struct Shared {
     pub endpoint: Endpoint,
     /// TLS for `https://`.
     pub tls: Option<TlsClient>,
+    /// The `CONNECT` tunnel every connection opens first, through a proxy.
+    pub tunnel: Option<proxy::Tunnel>,
     /// The first handshake's verdict.
     pub setup_gate: SetupGate,
     /// The request.
@@ -241,6 +250,7 @@ impl Shared {
         Shared {
             endpoint: route.endpoint,
             tls: route.tls,
+            tunnel: route.tunnel,
             setup_gate: SetupGate::default(),
             stream_bytes: if pipeline == 1 {
                 Arc::clone(&plan.template.bytes)

@@ -76,6 +76,17 @@ impl Socket {
         }
     }
 
+    /// Reads what has arrived without taking it: a proxy's answer to `CONNECT` is taken only
+    /// up to its end, and the target's first bytes stay.
+    pub(crate) fn peek(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.peek(buf),
+            Socket::Unix(s) => peek_fd(std::os::fd::AsRawFd::as_raw_fd(s), buf),
+            Socket::Ring(s) => s.peek(buf),
+            Socket::Mem(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
     /// The same socket, driven by this thread's io_uring from now on.
     pub(crate) fn into_ring(self) -> Socket {
         match self {
@@ -84,6 +95,16 @@ impl Socket {
             ring => ring,
         }
     }
+}
+
+/// `recv(MSG_PEEK)` on a non-blocking socket (mio's Unix stream has no `peek`).
+fn peek_fd(fd: std::os::fd::RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is open while its socket lives.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_PEEK) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }
 
 impl Read for Socket {

@@ -737,6 +737,7 @@ fn shared(setup: &Setup, net: &MemNet) -> Shared {
     Shared {
         endpoint: Endpoint::Mem(net.clone()),
         tls: None,
+        tunnel: None,
         setup_gate: SetupGate::default(),
         template: RequestTemplate {
             bytes: Arc::clone(&bytes),

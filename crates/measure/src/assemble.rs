@@ -93,7 +93,8 @@ impl Parts<'_> {
             setup: SetupTimes::of(
                 out.transport.connect.as_ref(),
                 out.transport.handshake.as_ref(),
-            ),
+            )
+            .with_tunnel(out.transport.tunnel.as_ref()),
             latency_hdr: encode(&out.agg.latency),
             service_time_hdr: encode(&out.agg.service),
             timeseries: out.agg.series.clone(),
@@ -210,6 +211,11 @@ impl Parts<'_> {
                 .unix_socket
                 .as_ref()
                 .map(|p| p.display().to_string()),
+            proxy: load.target.proxy.as_ref().map(|p| ProxyInfo {
+                url: p.shown.clone(),
+                mode: p.mode.as_str().into(),
+                source: p.source.as_str().into(),
+            }),
             requests_file: load.workload.as_ref().map(|w| RequestsFileInfo {
                 path: w.source.clone(),
                 sha256: w.hash.clone(),
@@ -347,6 +353,15 @@ impl Parts<'_> {
                 .collect()
         };
         key.push_unless("body_sha256", body, "");
+        // The proxy is part of the load (requests cross it); its credentials are not.
+        let proxy = load.target.proxy.as_ref();
+        key.push_unless(
+            "proxy",
+            proxy.map_or(String::new(), |p| {
+                format!("{} {}", p.mode.as_str(), p.shown)
+            }),
+            "",
+        );
         if let Some(w) = &self.cfg.load.workload {
             key.push("requests_sha256", w.hash.clone());
         }

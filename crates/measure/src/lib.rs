@@ -14,13 +14,14 @@ use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, SystemTime};
 
 use volley_config::RunConfig;
+use volley_engine::proxy::Tunnel;
 use volley_engine::tls::{self, TlsSetupError};
 use volley_engine::transport::{self, Endpoint, ResolveError};
 use volley_engine::{self as engine, Observer, Observers, Route, SetupFailure};
 use volley_model::result::RunResult;
 use volley_monitor::client::ClientMonitor;
 use volley_monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
-use volley_plan::Plan;
+use volley_plan::{Plan, ProxyMode};
 
 /// Why a measurement could not be made (before any load, except `Engine`).
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +67,17 @@ pub enum MeasureError {
         /// `host:port` (or the Unix socket).
         host: String,
         /// The frame, setting or error code, or the first bytes.
+        reason: String,
+    },
+    /// The proxy refused the tunnel to the target (or did not answer in HTTP) before any
+    /// response: no request reached the target.
+    #[error("{reason} (proxy {proxy}, a tunnel to {target})")]
+    Proxy {
+        /// The proxy's URL (credentials redacted).
+        proxy: String,
+        /// `host:port` the tunnel was asked for.
+        target: String,
+        /// Its status and what to do.
         reason: String,
     },
     /// `--io uring` where io_uring cannot be set up (found before any load, exit 2).
@@ -143,6 +155,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
             route: Route {
                 endpoint: Endpoint::Unix(path.clone()),
                 tls,
+                tunnel: None,
                 io,
             },
             tried: Vec::new(),
@@ -151,18 +164,36 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
             clock,
         });
     }
-    let tried = transport::resolve(&load.target.host, load.target.port)?;
+    // Through a proxy the sockets connect to it, and it resolves the target's name.
+    let (host, port) = match &load.target.proxy {
+        Some(p) => (p.host.as_str(), p.port),
+        None => (load.target.host.as_str(), load.target.port),
+    };
+    let tried = transport::resolve(host, port)?;
     let picked = transport::pick_address(&tried, load.timeout.min(Duration::from_secs(2)));
     Ok(Prepared {
         route: Route {
             endpoint: Endpoint::Tcp(picked.addr),
             tls,
+            tunnel: tunnel(&load.target),
             io,
         },
         reachable: picked.listening != Some(false),
         tried,
         sampler,
         clock,
+    })
+}
+
+/// The `CONNECT` tunnel a proxied run opens on each connection (`None`: no proxy, or one that
+/// forwards requests).
+fn tunnel(target: &volley_plan::Target) -> Option<Tunnel> {
+    let p = target.proxy.as_ref()?;
+    let authority = target.authority();
+    (p.mode == ProxyMode::Tunnel).then(|| Tunnel {
+        request: p.connect_request(&authority).into(),
+        proxy: p.shown.clone(),
+        authority,
     })
 }
 
@@ -261,6 +292,11 @@ pub fn run(
             },
             SetupFailure::H2Unusable(reason) => MeasureError::H2Unusable {
                 host,
+                reason: reason.clone(),
+            },
+            SetupFailure::Proxy(reason) => MeasureError::Proxy {
+                proxy: load.target.proxy.as_ref().map_or(host, |p| p.shown.clone()),
+                target: load.target.authority(),
                 reason: reason.clone(),
             },
         });

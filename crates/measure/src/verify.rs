@@ -176,10 +176,10 @@ fn one(
     v
 }
 
-/// A connection of the engine's blocking client to the run's target (TCP or Unix; over TLS
-/// for `https://`, offering only HTTP/1.1 by ALPN).
+/// A connection of the engine's blocking client to the run's target (TCP or Unix; through
+/// the proxy's tunnel; over TLS for `https://`, offering only HTTP/1.1 by ALPN).
 fn connect(route: &Route, timeout: Duration) -> Result<Probe, String> {
-    let plain = match &route.endpoint {
+    let mut plain = match &route.endpoint {
         Endpoint::Tcp(a) => {
             Probe::tcp(*a, timeout, timeout).map_err(|e| format!("connect {a}: {e}"))?
         }
@@ -188,6 +188,9 @@ fn connect(route: &Route, timeout: Duration) -> Result<Probe, String> {
         }
         Endpoint::Mem(_) => return Err("in-memory connections are the fuzz target's".into()),
     };
+    if let Some(t) = &route.tunnel {
+        plain.tunnel(&t.request)?;
+    }
     match &route.tls {
         None => Ok(plain),
         Some(t) => {

@@ -63,6 +63,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             h2: None,
             tls: None,
             unix_socket: None,
+            proxy: None,
             requests_file: None,
         },
         load: LoadInfo {

@@ -3,6 +3,7 @@
 //! requests are due, virtual-user ramps, and the request bytes.
 
 pub mod pacer;
+pub mod proxy;
 pub mod ramp;
 pub mod request;
 pub mod shard;
@@ -10,6 +11,7 @@ pub mod spec;
 pub mod workload;
 
 pub use pacer::{Due, Pacer};
+pub use proxy::{Proxy, ProxyMode, ProxySource};
 pub use request::{Mix, MixRequest, RequestTemplate};
 pub use spec::{
     H2Spec, HttpVersion, IoBackend, IoChoice, LoadSpec, RampSpec, Scheme, Target, TlsSpec,

@@ -24,7 +24,8 @@ impl RequestTemplate {
     /// Serializes the request for `cfg`. Default headers (`Host`, `User-Agent`, `Content-Length`
     /// with a body, `Connection: close` without keep-alive) give way to a user `-H` of the same name.
     pub fn build(cfg: &LoadSpec) -> Self {
-        let mut head = format!("{} {} HTTP/1.1\r\n", cfg.method, cfg.target.path);
+        let origin = cfg.target.forward_origin().unwrap_or_default();
+        let mut head = format!("{} {origin}{} HTTP/1.1\r\n", cfg.method, cfg.target.path);
         for (name, value) in Self::header_fields(cfg) {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
@@ -67,6 +68,9 @@ impl RequestTemplate {
         }
         if !cfg.keepalive {
             defaults.push(("Connection", "close".to_string()));
+        }
+        if let Some(auth) = cfg.target.forward_authorization() {
+            defaults.push(("Proxy-Authorization", auth.to_string()));
         }
         let mut fields: Vec<(String, String)> = defaults
             .into_iter()
@@ -139,6 +143,9 @@ impl MixRequest {
         if !cfg.keepalive {
             set("Connection", Template::literal("close"));
         }
+        if let Some(auth) = cfg.target.forward_authorization() {
+            set("Proxy-Authorization", Template::literal(auth));
+        }
         for (n, v) in &cfg.headers {
             set(n, Template::literal(v.clone()));
         }
@@ -151,8 +158,9 @@ impl MixRequest {
             .any(|(n, _)| n.eq_ignore_ascii_case("content-length"));
         let length = length && !user_length;
         let mut head = Template::default();
+        let origin = cfg.target.forward_origin().unwrap_or_default();
         head.parts
-            .push(Part::Lit(format!("{} ", entry.method).into_bytes()));
+            .push(Part::Lit(format!("{} {origin}", entry.method).into_bytes()));
         head.parts.extend(entry.path.parts.iter().cloned());
         head.parts.push(Part::Lit(b" HTTP/1.1\r\n".to_vec()));
         for (n, v) in &fields {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use volley_model::words;
 
+use super::proxy::{Proxy, ProxyMode};
 use super::ramp::Ramp;
 use volley_model::result::Arrivals;
 use volley_model::units::StageSpec;
@@ -29,6 +30,9 @@ pub struct Target {
     /// `--unix-socket`: connect to this socket instead of `host:port` (the URL still gives
     /// the Host header, the path and the scheme).
     pub unix_socket: Option<PathBuf>,
+    /// `--proxy` (or the environment's): connect to the proxy instead (docs/contract.md,
+    /// "Proxies").
+    pub proxy: Option<Proxy>,
 }
 
 impl Target {
@@ -48,7 +52,30 @@ impl Target {
             host_header: addr.to_string(),
             scheme: Scheme::Http,
             unix_socket: None,
+            proxy: None,
         }
+    }
+
+    /// `host:port` as a `CONNECT` names it (the port always given).
+    pub fn authority(&self) -> String {
+        super::proxy::authority(&self.host, self.port)
+    }
+
+    /// A proxy that forwards requests wants each request line to name the absolute URL: the
+    /// `http://host[:port]` that goes before the path then.
+    pub fn forward_origin(&self) -> Option<String> {
+        let p = self.proxy.as_ref()?;
+        (p.mode == ProxyMode::Forward)
+            .then(|| format!("{}://{}", self.scheme.as_str(), self.host_header))
+    }
+
+    /// A forwarding proxy's `Proxy-Authorization` value: sent with every request (a tunnel's
+    /// goes with its `CONNECT` only).
+    pub fn forward_authorization(&self) -> Option<&str> {
+        let p = self.proxy.as_ref()?;
+        (p.mode == ProxyMode::Forward)
+            .then_some(p.authorization.as_deref())
+            .flatten()
     }
 }
 

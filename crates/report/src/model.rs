@@ -138,6 +138,9 @@ pub(crate) fn protocol_of(r: &RunResult) -> String {
     if r.target.unix_socket.is_some() {
         d.push_str(" over a Unix socket");
     }
+    if let Some(p) = &r.target.proxy {
+        d.push_str(&format!(" through proxy {}", p.url));
+    }
     d
 }
 

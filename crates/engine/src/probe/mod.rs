@@ -109,6 +109,32 @@ impl Probe {
         }
     }
 
+    /// Through a proxy: writes its `CONNECT` (`request`) and reads the answer's head, a byte at
+    /// a time so that nothing of the target's is taken (one connection: the cost is nothing).
+    pub fn tunnel(&mut self, request: &[u8]) -> Result<(), String> {
+        self.write_all(request)
+            .and_then(|()| self.flush())
+            .map_err(|e| format!("proxy: write CONNECT: {e}"))?;
+        let mut head = Vec::with_capacity(256);
+        let mut byte = [0u8; 1];
+        loop {
+            match crate::proxy::parse_reply(&head) {
+                crate::proxy::Reply::Open { .. } => return Ok(()),
+                crate::proxy::Reply::Refused { reason, .. }
+                | crate::proxy::Reply::Broken(reason) => return Err(reason),
+                crate::proxy::Reply::Incomplete => {}
+            }
+            match self.read(&mut byte) {
+                Ok(0) => {
+                    return Err("the proxy closed the connection before answering CONNECT".into())
+                }
+                Ok(_) => head.push(byte[0]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("proxy: read the answer to CONNECT: {e}")),
+            }
+        }
+    }
+
     /// Sends `GET path` (`Host: host`) in HTTP/1.1 and reads the status line of the answer.
     pub fn http1_status(&mut self, host: &str, path: &str) -> std::io::Result<u16> {
         write!(

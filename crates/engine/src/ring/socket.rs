@@ -201,6 +201,26 @@ impl RingSocket {
         }
     }
 
+    /// Like [`RingSocket::read`], leaving the bytes for the next read.
+    pub(crate) fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let kept = self.kept.as_deref().map_or(&[][..], |k| &k[..]);
+        let n = buf.len().min(kept.len());
+        buf[..n].copy_from_slice(&kept[..n]);
+        let (addr, len) = self.lent;
+        let more = (buf.len() - n).min(len);
+        if more > 0 {
+            // SAFETY: lent by the ring, valid until the next wait; `more` ≤ its length.
+            let src = unsafe { std::slice::from_raw_parts(addr as *const u8, more) };
+            buf[n..n + more].copy_from_slice(src);
+        }
+        match (n + more, self.ended) {
+            (0, Some(0)) => Ok(0),
+            (0, Some(errno)) => Err(io::Error::from_raw_os_error(errno)),
+            (0, None) => Err(io::ErrorKind::WouldBlock.into()),
+            (n, _) => Ok(n),
+        }
+    }
+
     /// Queues bytes to send: copies them into the socket's queue and returns at once; the queue
     /// leaves in one send submitted with the loop's next wait, or after the send in flight
     /// completes. A full queue (`QUEUE_BYTES`) is `WouldBlock`, and its send's completion is the

@@ -152,6 +152,9 @@ impl Worker {
 fn timed_out(state: ConnState, e: &io::Error) -> Option<&'static str> {
     match state {
         _ if e.kind() != io::ErrorKind::TimedOut => None,
+        ConnState::Connecting { tunnel_ns, .. } if tunnel_ns > 0 => {
+            Some("the proxy did not answer CONNECT within --timeout")
+        }
         ConnState::Connecting { tcp_ns: 0, .. } => Some("the connect timed out"),
         ConnState::Connecting { .. } => Some("the TLS handshake did not finish within --timeout"),
         _ => None,

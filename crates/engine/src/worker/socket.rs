@@ -3,8 +3,10 @@
 
 use super::failure::error_kind;
 use super::*;
+use crate::proxy;
 use crate::tls::{self, HandshakeError, TlsReadError};
 use crate::{SetupFailure, STOP_ABORT};
+use std::io::{Read, Write};
 use volley_model::result::warning;
 use volley_model::stats::recorder::SAMPLE_BYTES;
 
@@ -28,6 +30,7 @@ impl Worker {
                 c.state = ConnState::Connecting {
                     since_ns: now,
                     tcp_ns: 0,
+                    tunnel_ns: 0,
                 };
             }
             Err(e) => self.connect_failed(i, now, e),
@@ -56,7 +59,16 @@ impl Worker {
     pub(super) fn on_writable(&mut self, i: usize) {
         let now = self.shared.clock.now_ns();
         let c = &mut self.conns[i];
-        if let ConnState::Connecting { since_ns, tcp_ns } = c.state {
+        if let ConnState::Connecting {
+            since_ns,
+            tcp_ns,
+            tunnel_ns,
+        } = c.state
+        {
+            if tunnel_ns > 0 {
+                self.drive_tunnel(i, now);
+                return;
+            }
             if tcp_ns > 0 {
                 self.drive_handshake(i, now);
                 return;
@@ -71,21 +83,104 @@ impl Worker {
                 ConnectState::Ready => {
                     self.transport
                         .connected(ns_to_us(now.saturating_sub(since_ns)));
-                    if matches!(s, Stream::Tls(_)) {
-                        c.state = ConnState::Connecting {
-                            since_ns,
-                            tcp_ns: now.max(1),
-                        };
-                        self.drive_handshake(i, now);
-                        return;
+                    if self.shared.tunnel.is_some() {
+                        self.open_tunnel(i, now);
+                    } else {
+                        self.reached(i, now);
                     }
-                    let h2 = self.shared.http == HttpVersion::H2c;
-                    self.opened(i, now, h2);
+                    return;
                 }
             }
         }
         if self.conns[i].state == ConnState::Open {
             self.write(i, now);
+        }
+    }
+
+    /// The socket reaches the target (connected, or through the proxy's tunnel): TLS begins
+    /// its handshake, or the connection opens and its requests go.
+    fn reached(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let ConnState::Connecting { since_ns, .. } = c.state else {
+            return;
+        };
+        if matches!(c.stream, Some(Stream::Tls(_))) {
+            c.state = ConnState::Connecting {
+                since_ns,
+                tcp_ns: now.max(1),
+                tunnel_ns: 0,
+            };
+            self.drive_handshake(i, now);
+            return;
+        }
+        let h2 = self.shared.http == HttpVersion::H2c;
+        self.opened(i, now, h2);
+        if self.conns[i].state == ConnState::Open {
+            self.write(i, now);
+        }
+    }
+
+    /// Through a proxy: writes the `CONNECT` on the fresh socket (a few hundred bytes, which an
+    /// empty socket buffer takes whole).
+    fn open_tunnel(&mut self, i: usize, now: u64) {
+        let Some(tunnel) = self.shared.tunnel.as_ref() else {
+            return;
+        };
+        let c = &mut self.conns[i];
+        let (Some(s), ConnState::Connecting { since_ns, .. }) = (c.stream.as_mut(), c.state) else {
+            return;
+        };
+        match s.socket_mut().write(&tunnel.request) {
+            Ok(n) if n == tunnel.request.len() => {
+                c.state = ConnState::Connecting {
+                    since_ns,
+                    tcp_ns: 0,
+                    tunnel_ns: now.max(1),
+                };
+            }
+            Ok(_) => {
+                let e = io::Error::other("the socket took only part of the CONNECT request");
+                self.connect_failed(i, now, e);
+            }
+            Err(e) => self.connect_failed(i, now, e),
+        }
+    }
+
+    /// Reads the proxy's answer to `CONNECT` (only its head: what follows is the target's).
+    fn drive_tunnel(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let (Some(s), ConnState::Connecting { tunnel_ns, .. }) = (c.stream.as_mut(), c.state)
+        else {
+            return;
+        };
+        let mut head = [0u8; proxy::MAX_REPLY_HEAD];
+        let reply = match s.socket_mut().peek(&mut head) {
+            Ok(0) => proxy::Reply::Broken(
+                "the proxy closed the connection before answering CONNECT".to_string(),
+            ),
+            Ok(n) => proxy::parse_reply(&head[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) => {
+                self.connect_failed(i, now, e);
+                return;
+            }
+        };
+        match reply {
+            proxy::Reply::Incomplete => {}
+            proxy::Reply::Open { len } => {
+                if let Err(e) = s.socket_mut().read_exact(&mut head[..len]) {
+                    self.connect_failed(i, now, e);
+                    return;
+                }
+                self.transport
+                    .tunneled(ns_to_us(now.saturating_sub(tunnel_ns)));
+                self.reached(i, now);
+            }
+            proxy::Reply::Refused { reason, .. } | proxy::Reply::Broken(reason) => {
+                self.setup_failed(|| SetupFailure::Proxy(reason.clone()));
+                self.connect_sample.get_or_insert_with(|| reason.clone());
+                self.connect_failed(i, now, io::Error::other(reason));
+            }
         }
     }
 

@@ -26,7 +26,7 @@ pub use suite::{
     axes_label, BuildRow, CapacityRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow,
     SUITE_SCHEMA,
 };
-pub use transport::{SetupTimes, TlsInfo};
+pub use transport::{ProxyInfo, SetupTimes, TlsInfo};
 pub use warning::{Warning, WarningKind};
 
 /// A result file that cannot be used: not JSON of the expected shape, or another schema.
@@ -216,6 +216,9 @@ pub struct TargetInfo {
     /// `--unix-socket`: the socket connected to (then `addr` is `unix:` and its path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unix_socket: Option<String>,
+    /// Through a proxy (`--proxy`, or the environment's): which, and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyInfo>,
     /// `--requests-file`: the workload loaded instead of one request (then `method` is the
     /// first request's and `body_bytes` 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]

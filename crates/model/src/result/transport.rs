@@ -53,6 +53,24 @@ pub struct SetupTimes {
     /// `tls_handshake_us`'s histogram.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_handshake_hdr: Option<String>,
+    /// Through a proxy's tunnel: from the `CONNECT` written to its 2xx answer (absent
+    /// without a tunnel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_connect_us: Option<Percentiles>,
+    /// `proxy_connect_us`'s histogram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_connect_hdr: Option<String>,
+}
+
+/// `target.proxy`: the proxy a run went through (docs/contract.md, "Proxies").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyInfo {
+    /// Its URL, user information redacted.
+    pub url: String,
+    /// `tunnel` (`CONNECT`) or `forward` (HTTP/1.1 requests in absolute form).
+    pub mode: String,
+    /// `flag` (`--proxy`) or `env` (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`).
+    pub source: String,
 }
 
 impl SetupTimes {
@@ -63,7 +81,16 @@ impl SetupTimes {
             tls_handshake_us: handshake.map(Percentiles::of),
             connect_hdr: connect.map(encode),
             tls_handshake_hdr: handshake.map(encode),
+            proxy_connect_us: None,
+            proxy_connect_hdr: None,
         }
+    }
+
+    /// With the proxy tunnels' times.
+    pub fn with_tunnel(mut self, tunnel: Option<&Hist>) -> Self {
+        self.proxy_connect_us = tunnel.map(Percentiles::of);
+        self.proxy_connect_hdr = tunnel.map(encode);
+        self
     }
 
     /// Several runs' set-up times added (`merge`): exact when every input kept the histogram;
@@ -80,7 +107,8 @@ impl SetupTimes {
         };
         let connect = added(|s| s.connect_hdr.as_ref());
         let handshake = added(|s| s.tls_handshake_hdr.as_ref());
-        Self::of(connect.as_ref(), handshake.as_ref())
+        let tunnel = added(|s| s.proxy_connect_hdr.as_ref());
+        Self::of(connect.as_ref(), handshake.as_ref()).with_tunnel(tunnel.as_ref())
     }
 }
 

@@ -21,8 +21,12 @@ pub struct TlsSeen {
 pub struct TransportStats {
     /// µs from `connect()` to the socket being connected.
     pub connect: Option<Hist>,
-    /// µs from the socket being connected to the TLS handshake's end.
+    /// µs from the socket being connected (or its proxy tunnel open) to the TLS handshake's
+    /// end.
     pub handshake: Option<Hist>,
+    /// Through a proxy: µs from the `CONNECT` written to the proxy's 2xx answer (the proxy
+    /// connecting to the target).
+    pub tunnel: Option<Hist>,
     /// Finished TLS handshakes.
     pub handshakes: u64,
     /// Those that resumed a session.
@@ -41,6 +45,11 @@ impl TransportStats {
     /// A connect that took `us` µs.
     pub fn connected(&mut self, us: u64) {
         record(self.connect.get_or_insert_with(new_hist), us);
+    }
+
+    /// A proxy's `CONNECT` that took `us` µs to open its tunnel.
+    pub fn tunneled(&mut self, us: u64) {
+        record(self.tunnel.get_or_insert_with(new_hist), us);
     }
 
     /// A TLS handshake that took `us` µs and negotiated `seen`.
@@ -66,6 +75,7 @@ impl TransportStats {
         for (mine, theirs) in [
             (&mut self.connect, &o.connect),
             (&mut self.handshake, &o.handshake),
+            (&mut self.tunnel, &o.tunnel),
         ] {
             if let Some(t) = theirs {
                 match mine {

@@ -41,8 +41,11 @@ fn header(o: &mut String, r: &RunResult) {
     };
     let _ = writeln!(
         o,
-        "volley {}  {what} {}  ({})",
-        r.volley_version, r.target.url, r.target.addr
+        "volley {}  {what} {}  ({}){}",
+        r.volley_version,
+        r.target.url,
+        r.target.addr,
+        proxy_note(r)
     );
     let _ = writeln!(o, "{}", how_it_ran(r));
     if let Some(tls) = tls_line(r) {
@@ -55,6 +58,24 @@ fn header(o: &mut String, r: &RunResult) {
         let _ = writeln!(o, "INTERRUPTED: results cover the run up to the interruption (Ctrl-C, or SIGTERM: a pod evicted or deleted)");
     }
     let _ = writeln!(o);
+}
+
+/// `  through proxy http://127.0.0.1:3128 (CONNECT tunnel, from the environment)`: a proxied
+/// run's numbers include the proxy, so its headline says so.
+fn proxy_note(r: &RunResult) -> String {
+    let Some(p) = &r.target.proxy else {
+        return String::new();
+    };
+    let how = match p.mode.as_str() {
+        "tunnel" => "CONNECT tunnel",
+        _ => "requests forwarded",
+    };
+    let from = if p.source == "env" {
+        ", from the environment"
+    } else {
+        ""
+    };
+    format!("  through proxy {} ({how}{from})", p.url)
 }
 
 /// `TLSv1.3 TLS13_AES_256_GCM_SHA384, ALPN http/1.1, 98.0 % of 1,204 handshakes resumed`.
@@ -242,11 +263,12 @@ fn latency_columns(r: &RunResult) -> Vec<(&str, &str, &Percentiles)> {
     cols
 }
 
-/// Connect and TLS handshake times, beside the request latencies and never inside them
-/// (every connection of the run, warm-up included).
+/// Connect, proxy tunnel and TLS handshake times, beside the request latencies and never
+/// inside them (every connection of the run, warm-up included).
 fn setup_times(o: &mut String, r: &RunResult) {
     let rows = [
         ("Connect", r.setup.connect_us.as_ref()),
+        ("Proxy CONNECT", r.setup.proxy_connect_us.as_ref()),
         ("TLS handshake", r.setup.tls_handshake_us.as_ref()),
     ];
     let mut any = false;
