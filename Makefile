@@ -3,7 +3,8 @@
 # headless Chromium for the HTML report's browser test; scripts/deny.sh checks the
 # dependencies' licences, sources and advisories with cargo-deny; scripts/check-image.sh checks
 # what the Dockerfile's image holds: a static musl build run in a root of only what the image
-# copies, as root in a network namespace of its own, skipped where it cannot run unless CI=true).
+# copies, as root in a network namespace of its own, skipped where it cannot run unless CI=true;
+# scripts/check-deb.sh builds the Debian package and installs it with dpkg into a root of its own).
 # `make check` is the quick tier for working on the code: fmt, clippy, every crate's unit and
 # doc tests and the integration tests that need nothing but volley and run in seconds
 # (tests/quick; scripts/tests.sh runs the tiers and counts skips, which fail under CI=true). `make demo` loads the built-in server for 5 s.
@@ -13,7 +14,7 @@ VOLLEY ?= target/release/volley
 # scripts of bash, zsh and fish where distributions put them.
 PREFIX ?= /usr/local
 
-.PHONY: build deps test-deps quick demo check test bench install install-files
+.PHONY: build deps test-deps quick demo check test bench install install-files deb
 
 deps:
 	servers/install.sh
@@ -41,6 +42,10 @@ install-files:
 	$(VOLLEY) completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_volley
 	$(VOLLEY) completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/volley.fish
 
+# The Debian package (cargo-deb; scripts/deb.sh): target/x86_64-unknown-linux-musl/debian/.
+deb:
+	scripts/deb.sh
+
 quick: deps build
 	$(VOLLEY) bench suites/quick.toml
 
@@ -66,6 +71,7 @@ test: deps test-deps
 		quick/h2_hostile quick/tls quick/tls_refused quick/open_loop quick/truthful \
 		quick/proxy full/proxy
 	scripts/check-image.sh
+	scripts/check-deb.sh
 
 bench: build
 	bench/compare.sh

@@ -56,6 +56,15 @@ if ! "$otava_env/bin/python" -c "import otava.analysis" >/dev/null 2>&1; then
     echo "installed: apache-otava (in $otava_env)"
 fi
 
+# cargo-deb (crates.io) packs the Debian package scripts/check-deb.sh builds and installs.
+if ! command -v cargo-deb >/dev/null 2>&1; then
+    cargo install --quiet --locked cargo-deb --version 3.8.0 >/dev/null 2>&1 || {
+        echo "install-test-deps.sh: cargo install cargo-deb failed" >&2
+        exit 1
+    }
+    echo "installed: cargo-deb"
+fi
+
 musl=x86_64-unknown-linux-musl
 if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx "$musl"; then
     rustup target add "$musl" >/dev/null 2>&1 ||
