@@ -1,5 +1,6 @@
 //! The live-view flags shared by `run` (and the suite and capacity commands): `--dashboard`,
-//! `--dashboard-addr`, `--metrics-addr`. docs/contract.md, "Watching a run live".
+//! `--dashboard-addr`, `--metrics-addr`, `--prometheus-remote-write`.
+//! docs/contract.md, "Watching a run live".
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -155,24 +156,28 @@ fn announce(live: &Live) {
     }
 }
 
-/// Ends the push of the live views (its last values and stale markers): the warning a failed
-/// push gives, if any.
-pub(crate) fn end_push(live: &mut Live) -> Option<crate::result::Warning> {
-    let r = live.finish_push()?;
-    (r.failed > 0).then(|| {
-        crate::result::Warning::remote_write(
-            r.failed,
-            r.failed + r.accepted,
-            r.last_error.as_deref().unwrap_or(""),
-            r.final_accepted,
-        )
-    })
+/// Ends the pushes of the live views (their last values, remote write's stale markers): the
+/// warnings of those that failed.
+pub(crate) fn end_push(live: &mut Live) -> Vec<crate::result::Warning> {
+    use crate::live::push::Via;
+    use crate::result::Warning;
+    let warning = |via: Via| match via {
+        Via::RemoteWrite => Warning::remote_write,
+    };
+    live.finish_push()
+        .into_iter()
+        .filter(|(_, r)| r.failed > 0)
+        .map(|(via, r)| {
+            let last = r.last_error.as_deref().unwrap_or("");
+            warning(via)(r.failed, r.failed + r.accepted, last, r.final_accepted)
+        })
+        .collect()
 }
 
 /// Ends the live views of a run: the push's last values first (a failed push becomes a
 /// warning of `result`), then the pages get the result and the report.
 pub(crate) fn finish(mut live: Live, mut result: Option<&mut crate::result::RunResult>) {
-    if let Some(w) = end_push(&mut live) {
+    for w in end_push(&mut live) {
         // With a result, the summary shows it among the warnings.
         match result.as_deref_mut() {
             Some(res) => res.warnings.push(w),
