@@ -28,6 +28,7 @@ mod quick {
     mod merge;
     mod monitor;
     mod open_loop;
+    mod otlp;
     mod report;
     mod schema;
     mod secrets;

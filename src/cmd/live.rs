@@ -1,5 +1,5 @@
 //! The live-view flags shared by `run` (and the suite and capacity commands): `--dashboard`,
-//! `--dashboard-addr`, `--metrics-addr`, `--prometheus-remote-write`.
+//! `--dashboard-addr`, `--metrics-addr`, `--prometheus-remote-write`, `--otlp-endpoint`.
 //! docs/contract.md, "Watching a run live".
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -33,6 +33,13 @@ pub struct LiveArgs {
     /// always verified (system roots or SSL_CERT_FILE).
     #[arg(long, value_name = "URL")]
     pub prometheus_remote_write: Option<String>,
+
+    /// Push the same metrics as OTLP/HTTP protobuf every 2 s and at the end, to URL/v1/metrics
+    /// (an OpenTelemetry Collector, Grafana Alloy, Datadog, Honeycomb). Headers from
+    /// OTEL_EXPORTER_OTLP_METRICS_HEADERS or OTEL_EXPORTER_OTLP_HEADERS (key=value,…), gzip
+    /// with OTEL_EXPORTER_OTLP_[METRICS_]COMPRESSION=gzip; the certificate is always verified.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 impl LiveArgs {
@@ -54,10 +61,18 @@ impl LiveArgs {
             ),
             None => None,
         };
+        let otlp = match &self.otlp_endpoint {
+            Some(url) => Some(
+                crate::live::otlp::Target::new(url, |k| std::env::var(k).ok())
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
         Ok(LiveOptions {
             dashboard,
             metrics,
             remote_write,
+            otlp,
         })
     }
 }
@@ -163,6 +178,7 @@ pub(crate) fn end_push(live: &mut Live) -> Vec<crate::result::Warning> {
     use crate::result::Warning;
     let warning = |via: Via| match via {
         Via::RemoteWrite => Warning::remote_write,
+        Via::Otlp => Warning::otlp_export,
     };
     live.finish_push()
         .into_iter()

@@ -1,13 +1,13 @@
 //! Watching a run while it happens: the dashboard (`--dashboard`, `--dashboard-addr`), the
-//! OpenMetrics endpoint (`--metrics-addr`) and remote write (`--prometheus-remote-write`);
-//! docs/contract.md, "Watching a run live". [`observer`] turns each
+//! OpenMetrics endpoint (`--metrics-addr`), remote write (`--prometheus-remote-write`) and
+//! OTLP (`--otlp-endpoint`); docs/contract.md, "Watching a run live". [`observer`] turns each
 //! finished second of the aggregator into a tick (scalars and the second's compressed HDR
 //! histograms) and into the totals `/metrics` shows; [`feed`] keeps the ticks (bounded) for
 //! pages that connect late or reload; [`http`] is the small server the dashboard and
 //! `/metrics` listen with (Host guard, no CORS, bounded threads); [`dashboard`] serves the page
 //! and its events behind the run's token, [`page`] is the page; [`metrics`] encodes the totals
-//! with `prometheus-client`; [`push`] pushes them, as [`remote`] encodes them ([`buckets`]:
-//! its exponential histograms). Nothing here is on the engine's hot path: the
+//! with `prometheus-client`; [`push`] pushes them, as [`remote`] and [`otlp`] encode them
+//! ([`buckets`]: their exponential histograms). Nothing here is on the engine's hot path: the
 //! observer runs on the aggregator's thread once a second, and the servers and the pushes on
 //! their own threads.
 
@@ -17,6 +17,7 @@ pub mod feed;
 pub mod http;
 pub mod metrics;
 pub mod observer;
+pub mod otlp;
 pub mod page;
 pub mod push;
 pub mod remote;
@@ -42,12 +43,17 @@ pub struct LiveOptions {
     pub metrics: Option<SocketAddr>,
     /// `--prometheus-remote-write`.
     pub remote_write: Option<remote::Target>,
+    /// `--otlp-endpoint`.
+    pub otlp: Option<otlp::Target>,
 }
 
 impl LiveOptions {
     /// True when no view was asked for.
     pub fn is_empty(&self) -> bool {
-        self.dashboard.is_none() && self.metrics.is_none() && self.remote_write.is_none()
+        self.dashboard.is_none()
+            && self.metrics.is_none()
+            && self.remote_write.is_none()
+            && self.otlp.is_none()
     }
 }
 
@@ -264,6 +270,12 @@ fn start_pushers(
     if let Some(t) = &opts.remote_write {
         let via = push::Via::RemoteWrite;
         let encoder = remote::SeriesNames::new(run_id);
+        let p = push::Pusher::start(via, t.endpoint.clone(), encoder, totals.clone());
+        out.push(p.map_err(error(via))?);
+    }
+    if let Some(t) = &opts.otlp {
+        let via = push::Via::Otlp;
+        let encoder = otlp::Otlp::new(t, run_id);
         let p = push::Pusher::start(via, t.endpoint.clone(), encoder, totals.clone());
         out.push(p.map_err(error(via))?);
     }

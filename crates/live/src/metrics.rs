@@ -196,6 +196,8 @@ pub(crate) enum Value<'a> {
 pub(crate) struct Series<'a> {
     /// Its full name, as scraped (`volley_requests_total`, `…_seconds`).
     pub name: String,
+    /// Its family's help.
+    pub help: &'static str,
     /// Its labels besides `run_id`.
     pub labels: Vec<(&'static str, String)>,
     /// Its value.
@@ -210,8 +212,9 @@ pub(crate) fn series(t: &Totals) -> Vec<Series<'_>> {
             ("endpoint", t.names.endpoint.clone()),
         ]
     };
-    let one = |(family, _help): Family, suffix: &str, labels, value| Series {
+    let one = |(family, help): Family, suffix: &str, labels, value| Series {
         name: format!("{family}{suffix}"),
+        help,
         labels,
         value,
     };

@@ -1,4 +1,4 @@
-//! The pushing thread of `--prometheus-remote-write`: every
+//! The pushing thread of `--prometheus-remote-write` and `--otlp-endpoint`: every
 //! [`PUSH_EVERY`] it encodes the totals the live observer updates once a second and POSTs
 //! them, then once more at the end. The push never touches the run: a slow, refused or
 //! flooding endpoint only costs pushes (each bounded by [`PUSH_TIMEOUT`], its answer read up
@@ -26,6 +26,8 @@ pub const ANSWER_CAP: u64 = 64 * 1024;
 pub enum Via {
     /// `--prometheus-remote-write`.
     RemoteWrite,
+    /// `--otlp-endpoint`.
+    Otlp,
 }
 
 impl Via {
@@ -33,6 +35,7 @@ impl Via {
     pub fn flag(self) -> &'static str {
         match self {
             Via::RemoteWrite => "--prometheus-remote-write",
+            Via::Otlp => "--otlp-endpoint",
         }
     }
 }
@@ -102,8 +105,7 @@ pub(crate) trait Encode: Send + 'static {
     /// The body of the push of totals `t` at `now`; `last` for the end's.
     fn body(&self, t: &Totals, now: SystemTime, last: bool) -> Result<Vec<u8>, String>;
 
-    /// A 2xx answer's body: an error when it says that data was refused (remote write's
-    /// never does).
+    /// A 2xx answer's body: an error when it says that data was refused.
     fn accepted(&self, _answer: &[u8]) -> Result<(), String> {
         Ok(())
     }
