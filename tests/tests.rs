@@ -28,6 +28,7 @@ mod quick {
     mod merge;
     mod monitor;
     mod open_loop;
+    mod otlp;
     mod proxy;
     mod report;
     mod schema;

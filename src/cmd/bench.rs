@@ -117,7 +117,7 @@ pub(crate) fn execute(args: &BenchArgs, argv: Vec<String>, interrupts: &AtomicUs
     };
     let o = h.run();
     if let Some(mut live) = live {
-        if let Some(w) = super::live::end_push(&mut live) {
+        for w in super::live::end_push(&mut live) {
             stderrln!("volley bench: warning: {}", w.text());
         }
         // The page becomes the suite's report.

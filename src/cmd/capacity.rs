@@ -260,7 +260,7 @@ pub(crate) fn execute(
     }
     let code = exit_code(&found);
     if let Some(mut live) = live {
-        if let Some(w) = super::live::end_push(&mut live) {
+        for w in super::live::end_push(&mut live) {
             stderrln!("volley: warning: {}", w.text());
         }
         let html = live.has_dashboard().then(|| {

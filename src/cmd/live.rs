@@ -1,5 +1,6 @@
 //! The live-view flags shared by `run` (and the suite and capacity commands): `--dashboard`,
-//! `--dashboard-addr`, `--metrics-addr`. docs/contract.md, "Watching a run live".
+//! `--dashboard-addr`, `--metrics-addr`, `--prometheus-remote-write`, `--otlp-endpoint`.
+//! docs/contract.md, "Watching a run live".
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -32,6 +33,13 @@ pub struct LiveArgs {
     /// always verified (system roots or SSL_CERT_FILE).
     #[arg(long, value_name = "URL")]
     pub prometheus_remote_write: Option<String>,
+
+    /// Push the same metrics as OTLP/HTTP protobuf every 2 s and at the end, to URL/v1/metrics
+    /// (an OpenTelemetry Collector, Grafana Alloy, Datadog, Honeycomb). Headers from
+    /// OTEL_EXPORTER_OTLP_METRICS_HEADERS or OTEL_EXPORTER_OTLP_HEADERS (key=value,…), gzip
+    /// with OTEL_EXPORTER_OTLP_[METRICS_]COMPRESSION=gzip; the certificate is always verified.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 impl LiveArgs {
@@ -53,10 +61,18 @@ impl LiveArgs {
             ),
             None => None,
         };
+        let otlp = match &self.otlp_endpoint {
+            Some(url) => Some(
+                crate::live::otlp::Target::new(url, |k| std::env::var(k).ok())
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
         Ok(LiveOptions {
             dashboard,
             metrics,
             remote_write,
+            otlp,
         })
     }
 }
@@ -155,24 +171,29 @@ fn announce(live: &Live) {
     }
 }
 
-/// Ends the push of the live views (its last values and stale markers): the warning a failed
-/// push gives, if any.
-pub(crate) fn end_push(live: &mut Live) -> Option<crate::result::Warning> {
-    let r = live.finish_push()?;
-    (r.failed > 0).then(|| {
-        crate::result::Warning::remote_write(
-            r.failed,
-            r.failed + r.accepted,
-            r.last_error.as_deref().unwrap_or(""),
-            r.final_accepted,
-        )
-    })
+/// Ends the pushes of the live views (their last values, remote write's stale markers): the
+/// warnings of those that failed.
+pub(crate) fn end_push(live: &mut Live) -> Vec<crate::result::Warning> {
+    use crate::live::push::Via;
+    use crate::result::Warning;
+    let warning = |via: Via| match via {
+        Via::RemoteWrite => Warning::remote_write,
+        Via::Otlp => Warning::otlp_export,
+    };
+    live.finish_push()
+        .into_iter()
+        .filter(|(_, r)| r.failed > 0)
+        .map(|(via, r)| {
+            let last = r.last_error.as_deref().unwrap_or("");
+            warning(via)(r.failed, r.failed + r.accepted, last, r.final_accepted)
+        })
+        .collect()
 }
 
 /// Ends the live views of a run: the push's last values first (a failed push becomes a
 /// warning of `result`), then the pages get the result and the report.
 pub(crate) fn finish(mut live: Live, mut result: Option<&mut crate::result::RunResult>) {
-    if let Some(w) = end_push(&mut live) {
+    for w in end_push(&mut live) {
         // With a result, the summary shows it among the warnings.
         match result.as_deref_mut() {
             Some(res) => res.warnings.push(w),

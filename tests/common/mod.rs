@@ -10,6 +10,7 @@ pub mod history;
 pub mod live;
 pub mod nginx;
 pub mod proxy;
+pub mod push;
 pub mod tls;
 
 use std::io::{Read, Write};
@@ -438,4 +439,59 @@ pub fn skip(reason: &str) {
     if let Err(e) = appended {
         panic!("cannot count the skip in {}: {e}", path.display());
     }
+}
+
+/// One request as a recording server saw it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Seen {
+    pub method: String,
+    pub target: String,
+    /// Header fields in order, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Seen {
+    /// The value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One request: head, then a `Content-Length` body. `None` at the end of the stream.
+pub fn read_request<R: std::io::BufRead>(r: &mut R) -> Option<Seen> {
+    let mut line = String::new();
+    if r.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut words = line.trim_end().split(' ');
+    let (method, target) = (words.next()?.to_string(), words.next()?.to_string());
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        if r.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let l = line.trim_end_matches(['\r', '\n']);
+        if l.is_empty() {
+            break;
+        }
+        let (n, v) = l.split_once(':')?;
+        headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .map_or(0, |(_, v)| v.parse().unwrap());
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).ok()?;
+    Some(Seen {
+        method,
+        target,
+        headers,
+        body,
+    })
 }

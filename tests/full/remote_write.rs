@@ -3,12 +3,13 @@
 //! remote-write receiver and native histograms on), which also scrapes `--metrics-addr`.
 
 use crate::common;
+use crate::common::push::{after_the_load, receiver, run_json, warnings, Answer};
 use crate::common::tls;
+use crate::common::Seen;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use prost::Message;
@@ -16,89 +17,15 @@ use serde_json::Value;
 use volley::live::remote::proto::WriteRequest;
 use volley::live::remote::{FINAL_TIMEOUT, STALE_NAN};
 
-/// A push as received: its headers (lower-case names) and its decoded body.
-struct Push {
-    headers: Vec<(String, String)>,
-    body: WriteRequest,
-}
+/// What remote write answers.
+const NO_CONTENT: Answer = Answer::With(b"HTTP/1.1 204 No Content\r\n\r\n");
 
-#[derive(Clone, Copy, PartialEq)]
-enum Answer {
-    Accept,
-    Never,
-}
-
-/// A remote-write receiver on loopback, plain or over TLS with `leaf`.
-fn receiver(answer: Answer, leaf: Option<&tls::Leaf>) -> (SocketAddr, Arc<Mutex<Vec<Push>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let pushes = Arc::new(Mutex::new(Vec::new()));
-    let config = leaf.map(|l| {
-        Arc::new(tls::config(
-            vec![l.der.clone()],
-            l.key(),
-            tls::Versions::Both,
-        ))
-    });
-    let got = pushes.clone();
-    std::thread::spawn(move || {
-        for s in listener.incoming() {
-            let Ok(s) = s else { continue };
-            let (got, config) = (got.clone(), config.clone());
-            std::thread::spawn(move || match config {
-                Some(c) => {
-                    let conn = rustls::ServerConnection::new(c).unwrap();
-                    serve(rustls::StreamOwned::new(conn, s), answer, &got);
-                }
-                None => serve(s, answer, &got),
-            });
-        }
-    });
-    (addr, pushes)
-}
-
-fn serve<S: Read + Write>(s: S, answer: Answer, got: &Mutex<Vec<Push>>) {
-    let mut r = BufReader::new(s);
-    loop {
-        let mut headers = Vec::new();
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        loop {
-            line.clear();
-            if r.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            let (k, v) = l.split_once(':').unwrap();
-            headers.push((k.to_ascii_lowercase(), v.trim().to_string()));
-        }
-        let len: usize = headers
-            .iter()
-            .find(|(k, _)| k == "content-length")
-            .map_or(0, |(_, v)| v.parse().unwrap());
-        let mut body = vec![0; len];
-        if r.read_exact(&mut body).is_err() {
-            return;
-        }
-        let raw = snap::raw::Decoder::new()
-            .decompress_vec(&body)
-            .expect("snappy block format");
-        let body = WriteRequest::decode(&raw[..]).expect("a WriteRequest");
-        got.lock().unwrap().push(Push { headers, body });
-        if answer == Answer::Never {
-            std::thread::sleep(Duration::from_secs(30));
-            return;
-        }
-        let s = r.get_mut();
-        if s.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").is_err() {
-            return;
-        }
-    }
+/// A push's body: snappy's block format of a WriteRequest.
+fn decode(p: &Seen) -> WriteRequest {
+    let raw = snap::raw::Decoder::new()
+        .decompress_vec(&p.body)
+        .expect("snappy block format");
+    WriteRequest::decode(&raw[..]).expect("a WriteRequest")
 }
 
 fn label<'a>(ts: &'a volley::live::remote::proto::TimeSeries, name: &str) -> Option<&'a str> {
@@ -108,43 +35,10 @@ fn label<'a>(ts: &'a volley::live::remote::proto::TimeSeries, name: &str) -> Opt
         .map(|l| l.value.as_str())
 }
 
-/// A run's exit code, result, and when it exited.
-fn run_json(args: &[&str], env: &[(&str, &str)]) -> (i32, Value, SystemTime) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volley"));
-    cmd.args(args)
-        .args(["--quiet", "--json", json.to_str().unwrap()]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = common::limited(&mut cmd, args, Duration::from_secs(60));
-    let exited = SystemTime::now();
-    let text = std::fs::read_to_string(&json)
-        .unwrap_or_else(|_| panic!("no result: {}", common::output_text(&out)));
-    (
-        out.status.code().unwrap_or(-1),
-        serde_json::from_str(&text).unwrap(),
-        exited,
-    )
-}
-
-/// How long volley went on after its load ended (its last response, or the end of its send
-/// window: `started_at` + `elapsed_s`) until it exited.
-fn after_the_load(j: &Value, exited: SystemTime) -> Duration {
-    let t0 = humantime::parse_rfc3339(j["started_at"].as_str().unwrap()).unwrap();
-    let end = t0 + Duration::from_secs_f64(j["elapsed_s"].as_f64().unwrap());
-    exited.duration_since(end).unwrap_or_default()
-}
-
-fn warnings(j: &Value) -> String {
-    j["warnings"].to_string()
-}
-
 #[test]
 fn pushes_every_two_seconds_and_ends_every_series_with_a_stale_marker() {
     let server = common::normal();
-    let (addr, pushes) = receiver(Answer::Accept, None);
+    let (addr, pushes) = receiver(NO_CONTENT, None);
     let url = format!("http://{addr}/api/v1/write");
     let (code, j, _) = run_json(
         &[
@@ -170,12 +64,7 @@ fn pushes_every_two_seconds_and_ends_every_series_with_a_stale_marker() {
         pushes.len()
     );
     for p in pushes.iter() {
-        let h = |k: &str| {
-            p.headers
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.as_str())
-        };
+        let h = |k: &str| p.header(k);
         assert_eq!(h("content-encoding"), Some("snappy"));
         assert_eq!(h("content-type"), Some("application/x-protobuf"));
         assert_eq!(h("x-prometheus-remote-write-version"), Some("0.1.0"));
@@ -186,7 +75,7 @@ fn pushes_every_two_seconds_and_ends_every_series_with_a_stale_marker() {
         );
     }
     assert!(!j["argv"].to_string().contains("s3cret"));
-    let last = &pushes.last().unwrap().body;
+    let last = &decode(pushes.last().unwrap());
     let completed = j["requests"]["completed"].as_u64().unwrap();
     let run_id = label(&last.timeseries[0], "run_id").unwrap().to_string();
     for ts in &last.timeseries {
@@ -306,7 +195,7 @@ fn run_starved_at_most_twice(target: &str, push: &str) -> (i32, Value, SystemTim
 fn the_endpoint_certificate_is_always_verified() {
     let server = common::normal();
     let leaf = tls::self_signed(&["localhost"]);
-    let (addr, pushes) = receiver(Answer::Accept, Some(&leaf));
+    let (addr, pushes) = receiver(NO_CONTENT, Some(&leaf));
     let url = format!("https://localhost:{}/api/v1/write", addr.port());
     // -k is for the target: the endpoint's certificate is still checked.
     let (code, j, _) = run_json(

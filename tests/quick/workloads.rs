@@ -8,7 +8,7 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::Value;
 use volley::stats::histogram::{decode, sum, Hist};
 
-use common::{output_text, scratch, volley, volley_json};
+use common::{output_text, read_request, scratch, volley, volley_json, Seen};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -92,25 +92,6 @@ fn run_exits(code: i32, args: &[&str]) -> Value {
     json
 }
 
-/// One request as a recording server saw it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Seen {
-    method: String,
-    target: String,
-    /// Header fields in order, names lower-cased.
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
 type Reply = dyn Fn(&Seen, u64) -> Vec<u8> + Send + Sync;
 
 /// One connection's requests, in order.
@@ -176,41 +157,6 @@ impl Recorder {
     fn all(&self) -> Vec<Seen> {
         self.per_connection().into_iter().flatten().collect()
     }
-}
-
-/// One request: head, then a `Content-Length` body. `None` at the end of the stream.
-fn read_request(r: &mut BufReader<TcpStream>) -> Option<Seen> {
-    let mut line = String::new();
-    if r.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let mut words = line.trim_end().split(' ');
-    let (method, target) = (words.next()?.to_string(), words.next()?.to_string());
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if r.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            break;
-        }
-        let (n, v) = l.split_once(':')?;
-        headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let len: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .map_or(0, |(_, v)| v.parse().unwrap());
-    let mut body = vec![0; len];
-    r.read_exact(&mut body).ok()?;
-    Some(Seen {
-        method,
-        target,
-        headers,
-        body,
-    })
 }
 
 /// Exit 2 with `needles` in the message, no panic, nothing sent.

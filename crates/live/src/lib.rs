@@ -1,20 +1,25 @@
 //! Watching a run while it happens: the dashboard (`--dashboard`, `--dashboard-addr`), the
-//! OpenMetrics endpoint (`--metrics-addr`) and remote write (`--prometheus-remote-write`);
-//! docs/contract.md, "Watching a run live". [`observer`] turns each finished second of the
-//! aggregator into a tick (scalars and the second's compressed HDR histograms) and into the
-//! totals `/metrics` shows; [`feed`] keeps the ticks (bounded) for pages that connect late or
-//! reload; [`http`] is the small server the dashboard and `/metrics` listen with (Host guard, no
-//! CORS, bounded threads); [`dashboard`] serves the page and its events behind the run's token,
-//! [`page`] is the page; [`metrics`] encodes the totals with `prometheus-client`; [`remote`]
-//! pushes them. Nothing here is on the engine's hot path: the observer runs on the aggregator's
-//! thread once a second, and the servers and the push on their own threads.
+//! OpenMetrics endpoint (`--metrics-addr`), remote write (`--prometheus-remote-write`) and
+//! OTLP (`--otlp-endpoint`); docs/contract.md, "Watching a run live". [`observer`] turns each
+//! finished second of the aggregator into a tick (scalars and the second's compressed HDR
+//! histograms) and into the totals `/metrics` shows; [`feed`] keeps the ticks (bounded) for
+//! pages that connect late or reload; [`http`] is the small server the dashboard and
+//! `/metrics` listen with (Host guard, no CORS, bounded threads); [`dashboard`] serves the page
+//! and its events behind the run's token, [`page`] is the page; [`metrics`] encodes the totals
+//! with `prometheus-client`; [`push`] pushes them, as [`remote`] and [`otlp`] encode them
+//! ([`buckets`]: their exponential histograms). Nothing here is on the engine's hot path: the
+//! observer runs on the aggregator's thread once a second, and the servers and the pushes on
+//! their own threads.
 
+mod buckets;
 pub mod dashboard;
 pub mod feed;
 pub mod http;
 pub mod metrics;
 pub mod observer;
+pub mod otlp;
 pub mod page;
+pub mod push;
 pub mod remote;
 
 use std::net::SocketAddr;
@@ -38,12 +43,17 @@ pub struct LiveOptions {
     pub metrics: Option<SocketAddr>,
     /// `--prometheus-remote-write`.
     pub remote_write: Option<remote::Target>,
+    /// `--otlp-endpoint`.
+    pub otlp: Option<otlp::Target>,
 }
 
 impl LiveOptions {
-    /// True when neither view was asked for.
+    /// True when no view was asked for.
     pub fn is_empty(&self) -> bool {
-        self.dashboard.is_none() && self.metrics.is_none() && self.remote_write.is_none()
+        self.dashboard.is_none()
+            && self.metrics.is_none()
+            && self.remote_write.is_none()
+            && self.otlp.is_none()
     }
 }
 
@@ -87,7 +97,7 @@ pub struct Live {
     totals: Arc<Mutex<Totals>>,
     dashboard: Option<http::Server>,
     metrics: Option<http::Server>,
-    pusher: Option<remote::Pusher>,
+    pushers: Vec<push::Pusher>,
     server: volley_monitor::server::LatestTick,
 }
 
@@ -95,7 +105,10 @@ impl Live {
     /// Binds what `opts` asks for (before the load starts, so a taken address is an error
     /// before anything is sent).
     pub fn start(opts: &LiveOptions, meta: Meta, names: Names) -> Result<Live, LiveError> {
-        let totals = Arc::new(Mutex::new(Totals::default()));
+        let totals = Arc::new(Mutex::new(Totals {
+            names: names.clone(),
+            ..Totals::default()
+        }));
         let token = random_hex(16);
         let (feed, dashboard) = match opts.dashboard {
             Some(addr) => {
@@ -116,17 +129,7 @@ impl Live {
             }
             None => (None, None),
         };
-        let pusher = match &opts.remote_write {
-            Some(target) => Some(
-                remote::Pusher::start(target.clone(), &meta.run_id, names.clone(), totals.clone())
-                    .map_err(|source| LiveError {
-                        flag: "--prometheus-remote-write",
-                        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-                        source,
-                    })?,
-            ),
-            None => None,
-        };
+        let pushers = start_pushers(opts, &meta.run_id, &totals)?;
         let metrics = match opts.metrics {
             Some(addr) => {
                 let handler = metrics::MetricsHandler::new(&meta.run_id, names, totals.clone());
@@ -146,7 +149,7 @@ impl Live {
             totals,
             dashboard,
             metrics,
-            pusher,
+            pushers,
             server: Default::default(),
         })
     }
@@ -214,11 +217,18 @@ impl Live {
         self.server.clone()
     }
 
-    /// The end of the metrics push: the last values and stale markers go (at most
-    /// [`remote::FINAL_TIMEOUT`]); what the pushes did. Call it before [`Live::finish`], so
+    /// The end of the metrics pushes: the last values (and remote write's stale markers) go,
+    /// at most [`push::FINAL_TIMEOUT`]; what each push did. Call it before [`Live::finish`], so
     /// that a failed push can be a warning of the result the pages get.
-    pub fn finish_push(&mut self) -> Option<remote::PushReport> {
-        self.pusher.take().map(remote::Pusher::finish)
+    pub fn finish_push(&mut self) -> Vec<(push::Via, push::PushReport)> {
+        // Told to stop together, so the ends' waits overlap.
+        std::mem::take(&mut self.pushers)
+            .into_iter()
+            .map(|p| std::thread::spawn(move || (p.via(), p.finish())))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter_map(|t| t.join().ok())
+            .collect()
     }
 
     /// The run is over: connected pages get the result and the report (`report_html`, the
@@ -241,6 +251,35 @@ impl Live {
             feed.close();
         }
     }
+}
+
+/// The pushes `opts` asks for, of run `run_id`'s totals.
+fn start_pushers(
+    opts: &LiveOptions,
+    run_id: &str,
+    totals: &Arc<Mutex<Totals>>,
+) -> Result<Vec<push::Pusher>, LiveError> {
+    let error = |via: push::Via| {
+        move |source| LiveError {
+            flag: via.flag(),
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        }
+    };
+    let mut out = Vec::new();
+    if let Some(t) = &opts.remote_write {
+        let via = push::Via::RemoteWrite;
+        let encoder = remote::SeriesNames::new(run_id);
+        let p = push::Pusher::start(via, t.endpoint.clone(), encoder, totals.clone());
+        out.push(p.map_err(error(via))?);
+    }
+    if let Some(t) = &opts.otlp {
+        let via = push::Via::Otlp;
+        let encoder = otlp::Otlp::new(t, run_id);
+        let p = push::Pusher::start(via, t.endpoint.clone(), encoder, totals.clone());
+        out.push(p.map_err(error(via))?);
+    }
+    Ok(out)
 }
 
 /// `n` random bytes as hex, from the operating system's generator.

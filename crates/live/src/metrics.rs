@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::io;
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -49,6 +50,8 @@ pub struct Totals {
     pub server: Option<super::observer::ServerJson>,
     /// The labels of the run being measured.
     pub names: Names,
+    /// When these totals started counting (a counter's start, for OTLP).
+    pub since: SystemTime,
 }
 
 impl Default for Totals {
@@ -63,6 +66,7 @@ impl Default for Totals {
             client_cpu_s: 0.0,
             server: None,
             names: Names::default(),
+            since: SystemTime::now(),
         }
     }
 }
@@ -148,18 +152,99 @@ const GAUGES: [Gauge; 10] = [
     ),
 ];
 
+/// A family's name (counters without `_total`, histograms without `_seconds`: the encoder
+/// adds them) and its help.
+type Family = (&'static str, &'static str);
+
 /// Volley's CPU so far: a counter (it only grows), `volley_client_cpu_seconds_total`.
-const CLIENT_CPU: (&str, &str) = (
+const CLIENT_CPU: Family = (
     "volley_client_cpu_seconds",
     "Volley's own CPU time so far (user + system)",
 );
+const REQUESTS: Family = ("volley_requests", "Responses completed, by status class");
+const ERRORS: Family = (
+    "volley_errors",
+    "Requests or connections that ended without a response, by kind",
+);
+const DURATION: Family = (
+    "volley_request_duration",
+    "Corrected latency: from each request's due time (its send in a closed loop) to its response",
+);
+const SERVICE: Family = (
+    "volley_service_time",
+    "Service time: from each request's write to its response",
+);
+const GC_PAUSES: Family = (
+    "volley_server_gc_pauses",
+    "The monitored server's stop-the-world pauses since t0 (a JVM's counters or --gc-log)",
+);
+const GC_SECONDS: Family = ("volley_server_gc_pause_seconds", "Their total time");
 
-/// The gauges that have a value: (name, value).
-pub(crate) fn gauges(t: &Totals) -> Vec<(&'static str, f64)> {
-    GAUGES
-        .iter()
-        .filter_map(|(name, _, value)| value(t).map(|v| (*name, v)))
-        .collect()
+/// What a pushed series holds.
+#[derive(Debug)]
+pub(crate) enum Value<'a> {
+    /// A counter: it only grows during a run.
+    Counter(f64),
+    /// A gauge.
+    Gauge(f64),
+    /// A histogram of µs (pushed in seconds).
+    Histogram(&'a Hist),
+}
+
+/// One series as the pushes send it (remote write, OTLP).
+#[derive(Debug)]
+pub(crate) struct Series<'a> {
+    /// Its full name, as scraped (`volley_requests_total`, `…_seconds`).
+    pub name: String,
+    /// Its family's help.
+    pub help: &'static str,
+    /// Its labels besides `run_id`.
+    pub labels: Vec<(&'static str, String)>,
+    /// Its value.
+    pub value: Value<'a>,
+}
+
+/// Every series of the totals, as `/metrics` shows them: the pushes send the same.
+pub(crate) fn series(t: &Totals) -> Vec<Series<'_>> {
+    let named = || {
+        vec![
+            ("scenario", t.names.scenario.clone()),
+            ("endpoint", t.names.endpoint.clone()),
+        ]
+    };
+    let one = |(family, help): Family, suffix: &str, labels, value| Series {
+        name: format!("{family}{suffix}"),
+        help,
+        labels,
+        value,
+    };
+    let mut out = Vec::new();
+    for (class, n) in status_classes(&t.counts) {
+        let mut labels = named();
+        labels.push(("status_class", class.to_string()));
+        out.push(one(REQUESTS, "_total", labels, Value::Counter(n as f64)));
+    }
+    for (kind, n) in error_kinds(&t.counts.errors) {
+        let labels = vec![("kind", kind.to_string())];
+        out.push(one(ERRORS, "_total", labels, Value::Counter(n as f64)));
+    }
+    for (name, help, value) in GAUGES {
+        if let Some(v) = value(t) {
+            out.push(one((name, help), "", vec![], Value::Gauge(v)));
+        }
+    }
+    if let Some(gc) = t.server.as_ref().and_then(|s| s.gc) {
+        let pauses = Value::Counter(gc.pause_count as f64);
+        out.push(one(GC_PAUSES, "_total", vec![], pauses));
+        let seconds = Value::Counter(gc.pause_total_ms / 1e3);
+        out.push(one(GC_SECONDS, "_total", vec![], seconds));
+    }
+    let cpu = Value::Counter(t.client_cpu_s);
+    out.push(one(CLIENT_CPU, "_total", vec![], cpu));
+    for (family, h) in [(DURATION, &t.latency), (SERVICE, &t.service)] {
+        out.push(one(family, "_seconds", named(), Value::Histogram(h)));
+    }
+    out
 }
 
 type Labels<'a> = Vec<(&'static str, Cow<'a, str>)>;
@@ -176,12 +261,8 @@ impl Collector for Snapshot {
             l
         };
         {
-            let mut fam = enc.encode_descriptor(
-                "volley_requests",
-                "Responses completed, by status class",
-                None,
-                MetricType::Counter,
-            )?;
+            let mut fam =
+                enc.encode_descriptor(REQUESTS.0, REQUESTS.1, None, MetricType::Counter)?;
             for (class, n) in status_classes(&t.counts) {
                 let labels = base(vec![("status_class", Cow::Borrowed(class))]);
                 fam.encode_family(&labels)?
@@ -189,32 +270,15 @@ impl Collector for Snapshot {
             }
         }
         {
-            let mut fam = enc.encode_descriptor(
-                "volley_errors",
-                "Requests or connections that ended without a response, by kind",
-                None,
-                MetricType::Counter,
-            )?;
+            let mut fam = enc.encode_descriptor(ERRORS.0, ERRORS.1, None, MetricType::Counter)?;
             for (kind, n) in error_kinds(&t.counts.errors) {
                 let labels = vec![("kind", Cow::Borrowed(kind))];
                 fam.encode_family(&labels)?
                     .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&n, None)?;
             }
         }
-        histogram(
-            &mut enc,
-            "volley_request_duration",
-            "Corrected latency: from each request's due time (its send in a closed loop) to its response",
-            &t.latency,
-            &base(vec![]),
-        )?;
-        histogram(
-            &mut enc,
-            "volley_service_time",
-            "Service time: from each request's write to its response",
-            &t.service,
-            &base(vec![]),
-        )?;
+        histogram(&mut enc, DURATION, &t.latency, &base(vec![]))?;
+        histogram(&mut enc, SERVICE, &t.service, &base(vec![]))?;
         for (name, help, value) in GAUGES {
             if let Some(v) = value(&t) {
                 enc.encode_descriptor(name, help, None, MetricType::Gauge)?
@@ -222,26 +286,16 @@ impl Collector for Snapshot {
             }
         }
         if let Some(gc) = t.server.as_ref().and_then(|s| s.gc) {
-            enc.encode_descriptor(
-                "volley_server_gc_pauses",
-                "The monitored server's stop-the-world pauses since t0 (a JVM's counters or --gc-log)",
-                None,
-                MetricType::Counter,
-            )?
-            .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(
-                &gc.pause_count,
-                None,
-            )?;
-            enc.encode_descriptor(
-                "volley_server_gc_pause_seconds",
-                "Their total time",
-                None,
-                MetricType::Counter,
-            )?
-            .encode_counter::<prometheus_client::encoding::NoLabelSet, _, f64>(
-                &(gc.pause_total_ms / 1e3),
-                None,
-            )?;
+            enc.encode_descriptor(GC_PAUSES.0, GC_PAUSES.1, None, MetricType::Counter)?
+                .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(
+                    &gc.pause_count,
+                    None,
+                )?;
+            enc.encode_descriptor(GC_SECONDS.0, GC_SECONDS.1, None, MetricType::Counter)?
+                .encode_counter::<prometheus_client::encoding::NoLabelSet, _, f64>(
+                    &(gc.pause_total_ms / 1e3),
+                    None,
+                )?;
         }
         enc.encode_descriptor(CLIENT_CPU.0, CLIENT_CPU.1, None, MetricType::Counter)?
             .encode_counter::<prometheus_client::encoding::NoLabelSet, _, f64>(
@@ -254,8 +308,7 @@ impl Collector for Snapshot {
 
 fn histogram(
     enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
+    (name, help): Family,
     h: &Hist,
     labels: &Labels,
 ) -> Result<(), std::fmt::Error> {
@@ -283,7 +336,7 @@ pub(crate) fn classic_buckets(h: &Hist) -> (f64, u64, Vec<(f64, u64)>) {
         below = upto;
     }
     out.push((f64::INFINITY, count - below));
-    (h.mean() * count as f64 / 1e6, count, out)
+    (super::buckets::sum_s(h), count, out)
 }
 
 /// Errors by kind, as the `kind` label names them.

@@ -145,9 +145,36 @@ pub fn parse_decimal(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// `%XX` escapes decoded; anything else as it is.
+pub fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_escapes() {
+        assert_eq!(percent_decode("a%40b%2C"), b"a@b,");
+        assert_eq!(percent_decode("%4"), b"%4");
+        assert_eq!(percent_decode("%zz%41"), b"%zzA");
+    }
 
     #[test]
     fn durations() {

@@ -183,29 +183,9 @@ fn without_user_info(url: &str) -> (String, Option<String>) {
     let Some((user_info, host)) = authority.rsplit_once('@') else {
         return (url.to_string(), None);
     };
-    let decoded = percent_decode(user_info);
+    let decoded = volley_model::units::percent_decode(user_info);
     let credentials = base64::engine::general_purpose::STANDARD.encode(decoded);
     (format!("{scheme}://{host}{tail}"), Some(credentials))
-}
-
-/// `%XX` escapes decoded; anything else as it is.
-fn percent_decode(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -457,7 +437,5 @@ mod tests {
             without_user_info("http://h/x@y"),
             ("http://h/x@y".into(), None)
         );
-        assert_eq!(percent_decode("%4"), b"%4");
-        assert_eq!(percent_decode("%zz%41"), b"%zzA");
     }
 }

@@ -1,9 +1,8 @@
-//! A run's HDR histogram (µs) as a Prometheus native histogram (seconds): every HDR bucket's
-//! count goes to the native bucket its middle value falls in, at [`SCHEMA`] 3 (8 buckets per
-//! power of two, each 9 % wide); zeros go to the zero bucket. Lossy only in bucket width:
-//! HDR's are 0.1 %.
+//! A run's HDR histogram (µs) as a Prometheus native histogram (seconds) at [`SCHEMA`] 3 (8
+//! buckets per power of two, each 9 % wide), from [`crate::buckets`].
 
 use super::proto::{BucketSpan, Histogram};
+use crate::buckets;
 use volley_model::stats::histogram::Hist;
 
 /// Native histogram schema: buckets (2^((i-1)/8), 2^(i/8)].
@@ -11,39 +10,13 @@ pub(crate) const SCHEMA: i32 = 3;
 /// Prometheus' default zero threshold.
 const ZERO_THRESHOLD: f64 = 1e-128;
 
-/// The native bucket of `v` seconds (> 0).
-pub(crate) fn bucket_index(v: f64) -> i32 {
-    let scale = (1u32 << SCHEMA) as f64;
-    let i = (v.log2() * scale).ceil() as i32;
-    // log2 rounding at an exact bucket bound: the bound belongs to the lower bucket.
-    if 2f64.powf((i - 1) as f64 / scale) >= v {
-        i - 1
-    } else {
-        i
-    }
-}
-
 /// `h` (µs) as a native histogram sample at `timestamp_ms`.
 pub(crate) fn from_hdr(h: &Hist, timestamp_ms: i64) -> Histogram {
-    let mut zero = 0u64;
-    let mut buckets: Vec<(i32, u64)> = Vec::new();
-    for v in h.iter_recorded() {
-        let us = h.median_equivalent(v.value_iterated_to());
-        let n = v.count_at_value();
-        if us == 0 {
-            zero += n;
-            continue;
-        }
-        let i = bucket_index(us as f64 / 1e6);
-        match buckets.last_mut() {
-            Some((last, c)) if *last == i => *c += n,
-            _ => buckets.push((i, n)),
-        }
-    }
+    let (zero, buckets) = buckets::counts(h, SCHEMA);
     let (spans, deltas) = spans_and_deltas(&buckets);
     Histogram {
         count_int: h.len(),
-        sum: h.mean() * h.len() as f64 / 1e6,
+        sum: buckets::sum_s(h),
         schema: SCHEMA,
         zero_threshold: ZERO_THRESHOLD,
         zero_count_int: zero,
@@ -84,6 +57,10 @@ fn spans_and_deltas(buckets: &[(i32, u64)]) -> (Vec<BucketSpan>, Vec<i64>) {
 mod tests {
     use super::*;
     use volley_model::stats::histogram::new_hist;
+
+    fn bucket_index(v: f64) -> i32 {
+        buckets::upper_index(v, SCHEMA)
+    }
 
     #[test]
     fn buckets_follow_the_schema() {

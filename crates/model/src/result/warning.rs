@@ -93,6 +93,8 @@ pub enum WarningKind {
     /// `--prometheus-remote-write`: pushes failed. Not a headline: the run's numbers are
     /// its own, whatever the metrics endpoint did.
     RemoteWrite,
+    /// `--otlp-endpoint`: pushes failed. Not a headline, likewise.
+    OtlpExport,
     /// A sentence this version of volley does not know.
     Other,
 }
@@ -177,6 +179,7 @@ const PATTERNS: &[(WarningKind, &str)] = &[
     (WarningKind::ServerNote, "server: *"),
     (WarningKind::IoFallback, "io_uring not used (*): *"),
     (WarningKind::RemoteWrite, "remote write: *"),
+    (WarningKind::OtlpExport, "OTLP export: *"),
     (
         WarningKind::SyscallsNotCounted,
         "server syscalls not counted: *",
@@ -423,15 +426,21 @@ impl Warning {
 
     /// `--prometheus-remote-write` pushes that failed.
     pub fn remote_write(failed: u64, pushes: u64, last: &str, final_accepted: bool) -> Self {
-        let end = if final_accepted {
-            "the last values and stale markers went"
-        } else {
-            "the last values and stale markers did not go"
-        };
-        Self::new(
-            WarningKind::RemoteWrite,
-            format!("remote write: {failed} of {pushes} pushes failed ({end}; the last failure: {last}); the run's numbers are unaffected"),
-        )
+        let end = "the last values and stale markers";
+        let text = pushes_failed("remote write", end, final_accepted, (failed, pushes), last);
+        Self::new(WarningKind::RemoteWrite, text)
+    }
+
+    /// `--otlp-endpoint` pushes that failed.
+    pub fn otlp_export(failed: u64, pushes: u64, last: &str, final_accepted: bool) -> Self {
+        let text = pushes_failed(
+            "OTLP export",
+            "the last values",
+            final_accepted,
+            (failed, pushes),
+            last,
+        );
+        Self::new(WarningKind::OtlpExport, text)
     }
 
     /// Why the server's syscalls are null.
@@ -453,6 +462,18 @@ impl From<&str> for Warning {
     fn from(text: &str) -> Self {
         Warning::from_text(text)
     }
+}
+
+/// The sentence of failed metrics pushes: `push: F of N pushes failed (END went|did not go; …)`.
+fn pushes_failed(
+    push: &str,
+    end: &str,
+    went: bool,
+    (failed, pushes): (u64, u64),
+    last: &str,
+) -> String {
+    let went = if went { "went" } else { "did not go" };
+    format!("{push}: {failed} of {pushes} pushes failed ({end} {went}; the last failure: {last}); the run's numbers are unaffected")
 }
 
 impl Serialize for Warning {
@@ -559,6 +580,7 @@ mod tests {
             Warning::syscalls_not_counted("perf_event_paranoid is 3"),
             Warning::io_fallback("io_uring_setup: Operation not permitted (os error 1)"),
             Warning::remote_write(2, 5, "HTTP 500: down", false),
+            Warning::otlp_export(1, 4, "HTTP 503: busy", true),
             Warning::shards_differ("the request body"),
             Warning::stages_differ(),
             Warning::lag_not_merged(),
