@@ -260,3 +260,49 @@ fn http2_against_a_server_without_h2_is_one_line_and_exit_2() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(j["target"]["protocol"], "http/1.1");
 }
+
+#[test]
+fn header_and_body_checks_judge_every_h2_and_h2c_response() {
+    let s = servers(128);
+    let h2c = format!("http://127.0.0.1:{}/", s.h2c);
+    let h2 = format!("https://localhost:{}/", s.h2);
+    let protocols: [(&str, Vec<&str>); 2] = [
+        ("h2c", vec!["run", &h2c, "--h2c"]),
+        ("h2", vec!["run", &h2, "--cacert", &s.cert]),
+    ];
+    for (protocol, base) in protocols {
+        let load = ["-c", "2", "--streams", "8", "-n", "300"];
+        let pass = [
+            "--expect-header",
+            "server",
+            "--expect-body-contains",
+            ".",
+            "--expect-body-regex",
+            "^\\.$",
+        ];
+        let (code, j, err) = volley_json(&[&base[..], &load, &pass].concat(), LIMIT);
+        assert_eq!(code, 0, "{protocol}: {err}");
+        assert_eq!(j["target"]["protocol"], protocol);
+        assert_eq!(n(&j, "/requests/completed"), 300);
+        assert_eq!(
+            n(&j, "/requests/failed_checks"),
+            0,
+            "{protocol}: {}",
+            j["checks"]
+        );
+        let fail = [
+            "--expect-header",
+            "x-missing",
+            "--expect-body-contains",
+            "nope",
+        ];
+        let (code, j, err) = volley_json(&[&base[..], &load, &fail].concat(), LIMIT);
+        assert_eq!(code, 1, "{protocol}: the implied checks<=1% breaks: {err}");
+        assert_eq!(n(&j, "/requests/completed"), 300);
+        assert_eq!(n(&j, "/requests/failed_checks"), 300, "{protocol}");
+        assert_eq!(n(&j, "/checks/header"), 300, "{protocol}");
+        assert_eq!(n(&j, "/checks/body_contains"), 300, "{protocol}");
+        assert_eq!(n(&j, "/checks/body_regex"), 0, "{protocol}");
+        assert_invariant(&j);
+    }
+}

@@ -402,7 +402,6 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         )?)),
         None => None,
     };
-    h2_checks(http, &checks, workload.as_deref())?;
     let shard = a
         .shard
         .as_deref()
@@ -455,42 +454,6 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         )
     })?;
     Ok(spec)
-}
-
-/// Header and body checks watch an HTTP/1.1 response as it is parsed; HTTP/2 responses are
-/// checked for their status and size only. A run that speaks (or may negotiate) HTTP/2 is
-/// refused with them rather than checked in part without saying so.
-fn h2_checks(
-    http: volley_plan::HttpVersion,
-    checks: &volley_plan::workload::Checks,
-    workload: Option<&volley_plan::workload::Workload>,
-) -> Result<(), ConfigError> {
-    use volley_plan::HttpVersion;
-    if http == HttpVersion::Http1 {
-        return Ok(());
-    }
-    let all = std::iter::once(checks).chain(
-        workload
-            .into_iter()
-            .flat_map(|w| w.entries.iter().map(|e| &e.checks)),
-    );
-    let needs = all.fold((false, false), |(h, b), c| {
-        (h || c.needs_headers(), b || c.needs_body())
-    });
-    let flag = match needs {
-        (true, _) => Flag::ExpectHeader,
-        (_, true) => Flag::ExpectBodyContains,
-        _ => return Ok(()),
-    };
-    let how = if http == HttpVersion::Negotiate {
-        "add --http1.1 (https:// may negotiate HTTP/2, whose responses volley checks for their status and size only)"
-    } else {
-        "HTTP/2 responses are checked for their status and size only; use --http1.1 for header and body checks"
-    };
-    Err(ConfigError::flag(
-        flag,
-        format!("--expect-header and --expect-body-* (or a requests file's expect_header, expect_body_*) check HTTP/1.1 responses: {how}"),
-    ))
 }
 
 /// `--requests-file` says what each request is, so the flags that say it for the one request

@@ -87,15 +87,57 @@ impl CheckState {
     }
 }
 
-/// The checks an HTTP/2 response of `status` with `body_bytes` failed, of those HTTP/2 runs
-/// take (status and size: header and body checks are refused for them before the run).
-pub(crate) fn status_and_size(checks: &Checks, status: u16, body_bytes: u64) -> Vec<&'static str> {
+/// [`CheckState::content_failures`]: a header check failed.
+pub const FAILED_HEADER: u8 = 1;
+/// A body substring was not found.
+pub const FAILED_BODY_CONTAINS: u8 = 2;
+/// The body regex did not match.
+pub const FAILED_BODY_REGEX: u8 = 4;
+
+impl CheckState {
+    /// The header and body checks a complete response failed, as [`FAILED_HEADER`]-style
+    /// bits: what an HTTP/2 stream's session reports ([`crate::h2::conn::Event::Checked`]),
+    /// its status and size being the worker's to judge ([`failed_with`]).
+    pub fn content_failures(&self, checks: &Checks) -> u8 {
+        let failed = self.failed(checks, 0, 0);
+        let mut bits = 0;
+        for (name, bit) in [
+            (HEADER, FAILED_HEADER),
+            (BODY_CONTAINS, FAILED_BODY_CONTAINS),
+            (BODY_REGEX, FAILED_BODY_REGEX),
+        ] {
+            if failed.contains(&name) {
+                bits |= bit;
+            }
+        }
+        bits
+    }
+}
+
+/// The checks a response of `status` with `body_bytes` failed, its header and body checks
+/// having failed as `content` says ([`CheckState::content_failures`]), in
+/// [`CheckState::failed`]'s order.
+pub(crate) fn failed_with(
+    checks: &Checks,
+    status: u16,
+    body_bytes: u64,
+    content: u8,
+) -> Vec<&'static str> {
     let mut out = Vec::new();
     if !checks.status_ok(status) {
         out.push(STATUS);
     }
+    if content & FAILED_HEADER != 0 {
+        out.push(HEADER);
+    }
     if checks.size.is_some_and(|n| n != body_bytes) {
         out.push(SIZE);
+    }
+    if content & FAILED_BODY_CONTAINS != 0 {
+        out.push(BODY_CONTAINS);
+    }
+    if content & FAILED_BODY_REGEX != 0 {
+        out.push(BODY_REGEX);
     }
     out
 }

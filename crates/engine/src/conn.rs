@@ -38,6 +38,8 @@ pub(crate) struct InFlight {
     pub index: u64,
     /// HTTP/2: its response's body bytes so far (`--expect-size`).
     pub body_bytes: u64,
+    /// HTTP/2: the header and body checks its response failed (`check::FAILED_*` bits).
+    pub content_failed: u8,
 }
 
 /// An `InFlight` whose workload request is not chosen yet (or a run without a workload).
@@ -59,6 +61,7 @@ impl InFlight {
             entry: NO_ENTRY,
             index: 0,
             body_bytes: 0,
+            content_failed: 0,
         }
     }
 }

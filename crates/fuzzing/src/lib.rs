@@ -487,6 +487,10 @@ impl H2Checker {
                 assert!(self.headed.contains(stream), "data before the head: {e:?}");
                 *stream
             }
+            H2Event::Checked { stream, .. } => {
+                assert!(self.headed.contains(stream), "checks without a head: {e:?}");
+                *stream
+            }
             H2Event::End { stream } => {
                 assert!(self.headed.contains(stream), "an end without a head: {e:?}");
                 self.ended.push(*stream);

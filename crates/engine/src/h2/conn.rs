@@ -14,6 +14,9 @@ use std::sync::Arc;
 use loona_hpack::Decoder;
 
 use super::frame::{self, code, flags, setting, Header, Kind, HEADER_LEN};
+use crate::check::{CheckState, Watch};
+use crate::response::ResponseObserver;
+use volley_plan::workload::Checks;
 
 /// What the server said or did, in the order it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +39,15 @@ pub enum Event {
         stream: u32,
         /// How many.
         len: usize,
+    },
+    /// A checked stream's response is complete: the header and body checks it failed
+    /// (`check::FAILED_*` bits; its status and size are the caller's to judge). Comes just
+    /// before the stream's `End`.
+    Checked {
+        /// The stream.
+        stream: u32,
+        /// The failed checks' bits.
+        failed: u8,
     },
     /// The server ended the stream: the response is complete.
     End {
@@ -143,6 +155,34 @@ struct Stream {
     length: Length,
     /// Body bytes received (padding excluded).
     received: u64,
+    /// Its response's header and body checks, as they are read (`None`: none to read).
+    watch: Option<Box<StreamWatch>>,
+}
+
+/// A stream's header and body checks while its response arrives: the fields of its final
+/// head, and its body only as far as the checks need (bounded like HTTP/1.1's,
+/// [`crate::check`]).
+#[derive(Debug)]
+struct StreamWatch {
+    checks: Arc<Checks>,
+    state: CheckState,
+}
+
+impl StreamWatch {
+    /// A watch when `checks` read headers or the body (status and size need none).
+    fn of(checks: Option<Arc<Checks>>) -> Option<Box<StreamWatch>> {
+        let checks = checks.filter(|c| c.needs_headers() || c.needs_body())?;
+        let mut state = CheckState::default();
+        state.reset(&checks);
+        Some(Box::new(StreamWatch { checks, state }))
+    }
+
+    fn watch(&mut self) -> Watch<'_> {
+        Watch {
+            state: &mut self.state,
+            checks: &self.checks,
+        }
+    }
 }
 
 /// A response's declared content length, checked against its DATA.
@@ -344,16 +384,18 @@ impl H2Conn {
     /// Opens a stream with the request header `block` (see [`super::request`]) and the
     /// connection's body; returns its id.
     pub fn open_stream(&mut self, block: &[u8]) -> u32 {
-        self.open_stream_with(block, None, false)
+        self.open_stream_with(block, None, false, None)
     }
 
     /// Opens a stream with `block` and `body` (`None`: the connection's body), a HEAD
-    /// request when `head`; returns its id.
+    /// request when `head`, whose response is read for `checks` (header and body checks:
+    /// [`Event::Checked`]); returns its id.
     pub(crate) fn open_stream_with(
         &mut self,
         block: &[u8],
         body: Option<Arc<[u8]>>,
         head: bool,
+        checks: Option<Arc<Checks>>,
     ) -> u32 {
         self.sync_written();
         let stream = self.next_stream;
@@ -368,6 +410,7 @@ impl H2Conn {
             head_request: head,
             length: Length::None,
             received: 0,
+            watch: StreamWatch::of(checks),
         });
         let no_body = body.as_ref().map_or(self.body.is_empty(), |b| b.is_empty());
         let mut chunks = block.chunks(self.max_frame).peekable();

@@ -37,6 +37,7 @@ impl Worker {
             return;
         }
         let head = self.shared.template.is_head();
+        let checks = &self.shared.checks;
         let c = &mut self.conns[i];
         let Some(h2) = c.h2.as_mut() else { return };
         while c.h2_queued > 0 && h2.can_open() {
@@ -44,7 +45,7 @@ impl Worker {
             let pos = c.write_pos + h2.out.len() as u64;
             let r = &mut c.inflight[at];
             r.stream_pos = pos;
-            r.stream = h2.open_stream_with(&self.shared.h2_block, None, head);
+            r.stream = h2.open_stream_with(&self.shared.h2_block, None, head, checks.clone());
             c.h2_queued -= 1;
         }
         c.write_end = c.write_pos + h2.out.len() as u64;
@@ -77,12 +78,13 @@ impl Worker {
             };
             let body = body.unwrap_or_else(|| Arc::clone(&r.body_bytes));
             let head = r.head_request;
+            let checks = r.checks.clone();
             let c = &mut self.conns[i];
             let h2 = c.h2.as_mut().expect("checked above");
             let pos = c.write_pos + h2.out.len() as u64;
             let r = &mut c.inflight[at];
             r.stream_pos = pos;
-            r.stream = h2.open_stream_with(&block, Some(body), head);
+            r.stream = h2.open_stream_with(&block, Some(body), head, checks);
             c.h2_queued -= 1;
         }
         let c = &mut self.conns[i];
@@ -197,6 +199,12 @@ impl Worker {
                     r.body_bytes += len as u64;
                 }
             }
+            Event::Checked { stream, failed } => {
+                let c = &mut self.conns[i];
+                if let Some(r) = c.inflight.iter_mut().find(|r| r.stream == stream) {
+                    r.content_failed = failed;
+                }
+            }
             Event::End { stream } => return self.h2_end(i, stream, now),
             Event::Malformed { stream, reason } => {
                 return self.h2_malformed(i, stream, reason, now)
@@ -248,10 +256,9 @@ impl Worker {
             self.sample_protocol(|| format!("HTTP/2: stream {stream} ended without a response"));
             self.count_request_error(&req, ErrorKind::Protocol, now);
         } else {
-            // HTTP/2 checks the status and the size (header and body checks are refused for
-            // HTTP/2 runs before they start).
+            // The session judged the header and body checks as the response arrived.
             let failed = self.checks_of(&req).map_or_else(Vec::new, |ch| {
-                check::status_and_size(&ch, req.status, req.body_bytes)
+                check::failed_with(&ch, req.status, req.body_bytes, req.content_failed)
             });
             self.request_done(i, req, req.status, &failed, now);
         }

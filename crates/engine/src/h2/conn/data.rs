@@ -92,6 +92,9 @@ impl H2Conn {
         self.stream_window(i, len, end)?;
         let s = &mut self.open[i];
         s.received += body.len() as u64;
+        if let Some(w) = s.watch.as_mut().filter(|w| w.checks.needs_body()) {
+            w.watch().body(body);
+        }
         if !body.is_empty() {
             on(Event::Data {
                 stream: h.stream,
@@ -148,6 +151,10 @@ impl H2Conn {
             }
             _ => {
                 let stream = s.id;
+                if let Some(w) = self.open[i].watch.take() {
+                    let failed = w.state.content_failures(&w.checks);
+                    on(Event::Checked { stream, failed });
+                }
                 self.close(stream);
                 on(Event::End { stream });
             }

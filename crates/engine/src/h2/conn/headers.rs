@@ -101,6 +101,11 @@ impl H2Conn {
         }
         let mut d = Decoded::default();
         let mut size = 0usize;
+        // The fields are kept only for a stream whose checks read them.
+        let keep = self.index(stream).is_some_and(|i| {
+            let w = self.open[i].watch.as_ref();
+            w.is_some_and(|w| w.checks.needs_headers())
+        });
         let r = self.decoder.decode_with_cb(&self.block, |name, value| {
             size += name.len() + value.len() + 32;
             if size > MAX_HEADER_LIST {
@@ -110,6 +115,9 @@ impl H2Conn {
                 b":status" => d.status = Some(parse_status(&value)),
                 b"content-length" => d.length = d.length.and(&value),
                 _ => {}
+            }
+            if keep && !name.starts_with(b":") {
+                d.fields.push((name.into_owned(), value.into_owned()));
             }
         });
         if let Err(e) = r {
@@ -161,6 +169,14 @@ impl H2Conn {
                     _ if s.head_request || c == 204 || c == 304 => Length::Unchecked,
                     l => l,
                 };
+                if let Some(w) = s.watch.as_mut() {
+                    let mut watch = w.watch();
+                    for (name, value) in &d.fields {
+                        if let Ok(name) = std::str::from_utf8(name) {
+                            watch.header(name, value);
+                        }
+                    }
+                }
                 on(Event::Head { stream, status: c });
                 if s.length == Length::Invalid {
                     self.malformed(i, end_stream, "an invalid content-length".into(), on);
@@ -185,6 +201,8 @@ pub(super) struct Decoded {
     status: Option<Option<u16>>,
     /// `content-length`.
     length: Length,
+    /// The fields (not the pseudo-headers), for a stream whose checks read them.
+    fields: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Length {

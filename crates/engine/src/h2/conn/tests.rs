@@ -391,5 +391,6 @@ fn setting(id: u16, v: u32) -> Vec<u8> {
     Server::frame(Kind::Settings, 0, 0, &p)
 }
 
+mod checked;
 mod malformed;
 mod refused;

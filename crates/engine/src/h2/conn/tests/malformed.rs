@@ -95,7 +95,7 @@ fn thread_cpu() -> std::time::Duration {
 /// A connection with stream 1 open (a HEAD when `head`) after the server's SETTINGS.
 fn one_stream(head: bool) -> H2Conn {
     let mut c = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
-    c.open_stream_with(&[0x82], None, head);
+    c.open_stream_with(&[0x82], None, head, None);
     c.unwritten.clear();
     c.out.clear();
     c
