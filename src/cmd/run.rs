@@ -118,7 +118,11 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
     };
     if !prepared.reachable {
         let tried: Vec<String> = prepared.tried.iter().map(|a| a.to_string()).collect();
-        stderrln!("volley: warning: nothing accepts connections at {} (tried {}); running anyway, failures count as connect errors", cfg.load.target.url, tried.join(", "));
+        let at = match &cfg.load.target.proxy {
+            Some(p) => format!("the proxy {}", p.shown),
+            None => cfg.load.target.url.clone(),
+        };
+        stderrln!("volley: warning: nothing accepts connections at {at} (tried {}); running anyway, failures count as connect errors", tried.join(", "));
     }
     let mut outputs = match open_outputs(args) {
         Ok(o) => o,

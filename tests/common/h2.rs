@@ -55,6 +55,9 @@ pub enum Behaviour {
     GoAwayError(u32),
     /// RST_STREAM with this code on every stream.
     Reset(u32),
+    /// Like `Normal`, but its SETTINGS go first, before the client's preface arrives (a
+    /// server may speak first).
+    SettingsFirst,
     /// SETTINGS_INITIAL_WINDOW_SIZE 0 and never a WINDOW_UPDATE: request bodies never leave.
     ZeroWindow,
     /// At the first stream, SETTINGS frames without end, never reading.
@@ -158,6 +161,7 @@ fn run(p: &mut Peer, b: Behaviour) {
         }
         Behaviour::Reset(code) => p.reset_all(code),
         Behaviour::ZeroWindow => p.zero_window(),
+        Behaviour::SettingsFirst => p.serve(&[], Duration::ZERO, None),
         Behaviour::SettingsFlood => {
             if p.start(&[]).is_some() {
                 flood(p, &frame(SETTINGS, 0, 0, &[]));
@@ -233,6 +237,10 @@ fn early(p: &mut Peer, b: Behaviour, k: u64) -> bool {
             let mut a = settings(&[]);
             a.extend(frame(GOAWAY, 0, 0, &goaway(0, code)));
             a
+        }
+        Behaviour::SettingsFirst => {
+            p.write(&settings(&[]));
+            return false;
         }
         _ => return false,
     };

@@ -211,6 +211,18 @@ pub fn stalling_from(first: Duration, every: Duration, pause: Duration) -> TestS
     })
 }
 
+/// The environment variables that name proxies.
+pub const PROXY_VARIABLES: [&str; 8] = [
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+];
+
 /// Runs volley with `args`, killing it after `limit` (a hang is a failure, not a stuck CI).
 pub fn volley(args: &[&str], limit: Duration) -> Output {
     limited(Command::new(volley_bin()).args(args), args, limit)
@@ -286,6 +298,13 @@ fn joined(h: std::thread::JoinHandle<Vec<u8>>) -> Vec<u8> {
 /// 64 KiB and would stall a large `--json -`.
 pub fn limited(cmd: &mut Command, args: &[&str], limit: Duration) -> Output {
     use std::io::Read;
+    // The machine's proxy variables would change what a run does (docs/contract.md,
+    // "Proxies"): a test sees only the ones it sets.
+    for var in PROXY_VARIABLES {
+        if !cmd.get_envs().any(|(k, _)| k == var) {
+            cmd.env_remove(var);
+        }
+    }
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

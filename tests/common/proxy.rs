@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,12 +21,24 @@ pub enum Behaviour {
     Stall,
     /// Answers with a head that never ends: endless header bytes until the client closes.
     Flood,
+    /// Honest, but its answer to `CONNECT` comes in two writes 200 ms apart.
+    SplitAnswer,
+    /// Writes the start of an answer, then closes.
+    PartialThenClose,
+    /// Honest, but it waits up to 300 ms for the target's first bytes and writes them in the
+    /// same write as its answer (a target that speaks first, such as an HTTP/2 server's
+    /// SETTINGS, arrives with the head).
+    Coalescing,
+    /// Honest for its first `n` connections, then answers every `CONNECT` with these bytes.
+    HonestThen(usize, &'static [u8]),
 }
 
 /// A running proxy: its address and the request heads it read (first line and headers).
 pub struct Proxy {
     pub addr: SocketAddr,
     pub heads: Arc<Mutex<Vec<String>>>,
+    /// `Coalescing`: bytes of the target written in the same write as an answer.
+    pub coalesced: Arc<AtomicU64>,
 }
 
 impl Proxy {
@@ -43,18 +56,28 @@ pub fn start(b: Behaviour) -> Proxy {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let heads: Arc<Mutex<Vec<String>>> = Arc::default();
-    let seen = Arc::clone(&heads);
+    let coalesced: Arc<AtomicU64> = Arc::default();
+    let (seen, early) = (Arc::clone(&heads), Arc::clone(&coalesced));
     std::thread::spawn(move || {
-        for s in listener.incoming() {
+        for (k, s) in listener.incoming().enumerate() {
             let Ok(s) = s else { continue };
-            let seen = Arc::clone(&seen);
-            std::thread::spawn(move || serve(s, b, &seen));
+            let (seen, early) = (Arc::clone(&seen), Arc::clone(&early));
+            let b = match b {
+                Behaviour::HonestThen(n, _) if k < n => Behaviour::Honest,
+                Behaviour::HonestThen(_, answer) => Behaviour::Answer(answer),
+                other => other,
+            };
+            std::thread::spawn(move || serve(s, b, &seen, &early));
         }
     });
-    Proxy { addr, heads }
+    Proxy {
+        addr,
+        heads,
+        coalesced,
+    }
 }
 
-fn serve(mut s: TcpStream, b: Behaviour, seen: &Mutex<Vec<String>>) {
+fn serve(mut s: TcpStream, b: Behaviour, seen: &Mutex<Vec<String>>, early: &AtomicU64) {
     let _ = s.set_nodelay(true);
     let mut buf = Vec::new();
     loop {
@@ -63,12 +86,15 @@ fn serve(mut s: TcpStream, b: Behaviour, seen: &Mutex<Vec<String>>) {
         };
         seen.lock().unwrap().push(head.clone());
         let connect = head.starts_with("CONNECT ");
+        let honest = matches!(
+            b,
+            Behaviour::Honest | Behaviour::SplitAnswer | Behaviour::Coalescing
+        );
         match b {
-            Behaviour::Honest if connect => return tunnel(s, &head, buf),
-            Behaviour::Honest => {
-                if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n.")
-                    .is_err()
-                {
+            _ if honest && connect => return tunnel(s, &head, buf, b, early),
+            _ if honest => {
+                let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n.";
+                if s.write_all(ok).is_err() {
                     return;
                 }
             }
@@ -76,13 +102,17 @@ fn serve(mut s: TcpStream, b: Behaviour, seen: &Mutex<Vec<String>>) {
                 let _ = s.write_all(bytes);
                 return drain(s);
             }
-            Behaviour::Stall => return drain(s),
+            Behaviour::PartialThenClose => {
+                let _ = s.write_all(b"HTTP/1.1 200 Conn");
+                return;
+            }
             Behaviour::Flood => {
                 let _ = s.write_all(b"HTTP/1.1 200 OK\r\nX-Flood: ");
                 let chunk = [b'a'; 16 * 1024];
                 while s.write_all(&chunk).is_ok() {}
                 return;
             }
+            _ => return drain(s),
         }
     }
 }
@@ -105,7 +135,7 @@ fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
 
 /// Opens the tunnel to the loopback target the `CONNECT` names and relays until either side
 /// closes.
-fn tunnel(mut client: TcpStream, head: &str, early: Vec<u8>) {
+fn tunnel(mut client: TcpStream, head: &str, early: Vec<u8>, b: Behaviour, sent_early: &AtomicU64) {
     let authority = head.split(' ').nth(1).unwrap_or("");
     use std::net::ToSocketAddrs;
     let target = match authority.to_socket_addrs().ok().and_then(|mut a| a.next()) {
@@ -120,11 +150,27 @@ fn tunnel(mut client: TcpStream, head: &str, early: Vec<u8>) {
         return;
     };
     let _ = upstream.set_nodelay(true);
-    if client
-        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        .is_err()
-        || upstream.write_all(&early).is_err()
-    {
+    let answer = b"HTTP/1.1 200 Connection established\r\n\r\n";
+    let sent = match b {
+        Behaviour::SplitAnswer => {
+            let first = client.write_all(&answer[..17]);
+            std::thread::sleep(Duration::from_millis(200));
+            first.and_then(|()| client.write_all(&answer[17..]))
+        }
+        Behaviour::Coalescing => {
+            let mut both = answer.to_vec();
+            let _ = upstream.set_read_timeout(Some(Duration::from_millis(300)));
+            let mut first = [0u8; 4096];
+            if let Ok(n) = upstream.read(&mut first) {
+                both.extend_from_slice(&first[..n]);
+                sent_early.fetch_add(n as u64, Ordering::SeqCst);
+            }
+            let _ = upstream.set_read_timeout(None);
+            client.write_all(&both)
+        }
+        _ => client.write_all(answer),
+    };
+    if sent.is_err() || upstream.write_all(&early).is_err() {
         return;
     }
     let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
-use crate::common::proxy;
+use crate::common::{proxy, PROXY_VARIABLES};
 
 const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/run.schema.json");
 
@@ -63,10 +63,11 @@ fn run_volley_args(extra: &[&str]) -> Value {
     let mut args = vec!["run", url.as_str()];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--quiet", "--json", "-"]);
-    let out = Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args(&args)
-        .output()
-        .expect("volley binary runs");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volley"));
+    for var in PROXY_VARIABLES {
+        cmd.env_remove(var);
+    }
+    let out = cmd.args(&args).output().expect("volley binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),

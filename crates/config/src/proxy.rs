@@ -75,6 +75,8 @@ pub(super) fn proxy_for(
         ));
     }
     let (text, source, var) = match (&a.proxy, a.proxy_env.for_scheme(target.scheme)) {
+        // curl's `-x ""`: no proxy at all, the environment's neither.
+        (Some(p), _) if p.is_empty() => return Ok(None),
         (Some(p), _) => (p.clone(), ProxySource::Flag, ""),
         (None, Some((name, value)))
             if target.unix_socket.is_none() && !is_loopback(&target.host) =>
@@ -107,7 +109,7 @@ pub(super) fn proxy_for(
 /// `http://[user[:password]@]host[:port][/]` (no scheme: `http://`).
 fn parse_proxy(text: &str, mode: ProxyMode, source: ProxySource) -> Result<Proxy, String> {
     let text = text.trim();
-    let shown = redact::url(text).into_owned();
+    let shown = redact::proxy(text).into_owned();
     let rest = match text.split_once("://") {
         None => text,
         Some((s, rest)) if s.eq_ignore_ascii_case("http") => rest,
@@ -197,25 +199,27 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A loopback host: `localhost` (and its subdomains), 127.0.0.0/8, `::1`.
+/// A host on this machine: `localhost` (and its subdomains), 127.0.0.0/8, `::1` (also as
+/// `::ffff:127.x.y.z`), and the unspecified `0.0.0.0` and `::`, which reach it too.
 fn is_loopback(host: &str) -> bool {
-    let h = host.to_ascii_lowercase();
+    let h = host.trim_end_matches('.').to_ascii_lowercase();
     h == "localhost"
         || h.ends_with(".localhost")
-        || h.parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+        || h.parse::<std::net::IpAddr>().is_ok_and(|ip| {
+            let ip = ip.to_canonical();
+            ip.is_loopback() || ip.is_unspecified()
+        })
 }
 
-/// Whether `host` is in a `NO_PROXY`-style list: comma- or space-separated names (a name
-/// matches itself and its subdomains; a leading `.` or `*.` is the same), addresses, CIDR
-/// ranges, or `*` for every host. A `:port` on an entry is ignored.
+/// Whether `host` is in a `NO_PROXY`-style list: names separated by commas, spaces or tabs
+/// (a name matches itself and its subdomains; a leading `.` or `*.` is the same; a trailing
+/// `.` is ignored), addresses, CIDR ranges (`[v6]/n` too), or `*` for every host. A `:port`
+/// on an entry is ignored; a name entry matches names only.
 pub fn listed(list: &str, host: &str) -> bool {
-    let host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
     let ip = host.parse::<std::net::IpAddr>().ok();
-    list.split([',', ' '])
+    list.split([',', ' ', '\t'])
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .any(|entry| {
@@ -224,6 +228,7 @@ pub fn listed(list: &str, host: &str) -> bool {
                 return true;
             }
             if let Some((net, bits)) = e.split_once('/') {
+                let net = net.trim_start_matches('[').trim_end_matches(']');
                 return match (ip, net.parse::<std::net::IpAddr>(), bits.parse::<u32>()) {
                     (Some(ip), Ok(net), Ok(bits)) => in_range(ip, net, bits),
                     _ => false,
@@ -234,7 +239,8 @@ pub fn listed(list: &str, host: &str) -> bool {
                 return ip == other;
             }
             let name = e.trim_start_matches("*.").trim_start_matches('.');
-            host == name || host.ends_with(&format!(".{name}"))
+            let name = name.trim_end_matches('.');
+            ip.is_none() && (host == name || host.ends_with(&format!(".{name}")))
         })
 }
 
@@ -371,6 +377,13 @@ mod tests {
         );
         // The flag proxies loopback targets too (that is how a proxy on this host is tested).
         assert!(proxy(&["http://127.0.0.1:8080/", "-x", "p:1"], &[]).is_some());
+        let env = [("http_proxy", "p:8080")];
+        for host in ["0.0.0.0", "[::]", "[::ffff:127.0.0.2]", "localhost."] {
+            let url = format!("http://{host}:8080/");
+            assert_eq!(proxy(&[&url], &env), None, "{host}");
+        }
+        // curl's -x "": no proxy, the environment's neither.
+        assert_eq!(proxy(&["http://example.org/", "-x", ""], &env), None);
         assert_eq!(
             proxy(&["https://example.org/"], &[("ALL_PROXY", "a:2")])
                 .unwrap()
@@ -389,6 +402,11 @@ mod tests {
         let e = config(&["http://a/", "-x", "http://u:secret@h:99999"], &[]).unwrap_err();
         assert!(
             e.contains("http://<redacted>@h:99999") && !e.contains("secret"),
+            "{e}"
+        );
+        let e = config(&["http://a/", "-x", "u:se/cret@h:99999"], &[]).unwrap_err();
+        assert!(
+            e.contains("`<redacted>@h:99999`") && !e.contains("cret"),
             "{e}"
         );
         let e = config(&["https://a/"], &[("HTTPS_PROXY", "http://:1")]).unwrap_err();
@@ -413,7 +431,10 @@ mod tests {
         assert!(listed("192.168.0.0/16", "192.168.4.4"));
         assert!(!listed("192.168.0.0/16", "192.169.0.1"));
         assert!(listed("::1", "::1"));
-        assert!(listed("[fd00::]/8", "fd12::1") || listed("fd00::/8", "fd12::1"));
+        assert!(listed("[fd00::]/8", "fd12::1") && listed("fd00::/8", "fd12::1"));
+        assert!(listed("example.org", "example.org."));
+        assert!(!listed("0.1", "10.0.0.1"));
+        assert!(listed("a\tb", "b"));
         assert!(listed("0.0.0.0/0", "1.2.3.4"));
         assert!(!listed("", "a"));
     }

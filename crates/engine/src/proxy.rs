@@ -72,14 +72,27 @@ pub fn parse_reply(bytes: &[u8]) -> Reply {
     }
 }
 
-/// Where the head ends (after its blank line), if it has.
+/// Where the head ends (after its blank line: `\r\n\r\n`, or `\n\n` from a proxy that ends
+/// lines with LF only, whichever comes first), if it has.
 fn find_head_end(bytes: &[u8]) -> Option<usize> {
     let within = &bytes[..bytes.len().min(MAX_REPLY_HEAD)];
-    within
+    let crlf = within
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .map(|i| i + 4)
-        .or_else(|| within.windows(2).position(|w| w == b"\n\n").map(|i| i + 2))
+        .map(|i| i + 4);
+    let lf = within.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Whether a refusal with `status` says the run's set-up is wrong (credentials, a port the
+/// proxy does not allow: the run ends before any response) rather than that the proxy is
+/// busy or cannot reach the target now (5xx, 408, 429: a `connect` error, as a refused
+/// connect is).
+pub fn refusal_is_setup(status: u16) -> bool {
+    (400..500).contains(&status) && status != 408 && status != 429
 }
 
 fn not_http(bytes: &[u8]) -> String {
@@ -92,6 +105,8 @@ fn not_http(bytes: &[u8]) -> String {
 
 /// A refused tunnel in words a user can act on.
 fn refusal(status: u16, text: &str) -> String {
+    // The proxy's own words, without what a terminal would act on.
+    let text: String = text.chars().take(80).filter(|c| !c.is_control()).collect();
     let said = if text.is_empty() {
         format!("{status}")
     } else {
@@ -160,5 +175,18 @@ mod tests {
             parse_reply(b"SSH-2.0-x\r\n\r\n"),
             Reply::Broken(_)
         ));
+    }
+
+    #[test]
+    fn the_head_ends_at_its_first_blank_line_and_its_words_are_cleaned() {
+        // LF-only lines, then the target's bytes holding a CRLF blank line.
+        let bytes = b"HTTP/1.1 200 OK\n\nGET / HTTP/1.1\r\n\r\n";
+        assert_eq!(parse_reply(bytes), Reply::Open { len: 17 });
+        let Reply::Refused { reason, .. } = parse_reply(b"HTTP/1.1 403 No\x1b[2J\r\n\r\n") else {
+            panic!()
+        };
+        assert!(!reason.contains('\x1b'), "{reason:?}");
+        assert!(refusal_is_setup(407) && refusal_is_setup(403) && refusal_is_setup(400));
+        assert!(!refusal_is_setup(502) && !refusal_is_setup(503) && !refusal_is_setup(429));
     }
 }

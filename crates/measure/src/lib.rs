@@ -32,6 +32,9 @@ pub enum MeasureError {
     /// The target's host does not resolve.
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    /// The proxy's host does not resolve.
+    #[error("{0}")]
+    ProxyResolve(String),
     /// `--unix-socket` names no socket.
     #[error("{0}")]
     UnixSocket(String),
@@ -169,7 +172,16 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
         Some(p) => (p.host.as_str(), p.port),
         None => (load.target.host.as_str(), load.target.port),
     };
-    let tried = transport::resolve(host, port)?;
+    let tried = transport::resolve(host, port).map_err(|e| match &load.target.proxy {
+        Some(p) => {
+            let ResolveError::Dns { host, reason } = e;
+            let shown = &p.shown;
+            MeasureError::ProxyResolve(format!(
+                "-x/--proxy {shown}: cannot resolve host `{host}`: {reason}"
+            ))
+        }
+        None => MeasureError::Resolve(e),
+    })?;
     let picked = transport::pick_address(&tried, load.timeout.min(Duration::from_secs(2)));
     Ok(Prepared {
         route: Route {

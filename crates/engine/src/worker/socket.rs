@@ -66,7 +66,7 @@ impl Worker {
         } = c.state
         {
             if tunnel_ns > 0 {
-                self.drive_tunnel(i, now);
+                self.drive_tunnel(i, now, false);
                 return;
             }
             if tcp_ns > 0 {
@@ -147,41 +147,49 @@ impl Worker {
     }
 
     /// Reads the proxy's answer to `CONNECT` (only its head: what follows is the target's).
-    fn drive_tunnel(&mut self, i: usize, now: u64) {
+    /// `ended`: the event said the proxy closed (or failed) the connection, so a head that is
+    /// still incomplete will never end.
+    fn drive_tunnel(&mut self, i: usize, now: u64, ended: bool) {
         let c = &mut self.conns[i];
         let (Some(s), ConnState::Connecting { tunnel_ns, .. }) = (c.stream.as_mut(), c.state)
         else {
             return;
         };
         let mut head = [0u8; proxy::MAX_REPLY_HEAD];
-        let reply = match s.socket_mut().peek(&mut head) {
-            Ok(0) => proxy::Reply::Broken(
-                "the proxy closed the connection before answering CONNECT".to_string(),
-            ),
-            Ok(n) => proxy::parse_reply(&head[..n]),
+        let closed = |what: &str| (format!("the proxy closed the connection {what}"), false);
+        let (reason, setup) = match s.socket_mut().peek(&mut head) {
+            Ok(0) => closed("before answering CONNECT"),
+            Ok(n) => match proxy::parse_reply(&head[..n]) {
+                proxy::Reply::Incomplete if ended => closed("within its answer to CONNECT"),
+                proxy::Reply::Incomplete => return,
+                proxy::Reply::Open { len } => {
+                    if let Err(e) = s.socket_mut().read_exact(&mut head[..len]) {
+                        self.connect_failed(i, now, e);
+                        return;
+                    }
+                    self.transport
+                        .tunneled(ns_to_us(now.saturating_sub(tunnel_ns)));
+                    self.reached(i, now);
+                    return;
+                }
+                proxy::Reply::Refused { status, reason } => {
+                    (reason, proxy::refusal_is_setup(status))
+                }
+                proxy::Reply::Broken(reason) => (reason, true),
+            },
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
             Err(e) => {
                 self.connect_failed(i, now, e);
                 return;
             }
         };
-        match reply {
-            proxy::Reply::Incomplete => {}
-            proxy::Reply::Open { len } => {
-                if let Err(e) = s.socket_mut().read_exact(&mut head[..len]) {
-                    self.connect_failed(i, now, e);
-                    return;
-                }
-                self.transport
-                    .tunneled(ns_to_us(now.saturating_sub(tunnel_ns)));
-                self.reached(i, now);
-            }
-            proxy::Reply::Refused { reason, .. } | proxy::Reply::Broken(reason) => {
-                self.setup_failed(|| SetupFailure::Proxy(reason.clone()));
-                self.connect_sample.get_or_insert_with(|| reason.clone());
-                self.connect_failed(i, now, io::Error::other(reason));
-            }
+        // A proxy that refuses the credentials or the port, or does not speak HTTP, ends the
+        // run before any response; one that is busy or closes is a connect error.
+        if setup {
+            self.setup_failed(|| SetupFailure::Proxy(reason.clone()));
         }
+        self.connect_sample.get_or_insert_with(|| reason.clone());
+        self.connect_failed(i, now, io::Error::other(reason));
     }
 
     /// The connection is ready for requests (connected, and with TLS, after the handshake);
@@ -384,7 +392,15 @@ impl Worker {
         loop {
             let c = &mut self.conns[i];
             let Some(s) = c.stream.as_mut() else { return };
-            if matches!(c.state, ConnState::Connecting { .. }) {
+            if let ConnState::Connecting { tunnel_ns, .. } = c.state {
+                if tunnel_ns > 0 {
+                    let now = self.shared.clock.now_ns();
+                    self.drive_tunnel(i, now, hangup);
+                    if !matches!(self.conns[i].state, ConnState::Open) {
+                        return;
+                    }
+                    continue;
+                }
                 // A refused connect is reported as readable + error: let the writable path
                 // decide; a TLS handshake goes on from there too.
                 self.on_writable(i);

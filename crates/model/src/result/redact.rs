@@ -31,9 +31,35 @@ pub fn arg(s: &str) -> Cow<'_, str> {
     url(s)
 }
 
-/// A command line with its secrets redacted.
+/// A command line with its secrets redacted: headers, URLs, and the proxy's credentials
+/// (`-x`/`--proxy`'s value, which may leave out its `http://`).
 pub fn argv(args: &[String]) -> Vec<String> {
-    args.iter().map(|a| arg(a).into_owned()).collect()
+    let mut out: Vec<String> = Vec::with_capacity(args.len());
+    for a in args {
+        let after_flag = out.last().is_some_and(|p| p == "-x" || p == "--proxy");
+        let shown = if after_flag {
+            proxy(a).into_owned()
+        } else if let Some(v) = a.strip_prefix("--proxy=") {
+            format!("--proxy={}", proxy(v))
+        } else if let Some(v) = a.strip_prefix("-x").filter(|v| !v.is_empty()) {
+            format!("-x{}", proxy(v))
+        } else {
+            arg(a).into_owned()
+        };
+        out.push(shown);
+    }
+    out
+}
+
+/// A proxy URL without its user information, with or without a scheme:
+/// `user:pw@host:3128` becomes `<redacted>@host:3128`. A host holds no `@`, so everything
+/// before the last one is the user information (a password may hold `/` or `#`).
+pub fn proxy(s: &str) -> Cow<'_, str> {
+    let Some(at) = s.rfind('@') else {
+        return Cow::Borrowed(s);
+    };
+    let start = s.find("://").map_or(0, |i| i + 3).min(at);
+    Cow::Owned(format!("{}{REDACTED}{}", &s[..start], &s[at..]))
 }
 
 /// A URL (anywhere in `s`) without its user information: `http://user:pw@host/` becomes
@@ -77,6 +103,35 @@ pub fn json(v: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxy_credentials_are_redacted_with_or_without_a_scheme() {
+        let given: Vec<String> = [
+            "-x",
+            "u:secret@proxy:3128",
+            "--proxy",
+            "http://u:pa/ss#x@p:1",
+            "--proxy=u:s@p",
+            "-xu:s@p:1",
+            "-x",
+            "proxy:3128",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            argv(&given),
+            [
+                "-x",
+                "<redacted>@proxy:3128",
+                "--proxy",
+                "http://<redacted>@p:1",
+                "--proxy=<redacted>@p",
+                "-x<redacted>@p:1",
+                "-x",
+                "proxy:3128",
+            ]
+        );
+    }
 
     #[test]
     fn header_values_are_redacted_in_every_spelling() {
