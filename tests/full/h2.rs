@@ -306,3 +306,42 @@ fn header_and_body_checks_judge_every_h2_and_h2c_response() {
         assert_invariant(&j);
     }
 }
+
+#[test]
+fn verify_speaks_the_protocol_the_run_speaks() {
+    let s = servers(128);
+    let h2c = format!("http://127.0.0.1:{}/", s.h2c);
+    let h2 = format!("https://localhost:{}/", s.h2);
+    let runs: [(Vec<&str>, &str); 3] = [
+        (vec!["run", &h2c, "--h2c"], "HTTP/2"),
+        (vec!["run", &h2, "--cacert", &s.cert], "HTTP/2"),
+        (
+            vec!["run", &h2, "--cacert", &s.cert, "--http1.1"],
+            "HTTP/1.1",
+        ),
+    ];
+    let mut logged = 0;
+    for (base, spoken) in runs {
+        let good = ["--verify", "-n", "10", "--expect-header", "server"];
+        let out = volley(&[&base[..], &good].concat(), LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{base:?}: {err}");
+        assert!(
+            err.contains(&format!("verify GET /: GET / {spoken}\n")),
+            "{err}"
+        );
+        assert!(err.contains("\n  200 · 1 body bytes\n"), "{err}");
+        // HTTP/2 field names are lower case; HTTP/1.1's as nginx sends them.
+        assert!(err.to_lowercase().contains("\n  server: nginx"), "{err}");
+        assert!(err.contains("\n  body: \".\"\n  checks passed\n"), "{err}");
+        logged += 11;
+        // A check the response fails stops the run before the load: one request reached nginx.
+        let bad = ["--verify", "-n", "10", "--expect-body-contains", "nope"];
+        let out = volley(&[&base[..], &bad].concat(), LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{base:?}: {err}");
+        assert!(err.contains("  FAILED: body_contains\n"), "{err}");
+        logged += 1;
+        assert_eq!(s.nginx.requests(), logged, "{base:?}");
+    }
+}

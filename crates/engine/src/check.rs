@@ -117,7 +117,7 @@ impl CheckState {
 /// The checks a response of `status` with `body_bytes` failed, its header and body checks
 /// having failed as `content` says ([`CheckState::content_failures`]), in
 /// [`CheckState::failed`]'s order.
-pub(crate) fn failed_with(
+pub fn failed_with(
     checks: &Checks,
     status: u16,
     body_bytes: u64,

@@ -1,22 +1,23 @@
 //! `--verify`: before any load, each request (each of a requests file, or the one of the
-//! flags) goes once, on a fresh HTTP/1.1 connection of its own (over TLS for `https://`, ALPN
-//! `http/1.1`), and what came back is shown — status, headers, the first bytes of the body —
+//! flags) goes once, on a fresh connection of its own in the protocol the run speaks there
+//! (HTTP/1.1, or HTTP/2 with `--h2c` or when TLS chooses `h2`), and what came back is shown — status, headers, the first bytes of the body —
 //! with its checks. A request that fails a check, answers 400 or more (when no status is
 //! expected), or gets no response stops the run before the load: nobody benchmarks a 404 page
 //! by mistake (TechEmpower's verify step).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use volley_config::RunConfig;
-use volley_engine::check::{CheckState, Watch};
+use volley_engine::check::{self, CheckState, Watch};
+use volley_engine::h2::request as h2_request;
+use volley_engine::probe::session::H2Request;
 use volley_engine::probe::Probe;
 use volley_engine::response::ResponseObserver;
 use volley_engine::transport::Endpoint;
 use volley_engine::Route;
 use volley_model::units::{quoted_bytes, thousands};
 use volley_plan::workload::{Checks, Context};
-use volley_plan::{MixRequest, RequestTemplate};
+use volley_plan::{HttpVersion, LoadSpec, MixRequest, RequestTemplate};
 
 /// Body bytes shown per response.
 pub(crate) const SHOWN_BODY_BYTES: usize = 200;
@@ -74,6 +75,7 @@ impl ResponseObserver for Seen<'_> {
 /// Sends each request of `cfg` once along `route` and reports what came back.
 pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
     let load = &cfg.load;
+    let https = load.tls.is_some();
     let mut out = Vec::new();
     match &load.workload {
         Some(w) => {
@@ -89,36 +91,48 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
                 };
                 let mut bytes = Vec::new();
                 r.render_http1(&ctx, &mut bytes, &mut Vec::new());
+                let body = r.body_for(&ctx);
+                let block = h2_request::for_mix(&r, &ctx, https, body.len());
                 let label = match e.endpoint {
                     Some(n) => w.endpoints[n as usize].clone(),
                     None => format!("{} {}", e.method, e.path.text(columns)),
                 };
-                let checks = strict(&e.checks);
-                out.push(one(
-                    route,
+                let req = Lone {
                     label,
-                    &bytes,
-                    &checks,
-                    r.head_request,
-                    load.timeout,
-                ));
+                    http1: &bytes,
+                    h2: H2Request {
+                        block: &block,
+                        body,
+                        head: r.head_request,
+                    },
+                };
+                out.push(one(route, load, &req, &strict(&e.checks)));
             }
         }
         None => {
             let t = RequestTemplate::build(load);
-            let label = format!("{} {}", load.method, load.target.path);
-            let checks = strict(&load.checks);
-            out.push(one(
-                route,
-                label,
-                &t.bytes,
-                &checks,
-                t.is_head(),
-                load.timeout,
-            ));
+            let block = h2_request::for_spec(load);
+            let req = Lone {
+                label: format!("{} {}", load.method, load.target.path),
+                http1: &t.bytes,
+                h2: H2Request {
+                    block: &block,
+                    body: Arc::clone(&load.body),
+                    head: t.is_head(),
+                },
+            };
+            out.push(one(route, load, &req, &strict(&load.checks)));
         }
     }
     out
+}
+
+/// One request in both forms: HTTP/1.1 bytes and HTTP/2 parts (which one goes depends on
+/// what the connection speaks).
+struct Lone<'a> {
+    label: String,
+    http1: &'a [u8],
+    h2: H2Request<'a>,
 }
 
 /// The checks as `--verify` applies them: without an expected status, 400 and more fail.
@@ -130,20 +144,11 @@ fn strict(c: &Checks) -> Checks {
     c
 }
 
-/// One request on a connection of its own.
-fn one(
-    route: &Route,
-    label: String,
-    bytes: &[u8],
-    checks: &Checks,
-    head: bool,
-    timeout: Duration,
-) -> Verified {
-    let request_line =
-        String::from_utf8_lossy(bytes.split(|b| *b == b'\r').next().unwrap_or(&[])).into_owned();
+/// One request on a connection of its own, in the protocol the run speaks there.
+fn one(route: &Route, load: &LoadSpec, req: &Lone, checks: &Checks) -> Verified {
     let mut v = Verified {
-        label,
-        request_line,
+        label: req.label.clone(),
+        request_line: String::new(),
         status: 0,
         headers: Vec::new(),
         body: Vec::new(),
@@ -151,6 +156,36 @@ fn one(
         failed: Vec::new(),
         error: None,
     };
+    let timeout = load.timeout;
+    let (mut probe, h2) = match connect(route, load) {
+        Ok(c) => c,
+        Err(e) => {
+            v.request_line = line_of(req.http1, false);
+            v.error = Some(e);
+            return v;
+        }
+    };
+    v.request_line = line_of(req.http1, h2);
+    if h2 {
+        let answer =
+            probe.exchange_h2(&req.h2, Arc::new(checks.clone()), SHOWN_BODY_BYTES, timeout);
+        match answer {
+            Ok(a) => {
+                v.status = a.status;
+                v.body_bytes = a.body_bytes;
+                v.failed = check::failed_with(checks, a.status, a.body_bytes, a.content_failed);
+                v.headers = a
+                    .recorded
+                    .fields
+                    .into_iter()
+                    .map(|(n, val)| (n, String::from_utf8_lossy(&val).into_owned()))
+                    .collect();
+                v.body = a.recorded.body;
+            }
+            Err(e) => v.error = Some(e),
+        }
+        return v;
+    }
     let mut state = CheckState::default();
     state.reset(checks);
     let mut seen = Seen {
@@ -161,7 +196,7 @@ fn one(
         headers: Vec::new(),
         body: Vec::new(),
     };
-    let result = exchange(route, bytes, head, timeout, &mut seen);
+    let result = probe.exchange(req.http1, req.h2.head, timeout, &mut seen);
     v.headers = std::mem::take(&mut seen.headers);
     v.body = std::mem::take(&mut seen.body);
     drop(seen);
@@ -176,9 +211,20 @@ fn one(
     v
 }
 
+/// The request line shown: HTTP/1.1's as written, or the same words with `HTTP/2`.
+fn line_of(http1: &[u8], h2: bool) -> String {
+    let line = String::from_utf8_lossy(http1.split(|b| *b == b'\r').next().unwrap_or(&[]));
+    match line.strip_suffix(" HTTP/1.1").filter(|_| h2) {
+        Some(start) => format!("{start} HTTP/2"),
+        None => line.into_owned(),
+    }
+}
+
 /// A connection of the engine's blocking client to the run's target (TCP or Unix; through
-/// the proxy's tunnel; over TLS for `https://`, offering only HTTP/1.1 by ALPN).
-fn connect(route: &Route, timeout: Duration) -> Result<Probe, String> {
+/// the proxy's tunnel; over TLS for `https://`, offering by ALPN what the run offers), and
+/// whether it speaks HTTP/2: `--h2c`, or TLS that chose `h2`.
+fn connect(route: &Route, load: &LoadSpec) -> Result<(Probe, bool), String> {
+    let timeout = load.timeout;
     let mut plain = match &route.endpoint {
         Endpoint::Tcp(a) => {
             Probe::tcp(*a, timeout, timeout).map_err(|e| format!("connect {a}: {e}"))?
@@ -191,27 +237,18 @@ fn connect(route: &Route, timeout: Duration) -> Result<Probe, String> {
     if let Some(t) = &route.tunnel {
         plain.tunnel(&t.request)?;
     }
-    match &route.tls {
-        None => Ok(plain),
-        Some(t) => {
-            let mut cfg = (*t.config).clone();
-            cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-            plain
-                .tls(Arc::new(cfg), t.server_name.clone())
-                .map_err(|e| format!("TLS: {e}"))
-        }
+    let Some(t) = &route.tls else {
+        return Ok((plain, load.http == HttpVersion::H2c));
+    };
+    let mut probe = plain
+        .tls(Arc::clone(&t.config), t.server_name.clone())
+        .map_err(|e| format!("TLS: {e}"))?;
+    probe.handshake().map_err(|e| format!("TLS: {e}"))?;
+    let h2 = probe.alpn() == Some(&b"h2"[..]);
+    if load.http == HttpVersion::H2 && !h2 {
+        return Err("TLS: the server did not choose h2 by ALPN (--http2)".into());
     }
-}
-
-/// Writes `bytes` and reads one response: its status and body length.
-fn exchange(
-    route: &Route,
-    bytes: &[u8],
-    head: bool,
-    timeout: Duration,
-    seen: &mut Seen,
-) -> Result<(u16, u64), String> {
-    connect(route, timeout)?.exchange(bytes, head, timeout, seen)
+    Ok((probe, h2))
 }
 
 /// What `--verify` prints: each request, what came back, and its checks.

@@ -166,6 +166,19 @@ struct Stream {
 struct StreamWatch {
     checks: Arc<Checks>,
     state: CheckState,
+    /// What a lone request shows of its response (`--verify`), when it is kept.
+    record: Option<Recorded>,
+}
+
+/// The head's fields and the body's first bytes of a response, as `--verify` shows them
+/// ([`H2Conn::open_stream_recorded`], [`H2Conn::take_recorded`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The final head's fields (not the pseudo-headers), as sent.
+    pub fields: Vec<(String, Vec<u8>)>,
+    /// The body's first bytes, at most the number asked for.
+    pub body: Vec<u8>,
+    keep: usize,
 }
 
 impl StreamWatch {
@@ -174,7 +187,35 @@ impl StreamWatch {
         let checks = checks.filter(|c| c.needs_headers() || c.needs_body())?;
         let mut state = CheckState::default();
         state.reset(&checks);
-        Some(Box::new(StreamWatch { checks, state }))
+        Some(Box::new(StreamWatch {
+            checks,
+            state,
+            record: None,
+        }))
+    }
+
+    /// Whether the fields of the head are read.
+    fn reads_fields(&self) -> bool {
+        self.checks.needs_headers() || self.record.is_some()
+    }
+
+    /// The final head's field `name: value`.
+    fn field(&mut self, name: &str, value: &[u8]) {
+        self.watch().header(name, value);
+        if let Some(r) = self.record.as_mut() {
+            r.fields.push((name.to_string(), value.to_vec()));
+        }
+    }
+
+    /// Body bytes.
+    fn body(&mut self, bytes: &[u8]) {
+        if self.checks.needs_body() {
+            self.watch().body(bytes);
+        }
+        if let Some(r) = self.record.as_mut() {
+            let room = r.keep.saturating_sub(r.body.len());
+            r.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
     }
 
     fn watch(&mut self) -> Watch<'_> {
@@ -267,6 +308,8 @@ pub struct H2Conn {
     framed: bool,
     /// The server answered in HTTP/1.x instead of HTTP/2.
     http1: bool,
+    /// What the last recorded stream's response showed, once it ended.
+    recorded: Option<Recorded>,
 }
 
 impl std::fmt::Debug for H2Conn {
@@ -335,7 +378,41 @@ impl H2Conn {
             unwritten: VecDeque::new(),
             framed: false,
             http1: false,
+            recorded: None,
         }
+    }
+
+    /// Opens a stream like [`H2Conn::open_stream_with`] whose response's fields and first
+    /// `keep` body bytes are kept, for [`H2Conn::take_recorded`] once it ends (one request on
+    /// a connection of its own: `--verify`).
+    pub(crate) fn open_stream_recorded(
+        &mut self,
+        block: &[u8],
+        body: Option<Arc<[u8]>>,
+        head: bool,
+        checks: Arc<Checks>,
+        keep: usize,
+    ) -> u32 {
+        let stream = self.open_stream_with(block, body, head, None);
+        let mut state = CheckState::default();
+        state.reset(&checks);
+        let record = Some(Recorded {
+            keep,
+            ..Recorded::default()
+        });
+        if let Some(s) = self.open.last_mut() {
+            s.watch = Some(Box::new(StreamWatch {
+                checks,
+                state,
+                record,
+            }));
+        }
+        stream
+    }
+
+    /// What the recorded stream's response showed, once it ended normally.
+    pub(crate) fn take_recorded(&mut self) -> Option<Recorded> {
+        self.recorded.take()
     }
 
     /// Streams open now.

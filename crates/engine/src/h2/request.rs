@@ -10,7 +10,7 @@ use volley_plan::{LoadSpec, MixRequest, RequestTemplate};
 
 /// The header block of the run's request: the same fields as its HTTP/1.1 form
 /// ([`RequestTemplate::header_fields`]), `Host` (the user's, or the URL's) as `:authority`.
-pub(crate) fn for_spec(spec: &LoadSpec) -> Vec<u8> {
+pub fn for_spec(spec: &LoadSpec) -> Vec<u8> {
     let fields = RequestTemplate::header_fields(spec);
     let authority = fields
         .iter()
@@ -30,7 +30,7 @@ pub(crate) fn for_spec(spec: &LoadSpec) -> Vec<u8> {
 /// The header block of one workload request for `ctx` (its path and header values rendered;
 /// `Host` as `:authority`), with `content-length` for a body of `body_len` bytes where it sends
 /// one.
-pub(crate) fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> Vec<u8> {
+pub fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> Vec<u8> {
     let text = |t: &volley_plan::workload::Template| {
         let mut b = Vec::new();
         t.render(ctx, &mut b);

@@ -92,8 +92,8 @@ impl H2Conn {
         self.stream_window(i, len, end)?;
         let s = &mut self.open[i];
         s.received += body.len() as u64;
-        if let Some(w) = s.watch.as_mut().filter(|w| w.checks.needs_body()) {
-            w.watch().body(body);
+        if let Some(w) = s.watch.as_mut() {
+            w.body(body);
         }
         if !body.is_empty() {
             on(Event::Data {
@@ -153,6 +153,7 @@ impl H2Conn {
                 let stream = s.id;
                 if let Some(w) = self.open[i].watch.take() {
                     let failed = w.state.content_failures(&w.checks);
+                    self.recorded = w.record;
                     on(Event::Checked { stream, failed });
                 }
                 self.close(stream);

@@ -104,7 +104,7 @@ impl H2Conn {
         // The fields are kept only for a stream whose checks read them.
         let keep = self.index(stream).is_some_and(|i| {
             let w = self.open[i].watch.as_ref();
-            w.is_some_and(|w| w.checks.needs_headers())
+            w.is_some_and(|w| w.reads_fields())
         });
         let r = self.decoder.decode_with_cb(&self.block, |name, value| {
             size += name.len() + value.len() + 32;
@@ -170,10 +170,9 @@ impl H2Conn {
                     l => l,
                 };
                 if let Some(w) = s.watch.as_mut() {
-                    let mut watch = w.watch();
                     for (name, value) in &d.fields {
                         if let Ok(name) = std::str::from_utf8(name) {
-                            watch.header(name, value);
+                            w.field(name, value);
                         }
                     }
                 }
