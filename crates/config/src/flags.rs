@@ -282,10 +282,10 @@ pub struct RunFlags {
     #[arg(long, value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
 
-    /// Send the requests through this HTTP proxy: http://[user:password@]host[:port], port
-    /// 1080 by default (curl's -x). https://, --h2c and --proxytunnel go through a CONNECT
-    /// tunnel; http:// requests are forwarded. Without it, HTTPS_PROXY, HTTP_PROXY and
-    /// ALL_PROXY name the proxy, except for loopback targets.
+    /// Send the requests through this HTTP proxy, http://user:password@host:port (the
+    /// credentials optional, port 1080 by default; curl's -x). https://, --h2c and
+    /// --proxytunnel go through a CONNECT tunnel; http:// requests are forwarded. Without it,
+    /// HTTPS_PROXY, HTTP_PROXY and ALL_PROXY name the proxy, except for loopback targets.
     #[arg(short = 'x', long, value_name = "URL")]
     pub proxy: Option<String>,
 

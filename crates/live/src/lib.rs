@@ -7,7 +7,7 @@
 //! `/metrics` listen with (Host guard, no CORS, bounded threads); [`dashboard`] serves the page
 //! and its events behind the run's token, [`page`] is the page; [`metrics`] encodes the totals
 //! with `prometheus-client`; [`push`] pushes them, as [`remote`] and [`otlp`] encode them
-//! ([`buckets`]: their exponential histograms). Nothing here is on the engine's hot path: the
+//! (`buckets`: their exponential histograms). Nothing here is on the engine's hot path: the
 //! observer runs on the aggregator's thread once a second, and the servers and the pushes on
 //! their own threads.
 

@@ -1,7 +1,7 @@
 //! The pushing thread of `--prometheus-remote-write` and `--otlp-endpoint`: every
 //! [`PUSH_EVERY`] it encodes the totals the live observer updates once a second and POSTs
 //! them, then once more at the end. The push never touches the run: a slow, refused or
-//! flooding endpoint only costs pushes (each bounded by [`PUSH_TIMEOUT`], its answer read up
+//! flooding endpoint only costs pushes (each bounded by `PUSH_TIMEOUT`, its answer read up
 //! to [`ANSWER_CAP`]), counted in [`PushReport`]. The endpoint's certificate is always
 //! verified (the system's roots, or `SSL_CERT_FILE`; `-k` is for the target only); redirects
 //! are not followed (they would take the credentials elsewhere).

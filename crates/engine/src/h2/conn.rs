@@ -171,7 +171,7 @@ struct StreamWatch {
 }
 
 /// The head's fields and the body's first bytes of a response, as `--verify` shows them
-/// ([`H2Conn::open_stream_recorded`], [`H2Conn::take_recorded`]).
+/// (`H2Conn::open_stream_recorded`, `H2Conn::take_recorded`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Recorded {
     /// The final head's fields (not the pseudo-headers), as sent.
