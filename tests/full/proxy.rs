@@ -162,22 +162,9 @@ fn every_request_through_tinyproxy_reaches_nginx_forwarded_or_tunnelled() {
         assert_eq!(code, 0, "{args:?}: {err}");
         assert_invariant(&j);
         let completed = j["requests"]["completed"].as_u64().unwrap();
-        // tinyproxy closes a forwarding connection after each response without saying so
-        // (no `Connection: close`): a request written after it is resent once on another
-        // connection, and one whose resend meets the same is a `closed` error that never
-        // reached nginx. Tunnels keep their connections.
-        let errors = &j["errors"];
-        let closed = errors["closed"].as_u64().unwrap();
-        assert_eq!(
-            j["requests"]["errors"].as_u64(),
-            Some(closed),
-            "{args:?}: {errors}"
-        );
-        if mode == "tunnel" {
-            assert_eq!(closed, 0, "{args:?}: {errors}");
-        }
-        let n = args[args.iter().position(|a| *a == "-n").unwrap() + 1];
-        assert_eq!((completed + closed).to_string(), n, "{args:?}");
+        // tinyproxy ends each forwarded exchange without `Connection: close`: a request
+        // written after it goes again on a new connection, and none is lost.
+        assert_eq!(j["requests"]["errors"], 0, "{args:?}: {}", j["errors"]);
         logged += completed;
         assert_eq!(
             s.nginx.requests() as u64,

@@ -484,3 +484,19 @@ fn users_without_spawn_rate_start_at_once() {
     assert_eq!(j["timeseries"][0]["users"], 6);
     assert!(j["load"]["spawn_rate"].is_null());
 }
+
+#[test]
+fn a_server_that_silently_closes_after_every_response_loses_no_request() {
+    // Like a proxy that ends each forwarded exchange without `Connection: close`: every request
+    // written after a response meets the close and goes again, on a new connection (where it
+    // is the first request, which this server answers), never on another reused one.
+    let s = silent_after(1);
+    for _ in 0..3 {
+        let args = ["run", &s.url("/"), "-c", "4", "-n", "500"];
+        let (code, j, err) = volley_json(&args, LIMIT);
+        assert_eq!(code, 0, "{err}");
+        assert_invariant(&j);
+        assert_eq!(u(&j, "requests.completed"), 500, "{}", j["errors"]);
+        assert_eq!(u(&j, "requests.errors"), 0, "{}", j["errors"]);
+    }
+}

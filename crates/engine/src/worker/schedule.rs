@@ -64,7 +64,24 @@ impl Worker {
                 self.conns[i].in_free = false;
                 continue;
             }
-            let req = if let Some(r) = self.requeue.pop_front() {
+            // A resend waits for a new connection while one is on its way: it goes on a reused
+            // one only when none is.
+            let waits = self.waits_for_new(i);
+            if waits {
+                // A new connection that is free takes it first.
+                let fresh = self.free.iter().rposition(|&k| {
+                    let c = &self.conns[k];
+                    c.responses == 0 && c.h2.is_none() && self.can_take(k, now)
+                });
+                if let Some(pos) = fresh {
+                    let last = self.free.len() - 1;
+                    self.free.swap(pos, last);
+                    continue;
+                }
+            }
+            let from_requeue = !self.requeue.is_empty() && !waits;
+            let req = if from_requeue {
+                let r = self.requeue.pop_front().expect("not empty");
                 if self.is_draining() && !r.sent_counted {
                     // Taken before the window closed but never written: it is unsent.
                     if r.phase == Phase::Measured {
@@ -99,6 +116,25 @@ impl Worker {
             self.conns[i].flush_pending = false;
             self.write(i, now);
         }
+    }
+
+    /// Whether the request at the front of the requeue, going again after a silent close
+    /// (docs/contract.md, "HTTP/1.1": "once more on a new connection"), should not go on HTTP/1.1
+    /// connection `i`, reused, because a new one is open and free or opening (it takes it then).
+    /// A server that closes after every response without saying so would close `i` on it too.
+    fn waits_for_new(&self, i: usize) -> bool {
+        let Some(r) = self.requeue.front() else {
+            return false;
+        };
+        let c = &self.conns[i];
+        if !r.resent || c.h2.is_some() || c.responses == 0 {
+            return false;
+        }
+        self.conns[..self.active].iter().any(|o| {
+            o.responses == 0
+                && o.inflight.is_empty()
+                && matches!(o.state, ConnState::Connecting { .. } | ConnState::Open)
+        })
     }
 
     /// `--max-connections`: with every connection busy and a request due, one more slot comes
