@@ -7,8 +7,9 @@
 # their jars from Maven Central into ~/.m2 on the first build); and what scripts/check-image.sh
 # uses to build and run the container image's binary: Rust's x86_64-unknown-linux-musl target
 # (from rustup), musl-gcc for ring's C (`musl-tools`), and `file`, `ip` (`iproute2`), `openssl`
-# and `python3`. From apt, only when missing. Idempotent, non-interactive, and quiet when
-# everything is present. Needs root or sudo.
+# and `python3`; and `jq`, which a page of the guide uses (tests/full/guide.rs). From apt, only
+# when missing. Idempotent, non-interactive, and quiet when everything is present. Needs root or
+# sudo.
 # Also kubernetes-validate and prometheus_client, from PyPI (below).
 set -eu
 
@@ -82,6 +83,9 @@ command -v file >/dev/null 2>&1 || pkgs="$pkgs file"
 command -v ip >/dev/null 2>&1 || pkgs="$pkgs iproute2"
 command -v openssl >/dev/null 2>&1 || pkgs="$pkgs openssl"
 command -v python3 >/dev/null 2>&1 || pkgs="$pkgs python3"
+# jq reads a RunResult's per-second series in docs/guide/how-many-users.md, which
+# tests/full/guide.rs runs as written.
+command -v jq >/dev/null 2>&1 || pkgs="$pkgs jq"
 # `man -l` renders volley's manual pages (tests/full/man_pages.rs).
 command -v man >/dev/null 2>&1 || pkgs="$pkgs man-db"
 # A real Prometheus: it scrapes --metrics-addr and receives --prometheus-remote-write

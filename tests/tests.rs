@@ -58,6 +58,7 @@ mod slow {
 /// ([`common::skip`]), and a failure under `CI=true`.
 mod full {
     mod gc;
+    mod guide;
     mod h2;
     mod h2_interop;
     mod history_otava;
