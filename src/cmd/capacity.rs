@@ -24,8 +24,18 @@ use crate::result::capacity::{CapacityResult, CapacityStep, LimitedBy, Phase};
 use crate::sys::cpus;
 use crate::units::{self, parse_count, parse_duration, parse_percent};
 
-/// `volley capacity` flags.
+/// `volley capacity` flags. The `volley run` flags a search sets itself (or judges by `--slo`)
+/// are refused with a reason ([`check`]) and left out of the help, the manual page and the
+/// completions.
 #[derive(Debug, Args, Clone)]
+#[command(
+    mut_arg("rate", |a| a.hide(true)),
+    mut_arg("duration", |a| a.hide(true)),
+    mut_arg("requests", |a| a.hide(true)),
+    mut_arg("users", |a| a.hide(true)),
+    mut_arg("stages", |a| a.hide(true)),
+    mut_arg("threshold", |a| a.hide(true))
+)]
 pub struct CapacityArgs {
     /// The load of each step (URL, -c, headers, --pid, ...); -R and -d are set per step.
     #[command(flatten)]

@@ -446,3 +446,32 @@ fn outputs_to_dev_null_are_written_not_synced() {
         .file_type()
         .is_file());
 }
+
+#[test]
+fn capacity_leaves_out_of_its_help_the_run_flags_it_refuses() {
+    let out = volley(&["capacity", "--help"], LIMIT);
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        help.contains("--slo") && help.contains("--connections"),
+        "{help}"
+    );
+    // Their own lines (their names still come up in other flags' words).
+    for refused in [
+        "--rate",
+        "--duration",
+        "--requests",
+        "--users",
+        "--stages",
+        "--threshold",
+    ] {
+        let line = format!("{refused} <");
+        assert!(!help.contains(&line), "{refused} in the help:\n{help}");
+    }
+    // Still refused with a reason, not as an unknown flag.
+    let url = "http://127.0.0.1:1/";
+    for (flag, value) in [("-R", "100"), ("-d", "5s"), ("--threshold", "p99<1ms")] {
+        let args = ["capacity", url, "--slo", "p99<10ms", flag, value];
+        expect(&args, 2, "capacity");
+    }
+}
