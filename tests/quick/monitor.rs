@@ -367,3 +367,37 @@ fn a_server_pinned_by_someone_else_is_reported_pinned() {
     let env = pinning(&ServerTree::start());
     assert!(env["pinning"]["server_cpus"].is_null(), "{env}");
 }
+
+#[test]
+fn a_monitor_started_as_a_load_opens_its_connections_counts_the_new_threads() {
+    // `volley serve` starts a thread per connection: threads started while the monitor's
+    // counters were being opened, by one that had none yet, were neither counted nor
+    // inherited, and the window showed CPU with 0 syscalls.
+    let tree = ServerTree::start();
+    let mut load = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(["run", &tree.url("/"), "-c", "50", "-d", "6s", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = volley(&["monitor", "--pid", &tree.pid(), "-d", "2s"], LIMIT);
+    let _ = load.wait();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let server = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Server"))
+        .unwrap_or("");
+    let cores: f64 = server
+        .split("CPU ")
+        .nth(1)
+        .and_then(|r| r.split(" cores").next())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0.0);
+    if cores >= 0.2 {
+        assert!(
+            !server.contains(", 0 syscalls/s"),
+            "CPU without syscalls:\n{text}"
+        );
+    }
+}

@@ -144,21 +144,23 @@ pub(crate) fn names_within_budget(
 impl SyscallCounters {
     /// Opens counters on `tids` (every thread of the process tree at attach time). Threads that
     /// exit in the meantime are skipped; any other failure is the reason the count is null.
+    #[cfg(test)]
     pub fn open(tp: &Tracepoints, tids: &[i32], fd_budget: usize) -> Result<Self, String> {
-        let n_names = names_within_budget(tids.len(), tp.by_name.len(), fd_budget).ok_or_else(
-            || {
-                format!(
-                    "{} threads are more than the {fd_budget} perf counters volley allows itself (one per thread)",
-                    tids.len()
-                )
-            },
-        )?;
+        let mut c = Self::open_totals(tp, tids, fd_budget)?;
+        c.open_names(tp, tids, fd_budget)?;
+        Ok(c)
+    }
+
+    /// Opens the totals' counters (one per thread: quick, so that few threads can start
+    /// meanwhile), without the per-name ones ([`SyscallCounters::open_names`]).
+    pub fn open_totals(tp: &Tracepoints, tids: &[i32], fd_budget: usize) -> Result<Self, String> {
+        names_within_budget(tids.len(), tp.by_name.len(), fd_budget).ok_or_else(|| {
+            format!(
+                "{} threads are more than the {fd_budget} perf counters volley allows itself (one per thread)",
+                tids.len()
+            )
+        })?;
         let mut raw = Vec::with_capacity(tids.len());
-        let mut names: Vec<(String, Vec<OwnedFd>)> = tp.by_name[..n_names]
-            .iter()
-            .map(|(n, _)| (n.clone(), Vec::with_capacity(tids.len())))
-            .collect();
-        let mut counted = 0;
         for &tid in tids {
             match open_counter(tp.raw_sys_enter, tid) {
                 Ok(fd) => raw.push(fd),
@@ -166,7 +168,30 @@ impl SyscallCounters {
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
                 Err(e) => return Err(open_error_reason(&e)),
             }
-            counted += 1;
+        }
+        if raw.is_empty() {
+            return Err("every thread of the process exited before its counter was opened".into());
+        }
+        Ok(SyscallCounters {
+            raw,
+            names: Vec::new(),
+        })
+    }
+
+    /// Opens the per-name counters of the top list on `tids`, as many names as the budget
+    /// allows.
+    pub fn open_names(
+        &mut self,
+        tp: &Tracepoints,
+        tids: &[i32],
+        fd_budget: usize,
+    ) -> Result<(), String> {
+        let n_names = names_within_budget(tids.len(), tp.by_name.len(), fd_budget).unwrap_or(0);
+        let mut names: Vec<(String, Vec<OwnedFd>)> = tp.by_name[..n_names]
+            .iter()
+            .map(|(n, _)| (n.clone(), Vec::with_capacity(tids.len())))
+            .collect();
+        for &tid in tids {
             for (k, (_, id)) in tp.by_name[..n_names].iter().enumerate() {
                 match open_counter(*id, tid) {
                     Ok(fd) => names[k].1.push(fd),
@@ -175,10 +200,8 @@ impl SyscallCounters {
                 }
             }
         }
-        if counted == 0 {
-            return Err("every thread of the process exited before its counter was opened".into());
-        }
-        Ok(SyscallCounters { raw, names })
+        self.names = names;
+        Ok(())
     }
 
     /// The names counted one by one, in reading order.

@@ -167,15 +167,13 @@ pub fn attach(cfg: &MonitorConfig, perf_fd_budget: usize) -> Result<TreeSampler,
         pid,
         starttime_ticks: stat.starttime_ticks,
     };
+    // The tracepoints first: finding them may take a mount in a child process, time in which
+    // a server under load starts threads that no counter would see.
+    let tracepoints = perf::tracepoints();
     let snap = read_tree(&[root], units, false);
     let known: Vec<ProcKey> = snap.procs.iter().map(|r| r.key).collect();
-    let tids: Vec<i32> = snap
-        .procs
-        .iter()
-        .filter(|r| !r.exited)
-        .flat_map(|r| r.tasks.iter().map(|t| t.tid))
-        .collect();
-    let perf = perf::tracepoints().and_then(|tp| SyscallCounters::open(&tp, &tids, perf_fd_budget));
+    let perf = tracepoints
+        .and_then(|tp| open_counters(&tp, root, units, &live_tids(&snap), perf_fd_budget));
     Ok(TreeSampler {
         root,
         interval,
@@ -194,6 +192,50 @@ pub fn attach(cfg: &MonitorConfig, perf_fd_budget: usize) -> Result<TreeSampler,
         tree_gone: false,
         gc: GcWatch::new(cfg.gc_log.clone()),
     })
+}
+
+/// The threads of the tree's live processes.
+fn live_tids(snap: &Snapshot) -> Vec<i32> {
+    snap.procs
+        .iter()
+        .filter(|r| !r.exited)
+        .flat_map(|r| r.tasks.iter().map(|t| t.tid))
+        .collect()
+}
+
+/// Tries to open the syscall counters at most this many times while threads keep starting.
+const COUNTER_PASSES: usize = 5;
+
+/// Opens the syscall counters on every thread of the tree, `tids` to begin with. A thread
+/// started while the counters were being opened may have been started by one that had no
+/// counter yet: it would be neither counted nor inherited (a server accepting a load's
+/// connections starts one a connection). So the totals' counters (one per thread, a quick
+/// pass) are opened, the tree is listed again, and a pass that saw a new thread is done again;
+/// after [`COUNTER_PASSES`] the count is refused with the reason, never shown short. The
+/// per-name counters of the top list come after (a thread started meanwhile may be missing
+/// from a name's count, never from the total).
+fn open_counters(
+    tp: &perf::Tracepoints,
+    root: ProcKey,
+    units: Units,
+    tids: &[i32],
+    budget: usize,
+) -> Result<SyscallCounters, String> {
+    let mut tids = tids.to_vec();
+    for _ in 0..COUNTER_PASSES {
+        let mut counters = SyscallCounters::open_totals(tp, &tids, budget)?;
+        let now = live_tids(&read_tree(&[root], units, false));
+        if now.iter().all(|t| tids.contains(t)) {
+            counters.open_names(tp, &tids, budget)?;
+            return Ok(counters);
+        }
+        tids = now;
+    }
+    Err(format!(
+        "threads kept starting while the syscall counters were being opened ({COUNTER_PASSES} \
+         tries), so some would not be counted: attach before the load starts (volley run \
+         --pid), or once the server's threads are steady"
+    ))
 }
 
 /// Descriptors volley can spend on perf counters next to `connections` sockets: the soft
