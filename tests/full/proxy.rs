@@ -183,6 +183,16 @@ fn every_request_through_tinyproxy_reaches_nginx_forwarded_or_tunnelled() {
     }
 }
 
+/// A run through `proxy` that must end before any request, exit 2, saying `says`.
+fn refused_by(s: &Servers, proxy: &str, says: &str) {
+    let h2 = format!("https://localhost:{}/", s.h2);
+    let args = ["run", &h2, "-x", proxy, "--cacert", &s.cert, "-d", "2s"];
+    let o = volley(&args, LIMIT);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(says), "{err}");
+}
+
 #[test]
 fn tinyproxys_refusals_end_the_run_before_any_request_naming_the_status() {
     let s = servers();
@@ -190,22 +200,9 @@ fn tinyproxys_refusals_end_the_run_before_any_request_naming_the_status() {
     let Some(auth) = tinyproxy(dir, "BasicAuth volley s3cret") else {
         return;
     };
-    let h2 = format!("https://localhost:{}/", s.h2);
-    let bare = [
-        "run",
-        &h2,
-        "-x",
-        &auth.url(),
-        "--cacert",
-        &s.cert,
-        "-d",
-        "2s",
-    ];
-    let o = volley(&bare, LIMIT);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("the proxy refused CONNECT: 407"), "{err}");
+    refused_by(&s, &auth.url(), "the proxy refused CONNECT: 407");
     // With its credentials in the URL the same run goes through.
+    let h2 = format!("https://localhost:{}/", s.h2);
     let with = format!("http://volley:s3cret@127.0.0.1:{}", auth.port);
     let args = [
         "run", &h2, "-x", &with, "--cacert", &s.cert, "-n", "50", "-c", "1",
@@ -218,19 +215,6 @@ fn tinyproxys_refusals_end_the_run_before_any_request_naming_the_status() {
     let Some(strict) = tinyproxy(dir, "ConnectPort 443") else {
         return;
     };
-    let args = [
-        "run",
-        &h2,
-        "-x",
-        &strict.url(),
-        "--cacert",
-        &s.cert,
-        "-d",
-        "2s",
-    ];
-    let o = volley(&args, LIMIT);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("the proxy refused CONNECT: 403"), "{err}");
+    refused_by(&s, &strict.url(), "the proxy refused CONNECT: 403");
     assert_eq!(s.nginx.requests(), 50);
 }

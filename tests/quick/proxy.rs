@@ -256,14 +256,15 @@ fn a_proxy_that_answers_in_another_protocol_or_never_ends_its_head_exits_2() {
     }
 }
 
-#[test]
-fn a_proxy_that_never_answers_costs_connect_errors_within_the_timeout() {
-    let server = common::normal();
-    let px = proxy::start(Behaviour::Stall);
+/// A run of 1 s with `--timeout` through a proxy behaving like `b`: it ends within 5 s, exit 1,
+/// with at least one connect error per connection, and stderr says `says`.
+fn costs_connect_errors(server: &common::TestServer, b: Behaviour, timeout: &str, says: &str) {
+    let px = proxy::start(b);
     let t = Instant::now();
+    let url = server.url("/");
     let args = [
         "run",
-        &server.url("/"),
+        &url,
         "-x",
         &px.url(),
         "--proxytunnel",
@@ -272,7 +273,7 @@ fn a_proxy_that_never_answers_costs_connect_errors_within_the_timeout() {
         "-c",
         "2",
         "--timeout",
-        "300ms",
+        timeout,
     ];
     let (code, j, err) = volley_json(&args, LIMIT);
     assert!(
@@ -281,15 +282,16 @@ fn a_proxy_that_never_answers_costs_connect_errors_within_the_timeout() {
         t.elapsed()
     );
     assert_eq!(code, 1, "{err}");
-    assert!(
-        j["errors"]["connect"].as_u64().unwrap() >= 2,
-        "{}",
-        j["errors"]
-    );
-    assert!(
-        err.contains("the proxy did not answer CONNECT within --timeout"),
-        "{err}"
-    );
+    let connect = j["errors"]["connect"].as_u64().unwrap();
+    assert!(connect >= 2, "{}", j["errors"]);
+    assert!(err.contains(says), "{err}");
+}
+
+#[test]
+fn a_proxy_that_never_answers_costs_connect_errors_within_the_timeout() {
+    let server = common::normal();
+    let says = "the proxy did not answer CONNECT within --timeout";
+    costs_connect_errors(&server, Behaviour::Stall, "300ms", says);
 }
 
 #[test]
@@ -351,34 +353,8 @@ fn a_busy_or_closing_proxy_costs_connect_errors_not_the_run() {
         ),
     ];
     for (b, says) in cases {
-        let px = proxy::start(b);
-        let t = Instant::now();
-        let args = [
-            "run",
-            &server.url("/"),
-            "-x",
-            &px.url(),
-            "--proxytunnel",
-            "-d",
-            "1s",
-            "-c",
-            "2",
-            "--timeout",
-            "10s",
-        ];
-        let (code, j, err) = volley_json(&args, LIMIT);
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "took {:?}",
-            t.elapsed()
-        );
-        assert_eq!(code, 1, "{err}");
-        assert!(
-            j["errors"]["connect"].as_u64().unwrap() >= 2,
-            "{}",
-            j["errors"]
-        );
-        assert!(err.contains(says), "{err}");
+        // Seen at once, not after --timeout.
+        costs_connect_errors(&server, b, "10s", says);
     }
 }
 
