@@ -35,7 +35,7 @@ pub fn of(
         w.push(Warning::client_saturated(check.capacity, check.fraction));
     }
     if check.starved {
-        w.push(starved(check));
+        w.push(starved(check, server));
     }
     if let Some(why) = out.io_note.as_deref() {
         w.push(Warning::io_fallback(why));
@@ -86,14 +86,15 @@ pub fn of(
 }
 
 /// The starved client's headline: how often, how long it waited, how little it used, and
-/// who took its CPUs.
-fn starved(check: &ClientCheck) -> Warning {
+/// who took its CPUs (the monitored server named as such).
+fn starved(check: &ClientCheck, server: Option<&ServerInfo>) -> Warning {
     let starved = (check.starved_fraction * check.seconds as f64).round() as usize;
     Warning::client_starved(
         (starved, check.seconds),
         check.wait_pct_max,
         check.cpu_pct_max,
         &check.busiest_others,
+        server.map_or(&[][..], |s| &s.pids[..]),
     )
 }
 

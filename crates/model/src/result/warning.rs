@@ -254,27 +254,42 @@ impl Warning {
 
     /// volley's worker threads waited for a CPU while volley was not busy, in `starved` of
     /// `seconds` seconds (up to `wait_pct` of a second, volley at most `cpu_pct` of a core):
-    /// `others` took its CPUs.
+    /// `others` took its CPUs. Those in `server_pids` (the monitored server's, `--pid`) are
+    /// named as the server: then volley and the server shared CPUs, which pinning them apart
+    /// cures.
     pub fn client_starved(
         (starved, seconds): (usize, usize),
         wait_pct: f64,
         cpu_pct: f64,
         others: &[OtherProcess],
+        server_pids: &[i32],
     ) -> Self {
+        let is_server = |p: &OtherProcess| server_pids.contains(&p.pid);
         let who = if others.is_empty() {
             "other processes took its CPUs".to_string()
         } else {
             let named: Vec<String> = others
                 .iter()
-                .map(|p| format!("{} (pid {}) {:.0} % of a core", p.command, p.pid, p.cpu_pct))
+                .map(|p| {
+                    let what = if is_server(p) { "the server " } else { "" };
+                    format!(
+                        "{what}{} (pid {}) {:.0} % of a core",
+                        p.command, p.pid, p.cpu_pct
+                    )
+                })
                 .collect();
             format!(
                 "other processes took its CPUs, the busiest {}",
                 named.join(", ")
             )
         };
+        let what = if others.iter().any(is_server) {
+            "volley and the server sharing CPUs, not the server alone (pin them to different CPUs: taskset -c 0 <server>, taskset -c 1 volley …)"
+        } else {
+            "a busy machine, not the server (run where nothing else runs, or pin volley to CPUs of its own)"
+        };
         Self::new(WarningKind::ClientStarved, format!(
-            "volley starved: its worker threads waited up to {wait_pct:.0} % of a second for a CPU in {starved} of {seconds} seconds while volley used at most {cpu_pct:.0} % of a core; {who}; these numbers describe a busy machine, not the server (run where nothing else runs, or pin volley to CPUs of its own)"
+            "volley starved: its worker threads waited up to {wait_pct:.0} % of a second for a CPU in {starved} of {seconds} seconds while volley used at most {cpu_pct:.0} % of a core; {who}; these numbers describe {what}"
         ))
     }
 
@@ -535,6 +550,38 @@ fn tls_hint(bytes: &[u8]) -> &'static str {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_starved_client_names_the_monitored_server_as_the_server() {
+        let server = OtherProcess {
+            pid: 43,
+            command: "volley".into(),
+            cpu_pct: 180.0,
+        };
+        let w = Warning::client_starved((2, 3), 40.0, 16.0, std::slice::from_ref(&server), &[43]);
+        assert!(
+            w.text
+                .contains("the busiest the server volley (pid 43) 180 % of a core"),
+            "{}",
+            w.text
+        );
+        assert!(
+            w.text.contains("volley and the server sharing CPUs"),
+            "{}",
+            w.text
+        );
+        let other = Warning::client_starved((2, 3), 40.0, 16.0, &[server], &[7]);
+        assert!(
+            other.text.contains("the busiest volley (pid 43)"),
+            "{}",
+            other.text
+        );
+        assert!(
+            other.text.contains("a busy machine, not the server"),
+            "{}",
+            other.text
+        );
+    }
+
     /// One warning of every kind, as volley makes them.
     fn every_kind() -> Vec<Warning> {
         vec![
@@ -570,8 +617,20 @@ mod tests {
                     command: "yes".into(),
                     cpu_pct: 97.5,
                 }],
+                &[],
             ),
-            Warning::client_starved((3, 3), 25.0, 5.0, &[]),
+            Warning::client_starved(
+                (2, 3),
+                40.0,
+                16.0,
+                &[OtherProcess {
+                    pid: 43,
+                    command: "volley".into(),
+                    cpu_pct: 180.0,
+                }],
+                &[43],
+            ),
+            Warning::client_starved((3, 3), 25.0, 5.0, &[], &[]),
             Warning::protocol_errors(240, "HTTP/2: the server did not process the request on stream 1 again (GOAWAY NO_ERROR, last stream 0)"),
             Warning::unsent(11),
             Warning::unsent(1_000_000),
