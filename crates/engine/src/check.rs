@@ -96,7 +96,7 @@ pub const FAILED_BODY_REGEX: u8 = 4;
 
 impl CheckState {
     /// The header and body checks a complete response failed, as [`FAILED_HEADER`]-style
-    /// bits: what an HTTP/2 stream's session reports ([`crate::h2::conn::Event::Checked`]),
+    /// bits: what an HTTP/2 stream's session reports (the session's `Event::Checked`),
     /// its status and size being the worker's to judge ([`failed_with`]).
     pub fn content_failures(&self, checks: &Checks) -> u8 {
         let failed = self.failed(checks, 0, 0);

@@ -13,10 +13,6 @@ pub const MAX_REPLY_HEAD: usize = 8 * 1024;
 pub struct Tunnel {
     /// The `CONNECT` request, written on every new connection.
     pub request: Arc<[u8]>,
-    /// The proxy as output shows it (credentials redacted).
-    pub proxy: String,
-    /// `host:port` the tunnel goes to.
-    pub authority: String,
 }
 
 /// What the bytes read so far say.

@@ -201,11 +201,8 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
 /// forwards requests).
 fn tunnel(target: &volley_plan::Target) -> Option<Tunnel> {
     let p = target.proxy.as_ref()?;
-    let authority = target.authority();
     (p.mode == ProxyMode::Tunnel).then(|| Tunnel {
-        request: p.connect_request(&authority).into(),
-        proxy: p.shown.clone(),
-        authority,
+        request: p.connect_request(&target.authority()).into(),
     })
 }
 
