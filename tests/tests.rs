@@ -25,13 +25,14 @@ mod quick {
     mod hostile;
     mod install;
     mod io_backends;
+    pub(crate) mod journeys;
     mod merge;
     mod monitor;
     mod open_loop;
     mod otlp;
     mod proxy;
     mod report;
-    mod schema;
+    pub(crate) mod schema;
     mod secrets;
     mod shards;
     mod suite_files;
@@ -63,6 +64,7 @@ mod full {
     mod h2_interop;
     mod history_otava;
     mod html;
+    mod journeys;
     mod k8s;
     mod live;
     mod live_browser;

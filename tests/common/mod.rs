@@ -8,6 +8,7 @@ pub mod clock;
 pub mod h2;
 pub mod history;
 pub mod live;
+pub mod login;
 pub mod nginx;
 pub mod proxy;
 pub mod push;

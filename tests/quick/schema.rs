@@ -30,7 +30,7 @@ fn errors(doc: &Value) -> Vec<String> {
         .collect()
 }
 
-fn assert_valid(doc: &Value, what: &str) {
+pub(crate) fn assert_valid(doc: &Value, what: &str) {
     let errs = errors(doc);
     assert!(
         errs.is_empty(),

@@ -32,6 +32,7 @@ pub fn from_flags(a: &RunFlags) -> Result<Checks, ConfigError> {
         body_regex,
         headers,
         size: a.expect_size,
+        ..Checks::default()
     })
 }
 

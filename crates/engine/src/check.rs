@@ -19,9 +19,16 @@ pub(crate) const BODY_REGEX: &str = "body_regex";
 pub const HEADER: &str = "header";
 /// `--expect-size`.
 pub(crate) const SIZE: &str = "size";
+/// A journey's capture found no value.
+pub(crate) const CAPTURE: &str = "capture";
+
+/// The most `Set-Cookie` fields one response hands a user's jar (RFC 6265 §6.1: 50 per
+/// domain), and the longest one kept (a larger cookie is refused by the jar anyway).
+const MAX_SET_COOKIES: usize = 50;
+const MAX_SET_COOKIE_BYTES: usize = 8192;
 
 /// One response's check state.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CheckState {
     /// Each expected header: seen (with its value, when one is expected).
     headers_seen: Vec<bool>,
@@ -29,8 +36,12 @@ pub struct CheckState {
     found: Vec<bool>,
     /// The end of the body so far, as long as the longest unfound substring needs.
     carry: Vec<u8>,
-    /// The body's first bytes, for the regex.
+    /// The body's first bytes, for the regex and body captures.
     window: Vec<u8>,
+    /// Header captures' values, by capture (the first field of the name).
+    captured_headers: Vec<Option<Vec<u8>>>,
+    /// The response's `Set-Cookie` fields, when a journey reads them.
+    set_cookies: Vec<Vec<u8>>,
 }
 
 /// A `CheckState` watching one response against `checks`.
@@ -50,6 +61,18 @@ impl CheckState {
         self.found.resize(checks.body_contains.len(), false);
         self.carry.clear();
         self.window.clear();
+        self.captured_headers.clear();
+        self.captured_headers.resize(checks.captures.len(), None);
+        self.set_cookies.clear();
+    }
+
+    /// What the complete response offers its captures.
+    pub fn offered(&self) -> crate::journey::capture::Offered<'_> {
+        crate::journey::capture::Offered {
+            body: &self.window,
+            headers: &self.captured_headers,
+            set_cookies: &self.set_cookies,
+        }
     }
 
     /// The checks a complete response of `status` with `body_bytes` bytes failed, in a fixed
@@ -93,6 +116,8 @@ pub const FAILED_HEADER: u8 = 1;
 pub const FAILED_BODY_CONTAINS: u8 = 2;
 /// The body regex did not match.
 pub const FAILED_BODY_REGEX: u8 = 4;
+/// A journey's capture found no value.
+pub const FAILED_CAPTURE: u8 = 8;
 
 impl CheckState {
     /// The header and body checks a complete response failed, as [`FAILED_HEADER`]-style
@@ -139,6 +164,9 @@ pub fn failed_with(
     if content & FAILED_BODY_REGEX != 0 {
         out.push(BODY_REGEX);
     }
+    if content & FAILED_CAPTURE != 0 {
+        out.push(CAPTURE);
+    }
     out
 }
 
@@ -154,11 +182,28 @@ impl ResponseObserver for Watch<'_> {
                 }
             }
         }
+        if self.checks.captures.is_empty() && !self.checks.set_cookies {
+            return;
+        }
+        let s = &mut *self.state;
+        for (k, c) in self.checks.captures.iter().enumerate() {
+            if let volley_plan::journey::CaptureFrom::Header(want) = &c.from {
+                if name.eq_ignore_ascii_case(want) && s.captured_headers[k].is_none() {
+                    s.captured_headers[k] = Some(value.trim_ascii().to_vec());
+                }
+            }
+        }
+        if name.eq_ignore_ascii_case("set-cookie")
+            && s.set_cookies.len() < MAX_SET_COOKIES
+            && value.len() <= MAX_SET_COOKIE_BYTES
+        {
+            s.set_cookies.push(value.to_vec());
+        }
     }
 
     fn body(&mut self, bytes: &[u8]) {
         let s = &mut *self.state;
-        if self.checks.body_regex.is_some() && s.window.len() < REGEX_WINDOW_BYTES {
+        if self.checks.body_window() && s.window.len() < REGEX_WINDOW_BYTES {
             let room = REGEX_WINDOW_BYTES - s.window.len();
             s.window.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
@@ -201,6 +246,7 @@ mod tests {
                 ("x-id".into(), None),
             ],
             size: None,
+            ..Default::default()
         }
     }
 

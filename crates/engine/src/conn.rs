@@ -40,6 +40,8 @@ pub(crate) struct InFlight {
     pub body_bytes: u64,
     /// HTTP/2: the header and body checks its response failed (`check::FAILED_*` bits).
     pub content_failed: u8,
+    /// A journey's user who sends it ([`crate::journey::users::NO_USER`] outside one).
+    pub user: u32,
 }
 
 /// An `InFlight` whose workload request is not chosen yet (or a run without a workload).
@@ -62,6 +64,7 @@ impl InFlight {
             index: 0,
             body_bytes: 0,
             content_failed: 0,
+            user: crate::journey::users::NO_USER,
         }
     }
 }

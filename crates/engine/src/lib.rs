@@ -15,6 +15,7 @@ pub mod check;
 pub mod clock;
 pub mod conn;
 pub mod h2;
+pub mod journey;
 #[doc(hidden)]
 pub mod mem;
 pub(crate) mod poller;
@@ -200,6 +201,8 @@ pub struct Shared {
     pub mix: Option<Arc<volley_plan::Mix>>,
     /// `--expect-*` of a run of one request (a workload's requests carry their own).
     pub checks: Option<Arc<volley_plan::workload::Checks>>,
+    /// The target's host name, lower case: the host a journey's cookies are kept for.
+    pub cookie_host: String,
     /// The I/O backend the workers use.
     pub io: IoBackend,
 }
@@ -284,6 +287,7 @@ impl Shared {
             },
             body: Arc::clone(&spec.body),
             checks: (!spec.checks.is_empty()).then(|| Arc::new(spec.checks.clone())),
+            cookie_host: spec.target.host.to_ascii_lowercase(),
             io,
             mix: plan.mix.clone().map(|mut m| {
                 if spec.http.may_be_h2() {
@@ -304,10 +308,14 @@ fn h2_blocks(mix: &mut volley_plan::Mix, https: bool) {
         user: 0,
         seed: 0,
         row: None,
+        vars: &[],
+        cookie: None,
     };
+    let jar = mix.workload.journey.cookies;
     for r in &mut mix.requests {
         let fixed_body = !matches!(r.body, volley_plan::workload::Body::Template(_));
-        if r.path.is_literal() && r.fields.iter().all(|(_, v)| v.is_literal()) && fixed_body {
+        let fixed_head = r.path.is_literal() && r.fields.iter().all(|(_, v)| v.is_literal());
+        if fixed_head && fixed_body && (!jar || r.own_cookie) {
             let len = r.body_bytes.len();
             r.h2_block = Some(h2::request::for_mix(r, &ctx, https, len).into());
         }

@@ -766,6 +766,7 @@ fn shared(setup: &Setup, net: &MemNet) -> Shared {
         body: vec![b'b'; setup.body].into(),
         mix: None,
         checks: None,
+        cookie_host: "127.0.0.1".into(),
         io: IoBackend::Epoll,
     }
 }

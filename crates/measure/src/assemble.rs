@@ -9,9 +9,11 @@ use volley_config::RunConfig;
 use volley_engine::{EngineOutput, Route};
 use volley_model::result::endpoint::{EndpointRequests, EndpointResult};
 use volley_model::result::identity::LoadKey;
+use volley_model::result::journey::JourneyResult;
 use volley_model::result::*;
 use volley_model::stats::endpoints::{EndpointStats, Endpoints};
 use volley_model::stats::histogram::encode;
+use volley_model::stats::journey::JourneyCounts;
 use volley_model::stats::recorder::CHECK_NAMES;
 use volley_model::stats::Percentiles;
 use volley_model::sys::cpus;
@@ -108,6 +110,7 @@ impl Parts<'_> {
             thresholds: Vec::new(),
             shards: Vec::new(),
             endpoints: self.endpoints(),
+            journey: self.journey_result(),
             shard: None,
         };
         result.load_id = Some(self.load_id(&result));
@@ -265,7 +268,9 @@ impl Parts<'_> {
                 let mut r = endpoint_result(
                     name,
                     entry.map_or(String::new(), |e| e.method.clone()),
-                    entry.map_or(String::new(), |e| e.path.text(columns)),
+                    entry.map_or(String::new(), |e| {
+                        e.path.text_with(columns, &w.journey.vars)
+                    }),
                     s,
                 );
                 // Every check its requests have is listed, 0 when none failed (as at the top).
@@ -274,6 +279,9 @@ impl Parts<'_> {
                 }
                 if !r.checks.is_empty() {
                     r.requests.failed_checks = Some(s.counts.failed_checks);
+                }
+                if w.is_journey() {
+                    r.requests.skipped = Some(s.counts.skipped);
                 }
                 r
             })
@@ -368,11 +376,16 @@ impl Parts<'_> {
         key
     }
 
-    /// Open loop: requests written in the send window ÷ its length.
+    /// Open loop: requests written in the send window ÷ its length; a journey's rate is of
+    /// arrivals (each a new user's iteration), so its arrivals that started.
     fn achieved_rps(&self) -> Option<f64> {
         let out = self.engine;
+        let count = match self.journey() {
+            true => out.ends.iter().map(|e| e.journey.arrivals).sum(),
+            false => out.agg.counts.sent,
+        };
         (self.cfg.load.is_open() && out.window_s > 0.0)
-            .then(|| (out.agg.counts.sent as f64 / out.window_s * 100.0).round() / 100.0)
+            .then(|| (count as f64 / out.window_s * 100.0).round() / 100.0)
     }
 
     fn requests(&self) -> Requests {
@@ -386,7 +399,29 @@ impl Parts<'_> {
             unsent: out.ends.iter().map(|e| e.unsent).sum(),
             failed: c.failed(),
             failed_checks: self.cfg.load.declares_checks().then_some(c.failed_checks),
+            skipped: self.journey().then_some(c.skipped),
         }
+    }
+
+    /// Whether the run's workload is a journey.
+    fn journey(&self) -> bool {
+        self.cfg
+            .load
+            .workload
+            .as_ref()
+            .is_some_and(|w| w.is_journey())
+    }
+
+    /// `journey` of the RunResult: what the users met.
+    fn journey_result(&self) -> Option<JourneyResult> {
+        let out = self.engine;
+        self.journey().then(|| {
+            let mut c = JourneyCounts::default();
+            for e in &out.ends {
+                c.merge(&e.journey);
+            }
+            JourneyResult::of(&c, out.agg.counts.skipped, self.cfg.load.is_open())
+        })
     }
 
     /// Responses that failed each check (none without checks).
@@ -395,9 +430,17 @@ impl Parts<'_> {
         if !self.cfg.load.declares_checks() {
             return BTreeMap::new();
         }
+        // `capture` is a journey's: listed only when the file captures.
+        let captures = self
+            .cfg
+            .load
+            .workload
+            .as_ref()
+            .is_some_and(|w| !w.journey.vars.is_empty());
         CHECK_NAMES
             .iter()
             .zip(c.checks.iter())
+            .filter(|(k, _)| captures || **k != "capture")
             .map(|(k, n)| (k.to_string(), *n))
             .collect()
     }
@@ -478,6 +521,9 @@ fn check_kinds(c: &volley_plan::workload::Checks) -> Vec<&'static str> {
     if c.size.is_some() {
         out.push("size");
     }
+    if !c.captures.is_empty() {
+        out.push("capture");
+    }
     out
 }
 
@@ -499,6 +545,7 @@ pub(crate) fn endpoint_result(
             failed: s.failed,
             unfinished: s.unfinished,
             failed_checks: None,
+            skipped: None,
         },
         status_codes: status_codes(&s.counts),
         errors: s.counts.errors,

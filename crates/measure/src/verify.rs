@@ -88,6 +88,8 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
                     user: 0,
                     seed,
                     row: w.row(k as u64, seed),
+                    vars: &[],
+                    cookie: None,
                 };
                 let mut bytes = Vec::new();
                 r.render_http1(&ctx, &mut bytes, &mut Vec::new());
@@ -95,7 +97,11 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
                 let block = h2_request::for_mix(&r, &ctx, https, body.len());
                 let label = match e.endpoint {
                     Some(n) => w.endpoints[n as usize].clone(),
-                    None => format!("{} {}", e.method, e.path.text(columns)),
+                    None => format!(
+                        "{} {}",
+                        e.method,
+                        e.path.text_with(columns, &w.journey.vars)
+                    ),
                 };
                 let req = Lone {
                     label,

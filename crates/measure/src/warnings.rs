@@ -187,8 +187,16 @@ fn above_headline(count: u64, completed: u64) -> bool {
 fn shortfall(r: &RunResult, accepted: bool) -> Option<Shortfall> {
     let target = r.load.rate_rps.filter(|_| r.load.mode == Mode::Open)?;
     let achieved = r.achieved_rps?;
-    let sent = r.requests.sent as f64;
-    let due = sent + r.requests.unsent as f64;
+    // A journey's rate is of arrivals: judged by those that started.
+    let (sent, unsent) = match r
+        .journey
+        .as_ref()
+        .and_then(|j| j.arrivals.zip(j.arrivals_unsent))
+    {
+        Some((a, u)) => (a as f64, u as f64),
+        None => (r.requests.sent as f64, r.requests.unsent as f64),
+    };
+    let due = sent + unsent;
     if r.interrupted || due == 0.0 || sent >= due * SHORTFALL_BELOW {
         return None;
     }

@@ -85,6 +85,7 @@ mod tests {
                 unsent: 2,
                 failed: 7,
                 failed_checks: Some(3),
+                skipped: None,
             }
         );
         assert_eq!(

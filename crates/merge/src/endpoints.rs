@@ -55,6 +55,7 @@ fn add(m: &mut EndpointResult, e: &EndpointResult) {
         failed: a.failed + b.failed,
         unfinished: a.unfinished + b.unfinished,
         failed_checks: volley_model::result::add_counts(a.failed_checks, b.failed_checks),
+        skipped: volley_model::result::add_counts(a.skipped, b.skipped),
     };
     sum_into(&mut m.status_codes, &e.status_codes);
     sum_into(&mut m.checks, &e.checks);

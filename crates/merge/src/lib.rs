@@ -170,6 +170,14 @@ pub fn merge(
         thresholds: Vec::new(),
         shards: shards::list(&rs),
         endpoints,
+        journey: rs
+            .iter()
+            .filter_map(|r| r.journey.as_ref())
+            .fold(None, |m, j| {
+                let mut m = m.unwrap_or_default();
+                volley_model::result::journey::JourneyResult::add(&mut m, j);
+                Some(m)
+            }),
         shard: None,
     };
     merged.thresholds = implied_checks(&rs, &merged);

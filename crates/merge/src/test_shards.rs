@@ -98,6 +98,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             unsent: 0,
             failed: 0,
             failed_checks: None,
+            skipped: None,
         },
         bytes: Bytes {
             sent: 10 * n,
@@ -144,6 +145,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
         thresholds: Vec::new(),
         shards: Vec::new(),
         endpoints: Vec::new(),
+        journey: None,
         checks: Default::default(),
         shard: None,
     }

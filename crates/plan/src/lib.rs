@@ -2,6 +2,7 @@
 //! starts — each thread's share of connections, requests and rate, the pacer that says when
 //! requests are due, virtual-user ramps, and the request bytes.
 
+pub mod journey;
 pub mod pacer;
 pub mod proxy;
 pub mod ramp;

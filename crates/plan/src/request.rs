@@ -120,6 +120,8 @@ pub struct MixRequest {
     pub endpoint: Option<u16>,
     /// What its responses must be (`None`: no check).
     pub checks: Option<Arc<super::workload::Checks>>,
+    /// It has a `Cookie` header of its own (`-H` or the file's): a user's jar is not sent with it.
+    pub own_cookie: bool,
 }
 
 impl MixRequest {
@@ -180,6 +182,7 @@ impl MixRequest {
                         .is_some_and(|b| b.eq_ignore_ascii_case(b"close"))
             });
         let m = entry.method.as_str();
+        let own_cookie = fields.iter().any(|(n, _)| n.eq_ignore_ascii_case("cookie"));
         let mut r = MixRequest {
             fixed: None,
             head,
@@ -195,15 +198,20 @@ impl MixRequest {
             asks_close,
             endpoint: entry.endpoint,
             checks: (!entry.checks.is_empty()).then(|| Arc::new(entry.checks.clone())),
+            own_cookie,
         };
         let templated_body = matches!(r.body, Body::Template(ref t) if !t.is_literal());
-        if r.head.is_literal() && !templated_body {
+        // A jar's cookies go into the head, so a journey with cookies renders every request.
+        let jar = cfg.workload.as_ref().is_some_and(|w| w.journey.cookies);
+        if r.head.is_literal() && !templated_body && (!jar || r.own_cookie) {
             let ctx = Context {
                 index: 0,
                 conn: 0,
                 user: 0,
                 seed: 0,
                 row: None,
+                vars: &[],
+                cookie: None,
             };
             let mut out = Vec::new();
             r.render_http1(&ctx, &mut out, &mut Vec::new());
@@ -229,6 +237,11 @@ impl MixRequest {
             }
         };
         self.head.render(ctx, out);
+        if let Some(cookie) = ctx.cookie.filter(|_| !self.own_cookie) {
+            out.extend_from_slice(b"Cookie: ");
+            out.extend_from_slice(cookie);
+            out.extend_from_slice(b"\r\n");
+        }
         if self.length {
             out.extend_from_slice(b"Content-Length: ");
             out.extend_from_slice(body.len().to_string().as_bytes());

@@ -296,7 +296,7 @@ impl LoadSpec {
             || self
                 .workload
                 .as_ref()
-                .is_some_and(|w| w.entries.iter().any(|e| !e.checks.is_empty()))
+                .is_some_and(|w| w.entries.iter().any(|e| e.checks.declares()))
     }
 
     /// The most connections the run can hold open at once (`--max-connections`, else the

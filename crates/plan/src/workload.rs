@@ -32,6 +32,9 @@ pub enum Part {
     Conn,
     /// `{user}`: the virtual user's number (the connection's, without `--users`).
     User,
+    /// `{var.NAME}`: a value the user captured from an earlier response (its index in
+    /// [`crate::journey::Journey::vars`]).
+    Var(u16),
 }
 
 /// Text with placeholders, parsed once.
@@ -70,6 +73,11 @@ impl Template {
     /// The text as written, placeholders included (`/items/{seq}`); `columns` names the data
     /// file's columns for `{row.NAME}`.
     pub fn text(&self, columns: &[String]) -> String {
+        self.text_with(columns, &[])
+    }
+
+    /// [`Template::text`], with `vars` naming the journey's variables for `{var.NAME}`.
+    pub fn text_with(&self, columns: &[String], vars: &[String]) -> String {
         let mut s = String::new();
         for p in &self.parts {
             match p {
@@ -89,6 +97,13 @@ impl Template {
                 }
                 Part::Conn => s.push_str("{conn}"),
                 Part::User => s.push_str("{user}"),
+                Part::Var(k) => {
+                    let _ = write!(
+                        s,
+                        "{{var.{}}}",
+                        vars.get(*k as usize).map_or("?", String::as_str)
+                    );
+                }
             }
         }
         s
@@ -126,6 +141,9 @@ impl Template {
                 }
                 Part::Conn => push_u64(out, ctx.conn),
                 Part::User => push_u64(out, ctx.user),
+                Part::Var(v) => {
+                    out.extend_from_slice(ctx.vars.get(*v as usize).map_or(&[][..], Vec::as_slice))
+                }
             }
         }
     }
@@ -144,6 +162,11 @@ pub struct Context<'a> {
     pub seed: u64,
     /// The request's row of the data file, when the workload has one.
     pub row: Option<&'a [Vec<u8>]>,
+    /// The user's variables (`{var.NAME}`), by index; empty outside a journey.
+    pub vars: &'a [Vec<u8>],
+    /// The `Cookie` header's value from the user's jar, when one applies (a request with a
+    /// `Cookie` header of its own sends that instead).
+    pub cookie: Option<&'a [u8]>,
 }
 
 fn push_u64(out: &mut Vec<u8>, v: u64) {
@@ -231,6 +254,10 @@ pub struct Checks {
     pub headers: Vec<(String, Option<String>)>,
     /// The body's length in bytes.
     pub size: Option<u64>,
+    /// Values saved from the response into the user's variables (a journey).
+    pub captures: Vec<crate::journey::Capture>,
+    /// The response's `Set-Cookie` fields are read for the user's jar (a journey's cookies).
+    pub set_cookies: bool,
 }
 
 /// How much of a body a `body_regex` check sees: the first 64 KiB (a regex over a stream
@@ -245,6 +272,8 @@ impl PartialEq for Checks {
                 == o.body_regex.as_ref().map(|r| r.as_str())
             && self.headers == o.headers
             && self.size == o.size
+            && self.captures == o.captures
+            && self.set_cookies == o.set_cookies
     }
 }
 
@@ -256,16 +285,37 @@ impl Checks {
             && self.body_regex.is_none()
             && self.headers.is_empty()
             && self.size.is_none()
+            && self.captures.is_empty()
+            && !self.set_cookies
     }
 
-    /// Whether a check needs the response's body bytes (contains, regex).
+    /// Whether it declares a check (a capture is one: `capture`): reading `Set-Cookie` for a
+    /// jar is not.
+    pub fn declares(&self) -> bool {
+        !Checks {
+            set_cookies: false,
+            ..self.clone()
+        }
+        .is_empty()
+    }
+
+    /// Whether a check or capture needs the response's body bytes (contains, regex, a JSON
+    /// or regex capture).
     pub fn needs_body(&self) -> bool {
-        !self.body_contains.is_empty() || self.body_regex.is_some()
+        !self.body_contains.is_empty() || self.body_regex.is_some() || self.body_window()
     }
 
-    /// Whether a check needs the response's headers.
+    /// Whether the body's first [`REGEX_WINDOW_BYTES`] are kept (a regex check, a body
+    /// capture).
+    pub fn body_window(&self) -> bool {
+        self.body_regex.is_some() || self.captures.iter().any(|c| c.from.reads_body())
+    }
+
+    /// Whether a check or capture needs the response's headers.
     pub fn needs_headers(&self) -> bool {
         !self.headers.is_empty()
+            || self.set_cookies
+            || self.captures.iter().any(|c| !c.from.reads_body())
     }
 
     /// `checks` then `more`, both apply (a request's own after the command line's).
@@ -282,6 +332,8 @@ impl Checks {
         if more.size.is_some() {
             c.size = more.size;
         }
+        c.captures.extend(more.captures.iter().cloned());
+        c.set_cookies |= more.set_cookies;
         c
     }
 
@@ -308,8 +360,11 @@ pub struct Entry {
     pub body: Body,
     /// Share of the mix (whole units after scaling); 0 in a sequence.
     pub weight: u64,
-    /// What its responses must be (the command line's checks included).
+    /// What its responses must be (the command line's checks included), and what they
+    /// capture.
     pub checks: Checks,
+    /// Its part in a journey (once, think time, the variables it needs).
+    pub step: crate::journey::Step,
 }
 
 /// How the next request is chosen.
@@ -374,6 +429,8 @@ pub struct Workload {
     /// The data and body files it read, as found (its folder joined with the name given),
     /// sorted: what must travel with it to another machine (`volley k8s`).
     pub files: Vec<std::path::PathBuf>,
+    /// What users keep (variables, cookies, once steps).
+    pub journey: crate::journey::Journey,
 }
 
 impl Workload {
@@ -411,8 +468,21 @@ impl Workload {
     pub fn pick(&self, turn: u64, walked: u64) -> usize {
         match self.order {
             Order::Weighted => self.cycle[(turn % self.cycle.len() as u64) as usize] as usize,
-            Order::Sequence => (walked % self.entries.len() as u64) as usize,
+            Order::Sequence if self.journey.steps.is_empty() => {
+                (walked % self.entries.len() as u64) as usize
+            }
+            Order::Sequence => {
+                let steps = &self.journey.steps;
+                steps[(walked % steps.len() as u64) as usize] as usize
+            }
         }
+    }
+
+    /// Whether users keep state (variables, cookies, once steps, think times per step): the
+    /// engine then runs a journey's users.
+    pub fn is_journey(&self) -> bool {
+        self.journey
+            .is_active(self.entries.iter().any(|e| e.step.think_ns.is_some()))
     }
 
     /// The data row request `index` takes.
@@ -441,6 +511,8 @@ mod tests {
             user: 7,
             seed: 42,
             row: None,
+            vars: &[],
+            cookie: None,
         }
     }
 
@@ -512,6 +584,7 @@ mod tests {
             body: Body::None,
             weight,
             checks: Checks::default(),
+            step: Default::default(),
         }
     }
 
@@ -527,6 +600,7 @@ mod tests {
             hash: String::new(),
             source: String::new(),
             files: Vec::new(),
+            journey: Default::default(),
         };
         w.build_cycle();
         assert_eq!(w.cycle.len(), 100);
@@ -555,6 +629,7 @@ mod tests {
             hash: String::new(),
             source: String::new(),
             files: Vec::new(),
+            journey: Default::default(),
         };
         w.build_cycle();
         assert!(w.cycle.iter().copied().eq(0..100_000u32));
@@ -575,6 +650,7 @@ mod tests {
             hash: String::new(),
             source: String::new(),
             files: Vec::new(),
+            journey: Default::default(),
         };
         let walk: Vec<usize> = (0..7).map(|k| w.pick(999, k)).collect();
         assert_eq!(walk, [0, 1, 2, 0, 1, 2, 0]);

@@ -62,7 +62,7 @@ pub fn parse(bytes: &[u8], path: &Path, run: Run) -> Result<Workload, RequestsEr
     };
     let (mut entries, mut endpoints) = (read.entries, read.endpoints);
     let columns = read.data.as_ref().map_or(&[][..], |d| &d.columns[..]);
-    let other = names::name_unnamed(&mut entries, &mut endpoints, columns);
+    let other = names::name_unnamed(&mut entries, &mut endpoints, (columns, &read.journey.vars));
     let mut w = Workload {
         entries,
         order: read.order,
@@ -77,6 +77,7 @@ pub fn parse(bytes: &[u8], path: &Path, run: Run) -> Result<Workload, RequestsEr
             f.sort();
             f
         },
+        journey: read.journey,
     };
     w.build_cycle();
     Ok(w)
@@ -122,6 +123,7 @@ struct Read {
     order: Order,
     endpoints: Vec<String>,
     data: Option<Arc<Data>>,
+    journey: volley_plan::journey::Journey,
 }
 
 /// The text of the file, where it is, and the files it names.

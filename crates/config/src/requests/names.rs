@@ -21,7 +21,7 @@ pub(crate) const OTHER: &str = "other";
 pub(super) fn name_unnamed(
     entries: &mut [Entry],
     endpoints: &mut Vec<String>,
-    columns: &[String],
+    (columns, vars): (&[String], &[String]),
 ) -> Option<u16> {
     let mut index: HashMap<String, u16> = endpoints
         .iter()
@@ -30,7 +30,7 @@ pub(super) fn name_unnamed(
         .collect();
     let mut made_other = None;
     for e in entries.iter_mut().filter(|e| e.endpoint.is_none()) {
-        let name = default_name(e, columns);
+        let name = default_name(e, columns, vars);
         let k = match index.get(&name) {
             Some(&k) => k,
             None if endpoints.len() < MAX_ENDPOINTS => push(endpoints, &mut index, name),
@@ -49,8 +49,8 @@ pub(super) fn name_unnamed(
 }
 
 /// `METHOD path-as-written`.
-fn default_name(e: &Entry, columns: &[String]) -> String {
-    format!("{} {}", e.method, e.path.text(columns))
+fn default_name(e: &Entry, columns: &[String], vars: &[String]) -> String {
+    format!("{} {}", e.method, e.path.text_with(columns, vars))
 }
 
 fn push(endpoints: &mut Vec<String>, index: &mut HashMap<String, u16>, name: String) -> u16 {
@@ -75,6 +75,7 @@ mod tests {
             body: Body::None,
             weight: 1,
             checks: Checks::default(),
+            step: Default::default(),
         }
     }
 
@@ -94,7 +95,7 @@ mod tests {
             get("/a?x=1"),
         ];
         let mut endpoints = vec!["mine".to_string()];
-        assert_eq!(name_unnamed(&mut entries, &mut endpoints, &[]), None);
+        assert_eq!(name_unnamed(&mut entries, &mut endpoints, (&[], &[])), None);
         assert_eq!(endpoints, ["mine", "GET /a?x=1", "POST /items/{seq}"]);
         let got: Vec<_> = entries.iter().map(|e| e.endpoint.unwrap()).collect();
         assert_eq!(got, [1, 2, 0, 1]);
@@ -108,7 +109,7 @@ mod tests {
             entry("GET", Template::literal("/x"), Some(0)),
         ];
         let mut endpoints = vec!["GET /b".to_string()];
-        name_unnamed(&mut entries, &mut endpoints, &[]);
+        name_unnamed(&mut entries, &mut endpoints, (&[], &[]));
         assert_eq!(endpoints, ["GET /b", "GET /a"]);
         let got: Vec<_> = entries.iter().map(|e| e.endpoint.unwrap()).collect();
         assert_eq!(got, [1, 0, 0]);
@@ -120,7 +121,7 @@ mod tests {
         entries.push(entry("GET", Template::literal("/login"), Some(0)));
         entries.push(get("/p/149"));
         let mut endpoints = vec!["login".to_string()];
-        let other = name_unnamed(&mut entries, &mut endpoints, &[]);
+        let other = name_unnamed(&mut entries, &mut endpoints, (&[], &[]));
         assert_eq!(endpoints.len(), MAX_ENDPOINTS + 1);
         assert_eq!(other, Some(MAX_ENDPOINTS as u16));
         assert_eq!(endpoints[0], "login");
@@ -140,7 +141,7 @@ mod tests {
         let mut entries: Vec<Entry> = (0..120).map(|i| get(&format!("/p/{i}"))).collect();
         entries.push(entry("GET", Template::literal("/misc"), Some(0)));
         let mut endpoints = vec![OTHER.to_string()];
-        assert_eq!(name_unnamed(&mut entries, &mut endpoints, &[]), None);
+        assert_eq!(name_unnamed(&mut entries, &mut endpoints, (&[], &[])), None);
         assert_eq!(endpoints.len(), MAX_ENDPOINTS);
         assert_eq!(entries[99].endpoint, Some(0));
         assert_eq!(entries[98].endpoint, Some(99));

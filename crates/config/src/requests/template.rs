@@ -4,8 +4,9 @@
 //! and any other brace is an error (so a JSON body is written `{{"id": {seq}}}`: a single `{`
 //! that silently stayed literal could not be told from a mistyped placeholder).
 //!
-//! Nothing is computed: no arithmetic, no value from an earlier response, no conditional, no
-//! loop. A `{row.X}` value is copied as the data file has it (no percent-encoding).
+//! `{var.NAME}` is a value the user captured from an earlier response (a journey). Nothing is
+//! computed: no arithmetic, no conditional, no loop. A `{row.X}` or `{var.X}` value is copied
+//! as it is (no percent-encoding).
 
 use volley_plan::workload::{Part, Template};
 
@@ -30,10 +31,16 @@ pub(super) struct TemplateError {
 }
 
 /// The placeholders, for messages.
-pub(super) const PLACEHOLDERS: &str = "{seq}, {rand:LO..HI}, {uuid}, {row.COLUMN}, {conn}, {user}";
+pub(super) const PLACEHOLDERS: &str =
+    "{seq}, {rand:LO..HI}, {uuid}, {row.COLUMN}, {conn}, {user}, {var.NAME}";
 
-/// Parses `text`; `columns` are the data file's (`None`: the requests file has no `[data]`).
-pub(super) fn parse(text: &str, columns: Option<Columns>) -> Result<Template, TemplateError> {
+/// Parses `text`; `columns` are the data file's (`None`: the requests file has no `[data]`),
+/// `vars` the variables the file's requests capture.
+pub(super) fn parse(
+    text: &str,
+    columns: Option<Columns>,
+    vars: &[String],
+) -> Result<Template, TemplateError> {
     let b = text.as_bytes();
     let mut parts = Vec::new();
     let mut lit: Vec<u8> = Vec::new();
@@ -56,7 +63,7 @@ pub(super) fn parse(text: &str, columns: Option<Columns>) -> Result<Template, Te
                 })
             }
             (b'{', _) => {
-                let (part, end) = placeholder(text, i, columns)?;
+                let (part, end) = placeholder(text, i, columns, vars)?;
                 if !lit.is_empty() {
                     parts.push(Part::Lit(std::mem::take(&mut lit)));
                 }
@@ -80,6 +87,7 @@ fn placeholder(
     text: &str,
     start: usize,
     columns: Option<Columns>,
+    vars: &[String],
 ) -> Result<(Part, usize), TemplateError> {
     let rest = &text[start + 1..];
     let close = rest.find('}');
@@ -130,6 +138,8 @@ fn placeholder(
                 rand(range).map_err(|m| err(format!("`{written}`: {m}")))?
             } else if let Some(column) = name.strip_prefix("row.") {
                 row(column, columns).map_err(|m| err(format!("`{written}`: {m}")))?
+            } else if let Some(var) = name.strip_prefix("var.") {
+                variable(var, vars).map_err(|m| err(format!("`{written}`: {m}")))?
             } else {
                 return Err(err(format!(
                     "unknown placeholder `{written}` (expected {PLACEHOLDERS}; a literal `{{` is written `{{{{`)"
@@ -177,6 +187,20 @@ fn row(column: &str, columns: Option<Columns>) -> Result<Part, String> {
     }
 }
 
+/// `NAME` of `{var.NAME}`: a variable a request of the file captures.
+fn variable(name: &str, vars: &[String]) -> Result<Part, String> {
+    match vars.iter().position(|v| v == name) {
+        Some(k) => Ok(Part::Var(k as u16)),
+        None if vars.is_empty() => Err(format!(
+            "unknown variable `{name}`: no request captures one (add `capture = {{ {name} = {{ json = \"/…\" }} }}` to the request whose response holds it)"
+        )),
+        None => Err(format!(
+            "unknown variable `{name}`: no request captures it (the file captures: {})",
+            vars.join(", ")
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +221,7 @@ mod tests {
                 file: "users.csv",
                 names: &names,
             }),
+            &[],
         )
     }
 
@@ -217,6 +242,7 @@ mod tests {
         let t = parse(
             "{{\"id\": {seq}, \"u\": \"{uuid}\", \"c\": {conn}{user}}}",
             None,
+            &[],
         )
         .unwrap();
         assert_eq!(
@@ -232,20 +258,20 @@ mod tests {
                 lit("}")
             ]
         );
-        assert_eq!(parse("", None).unwrap().parts, []);
-        assert!(parse("/plain", None).unwrap().is_literal());
+        assert_eq!(parse("", None, &[]).unwrap().parts, []);
+        assert!(parse("/plain", None, &[]).unwrap().is_literal());
         assert_eq!(
-            parse("{rand:7..7}", None).unwrap().parts,
+            parse("{rand:7..7}", None, &[]).unwrap().parts,
             [Part::Rand { lo: 7, hi: 7 }]
         );
     }
 
     #[test]
     fn errors_say_where_and_what() {
-        let e = parse("/a/{seq", None).unwrap_err();
+        let e = parse("/a/{seq", None, &[]).unwrap_err();
         assert_eq!((e.offset, e.written.as_str()), (3, "{seq"));
         assert!(e.message.contains("`{seq` never closes"), "{}", e.message);
-        let e = parse("{\"id\": {seq}}", None).unwrap_err();
+        let e = parse("{\"id\": {seq}}", None, &[]).unwrap_err();
         assert_eq!((e.offset, e.written.as_str()), (0, "{\"id\": {"));
         assert!(e.message.contains("starts no placeholder"), "{}", e.message);
         assert!(
@@ -255,28 +281,42 @@ mod tests {
             "{}",
             e.message
         );
-        let e = parse("/x/{sequence}", None).unwrap_err();
+        let e = parse("/x/{sequence}", None, &[]).unwrap_err();
         assert_eq!((e.offset, e.written.as_str()), (3, "{sequence}"));
         assert!(e
             .message
             .starts_with("unknown placeholder `{sequence}` (expected {seq}"));
-        let e = parse("/x}", None).unwrap_err();
+        let e = parse("/x}", None, &[]).unwrap_err();
         assert_eq!((e.offset, e.written.as_str()), (2, "}"));
         assert!(e.message.contains("written `}}`"));
-        let e = parse("{rand:10..1}", None).unwrap_err();
+        let e = parse("{rand:10..1}", None, &[]).unwrap_err();
         assert_eq!(e.message, "`{rand:10..1}`: LO 10 is more than HI 1");
-        let e = parse("{rand:a..5}", None).unwrap_err();
+        let e = parse("{rand:a..5}", None, &[]).unwrap_err();
         assert!(
             e.message.contains("`a` is not a whole number"),
             "{}",
             e.message
         );
-        let e = parse("{rand:5}", None).unwrap_err();
+        let e = parse("{rand:5}", None, &[]).unwrap_err();
         assert!(e.message.contains("no `..`"), "{}", e.message);
-        let e = parse("{rand:0..18446744073709551615}", None).unwrap_err();
+        let e = parse("{rand:0..18446744073709551615}", None, &[]).unwrap_err();
         assert!(e.message.contains("wider"), "{}", e.message);
-        let e = parse("{row.id}", None).unwrap_err();
+        let e = parse("{row.id}", None, &[]).unwrap_err();
         assert!(e.message.contains("no data file"), "{}", e.message);
+        let vars = ["token".to_string()];
+        let t = parse("Bearer {var.token}", None, &vars).unwrap();
+        assert_eq!(t.parts, [lit("Bearer "), Part::Var(0)]);
+        let e = parse("{var.tokn}", None, &vars).unwrap_err();
+        assert_eq!(
+            e.message,
+            "`{var.tokn}`: unknown variable `tokn`: no request captures it (the file captures: token)"
+        );
+        let e = parse("{var.t}", None, &[]).unwrap_err();
+        assert!(
+            e.message.contains("no request captures one"),
+            "{}",
+            e.message
+        );
         let e = parse_with_data("/u/{row.name}").unwrap_err();
         assert_eq!(
             e.message,

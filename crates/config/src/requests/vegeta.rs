@@ -130,6 +130,7 @@ pub(super) fn read(src: &Source, run: Run, hash: &mut Sha256) -> Result<Read, Fa
             body,
             weight: 1,
             checks: run.checks.clone(),
+            step: Default::default(),
         });
     }
     if entries.is_empty() {
@@ -144,6 +145,7 @@ pub(super) fn read(src: &Source, run: Run, hash: &mut Sha256) -> Result<Read, Fa
         order: Order::Weighted,
         endpoints: Vec::new(),
         data: None,
+        journey: Default::default(),
     })
 }
 

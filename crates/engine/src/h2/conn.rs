@@ -48,6 +48,9 @@ pub enum Event {
         stream: u32,
         /// The failed checks' bits.
         failed: u8,
+        /// What the response offers a journey's captures and cookie jar (`None`: the
+        /// request captures nothing).
+        offered: Option<Box<CheckState>>,
     },
     /// The server ended the stream: the response is complete.
     End {

@@ -36,8 +36,14 @@ pub fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> V
         t.render(ctx, &mut b);
         String::from_utf8_lossy(&b).into_owned()
     };
-    let fields: Vec<(String, String)> =
+    let mut fields: Vec<(String, String)> =
         r.fields.iter().map(|(n, v)| (n.clone(), text(v))).collect();
+    if let Some(cookie) = ctx.cookie.filter(|_| !r.own_cookie) {
+        fields.push((
+            "cookie".into(),
+            String::from_utf8_lossy(cookie).into_owned(),
+        ));
+    }
     let authority = fields
         .iter()
         .rev()

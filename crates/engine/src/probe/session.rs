@@ -101,7 +101,9 @@ fn answered(e: Event, stream: Option<u32>, a: &mut H2Answer) -> Result<Option<bo
     match e {
         Event::Head { stream: s, status } if ours(s) => a.status = status,
         Event::Data { stream: s, len } if ours(s) => a.body_bytes += len as u64,
-        Event::Checked { stream: s, failed } if ours(s) => a.content_failed = failed,
+        Event::Checked {
+            stream: s, failed, ..
+        } if ours(s) => a.content_failed = failed,
         Event::End { stream: s } if ours(s) => return Ok(Some(true)),
         Event::Reset { stream: s, code } if ours(s) => {
             return Err(format!(

@@ -5,6 +5,7 @@
 //! stream), so the write bookkeeping of HTTP/1.1 (`stream_pos`, `mark_written`) holds as is.
 
 use super::failure::error_kind;
+use super::journey;
 use super::*;
 use crate::h2::conn::{Event, H2Conn, H2Error};
 use crate::h2::frame::code::REFUSED_STREAM;
@@ -66,7 +67,10 @@ impl Worker {
             let at = c.inflight.len() - c.h2_queued;
             let req = c.inflight[at];
             let r = &mix.requests[req.entry as usize];
-            let ctx = self.render_context(&mix.workload, mix.seed, i, &req);
+            self.journey_cookie(i, &req);
+            let ids = (self.id, self.shared.threads);
+            let ctx =
+                journey::context_for(ids, &mix, i, &req, self.users.as_ref(), &self.cookie_buf);
             let (block, body) = match &r.h2_block {
                 Some(b) => (std::borrow::Cow::Borrowed(&b[..]), None),
                 None => {
@@ -199,10 +203,25 @@ impl Worker {
                     r.body_bytes += len as u64;
                 }
             }
-            Event::Checked { stream, failed } => {
+            Event::Checked {
+                stream,
+                failed,
+                offered,
+            } => {
                 let c = &mut self.conns[i];
-                if let Some(r) = c.inflight.iter_mut().find(|r| r.stream == stream) {
-                    r.content_failed = failed;
+                let Some(r) = c.inflight.iter_mut().find(|r| r.stream == stream) else {
+                    return true;
+                };
+                r.content_failed = failed;
+                let req = *r;
+                if let (Some(state), Some(checks)) = (offered, self.checks_of(&req)) {
+                    // The user takes its values before the stream's end lets it go on.
+                    if self.journey_absorb(&req, &checks, &state) {
+                        let c = &mut self.conns[i];
+                        if let Some(r) = c.inflight.iter_mut().find(|r| r.stream == stream) {
+                            r.content_failed |= check::FAILED_CAPTURE;
+                        }
+                    }
                 }
             }
             Event::End { stream } => return self.h2_end(i, stream, now),

@@ -4,6 +4,7 @@
 
 mod failure;
 mod h2;
+mod journey;
 #[doc(hidden)]
 pub mod probe;
 mod ring;
@@ -22,10 +23,12 @@ use super::check;
 use super::clock::{tighten_timer_slack, TimerFd};
 use super::conn::{Conn, ConnState, InFlight, Phase, NO_ENTRY};
 use super::h2::conn::Event;
+use super::journey::users::{JourneyCounts, Users, NO_USER};
 use super::poller::{Event as PollEvent, Poller};
 use super::stream::{Handshake, Socket, Stream};
 use super::transport::{self, ConnectState, Endpoint};
 use super::{Shared, STOP_ABORT, STOP_DRAIN};
+use journey::journey_users;
 use volley_model::stats::histogram::{new_hist, Hist};
 use volley_model::stats::recorder::{
     ns_to_us, ErrorKind, ProtocolSample, Recorder, WorkerEnd, WorkerReport,
@@ -108,6 +111,15 @@ pub(crate) struct Worker {
     scratch: Vec<u8>,
     /// io_uring was chosen but could not be set up on this thread (why).
     io_fallback: Option<String>,
+    /// A journey's users (`None`: the workload keeps no state per user).
+    users: Option<Users>,
+    /// Open loop: users' next steps, in order of when each is due (after its think time).
+    follow: VecDeque<InFlight>,
+    /// The `Cookie` value of the request being rendered, and its path (for the jar's match).
+    cookie_buf: Vec<u8>,
+    path_buf: Vec<u8>,
+    /// What the journey's captures and cookies met (for the summary).
+    journey: JourneyCounts,
 }
 
 impl Worker {
@@ -173,6 +185,11 @@ impl Worker {
             taken: 0,
             scratch: Vec::new(),
             io_fallback: None,
+            users: journey_users(&shared, slots.max(connections)),
+            follow: VecDeque::new(),
+            cookie_buf: Vec::new(),
+            path_buf: Vec::new(),
+            journey: JourneyCounts::default(),
             shared,
         })
     }
@@ -418,6 +435,9 @@ impl Worker {
         if let Some(&(ready, _)) = self.thinking.front() {
             wake = wake.min(ready.max(now));
         }
+        if let Some(r) = self.follow.front() {
+            wake = wake.min(r.start_ns.max(now));
+        }
         // With --max-connections a due request can also open a connection.
         let can_send =
             !self.free.is_empty() || (self.shared.grow && self.active < self.conns.len());
@@ -521,6 +541,10 @@ impl Worker {
             let end = self.window_end_ns;
             while let Some(due) = self.pacer.take_due_before(end) {
                 self.unsent_request(due);
+                if self.users.is_some() {
+                    // A journey's arrival that never started.
+                    self.journey.arrivals_unsent += 1;
+                }
             }
         }
         // Warm-up requests that ended after t0 were counted after the report sent at t0:
@@ -558,6 +582,7 @@ impl Worker {
             slowest,
             transport: std::mem::take(&mut self.transport),
             endpoints,
+            journey: self.journey,
         })));
         // Sockets go before the ring they may still have operations in.
         self.conns.clear();

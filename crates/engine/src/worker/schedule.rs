@@ -1,6 +1,7 @@
 //! Handing requests to connections: which slot may take one now, the schedule's due requests
 //! (and those waiting to go again) to free slots, and virtual users arriving and leaving.
 
+use super::journey;
 use super::*;
 
 impl Worker {
@@ -33,6 +34,7 @@ impl Worker {
     /// Hands due requests to free connections: first anything waiting to be (re)sent, then
     /// the schedule. In the open loop a request waiting for a connection is late, and that counts.
     pub(super) fn dispatch(&mut self, now: u64) {
+        self.follow_due(now);
         while let Some(&(ready, i)) = self.thinking.front() {
             if ready > now {
                 break;
@@ -163,8 +165,8 @@ impl Worker {
     }
 
     pub(super) fn assign(&mut self, i: usize, mut req: InFlight, now: u64) {
-        if self.shared.mix.is_some() {
-            self.choose(i, &mut req);
+        if self.shared.mix.is_some() && self.choose(i, &mut req) == journey::Chosen::Nothing {
+            return; // the arrival's user skipped every step it had
         }
         let len = self.shared.template.bytes.len() as u64;
         let c = &mut self.conns[i];
@@ -179,10 +181,14 @@ impl Worker {
             // It waits for a stream, opened when the connection is written.
             req.stream_pos = u64::MAX;
             c.h2_queued += 1;
-        } else if let Some(mix) = self.shared.mix.as_deref() {
+        } else if self.shared.mix.is_some() {
             req.stream_pos = c.write_end;
             let before = c.out.len();
-            let ctx = self.render_context(&mix.workload, mix.seed, i, &req);
+            self.journey_cookie(i, &req);
+            let mix = self.shared.mix.as_deref().expect("checked above");
+            let ids = (self.id, self.shared.threads);
+            let ctx =
+                journey::context_for(ids, mix, i, &req, self.users.as_ref(), &self.cookie_buf);
             let c = &mut self.conns[i];
             mix.requests[req.entry as usize].render_http1(&ctx, &mut c.out, &mut self.scratch);
             c.write_end += (c.out.len() - before) as u64;
@@ -204,39 +210,23 @@ impl Worker {
 
     /// `--requests-file`: the workload's request for `req`, unless it has one (a request that
     /// goes again stays the same request): by its index in a weighted mix, by the connection's
-    /// walk in a sequence.
-    fn choose(&mut self, i: usize, req: &mut InFlight) {
+    /// walk in a sequence, by its user's place in a journey.
+    fn choose(&mut self, i: usize, req: &mut InFlight) -> journey::Chosen {
         if req.entry != NO_ENTRY {
-            return;
+            return journey::Chosen::Step;
+        }
+        if self.users.is_some() {
+            return self.journey_choose(i, req);
         }
         let Some(mix) = self.shared.mix.as_deref() else {
-            return;
+            return journey::Chosen::Step;
         };
         let c = &mut self.conns[i];
         // The index is this worker's count × threads + its number: the count is its turn.
         let turn = req.index / self.shared.threads as u64;
         req.entry = mix.workload.pick(turn, c.walked) as u32;
         c.walked += 1;
-    }
-
-    /// What `req`'s placeholders are filled from on connection `i`.
-    pub(super) fn render_context<'w>(
-        &self,
-        w: &'w volley_plan::workload::Workload,
-        seed: u64,
-        i: usize,
-        req: &InFlight,
-    ) -> volley_plan::workload::Context<'w> {
-        // Connections are numbered across threads as requests are: slot j of thread k is
-        // connection j·T + k.
-        let conn = i as u64 * self.shared.threads as u64 + self.id as u64;
-        volley_plan::workload::Context {
-            index: req.index,
-            conn,
-            user: conn,
-            seed,
-            row: w.row(req.index, seed),
-        }
+        journey::Chosen::Step
     }
 
     /// Brings slots `from..to` into use: with keep-alive they connect at once.
@@ -244,6 +234,10 @@ impl Worker {
         self.active = self.active.max(to);
         self.max_active = self.max_active.max(self.active);
         for i in from..to {
+            if let Some(users) = self.users.as_mut() {
+                // A user arriving is a new one: it logs in again.
+                users.restart_slot(i);
+            }
             if self.shared.keepalive && self.conns[i].state == ConnState::Closed {
                 self.connect(i, now);
             } else {

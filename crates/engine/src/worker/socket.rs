@@ -560,10 +560,7 @@ impl Worker {
                 Ok((used, done)) => {
                     off += used;
                     if let Some(resp) = done {
-                        let failed = match (checks, c.check.as_deref()) {
-                            (Some(ch), Some(st)) => st.failed(ch, resp.status, resp.body_bytes),
-                            _ => Vec::new(),
-                        };
+                        let failed = self.judge(i, resp.status, resp.body_bytes);
                         self.response_done(i, resp.status, &failed, now);
                         if !resp.keep_alive || !self.shared.keepalive {
                             self.close_and_replace(i, now, !asks_close);
@@ -604,6 +601,25 @@ impl Worker {
         true
     }
 
+    /// The checks the complete response at the front of HTTP/1.1 connection `i` failed; a
+    /// journey's user takes its captures and cookies first (a capture that found no value
+    /// fails `capture`).
+    fn judge(&mut self, i: usize, status: u16, body_bytes: u64) -> Vec<&'static str> {
+        let Some(req) = self.conns[i].inflight.front().copied() else {
+            return Vec::new();
+        };
+        let (Some(checks), Some(state)) = (self.checks_of(&req), self.conns[i].check.take()) else {
+            return Vec::new();
+        };
+        let mut failed = state.failed(&checks, status, body_bytes);
+        let journey = !checks.captures.is_empty() || checks.set_cookies;
+        if journey && self.journey_absorb(&req, &checks, &state) {
+            failed.push(check::CAPTURE);
+        }
+        self.conns[i].check = Some(state);
+        failed
+    }
+
     /// A response ended on connection `i` (by its length, its last chunk, or the close that
     /// delimits it): the request at the front is complete, and its user thinks before the next.
     pub(super) fn response_done(
@@ -629,7 +645,7 @@ impl Worker {
         failed: &[&'static str],
         now: u64,
     ) {
-        let think_ns = self.shared.think_ns;
+        let think_ns = self.think_after(&req);
         let c = &mut self.conns[i];
         c.responses += 1;
         c.unsolicited_streak = 0;
@@ -637,12 +653,28 @@ impl Worker {
         if c.responses == 1 {
             self.shared.setup_gate.pass();
         }
-        c.ready_ns = now + think_ns;
-        if think_ns > 0 {
-            // Think times are all equal, so wake-ups come in completion order.
-            self.thinking.push_back((c.ready_ns, i));
+        // In the open loop a journey's think time is its user's, not the connection's.
+        let conn_think = if self.shared.open_loop { 0 } else { think_ns };
+        c.ready_ns = now + conn_think;
+        if conn_think > 0 {
+            // Think times are all equal, so wake-ups come in completion order; a journey's
+            // steps may each have their own, so the queue is kept in order of wake-up.
+            let at = self.thinking.partition_point(|&(t, _)| t <= c.ready_ns);
+            self.thinking.insert(at, (c.ready_ns, i));
         }
+        self.journey_done(&req, think_ns, now);
         self.complete(req, status, failed, now);
+    }
+
+    /// The think time after `req`'s response: its journey step's own, else `--think-time`.
+    pub(super) fn think_after(&self, req: &InFlight) -> u64 {
+        match self.shared.mix.as_deref() {
+            Some(mix) if req.entry != NO_ENTRY => mix.workload.entries[req.entry as usize]
+                .step
+                .think_ns
+                .unwrap_or(self.shared.think_ns),
+            _ => self.shared.think_ns,
+        }
     }
 
     pub(super) fn complete(
@@ -678,11 +710,7 @@ impl Worker {
                 // A close-delimited body ends here.
                 let front = c.inflight.front().copied();
                 let asks_close = self.asks_close(front.as_ref());
-                let checks = front.as_ref().and_then(|r| self.checks_of(r));
-                let failed = match (checks.as_deref(), self.conns[i].check.as_deref()) {
-                    (Some(ch), Some(st)) => st.failed(ch, resp.status, resp.body_bytes),
-                    _ => Vec::new(),
-                };
+                let failed = self.judge(i, resp.status, resp.body_bytes);
                 self.response_done(i, resp.status, &failed, now);
                 self.close_and_replace(i, now, !asks_close);
             }

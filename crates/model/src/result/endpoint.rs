@@ -54,4 +54,8 @@ pub struct EndpointRequests {
     /// absent without checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_checks: Option<u64>,
+    /// A journey's steps of this name not sent because their user lacked a value they need;
+    /// absent without a journey.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
 }

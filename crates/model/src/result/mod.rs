@@ -9,6 +9,7 @@ pub mod endpoint;
 mod failed;
 pub mod gc;
 pub mod identity;
+pub mod journey;
 pub mod kinds;
 pub mod redact;
 pub mod suite;
@@ -138,6 +139,10 @@ pub struct RunResult {
     /// without named requests; the numbers above are the whole mix's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<endpoint::EndpointResult>,
+    /// A journey's users (a requests file that captures values, keeps cookies or has once
+    /// steps; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journey: Option<journey::JourneyResult>,
     /// `--shard` / `--start-at`: which shard of the load this run was and how it started
     /// (null on a plain run).
     #[serde(default)]
@@ -368,6 +373,10 @@ pub struct Requests {
     /// status, each once (the `checks` threshold's count); absent without checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_checks: Option<u64>,
+    /// A journey's steps not sent because their user lacked a value they need (a capture
+    /// failed); absent without a journey.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
 }
 
 /// The sum of two optional counters: absent only when both are.
@@ -390,6 +399,7 @@ impl std::ops::AddAssign for Requests {
             unsent,
             failed,
             failed_checks,
+            skipped,
         } = o;
         self.sent += sent;
         self.completed += completed;
@@ -398,6 +408,7 @@ impl std::ops::AddAssign for Requests {
         self.unsent += unsent;
         self.failed += failed;
         self.failed_checks = add_counts(self.failed_checks, failed_checks);
+        self.skipped = add_counts(self.skipped, skipped);
     }
 }
 
@@ -411,6 +422,7 @@ impl std::iter::Sum for Requests {
             unsent: 0,
             failed: 0,
             failed_checks: None,
+            skipped: None,
         };
         iter.fold(zero, |mut total, r| {
             total += r;

@@ -123,6 +123,12 @@ impl Endpoints {
         }
     }
 
+    /// A measured journey step of endpoint `e` was skipped (its user lacked a value).
+    #[inline]
+    pub fn skipped(&mut self, e: u16) {
+        self.get(e).counts.skipped += 1;
+    }
+
     /// A measured request of endpoint `e` ended with an error.
     #[inline]
     pub fn error(&mut self, e: u16, kind: ErrorKind) {

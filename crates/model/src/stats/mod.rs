@@ -6,6 +6,7 @@ pub mod aggregate;
 pub mod endpoints;
 pub mod hdrlog;
 pub mod histogram;
+pub mod journey;
 pub mod observer;
 pub mod recorder;
 pub mod slowest;

@@ -119,10 +119,20 @@ pub struct Counters {
     /// Responses that failed at least one check, whatever their status, each once (the
     /// `checks` threshold's count).
     pub failed_checks: u64,
+    /// A journey's steps not sent because their user lacked a value they need (its capture
+    /// failed).
+    pub skipped: u64,
 }
 
 /// The checks, in the order `Counters::checks` counts them (`checks {name: count}`).
-pub const CHECK_NAMES: [&str; 5] = ["status", "body_contains", "body_regex", "header", "size"];
+pub const CHECK_NAMES: [&str; 6] = [
+    "status",
+    "body_contains",
+    "body_regex",
+    "header",
+    "size",
+    "capture",
+];
 
 impl Default for Counters {
     fn default() -> Self {
@@ -139,6 +149,7 @@ impl Default for Counters {
             checks: [0; CHECK_NAMES.len()],
             failed_checks_only: 0,
             failed_checks: 0,
+            skipped: 0,
         }
     }
 }
@@ -162,6 +173,7 @@ impl Counters {
         }
         self.failed_checks_only += o.failed_checks_only;
         self.failed_checks += o.failed_checks;
+        self.skipped += o.skipped;
     }
 
     /// Completed responses that failed (`requests.failed`): status 400 or more, and those
@@ -258,6 +270,8 @@ pub struct WorkerEnd {
     pub transport: super::transport::TransportStats,
     /// Results per named request of a workload (measured phase).
     pub endpoints: super::endpoints::Endpoints,
+    /// A journey's users: what they met (zero without a journey).
+    pub journey: super::journey::JourneyCounts,
 }
 
 /// Bytes kept of what a server sent that volley could not use: one more than a warning shows,
@@ -416,6 +430,15 @@ impl Recorder {
         c.failed_checks += 1;
         if status < 400 {
             c.failed_checks_only += 1;
+        }
+    }
+
+    /// A measured journey step (of endpoint `e`) was skipped: its user lacked a value.
+    #[inline]
+    pub fn skipped(&mut self, now_ns: u64, e: Option<u16>) {
+        self.counts(now_ns).skipped += 1;
+        if let Some(e) = e {
+            self.endpoints.skipped(e);
         }
     }
 

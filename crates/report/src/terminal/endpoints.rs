@@ -50,6 +50,42 @@ pub(crate) fn checks(o: &mut String, r: &RunResult) {
     );
 }
 
+/// `  Journey      8 users started · 96 steps skipped (a capture they need failed) · captures
+/// missed: not_json 50`.
+pub(crate) fn journey(o: &mut String, r: &RunResult) {
+    let Some(j) = &r.journey else {
+        return;
+    };
+    let mut parts = vec![format!(
+        "{} user{} started",
+        thousands(j.users_started),
+        if j.users_started == 1 { "" } else { "s" }
+    )];
+    parts.push(match j.skipped {
+        0 => "no step skipped".to_string(),
+        n => format!(
+            "{} step{} skipped (a value they need was not captured)",
+            thousands(n),
+            if n == 1 { "" } else { "s" }
+        ),
+    });
+    if !j.captures_missed.is_empty() {
+        let missed: Vec<String> = j
+            .captures_missed
+            .iter()
+            .map(|(k, n)| format!("{k} {}", thousands(*n)))
+            .collect();
+        parts.push(format!("captures missed: {}", missed.join(", ")));
+    }
+    if j.values_cut > 0 {
+        parts.push(format!("{} values cut at 4 KiB", thousands(j.values_cut)));
+    }
+    if j.cookies_refused > 0 {
+        parts.push(format!("{} cookies refused", thousands(j.cookies_refused)));
+    }
+    let _ = writeln!(o, "  Journey      {}", parts.join(" · "));
+}
+
 /// The named requests, one line each.
 pub fn table(o: &mut String, r: &RunResult) {
     if r.endpoints.is_empty() {
@@ -57,7 +93,8 @@ pub fn table(o: &mut String, r: &RunResult) {
     }
     let total: u64 = r.requests.sent.max(1);
     let elapsed = r.elapsed_s.max(1e-9);
-    let mut rows: Vec<[String; 9]> = vec![[
+    let journey = r.journey.is_some();
+    let mut rows: Vec<Vec<String>> = vec![vec![
         "name".into(),
         "request".into(),
         "share".into(),
@@ -68,8 +105,11 @@ pub fn table(o: &mut String, r: &RunResult) {
         "failed".into(),
         "errors".into(),
     ]];
+    if journey {
+        rows[0].push("skipped".into());
+    }
     for e in &r.endpoints {
-        rows.push([
+        rows.push(vec![
             e.name.clone(),
             request_of(e),
             format!("{:.1} %", e.requests.sent as f64 / total as f64 * 100.0),
@@ -80,8 +120,12 @@ pub fn table(o: &mut String, r: &RunResult) {
             thousands(e.requests.failed),
             thousands(e.requests.errors),
         ]);
+        if journey {
+            let row = rows.last_mut().expect("just pushed");
+            row.push(thousands(e.requests.skipped.unwrap_or(0)));
+        }
     }
-    let mut width = [0usize; 9];
+    let mut width = vec![0usize; rows[0].len()];
     for row in &rows {
         for (w, c) in width.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
@@ -93,7 +137,7 @@ pub fn table(o: &mut String, r: &RunResult) {
     );
     for row in &rows {
         let mut line = String::from("    ");
-        for (k, (c, w)) in row.iter().zip(width).enumerate() {
+        for (k, (c, w)) in row.iter().zip(width.iter().copied()).enumerate() {
             let pad = " ".repeat(w - c.chars().count());
             if k < 2 {
                 line += &format!("{c}{pad}  ");

@@ -20,6 +20,7 @@ pub fn summary(r: &RunResult) -> String {
     super::endpoints::requests_file(&mut o, r);
     requests(&mut o, r);
     super::endpoints::checks(&mut o, r);
+    super::endpoints::journey(&mut o, r);
     errors(&mut o, r);
     connections(&mut o, r);
     super::endpoints::table(&mut o, r);

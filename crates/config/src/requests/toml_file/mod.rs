@@ -21,6 +21,7 @@ use super::{
 use crate::{checks, generated_body, MAX_BODY_BYTES};
 use volley_plan::workload::{Body, Checks, Data, Entry, Order, RowOrder, Template, MAX_ENDPOINTS};
 
+mod journey;
 mod reader;
 mod request;
 
@@ -31,7 +32,7 @@ use request::{Names, Request, Requests};
 pub(super) type Val<'a> = Spanned<DeValue<'a>>;
 
 /// Keys of the file itself.
-const TOP_KEYS: &[&str] = &["data", "request"];
+const TOP_KEYS: &[&str] = &["cookies", "data", "request"];
 
 /// Keys of `[data]`.
 const DATA_KEYS: &[&str] = &["file", "order"];
@@ -53,6 +54,9 @@ const REQUEST_KEYS: &[&str] = &[
     "expect_body_regex",
     "expect_header",
     "expect_size",
+    "capture",
+    "once",
+    "think",
 ];
 
 /// Keys that each give a request its body; at most one of them.
@@ -72,7 +76,7 @@ pub(super) fn read(
                 k.span().start,
                 Some(k.get_ref()),
                 format!(
-                    "unknown top-level key `{}` (expected [data] and [[request]] tables)",
+                    "unknown top-level key `{}` (expected `cookies`, [data] and [[request]] tables)",
                     k.get_ref()
                 ),
             ));
@@ -82,7 +86,15 @@ pub(super) fn read(
         Some(v) => Some(read_data(&r, v, hash)?),
         None => None,
     };
+    let cookies = match doc.get("cookies") {
+        Some(v) => match v.get_ref() {
+            DeValue::Boolean(b) => Some(*b),
+            _ => return Err(r.wrong_type(v, "cookies", "cookies", "true or false")),
+        },
+        None => None,
+    };
     let tables = request_tables(&r, doc.get("request"))?;
+    let vars = journey::variables(&r, &tables)?;
     let mut cx = Requests {
         r: &r,
         run,
@@ -90,17 +102,20 @@ pub(super) fn read(
         names: Names::default(),
         rows_checked: HashSet::new(),
         bodies: HashMap::new(),
+        vars: vars.clone(),
     };
     let mut read = Vec::with_capacity(tables.len());
     for (i, tv) in tables.iter().enumerate() {
         read.push(cx.request(i, tv, hash)?);
     }
     let order = order(&r, &mut read)?;
+    let journey = journey::journey(&r, &mut read, vars, cookies)?;
     Ok(Read {
         entries: read.into_iter().map(|q| q.entry).collect(),
         order,
         endpoints: cx.names.list,
         data: data.map(|(d, _)| d),
+        journey,
     })
 }
 
@@ -207,9 +222,16 @@ fn order(r: &Reader, read: &mut [Request]) -> Result<Order, RequestsError> {
         read.sort_by_key(|q| q.sequence.as_ref().map(|s| s.0));
         return Ok(Order::Sequence);
     }
-    let written: Vec<f64> = read
+    // Once steps run before the mix, not in it.
+    let in_mix: Vec<usize> = (0..read.len())
+        .filter(|&k| !read[k].entry.step.once)
+        .collect();
+    if in_mix.is_empty() {
+        return Ok(Order::Weighted); // refused with its reason by the journey's checks
+    }
+    let written: Vec<f64> = in_mix
         .iter()
-        .map(|q| q.weight.as_ref().map_or(1.0, |w| w.0))
+        .map(|&k| read[k].weight.as_ref().map_or(1.0, |w| w.0))
         .collect();
     let whole = weights::whole(&written).map_err(|e| {
         let (index, message) = match e {
@@ -228,16 +250,16 @@ fn order(r: &Reader, read: &mut [Request]) -> Result<Order, RequestsError> {
                 ),
             ),
         };
-        let q = &read[index];
+        let q = &read[in_mix[index]];
         let start = q.weight.as_ref().map_or(q.table.start, |w| w.1.start);
         r.src.err(
             start,
             Some("weight"),
-            format!("[[request]] {}: weight: {message}", index + 1),
+            format!("[[request]] {}: weight: {message}", q.number),
         )
     })?;
-    for (q, w) in read.iter_mut().zip(whole) {
-        q.entry.weight = w;
+    for (&k, w) in in_mix.iter().zip(whole) {
+        read[k].entry.weight = w;
     }
     Ok(Order::Weighted)
 }

@@ -14,6 +14,8 @@ pub(super) struct Request {
     pub(super) sequence: Option<(i64, Range<usize>)>,
     /// Where the request's table is.
     pub(super) table: Range<usize>,
+    /// Its number in the file (1-based, as messages name it).
+    pub(super) number: usize,
 }
 
 /// The distinct names of the requests, in order of first appearance.
@@ -34,6 +36,8 @@ pub(super) struct Requests<'r, 's> {
     pub(super) rows_checked: HashSet<(usize, bool)>,
     /// Generated bodies by size, built once.
     pub(super) bodies: HashMap<u64, Arc<[u8]>>,
+    /// The variables the file captures (`{var.NAME}`).
+    pub(super) vars: Vec<String>,
 }
 
 impl Requests<'_, '_> {
@@ -73,7 +77,16 @@ impl Requests<'_, '_> {
             }
             None => default_method(body.is_some()),
         };
-        let own = self.checks(t, at)?;
+        let mut own = self.checks(t, at)?;
+        own.captures = self.captures(t, at)?;
+        let step = self.step(t, at)?;
+        if let (true, Some(w)) = (step.once, t.get("weight")) {
+            return Err(r.src.err(
+                w.span().start,
+                Some("weight"),
+                format!("{at}: weight: a `once` step runs once per user, before the mix: it has no weight"),
+            ));
+        }
         let weight = match t.get("weight") {
             Some(v) => Some((r.weight(v, at)?, v.span())),
             None => None,
@@ -100,10 +113,12 @@ impl Requests<'_, '_> {
                 body: body.unwrap_or(Body::None),
                 weight: 0,
                 checks: self.run.checks.and(&own),
+                step,
             },
             weight,
             sequence,
             table: tv.span(),
+            number: i + 1,
         })
     }
 
@@ -366,7 +381,7 @@ impl Requests<'_, '_> {
             file,
             names: &d.columns,
         });
-        template::parse(text, columns).map_err(|e| {
+        template::parse(text, columns, &self.vars).map_err(|e| {
             let offset = self.r.find(v, &e.written);
             self.r
                 .src

@@ -152,9 +152,16 @@ impl H2Conn {
             _ => {
                 let stream = s.id;
                 if let Some(w) = self.open[i].watch.take() {
+                    let w = *w;
                     let failed = w.state.content_failures(&w.checks);
                     self.recorded = w.record;
-                    on(Event::Checked { stream, failed });
+                    let journey = !w.checks.captures.is_empty() || w.checks.set_cookies;
+                    let offered = journey.then(|| Box::new(w.state));
+                    on(Event::Checked {
+                        stream,
+                        failed,
+                        offered,
+                    });
                 }
                 self.close(stream);
                 on(Event::End { stream });

@@ -49,7 +49,9 @@ fn failed(ev: &[Event]) -> u8 {
         .position(|e| matches!(e, Event::End { .. }))
         .expect("the stream ended");
     match ev[at - 1] {
-        Event::Checked { stream: 1, failed } => failed,
+        Event::Checked {
+            stream: 1, failed, ..
+        } => failed,
         ref e => panic!("no Checked before End: {e:?} in {ev:?}"),
     }
 }

@@ -1,0 +1,385 @@
+//! A worker's virtual users in a journey (docs/contract.md, "Journeys"): each user's
+//! variables, cookie jar and place in the journey, which step it takes next (skipping those
+//! whose variables it lacks), and what a response gives it. A user has at most one request
+//! in flight: its steps go one after another.
+
+use super::capture::{self, Missed, Offered};
+use super::cookies::CookieJar;
+use volley_plan::workload::{Order, Workload};
+
+/// No user (a run without a journey).
+pub(crate) const NO_USER: u32 = u32::MAX;
+
+/// One virtual user.
+#[derive(Debug, Default)]
+pub(crate) struct User {
+    /// Values by variable (empty until captured).
+    pub vars: Vec<Vec<u8>>,
+    /// Bit `k`: variable `k` holds a value.
+    pub set: u64,
+    /// Its cookies.
+    pub jar: CookieJar,
+    /// A request of its is in flight.
+    pub busy: bool,
+    /// `once` steps taken.
+    once_taken: usize,
+    /// Loop steps taken (a sequence's walk).
+    walked: u64,
+    /// It has taken a step since it (re)started.
+    pub started: bool,
+}
+
+impl User {
+    /// A new user in the same place: no values, no cookies, its once steps to run again.
+    pub fn restart(&mut self) {
+        for v in &mut self.vars {
+            v.clear();
+        }
+        self.set = 0;
+        self.jar.clear();
+        self.once_taken = 0;
+        self.walked = 0;
+        self.started = false;
+    }
+}
+
+/// What became of a response's captures.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Captured {
+    /// The first capture that found no value, if one did.
+    pub missed: Option<Missed>,
+    /// A value was cut at the size limit.
+    pub cut: bool,
+    /// Set-Cookie fields the jar refused.
+    pub refused_cookies: u32,
+}
+
+/// A worker's users.
+#[derive(Debug)]
+pub(crate) struct Users {
+    /// Users by number: in the closed loop, slot `i`'s are `i·per_slot ..`.
+    pub list: Vec<User>,
+    /// Users per connection slot (its pipeline window or streams).
+    pub per_slot: usize,
+    /// Open loop: users whose iteration is over, to be the next arrivals.
+    gone: Vec<u32>,
+    /// Variables per user.
+    vars: usize,
+}
+
+impl Users {
+    /// `slots × per_slot` users for a journey of `vars` variables.
+    pub fn new(slots: usize, per_slot: usize, vars: usize) -> Self {
+        let per_slot = per_slot.max(1);
+        let list = (0..slots * per_slot)
+            .map(|_| User {
+                vars: vec![Vec::new(); vars],
+                ..Default::default()
+            })
+            .collect();
+        Users {
+            list,
+            per_slot,
+            gone: Vec::new(),
+            vars,
+        }
+    }
+
+    /// Open loop: a new user for an arrival (one whose iteration ended, started over, or
+    /// one more).
+    pub fn arrive(&mut self) -> u32 {
+        let u = match self.gone.pop() {
+            Some(u) => u,
+            None => self.add(),
+        };
+        self.list[u as usize].restart();
+        u
+    }
+
+    /// Open loop: user `u`'s iteration is over.
+    pub fn leave(&mut self, u: u32) {
+        self.list[u as usize].busy = false;
+        self.gone.push(u);
+    }
+
+    /// A user of slot `i` free to take a request, else any free user of the slots in use
+    /// (`active`): a request that went again on another connection keeps its user busy there.
+    pub fn free_user(&self, i: usize, active: usize) -> Option<u32> {
+        let own = i * self.per_slot..(i + 1) * self.per_slot;
+        let idle = |u: &usize| self.list.get(*u).is_some_and(|x| !x.busy);
+        own.clone()
+            .find(idle)
+            .or_else(|| (0..(active * self.per_slot).min(self.list.len())).find(idle))
+            .map(|u| u as u32)
+    }
+
+    /// A new user (one more than the slots hold), its number.
+    pub fn add(&mut self) -> u32 {
+        self.list.push(User {
+            vars: vec![Vec::new(); self.vars],
+            ..Default::default()
+        });
+        (self.list.len() - 1) as u32
+    }
+
+    /// Slot `i`'s users start over (a virtual user arrives in a ramp).
+    pub fn restart_slot(&mut self, i: usize) {
+        let from = i * self.per_slot;
+        for u in self.list.iter_mut().skip(from).take(self.per_slot) {
+            u.restart();
+        }
+    }
+}
+
+/// The entry `user` takes next for the worker's `turn`-th request, counting each step it
+/// skips (its variables missing) with `skipped`. In the closed loop (`iteration` is `None`)
+/// the user goes on for ever, and one that skipped a loop's worth of steps in a row starts
+/// over as a new user: its login failed, so it logs in again rather than spinning through
+/// steps it can never send. In the open loop a user walks one iteration, its once steps and
+/// `iteration` loop steps, and `None` says it is over.
+pub(crate) fn next_step(
+    user: &mut User,
+    w: &Workload,
+    turn: u64,
+    iteration: Option<u64>,
+    mut skipped: impl FnMut(usize),
+) -> Option<usize> {
+    let j = &w.journey;
+    let round = loop_len(w);
+    let mut skips = 0usize;
+    let mut k = 0u64;
+    loop {
+        let e = if user.once_taken < j.once.len() {
+            user.once_taken += 1;
+            j.once[user.once_taken - 1] as usize
+        } else {
+            if iteration.is_some_and(|n| user.walked >= n) {
+                return None;
+            }
+            let e = w.pick(turn.wrapping_add(k), user.walked);
+            user.walked += 1;
+            k += 1;
+            e
+        };
+        if w.entries[e].step.needs & !user.set == 0 {
+            return Some(e);
+        }
+        skipped(e);
+        skips += 1;
+        if iteration.is_none() && skips >= round.max(1) {
+            user.restart();
+            skips = 0;
+        }
+    }
+}
+
+/// The steps of one pass of the loop: a sequence's steps, a weighted cycle's length.
+pub(crate) fn loop_len(w: &Workload) -> usize {
+    match w.order {
+        Order::Weighted => w.cycle.len(),
+        Order::Sequence if w.journey.steps.is_empty() => w.entries.len(),
+        Order::Sequence => w.journey.steps.len(),
+    }
+}
+
+/// Gives user `u` what a complete response offered: its `Set-Cookie` fields to the jar (for
+/// a request to `path` on `host`), then its captures' values.
+pub(crate) fn absorb(
+    user: &mut User,
+    checks: &volley_plan::workload::Checks,
+    offered: &Offered,
+    (host, path, secure): (&str, &[u8], bool),
+    now_s: u64,
+) -> Captured {
+    let mut out = Captured::default();
+    if checks.set_cookies {
+        for f in offered.set_cookies {
+            if user.jar.store(f, host, path, secure, now_s).is_err() {
+                out.refused_cookies += 1;
+            }
+        }
+    }
+    let mut json = None;
+    for (k, c) in checks.captures.iter().enumerate() {
+        match capture::value(&c.from, k, offered, &mut json) {
+            Ok((v, cut)) => {
+                out.cut |= cut;
+                user.vars[c.var as usize] = v;
+                user.set |= 1 << c.var;
+            }
+            Err(m) => {
+                out.missed.get_or_insert(m);
+            }
+        }
+    }
+    out
+}
+
+pub use volley_model::stats::journey::JourneyCounts;
+
+/// Counting one response's captures.
+pub(crate) trait CountCaptured {
+    /// Adds what one response's captures met.
+    fn add(&mut self, c: &Captured);
+}
+
+impl CountCaptured for JourneyCounts {
+    fn add(&mut self, c: &Captured) {
+        if let Some(m) = c.missed {
+            self.missed[m as usize] += 1;
+        }
+        self.cut += u64::from(c.cut);
+        self.refused_cookies += u64::from(c.refused_cookies);
+    }
+}
+
+/// Unix time in whole seconds (cookie expiry).
+pub(crate) fn unix_now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volley_plan::journey::{Journey, Step};
+    use volley_plan::workload::{Body, Checks, Entry, Template};
+
+    fn entry(needs: u64, once: bool) -> Entry {
+        Entry {
+            endpoint: None,
+            method: "GET".into(),
+            path: Template::literal("/"),
+            headers: Vec::new(),
+            body: Body::None,
+            weight: 0,
+            checks: Checks::default(),
+            step: Step {
+                once,
+                think_ns: None,
+                needs,
+            },
+        }
+    }
+
+    fn sequence(entries: Vec<Entry>) -> Workload {
+        let once: Vec<u32> = (0..entries.len() as u32)
+            .filter(|&k| entries[k as usize].step.once)
+            .collect();
+        let steps: Vec<u32> = (0..entries.len() as u32)
+            .filter(|&k| !entries[k as usize].step.once)
+            .collect();
+        Workload {
+            entries,
+            order: Order::Sequence,
+            endpoints: Vec::new(),
+            other: None,
+            data: None,
+            cycle: Vec::new(),
+            hash: String::new(),
+            source: String::new(),
+            files: Vec::new(),
+            journey: Journey {
+                vars: vec!["token".into()],
+                cookies: false,
+                once,
+                steps,
+            },
+        }
+    }
+
+    #[test]
+    fn once_steps_run_first_then_the_loop_and_missing_values_skip_steps() {
+        // login (once, captures token) → me (needs token) → home.
+        let w = sequence(vec![entry(0, true), entry(1, false), entry(0, false)]);
+        let mut u = User {
+            vars: vec![Vec::new()],
+            ..Default::default()
+        };
+        let mut skipped = Vec::new();
+        let mut walk = |u: &mut User| next_step(u, &w, 0, None, |e| skipped.push(e)).unwrap();
+        assert_eq!(walk(&mut u), 0, "the login first");
+        // Its capture failed: `me` is skipped, `home` goes.
+        assert_eq!(walk(&mut u), 2);
+        // Skipped again, and then a whole round is skipped only if nothing can go.
+        u.set = 1;
+        assert_eq!(walk(&mut u), 1);
+        assert_eq!(walk(&mut u), 2);
+        assert_eq!(walk(&mut u), 1);
+        assert_eq!(skipped, [1]);
+    }
+
+    #[test]
+    fn a_user_that_can_send_nothing_starts_over() {
+        // Every loop step needs the token the once step failed to capture.
+        let w = sequence(vec![entry(0, true), entry(1, false), entry(1, false)]);
+        let mut u = User {
+            vars: vec![Vec::new()],
+            ..Default::default()
+        };
+        let mut n = 0;
+        assert_eq!(next_step(&mut u, &w, 0, None, |_| n += 1), Some(0));
+        assert_eq!(
+            next_step(&mut u, &w, 0, None, |_| n += 1),
+            Some(0),
+            "it logs in again"
+        );
+        assert_eq!(n, 2, "after skipping both loop steps once");
+    }
+
+    #[test]
+    fn in_the_open_loop_a_user_walks_one_iteration() {
+        let w = sequence(vec![entry(0, true), entry(1, false), entry(0, false)]);
+        let mut u = User {
+            vars: vec![Vec::new()],
+            ..Default::default()
+        };
+        let mut n = 0;
+        let mut step = |u: &mut User| next_step(u, &w, 0, Some(2), |_| n += 1);
+        assert_eq!(step(&mut u), Some(0));
+        assert_eq!(
+            step(&mut u),
+            Some(2),
+            "the login's capture failed: `me` is skipped"
+        );
+        assert_eq!(step(&mut u), None, "the iteration is over");
+        u.restart();
+        u.set = 1;
+        assert_eq!(step(&mut u), Some(0));
+        assert_eq!(step(&mut u), Some(1));
+        assert_eq!(step(&mut u), Some(2));
+        assert_eq!(step(&mut u), None);
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn open_loop_users_are_reused_once_gone() {
+        let mut us = Users::new(0, 1, 1);
+        let a = us.arrive();
+        let b = us.arrive();
+        assert_ne!(a, b);
+        us.list[a as usize].set = 1;
+        us.leave(a);
+        assert_eq!(us.arrive(), a);
+        assert_eq!(us.list[a as usize].set, 0, "a new user");
+        assert_eq!(us.list.len(), 2);
+    }
+
+    #[test]
+    fn free_users_prefer_their_own_slot() {
+        let mut us = Users::new(3, 2, 1);
+        assert_eq!(us.free_user(1, 3), Some(2));
+        us.list[2].busy = true;
+        assert_eq!(us.free_user(1, 3), Some(3));
+        us.list[3].busy = true;
+        assert_eq!(us.free_user(1, 3), Some(0), "another slot's free user");
+        for u in &mut us.list {
+            u.busy = true;
+        }
+        assert_eq!(us.free_user(1, 3), None);
+        us.list[2].set = 1;
+        us.restart_slot(1);
+        assert_eq!(us.list[2].set, 0);
+    }
+}
