@@ -137,3 +137,32 @@ fn a_failed_capture_skips_its_dependents_over_h2() {
     assert_eq!(j["journey"]["captures_missed"]["not_json"], 40);
     assert_eq!(j["requests"]["skipped"], 2 * (40 - 2));
 }
+
+#[test]
+fn verify_walks_the_journey_over_h2_without_showing_a_value() {
+    let app = login::start();
+    let f = front(&app);
+    let file = tls::write(f.dir.path(), "journey.toml", JOURNEY);
+    let h2c = format!("http://127.0.0.1:{}/", f.h2c);
+    let h2 = format!("https://localhost:{}/", f.h2);
+    let runs: [Vec<&str>; 2] = [
+        vec!["run", &h2c, "--h2c"],
+        vec!["run", &h2, "--cacert", &f.cert],
+    ];
+    for base in runs {
+        let rest = ["--requests-file", &file, "--verify", "-c", "1", "-n", "3"];
+        let out = common::volley(&[&base[..], &rest].concat(), LIMIT);
+        let text = common::output_text(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains("verify cart: GET /cart HTTP/2"), "{text}");
+        assert!(
+            text.contains("set-cookie: sid=<redacted>; Path=/; HttpOnly"),
+            "{text}"
+        );
+        assert!(
+            text.contains("{var.token}") && !text.contains("\"tok"),
+            "{text}"
+        );
+    }
+    assert_eq!(app.tally().unauthorized, 0);
+}

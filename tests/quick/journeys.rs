@@ -294,6 +294,66 @@ fn a_capture_that_fails_skips_its_dependents_and_the_user_logs_in_again() {
 }
 
 #[test]
+fn verify_walks_the_journey_as_one_user_and_shows_no_captured_value() {
+    let app = login::start();
+    let file = write(&dir("verify"), "journey.toml", JOURNEY);
+    let url = app.url("/");
+    let args = [
+        "run",
+        &url,
+        "--requests-file",
+        &file,
+        "--verify",
+        "-c",
+        "1",
+        "-n",
+        "3",
+    ];
+    let out = volley(&args, LIMIT);
+    let text = common::output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("verify login: POST /login HTTP/1.1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Set-Cookie: sid=<redacted>; Path=/; HttpOnly"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"{\"accessToken\":\"{var.token}\""#),
+        "{text}"
+    );
+    assert!(text.contains("verify cart: GET /cart HTTP/1.1"), "{text}");
+    assert!(
+        !text.contains("tok1") && !text.contains("sid=s1"),
+        "no value shows: {text}"
+    );
+    let t = app.tally();
+    assert_eq!(
+        (t.unauthorized, t.cookies_ok),
+        (0, 1 + 1),
+        "verify's cart and the load's"
+    );
+
+    // A login whose capture fails: it says so, the dependents are not sent, no load.
+    let app = login::start();
+    let text = JOURNEY.replace("path = \"/login\"", "path = \"/login-html\"");
+    let file = write(&dir("verify"), "failing.toml", &text);
+    let url = app.url("/");
+    let args = ["run", &url, "--requests-file", &file, "--verify", "-n", "3"];
+    let out = volley(&args, LIMIT);
+    let text = common::output_text(&out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("FAILED: capture"), "{text}");
+    assert!(
+        text.contains("verify me: GET /me\n  not sent: no earlier step captured `{var.token}`"),
+        "{text}"
+    );
+    assert_eq!(app.tally().requests, 1, "only the login went");
+}
+
+#[test]
 fn mistakes_in_a_journey_name_the_file_line_and_what_to_do() {
     let app = login::start();
     let d = dir("errors");

@@ -19,6 +19,9 @@ use volley_model::units::{quoted_bytes, thousands};
 use volley_plan::workload::{Checks, Context};
 use volley_plan::{HttpVersion, LoadSpec, MixRequest, RequestTemplate};
 
+#[path = "verify_journey.rs"]
+mod journey;
+
 /// Body bytes shown per response.
 pub(crate) const SHOWN_BODY_BYTES: usize = 200;
 
@@ -78,6 +81,7 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
     let https = load.tls.is_some();
     let mut out = Vec::new();
     match &load.workload {
+        Some(w) if w.is_journey() => return journey::verify(route, load, seed, w),
         Some(w) => {
             let columns = w.data.as_ref().map_or(&[][..], |d| &d.columns[..]);
             for (k, e) in w.entries.iter().enumerate() {
@@ -112,7 +116,7 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
                         head: r.head_request,
                     },
                 };
-                out.push(one(route, load, &req, &strict(&e.checks)));
+                out.push(one(route, load, &req, &strict(&e.checks)).0);
             }
         }
         None => {
@@ -127,7 +131,7 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
                     head: t.is_head(),
                 },
             };
-            out.push(one(route, load, &req, &strict(&load.checks)));
+            out.push(one(route, load, &req, &strict(&load.checks)).0);
         }
     }
     out
@@ -135,14 +139,14 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
 
 /// One request in both forms: HTTP/1.1 bytes and HTTP/2 parts (which one goes depends on
 /// what the connection speaks).
-struct Lone<'a> {
-    label: String,
-    http1: &'a [u8],
-    h2: H2Request<'a>,
+pub(crate) struct Lone<'a> {
+    pub(crate) label: String,
+    pub(crate) http1: &'a [u8],
+    pub(crate) h2: H2Request<'a>,
 }
 
 /// The checks as `--verify` applies them: without an expected status, 400 and more fail.
-fn strict(c: &Checks) -> Checks {
+pub(crate) fn strict(c: &Checks) -> Checks {
     let mut c = c.clone();
     if c.status.is_empty() {
         c.status = vec![(100, 399)];
@@ -150,8 +154,14 @@ fn strict(c: &Checks) -> Checks {
     c
 }
 
-/// One request on a connection of its own, in the protocol the run speaks there.
-fn one(route: &Route, load: &LoadSpec, req: &Lone, checks: &Checks) -> Verified {
+/// One request on a connection of its own, in the protocol the run speaks there, and what
+/// its response offered a journey's captures and cookies (when its checks read them).
+pub(crate) fn one(
+    route: &Route,
+    load: &LoadSpec,
+    req: &Lone,
+    checks: &Checks,
+) -> (Verified, Option<CheckState>) {
     let mut v = Verified {
         label: req.label.clone(),
         request_line: String::new(),
@@ -168,7 +178,7 @@ fn one(route: &Route, load: &LoadSpec, req: &Lone, checks: &Checks) -> Verified 
         Err(e) => {
             v.request_line = line_of(req.http1, false);
             v.error = Some(e);
-            return v;
+            return (v, None);
         }
     };
     v.request_line = line_of(req.http1, h2);
@@ -187,10 +197,11 @@ fn one(route: &Route, load: &LoadSpec, req: &Lone, checks: &Checks) -> Verified 
                     .map(|(n, val)| (n, String::from_utf8_lossy(&val).into_owned()))
                     .collect();
                 v.body = a.recorded.body;
+                return (v, a.offered.map(|b| *b));
             }
             Err(e) => v.error = Some(e),
         }
-        return v;
+        return (v, None);
     }
     let mut state = CheckState::default();
     state.reset(checks);
@@ -211,10 +222,13 @@ fn one(route: &Route, load: &LoadSpec, req: &Lone, checks: &Checks) -> Verified 
             v.status = status;
             v.body_bytes = body_bytes;
             v.failed = state.failed(checks, status, body_bytes);
+            (v, Some(state))
         }
-        Err(e) => v.error = Some(e),
+        Err(e) => {
+            v.error = Some(e);
+            (v, None)
+        }
     }
-    v
 }
 
 /// The request line shown: HTTP/1.1's as written, or the same words with `HTTP/2`.
@@ -263,6 +277,7 @@ pub fn report(vs: &[Verified]) -> String {
     for v in vs {
         o += &format!("verify {}: {}\n", v.label, v.request_line);
         match &v.error {
+            Some(e) if e.starts_with("not sent") => o += &format!("  {e}\n"),
             Some(e) => o += &format!("  no response: {e}\n"),
             None => {
                 o += &format!("  {} · {} body bytes\n", v.status, thousands(v.body_bytes));

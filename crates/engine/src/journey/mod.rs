@@ -1,4 +1,4 @@
 //! A journey's users: their variables, captures and cookies (docs/contract.md, "Journeys").
 pub mod capture;
 pub mod cookies;
-pub(crate) mod users;
+pub mod users;

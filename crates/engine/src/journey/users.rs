@@ -8,11 +8,11 @@ use super::cookies::CookieJar;
 use volley_plan::workload::{Order, Workload};
 
 /// No user (a run without a journey).
-pub(crate) const NO_USER: u32 = u32::MAX;
+pub const NO_USER: u32 = u32::MAX;
 
 /// One virtual user.
 #[derive(Debug, Default)]
-pub(crate) struct User {
+pub struct User {
     /// Values by variable (empty until captured).
     pub vars: Vec<Vec<u8>>,
     /// Bit `k`: variable `k` holds a value.
@@ -30,6 +30,14 @@ pub(crate) struct User {
 }
 
 impl User {
+    /// A user of a journey of `vars` variables, before its first step.
+    pub fn new(vars: usize) -> Self {
+        User {
+            vars: vec![Vec::new(); vars],
+            ..Default::default()
+        }
+    }
+
     /// A new user in the same place: no values, no cookies, its once steps to run again.
     pub fn restart(&mut self) {
         for v in &mut self.vars {
@@ -45,7 +53,7 @@ impl User {
 
 /// What became of a response's captures.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Captured {
+pub struct Captured {
     /// The first capture that found no value, if one did.
     pub missed: Option<Missed>,
     /// A value was cut at the size limit.
@@ -56,9 +64,9 @@ pub(crate) struct Captured {
 
 /// A worker's users.
 #[derive(Debug)]
-pub(crate) struct Users {
+pub struct Users {
     /// Users by number: in the closed loop, slot `i`'s are `i·per_slot ..`.
-    pub list: Vec<User>,
+    pub(crate) list: Vec<User>,
     /// Users per connection slot (its pipeline window or streams).
     pub per_slot: usize,
     /// Open loop: users whose iteration is over, to be the next arrivals.
@@ -137,7 +145,7 @@ impl Users {
 /// over as a new user: its login failed, so it logs in again rather than spinning through
 /// steps it can never send. In the open loop a user walks one iteration, its once steps and
 /// `iteration` loop steps, and `None` says it is over.
-pub(crate) fn next_step(
+pub fn next_step(
     user: &mut User,
     w: &Workload,
     turn: u64,
@@ -174,7 +182,7 @@ pub(crate) fn next_step(
 }
 
 /// The steps of one pass of the loop: a sequence's steps, a weighted cycle's length.
-pub(crate) fn loop_len(w: &Workload) -> usize {
+pub fn loop_len(w: &Workload) -> usize {
     match w.order {
         Order::Weighted => w.cycle.len(),
         Order::Sequence if w.journey.steps.is_empty() => w.entries.len(),
@@ -184,7 +192,7 @@ pub(crate) fn loop_len(w: &Workload) -> usize {
 
 /// Gives user `u` what a complete response offered: its `Set-Cookie` fields to the jar (for
 /// a request to `path` on `host`), then its captures' values.
-pub(crate) fn absorb(
+pub fn absorb(
     user: &mut User,
     checks: &volley_plan::workload::Checks,
     offered: &Offered,
@@ -234,7 +242,7 @@ impl CountCaptured for JourneyCounts {
 }
 
 /// Unix time in whole seconds (cookie expiry).
-pub(crate) fn unix_now_s() -> u64 {
+pub fn unix_now_s() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

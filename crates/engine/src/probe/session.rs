@@ -22,6 +22,9 @@ pub struct H2Answer {
     pub content_failed: u8,
     /// Its head's fields and its body's first bytes.
     pub recorded: Recorded,
+    /// What it offered a journey's captures and cookie jar (when the request captures or
+    /// reads cookies).
+    pub offered: Option<Box<crate::check::CheckState>>,
 }
 
 /// One request's parts in HTTP/2.
@@ -53,6 +56,7 @@ impl Probe {
             body_bytes: 0,
             content_failed: 0,
             recorded: Recorded::default(),
+            offered: None,
         };
         let mut buf = vec![0u8; 64 * 1024];
         let mut events = Vec::new();
@@ -102,8 +106,13 @@ fn answered(e: Event, stream: Option<u32>, a: &mut H2Answer) -> Result<Option<bo
         Event::Head { stream: s, status } if ours(s) => a.status = status,
         Event::Data { stream: s, len } if ours(s) => a.body_bytes += len as u64,
         Event::Checked {
-            stream: s, failed, ..
-        } if ours(s) => a.content_failed = failed,
+            stream: s,
+            failed,
+            offered,
+        } if ours(s) => {
+            a.content_failed = failed;
+            a.offered = offered;
+        }
         Event::End { stream: s } if ours(s) => return Ok(Some(true)),
         Event::Reset { stream: s, code } if ours(s) => {
             return Err(format!(
