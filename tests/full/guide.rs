@@ -60,6 +60,7 @@ const PAGES: &[(&str, &[&str])] = &[
     ("long-tail.md", &["java", "javac"]),
     ("where-does-the-time-go.md", &["taskset"]),
     ("how-many-users.md", &["jq"]),
+    ("logged-in-users.md", &["python3", "curl", "taskset"]),
     ("capacity.md", &[]),
     ("in-ci.md", &[]),
     ("more-than-one-machine.md", &[]),
@@ -94,6 +95,11 @@ fn where_does_the_time_go() {
 #[test]
 fn how_many_users() {
     run_page("how-many-users.md");
+}
+
+#[test]
+fn logged_in_users() {
+    run_page("logged-in-users.md");
 }
 
 #[test]
