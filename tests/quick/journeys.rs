@@ -146,6 +146,45 @@ fn with_pipelining_each_slot_of_the_window_is_a_user() {
 }
 
 #[test]
+fn users_logged_in_during_the_warmup_go_on_in_the_measured_window() {
+    for rate in [None, Some("300")] {
+        let app = login::start();
+        let mut args = vec!["-c", "4", "-t", "1", "--warmup", "0.3s", "-d", "0.6s"];
+        if let Some(r) = rate {
+            args.extend(["-R", r]);
+        }
+        let (code, j, err) = run_journey(&app, "warmup", &sequenced(JOURNEY), &args);
+        assert_eq!(code, 0, "{rate:?}: {err}");
+        let t = app.tally();
+        assert_eq!(
+            (t.unauthorized, t.mixups, t.empty_tokens),
+            (0, 0, 0),
+            "{rate:?}: {t:?}"
+        );
+        match rate {
+            // The four users logged in during the warm-up and only then.
+            None => {
+                assert_eq!(t.logins.values().sum::<u64>(), 4, "{:?}", t.logins);
+                assert_eq!(j["journey"]["users_started"], 0, "{}", j["journey"]);
+            }
+            // Every arrival, warm-up or measured, is a user of its own.
+            Some(_) => {
+                let logins: u64 = t.logins.values().sum();
+                let measured = j["journey"]["arrivals"].as_u64().unwrap();
+                assert!(logins > measured && measured >= 170, "{logins} {measured}");
+                // (A warm-up iteration's step not yet written when the window opens is dropped
+                // with the other warm-up requests: its token may go unused.)
+                let used = t.per_token.len() as u64;
+                assert!(
+                    used <= logins && used >= measured,
+                    "{used} {logins} {measured}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn users_that_leave_and_arrive_in_a_ramp_log_in_again() {
     let app = login::start();
     let (code, j, err) = run_journey(

@@ -145,6 +145,23 @@ impl Worker {
         }
     }
 
+    /// `req` will not go (a warm-up request never written): its user neither waits for it nor
+    /// goes on from it.
+    pub(super) fn journey_drop(&mut self, req: &InFlight) {
+        let open = self.shared.open_loop;
+        let Some(users) = self.users.as_mut() else {
+            return;
+        };
+        if req.user == NO_USER || req.user as usize >= users.list.len() {
+            return;
+        }
+        if open {
+            users.leave(req.user);
+        } else {
+            users.list[req.user as usize].busy = false;
+        }
+    }
+
     /// Open loop: the users' next steps that are due go before new arrivals.
     pub(super) fn follow_due(&mut self, now: u64) {
         while self.follow.front().is_some_and(|r| r.start_ns <= now) {

@@ -346,8 +346,18 @@ impl Worker {
             p.restart(self.shared.t0_ns);
             self.pacer = p;
         }
-        // Warm-up requests not yet written are dropped; written ones finish and count as warm-up.
+        // Warm-up requests not yet written are dropped (their users with them: a journey's
+        // user is free again); written ones finish and count as warm-up.
+        let dropped: Vec<InFlight> = self
+            .requeue
+            .iter()
+            .filter(|r| !r.sent_counted)
+            .copied()
+            .collect();
         self.requeue.retain(|r| r.sent_counted);
+        for r in &dropped {
+            self.journey_drop(r);
+        }
         self.stage = Stage::Measured;
         let counts = std::mem::take(&mut self.rec.warmup);
         if self.shared.t0_ns > 0 {
