@@ -252,6 +252,11 @@ fn in_the_open_loop_each_arrival_is_a_new_user_walking_one_iteration() {
         "{t:?}"
     );
     assert_eq!(j["requests"]["sent"].as_u64(), Some(3 * arrivals));
+    assert_eq!(
+        j["requests"]["unsent"], 0,
+        "steps due after the window are not due in it"
+    );
+    assert_eq!(j["journey"]["arrivals_unsent"], 0);
     let achieved = j["achieved_rps"].as_f64().unwrap();
     assert!(
         (195.0..=205.0).contains(&achieved),

@@ -7,24 +7,26 @@ use crate::check::CheckState;
 use crate::journey::users::{absorb, loop_len, next_step, unix_now_s, Captured, CountCaptured};
 use volley_plan::workload::{Checks, Context, Workload};
 
-/// The users of a run whose workload is a journey: `slots × per_slot` of them, `per_slot`
-/// being what one connection holds at once (its pipeline window, or its streams).
+/// The users of a run whose workload is a journey: in the closed loop `slots × per_slot` of
+/// them, `per_slot` being what one connection holds at once (its pipeline window, or its
+/// streams); in the open loop as many as arrivals are under way.
 pub(super) fn journey_users(shared: &Shared, slots: usize) -> Option<Users> {
     let mix = shared.mix.as_deref()?;
     let w = &mix.workload;
     if !w.is_journey() {
         return None;
     }
+    let vars = w.journey.vars.len();
+    if shared.open_loop {
+        // Each arrival is a new user, made when it comes (and reused once gone).
+        return Some(Users::new(0, 1, vars));
+    }
     let streams = if shared.http.may_be_h2() {
         shared.streams
     } else {
         1
     };
-    Some(Users::new(
-        slots,
-        shared.pipeline.max(streams),
-        w.journey.vars.len(),
-    ))
+    Some(Users::new(slots, shared.pipeline.max(streams), vars))
 }
 
 /// What a request taken from the schedule became in a journey.
@@ -129,6 +131,11 @@ impl Worker {
         let Some(mix) = self.shared.mix.clone() else {
             return;
         };
+        if self.is_draining() || now + think_ns >= self.window_end_ns {
+            // Its next step would be due after the send window: the iteration ends here.
+            self.users.as_mut().expect("checked").leave(req.user);
+            return;
+        }
         let mut next = InFlight::new(now + think_ns, self.phase());
         next.index = self.taken * self.shared.threads as u64 + self.id as u64;
         self.taken += 1;
