@@ -241,17 +241,29 @@ fn in_the_open_loop_each_arrival_is_a_new_user_walking_one_iteration() {
         "every arrival logs in once: {}",
         j["journey"]
     );
-    assert_eq!(t.per_token.len() as u64, arrivals, "and uses its own token");
+    // `me` and `cart` once each; an iteration whose next step would come after the window
+    // ends there (the last few arrivals, on a slow machine).
+    let used = t.per_token.len() as u64;
+    let whole = t.per_token.values().filter(|&&n| n == 2).count() as u64;
     assert!(
-        t.per_token.values().all(|&n| n == 2),
-        "me and cart, once each"
+        used <= arrivals && used + 3 >= arrivals,
+        "{used} of {arrivals} used their token"
+    );
+    assert!(t.per_token.values().all(|&n| n <= 2), "{:?}", t.per_token);
+    assert!(
+        whole + 3 >= arrivals,
+        "{whole} of {arrivals} walked the whole journey"
     );
     assert_eq!(
         (t.unauthorized, t.mixups, t.empty_tokens),
         (0, 0, 0),
         "{t:?}"
     );
-    assert_eq!(j["requests"]["sent"].as_u64(), Some(3 * arrivals));
+    let sent = j["requests"]["sent"].as_u64().unwrap();
+    assert!(
+        sent <= 3 * arrivals && sent + 6 >= 3 * arrivals,
+        "{sent} {arrivals}"
+    );
     assert_eq!(
         j["requests"]["unsent"], 0,
         "steps due after the window are not due in it"
