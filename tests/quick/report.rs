@@ -1,5 +1,6 @@
 //! Reports: golden files for Markdown and CSV (from saved suite results and a saved capacity
-//! search), `volley report`, report flags of `volley run`, and thresholds.
+//! search) and for a journey's Markdown and HTML "By request" part, `volley report`, report
+//! flags of `volley run`, and thresholds.
 //!
 //! The golden files are rewritten with `UPDATE_GOLDEN=1 cargo test --test tests quick::report::`; review the
 //! diff before committing it.
@@ -12,6 +13,7 @@ use std::process::Command;
 use common::assert_golden;
 
 use volley::report::{Format, Report};
+use volley::result::journey::JourneyResult;
 
 const VOLLEY: &str = env!("CARGO_BIN_EXE_volley");
 
@@ -194,6 +196,117 @@ fn reports_of_a_request_mix_match_the_golden_files() {
     // A run without named requests has no such table.
     let md = Format::Markdown.reporter().render(&load("open-loop.json"));
     assert!(!md.contains("| name | request |"), "{md}");
+}
+
+/// `mix.json` made the run of a journey: its `missing` step captures a value from a 404 (never
+/// JSON), so its capture check fails every time and the `post` steps that need the value are
+/// skipped.
+fn journey_mix() -> Report {
+    let mut report = load("mix.json");
+    let r = report.cells[0].result.as_mut().unwrap();
+    r.journey = Some(JourneyResult {
+        users_started: 8,
+        skipped: 2_400,
+        captures_missed: [("not_json".to_string(), 11_227)].into_iter().collect(),
+        cookies_refused: 3,
+        ..Default::default()
+    });
+    r.requests.skipped = Some(2_400);
+    r.checks.insert("capture".into(), 11_227);
+    for e in &mut r.endpoints {
+        e.requests.skipped = Some(0);
+    }
+    r.endpoints[1].requests.skipped = Some(2_400);
+    r.endpoints[2].checks.insert("capture".into(), 11_227);
+    report
+}
+
+/// The HTML page's "By request" part: its heading to the last journey paragraph.
+fn by_request_html(html: &str) -> &str {
+    let start = html
+        .find("<h3 id=\"g0-requests\">")
+        .expect("a By request part");
+    let last = html
+        .rfind("<p class=\"journey\">")
+        .expect("a journey paragraph");
+    let end = last + html[last..].find("</p>\n").unwrap() + "</p>\n".len();
+    &html[start..end]
+}
+
+#[test]
+fn reports_of_a_journey_match_the_golden_files() {
+    // Markdown: the named requests gain the checks that failed (capture among them) and the
+    // steps skipped; a line says what the users met, in the terminal's words.
+    let report = journey_mix();
+    let md = Format::Markdown.reporter().render(&report);
+    assert!(
+        md.contains("| failed | errors | checks failed | skipped |\n"),
+        "{md}"
+    );
+    for row in [
+        "| 127.0.0.1:18383 | hello | GET /hello | 80.0% | 89,790.5 | 62 µs | 230 µs | 340 µs | 0 | 0 | 0 | 0 |",
+        "| 127.0.0.1:18383 | post | POST / | 15.0% | 16,835.6 | 62 µs | 227 µs | 336 µs | 18,685 | 0 | body\\_regex 18,685 | 2,400 |",
+        "| 127.0.0.1:18383 | missing | GET /nope/{rand:1..5} | 5.0% | 5,611.5 | 63 µs | 227 µs | 323 µs | 11,227 | 0 | capture 11,227 | 0 |",
+    ] {
+        assert!(md.contains(row), "{row} missing from:\n{md}");
+    }
+    let line = "Journey: 8 users started · 2,400 steps skipped (a value they need was not captured) · captures missed: not\\_json 11,227 · 3 cookies refused\n";
+    assert!(md.contains(line), "{md}");
+    assert_golden("journey.md", &md);
+
+    // HTML: the same column and paragraph, escaped.
+    let html = Format::Html.reporter().render(&report);
+    let part = by_request_html(&html);
+    assert!(
+        part.contains("<th>checks failed</th><th>skipped</th></tr>"),
+        "{part}"
+    );
+    assert!(part.contains(">capture 11,227</td><td class=\"n\" data-v=\"0\">0</td></tr>"));
+    assert!(part.contains("<td class=\"n bad\" data-v=\"2400\">2,400</td></tr>"));
+    assert!(part.contains("<p class=\"journey\"><b>Journey</b>: 8 users started · 2,400 steps skipped (a value they need was not captured) · captures missed: not_json 11,227 · 3 cookies refused</p>"));
+    assert_golden("journey.html", part);
+
+    // Without a journey, neither (the golden mix.md holds the rest).
+    let plain = load("mix.json");
+    let md = Format::Markdown.reporter().render(&plain);
+    let html = Format::Html.reporter().render(&plain);
+    for text in [&md, &html] {
+        assert!(!text.contains("skipped") && !text.contains("Journey"));
+    }
+}
+
+#[test]
+fn journeys_of_several_runs_are_summed_per_server() {
+    // Two repetitions of one server and a run of another in one scenario: a line per server,
+    // named, its repetitions' journeys added up; the steps skipped summed like failed.
+    let mut report = journey_mix();
+    let mut again = report.cells[0].clone();
+    again.rep = 2;
+    let mut other = report.cells[0].clone();
+    other.server = "<b>other</b>".into();
+    report.cells.extend([again, other]);
+    let md = Format::Markdown.reporter().render(&report);
+    assert!(
+        md.contains(
+            "Journey (127.0.0.1:18383, 2 runs summed): 16 users started · 4,800 steps skipped"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("Journey (&lt;b&gt;other&lt;/b&gt;): 8 users started"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 18,685 | 0 | body\\_regex 18,685 | 2,400 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 37,370 | 0 | body\\_regex 37,370 | 4,800 |"),
+        "{md}"
+    );
+    let html = Format::Html.reporter().render(&report);
+    assert!(html.contains("<b>Journey</b> (&lt;b&gt;other&lt;/b&gt;): 8 users started"));
+    assert!(!html.contains("<b>other</b>"));
 }
 
 #[test]

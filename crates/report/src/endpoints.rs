@@ -31,8 +31,11 @@ pub(crate) struct EndpointFigures {
     pub failed: u64,
     /// Errors, summed over the repetitions.
     pub errors: u64,
-    /// Responses that failed each check, summed over the repetitions.
+    /// Responses that failed each check (`capture` among them), summed over the repetitions.
     pub checks: BTreeMap<String, u64>,
+    /// A journey's steps of this name not sent (a value they need was not captured), summed
+    /// over the repetitions; None when none of them had a journey.
+    pub skipped: Option<u64>,
     /// Repetitions that have it.
     pub runs: usize,
 }
@@ -109,6 +112,10 @@ fn of_runs(name: &str, runs: &[(&RunResult, &EndpointResult)]) -> EndpointFigure
         failed: runs.iter().map(|(_, e)| e.requests.failed).sum(),
         errors: runs.iter().map(|(_, e)| e.requests.errors).sum(),
         checks,
+        skipped: runs
+            .iter()
+            .any(|(r, _)| r.journey.is_some())
+            .then(|| runs.iter().filter_map(|(_, e)| e.requests.skipped).sum()),
         runs: runs.len(),
     }
 }
@@ -168,5 +175,23 @@ mod tests {
         assert_eq!(post.failed, 18_685 + 15 + 15);
         assert_eq!(post.checks["body_regex"], 3 * 18_685);
         assert!(post.lower_bound);
+        assert_eq!(post.skipped, None, "no journey");
+    }
+
+    #[test]
+    fn a_journey_sums_the_steps_skipped_and_lists_the_capture_check() {
+        let mut a = mix();
+        a.journey = Some(Default::default());
+        for e in &mut a.endpoints {
+            e.requests.skipped = Some(0);
+        }
+        a.endpoints[1].requests.skipped = Some(40);
+        a.endpoints[1].checks.insert("capture".into(), 7);
+        let b = a.clone();
+        let f = figures(&[&a, &b, &mix()]);
+        assert_eq!(f[0].skipped, Some(0));
+        assert_eq!(f[1].skipped, Some(80), "summed over the repetitions");
+        assert_eq!(f[1].checks_text(), "body_regex 56,055 · capture 14");
+        assert_eq!(f[1].checks_failed(), 56_055 + 14);
     }
 }

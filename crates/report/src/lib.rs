@@ -8,6 +8,7 @@ pub mod endpoints;
 pub(crate) mod escape;
 pub mod hdr_log;
 pub mod html;
+pub(crate) mod journey;
 pub mod json;
 pub(crate) mod markdown;
 pub mod model;

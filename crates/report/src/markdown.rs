@@ -94,6 +94,7 @@ fn scenario(o: &mut String, report: &Report, label: &str, group: &[&Series]) {
     }
     o.push('\n');
     endpoints_table(o, group);
+    journey_lines(o, group);
     cost_table(o, group);
     gc_table(o, group);
 }
@@ -197,7 +198,7 @@ fn server_row(o: &mut String, s: &Series) {
 }
 
 /// The named requests of a requests file, one row per server and name: nothing for a
-/// scenario without them.
+/// scenario without them. A journey's runs add the checks that failed and the steps skipped.
 fn endpoints_table(o: &mut String, group: &[&Series]) {
     let rows: Vec<(&str, Vec<EndpointFigures>)> = group
         .iter()
@@ -207,39 +208,86 @@ fn endpoints_table(o: &mut String, group: &[&Series]) {
     if rows.is_empty() {
         return;
     }
+    let journey = rows
+        .iter()
+        .any(|(_, f)| f.iter().any(|e| e.skipped.is_some()));
+    let (head, align) = match journey {
+        true => (" checks failed | skipped |", "---|--:|"),
+        false => ("", ""),
+    };
     let _ = writeln!(
         o,
-        "| server | name | request | share of sent | req/s | p50 | p99 | p99.9 | failed | errors |"
+        "| server | name | request | share of sent | req/s | p50 | p99 | p99.9 | failed | errors |{head}"
     );
-    let _ = writeln!(o, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|");
+    let _ = writeln!(o, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|{align}");
     for (server, figures) in &rows {
         for e in figures {
-            let at_least = if e.lower_bound { "≥ " } else { "" };
-            let pct = |v: Option<f64>| {
-                v.map_or("-".into(), |v| {
-                    format!("{at_least}{}", micros(v.round() as u64))
-                })
-            };
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                esc(server),
-                esc(&e.name),
-                esc(&e.request()),
-                e.share.map_or("-".into(), |v| format!("{:.1}%", v * 100.0)),
-                e.rps.map_or("-".into(), rate),
-                pct(e.latency[0]),
-                pct(e.latency[1]),
-                pct(e.latency[2]),
-                thousands(e.failed),
-                thousands(e.errors),
-            );
+            endpoint_row(o, server, e, journey);
         }
     }
     let _ = writeln!(
         o,
-        "\nBy request: the named requests of the requests file (the table above is the whole mix); share of the requests sent, medians like the rest, failed (status ≥ 400 or a failed check) and errors summed over the repetitions.\n"
+        "\nBy request: the named requests of the requests file (the table above is the whole mix); share of the requests sent, medians like the rest, failed (status ≥ 400 or a failed check) and errors summed over the repetitions.{}\n",
+        if journey {
+            " Checks failed: the responses that failed each check (capture: a value to capture was not found), summed; skipped: the steps not sent because a value they need was not captured, summed."
+        } else {
+            ""
+        }
     );
+}
+
+/// A named request's row; with `journey`, its checks that failed and steps skipped too.
+fn endpoint_row(o: &mut String, server: &str, e: &EndpointFigures, journey: bool) {
+    let at_least = if e.lower_bound { "≥ " } else { "" };
+    let pct = |v: Option<f64>| {
+        v.map_or("-".into(), |v| {
+            format!("{at_least}{}", micros(v.round() as u64))
+        })
+    };
+    let _ = write!(
+        o,
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        esc(server),
+        esc(&e.name),
+        esc(&e.request()),
+        e.share.map_or("-".into(), |v| format!("{:.1}%", v * 100.0)),
+        e.rps.map_or("-".into(), rate),
+        pct(e.latency[0]),
+        pct(e.latency[1]),
+        pct(e.latency[2]),
+        thousands(e.failed),
+        thousands(e.errors),
+    );
+    if journey {
+        let checks = e.checks_text();
+        let _ = write!(
+            o,
+            " {} | {} |",
+            if checks.is_empty() {
+                "0".into()
+            } else {
+                esc(&checks)
+            },
+            e.skipped.map_or("-".into(), thousands)
+        );
+    }
+    o.push('\n');
+}
+
+/// A line per server whose runs had a journey: what its users met (the terminal's words).
+fn journey_lines(o: &mut String, group: &[&Series]) {
+    let lines = crate::journey::lines(group.iter().map(|s| (s.server.as_str(), s.ok())));
+    for l in &lines {
+        let _ = writeln!(
+            o,
+            "{}\n",
+            esc(&format!(
+                "Journey{}: {}",
+                l.label(group.len() > 1),
+                l.text()
+            ))
+        );
+    }
 }
 
 /// Server cost, where a monitor ran: nothing for a scenario without one.

@@ -50,40 +50,13 @@ pub(crate) fn checks(o: &mut String, r: &RunResult) {
     );
 }
 
-/// `  Journey      8 users started · 96 steps skipped (a capture they need failed) · captures
-/// missed: not_json 50`.
+/// `  Journey      8 users started · 96 steps skipped (a value they need was not captured) ·
+/// captures missed: not_json 50` (the words: `report::journey`).
 pub(crate) fn journey(o: &mut String, r: &RunResult) {
     let Some(j) = &r.journey else {
         return;
     };
-    let mut parts = vec![format!(
-        "{} user{} started",
-        thousands(j.users_started),
-        if j.users_started == 1 { "" } else { "s" }
-    )];
-    parts.push(match j.skipped {
-        0 => "no step skipped".to_string(),
-        n => format!(
-            "{} step{} skipped (a value they need was not captured)",
-            thousands(n),
-            if n == 1 { "" } else { "s" }
-        ),
-    });
-    if !j.captures_missed.is_empty() {
-        let missed: Vec<String> = j
-            .captures_missed
-            .iter()
-            .map(|(k, n)| format!("{k} {}", thousands(*n)))
-            .collect();
-        parts.push(format!("captures missed: {}", missed.join(", ")));
-    }
-    if j.values_cut > 0 {
-        parts.push(format!("{} values cut at 4 KiB", thousands(j.values_cut)));
-    }
-    if j.cookies_refused > 0 {
-        parts.push(format!("{} cookies refused", thousands(j.cookies_refused)));
-    }
-    let _ = writeln!(o, "  Journey      {}", parts.join(" · "));
+    let _ = writeln!(o, "  Journey      {}", crate::journey::parts(j).join(" · "));
 }
 
 /// The named requests, one line each.
@@ -156,5 +129,72 @@ fn request_of(e: &volley_model::result::endpoint::EndpointResult) -> String {
         "(templates past the first 100 names)".into()
     } else {
         format!("{} {}", e.method, e.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volley_model::result::journey::JourneyResult;
+
+    fn mix() -> RunResult {
+        RunResult::from_json(include_str!("../../../../tests/fixtures/report/mix.json")).unwrap()
+    }
+
+    fn journey_line(r: &RunResult) -> String {
+        let mut o = String::new();
+        journey(&mut o, r);
+        o
+    }
+
+    #[test]
+    fn a_run_without_a_journey_has_no_journey_line() {
+        assert_eq!(journey_line(&mix()), "");
+    }
+
+    #[test]
+    fn the_journey_line_says_the_users_started_and_that_nothing_was_skipped() {
+        let mut r = mix();
+        r.journey = Some(JourneyResult {
+            users_started: 8,
+            ..Default::default()
+        });
+        assert_eq!(
+            journey_line(&r),
+            "  Journey      8 users started · no step skipped\n"
+        );
+    }
+
+    #[test]
+    fn the_journey_line_says_what_was_skipped_and_which_captures_missed() {
+        let mut r = mix();
+        r.journey = Some(JourneyResult {
+            users_started: 1,
+            skipped: 2_400,
+            captures_missed: [
+                ("not_json".to_string(), 11_227),
+                ("no_value".to_string(), 3),
+            ]
+            .into_iter()
+            .collect(),
+            values_cut: 1,
+            cookies_refused: 2,
+            ..Default::default()
+        });
+        assert_eq!(
+            journey_line(&r),
+            "  Journey      1 user started · 2,400 steps skipped (a value they need was not \
+             captured) · captures missed: no_value 3, not_json 11,227 · 1 value cut at 4 KiB · \
+             2 cookies refused\n"
+        );
+        // The open loop counts its arrivals first, and those that never started.
+        let j = r.journey.as_mut().unwrap();
+        j.arrivals = Some(1_000);
+        j.arrivals_unsent = Some(12);
+        let line = journey_line(&r);
+        assert!(
+            line.starts_with("  Journey      1,000 arrivals (12 never started) · 1 user started"),
+            "{line}"
+        );
     }
 }

@@ -30,7 +30,7 @@ use volley_model::result::{CellStatus, RunResult, SuiteRow};
 
 use charts::charts;
 use efficiency::efficiency;
-use endpoints::endpoints;
+use endpoints::{endpoints, journey};
 use gc::gc_table;
 use glance::{summary, verdict};
 use main_table::main_table;
@@ -270,6 +270,7 @@ fn group(
     main_table(o, g);
     charts(o, i, data, servers);
     endpoints(o, i, g, data);
+    journey(o, g);
     efficiency(o, g);
     gc_table(o, g);
     all_percentiles(o, g);
