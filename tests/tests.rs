@@ -26,6 +26,7 @@ mod quick {
     mod install;
     mod io_backends;
     pub(crate) mod journeys;
+    mod journeys_hostile;
     mod merge;
     mod monitor;
     mod open_loop;

@@ -23,7 +23,8 @@ pub(crate) const SIZE: &str = "size";
 pub(crate) const CAPTURE: &str = "capture";
 
 /// The most `Set-Cookie` fields one response hands a user's jar (RFC 6265 §6.1: 50 per
-/// domain), and the longest one kept (a larger cookie is refused by the jar anyway).
+/// domain), and the longest one kept (a larger cookie is refused by the jar anyway: it is
+/// counted as the jar would have, [`CheckState::set_cookies_too_large`]).
 const MAX_SET_COOKIES: usize = 50;
 const MAX_SET_COOKIE_BYTES: usize = 8192;
 
@@ -42,6 +43,10 @@ pub struct CheckState {
     captured_headers: Vec<Option<Vec<u8>>>,
     /// The response's `Set-Cookie` fields, when a journey reads them.
     set_cookies: Vec<Vec<u8>>,
+    /// `Set-Cookie` fields not kept that a jar refuses for their size (over
+    /// [`CookieJar::MAX_COOKIE_BYTES`](crate::journey::cookies::CookieJar::MAX_COOKIE_BYTES)):
+    /// over [`MAX_SET_COOKIE_BYTES`], or past [`MAX_SET_COOKIES`].
+    set_cookies_too_large: u32,
 }
 
 /// A `CheckState` watching one response against `checks`.
@@ -64,6 +69,7 @@ impl CheckState {
         self.captured_headers.clear();
         self.captured_headers.resize(checks.captures.len(), None);
         self.set_cookies.clear();
+        self.set_cookies_too_large = 0;
     }
 
     /// What the complete response offers its captures.
@@ -72,6 +78,7 @@ impl CheckState {
             body: &self.window,
             headers: &self.captured_headers,
             set_cookies: &self.set_cookies,
+            set_cookies_too_large: self.set_cookies_too_large,
         }
     }
 
@@ -193,11 +200,12 @@ impl ResponseObserver for Watch<'_> {
                 }
             }
         }
-        if name.eq_ignore_ascii_case("set-cookie")
-            && s.set_cookies.len() < MAX_SET_COOKIES
-            && value.len() <= MAX_SET_COOKIE_BYTES
-        {
-            s.set_cookies.push(value.to_vec());
+        if name.eq_ignore_ascii_case("set-cookie") {
+            if s.set_cookies.len() < MAX_SET_COOKIES && value.len() <= MAX_SET_COOKIE_BYTES {
+                s.set_cookies.push(value.to_vec());
+            } else if value.len() > crate::journey::cookies::CookieJar::MAX_COOKIE_BYTES {
+                s.set_cookies_too_large = s.set_cookies_too_large.saturating_add(1);
+            }
         }
     }
 
@@ -332,5 +340,34 @@ mod tests {
         .concat();
         // Past the window: the regex does not see it (documented), the substring does.
         assert_eq!(run(&wire, 4096, &c), [BODY_REGEX]);
+    }
+
+    #[test]
+    fn set_cookie_fields_not_kept_are_counted_when_a_jar_would_refuse_them() {
+        let c = Checks {
+            set_cookies: true,
+            ..Default::default()
+        };
+        let mut st = CheckState::default();
+        st.reset(&c);
+        let mut w = Watch {
+            state: &mut st,
+            checks: &c,
+        };
+        let large = |n| [b"big=".as_slice(), &vec![b'b'; n]].concat();
+        w.header("set-cookie", &large(5000));
+        w.header("set-cookie", &large(40 << 10));
+        for i in 0..MAX_SET_COOKIES + 10 {
+            w.header("Set-Cookie", format!("c{i}=v").as_bytes());
+        }
+        // Past the fields kept: too large for a jar is counted, small is not.
+        w.header("set-cookie", &large(5000));
+        w.header("set-cookie", b"late=1");
+        let o = st.offered();
+        assert_eq!(o.set_cookies.len(), MAX_SET_COOKIES);
+        assert_eq!(o.set_cookies[0].len(), 5004, "kept: the jar refuses it");
+        assert_eq!(o.set_cookies_too_large, 2, "40 KiB, and 5000 bytes past 50");
+        st.reset(&c);
+        assert_eq!(st.offered().set_cookies_too_large, 0);
     }
 }

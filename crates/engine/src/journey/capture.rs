@@ -42,6 +42,8 @@ pub struct Offered<'a> {
     pub headers: &'a [Option<Vec<u8>>],
     /// `Set-Cookie` field values.
     pub set_cookies: &'a [Vec<u8>],
+    /// `Set-Cookie` fields too large for a jar that were not kept (not in `set_cookies`).
+    pub set_cookies_too_large: u32,
 }
 
 /// The value `from` takes from `offered` (capture `k`), cut at [`MAX_VALUE_BYTES`]; `json` is
@@ -118,6 +120,7 @@ mod tests {
             body,
             headers,
             set_cookies: cookies,
+            set_cookies_too_large: 0,
         }
     }
 

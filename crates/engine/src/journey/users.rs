@@ -56,8 +56,8 @@ impl User {
 pub struct Captured {
     /// The first capture that found no value, if one did.
     pub missed: Option<Missed>,
-    /// A value was cut at the size limit.
-    pub cut: bool,
+    /// Values cut at the size limit.
+    pub cut: u32,
     /// Set-Cookie fields the jar refused.
     pub refused_cookies: u32,
 }
@@ -201,6 +201,7 @@ pub fn absorb(
 ) -> Captured {
     let mut out = Captured::default();
     if checks.set_cookies {
+        out.refused_cookies = offered.set_cookies_too_large;
         for f in offered.set_cookies {
             if user.jar.store(f, host, path, secure, now_s).is_err() {
                 out.refused_cookies += 1;
@@ -211,7 +212,7 @@ pub fn absorb(
     for (k, c) in checks.captures.iter().enumerate() {
         match capture::value(&c.from, k, offered, &mut json) {
             Ok((v, cut)) => {
-                out.cut |= cut;
+                out.cut += u32::from(cut);
                 user.vars[c.var as usize] = v;
                 user.set |= 1 << c.var;
             }
@@ -359,6 +360,41 @@ mod tests {
         assert_eq!(step(&mut u), Some(2));
         assert_eq!(step(&mut u), None);
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn each_value_cut_and_each_cookie_refused_is_counted() {
+        use volley_plan::journey::{Capture, CaptureFrom, MAX_VALUE_BYTES};
+        let header = |name: &str, var| Capture {
+            var,
+            from: CaptureFrom::Header(name.into()),
+        };
+        let checks = Checks {
+            set_cookies: true,
+            captures: vec![header("x-a", 0), header("x-b", 1)],
+            ..Default::default()
+        };
+        let long = vec![b'a'; MAX_VALUE_BYTES + 10];
+        let headers = [Some(long.clone()), Some(long)];
+        let cookies = [b"ok=1".to_vec(), b"s=1; Secure".to_vec()];
+        let offered = Offered {
+            body: b"",
+            headers: &headers,
+            set_cookies: &cookies,
+            set_cookies_too_large: 3,
+        };
+        let mut u = User {
+            vars: vec![Vec::new(); 2],
+            ..Default::default()
+        };
+        let got = absorb(&mut u, &checks, &offered, ("127.0.0.1", b"/", false), 0);
+        assert_eq!(got.cut, 2, "two values cut");
+        assert_eq!(
+            got.refused_cookies, 4,
+            "3 too large, not kept, and the Secure one"
+        );
+        assert_eq!(u.jar.len(), 1);
+        assert!(u.vars.iter().all(|v| v.len() == MAX_VALUE_BYTES));
     }
 
     #[test]
