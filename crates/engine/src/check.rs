@@ -23,10 +23,9 @@ pub(crate) const SIZE: &str = "size";
 pub(crate) const CAPTURE: &str = "capture";
 
 /// The most `Set-Cookie` fields one response hands a user's jar (RFC 6265 §6.1: 50 per
-/// domain), and the longest one kept (a larger cookie is refused by the jar anyway: it is
-/// counted as the jar would have, [`CheckState::set_cookies_too_large`]).
+/// domain): its newest ones. A field longer than a jar takes is not kept but counted as the
+/// jar would have refused it ([`CheckState::set_cookies_too_large`]).
 const MAX_SET_COOKIES: usize = 50;
-const MAX_SET_COOKIE_BYTES: usize = 8192;
 
 /// One response's check state.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -45,7 +44,7 @@ pub struct CheckState {
     set_cookies: Vec<Vec<u8>>,
     /// `Set-Cookie` fields not kept that a jar refuses for their size (over
     /// [`CookieJar::MAX_COOKIE_BYTES`](crate::journey::cookies::CookieJar::MAX_COOKIE_BYTES)):
-    /// over [`MAX_SET_COOKIE_BYTES`], or past [`MAX_SET_COOKIES`].
+    /// never kept.
     set_cookies_too_large: u32,
 }
 
@@ -201,10 +200,16 @@ impl ResponseObserver for Watch<'_> {
             }
         }
         if name.eq_ignore_ascii_case("set-cookie") {
-            if s.set_cookies.len() < MAX_SET_COOKIES && value.len() <= MAX_SET_COOKIE_BYTES {
-                s.set_cookies.push(value.to_vec());
-            } else if value.len() > crate::journey::cookies::CookieJar::MAX_COOKIE_BYTES {
+            if value.len() > crate::journey::cookies::CookieJar::MAX_COOKIE_BYTES {
+                // The jar would refuse it: counted as refused, not kept.
                 s.set_cookies_too_large = s.set_cookies_too_large.saturating_add(1);
+            } else {
+                // The newest fields are kept, as a jar storing every one would keep its
+                // newest cookies.
+                if s.set_cookies.len() == MAX_SET_COOKIES {
+                    s.set_cookies.remove(0);
+                }
+                s.set_cookies.push(value.to_vec());
             }
         }
     }
@@ -360,13 +365,15 @@ mod tests {
         for i in 0..MAX_SET_COOKIES + 10 {
             w.header("Set-Cookie", format!("c{i}=v").as_bytes());
         }
-        // Past the fields kept: too large for a jar is counted, small is not.
         w.header("set-cookie", &large(5000));
         w.header("set-cookie", b"late=1");
         let o = st.offered();
+        // The newest 50 that a jar takes, as a jar storing each would keep; the large ones
+        // counted as it would refuse them.
         assert_eq!(o.set_cookies.len(), MAX_SET_COOKIES);
-        assert_eq!(o.set_cookies[0].len(), 5004, "kept: the jar refuses it");
-        assert_eq!(o.set_cookies_too_large, 2, "40 KiB, and 5000 bytes past 50");
+        assert_eq!(o.set_cookies[0], b"c11=v");
+        assert_eq!(o.set_cookies[MAX_SET_COOKIES - 1], b"late=1");
+        assert_eq!(o.set_cookies_too_large, 3, "5000 bytes twice and 40 KiB");
         st.reset(&c);
         assert_eq!(st.offered().set_cookies_too_large, 0);
     }
