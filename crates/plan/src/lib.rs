@@ -6,6 +6,7 @@ pub mod journey;
 pub mod pacer;
 pub mod proxy;
 pub mod ramp;
+pub mod rate;
 pub mod request;
 pub mod shard;
 pub mod spec;

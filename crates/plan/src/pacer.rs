@@ -3,8 +3,12 @@
 //!
 //! Times are nanoseconds on the run's monotonic clock, so the maths is testable with plain numbers.
 
+use std::sync::Arc;
+
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+
+use super::rate::RateShape;
 
 /// When the next request may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +33,13 @@ enum Kind {
         mean_gap_ns: f64,
         rng: SmallRng,
         next_due: u64,
+    },
+    /// A rate that changes with time (`--rate-stages`): request i (global) is due when the
+    /// integrated rate reaches i; with Poisson arrivals, this thread's process runs at unit
+    /// rate ÷ threads in integrated-rate space (`next_n`), mapped back through the inverse.
+    Staged {
+        shape: Arc<RateShape>,
+        poisson: Option<(SmallRng, f64)>,
     },
 }
 
@@ -116,6 +127,34 @@ impl Pacer {
         p
     }
 
+    /// Open loop at a rate that changes with time (`shape`); this is thread `thread` of
+    /// `threads`; `poisson`: Poisson arrivals at that rate (from `seed`), else uniform.
+    pub fn staged(
+        shape: Arc<RateShape>,
+        thread: usize,
+        threads: usize,
+        poisson: bool,
+        seed: u64,
+    ) -> Self {
+        let (thread, threads) = (thread as u64, threads as u64);
+        let seed = seed.wrapping_add(thread.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut p = Pacer {
+            kind: Kind::Staged {
+                shape,
+                poisson: poisson.then(|| (SmallRng::seed_from_u64(seed), 0.0)),
+            },
+            thread,
+            threads,
+            origin_ns: 0,
+            taken: 0,
+            limit: None,
+            seed,
+            phase_ns: 0,
+        };
+        p.restart(0);
+        p
+    }
+
     /// Starts a phase at `origin_ns`: indices restart at 0 (the warm-up and the measured window
     /// each have their own schedule). `limit` applies to the measured phase only.
     pub fn restart(&mut self, origin_ns: u64) {
@@ -129,6 +168,14 @@ impl Pacer {
         {
             *rng = SmallRng::seed_from_u64(self.seed);
             *next_due = origin_ns + exp_gap(rng, *mean_gap_ns);
+        }
+        if let Kind::Staged {
+            poisson: Some((rng, next_n)),
+            ..
+        } = &mut self.kind
+        {
+            *rng = SmallRng::seed_from_u64(self.seed);
+            *next_n = exp_unit(rng) * self.threads as f64;
         }
     }
 
@@ -166,6 +213,16 @@ impl Pacer {
                 Due::At(self.origin_ns + self.phase_ns + (i as f64 * ns_per_request) as u64)
             }
             Kind::Poisson { next_due, .. } => Due::At(*next_due),
+            Kind::Staged { shape, poisson } => {
+                let n = match poisson {
+                    Some((_, next_n)) => *next_n,
+                    None => (self.thread + self.taken * self.threads) as f64,
+                };
+                match shape.time_of(n) {
+                    Some(t) => Due::At(self.origin_ns + self.phase_ns + (t * 1e9) as u64),
+                    None => Due::Exhausted,
+                }
+            }
         }
     }
 
@@ -179,6 +236,13 @@ impl Pacer {
         } = &mut self.kind
         {
             *next_due += exp_gap(rng, *mean_gap_ns);
+        }
+        if let Kind::Staged {
+            poisson: Some((rng, next_n)),
+            ..
+        } = &mut self.kind
+        {
+            *next_n += exp_unit(rng) * self.threads as f64;
         }
     }
 
@@ -212,7 +276,7 @@ impl Pacer {
                 }
                 Some(due(k))
             }
-            Kind::Poisson { .. } => {
+            Kind::Poisson { .. } | Kind::Staged { .. } => {
                 let mut p = self.clone();
                 let mut last = first;
                 for _ in 1..limit_left.min(MAX_BATCH) {
@@ -259,6 +323,12 @@ pub fn share_of_indices(total: u64, thread: u64, threads: u64) -> u64 {
     }
 }
 
+/// An exponential variate of mean 1.
+fn exp_unit(rng: &mut SmallRng) -> f64 {
+    let u: f64 = rng.gen();
+    -(1.0 - u).ln()
+}
+
 fn exp_gap(rng: &mut SmallRng, mean_ns: f64) -> u64 {
     // 1 - u lies in (0, 1], so the logarithm is finite.
     let u: f64 = rng.gen();
@@ -276,6 +346,75 @@ pub(crate) fn split_evenly(total: u64, parts: usize) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stages(start: f64, s: &[(f64, f64)]) -> Arc<RateShape> {
+        let s: Vec<_> = s
+            .iter()
+            .map(|&(d, r)| (std::time::Duration::from_secs_f64(d), r))
+            .collect();
+        Arc::new(RateShape::new(start, &s))
+    }
+
+    /// Every due time of `p`, in ns from its origin.
+    fn all_due(mut p: Pacer) -> Vec<u64> {
+        let mut out = Vec::new();
+        while let Due::At(t) = p.peek() {
+            out.push(t);
+            p.advance();
+        }
+        out
+    }
+
+    #[test]
+    fn staged_due_times_match_the_integral_exactly_across_threads() {
+        // 0 → 1000/s over 2 s, then 1000/s for 1 s: 2000 requests, over 3 threads.
+        let shape = stages(0.0, &[(2.0, 1000.0), (1.0, 1000.0)]);
+        let mut due: Vec<u64> = (0..3)
+            .flat_map(|k| all_due(Pacer::staged(Arc::clone(&shape), k, 3, false, 1)))
+            .collect();
+        due.sort_unstable();
+        assert_eq!(due.len(), 2001, "requests 0..=2000");
+        for (i, &t) in due.iter().enumerate() {
+            let n = shape.integral(t as f64 / 1e9);
+            assert!(
+                (n - i as f64).abs() < 1e-3 + 1e-6 * i as f64,
+                "{i}: {t} ns integrates to {n}"
+            );
+        }
+        // Each whole second holds its integral: 250, 750, 1000.
+        let per_second = |s: u64| due.iter().filter(|&&t| t / 1_000_000_000 == s).count();
+        assert_eq!(
+            (per_second(0), per_second(1), per_second(2)),
+            (250, 750, 1000)
+        );
+    }
+
+    #[test]
+    fn staged_poisson_counts_per_window_follow_the_rate() {
+        // 2000/s for 5 s, a step to 8000/s for 5 s: counts per 100 ms window are Poisson with
+        // means 200 and 800, so their dispersion (variance ÷ mean) is near 1.
+        let shape = stages(2000.0, &[(5.0, 2000.0), (0.0, 8000.0), (5.0, 8000.0)]);
+        let due: Vec<u64> = (0..2)
+            .flat_map(|k| all_due(Pacer::staged(Arc::clone(&shape), k, 2, true, 42)))
+            .collect();
+        for (from, to, mean) in [(0u64, 50u64, 200.0), (50, 100, 800.0)] {
+            let counts: Vec<f64> = (from..to)
+                .map(|w| due.iter().filter(|&&t| t / 100_000_000 == w).count() as f64)
+                .collect();
+            let m = counts.iter().sum::<f64>() / counts.len() as f64;
+            let var =
+                counts.iter().map(|c| (c - m).powi(2)).sum::<f64>() / (counts.len() - 1) as f64;
+            assert!((m - mean).abs() < mean * 0.05, "mean {m} for {mean}");
+            // With 50 windows the dispersion's spread is about √(2/49) ≈ 0.2.
+            assert!(
+                (0.5..1.6).contains(&(var / m)),
+                "dispersion {} at {mean}",
+                var / m
+            );
+        }
+        let total = due.len() as f64;
+        assert!((total - 50_000.0).abs() < 4.0 * 50_000f64.sqrt(), "{total}");
+    }
 
     #[test]
     fn closed_loop_is_always_due_until_its_limit() {
