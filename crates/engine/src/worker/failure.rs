@@ -58,8 +58,10 @@ impl Worker {
 
     /// Request `r` ended with an error of `kind` (also in its named request's numbers).
     pub(super) fn count_request_error(&mut self, r: &InFlight, kind: ErrorKind, now: u64) {
-        let think_ns = self.think_after(r);
-        self.journey_done(r, think_ns, now);
+        if self.users.is_some() {
+            let think_ns = self.think_after(r);
+            self.journey_done(r, think_ns, now);
+        }
         self.count_error(r.phase, kind, now);
         if r.phase == Phase::Measured {
             if let Some(e) = self.endpoint_of(r) {

@@ -170,6 +170,7 @@ impl Worker {
     }
 
     /// Open loop: the users' next steps that are due go before new arrivals.
+    #[inline]
     pub(super) fn follow_due(&mut self, now: u64) {
         while self.follow.front().is_some_and(|r| r.start_ns <= now) {
             let r = self.follow.pop_front().expect("checked");

@@ -560,7 +560,15 @@ impl Worker {
                 Ok((used, done)) => {
                     off += used;
                     if let Some(resp) = done {
-                        let failed = self.judge(i, resp.status, resp.body_bytes);
+                        let mut failed = match (checks, c.check.as_deref()) {
+                            (Some(ch), Some(st)) => st.failed(ch, resp.status, resp.body_bytes),
+                            _ => Vec::new(),
+                        };
+                        let captures =
+                            checks.is_some_and(|ch| !ch.captures.is_empty() || ch.set_cookies);
+                        if captures && self.capture_failed(i) {
+                            failed.push(check::CAPTURE);
+                        }
                         self.response_done(i, resp.status, &failed, now);
                         if !resp.keep_alive || !self.shared.keepalive {
                             self.close_and_replace(i, now, !asks_close);
@@ -604,20 +612,19 @@ impl Worker {
     /// The checks the complete response at the front of HTTP/1.1 connection `i` failed; a
     /// journey's user takes its captures and cookies first (a capture that found no value
     /// fails `capture`).
-    fn judge(&mut self, i: usize, status: u16, body_bytes: u64) -> Vec<&'static str> {
+    /// A journey's user takes what the complete response at the front of HTTP/1.1
+    /// connection `i` offers its captures and cookie jar; true when a capture found no value
+    /// (the `capture` check failed).
+    fn capture_failed(&mut self, i: usize) -> bool {
         let Some(req) = self.conns[i].inflight.front().copied() else {
-            return Vec::new();
+            return false;
         };
         let (Some(checks), Some(state)) = (self.checks_of(&req), self.conns[i].check.take()) else {
-            return Vec::new();
+            return false;
         };
-        let mut failed = state.failed(&checks, status, body_bytes);
-        let journey = !checks.captures.is_empty() || checks.set_cookies;
-        if journey && self.journey_absorb(&req, &checks, &state) {
-            failed.push(check::CAPTURE);
-        }
+        let missed = self.users.is_some() && self.journey_absorb(&req, &checks, &state);
         self.conns[i].check = Some(state);
-        failed
+        missed
     }
 
     /// A response ended on connection `i` (by its length, its last chunk, or the close that
@@ -645,7 +652,11 @@ impl Worker {
         failed: &[&'static str],
         now: u64,
     ) {
-        let think_ns = self.think_after(&req);
+        // Only a journey's steps have think times of their own.
+        let think_ns = match self.users {
+            Some(_) => self.think_after(&req),
+            None => self.shared.think_ns,
+        };
         let c = &mut self.conns[i];
         c.responses += 1;
         c.unsolicited_streak = 0;
@@ -662,7 +673,9 @@ impl Worker {
             let at = self.thinking.partition_point(|&(t, _)| t <= c.ready_ns);
             self.thinking.insert(at, (c.ready_ns, i));
         }
-        self.journey_done(&req, think_ns, now);
+        if self.users.is_some() {
+            self.journey_done(&req, think_ns, now);
+        }
         self.complete(req, status, failed, now);
     }
 
@@ -710,7 +723,15 @@ impl Worker {
                 // A close-delimited body ends here.
                 let front = c.inflight.front().copied();
                 let asks_close = self.asks_close(front.as_ref());
-                let failed = self.judge(i, resp.status, resp.body_bytes);
+                let checks = front.as_ref().and_then(|r| self.checks_of(r));
+                let mut failed = match (checks.as_deref(), self.conns[i].check.as_deref()) {
+                    (Some(ch), Some(st)) => st.failed(ch, resp.status, resp.body_bytes),
+                    _ => Vec::new(),
+                };
+                let captures = checks.is_some_and(|ch| !ch.captures.is_empty() || ch.set_cookies);
+                if captures && self.capture_failed(i) {
+                    failed.push(check::CAPTURE);
+                }
                 self.response_done(i, resp.status, &failed, now);
                 self.close_and_replace(i, now, !asks_close);
             }
