@@ -114,3 +114,108 @@ stop_pid() {
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
 }
+
+# The journey bench/mix.sh and bench/journey_users.sh measure: a small API in nginx
+# (journey_locations) and a requests file that logs in and carries its session through it,
+# with a twin that sends the same bytes without keeping any state (journey_files).
+#
+# The API: POST /login answers a token in JSON and sets a session cookie; /api/me answers a
+# CSRF token in JSON, /api/items an ETag header, /api/cart a cart id in JSON and a second
+# cookie. Each /api/ location answers 200 only to the login's token and session cookie, and
+# /api/items and /api/cart only to the values captured the step before (else 401, 403 or
+# 412), so a run whose statuses are all 200 sent every value it captured.
+JOURNEY_TOKEN=tok-7d2e5b81
+JOURNEY_SID=s-4f1c9a
+JOURNEY_CSRF=csrf-93b0
+JOURNEY_ETAG='"items-v42"'
+JOURNEY_CART=c-5521
+
+# journey_locations CONF: adds the API's locations to a file of write_nginx_conf (after its
+# `location /`).
+journey_locations() {
+    python3 - "$1" "$JOURNEY_TOKEN" "$JOURNEY_SID" "$JOURNEY_CSRF" "$JOURNEY_ETAG" "$JOURNEY_CART" <<'EOF'
+import sys
+path, token, sid, csrf, etag, cart = sys.argv[1:]
+auth = (f'if ($http_authorization != "Bearer {token}") {{ return 401; }} '
+        f'if ($cookie_sid != "{sid}") {{ return 401; }} ')
+json = "default_type application/json; "
+api = (
+    f"        location = /login {{ add_header Set-Cookie \"sid={sid}; Path=/; HttpOnly\"; {json}"
+    f"return 200 '{{\"accessToken\":\"{token}\",\"user\":{{\"id\":7,\"name\":\"u7\"}}}}'; }}\n"
+    f"        location = /api/me {{ {auth}{json}"
+    f"return 200 '{{\"user\":{{\"id\":7,\"name\":\"u7\"}},\"csrf\":\"{csrf}\"}}'; }}\n"
+    f"        location = /api/items {{ {auth}if ($http_x_csrf_token != \"{csrf}\") {{ return 403; }} "
+    f"add_header ETag '{etag}'; {json}"
+    f"return 200 '{{\"items\":[{{\"id\":1,\"price\":250}},{{\"id\":2,\"price\":990}}],\"next\":\"/api/items?page=2\"}}'; }}\n"
+    f"        location = /api/cart {{ {auth}if ($http_x_items_version != '{etag}') {{ return 412; }} "
+    f"add_header Set-Cookie \"cart={cart}; Path=/\"; {json}"
+    f"return 200 '{{\"cartId\":\"{cart}\",\"count\":2}}'; }}\n"
+)
+text = open(path).read()
+anchor = "        location / { return 200 '.'; }\n"
+assert anchor in text, "not a write_nginx_conf file"
+open(path, "w").write(text.replace(anchor, anchor + api))
+EOF
+}
+
+# journey_files DIR: DIR/journey.toml, the journey (each user logs in once, then three steps
+# each capturing a value the next one sends: a JSON pointer, a header, a regex; the cookie jar
+# on), and DIR/nocapture.toml, the same file with no capture, the values as literals, the
+# cookies as a literal Cookie header and `cookies = false` (the same requests on the wire).
+journey_files() {
+    local dir=$1
+    cat >"$dir/journey.toml" <<'EOF'
+# A user's journey: log in once, then again and again three steps, each of them capturing a
+# value that the next one sends (a JSON pointer, a header, a regex), with the login's token;
+# the cookie jar (on by default) keeps the login's session cookie and the cart's cookie.
+[[request]]
+name = "login"
+sequence = 1
+once = true
+method = "POST"
+path = "/login"
+headers = { Content-Type = "application/json" }
+body = '{{"user": "u{user}", "password": "secret"}}'
+capture = { token = { json = "/accessToken" } }
+
+[[request]]
+name = "me"
+sequence = 2
+path = "/api/me"
+headers = { Authorization = "Bearer {var.token}" }
+capture = { csrf = { json = "/csrf" } }
+
+[[request]]
+name = "items"
+sequence = 3
+path = "/api/items"
+headers = { Authorization = "Bearer {var.token}", X-CSRF-Token = "{var.csrf}" }
+capture = { version = { header = "ETag" } }
+
+[[request]]
+name = "cart"
+sequence = 4
+path = "/api/cart"
+headers = { Authorization = "Bearer {var.token}", X-Items-Version = "{var.version}" }
+capture = { cart = { regex = '"cartId":"([^"]+)"' } }
+EOF
+    python3 - "$dir/journey.toml" "$dir/nocapture.toml" "$JOURNEY_TOKEN" "$JOURNEY_CSRF" "$JOURNEY_ETAG" \
+        "sid=$JOURNEY_SID; cart=$JOURNEY_CART" <<'EOF'
+import re, sys
+src, dst, token, csrf, etag, cookie = sys.argv[1:]
+literal = {"token": token, "csrf": csrf, "version": etag.replace('"', '\\"')}
+body = open(src).read().split("[[request]]", 1)[1]
+out = ["# journey.toml without its state: no capture, the values it would capture as literals, the\n"
+       "# cookies its jar would send as a Cookie header, no jar.\n",
+       "cookies = false\n\n[[request]]"]
+for line in body.splitlines(keepends=True):
+    if line.startswith("capture = "):
+        continue
+    # The loop's steps carry the jar's cookies (the login is sent with an empty jar).
+    line = line.replace("headers = { Authorization = ", f'headers = {{ Cookie = "{cookie}", Authorization = ')
+    out.append(re.sub(r"\{var\.([A-Za-z_][A-Za-z0-9_-]*)\}", lambda m: literal[m.group(1)], line))
+text = "".join(out)
+assert "{var." not in text and "\ncapture" not in text, text
+open(dst, "w").write(text)
+EOF
+}

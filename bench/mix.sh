@@ -1,25 +1,34 @@
 #!/usr/bin/env bash
-# bench/mix.sh: what a request mix and a response check cost the client, as ratios of
-# requests per client CPU-second measured in one interleaved session against one pinned
+# bench/mix.sh: what a request mix, a response check and a journey cost the client, as ratios
+# of requests per client CPU-second measured in one interleaved session against one pinned
 # server (nginx with one worker when it is installed, else `volley serve`):
 #
-#   mix    volley --requests-file mix.toml (3 requests, weights 80/15/5, one templated path
-#          /items/{rand:1..10000}) ÷ volley on the single URL /         target ≥ 0.95
-#   check  volley --expect-body-contains on a 1 KiB response ÷ the same run without
-#          the check                                                      target ≥ 0.90
+#   mix     volley --requests-file mix.toml (3 requests, weights 80/15/5, one templated path
+#           /items/{rand:1..10000}) ÷ volley on the single URL /        target ≥ 0.95
+#   check   volley --expect-body-contains on a 1 KiB response ÷ the same run without
+#           the check                                                     target ≥ 0.90
+#   journey volley --requests-file journey.toml (a login once per user, then three steps each
+#           capturing a value the next one sends: a JSON pointer, a header, a regex; the
+#           cookie jar on) ÷ volley --requests-file nocapture.toml (the same requests, the
+#           values and cookies as literals: no capture, `cookies = false`)  target ≥ 0.67,
+#           i.e. at most 1.5× the client CPU per request. Needs nginx: the API the journey
+#           walks (bench/lib.sh, journey_locations) answers JSON, an ETag and Set-Cookie,
+#           which volley serve does not; with SERVER=serve this comparison is left out.
 #
 # Closed loop, CONNECTIONS keep-alive connections, `-t 1`, the server pinned to SERVER_CPU and
-# volley to CLIENT_CPU with taskset. Every repetition runs both comparisons, each pair in an
+# volley to CLIENT_CPU with taskset. Every repetition runs every comparison, each pair in an
 # order that rotates from one repetition to the next; the ratios are paired within a
 # repetition (median and range over REPS). Client CPU is user + sys of the volley process
 # from /usr/bin/time. The table goes between <!-- mix:begin --> and <!-- mix:end --> of
 # BENCHMARKS.md, with the commands and how busy the machine was.
 #
-# Usage:  bench/mix.sh                        # 3 reps x 10 s: about 3 minutes on an idle machine
-#         REPS=3 DURATION=5s bench/mix.sh     # about 1.5 minutes
+# Usage:  bench/mix.sh                        # 3 reps x 10 s: about 4.5 minutes on an idle machine
+#         REPS=3 DURATION=5s bench/mix.sh     # about 2.5 minutes
+#         TABLES=journey bench/mix.sh         # the journey comparison alone
 #
 # Environment (all optional):
 #   REPS=3  DURATION=10s  CONNECTIONS=50  CLIENT_CPU=0  SERVER_CPU=1
+#   TABLES="mix check journey"   the comparisons to run (any of them, in this order)
 #   SERVER=auto         nginx (installed by apt when missing and root), serve (volley serve),
 #                       or auto: nginx when it is installed, else volley serve
 #   PORT=<free port picked automatically>
@@ -51,6 +60,7 @@ BUSY_MAX=${BUSY_MAX:-20}
 WAIT_QUIET=${WAIT_QUIET:-120}
 OTHER_MAX=${OTHER_MAX:-25}
 RETRIES=${RETRIES:-2}
+TABLES=${TABLES:-mix check journey}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_MD=${BENCH_MD:-$ROOT/BENCHMARKS.md}
@@ -79,6 +89,11 @@ fi
 for v in BUSY_MAX WAIT_QUIET OTHER_MAX RETRIES; do [[ ${!v} =~ ^[0-9]+$ ]] || die 2 "$v must be a non-negative integer"; done
 [[ $DURATION =~ ^[1-9][0-9]*[smh]$ ]] || die 2 "DURATION must look like 10s, 2m or 1h, got '$DURATION'"
 [[ $SERVER =~ ^(auto|nginx|serve)$ ]] || die 2 "SERVER must be auto, nginx or serve, got '$SERVER'"
+read -r -a TABLE_LIST <<<"$TABLES"
+((${#TABLE_LIST[@]})) || die 2 "TABLES is empty"
+for table in "${TABLE_LIST[@]}"; do
+    [[ $table =~ ^(mix|check|journey)$ ]] || die 2 "TABLES takes mix, check and journey, got '$table'"
+done
 
 # ---------------------------------------------------------------- prerequisites
 missing=()
@@ -90,6 +105,14 @@ SERVER_NOTE="SERVER=$SERVER"
 if [[ $SERVER == auto ]]; then
     if [[ -x $NGINX ]]; then SERVER=nginx SERVER_NOTE="nginx is installed"; else SERVER=serve SERVER_NOTE="nginx is not installed"; fi
 fi
+if [[ $SERVER == serve && " ${TABLE_LIST[*]} " == *" journey "* ]]; then
+    # volley serve answers no JSON, ETag or Set-Cookie: nothing for a journey to capture.
+    ((${#TABLE_LIST[@]} > 1)) || die 2 "the journey comparison needs nginx (SERVER=serve cannot serve its API)"
+    log "leaving out the journey comparison: it needs nginx ($SERVER_NOTE)"
+    for i in "${!TABLE_LIST[@]}"; do [[ ${TABLE_LIST[i]} != journey ]] || unset 'TABLE_LIST[i]'; done
+    TABLE_LIST=("${TABLE_LIST[@]}")
+fi
+TABLES="${TABLE_LIST[*]}"
 [[ $SERVER != nginx || -x $NGINX ]] || missing+=(nginx)
 if ((${#missing[@]})); then
     [[ $(id -u) -eq 0 ]] || die 2 "missing ${missing[*]}; run as root to install them, or install them yourself"
@@ -166,6 +189,8 @@ extra = ("        location /items/ { return 200 '.'; }\n"
 text = text.replace("        location / { return 200 '.'; }\n", "        location / { return 200 '.'; }\n" + extra)
 open(path, "w").write(text)
 EOF
+    # The journey's API: /login, /api/me, /api/items, /api/cart.
+    journey_locations "$TMP/nginx.conf"
     SERVER_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP/" -c "$TMP/nginx.conf" -e "$TMP/error.log" -g "daemon off;")
     KB_PATH=1k
     NEEDLE=$NEEDLE_NGINX
@@ -182,14 +207,17 @@ SERVER_PID=$!   # taskset execs the server
 ready=0
 for _ in $(seq 100); do
     kill -0 "$SERVER_PID" 2>/dev/null || break
-    if python3 - "$URL" "${URL}$KB_PATH" "$NEEDLE" <<'EOF' 2>/dev/null; then ready=1; break; fi
-import sys, urllib.request
-root, kb, needle = sys.argv[1:]
+    if python3 - "$URL" "${URL}$KB_PATH" "$NEEDLE" "$SERVER" <<'EOF' 2>/dev/null; then ready=1; break; fi
+import json, sys, urllib.request
+root, kb, needle, server = sys.argv[1:]
 with urllib.request.urlopen(root, timeout=1) as r:
     assert r.status == 200 and r.read() == b"."
 with urllib.request.urlopen(kb, timeout=1) as r:
     body = r.read()
     assert r.status == 200 and len(body) == 1024 and needle.encode() in body
+if server == "nginx":
+    with urllib.request.urlopen(urllib.request.Request(root + "login", data=b"{}"), timeout=1) as r:
+        assert r.status == 200 and "accessToken" in json.load(r) and r.headers["Set-Cookie"].startswith("sid=")
 EOF
     sleep 0.1
 done
@@ -220,6 +248,7 @@ weight = 5
 EOF
 # volley serve has no /items/: the templated value goes in /hello's query there (it ignores it).
 [[ $SERVER == nginx ]] || sed -i 's#^path = "/items/{rand:1..10000}"#path = "/hello?item={rand:1..10000}"#' "$OUT_DIR/mix.toml"
+[[ " $TABLES " != *" journey "* ]] || journey_files "$OUT_DIR"   # journey.toml, nocapture.toml
 : >"$OUT_DIR/runs.tsv"   # the order things ran: seq rep cell attempts
 
 # cell_cmd CELL BASE: the client command of one cell (unpinned) in CMD.
@@ -231,11 +260,14 @@ cell_cmd() {
     mix) CMD=("$VOLLEY" run "$URL" --requests-file "$OUT_DIR/mix.toml" "${common[@]}") ;;
     plain1k) CMD=("$VOLLEY" run "${URL}$KB_PATH" "${common[@]}") ;;
     check1k) CMD=("$VOLLEY" run "${URL}$KB_PATH" --expect-body-contains "$NEEDLE" "${common[@]}") ;;
+    nocapture) CMD=("$VOLLEY" run "$URL" --requests-file "$OUT_DIR/nocapture.toml" "${common[@]}") ;;
+    journey) CMD=("$VOLLEY" run "$URL" --requests-file "$OUT_DIR/journey.toml" "${common[@]}") ;;
     *) die 1 "unknown cell $cell" ;;
     esac
 }
 GROUP_mix=(single mix)
 GROUP_check=(plain1k check1k)
+GROUP_journey=(nocapture journey)
 
 ticks_machine() { # busy and total clock ticks of all CPUs so far
     local a i total=0
@@ -287,7 +319,7 @@ run_cell() { # cell rep
 }
 
 for ((rep = 1; rep <= REPS; rep++)); do
-    for table in mix check; do
+    for table in "${TABLE_LIST[@]}"; do
         declare -n group="GROUP_$table"
         n=${#group[@]}
         for ((i = 0; i < n; i++)); do   # rotate the order by one per repetition
@@ -299,9 +331,13 @@ done
 
 # ---------------------------------------------------------------- metadata
 short() { sed -e "s#$OUT_DIR/##g" -e "s#$ROOT/##g" -e "s#$TMP#\$TMP#g"; }
-for cell in "${GROUP_mix[@]}" "${GROUP_check[@]}"; do
-    cell_cmd "$cell" "$cell-repN"
-    printf '%s\t%s\n' "$cell" "$(quote taskset -c "$CLIENT_CPU" "${CMD[@]}" | short)"
+for table in "${TABLE_LIST[@]}"; do
+    declare -n group="GROUP_$table"
+    for cell in "${group[@]}"; do
+        cell_cmd "$cell" "$cell-repN"
+        printf '%s\t%s\n' "$cell" "$(quote taskset -c "$CLIENT_CPU" "${CMD[@]}" | short)"
+    done
+    unset -n group
 done >"$OUT_DIR/commands.tsv"
 [[ $SERVER != nginx ]] || cp "$TMP/nginx.conf" "$OUT_DIR/nginx.conf"
 CMD_SERVER="$(quote "${SERVER_CMD[@]}" | short)"
@@ -312,11 +348,11 @@ KERNEL=$(uname -sr)
 NCPU=$ncpu
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 export CMD_SERVER CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION SERVER SERVER_VERSION \
-    REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX NEEDLE KB_PATH WAIT_QUIET RETRIES SERVER_NOTE
+    REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX NEEDLE KB_PATH WAIT_QUIET RETRIES SERVER_NOTE TABLES
 python3 - "$OUT_DIR/meta.json" <<'EOF'
 import json, os, sys
 keys = ("CMD_SERVER CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION SERVER SERVER_VERSION "
-        "REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX NEEDLE KB_PATH WAIT_QUIET RETRIES SERVER_NOTE").split()
+        "REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX NEEDLE KB_PATH WAIT_QUIET RETRIES SERVER_NOTE TABLES").split()
 json.dump({k: os.environ[k] for k in keys}, open(sys.argv[1], "w"), indent=2)
 EOF
 report

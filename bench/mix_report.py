@@ -20,6 +20,7 @@ med = statistics.median
 COMPARISONS = [
     ("mix", "single", "mix", 0.95),
     ("check", "plain1k", "check1k", 0.90),
+    ("journey", "nocapture", "journey", 0.67),
 ]
 
 
@@ -47,6 +48,8 @@ LABEL = {
     "mix": "3-request mix (mix.toml)",
     "plain1k": f"`{KB_URL}` (1 KiB), no check",
     "check1k": f"`{KB_URL}` + `--expect-body-contains {E['NEEDLE']}`",
+    "nocapture": "the journey's requests without state (nocapture.toml)",
+    "journey": "journey: 3 captures a loop, cookie jar (journey.toml)",
 }
 
 
@@ -78,6 +81,8 @@ def run_of(seq, rep, cell, attempts):
     failed_checks = {k: v for k, v in (d.get("checks") or {}).items() if v}
     if failed_checks:
         notes.append(f"failed checks {failed_checks}")
+    if req.get("skipped"):
+        notes.append(f"skipped {req['skipped']:,}")
     if (d.get("client") or {}).get("saturated"):
         notes.append("volley flags client saturated")
     busy = int(read(base + ".busy").strip() or 0)
@@ -95,7 +100,8 @@ def run_of(seq, rep, cell, attempts):
                 wall=e, rss=rss, cpu_per_m=(u + s) / done * 1e6, per_cpu_s=done / max(u + s, 1e-9),
                 p50=d["latency_us"]["p50"], p99=d["latency_us"]["p99"], failed=req.get("failed", 0),
                 checks=d.get("checks") or {}, server_pct=100 * server / wall, other_pct=other_pct, busy=busy,
-                notes=notes, shares=shares)
+                notes=notes, shares=shares, sent_bytes=d["bytes"]["sent"], received_bytes=d["bytes"]["received"],
+                statuses=d.get("status_codes") or {}, journey=d.get("journey"))
 
 
 RUNS = [run_of(*o) for o in ORDER]
@@ -124,16 +130,18 @@ def us(v):
     return "—" if v is None else f"{v:,.0f} µs"
 
 
-L = ["## Request mixes and response checks: client CPU per request", ""]
-L.append(f"Run {E['DATE']} by `REPS={REPS} DURATION={E['DURATION']} bench/mix.sh` "
+L = ["## Request mixes, response checks and journeys: client CPU per request", ""]
+tables = "" if E.get("TABLES", "mix check journey") == "mix check journey" else f"TABLES=\"{E['TABLES']}\" "
+L.append(f"Run {E['DATE']} by `{tables}REPS={REPS} DURATION={E['DURATION']} bench/mix.sh` "
          f"(CONNECTIONS={E['CONNECTIONS']}); raw outputs were in `{os.path.relpath(out_dir, ROOT)}/`.")
 L.append("")
 busy = [r["busy"] for r in RUNS]
 others = [r["other_pct"] for r in RUNS]
 flagged = [r for r in RUNS if r["busy"] > BUSY_MAX or r["other_pct"] > OTHER_MAX]
 L.append(f"- Server: {E['SERVER_VERSION']}"
-         + (" (one worker, the reference settings of servers/nginx/, `return 200` for every path used)"
-            if E["SERVER"] == "nginx" else "")
+         + (" (one worker, the reference settings of servers/nginx/, `return 200` for every path used"
+            + (", the journey's API after checking the token, cookie and values it is sent"
+               if "journey" in COMMANDS else "") + ")" if E["SERVER"] == "nginx" else "")
          + (f" ({E['SERVER_NOTE']})" if E.get("SERVER_NOTE") else "")
          + f", pinned to CPU {E['SERVER_CPU']}; volley pinned to CPU {E['CLIENT_CPU']}")
 L.append(f"- Machine: {E['CPU_MODEL'] or 'unknown CPU'}, {E['NCPU']} CPUs, {E['KERNEL']}; "
@@ -147,13 +155,17 @@ if flagged:
              f"busy just before, or over {OTHER_MAX} % of a core used by neither volley nor the server during "
              "the run); their numbers are noisy.")
 L += ["", "```sh", E["CMD_SERVER"]]
-L += [COMMANDS[c] for c in ("single", "mix", "plain1k", "check1k") if c in COMMANDS]
+L += [COMMANDS[c] for c in ("single", "mix", "plain1k", "check1k", "nocapture", "journey") if c in COMMANDS]
 L += [f"# {E['CMD_VOLLEY_NOTE']}", "```", ""]
 mix_file = os.path.join(out_dir, "mix.toml")
-if os.path.exists(mix_file):
+if os.path.exists(mix_file) and runs("mix"):
     L += ["`mix.toml`:", "", "```toml", read(mix_file).rstrip("\n"), "```", ""]
+for name in ("journey.toml", "nocapture.toml"):
+    f = os.path.join(out_dir, name)
+    if os.path.exists(f) and runs(name.split(".")[0]):
+        L += [f"`{name}`:", "", "```toml", read(f).rstrip("\n"), "```", ""]
 L.append(f"Closed loop, {E['CONNECTIONS']} keep-alive connections, `-t 1`, {E['DURATION']} per run; every "
-         "repetition runs both pairs, each pair's order rotating from one repetition to the next. Requests per "
+         "repetition runs every pair, each pair's order rotating from one repetition to the next. Requests per "
          "client CPU-second = completed requests ÷ (user + sys of the volley process, `/usr/bin/time`); the "
          f"ratio is paired within each repetition (median and range over {REPS}). Above 1 the variant costs "
          "less CPU per request than its baseline.")
@@ -174,7 +186,21 @@ for name, b, v, target in COMPARISONS:
              f"{LABEL[v]} | {med(r['rps'] for r in rv):,.0f} | {med(r['cpu_per_m'] for r in rv):.2f} | "
              f"**{m:.2f}** ({rng(ratio)}) | ≥ {target:.2f}: {ok} |")
 L.append("")
-# What the variants did: the mix's shares, the check's verdicts.
+L.append("Where the CPU goes (median µs per completed request; volley's system time is mostly the kernel's "
+         "loopback TCP, so what a variant adds shows in user time first):")
+L.append("")
+L.append("| comparison | baseline user | baseline sys | variant user | variant sys | variant − baseline, user | "
+         "variant − baseline, user + sys |")
+L.append("|---|---:|---:|---:|---:|---:|---:|")
+for name, b, v, _ in COMPARISONS:
+    rb, rv = runs(b), runs(v)
+    if not rb or not rv:
+        continue
+    per = lambda rs, k: med(r[k] / r["requests"] * 1e6 for r in rs)
+    bu, bs, vu, vs = per(rb, "user"), per(rb, "sys"), per(rv, "user"), per(rv, "sys")
+    L.append(f"| {name} | {bu:.2f} | {bs:.2f} | {vu:.2f} | {vs:.2f} | {vu - bu:+.2f} | {vu + vs - bu - bs:+.2f} |")
+L.append("")
+# What the variants did: the mix's shares, the check's verdicts, the journey's users.
 mix_runs = runs("mix")
 if mix_runs:
     names = list(mix_runs[0]["shares"])
@@ -192,6 +218,38 @@ if check_runs:
     else:
         L.append(f"(nginx's 1 KiB body is 1,018 `x` then `{E['NEEDLE']}`: the needle is the last bytes, so each "
                  "response's whole body is searched.)")
+journey_runs, plain_runs = runs("journey"), runs("nocapture")
+if E["SERVER"] != "nginx":
+    L.append("(No journey comparison: it needs nginx, as volley serve answers no JSON, ETag or Set-Cookie for a "
+             "journey to capture.)")
+if journey_runs:
+    J = [r["journey"] or {} for r in journey_runs]
+    started = sum(j.get("users_started", 0) for j in J)
+    missed = {}
+    for j in J:
+        for k, n in (j.get("captures_missed") or {}).items():
+            missed[k] = missed.get(k, 0) + n
+    done = sum(r["requests"] for r in journey_runs)
+    statuses = {}
+    for r in journey_runs + plain_runs:
+        for k, n in r["statuses"].items():
+            statuses[k] = statuses.get(k, 0) + n
+    names = list(journey_runs[0]["shares"])
+    shares = ", ".join(f"{n} {100 * med(r['shares'].get(n, 0) for r in journey_runs):.2f} %" for n in names)
+    L.append(f"The journey runs: {started:,} users started (each logged in once), "
+             f"{sum(j.get('skipped', 0) for j in J):,} steps skipped, captures missed: "
+             + (", ".join(f"{k} {n:,}" for k, n in missed.items()) if missed else "none")
+             + f", cookies refused {sum(j.get('cookies_refused', 0) for j in J):,}, values cut "
+             f"{sum(j.get('values_cut', 0) for j in J):,}, in {done:,} responses (by step: {shares}). Statuses in "
+             "both files' runs: " + ", ".join(f"{k} {n:,}" for k, n in sorted(statuses.items()))
+             + (": every request carried the token, session cookie, CSRF token and version the server checks "
+                "(nginx answers 401, 403 or 412 otherwise)." if set(statuses) <= {"200"}
+                else " (**not all 200**: see the runs below)."))
+    if plain_runs:
+        per_req = lambda rs, k: med(r[k] / r["requests"] for r in rs)
+        L.append(f"Bytes per request: sent {per_req(journey_runs, 'sent_bytes'):.1f} (journey) and "
+                 f"{per_req(plain_runs, 'sent_bytes'):.1f} (nocapture), received {per_req(journey_runs, 'received_bytes'):.1f} "
+                 f"and {per_req(plain_runs, 'received_bytes'):.1f}: the same requests and responses on the wire.")
 L.append("")
 L.append("All runs, in the order they ran:")
 L.append("")
