@@ -58,7 +58,7 @@ pub fn value(
         CaptureFrom::Json(pointer) => {
             let doc = json.get_or_insert_with(|| serde_json::from_slice(offered.body).ok());
             let doc = doc.as_ref().ok_or(Missed::NotJson)?;
-            match doc.pointer(pointer).ok_or(Missed::NoValue)? {
+            match walk(doc, pointer).ok_or(Missed::NoValue)? {
                 serde_json::Value::String(s) => s.as_bytes().to_vec(),
                 other => other.to_string().into_bytes(),
             }
@@ -83,6 +83,33 @@ pub fn value(
             .to_vec(),
     };
     Ok(cut(v))
+}
+
+/// The value at JSON pointer `pointer` (RFC 6901) in `doc`. `serde_json::Value::pointer`
+/// unescapes every token with two `str::replace` calls (about a thousand instructions a
+/// response); a token without `~` is compared as it is here.
+fn walk<'v>(doc: &'v serde_json::Value, pointer: &str) -> Option<&'v serde_json::Value> {
+    if pointer.is_empty() {
+        return Some(doc);
+    }
+    let rest = pointer.strip_prefix('/')?;
+    rest.split('/').try_fold(doc, |v, token| {
+        let owned;
+        let token = if token.contains('~') {
+            owned = token.replace("~1", "/").replace("~0", "~");
+            owned.as_str()
+        } else {
+            token
+        };
+        match v {
+            serde_json::Value::Object(m) => m.get(token),
+            serde_json::Value::Array(a) => {
+                let leading_zero = token.len() > 1 && token.starts_with('0');
+                a.get(token.parse::<usize>().ok().filter(|_| !leading_zero)?)
+            }
+            _ => None,
+        }
+    })
 }
 
 /// `v` cut at [`MAX_VALUE_BYTES`] (on a UTF-8 boundary when it is text), and whether it was.
@@ -193,6 +220,18 @@ mod tests {
             value(&CaptureFrom::Json("/a".into()), 0, &html, &mut json),
             Err(Missed::NotJson)
         );
+    }
+
+    #[test]
+    fn pointers_walk_as_rfc_6901_says() {
+        let doc: serde_json::Value =
+            serde_json::from_str(r#"{"a/b":1,"m~n":2,"":3,"l":[10,11],"o":{"p":{"q":"x"}}}"#)
+                .unwrap();
+        for p in [
+            "", "/a~1b", "/m~0n", "/", "/l/1", "/l/0", "/o/p/q", "/l/01", "/l/2", "/x", "o",
+        ] {
+            assert_eq!(walk(&doc, p), doc.pointer(p), "{p}");
+        }
     }
 
     #[test]
