@@ -52,6 +52,7 @@ flags! {
     Duration: "duration" => "duration",
     Requests: "requests" => "requests",
     Rate: "rate" => "rate",
+    RateStages: "rate_stages" => "rate_stages",
     Arrivals: "arrivals" => "arrivals",
     Seed: "seed" => "seed",
     Users: "users" => "users",

@@ -15,6 +15,7 @@ use super::request::{request, Request};
 use super::tls::{tls_spec, unix_socket};
 use super::{checks, requests};
 use super::{monitor_config, parse_url, threshold, ConfigError, Flag, RunConfig};
+use volley_plan::rate::RateStages;
 use volley_model::result::Arrivals;
 use volley_model::units;
 use volley_plan::{IoChoice, LoadSpec, Target};
@@ -104,7 +105,12 @@ pub struct RunFlags {
     #[arg(short = 'R', long = "rate", allow_negative_numbers = true)]
     pub rate: Option<String>,
 
-    /// Arrival process for -R.
+    /// Open loop whose rate ramps: k6-style stages "DUR:RATE,...", each from the previous
+    /// rate (the first from 0) to its own, e.g. "10s:1000,60s:20k" (excludes -R, -d, -n).
+    #[arg(long, value_name = "STAGES")]
+    pub rate_stages: Option<String>,
+
+    /// Arrival process for -R and --rate-stages.
     #[arg(long, value_enum, default_value_t = ArrivalsFlag::Uniform)]
     pub arrivals: ArrivalsFlag,
 
@@ -386,6 +392,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         .min(max_connections.unwrap_or(connections))
         .max(1);
     let duration = match (&ramp, a.duration, a.requests) {
+        _ if shape.rate_stages.is_some() => shape.rate_stages.as_ref().map(|s| s.duration()),
         (Some(r), _, _) => Some(Duration::from_nanos(r.ramp.total_ns())),
         (None, None, None) => Some(Duration::from_secs(10)),
         (None, d, _) => d,
@@ -415,6 +422,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         duration,
         requests: a.requests,
         rate_rps: shape.rate_rps,
+        rate_stages: shape.rate_stages.clone(),
         arrivals: a.arrivals.into(),
         seed: a.seed,
         warmup: a.warmup.unwrap_or(Duration::ZERO),
@@ -520,6 +528,7 @@ fn max_connections(
 struct Shape {
     connections: u64,
     rate_rps: Option<f64>,
+    rate_stages: Option<Arc<RateStages>>,
 }
 
 fn shape(a: &RunFlags) -> Result<Shape, ConfigError> {
@@ -549,11 +558,15 @@ fn shape(a: &RunFlags) -> Result<Shape, ConfigError> {
     if a.requests == Some(0) {
         return Err(ConfigError::flag(Flag::Requests, "must be at least 1"));
     }
-    let rate_rps = a.rate.as_deref().map(rate).transpose()?;
+    let rate_stages = rate_stages(a)?;
+    let rate_rps = match &rate_stages {
+        Some(s) => Some(s.mean_rps()),
+        None => a.rate.as_deref().map(rate).transpose()?,
+    };
     if a.arrivals == ArrivalsFlag::Poisson && rate_rps.is_none() {
         return Err(ConfigError::flag(
             Flag::Arrivals,
-            "poisson needs an open-loop rate (-R)",
+            "poisson needs an open-loop rate (-R or --rate-stages)",
         ));
     }
     if a.pipeline == 0 {
@@ -577,7 +590,40 @@ fn shape(a: &RunFlags) -> Result<Shape, ConfigError> {
     Ok(Shape {
         connections,
         rate_rps,
+        rate_stages,
     })
+}
+
+/// `--rate-stages`: its stages, checked; it replaces `-R`, `-d` and `-n`, and ramps the rate,
+/// not users.
+fn rate_stages(a: &RunFlags) -> Result<Option<Arc<RateStages>>, ConfigError> {
+    let Some(text) = a.rate_stages.as_deref() else {
+        return Ok(None);
+    };
+    let given = [
+        (a.rate.is_some(), Flag::Rate, "-R/--rate (the stages are the rate)"),
+        (a.duration.is_some(), Flag::Duration, "-d/--duration (the stages are the duration)"),
+        (a.requests.is_some(), Flag::Requests, "-n/--requests (the stages say how many)"),
+        (a.users.is_some(), Flag::Users, "--users (it ramps the rate, not users)"),
+        (a.stages.is_some(), Flag::Stages, "--stages (it ramps the rate, not users)"),
+    ];
+    if let Some((_, other, why)) = given.iter().find(|(g, _, _)| *g) {
+        return Err(ConfigError::conflict(
+            Flag::RateStages,
+            &[*other],
+            format!("cannot be combined with {why}"),
+        ));
+    }
+    let stages =
+        units::parse_rate_stages(text).map_err(|m| ConfigError::flag(Flag::RateStages, m))?;
+    let stages = RateStages::new(stages);
+    if stages.shape.total() < 1.0 {
+        return Err(ConfigError::flag(
+            Flag::RateStages,
+            "the stages are due less than one request in all (a rate above 0 somewhere)",
+        ));
+    }
+    Ok(Some(Arc::new(stages)))
 }
 
 fn rate(r: &str) -> Result<f64, ConfigError> {

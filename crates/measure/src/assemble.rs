@@ -16,6 +16,7 @@ use volley_model::stats::histogram::encode;
 use volley_model::stats::journey::JourneyCounts;
 use volley_model::stats::recorder::CHECK_NAMES;
 use volley_model::stats::Percentiles;
+use volley_model::units;
 use volley_model::sys::cpus;
 use volley_monitor::client::ClientReport;
 use volley_monitor::gc;
@@ -335,6 +336,15 @@ impl Parts<'_> {
                     .collect()
             }),
             think_time_s: load.think_time.as_secs_f64(),
+            rate_stages: load.rate_stages.as_ref().map(|r| {
+                r.stages
+                    .iter()
+                    .map(|s| RateStageInfo {
+                        duration_s: s.duration.as_secs_f64(),
+                        rate_rps: s.rate_rps,
+                    })
+                    .collect()
+            }),
         }
     }
 
@@ -373,6 +383,13 @@ impl Parts<'_> {
         if let Some(w) = &self.cfg.load.workload {
             key.push("requests_sha256", w.hash.clone());
         }
+        // The rate's shape, not only its mean (only when there is one: older ids stay valid).
+        let stages = load.rate_stages.as_ref();
+        key.push_unless(
+            "rate_stages",
+            stages.map_or(String::new(), |r| units::rate_stages_text(&r.stages)),
+            "",
+        );
         key
     }
 

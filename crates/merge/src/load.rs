@@ -41,6 +41,8 @@ pub(super) fn merge(rs: &[&RunResult], warnings: &mut Vec<Warning>) -> LoadInfo 
         spawn_rate: sum_some(loads.clone().map(|l| l.spawn_rate)).map(|v| round(v, 6)),
         stages,
         think_time_s: l0.think_time_s,
+        // Every shard records the whole load's stages.
+        rate_stages: l0.rate_stages.clone(),
     }
 }
 

@@ -85,6 +85,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             spawn_rate: None,
             stages: None,
             think_time_s: 0.0,
+            rate_stages: None,
         },
         load_id: None,
         elapsed_s: 2.0,

@@ -251,6 +251,52 @@ pub fn parse_stages(text: &str) -> Result<Vec<StageSpec>, String> {
     Ok(out)
 }
 
+/// One stage of a rate: ramp linearly from the previous stage's rate (the first from 0) to
+/// `rate_rps` over `duration`; a stage of 0 s is a step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateStageSpec {
+    /// How long the stage lasts.
+    pub duration: Duration,
+    /// Requests per second at the end of the stage.
+    pub rate_rps: f64,
+}
+
+/// Parses `--rate-stages "10s:1000,60s:20k,0s:5000,30s:5000"` (DURATION:RATE, comma-separated;
+/// a rate as `-R` takes it: `1000`, `10k`, `1.5M`).
+pub fn parse_rate_stages(text: &str) -> Result<Vec<RateStageSpec>, String> {
+    let mut out = Vec::new();
+    for (k, part) in text.split(',').enumerate() {
+        let part = part.trim();
+        let (d, r) = part.split_once(':').ok_or_else(|| {
+            format!(
+                "stage {} `{part}` is not DURATION:RATE (e.g. 10s:1000)",
+                k + 1
+            )
+        })?;
+        let at = |e: String| format!("stage {} `{part}`: {e}", k + 1);
+        let duration = parse_duration(d).map_err(at)?;
+        let rate_rps = parse_decimal(r).map_err(at)?;
+        if rate_rps > 100_000_000.0 {
+            return Err(at("more than 100M requests per second".into()));
+        }
+        out.push(RateStageSpec { duration, rate_rps });
+    }
+    if out.iter().all(|s| s.duration.is_zero()) {
+        return Err("the stages last 0 s in total".into());
+    }
+    Ok(out)
+}
+
+/// Stages as `--rate-stages` writes them (`10s:1000,0s:5000`): for the load identity and
+/// messages.
+pub fn rate_stages_text(stages: &[RateStageSpec]) -> String {
+    stages
+        .iter()
+        .map(|s| format!("{}:{}", duration_flag(s.duration), s.rate_rps))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[cfg(test)]
 mod stage_tests {
     use super::*;
@@ -271,6 +317,21 @@ mod stage_tests {
         assert!(parse_stages("30s:-5").is_err());
         assert!(parse_stages("0s:5").is_err());
         assert!(parse_stages("").is_err());
+    }
+
+    #[test]
+    fn rate_stages() {
+        let s = parse_rate_stages("10s:1000, 0s:5k,1m:2.5k").unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[1].duration, Duration::ZERO);
+        assert_eq!(s[1].rate_rps, 5000.0);
+        assert_eq!(s[2].duration, Duration::from_secs(60));
+        assert_eq!(rate_stages_text(&s), "10s:1000,0s:5000,60s:2500");
+        assert!(parse_rate_stages("10s").unwrap_err().contains("stage 1"));
+        assert!(parse_rate_stages("10s:5,x:5").unwrap_err().contains("stage 2"));
+        assert!(parse_rate_stages("10s:-5").is_err());
+        assert!(parse_rate_stages("10s:200M").unwrap_err().contains("100M"));
+        assert!(parse_rate_stages("0s:5").unwrap_err().contains("0 s in total"));
     }
 }
 

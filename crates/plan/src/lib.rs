@@ -21,6 +21,25 @@ pub use spec::{
 };
 
 use volley_model::result::Arrivals;
+
+/// Thread `k`'s pacer of a run of `--rate-stages`: its requests of the whole schedule (of a
+/// shard's: every N-th of the whole load's, from the shard's index), each due when the
+/// integrated rate reaches its index.
+fn staged(cfg: &LoadSpec, k: usize, seed: u64) -> Pacer {
+    let stages = cfg.rate_stages.as_ref().expect("checked by the caller");
+    let (threads, k) = (cfg.threads as u64, k as u64);
+    let (offset, stride) = match cfg.shard {
+        Some(s) => (s.index + s.count * k, s.count * threads),
+        None => (k, threads),
+    };
+    let poisson = cfg.arrivals == Arrivals::Poisson;
+    Pacer::staged(
+        std::sync::Arc::new(stages.shape.clone()),
+        (offset, stride),
+        poisson,
+        seed,
+    )
+}
 use volley_model::units::StageSpec;
 
 /// What one worker thread does.
@@ -82,6 +101,7 @@ impl Plan {
                     None => (0, seed),
                 };
                 let pacer = match (cfg.rate_rps, cfg.arrivals) {
+                    _ if cfg.rate_stages.is_some() => staged(cfg, k, shard_seed),
                     (None, _) => Pacer::closed(closed_limits[k]),
                     (Some(r), Arrivals::Uniform) => {
                         Pacer::constant(r, k, cfg.threads, cfg.requests).with_phase(phase)

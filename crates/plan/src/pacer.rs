@@ -127,16 +127,17 @@ impl Pacer {
         p
     }
 
-    /// Open loop at a rate that changes with time (`shape`); this is thread `thread` of
-    /// `threads`; `poisson`: Poisson arrivals at that rate (from `seed`), else uniform.
+    /// Open loop at a rate that changes with time (`shape`): this pacer owns the requests
+    /// `offset`, `offset + stride`, … of the whole schedule (thread k of T: `k`, `T`; of shard
+    /// s of N: `s + N·k`, `N·T`); `poisson`: Poisson arrivals at its share of the rate (from
+    /// `seed`), else uniform.
     pub fn staged(
         shape: Arc<RateShape>,
-        thread: usize,
-        threads: usize,
+        (offset, stride): (u64, u64),
         poisson: bool,
         seed: u64,
     ) -> Self {
-        let (thread, threads) = (thread as u64, threads as u64);
+        let (thread, threads) = (offset, stride.max(1));
         let seed = seed.wrapping_add(thread.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut p = Pacer {
             kind: Kind::Staged {
@@ -186,6 +187,29 @@ impl Pacer {
         self
     }
 
+    /// The warm-up's schedule: this one without a request limit; with stages, the first
+    /// stage's starting rate held constant (nothing when it is 0).
+    pub fn warmup(&self) -> Self {
+        match &self.kind {
+            Kind::Staged { shape, poisson } => {
+                let rate = shape.rate_at(0.0);
+                let mut p = if rate > 0.0 {
+                    let k = (self.thread as usize, self.threads as usize);
+                    match poisson {
+                        Some(_) => Pacer::poisson(rate, k.0, k.1, None, self.seed),
+                        None => Pacer::constant(rate, k.0, k.1, None),
+                    }
+                } else {
+                    Pacer::staged(Arc::new(RateShape::new(0.0, &[])), (0, 1), false, 0)
+                };
+                p.thread = self.thread;
+                p.threads = self.threads;
+                p
+            }
+            _ => self.unlimited(),
+        }
+    }
+
     /// A copy without a request limit (for the warm-up phase).
     pub fn unlimited(&self) -> Self {
         Pacer {
@@ -213,6 +237,7 @@ impl Pacer {
                 Due::At(self.origin_ns + self.phase_ns + (i as f64 * ns_per_request) as u64)
             }
             Kind::Poisson { next_due, .. } => Due::At(*next_due),
+            Kind::Staged { shape, .. } if shape.total() <= 0.0 => Due::Exhausted,
             Kind::Staged { shape, poisson } => {
                 let n = match poisson {
                     Some((_, next_n)) => *next_n,
@@ -370,7 +395,7 @@ mod tests {
         // 0 → 1000/s over 2 s, then 1000/s for 1 s: 2000 requests, over 3 threads.
         let shape = stages(0.0, &[(2.0, 1000.0), (1.0, 1000.0)]);
         let mut due: Vec<u64> = (0..3)
-            .flat_map(|k| all_due(Pacer::staged(Arc::clone(&shape), k, 3, false, 1)))
+            .flat_map(|k| all_due(Pacer::staged(Arc::clone(&shape), (k, 3), false, 1)))
             .collect();
         due.sort_unstable();
         assert_eq!(due.len(), 2001, "requests 0..=2000");
@@ -395,7 +420,7 @@ mod tests {
         // means 200 and 800, so their dispersion (variance ÷ mean) is near 1.
         let shape = stages(2000.0, &[(5.0, 2000.0), (0.0, 8000.0), (5.0, 8000.0)]);
         let due: Vec<u64> = (0..2)
-            .flat_map(|k| all_due(Pacer::staged(Arc::clone(&shape), k, 2, true, 42)))
+            .flat_map(|k| all_due(Pacer::staged(Arc::clone(&shape), (k, 2), true, 42)))
             .collect();
         for (from, to, mean) in [(0u64, 50u64, 200.0), (50, 100, 800.0)] {
             let counts: Vec<f64> = (from..to)
@@ -414,6 +439,24 @@ mod tests {
         }
         let total = due.len() as f64;
         assert!((total - 50_000.0).abs() < 4.0 * 50_000f64.sqrt(), "{total}");
+    }
+
+    #[test]
+    fn a_staged_warmup_holds_the_starting_rate() {
+        // A step to 500/s at 0 s: the warm-up runs at 500/s (every 2 ms), with no end of its own.
+        let step = Pacer::staged(stages(0.0, &[(0.0, 500.0), (2.0, 500.0)]), (0, 1), false, 1);
+        let mut w = step.warmup();
+        w.restart(0);
+        let mut due = Vec::new();
+        for _ in 0..3 {
+            let Due::At(t) = w.peek() else { panic!() };
+            due.push(t);
+            w.advance();
+        }
+        assert_eq!(due, [0, 2_000_000, 4_000_000]);
+        // A ramp from 0: nothing to warm up at.
+        let ramp = Pacer::staged(stages(0.0, &[(2.0, 500.0)]), (0, 1), false, 1);
+        assert_eq!(ramp.warmup().peek(), Due::Exhausted);
     }
 
     #[test]

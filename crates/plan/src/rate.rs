@@ -48,6 +48,36 @@ impl Segment {
     }
 }
 
+/// `--rate-stages` as given and the rate it describes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateStages {
+    /// The stages, as given.
+    pub stages: Vec<volley_model::units::RateStageSpec>,
+    /// The rate over time (from 0 requests per second).
+    pub shape: RateShape,
+}
+
+impl RateStages {
+    /// The stages' rate, from 0.
+    pub fn new(stages: Vec<volley_model::units::RateStageSpec>) -> Self {
+        let pairs: Vec<_> = stages.iter().map(|s| (s.duration, s.rate_rps)).collect();
+        RateStages {
+            shape: RateShape::new(0.0, &pairs),
+            stages,
+        }
+    }
+
+    /// How long they last.
+    pub fn duration(&self) -> std::time::Duration {
+        self.stages.iter().map(|s| s.duration).sum()
+    }
+
+    /// Their mean rate: the requests due over them ÷ their length.
+    pub fn mean_rps(&self) -> f64 {
+        self.shape.total() / self.shape.duration_s().max(1e-9)
+    }
+}
+
 /// A rate over time, as stages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateShape {

@@ -174,8 +174,12 @@ pub struct LoadSpec {
     pub duration: Option<Duration>,
     /// Total measured requests (`-n`).
     pub requests: Option<u64>,
-    /// Open-loop rate in requests per second; `None` is closed loop.
+    /// Open-loop rate in requests per second; `None` is closed loop. With `rate_stages`, their
+    /// mean (requests due ÷ their length).
     pub rate_rps: Option<f64>,
+    /// `--rate-stages`: the open loop's rate changes with time (then `rate_rps` is its mean and
+    /// `duration` the stages' length).
+    pub rate_stages: Option<Arc<super::rate::RateStages>>,
     /// Arrival process of the open loop.
     pub arrivals: Arrivals,
     /// RNG seed for Poisson arrivals as given (`--seed`); `None`: one from the clock per run.
@@ -249,6 +253,7 @@ impl LoadSpec {
             duration: Some(duration),
             requests: None,
             rate_rps: None,
+            rate_stages: None,
             arrivals: Arrivals::Uniform,
             seed: None,
             warmup: Duration::ZERO,

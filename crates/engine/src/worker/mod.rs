@@ -145,7 +145,7 @@ impl Worker {
             .map(|_| Conn::new(head, shared.pipeline))
             .collect();
         let warm = shared.t0_ns > 0;
-        let mut warm_pacer = pacer.unlimited();
+        let mut warm_pacer = pacer.warmup();
         warm_pacer.restart(0);
         let mut measured = pacer;
         if !warm {

@@ -339,9 +339,23 @@ pub struct LoadInfo {
     /// Ramp mode with `--stages`: each stage's length and users at its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<Vec<StageInfo>>,
+    /// `--rate-stages`: the open loop's rate over time, the whole load's (a shard takes every
+    /// N-th request of its schedule); `rate_rps` is then their mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_stages: Option<Vec<RateStageInfo>>,
     /// Pause between a response and the connection's next request.
     #[serde(default)]
     pub think_time_s: f64,
+}
+
+/// One `--rate-stages` stage.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RateStageInfo {
+    /// How long the stage lasts (0: a step).
+    pub duration_s: f64,
+    /// Requests per second at its end (it ramps linearly from the previous stage's, the first
+    /// from 0).
+    pub rate_rps: f64,
 }
 
 /// One `--stages` entry.
