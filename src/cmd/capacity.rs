@@ -30,6 +30,7 @@ use crate::units::{self, parse_count, parse_duration, parse_percent};
 #[derive(Debug, Args, Clone)]
 #[command(
     mut_arg("rate", |a| a.hide(true)),
+    mut_arg("rate_stages", |a| a.hide(true)),
     mut_arg("duration", |a| a.hide(true)),
     mut_arg("requests", |a| a.hide(true)),
     mut_arg("users", |a| a.hide(true)),
@@ -374,6 +375,7 @@ fn check(args: &CapacityArgs) -> Result<(Vec<Threshold>, RunConfig), String> {
     let f = &args.flags;
     for (set, flag) in [
         (f.rate.is_some(), "-R/--rate"),
+        (f.rate_stages.is_some(), "--rate-stages"),
         (f.duration.is_some(), "-d/--duration"),
         (f.requests.is_some(), "-n/--requests"),
         (f.users.is_some(), "--users"),
