@@ -27,6 +27,7 @@ pub(crate) const CAPACITY_KEYS: &[&str] = &[
 /// the SLO judges it.
 pub(crate) const SET_BY_THE_SEARCH: &[&str] = &[
     "rate",
+    "rate_stages",
     "requests",
     "users",
     "spawn_rate",

@@ -58,7 +58,7 @@ impl SuiteDefault<'_> {
         let ramp = has("users") || has("stages");
         let can = match self.key {
             "warmup" => !ramp,
-            "duration" => !has("requests") && !has("stages"),
+            "duration" => !has("requests") && !has("stages") && !has("rate_stages"),
             _ => true,
         };
         can && !has(self.key)
