@@ -185,11 +185,25 @@ fn how_it_ran(r: &RunResult) -> String {
 /// The mode and its rate or users: `open loop at 2,000 req/s (uniform)`.
 fn load_shape(l: &LoadInfo) -> String {
     match l.mode {
-        Mode::Open => format!(
-            "open loop at {} req/s ({})",
-            rate(l.rate_rps.unwrap_or(0.0)),
-            l.arrivals.unwrap_or(Arrivals::Uniform)
-        ),
+        Mode::Open => match &l.rate_stages {
+            Some(st) => {
+                let parts: Vec<String> = st
+                    .iter()
+                    .map(|s| format!("{}:{}", seconds(s.duration_s), rate(s.rate_rps)))
+                    .collect();
+                format!(
+                    "open loop in rate stages {} (mean {} req/s, {})",
+                    parts.join(", "),
+                    rate(l.rate_rps.unwrap_or(0.0)),
+                    l.arrivals.unwrap_or(Arrivals::Uniform)
+                )
+            }
+            None => format!(
+                "open loop at {} req/s ({})",
+                rate(l.rate_rps.unwrap_or(0.0)),
+                l.arrivals.unwrap_or(Arrivals::Uniform)
+            ),
+        },
         Mode::Ramp => match (&l.stages, l.spawn_rate) {
             (Some(st), _) => {
                 let parts: Vec<String> = st
