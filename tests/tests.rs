@@ -32,6 +32,7 @@ mod quick {
     mod open_loop;
     mod otlp;
     mod proxy;
+    mod rate_stages;
     mod report;
     pub(crate) mod schema;
     mod secrets;

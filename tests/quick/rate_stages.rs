@@ -1,0 +1,88 @@
+//! `--rate-stages` end to end (docs/contract.md, "Modes", "Rate stages"): the real `volley`
+//! binary against an in-process server, each second's requests against the integral of the
+//! target, the RunResult's load, and the flags it excludes. The schedule's exactness is
+//! `plan::pacer`'s and `plan::rate`'s unit tests (a fake clock: plain numbers).
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::{volley, volley_json};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn each_second_sends_the_integral_of_its_target() {
+    let server = common::normal();
+    let url = server.url("/");
+    // 0 → 400/s over 1 s (200 requests), then 400/s for 1 s (400).
+    let (code, j, err) = volley_json(
+        &["run", &url, "--rate-stages", "1s:400,1s:400", "-c", "8", "-t", "1"],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["load"]["mode"], "open");
+    assert_eq!(j["load"]["rate_rps"], 300.0, "the stages' mean");
+    assert_eq!(j["load"]["duration_s"], 2.0);
+    let stages = &j["load"]["rate_stages"];
+    assert_eq!(stages[0]["duration_s"], 1.0);
+    assert_eq!(stages[1]["rate_rps"], 400.0);
+    let sent: Vec<u64> = j["timeseries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["sent"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    // Each whole second holds its integral, to a request or two at its edges on a busy machine.
+    assert!(sent[0].abs_diff(200) <= 4 && sent[1].abs_diff(400) <= 4, "{sent:?}");
+    assert_eq!(j["requests"]["sent"].as_u64().unwrap() + j["requests"]["unsent"].as_u64().unwrap(), 601);
+    crate::quick::schema::assert_valid(&j, "a run of rate stages");
+}
+
+#[test]
+fn the_stages_are_part_of_the_load_identity() {
+    let server = common::normal();
+    let url = server.url("/");
+    let id = |extra: &[&str]| {
+        let mut args = vec!["run", url.as_str(), "-c", "2", "-t", "1"];
+        args.extend_from_slice(extra);
+        let (code, j, err) = volley_json(&args, LIMIT);
+        assert_eq!(code, 0, "{err}");
+        j["load_id"].as_str().unwrap().to_string()
+    };
+    let ramp = id(&["--rate-stages", "0.5s:200"]);
+    let step = id(&["--rate-stages", "0s:100,0.5s:100"]);
+    assert_ne!(ramp, step, "the same mean, another shape");
+    assert_eq!(ramp, id(&["--rate-stages", "500ms:200"]), "the same stages");
+}
+
+#[test]
+fn the_flags_it_replaces_are_refused_by_name() {
+    let url = "http://127.0.0.1:9/";
+    for (extra, want) in [
+        (&["-R", "10"][..], "--rate-stages: cannot be combined with -R/--rate"),
+        (&["-d", "5s"][..], "cannot be combined with -d/--duration (the stages are the duration)"),
+        (&["-n", "10"][..], "cannot be combined with -n/--requests"),
+        (&["--users", "5"][..], "cannot be combined with --users"),
+        (&["--think-time", "1s"][..], "--think-time"),
+    ] {
+        let mut args = vec!["run", url, "--rate-stages", "1s:100"];
+        args.extend_from_slice(extra);
+        let out = volley(&args, LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(want), "{extra:?}: expected {want:?} in {err}");
+    }
+    for (spec, want) in [
+        ("1s", "stage 1 `1s` is not DURATION:RATE"),
+        ("1s:100,x:5", "stage 2"),
+        ("0s:100", "the stages last 0 s in total"),
+        ("1s:0", "less than one request"),
+    ] {
+        let out = volley(&["run", url, "--rate-stages", spec], LIMIT);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(err.contains(want), "{spec}: expected {want:?} in {err}");
+    }
+}
