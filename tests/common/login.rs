@@ -4,7 +4,9 @@
 //! `GET /cart` needs the session cookie of the same login. It counts logins per user,
 //! requests per token, requests whose token belongs to another user than their `X-User`
 //! header says (cross-user mix-ups), unauthorized requests and cookies that round-tripped.
-//! `POST /login-html` answers a login with HTML (a capture from it fails).
+//! `POST /login-html` answers a login with HTML (a capture from it fails), `POST /login-empty`
+//! with an empty token, and `POST /login-flaky` fails the first login of the run (503), then
+//! answers as `/login`. `GET /home` needs nothing.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
@@ -85,7 +87,12 @@ fn answer(
     t.requests += 1;
     let path = req.target.split('?').next().unwrap_or("");
     match (req.method.as_str(), path) {
-        ("POST", "/login") | ("POST", "/login-html") => {
+        ("POST", "/login-empty") => ("200 OK", Vec::new(), r#"{"accessToken":""}"#.into()),
+        ("POST", "/login-flaky") if t.logins.is_empty() => {
+            t.logins.insert("(failed)".into(), 1);
+            ("503 Service Unavailable", Vec::new(), "{}".into())
+        }
+        ("POST", "/login") | ("POST", "/login-html") | ("POST", "/login-flaky") => {
             let body = String::from_utf8_lossy(&req.body).to_string();
             let user = body
                 .split("\"user\"")

@@ -409,6 +409,12 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         )?)),
         None => None,
     };
+    if let Some(w) = workload
+        .as_deref()
+        .filter(|w| w.is_journey() && shape.rate_rps.is_some())
+    {
+        open_loop_journey(a, w)?;
+    }
     let shard = a
         .shard
         .as_deref()
@@ -462,6 +468,31 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         )
     })?;
     Ok(spec)
+}
+
+/// A journey in the open loop: each arrival is a new user who walks it once, so `-n` (which
+/// counts requests, not arrivals) does not say how much to send, and a step needing a value
+/// no earlier step of that walk captures would never be sent.
+fn open_loop_journey(a: &RunFlags, w: &volley_plan::workload::Workload) -> Result<(), ConfigError> {
+    if a.requests.is_some() {
+        return Err(ConfigError::conflict(
+            Flag::Requests,
+            &[Flag::RequestsFile, Flag::Rate],
+            "cannot be combined with -R and a journey (each arrival is a user walking several requests): give -d",
+        ));
+    }
+    if let Some((k, var)) = w.open_loop_gap() {
+        let e = &w.entries[k];
+        let name = e.endpoint.map_or("?", |n| w.endpoints[n as usize].as_str());
+        return Err(ConfigError::conflict(
+            Flag::RequestsFile,
+            &[Flag::Rate],
+            format!(
+                "with -R each arrival is a new user who walks the journey once, and `{name}` needs `{{var.{var}}}`, which no once step or earlier step captures: it would never be sent (capture it in a once step, or before it in the sequence)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `--requests-file` says what each request is, so the flags that say it for the one request

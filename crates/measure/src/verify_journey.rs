@@ -66,6 +66,8 @@ pub(crate) fn verify(route: &Route, load: &LoadSpec, seed: u64, w: &Workload) ->
         };
         let checks = strict(&e.checks);
         let (mut v, offered) = one(route, load, &req, &checks);
+        // The values the request was sent with: a capture may replace one of them.
+        let sent_with = user.vars.clone();
         if let Some(state) = offered.filter(|_| v.error.is_none()) {
             let got = absorb(
                 &mut user,
@@ -74,11 +76,11 @@ pub(crate) fn verify(route: &Route, load: &LoadSpec, seed: u64, w: &Workload) ->
                 (&host, &path, https),
                 now,
             );
-            if got.missed.is_some() {
+            if got.missed.iter().any(|&n| n > 0) {
                 v.failed.push("capture");
             }
         }
-        redact(&mut v, &user, &w.journey.vars);
+        redact(&mut v, [&sent_with, &user.vars], &w.journey.vars);
         out.push(v);
     }
     out
@@ -115,12 +117,12 @@ fn not_sent(label: String, e: &volley_plan::workload::Entry, w: &Workload, var: 
 }
 
 /// Each captured value in `v`'s request line, header values and body shown as its
-/// `{var.NAME}` (longest first), and each `Set-Cookie` value as `<redacted>`.
-fn redact(v: &mut Verified, user: &User, names: &[String]) {
-    let mut values: Vec<(&[u8], &str)> = user
-        .vars
+/// `{var.NAME}` (longest first), those the request was sent with and those its response
+/// gave (`sets`), and each `Set-Cookie` value as `<redacted>`.
+fn redact(v: &mut Verified, sets: [&[Vec<u8>]; 2], names: &[String]) {
+    let mut values: Vec<(&[u8], &str)> = sets
         .iter()
-        .zip(names)
+        .flat_map(|set| set.iter().zip(names))
         .filter(|(val, _)| !val.is_empty())
         .map(|(val, n)| (val.as_slice(), n.as_str()))
         .collect();
@@ -194,8 +196,17 @@ mod tests {
             failed: Vec::new(),
             error: None,
         };
-        redact(&mut v, &user, &["token".into(), "cart".into()]);
-        assert_eq!(v.request_line, "GET /cart/{var.cart} HTTP/1.1");
+        let before = vec![b"tok-old".to_vec(), Vec::new()];
+        v.request_line = "GET /cart/c9?old=tok-old HTTP/1.1".into();
+        redact(
+            &mut v,
+            [&before, &user.vars],
+            &["token".into(), "cart".into()],
+        );
+        assert_eq!(
+            v.request_line,
+            "GET /cart/{var.cart}?old={var.token} HTTP/1.1"
+        );
         assert_eq!(v.headers[0].1, "sid=<redacted>; Path=/; HttpOnly");
         assert_eq!(v.headers[1].1, "Bearer {var.token}");
         assert_eq!(

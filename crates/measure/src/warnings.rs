@@ -4,6 +4,7 @@ use super::assemble::ClientCheck;
 use super::Context;
 use volley_config::RunConfig;
 use volley_engine::EngineOutput;
+use volley_model::result::redact;
 use volley_model::result::warning::{SharedCpu, Shortfall};
 use volley_model::result::{Mode, RunResult, ServerInfo, Warning};
 use volley_model::stats::Percentiles;
@@ -110,8 +111,11 @@ fn server_behaviour(cfg: &RunConfig, out: &EngineOutput) -> Vec<Warning> {
         (Some(p), _) if c.errors.protocol > 0 && p.bytes.is_empty() => {
             w.push(Warning::protocol_errors(c.errors.protocol, &p.reason));
         }
-        (Some(p), _) if c.errors.protocol > 0 => w.push(Warning::not_http(&p.reason, &p.bytes)),
-        (_, Some(b)) if c.unsolicited > 0 => w.push(Warning::sent_first(b)),
+        // A server's session cookie is a secret as a request's Cookie is.
+        (Some(p), _) if c.errors.protocol > 0 => {
+            w.push(Warning::not_http(&p.reason, &redact::head_bytes(&p.bytes)));
+        }
+        (_, Some(b)) if c.unsolicited > 0 => w.push(Warning::sent_first(&redact::head_bytes(b))),
         _ => {}
     }
     // 90%: a few requests of a run end with the window rather than with a close.

@@ -104,6 +104,9 @@ pub struct Journey {
     /// The steps of the loop, entry indexes in the order a sequence walks them (every entry
     /// that is not `once`).
     pub steps: Vec<u32>,
+    /// The variables the once steps capture (bit `k`: variable `k`): a user lacking one
+    /// failed its login, and starts over.
+    pub once_captures: u64,
 }
 
 impl Journey {

@@ -485,6 +485,32 @@ impl Workload {
             .is_active(self.entries.iter().any(|e| e.step.think_ns.is_some()))
     }
 
+    /// In the open loop each arrival is a new user who walks one iteration (its once steps,
+    /// then one pass of a sequence or one request of a mix): the first step of that walk that
+    /// needs a value nothing before it in the walk captures, with the variable's name.
+    pub fn open_loop_gap(&self) -> Option<(usize, &str)> {
+        let j = &self.journey;
+        let captures = |e: &Entry| e.checks.captures.iter().fold(0u64, |m, c| m | 1 << c.var);
+        let mut have = j.once_captures;
+        let looped: Vec<usize> = match self.order {
+            Order::Sequence if !j.steps.is_empty() => j.steps.iter().map(|&k| k as usize).collect(),
+            _ => (0..self.entries.len())
+                .filter(|&k| !self.entries[k].step.once)
+                .collect(),
+        };
+        for k in looped {
+            let e = &self.entries[k];
+            let missing = e.step.needs & !have;
+            if missing != 0 {
+                return Some((k, j.vars[missing.trailing_zeros() as usize].as_str()));
+            }
+            if self.order == Order::Sequence {
+                have |= captures(e);
+            }
+        }
+        None
+    }
+
     /// The data row request `index` takes.
     pub fn row(&self, index: u64, seed: u64) -> Option<&[Vec<u8>]> {
         let d = self.data.as_ref()?;

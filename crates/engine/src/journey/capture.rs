@@ -82,6 +82,16 @@ pub fn value(
             .ok_or(Missed::NoCookie)?
             .to_vec(),
     };
+    if v.is_empty() || (matches!(from, CaptureFrom::Json(_)) && v == b"null") {
+        // An empty value (a deleted cookie, an empty header or group, JSON's "" or null) is
+        // no value: a step needing it is not sent with nothing in its place.
+        return Err(match from {
+            CaptureFrom::Json(_) => Missed::NoValue,
+            CaptureFrom::Regex { .. } => Missed::NoMatch,
+            CaptureFrom::Header(_) => Missed::NoHeader,
+            CaptureFrom::Cookie(_) => Missed::NoCookie,
+        });
+    }
     Ok(cut(v))
 }
 

@@ -3,7 +3,7 @@
 //! whose variables it lacks), and what a response gives it. A user has at most one request
 //! in flight: its steps go one after another.
 
-use super::capture::{self, Missed, Offered};
+use super::capture::{self, Offered};
 use super::cookies::CookieJar;
 use volley_plan::workload::{Order, Workload};
 
@@ -27,6 +27,10 @@ pub struct User {
     walked: u64,
     /// It has taken a step since it (re)started.
     pub started: bool,
+    /// It left while its request was in flight (a ramp down) and a new user took its place:
+    /// the old request's response is not the new user's, and the new user starts once it
+    /// ends.
+    pub replaced: bool,
 }
 
 impl User {
@@ -48,14 +52,15 @@ impl User {
         self.once_taken = 0;
         self.walked = 0;
         self.started = false;
+        self.replaced = false;
     }
 }
 
 /// What became of a response's captures.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Captured {
-    /// The first capture that found no value, if one did.
-    pub missed: Option<Missed>,
+    /// The captures that found no value, by [`Missed`](super::capture::Missed).
+    pub missed: [u32; 5],
     /// Values cut at the size limit.
     pub cut: u32,
     /// Set-Cookie fields the jar refused.
@@ -134,28 +139,32 @@ impl Users {
     pub fn restart_slot(&mut self, i: usize) {
         let from = i * self.per_slot;
         for u in self.list.iter_mut().skip(from).take(self.per_slot) {
-            u.restart();
+            if u.busy {
+                // Its request is still out: the new user starts when that one ends.
+                u.replaced = true;
+            } else {
+                u.restart();
+            }
         }
     }
 }
 
-/// The entry `user` takes next for the worker's `turn`-th request, counting each step it
-/// skips (its variables missing) with `skipped`. In the closed loop (`iteration` is `None`)
-/// the user goes on for ever, and one that skipped a loop's worth of steps in a row starts
-/// over as a new user: its login failed, so it logs in again rather than spinning through
-/// steps it can never send. In the open loop a user walks one iteration, its once steps and
+/// The entry `user` takes next (`turns`: the worker's count of mix picks, advanced by each),
+/// counting each step it skips (its variables missing) with `skipped`. In the closed loop
+/// (`iteration` is `None`) the user goes on for ever, and one that lacks a value its once
+/// steps capture, or skipped a loop's worth of steps in a row, starts over as a new user: its
+/// login failed, so it logs in again rather than going on without it. In the open loop a user walks one iteration, its once steps and
 /// `iteration` loop steps, and `None` says it is over.
 pub fn next_step(
     user: &mut User,
     w: &Workload,
-    turn: u64,
+    turns: &mut u64,
     iteration: Option<u64>,
     mut skipped: impl FnMut(usize),
 ) -> Option<usize> {
     let j = &w.journey;
     let round = loop_len(w);
     let mut skips = 0usize;
-    let mut k = 0u64;
     loop {
         let e = if user.once_taken < j.once.len() {
             user.once_taken += 1;
@@ -164,17 +173,21 @@ pub fn next_step(
             if iteration.is_some_and(|n| user.walked >= n) {
                 return None;
             }
-            let e = w.pick(turn.wrapping_add(k), user.walked);
+            // The worker's own count of mix picks: each worker's picks hold the weights.
+            let e = w.pick(*turns, user.walked);
+            *turns += 1;
             user.walked += 1;
-            k += 1;
             e
         };
-        if w.entries[e].step.needs & !user.set == 0 {
+        let missing = w.entries[e].step.needs & !user.set;
+        if missing == 0 {
             return Some(e);
         }
         skipped(e);
         skips += 1;
-        if iteration.is_none() && skips >= round.max(1) {
+        if iteration.is_none() && (missing & j.once_captures != 0 || skips >= round.max(1)) {
+            // A value its once steps capture is missing (its login failed), or a loop's worth
+            // went by unsent: a new user takes its place and logs in again.
             user.restart();
             skips = 0;
         }
@@ -216,9 +229,7 @@ pub fn absorb(
                 user.vars[c.var as usize] = v;
                 user.set |= 1 << c.var;
             }
-            Err(m) => {
-                out.missed.get_or_insert(m);
-            }
+            Err(m) => out.missed[m as usize] += 1,
         }
     }
     out
@@ -234,8 +245,8 @@ pub(crate) trait CountCaptured {
 
 impl CountCaptured for JourneyCounts {
     fn add(&mut self, c: &Captured) {
-        if let Some(m) = c.missed {
-            self.missed[m as usize] += 1;
+        for (a, b) in self.missed.iter_mut().zip(c.missed) {
+            *a += u64::from(b);
         }
         self.cut += u64::from(c.cut);
         self.refused_cookies += u64::from(c.refused_cookies);
@@ -294,6 +305,7 @@ mod tests {
                 cookies: false,
                 once,
                 steps,
+                once_captures: 0,
             },
         }
     }
@@ -307,7 +319,9 @@ mod tests {
             ..Default::default()
         };
         let mut skipped = Vec::new();
-        let mut walk = |u: &mut User| next_step(u, &w, 0, None, |e| skipped.push(e)).unwrap();
+        let mut turns = 0;
+        let mut walk =
+            |u: &mut User| next_step(u, &w, &mut turns, None, |e| skipped.push(e)).unwrap();
         assert_eq!(walk(&mut u), 0, "the login first");
         // Its capture failed: `me` is skipped, `home` goes.
         assert_eq!(walk(&mut u), 2);
@@ -320,6 +334,25 @@ mod tests {
     }
 
     #[test]
+    fn a_user_whose_login_failed_starts_over_even_beside_steps_that_need_nothing() {
+        // login (once, captures token) → home (needs nothing) → me (needs the token).
+        let mut w = sequence(vec![entry(0, true), entry(0, false), entry(1, false)]);
+        w.journey.once_captures = 1;
+        let mut u = User::new(1);
+        let mut turns = 0;
+        let mut n = 0;
+        let mut step = |u: &mut User| next_step(u, &w, &mut turns, None, |_| n += 1);
+        assert_eq!(step(&mut u), Some(0));
+        assert_eq!(step(&mut u), Some(1), "home needs nothing");
+        assert_eq!(
+            step(&mut u),
+            Some(0),
+            "me lacks the login's token: a new user logs in"
+        );
+        assert_eq!(n, 1);
+    }
+
+    #[test]
     fn a_user_that_can_send_nothing_starts_over() {
         // Every loop step needs the token the once step failed to capture.
         let w = sequence(vec![entry(0, true), entry(1, false), entry(1, false)]);
@@ -328,9 +361,9 @@ mod tests {
             ..Default::default()
         };
         let mut n = 0;
-        assert_eq!(next_step(&mut u, &w, 0, None, |_| n += 1), Some(0));
+        assert_eq!(next_step(&mut u, &w, &mut 0, None, |_| n += 1), Some(0));
         assert_eq!(
-            next_step(&mut u, &w, 0, None, |_| n += 1),
+            next_step(&mut u, &w, &mut 0, None, |_| n += 1),
             Some(0),
             "it logs in again"
         );
@@ -345,7 +378,8 @@ mod tests {
             ..Default::default()
         };
         let mut n = 0;
-        let mut step = |u: &mut User| next_step(u, &w, 0, Some(2), |_| n += 1);
+        let mut turns = 0;
+        let mut step = |u: &mut User| next_step(u, &w, &mut turns, Some(2), |_| n += 1);
         assert_eq!(step(&mut u), Some(0));
         assert_eq!(
             step(&mut u),
@@ -423,7 +457,11 @@ mod tests {
         }
         assert_eq!(us.free_user(1, 3), None);
         us.list[2].set = 1;
+        us.list[3].busy = false;
+        us.list[3].set = 1;
         us.restart_slot(1);
-        assert_eq!(us.list[2].set, 0);
+        // A user with a request out is replaced once it ends; an idle one at once.
+        assert!(us.list[2].replaced && us.list[2].set == 1);
+        assert!(!us.list[3].replaced && us.list[3].set == 0);
     }
 }

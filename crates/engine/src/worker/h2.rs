@@ -214,7 +214,10 @@ impl Worker {
                 };
                 r.content_failed = failed;
                 let req = *r;
-                if let (Some(state), Some(checks)) = (offered, self.checks_of(&req)) {
+                // (The checks are looked up only for a journey's response: `offered` is None
+                // otherwise.)
+                let journey = offered.and_then(|s| Some((s, self.checks_of(&req)?)));
+                if let Some((state, checks)) = journey {
                     // The user takes its values before the stream's end lets it go on.
                     if self.journey_absorb(&req, &checks, &state) {
                         let c = &mut self.conns[i];

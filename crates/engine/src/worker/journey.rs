@@ -71,8 +71,7 @@ impl Worker {
                 .unwrap_or_else(|| users.add())
         };
         req.user = u;
-        let turn = req.index / self.shared.threads as u64;
-        match self.step_of(u, &mix, turn, req.phase, req.start_ns) {
+        match self.step_of(u, &mix, req.phase, req.start_ns) {
             Some(e) => {
                 req.entry = e;
                 Chosen::Step
@@ -86,19 +85,13 @@ impl Worker {
 
     /// User `u`'s next step (counting those it skips), marking it busy; `None` when its
     /// open-loop iteration is over.
-    fn step_of(
-        &mut self,
-        u: u32,
-        mix: &volley_plan::Mix,
-        turn: u64,
-        phase: Phase,
-        at_ns: u64,
-    ) -> Option<u32> {
+    fn step_of(&mut self, u: u32, mix: &volley_plan::Mix, phase: Phase, at_ns: u64) -> Option<u32> {
         let iteration = self.iteration(&mix.workload);
         let user = &mut self.users.as_mut()?.list[u as usize];
         let rec = &mut self.rec;
         let measured = phase == Phase::Measured;
-        let e = next_step(user, &mix.workload, turn, iteration, |e| {
+        let turns = &mut self.mix_turns;
+        let e = next_step(user, &mix.workload, turns, iteration, |e| {
             if measured {
                 rec.skipped(at_ns, mix.workload.entries[e].endpoint);
             }
@@ -126,6 +119,10 @@ impl Worker {
         };
         if !self.shared.open_loop {
             user.busy = false;
+            if user.replaced {
+                // It left in a ramp while this was out: the new user in its place starts now.
+                user.restart();
+            }
             return;
         }
         let Some(mix) = self.shared.mix.clone() else {
@@ -137,11 +134,10 @@ impl Worker {
             return;
         }
         let mut next = InFlight::new(now + think_ns, self.phase());
-        next.index = self.taken * self.shared.threads as u64 + self.id as u64;
-        self.taken += 1;
-        let turn = next.index / self.shared.threads as u64;
-        match self.step_of(req.user, &mix, turn, next.phase, now) {
+        match self.step_of(req.user, &mix, next.phase, now) {
             Some(e) => {
+                next.index = self.taken * self.shared.threads as u64 + self.id as u64;
+                self.taken += 1;
                 next.entry = e;
                 next.user = req.user;
                 // Think times differ by step: kept in order of when each is due.
@@ -165,7 +161,11 @@ impl Worker {
         if open {
             users.leave(req.user);
         } else {
-            users.list[req.user as usize].busy = false;
+            // Its step was taken but never sent (a login, perhaps): it starts over, so it
+            // does not go on as if it had been.
+            let user = &mut users.list[req.user as usize];
+            user.busy = false;
+            user.restart();
         }
     }
 
@@ -214,6 +214,9 @@ impl Worker {
         let Some(user) = users.list.get_mut(req.user as usize) else {
             return false;
         };
+        if user.replaced {
+            return false; // the response of a user who left: not the new user's
+        }
         self.path_buf.clear();
         if checks.set_cookies && !state.offered().set_cookies.is_empty() {
             // The request's path, for the cookies' default path (its slot is not kept: a
@@ -234,7 +237,7 @@ impl Worker {
         if req.phase == Phase::Measured {
             self.journey.add(&got);
         }
-        got.missed.is_some()
+        got.missed.iter().any(|&n| n > 0)
     }
 }
 

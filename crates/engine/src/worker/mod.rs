@@ -115,6 +115,8 @@ pub(crate) struct Worker {
     users: Option<Users>,
     /// Open loop: users' next steps, in order of when each is due (after its think time).
     follow: VecDeque<InFlight>,
+    /// A journey's mix picks so far: each worker's picks hold the weights.
+    mix_turns: u64,
     /// The `Cookie` value of the request being rendered, and its path (for the jar's match).
     cookie_buf: Vec<u8>,
     path_buf: Vec<u8>,
@@ -187,6 +189,7 @@ impl Worker {
             io_fallback: None,
             users: journey_users(&shared, slots.max(connections)),
             follow: VecDeque::new(),
+            mix_turns: 0,
             cookie_buf: Vec::new(),
             path_buf: Vec::new(),
             journey: JourneyCounts::default(),

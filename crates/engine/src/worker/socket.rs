@@ -667,9 +667,11 @@ impl Worker {
         // In the open loop a journey's think time is its user's, not the connection's.
         let conn_think = if self.shared.open_loop { 0 } else { think_ns };
         c.ready_ns = now + conn_think;
-        if conn_think > 0 {
-            // Think times are all equal, so wake-ups come in completion order; a journey's
-            // steps may each have their own, so the queue is kept in order of wake-up.
+        if conn_think > 0 && self.users.is_none() {
+            // Think times are all equal, so wake-ups come in completion order.
+            self.thinking.push_back((c.ready_ns, i));
+        } else if conn_think > 0 {
+            // A journey's steps may each have their own: kept in order of wake-up.
             let at = self.thinking.partition_point(|&(t, _)| t <= c.ready_ns);
             self.thinking.insert(at, (c.ready_ns, i));
         }

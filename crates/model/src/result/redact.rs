@@ -11,6 +11,40 @@ pub(crate) const REDACTED: &str = "<redacted>";
 /// Headers whose values are secrets (compared without regard to case).
 const SECRET_HEADERS: &[&str] = &["authorization", "proxy-authorization", "cookie"];
 
+/// Header fields of a response whose values are a client's secrets (a session).
+const SECRET_RESPONSE_HEADERS: &[&str] = &["set-cookie"];
+
+/// Raw bytes of an HTTP head (a sample of what a server sent, in a warning) with the values of
+/// `Set-Cookie`, `Cookie`, `Authorization` and `Proxy-Authorization` lines written as
+/// `<redacted>`; the rest as it was.
+pub fn head_bytes(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for (k, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if k > 0 {
+            out.push(b'\n');
+        }
+        let secret = line.iter().position(|&b| b == b':').filter(|&c| {
+            let name = String::from_utf8_lossy(&line[..c])
+                .trim()
+                .to_ascii_lowercase();
+            SECRET_HEADERS.contains(&name.as_str())
+                || SECRET_RESPONSE_HEADERS.contains(&name.as_str())
+        });
+        match secret {
+            Some(c) => {
+                out.extend_from_slice(&line[..=c]);
+                out.extend_from_slice(b" ");
+                out.extend_from_slice(REDACTED.as_bytes());
+                if line.ends_with(b"\r") {
+                    out.push(b'\r');
+                }
+            }
+            None => out.extend_from_slice(line),
+        }
+    }
+    out
+}
+
 /// Prefixes under which a command line carries a header: `-H`, `--header=`, `-H=`, or the
 /// whole argument after `-H` / `--header`, and a suite's `--header=` flags.
 const HEADER_PREFIXES: &[&str] = &["--header=", "-H=", "-H", ""];
@@ -103,6 +137,15 @@ pub fn json(v: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn session_lines_of_a_sample_are_redacted() {
+        let head = b"HTTP/1.1 200 OK\r\nSet-Cookie: sid=SECRET42; Path=/\r\nX-Id: 7\r\nbad line\r\nauthorization:Bearer x";
+        assert_eq!(
+            String::from_utf8(head_bytes(head)).unwrap(),
+            "HTTP/1.1 200 OK\r\nSet-Cookie: <redacted>\r\nX-Id: 7\r\nbad line\r\nauthorization: <redacted>"
+        );
+    }
 
     #[test]
     fn proxy_credentials_are_redacted_with_or_without_a_scheme() {

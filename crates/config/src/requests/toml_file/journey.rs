@@ -277,6 +277,7 @@ pub(super) fn journey(
             "the journey can never start: {what}, which no once step captures (mark the request that captures it `once = true`, or put it first)"
         )));
     }
+    never_sent(r, read, &steps, have, &vars)?;
     let captures = !vars.is_empty();
     let cookies = cookies.unwrap_or(captures || !once.is_empty());
     for &k in &once {
@@ -289,6 +290,7 @@ pub(super) fn journey(
     Ok(Journey {
         vars,
         cookies,
+        once_captures: have,
         once,
         steps: if read.iter().any(|q| q.entry.step.once) {
             steps
@@ -296,6 +298,50 @@ pub(super) fn journey(
             Vec::new()
         },
     })
+}
+
+/// Refuses a loop step that could never be sent: the values it needs are captured by no
+/// step that can itself go (starting from what the once steps capture, each step that can go
+/// adds its captures, until nothing changes).
+fn never_sent(
+    r: &Reader,
+    read: &[Request],
+    steps: &[u32],
+    once: u64,
+    vars: &[String],
+) -> Result<(), RequestsError> {
+    let captures = |q: &Request| {
+        q.entry
+            .checks
+            .captures
+            .iter()
+            .fold(0u64, |m, c| m | 1 << c.var)
+    };
+    let mut have = once;
+    loop {
+        let more = steps.iter().fold(have, |m, &k| {
+            let q = &read[k as usize];
+            if q.entry.step.needs & !m == 0 {
+                m | captures(q)
+            } else {
+                m
+            }
+        });
+        if more == have {
+            break;
+        }
+        have = more;
+    }
+    for &k in steps {
+        let q = &read[k as usize];
+        if let Some(v) = missing(q.entry.step.needs & !have, vars) {
+            return Err(r.src.err(q.table.start, Some("capture"), format!(
+                "[[request]] {}: can never be sent: `{{var.{v}}}` is captured only by steps that need it first (or by none that can go)",
+                q.number
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The name of the lowest variable in `mask`.
