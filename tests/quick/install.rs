@@ -58,8 +58,11 @@ fn bash_completes_subcommands_and_flags() {
     std::fs::write(&script, stdout_of(&["completions", "bash"])).unwrap();
     assert_eq!(
         bash_completes(&script, &["volley", "run", "--rat"]),
-        ["--rate"]
+        ["--rate", "--rate-stages"]
     );
+    // volley capacity sets the rate itself: the flags it refuses are not offered.
+    let capacity = bash_completes(&script, &["volley", "capacity", "--rate-st"]);
+    assert!(capacity.is_empty(), "{capacity:?}");
     let subs = bash_completes(&script, &["volley", "comp"]);
     assert!(subs.contains(&"compare".to_string()), "{subs:?}");
     assert!(subs.contains(&"completions".to_string()), "{subs:?}");

@@ -17,7 +17,16 @@ fn each_second_sends_the_integral_of_its_target() {
     let url = server.url("/");
     // 0 → 400/s over 1 s (200 requests), then 400/s for 1 s (400).
     let (code, j, err) = volley_json(
-        &["run", &url, "--rate-stages", "1s:400,1s:400", "-c", "8", "-t", "1"],
+        &[
+            "run",
+            &url,
+            "--rate-stages",
+            "1s:400,1s:400",
+            "-c",
+            "8",
+            "-t",
+            "1",
+        ],
         LIMIT,
     );
     assert_eq!(code, 0, "{err}");
@@ -34,10 +43,76 @@ fn each_second_sends_the_integral_of_its_target() {
         .map(|t| t["sent"].as_u64().unwrap())
         .collect();
     assert_eq!(sent.len(), 2, "{sent:?}");
+    let target: Vec<f64> = j["timeseries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["target"].as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        target,
+        [200.0, 400.0],
+        "each second's target beside its sent"
+    );
     // Each whole second holds its integral, to a request or two at its edges on a busy machine.
-    assert!(sent[0].abs_diff(200) <= 4 && sent[1].abs_diff(400) <= 4, "{sent:?}");
-    assert_eq!(j["requests"]["sent"].as_u64().unwrap() + j["requests"]["unsent"].as_u64().unwrap(), 601);
+    assert!(
+        sent[0].abs_diff(200) <= 4 && sent[1].abs_diff(400) <= 4,
+        "{sent:?}"
+    );
+    // Requests 0..600 are due before the window ends (600 is due at its end: not in it).
+    let r = &j["requests"];
+    assert_eq!(
+        r["sent"].as_u64().unwrap() + r["unsent"].as_u64().unwrap(),
+        600,
+        "{r}"
+    );
     crate::quick::schema::assert_valid(&j, "a run of rate stages");
+}
+
+#[test]
+fn shards_take_every_nth_request_of_the_whole_schedule() {
+    let server = common::normal();
+    let url = server.url("/");
+    let sent: Vec<(u64, Vec<u64>)> = ["0/2", "1/2"]
+        .iter()
+        .map(|shard| {
+            let args = [
+                "run",
+                &url,
+                "--rate-stages",
+                "1s:400,1s:400",
+                "-c",
+                "4",
+                "-t",
+                "1",
+                "--shard",
+                shard,
+                "--clock-budget",
+                "off",
+            ];
+            let (code, j, err) = volley_json(&args, LIMIT);
+            assert_eq!(code, 0, "{shard}: {err}");
+            assert_eq!(
+                j["load"]["rate_stages"][1]["rate_rps"], 400.0,
+                "the whole load's stages"
+            );
+            let per_second = j["timeseries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["sent"].as_u64().unwrap())
+                .collect();
+            (j["requests"]["sent"].as_u64().unwrap(), per_second)
+        })
+        .collect();
+    assert_eq!(sent[0].0 + sent[1].0, 600, "{sent:?}");
+    assert!(sent[0].0.abs_diff(sent[1].0) <= 1, "{sent:?}");
+    for s in &sent {
+        assert!(
+            s.1[0].abs_diff(100) <= 3 && s.1[1].abs_diff(200) <= 3,
+            "{sent:?}"
+        );
+    }
 }
 
 #[test]
@@ -61,8 +136,14 @@ fn the_stages_are_part_of_the_load_identity() {
 fn the_flags_it_replaces_are_refused_by_name() {
     let url = "http://127.0.0.1:9/";
     for (extra, want) in [
-        (&["-R", "10"][..], "--rate-stages: cannot be combined with -R/--rate"),
-        (&["-d", "5s"][..], "cannot be combined with -d/--duration (the stages are the duration)"),
+        (
+            &["-R", "10"][..],
+            "--rate-stages: cannot be combined with -R/--rate",
+        ),
+        (
+            &["-d", "5s"][..],
+            "cannot be combined with -d/--duration (the stages are the duration)",
+        ),
         (&["-n", "10"][..], "cannot be combined with -n/--requests"),
         (&["--users", "5"][..], "cannot be combined with --users"),
         (&["--think-time", "1s"][..], "--think-time"),

@@ -15,9 +15,9 @@ use super::request::{request, Request};
 use super::tls::{tls_spec, unix_socket};
 use super::{checks, requests};
 use super::{monitor_config, parse_url, threshold, ConfigError, Flag, RunConfig};
-use volley_plan::rate::RateStages;
 use volley_model::result::Arrivals;
 use volley_model::units;
+use volley_plan::rate::RateStages;
 use volley_plan::{IoChoice, LoadSpec, Target};
 
 /// How request arrivals are spread in an open-loop (`-R`) run.
@@ -632,11 +632,31 @@ fn rate_stages(a: &RunFlags) -> Result<Option<Arc<RateStages>>, ConfigError> {
         return Ok(None);
     };
     let given = [
-        (a.rate.is_some(), Flag::Rate, "-R/--rate (the stages are the rate)"),
-        (a.duration.is_some(), Flag::Duration, "-d/--duration (the stages are the duration)"),
-        (a.requests.is_some(), Flag::Requests, "-n/--requests (the stages say how many)"),
-        (a.users.is_some(), Flag::Users, "--users (it ramps the rate, not users)"),
-        (a.stages.is_some(), Flag::Stages, "--stages (it ramps the rate, not users)"),
+        (
+            a.rate.is_some(),
+            Flag::Rate,
+            "-R/--rate (the stages are the rate)",
+        ),
+        (
+            a.duration.is_some(),
+            Flag::Duration,
+            "-d/--duration (the stages are the duration)",
+        ),
+        (
+            a.requests.is_some(),
+            Flag::Requests,
+            "-n/--requests (the stages say how many)",
+        ),
+        (
+            a.users.is_some(),
+            Flag::Users,
+            "--users (it ramps the rate, not users)",
+        ),
+        (
+            a.stages.is_some(),
+            Flag::Stages,
+            "--stages (it ramps the rate, not users)",
+        ),
     ];
     if let Some((_, other, why)) = given.iter().find(|(g, _, _)| *g) {
         return Err(ConfigError::conflict(

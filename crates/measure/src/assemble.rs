@@ -16,8 +16,8 @@ use volley_model::stats::histogram::encode;
 use volley_model::stats::journey::JourneyCounts;
 use volley_model::stats::recorder::CHECK_NAMES;
 use volley_model::stats::Percentiles;
-use volley_model::units;
 use volley_model::sys::cpus;
+use volley_model::units;
 use volley_monitor::client::ClientReport;
 use volley_monitor::gc;
 use volley_monitor::procfs;
@@ -100,7 +100,7 @@ impl Parts<'_> {
             .with_tunnel(out.transport.tunnel.as_ref()),
             latency_hdr: encode(&out.agg.latency),
             service_time_hdr: encode(&out.agg.service),
-            timeseries: out.agg.series.clone(),
+            timeseries: self.timeseries(),
             client: self.client_info(&check),
             machine: Machine {
                 samples: self.client.machine.clone(),
@@ -300,6 +300,21 @@ impl Parts<'_> {
                 self.load_key(&as_whole).id()
             }
         }
+    }
+
+    /// The per-second series; with `--rate-stages`, each second's target beside its `sent`
+    /// (the requests the schedule had due in it).
+    fn timeseries(&self) -> Vec<volley_model::stats::aggregate::TimePoint> {
+        let mut series = self.engine.agg.series.clone();
+        if let Some(stages) = self.cfg.load.rate_stages.as_ref() {
+            let due = |t: f64| stages.shape.integral(t);
+            for p in &mut series {
+                let from = p.t_s as f64;
+                let n = due(from + p.interval_s) - due(from);
+                p.target = Some((n * 10.0).round() / 10.0);
+            }
+        }
+        series
     }
 
     fn load_info(&self) -> LoadInfo {

@@ -31,6 +31,7 @@ pub(crate) fn point(t_s: u64, completed: u64, p50: Option<u64>, max: Option<u64>
         latency_p99_us: p50,
         latency_max_us: max,
         users: None,
+        target: None,
     }
 }
 

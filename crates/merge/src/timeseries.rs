@@ -89,6 +89,7 @@ pub fn align_timeseries(shards: &[(f64, &[TimePoint])], elapsed_s: f64) -> Align
             latency_p99_us: p99,
             latency_max_us: acc.max,
             users: acc.users,
+            target: None,
         });
     }
     Aligned { series, nulled }

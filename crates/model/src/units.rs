@@ -328,10 +328,14 @@ mod stage_tests {
         assert_eq!(s[2].duration, Duration::from_secs(60));
         assert_eq!(rate_stages_text(&s), "10s:1000,0s:5000,60s:2500");
         assert!(parse_rate_stages("10s").unwrap_err().contains("stage 1"));
-        assert!(parse_rate_stages("10s:5,x:5").unwrap_err().contains("stage 2"));
+        assert!(parse_rate_stages("10s:5,x:5")
+            .unwrap_err()
+            .contains("stage 2"));
         assert!(parse_rate_stages("10s:-5").is_err());
         assert!(parse_rate_stages("10s:200M").unwrap_err().contains("100M"));
-        assert!(parse_rate_stages("0s:5").unwrap_err().contains("0 s in total"));
+        assert!(parse_rate_stages("0s:5")
+            .unwrap_err()
+            .contains("0 s in total"));
     }
 }
 

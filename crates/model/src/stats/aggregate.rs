@@ -30,6 +30,10 @@ pub struct TimePoint {
     /// Active virtual users (ramp mode only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub users: Option<u64>,
+    /// `--rate-stages`: the requests the schedule had due in the bucket (the integral of the
+    /// target rate over it), beside `sent`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub target: Option<f64>,
 }
 
 impl TimePoint {
@@ -45,6 +49,7 @@ impl TimePoint {
             latency_p99_us: None,
             latency_max_us: None,
             users: None,
+            target: None,
         }
     }
 }
@@ -183,6 +188,7 @@ impl Aggregator {
             latency_p99_us: nonempty.then(|| p.latency.value_at_quantile(0.99)),
             latency_max_us: nonempty.then(|| p.latency.max()),
             users: self.ramp.then_some(p.users),
+            target: None,
         };
         // Seconds in which no worker recorded anything still appear, as zeros, so the series
         // has no holes.
