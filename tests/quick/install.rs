@@ -60,9 +60,6 @@ fn bash_completes_subcommands_and_flags() {
         bash_completes(&script, &["volley", "run", "--rat"]),
         ["--rate", "--rate-stages"]
     );
-    // volley capacity sets the rate itself: the flags it refuses are not offered.
-    let capacity = bash_completes(&script, &["volley", "capacity", "--rate-st"]);
-    assert!(capacity.is_empty(), "{capacity:?}");
     let subs = bash_completes(&script, &["volley", "comp"]);
     assert!(subs.contains(&"compare".to_string()), "{subs:?}");
     assert!(subs.contains(&"completions".to_string()), "{subs:?}");
