@@ -7,6 +7,7 @@ mod h2;
 mod journey;
 #[doc(hidden)]
 pub mod probe;
+mod response;
 mod ring;
 mod schedule;
 mod socket;
