@@ -51,6 +51,7 @@ mod slow {
     mod bench_capacity;
     mod bench_guard;
     mod capacity;
+    mod capacity_sweep;
     mod compare;
     mod history;
     mod history_calls;

@@ -1,6 +1,7 @@
 //! `volley capacity URL --slo 'p99<10ms' [run flags]`: the highest open-loop rate the server
 //! sustains within the SLO (docs/contract.md, "Capacity"). Checks the flags, runs the search
-//! (`capacity::Search`) over real steps (`capacity::Steps`), after the closed-loop reference,
+//! (`capacity::Search`) — or with `--sweep` one ramping run read window by window
+//! (`capacity::session::sweep`) — over real steps (`capacity::Steps`), then the closed-loop reference,
 //! prints one line per step and the answer, writes `capacity.json`, `capacity.csv` and
 //! `report.html` (and `--json`, `--csv`, `--html`), and exits 0 found, 1 none, 3 a step could
 //! not run (or the client was the limit at every rate), 130 Ctrl-C.
@@ -96,12 +97,33 @@ pub struct CapacityArgs {
     /// Skip the closed-loop reference step measured before the search.
     #[arg(long)]
     pub no_closed_loop: bool,
+
+    /// Find the knee in one run: ramp the rate linearly from --start-rate to --max-rate (or
+    /// 1.5 × the closed-loop maximum, measured first) and read each window for where the SLO
+    /// breaks and stays broken.
+    #[arg(long)]
+    pub sweep: bool,
+
+    /// The sweep's length (the ramp's).
+    #[arg(long, default_value = "30s", value_parser = parse_duration, requires = "sweep")]
+    pub sweep_duration: Duration,
+
+    /// Each window the sweep is judged by, whole seconds.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, requires = "sweep")]
+    pub sweep_window: Duration,
+
+    /// Confirm the sweep's answer with steps of their own: bisection of its bracket to
+    /// --precision, then the answer and the rate above it run again (--repeat, --step-duration).
+    #[arg(long, requires = "sweep")]
+    pub confirm: bool,
 }
 
 /// The capacity flags that are not `volley run` flags: a step's RunResult gets the command
 /// line without them (the ones taking a value, then the switches).
-const OWN_FLAGS: [&str; 11] = [
+const OWN_FLAGS: [&str; 13] = [
     "--slo",
+    "--sweep-duration",
+    "--sweep-window",
     "--step-duration",
     "--start-rate",
     "--max-rate",
@@ -113,7 +135,7 @@ const OWN_FLAGS: [&str; 11] = [
     "--markdown",
     "--html",
 ];
-const OWN_SWITCHES: [&str; 1] = ["--no-closed-loop"];
+const OWN_SWITCHES: [&str; 3] = ["--no-closed-loop", "--sweep", "--confirm"];
 
 /// `volley capacity URL …` as the `volley run URL …` of its steps: the subcommand renamed,
 /// capacity's own flags left out (secrets redacted).
@@ -209,13 +231,12 @@ pub(crate) fn execute(
         }
     };
     say(&format!(
-        "volley capacity {} — SLO {}; steps of {} over {} connection{}, precision {}; results in {}",
+        "volley capacity {} — SLO {}; {} over {} connection{}; results in {}",
         crate::result::redact::url(&args.flags.url),
         args.slo.join(", "),
-        units::seconds(args.step_duration.as_secs_f64()),
+        how(args),
         base.load.connections,
         if base.load.connections == 1 { "" } else { "s" },
-        pct(args.precision),
         outputs.dir.display()
     ));
     let live = match super::live::start(&args.live, &base, &argv, "capacity") {
@@ -257,13 +278,24 @@ pub(crate) fn execute(
         slo: args.slo.clone(),
         started_at,
     };
-    let Searched { found, result } =
-        session::run(&mut steps, &search, !args.no_closed_loop, about, &mut |c| {
-            say(&text::closed_loop_line(c))
-        });
+    let mut said = |c: &crate::result::capacity::ClosedLoopStep| say(&text::closed_loop_line(c));
+    let Searched { found, result } = match sweep_setup(args) {
+        Some(setup) => session::sweep::run(
+            &mut steps,
+            &setup,
+            &search,
+            !args.no_closed_loop,
+            about,
+            &mut said,
+        ),
+        None => session::run(&mut steps, &search, !args.no_closed_loop, about, &mut said),
+    };
     drop(steps);
     for note in &result.notes {
         stderrln!("volley: warning: {note}");
+    }
+    if let Some(line) = text::sweep_line(&result) {
+        say(&line);
     }
     say(&text::summary(&result));
     if let Some(line) = text::versus_closed_loop(&result) {
@@ -298,6 +330,79 @@ pub(crate) fn execute(
             code.max_precedence(saver.save(&[record], "volley"))
         }
         None => code,
+    }
+}
+
+/// The head line's account of what runs: `steps of 10 s, precision 5%`, or `a sweep from 100
+/// to 20,000 req/s over 30 s in windows of 1 s (resolution 663 req/s)`.
+fn how(args: &CapacityArgs) -> String {
+    let steps = format!(
+        "steps of {}, precision {}",
+        units::seconds(args.step_duration.as_secs_f64()),
+        pct(args.precision)
+    );
+    if !args.sweep {
+        return steps;
+    }
+    let to = match args.max_rate {
+        Some(m) => format!("{} req/s", units::thousands(m)),
+        None => "1.5 × the closed-loop maximum".into(),
+    };
+    let resolution = args.max_rate.map_or(String::new(), |m| {
+        let r = (m - args.start_rate.min(m)) as f64 / args.sweep_duration.as_secs_f64()
+            * args.sweep_window.as_secs_f64();
+        format!(" (resolution {} req/s)", units::thousands(r.round() as u64))
+    });
+    format!(
+        "a sweep from {} req/s to {to} over {} in windows of {}{resolution}{}",
+        units::thousands(args.start_rate),
+        units::seconds(args.sweep_duration.as_secs_f64()),
+        units::seconds(args.sweep_window.as_secs_f64()),
+        if args.confirm {
+            format!(", confirmed by {steps}")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// `--sweep`'s settings, checked already ([`check_sweep`]).
+fn sweep_setup(args: &CapacityArgs) -> Option<session::sweep::SweepSetup> {
+    args.sweep.then(|| session::sweep::SweepSetup {
+        from_rps: args.start_rate as f64,
+        to_rps: args.max_rate.map(|m| m as f64),
+        duration: args.sweep_duration,
+        window: args.sweep_window,
+        confirm: args.confirm,
+    })
+}
+
+/// `--sweep`'s flags: whole-second windows, at least three of them, a top above the start.
+fn check_sweep(args: &CapacityArgs) -> Result<(), String> {
+    if !args.sweep {
+        return Ok(());
+    }
+    let w = args.sweep_window;
+    if w.is_zero() || w.subsec_nanos() != 0 {
+        return Err("--sweep-window: must be a whole number of seconds, at least 1s".into());
+    }
+    let d = args.sweep_duration;
+    if d.subsec_nanos() != 0 || d < 3 * w {
+        return Err(format!(
+            "--sweep-duration: must be whole seconds and at least three windows ({})",
+            units::seconds((3 * w).as_secs_f64())
+        ));
+    }
+    match args.max_rate {
+        Some(m) if m <= args.start_rate => Err(format!(
+            "--max-rate: the sweep ramps from --start-rate {} up to it: it must be above it",
+            args.start_rate
+        )),
+        None if args.no_closed_loop => Err(
+            "--sweep: needs --max-rate for its top, or the closed loop (drop --no-closed-loop) to take 1.5 × its maximum"
+                .into(),
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -400,6 +505,7 @@ fn check(args: &CapacityArgs) -> Result<(Vec<Threshold>, RunConfig), String> {
     if args.start_rate == 0 || args.max_rate == Some(0) {
         return Err("--start-rate/--max-rate: must be above 0".into());
     }
+    check_sweep(args)?;
     let mut probe = f.clone();
     probe.proxy_env = volley_config::ProxyEnv::from_process();
     probe.warmup = probe.warmup.or(Some(Duration::from_secs(2)));

@@ -1,14 +1,16 @@
 //! `volley capacity` in tests: one search with short steps ([`capacity`]), searched again while
-//! the machine disturbed it ([`undisturbed`]), and its JSON checked against
-//! `schema/capacity.schema.json` strictly ([`capacity_schema_errors`]).
+//! the machine disturbed it ([`undisturbed`]), its JSON checked against
+//! `schema/capacity.schema.json` strictly ([`capacity_schema_errors`]), and a server whose
+//! capacity is known ([`KnownCapacity`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::volley;
+use super::{spawn, volley, TestServer, OK};
 
 /// What one `volley capacity` left: its exit code, stderr (the step lines and the answer), the
 /// JSON printed with `--json -` (null when none was) and its results folder.
@@ -135,8 +137,12 @@ pub fn check_files(s: &Searched) {
         assert!(Path::new(path).starts_with(&s.out), "{path}");
         let r: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert_eq!(r["schema"], "volley.run/1");
-        assert_eq!(r["load"]["rate_rps"].as_f64(), step["target_rps"].as_f64());
-        assert_eq!(r["requests"]["completed"], step["completed"], "{path}");
+        if step["window"].is_object() {
+            check_window(step, &r);
+        } else {
+            assert_eq!(r["load"]["rate_rps"].as_f64(), step["target_rps"].as_f64());
+            assert_eq!(r["requests"]["completed"], step["completed"], "{path}");
+        }
         assert!(step["reason"].as_str().is_some_and(|r| !r.is_empty()));
     }
     assert!(s.out.join("capacity.csv").is_file());
@@ -146,6 +152,29 @@ pub fn check_files(s: &Searched) {
         markdown.contains("| # | server | sustainable req/s |"),
         "--markdown writes the search's table: {markdown}"
     );
+}
+
+/// A sweep's window holds what its seconds of the sweep's run hold.
+fn check_window(step: &Value, run: &Value) {
+    let w = &step["window"];
+    let from = w["start_s"].as_f64().unwrap() as u64;
+    let to = from + w["duration_s"].as_f64().unwrap() as u64;
+    let seconds: Vec<&Value> = run["timeseries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| (from..to).contains(&p["t_s"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(seconds.len() as u64, to - from, "{step}");
+    let sum = |k: &str| seconds.iter().map(|p| p[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("sent"), w["sent"].as_u64().unwrap(), "{step}");
+    assert_eq!(
+        sum("completed"),
+        step["completed"].as_u64().unwrap(),
+        "{step}"
+    );
+    let due: f64 = seconds.iter().map(|p| p["target"].as_f64().unwrap()).sum();
+    assert!((due - w["due"].as_f64().unwrap()).abs() < 0.5, "{step}");
 }
 
 /// Everything wrong with a `volley.capacity/1` document: where it breaks
@@ -216,4 +245,61 @@ pub fn undocumented_keys(schema: &Value, doc: &Value) -> Vec<String> {
     let mut out = Vec::new();
     walk(schema, schema, doc, "", &mut out);
     out
+}
+
+/// A server of known capacity: K slots busy S each, at most K requests in service, the rest
+/// wait (an unbounded queue). It also measures how long a slot really stays busy per request:
+/// a sleep overshoots its S (by tens of µs on an idle machine, more on a busy one), so the
+/// true capacity, K ÷ that, is a little under K/S.
+pub struct KnownCapacity {
+    pub server: TestServer,
+    /// Total busy time of the slots and requests served.
+    busy: Arc<Mutex<(Duration, u32)>>,
+    k: usize,
+}
+
+impl KnownCapacity {
+    pub fn start(k: usize, s: Duration) -> Self {
+        let slots = Arc::new((Mutex::new(k), Condvar::new()));
+        let busy = Arc::new(Mutex::new((Duration::ZERO, 0)));
+        let total = Arc::clone(&busy);
+        let server = spawn(move |mut c, _| {
+            while c.read_request() {
+                let (lock, cv) = &*slots;
+                let mut free = lock.lock().unwrap();
+                while *free == 0 {
+                    free = cv.wait(free).unwrap();
+                }
+                *free -= 1;
+                drop(free);
+                let t = Instant::now();
+                std::thread::sleep(s);
+                let held = t.elapsed();
+                *lock.lock().unwrap() += 1;
+                cv.notify_one();
+                {
+                    let mut b = total.lock().unwrap();
+                    b.0 += held;
+                    b.1 += 1;
+                }
+                if !c.write(OK) {
+                    return;
+                }
+            }
+        });
+        KnownCapacity { server, busy, k }
+    }
+
+    /// K ÷ the mean time a slot was held, req/s.
+    pub fn measured(&self) -> f64 {
+        let (t, n) = *self.busy.lock().unwrap();
+        self.k as f64 / (t.as_secs_f64() / n.max(1) as f64)
+    }
+}
+
+/// One search at a time (two would share the machine's two cores and measure each other).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -16,69 +16,12 @@
 use crate::common;
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::capacity::*;
 use common::*;
 use serde_json::Value;
-
-/// One search at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A server of known capacity: K slots busy S each, at most K requests in service, the rest
-/// wait (an unbounded queue). It also measures how long a slot really stays busy per request:
-/// a sleep overshoots its S (by tens of µs on an idle machine, more on a busy one), so the
-/// true capacity, K ÷ that, is a little under K/S.
-struct KnownCapacity {
-    server: TestServer,
-    /// Total busy time of the slots and requests served.
-    busy: Arc<Mutex<(Duration, u32)>>,
-    k: usize,
-}
-
-impl KnownCapacity {
-    fn start(k: usize, s: Duration) -> Self {
-        let slots = Arc::new((Mutex::new(k), Condvar::new()));
-        let busy = Arc::new(Mutex::new((Duration::ZERO, 0)));
-        let total = Arc::clone(&busy);
-        let server = spawn(move |mut c, _| {
-            while c.read_request() {
-                let (lock, cv) = &*slots;
-                let mut free = lock.lock().unwrap();
-                while *free == 0 {
-                    free = cv.wait(free).unwrap();
-                }
-                *free -= 1;
-                drop(free);
-                let t = Instant::now();
-                std::thread::sleep(s);
-                let held = t.elapsed();
-                *lock.lock().unwrap() += 1;
-                cv.notify_one();
-                {
-                    let mut b = total.lock().unwrap();
-                    b.0 += held;
-                    b.1 += 1;
-                }
-                if !c.write(OK) {
-                    return;
-                }
-            }
-        });
-        KnownCapacity { server, busy, k }
-    }
-
-    /// K ÷ the mean time a slot was held, req/s.
-    fn measured(&self) -> f64 {
-        let (t, n) = *self.busy.lock().unwrap();
-        self.k as f64 / (t.as_secs_f64() / n.max(1) as f64)
-    }
-}
 
 /// Searches a server of K slots × S ms (nominal capacity K/S·1000 req/s) at 10 % precision, one
 /// run per rate, without the closed loop. The ramp starts at 0.55 of the capacity so that its

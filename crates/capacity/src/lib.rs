@@ -8,6 +8,7 @@
 pub mod idle;
 pub mod search;
 pub mod session;
+pub mod sweep;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -129,6 +130,34 @@ impl Steps<'_> {
         extra: &[String],
         file: &str,
     ) -> Result<(RunResult, String), StepError> {
+        let m = self.measure_watched(cfg, extra, None)?;
+        if m.interrupted {
+            // An interrupted step is not a finished one: it gives no verdict.
+            return Err(StepError::Interrupted);
+        }
+        if m.server_died {
+            return Err(StepError::Failed("the monitored server exited".into()));
+        }
+        let path = self.save(&m.result, file)?;
+        Ok((m.result, path))
+    }
+
+    /// Writes `r` to `file` in `out`; the path as results name it.
+    fn save(&self, r: &RunResult, file: &str) -> Result<String, StepError> {
+        let path = self.out.join(file);
+        volley_model::sys::files::write_atomically(&path, Format::Json.render_run(r).as_bytes())
+            .map_err(|e| StepError::Failed(format!("{}: {e}", path.display())))?;
+        Ok(self.shown_out.join(file).display().to_string())
+    }
+
+    /// One measurement of `cfg` (its argv with `extra` added), watched by the live views and
+    /// by `watch`, whatever its end (interrupted, the server gone).
+    fn measure_watched(
+        &mut self,
+        cfg: &RunConfig,
+        extra: &[String],
+        watch: Option<&mut dyn volley_model::stats::observer::Observer>,
+    ) -> Result<measure::Measured, StepError> {
         let prepared = measure::prepare(cfg).map_err(|e| StepError::Failed(e.to_string()))?;
         let mut argv = self.argv.clone();
         argv.extend(extra.iter().cloned());
@@ -141,6 +170,7 @@ impl Steps<'_> {
         };
         let mut observer = self.live.map(|live| {
             let title = match cfg.load.rate_rps {
+                Some(_) if cfg.load.rate_stages.is_some() => "the sweep".to_string(),
                 Some(r) => format!(
                     "step {}: -R {}",
                     self.done.len() + 1,
@@ -159,25 +189,15 @@ impl Steps<'_> {
         if let Some(o) = observer.as_mut() {
             observers.0.push(o);
         }
+        if let Some(w) = watch {
+            observers.0.push(w);
+        }
         let m = measure::run(cfg, prepared, &ctx, self.interrupts, &mut observers)
             .map_err(|e| StepError::Failed(e.to_string()))?;
-        if m.interrupted {
-            // An interrupted step is not a finished one: it gives no verdict.
-            return Err(StepError::Interrupted);
-        }
-        if m.server_died {
-            return Err(StepError::Failed("the monitored server exited".into()));
-        }
         if self.env.is_none() {
             self.env = Some(m.result.env.clone());
         }
-        let path = self.out.join(file);
-        volley_model::sys::files::write_atomically(
-            &path,
-            Format::Json.render_run(&m.result).as_bytes(),
-        )
-        .map_err(|e| StepError::Failed(format!("{}: {e}", path.display())))?;
-        Ok((m.result, self.shown_out.join(file).display().to_string()))
+        Ok(m)
     }
 
     /// The closed-loop reference: the base load without a rate for one step's duration, after
@@ -288,6 +308,7 @@ impl Steps<'_> {
             schedule_lag_p99_us: r.schedule_lag_us.as_ref().and_then(|l| l.p99),
             server_cpu_pct: server_cpu_pct(&r),
             phase: Some(self.phase),
+            window: None,
         };
         (self.on_step)(&step);
         self.done.push(step);

@@ -104,7 +104,7 @@ fn whole(rate: f64) -> f64 {
 }
 
 /// Records why the search stopped early.
-fn stop(found: &mut Found, e: StepError) {
+pub(crate) fn stop(found: &mut Found, e: StepError) {
     match e {
         StepError::Interrupted => found.interrupted = true,
         StepError::Failed(m) => found.error = Some(m),
@@ -173,6 +173,20 @@ impl Search {
         }
         let searched = self
             .search_from(runner, &mut found, rate)
+            .and_then(|()| self.confirm(runner, &mut found));
+        if let Err(e) = searched {
+            stop(&mut found, e);
+        }
+        self.finish(found)
+    }
+
+    /// Goes on from a bracket found otherwise (a sweep's: `found` holds it and the rates
+    /// decided so far): bisection to the precision, then the answer confirmed, as [`Search::run`]
+    /// does after its ramp.
+    pub fn narrow_and_confirm(&self, runner: &mut dyn StepRunner, mut found: Found) -> Found {
+        runner.phase(Phase::Bisect);
+        let searched = self
+            .bisect(runner, &mut found)
             .and_then(|()| self.confirm(runner, &mut found));
         if let Err(e) = searched {
             stop(&mut found, e);

@@ -2,6 +2,8 @@
 //! over the steps, the closed-loop reference (unless turned off), and the `volley.capacity/1`
 //! result assembled from them.
 
+pub mod sweep;
+
 use std::time::SystemTime;
 
 use super::{ClosedLoopError, Found, Search, StepRunner, Steps};
@@ -44,15 +46,46 @@ pub fn run(
     said: &mut dyn FnMut(&ClosedLoopStep),
 ) -> Searched {
     let t0 = std::time::Instant::now();
-    let mut found = search.run(steps as &mut dyn StepRunner);
+    let found = search.run(steps as &mut dyn StepRunner);
+    let ends = Ends {
+        found,
+        reference: None,
+        sweep: None,
+    };
+    finish(steps, search, ends, closed_loop, about, said, t0)
+}
+
+/// What a search or a sweep ended with, before the closed loop is set beside it.
+pub(crate) struct Ends {
+    pub found: Found,
+    /// The closed loop when it was measured first (a sweep's top).
+    pub reference: Option<ClosedLoopStep>,
+    pub sweep: Option<volley_model::result::capacity::Sweep>,
+}
+
+/// The closed-loop reference (unless measured already, or not wanted), measured again when the
+/// answer is well above it, and the `volley.capacity/1` result.
+pub(crate) fn finish(
+    steps: &mut Steps,
+    search: &Search,
+    ends: Ends,
+    closed_loop: bool,
+    about: About,
+    said: &mut dyn FnMut(&ClosedLoopStep),
+    t0: std::time::Instant,
+) -> Searched {
+    let Ends {
+        mut found,
+        mut reference,
+        sweep,
+    } = ends;
     // Last, on a server the search has warmed (a JIT compiled, caches filled), as its steps
     // were: first it would measure a cold server against warm steps.
-    let mut reference = None;
-    if closed_loop && !found.interrupted && found.error.is_none() {
+    if closed_loop && reference.is_none() && !found.interrupted && found.error.is_none() {
         reference = measure_closed_loop(steps, &mut found, CLOSED_LOOP_FILE, said);
     }
     let (again, finding) = match &reference {
-        Some(first) if suspicious(&found, first) => {
+        Some(first) if suspicious(&found, first) && !found.interrupted => {
             let again = measure_closed_loop(steps, &mut found, CLOSED_LOOP_AGAIN_FILE, said);
             let finding = again.as_ref().map(|a| explain(&found, a));
             (again, finding)
@@ -90,12 +123,13 @@ pub fn run(
         confirmation: found.confirmation.clone(),
         notes: std::mem::take(&mut steps.notes),
         env: steps.env.take(),
+        sweep,
     };
     Searched { found, result }
 }
 
 /// One closed-loop measurement into `file`; an interrupt or a failure is recorded in `found`.
-fn measure_closed_loop(
+pub(crate) fn measure_closed_loop(
     steps: &mut Steps,
     found: &mut Found,
     file: &str,

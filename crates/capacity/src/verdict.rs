@@ -45,6 +45,19 @@ fn starved(r: &RunResult, lag: Option<u64>) -> String {
 
 /// The verdict of one step at `target` req/s and why, in words.
 pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String) {
+    judge_part(r, target, slo, 0.0)
+}
+
+/// [`judge`] for a part of a run (a sweep's window): a shortfall is below `target` by more
+/// than 1 % *and* more than `floor_rps` (a second's two requests due at its edge are not a
+/// shortfall).
+pub fn judge_part(
+    r: &RunResult,
+    target: f64,
+    slo: &[Threshold],
+    floor_rps: f64,
+) -> (Verdict, String) {
+    let short_of = |a: f64| a < target - (target * SHORTFALL).max(floor_rps);
     if r.client.saturated {
         return (
             Verdict::Client,
@@ -56,9 +69,7 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
     }
     let lag = r.schedule_lag_us.as_ref().and_then(|l| l.p99);
     let late = lag.is_some_and(|l| l > LAG_LIMIT_US);
-    let short = r
-        .achieved_rps
-        .is_some_and(|a| a < target * (1.0 - SHORTFALL));
+    let short = r.achieved_rps.is_some_and(short_of);
     if r.client.starved && (late || short) {
         return (Verdict::Machine, starved(r, lag));
     }
@@ -94,7 +105,7 @@ pub fn judge(r: &RunResult, target: f64, slo: &[Threshold]) -> (Verdict, String)
         return (Verdict::Fail, why);
     }
     match r.achieved_rps {
-        Some(a) if a < target * (1.0 - SHORTFALL) => {
+        Some(a) if short_of(a) => {
             return (Verdict::Fail, shortfall(r, a, target));
         }
         None => {

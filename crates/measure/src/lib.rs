@@ -232,6 +232,9 @@ pub struct Measured {
     /// Why the first failed connect failed, when known (see
     /// [`volley_engine::EngineOutput::first_connect_failure`]).
     pub connect_failure: Option<String>,
+    /// volley's own CPU, one sample per second of the measured window (sample *k* ends
+    /// about *k* + 1 s after t0): what a part of the run is judged by (`capacity --sweep`).
+    pub client_samples: Vec<volley_monitor::client::ClientSample>,
 }
 
 /// Runs the load of `cfg` as prepared and assembles the RunResult; `observer` watches the run
@@ -318,6 +321,8 @@ pub fn run(
         load: share.clone(),
         ..cfg.clone()
     };
+    let client = client.report();
+    let client_samples = client.samples.clone();
     let parts = assemble::Parts {
         cfg: &shard_cfg,
         whole: cfg.load.shard.map(|_| &cfg.load),
@@ -326,7 +331,7 @@ pub fn run(
         seed,
         ctx,
         engine: &out,
-        client: client.report(),
+        client,
         server,
     };
     Ok(Measured {
@@ -334,6 +339,7 @@ pub fn run(
         interrupted: out.interrupted,
         server_died,
         connect_failure: out.first_connect_failure().map(str::to_string),
+        client_samples,
     })
 }
 

@@ -408,3 +408,41 @@ fn a_rate_above_that_the_client_cannot_measure_again_makes_the_answer_a_lower_bo
     assert_eq!(f.limited_by, Some(LimitedBy::Client));
     assert!(f.max_rps.is_some_and(|m| m <= 1_000.0));
 }
+
+/// A sweep's bracket, its windows' verdicts decided: narrowed by bisection and confirmed; when
+/// the sweep read high (its answer fails as a step), the answer moves down to the window below.
+#[test]
+fn a_sweeps_bracket_is_narrowed_and_confirmed() {
+    let from = |low: f64, high: f64, windows: &[(f64, Verdict)]| {
+        let mut f = Found::stopped(false, None);
+        f.bracket = Bracket {
+            low_rps: Some(low),
+            high_rps: Some(high),
+        };
+        f.limited_by = Some(LimitedBy::Slo);
+        f.decided = windows.to_vec();
+        f
+    };
+    let mut m = Model::new(760.0);
+    let f = search().narrow_and_confirm(&mut m, from(700.0, 800.0, &[(600.0, Verdict::Pass)]));
+    assert_eq!(f.limited_by, Some(LimitedBy::Slo));
+    let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
+    assert!(
+        low <= 760.0 && 760.0 < high && (high - low) / low <= 0.05,
+        "{low}..{high}"
+    );
+    assert!(f.confirmation.as_ref().is_some_and(|c| c.reproduced));
+    assert!(
+        m.runs.iter().all(|r| (700.0..=800.0).contains(r)),
+        "{:?}",
+        m.runs
+    );
+    // The sweep read 700 as a pass, but as a step it fails: the window below, 650, is the
+    // new low end.
+    let mut m = Model::new(680.0);
+    let windows = [(650.0, Verdict::Pass), (700.0, Verdict::Pass)];
+    let f = search().narrow_and_confirm(&mut m, from(700.0, 750.0, &windows));
+    let (low, high) = (f.bracket.low_rps.unwrap(), f.bracket.high_rps.unwrap());
+    assert!(low <= 680.0 && 680.0 < high, "{low}..{high}: {:?}", m.runs);
+    assert!(m.runs.iter().all(|r| *r >= 650.0), "{:?}", m.runs);
+}

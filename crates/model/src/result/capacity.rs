@@ -53,6 +53,9 @@ words! {
         Bisect = "bisect",
         /// A rate run again to confirm the answer (the rate found, the bracket's high end).
         Confirm = "confirm",
+        /// A window of `--sweep`: part of one run whose rate rose linearly (`window` says
+        /// which part).
+        Sweep = "sweep",
     }
 }
 
@@ -142,6 +145,64 @@ pub struct CapacityStep {
     /// Where in the search it ran (null in files from before confirmation).
     #[serde(default)]
     pub phase: Option<Phase>,
+    /// A sweep's window: where in the sweep's run it lies (absent for a step of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+}
+
+/// Where a sweep's window lies in its run: `[start_s, start_s + duration_s)` from t0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Seconds from the run's t0 (after the warm-up).
+    pub start_s: f64,
+    /// Its length, seconds.
+    pub duration_s: f64,
+    /// The requests the schedule had due in it (the integral of the rate over it).
+    pub due: f64,
+    /// Requests written in it.
+    pub sent: u64,
+}
+
+words! {
+    /// Where a sweep's highest rate came from.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum SweepTop {
+        /// `--max-rate`.
+        MaxRate = "max_rate",
+        /// 1.5 × the closed-loop maximum measured before the sweep.
+        ClosedLoop = "closed_loop",
+    }
+}
+
+/// `volley capacity --sweep`: one run whose rate rose linearly, read window by window
+/// (docs/contract.md, "Capacity", "Sweep").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    /// The rate at the start of the ramp, req/s.
+    pub from_rps: f64,
+    /// The rate at its end, req/s.
+    pub to_rps: f64,
+    /// Where `to_rps` came from.
+    pub top: SweepTop,
+    /// The ramp's length (the run's measured window), seconds.
+    pub duration_s: f64,
+    /// Each window's length, seconds.
+    pub window_s: f64,
+    /// How much the rate rises over one window, req/s: the sweep cannot tell rates closer
+    /// than this apart.
+    pub resolution_rps: f64,
+    /// The window where the SLO broke and stayed broken (its mean rate, req/s); null when
+    /// none did.
+    pub knee_rps: Option<f64>,
+    /// Which way the sweep's reading errs and by how much, in words.
+    pub bias: String,
+    /// The run's RunResult file.
+    pub path: String,
+    /// The run was interrupted (Ctrl-C) or failed before its end: the windows are those it
+    /// finished.
+    #[serde(default)]
+    pub cut_short: bool,
 }
 
 /// The closed-loop reference: the same connections, as fast as the server answers (wrk's
@@ -247,6 +308,9 @@ pub struct CapacityResult {
     /// Where it ran (the first measurement's `env`; null when nothing was measured).
     #[serde(default)]
     pub env: Option<super::Env>,
+    /// `--sweep`: the run whose windows are the steps of phase `sweep` (absent for a search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
 }
 
 impl CapacityResult {

@@ -65,6 +65,8 @@ pub struct FinishedBucket {
     pub service: Hist,
     /// All threads' counters for this bucket (errors by kind, status codes).
     pub counts: Counters,
+    /// All threads' schedule lag for this bucket (open loop; empty otherwise).
+    pub lag: Hist,
 }
 
 struct Pending {
@@ -72,6 +74,7 @@ struct Pending {
     users: u64,
     latency: Hist,
     service: Hist,
+    lag: Hist,
     counts: Counters,
 }
 
@@ -127,6 +130,7 @@ impl Aggregator {
             users: 0,
             latency: new_hist(),
             service: new_hist(),
+            lag: new_hist(),
             counts: Counters::default(),
         });
         p.reported += 1;
@@ -136,6 +140,9 @@ impl Aggregator {
             .expect("auto-resizing histograms accept any value");
         p.service
             .add(&iv.service)
+            .expect("auto-resizing histograms accept any value");
+        p.lag
+            .add(&iv.lag)
             .expect("auto-resizing histograms accept any value");
         p.counts.merge(&iv.counts);
         // A worker sends each bucket at most once and in order, so a bucket every worker has
@@ -202,6 +209,7 @@ impl Aggregator {
             latency: p.latency,
             service: p.service,
             counts: p.counts,
+            lag: p.lag,
         }
     }
 }

@@ -16,8 +16,13 @@ pub(crate) fn rps(v: f64) -> String {
 
 /// `step  3:       800 req/s  pass     achieved       800.0, p99   4.10 ms  within the SLO: …`
 pub fn step_line(n: usize, s: &CapacityStep) -> String {
+    // A sweep's window is named by where it lies in the run: `window at  12 s:`.
+    let head = match s.window {
+        Some(w) => format!("window at {:>3} s", w.start_s),
+        None => format!("step {n:>2}"),
+    };
     format!(
-        "step {n:>2}: {:>9} req/s  {:<8} achieved {:>11}, p99 {:>9}  {}",
+        "{head}: {:>9} req/s  {:<8} achieved {:>11}, p99 {:>9}  {}",
         rps(s.target_rps),
         s.verdict.as_str(),
         s.achieved_rps.map_or("-".into(), units::rate),
@@ -89,15 +94,14 @@ fn at_max(r: &CapacityResult) -> String {
 pub fn summary(r: &CapacityResult) -> String {
     let b = r.bracket;
     let tail = format!(
-        "{} after {} step{}, {}.",
+        "{} {}, {}.",
         match (b.low_rps, b.high_rps) {
             (Some(l), Some(h)) => format!("Bracket {}–{}", rps(l), rps(h)),
             (Some(l), None) => format!("Bracket {}–?", rps(l)),
             (None, Some(h)) => format!("Bracket ?–{}", rps(h)),
             (None, None) => "No bracket".into(),
         },
-        r.steps.len(),
-        if r.steps.len() == 1 { "" } else { "s" },
+        runs(r),
         wall(r.wall_s)
     );
     let lowest = r.lowest_tried_rps.map_or("-".into(), rps);
@@ -161,6 +165,52 @@ pub fn summary(r: &CapacityResult) -> String {
         Some(c) => format!("{head} {tail} {c}"),
         None => format!("{head} {tail}"),
     }
+}
+
+/// `after 9 steps`; a sweep's: `from a sweep of 30 windows (resolution 37 req/s), then 4
+/// steps`.
+fn runs(r: &CapacityResult) -> String {
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let windows = r.steps.iter().filter(|s| s.window.is_some()).count();
+    let steps = r.steps.len() - windows;
+    match &r.sweep {
+        None => format!("after {}", plural(steps, "step")),
+        Some(sw) => {
+            let then = match steps {
+                0 => String::new(),
+                n => format!(", then {}", plural(n, "step")),
+            };
+            format!(
+                "from a sweep of {} (resolution {} req/s){then}",
+                plural(windows, "window"),
+                rps(sw.resolution_rps)
+            )
+        }
+    }
+}
+
+/// What a sweep was and which way its reading errs: `Sweep: 100 → 1,200 req/s over 30 s in
+/// windows of 1 s; the SLO broke and stayed broken from 840 req/s. Its bias: …`. None for a
+/// search.
+pub fn sweep_line(r: &CapacityResult) -> Option<String> {
+    let sw = r.sweep.as_ref()?;
+    let top = match sw.top {
+        volley_model::result::capacity::SweepTop::ClosedLoop => " (1.5 × the closed loop)",
+        volley_model::result::capacity::SweepTop::MaxRate => "",
+    };
+    let knee = match sw.knee_rps {
+        Some(k) => format!("the SLO broke and stayed broken from {} req/s", rps(k)),
+        None => "no window broke the SLO for good".into(),
+    };
+    Some(format!(
+        "Sweep: {} → {} req/s{top} over {} in windows of {}{}; {knee}. Its bias: {}.",
+        rps(sw.from_rps),
+        rps(sw.to_rps),
+        units::seconds(sw.duration_s),
+        units::seconds(sw.window_s),
+        if sw.cut_short { " (cut short)" } else { "" },
+        sw.bias
+    ))
 }
 
 /// The sustainable rate beside the closed-loop maximum: `Closed-loop maximum over 50
@@ -357,6 +407,7 @@ pub(super) mod tests {
             schedule_lag_p99_us: None,
             server_cpu_pct: None,
             phase: None,
+            window: None,
         }
     }
 
@@ -387,6 +438,7 @@ pub(super) mod tests {
             confirmation: None,
             notes: Vec::new(),
             env: None,
+            sweep: None,
         }
     }
 
