@@ -1,7 +1,8 @@
 //! The HTML report in a real browser. `volley report` renders the fixtures (a real quick suite,
-//! a suite of failing and control servers, a single open-loop run, all of them together, a
-//! suite whose names are markup, and a capacity search), and `volley capacity` writes the page
-//! of a short search of its own; headless Chromium loads each page from a file, and the
+//! a suite of failing and control servers, a single open-loop run, a run of rate stages, all
+//! of them together, a suite whose names are markup, and a capacity search), and `volley
+//! capacity` writes the page of a short search of its own; headless Chromium loads each page
+//! from a file, and the
 //! page's own self-test (`#selftest`, written by report.js) says whether any script error,
 //! console error, CSP violation or alert happened, how many charts were drawn with data, how
 //! many script elements exist, and whether sorting works. A screenshot must not be blank.
@@ -316,6 +317,51 @@ fn single_runs_in_a_browser() {
             sorts: false,
         },
     );
+}
+
+#[test]
+fn a_rate_stage_run_in_a_browser() {
+    // A real run of 0 → 2,000/s → 500/s: the throughput over time has what was sent and the
+    // stages' target (dashed) beside the completed responses, from the page's data.
+    let (_dir, page, html) = render(&[fixtures().join("rate-stages.json")]);
+    assert_offline(&html);
+    let data = page_data(&html);
+    let s = &data["groups"][0]["over_time"][0];
+    assert_eq!(
+        s["target_rps"],
+        serde_json::json!([500.0, 1500.0, 2000.0, 2000.0, 1250.0])
+    );
+    assert_eq!(numbers(&s["sent_rps"]), 5);
+    assert!(html.contains("and the target of the stages (dashed)</figcaption>"));
+    // Percentile, rps and latency over time, RSS, one CPU chart.
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 5,
+            sorts: false,
+        },
+    );
+    // uPlot's legend names the three series of the run.
+    for series in ["completed", "sent", "target"] {
+        assert!(
+            dom.contains(&format!("(rep 1) {series}</div>")),
+            "no {series} series in the legend"
+        );
+    }
+    check_screenshot(&page);
+
+    // A run at one rate keeps its one line a repetition.
+    let (_dir, page, html) = render(&[fixtures().join("open-loop.json")]);
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 5,
+            sorts: false,
+        },
+    );
+    assert!(!dom.contains("(rep 1) target</div>") && !dom.contains("(rep 1) sent</div>"));
 }
 
 #[test]

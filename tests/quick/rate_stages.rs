@@ -1,15 +1,35 @@
 //! `--rate-stages` end to end (docs/contract.md, "Modes", "Rate stages"): the real `volley`
 //! binary against an in-process server, each second's requests against the integral of the
-//! target, the RunResult's load, and the flags it excludes. The schedule's exactness is
+//! target, the RunResult's load, a start at `--start-at` (the warm-up, then the stages), and
+//! the flags it excludes. The schedule's exactness is
 //! `plan::pacer`'s and `plan::rate`'s unit tests (a fake clock: plain numbers).
 
 use crate::common;
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use common::{volley, volley_json};
 
 const LIMIT: Duration = Duration::from_secs(60);
+
+/// Seconds from `from` to `to`, negative when `to` is earlier.
+fn secs_between(from: SystemTime, to: SystemTime) -> f64 {
+    match to.duration_since(from) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
+}
+
+/// Each second's `field` of the time series.
+fn per_second(j: &serde_json::Value, field: &str) -> Vec<f64> {
+    j["timeseries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t[field].as_f64().unwrap())
+        .collect()
+}
 
 #[test]
 fn each_second_sends_the_integral_of_its_target() {
@@ -166,4 +186,82 @@ fn the_flags_it_replaces_are_refused_by_name() {
         assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
         assert!(err.contains(want), "{spec}: expected {want:?} in {err}");
     }
+}
+
+#[test]
+fn a_start_at_in_the_future_starts_the_warm_up_and_then_the_stages() {
+    // A server that notes the wall clock of the first request it reads.
+    let first: Arc<Mutex<Option<SystemTime>>> = Arc::default();
+    let seen = Arc::clone(&first);
+    let server = common::spawn(move |mut c, _| {
+        while c.read_request() {
+            seen.lock().unwrap().get_or_insert_with(SystemTime::now);
+            if !c.write(common::OK) {
+                return;
+            }
+        }
+    });
+    let url = server.url("/");
+    // A step to 200/s (the warm-up's rate, for 1 s), 200 → 400/s over 1 s (300 requests),
+    // then 400/s for 1 s; the warm-up starts 1.5 s from now.
+    let at_text = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_millis(1500))
+        .to_string();
+    // The instant volley reads (to the millisecond).
+    let at = humantime::parse_rfc3339(&at_text).unwrap();
+    let (code, j, err) = volley_json(
+        &[
+            "run",
+            &url,
+            "--rate-stages",
+            "0s:200,1s:400,1s:400",
+            "--warmup",
+            "1s",
+            "-c",
+            "8",
+            "-t",
+            "1",
+            "--start-at",
+            &at_text,
+            "--clock-budget",
+            "off",
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{err}");
+    // Nothing reached the server before --start-at, and the warm-up's first request soon after.
+    let first = first.lock().unwrap().expect("the server read requests");
+    let first_s = secs_between(at, first);
+    assert!(
+        (0.0..0.2).contains(&first_s),
+        "first request {first_s} s after --start-at"
+    );
+    // Started on time: t0 is --start-at + the warm-up (and its lateness, within --max-late).
+    let shard = &j["shard"];
+    assert_eq!(shard["start_at"], at_text.as_str());
+    let late_s = shard["start_late_us"].as_f64().unwrap() / 1e6;
+    assert!((0.0..0.1).contains(&late_s), "{late_s} s late");
+    let t0 = humantime::parse_rfc3339(j["started_at"].as_str().unwrap()).unwrap();
+    let t0_s = secs_between(at, t0);
+    assert!(
+        (1.0..1.1).contains(&t0_s) && (t0_s - 1.0 - late_s).abs() < 0.02,
+        "t0 {t0_s} s after --start-at, {late_s} s late"
+    );
+    // The warm-up ran at the first stage's starting rate (excluded from the counts below).
+    let warm = j["warmup"]["completed"].as_u64().unwrap();
+    assert!(warm.abs_diff(200) <= 4, "{warm} warm-up responses");
+    // The stages, from t0: each second sends its target.
+    assert_eq!(j["load"]["rate_rps"], 350.0, "the stages' mean");
+    assert_eq!(per_second(&j, "target"), [300.0, 400.0]);
+    let sent = per_second(&j, "sent");
+    assert!(
+        (sent[0] - 300.0).abs() <= 4.0 && (sent[1] - 400.0).abs() <= 4.0,
+        "{sent:?}"
+    );
+    let r = &j["requests"];
+    assert_eq!(
+        r["sent"].as_u64().unwrap() + r["unsent"].as_u64().unwrap(),
+        700,
+        "{r}"
+    );
+    crate::quick::schema::assert_valid(&j, "a run of rate stages started at --start-at");
 }

@@ -1,6 +1,6 @@
 //! Reports: golden files for Markdown and CSV (from saved suite results and a saved capacity
-//! search) and for a journey's Markdown and HTML "By request" part, `volley report`, report
-//! flags of `volley run`, and thresholds.
+//! search), for a journey's Markdown and HTML "By request" part and for the summary of a run
+//! of rate stages, `volley report`, report flags of `volley run`, and thresholds.
 //!
 //! The golden files are rewritten with `UPDATE_GOLDEN=1 cargo test --test tests quick::report::`; review the
 //! diff before committing it.
@@ -93,6 +93,31 @@ fn terminal_markdown_and_csv_of_a_capacity_search_match_the_golden_files() {
     assert!(txt.contains("Max sustainable rate: 875 req/s"), "{txt}");
     assert_eq!(txt.lines().filter(|l| l.starts_with("step ")).count(), 7);
     assert_golden("capacity.txt", &txt);
+}
+
+#[test]
+fn the_summary_of_a_rate_stage_run_matches_the_golden_file() {
+    // A real run of 0 → 2,000/s over 2 s, 2 s at 2,000/s, down to 500/s over 1 s: each second's
+    // target beside what was sent and completed, between the throughput and the latencies.
+    let txt = Format::Terminal
+        .reporter()
+        .render(&load("rate-stages.json"));
+    for line in [
+        "  Stages       each second: target (requests due by the stages) beside sent and completed",
+        "    0–1               500.0       500        500  100.0 %  █████",
+        "    2–3             2,000.0     2,000      2,000  100.0 %  ████████████████████",
+        "    4–5             1,250.0     1,250      1,250  100.0 %  ████████████▌",
+    ] {
+        assert!(txt.lines().any(|l| l == line), "no {line:?} in\n{txt}");
+    }
+    assert_golden("rate-stages.txt", &txt);
+    let saved = std::fs::read_to_string(fixture("rate-stages.json")).unwrap();
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    crate::quick::schema::assert_valid(&saved, "tests/fixtures/report/rate-stages.json");
+    // A run at one rate has no such block (the golden faults.txt and capacity.txt keep the
+    // other summaries as they were).
+    let plain = Format::Terminal.reporter().render(&load("open-loop.json"));
+    assert!(!plain.contains("Stages"), "{plain}");
 }
 
 #[test]

@@ -275,11 +275,24 @@
       }, d);
     },
 
+    // Completed responses per second; a run of rate stages adds what was sent (thin, in the
+    // server's colour) and the stages' target (dashed, dark: drawn last, over a run that
+    // followed it).
     'rps-time': function (el, g) {
-      var d = uPlot.join(g.over_time.map(function (s) { return [s.t_s, s.rps]; }));
+      var d = uPlot.join(g.over_time.map(function (s) {
+        return s.target_rps ? [s.t_s, s.rps, s.sent_rps, s.target_rps] : [s.t_s, s.rps];
+      }));
       var series = [{ label: 'time', value: function (u, v) { return v == null ? '–' : v + ' s'; } }];
+      var value = function (u, v) { return reqs(v); };
       g.over_time.forEach(function (s) {
-        series.push({ label: name(s.server) + ' (rep ' + s.rep + ')', stroke: colour(s.server), width: 2, value: function (u, v) { return reqs(v); } });
+        var who = name(s.server) + ' (rep ' + s.rep + ')';
+        if (!s.target_rps) {
+          series.push({ label: who, stroke: colour(s.server), width: 2, value: value });
+          return;
+        }
+        series.push({ label: who + ' completed', stroke: colour(s.server), width: 2, value: value });
+        series.push({ label: who + ' sent', stroke: colour(s.server, '99'), width: 1, value: value });
+        series.push({ label: who + ' target', stroke: '#1d2127', width: 1.5, dash: [7, 5], value: value });
       });
       make(el, {
         scales: { x: { time: false }, y: { range: function (u, lo, hi) { return [0, (hi || 1) * 1.1]; } } },

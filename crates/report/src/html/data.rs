@@ -9,6 +9,7 @@ use super::page::Group;
 use crate::endpoints;
 use crate::model::median;
 use volley_model::result::RunResult;
+use volley_model::stats::TimePoint;
 
 /// What the page's script draws: serialized into the page's JSON block.
 #[derive(Debug, Clone, Serialize)]
@@ -128,6 +129,14 @@ pub struct OverTime {
     pub p50_us: Vec<Option<u64>>,
     /// 99th percentile of the bucket, µs.
     pub p99_us: Vec<Option<u64>>,
+    /// `--rate-stages`: requests written per second (sent / interval_s, null like `rps`);
+    /// absent from a run without targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_rps: Option<Vec<Option<f64>>>,
+    /// `--rate-stages`: the schedule's target per second (`timeseries[].target` /
+    /// interval_s, null like `rps` and where a second has none); absent without targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_rps: Option<Vec<Option<f64>>>,
 }
 
 /// The server monitor's samples of one repetition.
@@ -273,21 +282,29 @@ fn over_time(server: usize, rep: u32, r: &RunResult) -> Option<OverTime> {
     if r.timeseries.is_empty() {
         return None;
     }
+    let staged = r.timeseries.iter().any(|p| p.target.is_some());
+    let series = |count: fn(&TimePoint) -> Option<f64>| -> Vec<Option<f64>> {
+        r.timeseries
+            .iter()
+            .map(|p| per_second(p, count(p)))
+            .collect()
+    };
     Some(OverTime {
         server,
         rep,
         t_s: r.timeseries.iter().map(|p| p.t_s as f64).collect(),
-        rps: r
-            .timeseries
-            .iter()
-            .map(|p| {
-                (p.interval_s >= MIN_RATE_INTERVAL_S)
-                    .then(|| round1(p.completed as f64 / p.interval_s))
-            })
-            .collect(),
+        rps: series(|p| Some(p.completed as f64)),
         p50_us: r.timeseries.iter().map(|p| p.latency_p50_us).collect(),
         p99_us: r.timeseries.iter().map(|p| p.latency_p99_us).collect(),
+        sent_rps: staged.then(|| series(|p| Some(p.sent as f64))),
+        target_rps: staged.then(|| series(|p| p.target)),
     })
+}
+
+/// A bucket's count as a rate; None for a bucket shorter than `MIN_RATE_INTERVAL_S`.
+fn per_second(p: &TimePoint, count: Option<f64>) -> Option<f64> {
+    let n = count?;
+    (p.interval_s >= MIN_RATE_INTERVAL_S).then(|| round1(n / p.interval_s))
 }
 
 /// The server monitor's samples of the representative repetition. One sample is no line: a
@@ -350,6 +367,7 @@ mod tests {
     use super::*;
     use crate::html::Page;
     use crate::model::Report;
+    use crate::Reporter as _;
 
     #[test]
     fn named_requests_merge_their_repetitions_and_keep_their_index_across_servers() {
@@ -397,6 +415,46 @@ mod tests {
         .unwrap();
         let series = plain.series();
         assert!(Page::of(&series).data.groups[0].endpoints.is_empty());
+    }
+
+    #[test]
+    fn a_rate_stage_run_draws_sent_and_its_target_per_second() {
+        let report = crate::html::tests::fixture("rate-stages.json");
+        let series = report.series();
+        let page = Page::of(&series);
+        let s = &page.data.groups[0].over_time[0];
+        let want: Vec<Option<f64>> = [500.0, 1500.0, 2000.0, 2000.0, 1250.0].map(Some).to_vec();
+        assert_eq!(s.target_rps.as_ref(), Some(&want), "0 → 2,000 → 500/s");
+        assert_eq!(s.sent_rps.as_ref(), Some(&want), "the run followed them");
+        assert_eq!(s.rps, want, "completed as before");
+        let html = crate::html::HtmlReporter.render(&report);
+        assert!(html.contains("sent (thin) and the target of the stages (dashed)</figcaption>"));
+        // A drain shorter than half a second has no rate; a second without a target none.
+        let mut r = report.cells[0].result.clone().unwrap();
+        r.timeseries[1].target = None;
+        let mut drain = r.timeseries[4].clone();
+        (drain.t_s, drain.interval_s, drain.target) = (5, 0.05, Some(0.0));
+        r.timeseries.push(drain);
+        let s = over_time(0, 1, &r).unwrap();
+        let target = s.target_rps.unwrap();
+        assert_eq!(
+            (target[1], target[4], target[5]),
+            (None, Some(1250.0), None)
+        );
+        assert_eq!(s.sent_rps.unwrap()[5], None);
+    }
+
+    #[test]
+    fn a_run_without_targets_has_no_sent_or_target_series() {
+        let report = crate::html::tests::fixture("open-loop.json");
+        let series = report.series();
+        let page = Page::of(&series);
+        let s = &page.data.groups[0].over_time[0];
+        assert_eq!((&s.sent_rps, &s.target_rps), (&None, &None));
+        let json = serde_json::to_string(&page.data).unwrap();
+        assert!(!json.contains("sent_rps") && !json.contains("target_rps"));
+        let html = crate::html::HtmlReporter.render(&report);
+        assert!(html.contains("(the median-throughput repetition)</figcaption>"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod endpoints;
 pub mod live;
 mod server;
 mod shards;
+mod stages;
 mod summary;
 
 pub use live::LiveLine;

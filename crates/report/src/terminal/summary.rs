@@ -1,5 +1,6 @@
-//! The human summary of one run, section by section: what was run and how, throughput, the
-//! percentile table, the counters, the server block, the warm-up, thresholds and warnings.
+//! The human summary of one run, section by section: what was run and how, throughput, a
+//! rate-stage run's seconds against their targets, the percentile table, the counters, the
+//! server block, the warm-up, thresholds and warnings.
 
 use std::fmt::Write as _;
 
@@ -15,6 +16,7 @@ pub fn summary(r: &RunResult) -> String {
     header(&mut o, r);
     headlines(&mut o, r);
     throughput(&mut o, r);
+    super::stages::over_time(&mut o, r);
     percentile_table(&mut o, r);
     setup_times(&mut o, r);
     super::endpoints::requests_file(&mut o, r);

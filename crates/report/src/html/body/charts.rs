@@ -50,8 +50,13 @@ fn slots(d: &GroupData) -> Vec<(String, &'static str)> {
         .iter()
         .any(|s| s.rps.iter().filter(|x| x.is_some()).count() >= 2)
     {
+        let staged = if d.over_time.iter().any(|s| s.target_rps.is_some()) {
+            "; rate stages: completed (thick), sent (thin) and the target of the stages (dashed)"
+        } else {
+            ""
+        };
         slots.push((
-            "Throughput over time, req/s (the median-throughput repetition)".into(),
+            format!("Throughput over time, req/s (the median-throughput repetition){staged}"),
             "rps-time",
         ));
     }
