@@ -116,12 +116,14 @@ fn shards_take_every_nth_request_of_the_whole_schedule() {
                 j["load"]["rate_stages"][1]["rate_rps"], 400.0,
                 "the whole load's stages"
             );
-            let per_second = j["timeseries"]
-                .as_array()
-                .unwrap()
+            let series = j["timeseries"].as_array().unwrap();
+            let per_second = series.iter().map(|t| t["sent"].as_u64().unwrap()).collect();
+            // Each shard's target is its share: half of the whole load's 200 and 400.
+            let targets: Vec<f64> = series[..2]
                 .iter()
-                .map(|t| t["sent"].as_u64().unwrap())
+                .map(|t| t["target"].as_f64().unwrap())
                 .collect();
+            assert_eq!(targets, [100.0, 200.0], "{shard}");
             (j["requests"]["sent"].as_u64().unwrap(), per_second)
         })
         .collect();

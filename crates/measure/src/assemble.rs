@@ -307,7 +307,9 @@ impl Parts<'_> {
     fn timeseries(&self) -> Vec<volley_model::stats::aggregate::TimePoint> {
         let mut series = self.engine.agg.series.clone();
         if let Some(stages) = self.cfg.load.rate_stages.as_ref() {
-            let due = |t: f64| stages.shape.integral(t);
+            // A shard writes every N-th request of the whole load: its share of the target.
+            let share = self.cfg.load.shard.map_or(1.0, |s| s.count.max(1) as f64);
+            let due = |t: f64| stages.shape.integral(t) / share;
             for p in &mut series {
                 let from = p.t_s as f64;
                 let n = due(from + p.interval_s) - due(from);
