@@ -954,6 +954,33 @@ fn a_capacity_search_in_a_browser() {
 }
 
 #[test]
+fn a_capacity_sweep_in_a_browser() {
+    // tests/fixtures/report/capacity-sweep: a real sweep (10 windows of 1 s, its top from the
+    // closed loop measured first, --pid): each window a point of the curve, the knee found at
+    // 729 req/s, the windows in the table by where they lie in the run.
+    let (_dir, page, html) = render(&[fixtures().join("capacity-sweep")]);
+    assert!(
+        html.contains("Max sustainable rate: 729 req/s"),
+        "the answer"
+    );
+    assert!(
+        html.contains("Sweep: 200 → 1,161 req/s"),
+        "the sweep and its bias"
+    );
+    assert!(html.contains("One open-loop run (latency corrected for coordinated omission) over 8 connections whose rate rose linearly"));
+    assert!(
+        html.contains("window at 6 s</td>"),
+        "the windows by where they lie"
+    );
+    let data = page_data(&html);
+    let p99 = &data["capacity"][0]["lines"][1];
+    assert_eq!(p99["stat"], "p99");
+    assert_eq!(numbers(&p99["x"]), 10, "a point per window: {p99}");
+    check_capacity_page(&page, &html, 729.0, 773.9, 20.0);
+    check_screenshot(&page);
+}
+
+#[test]
 fn a_real_capacity_search_in_a_browser() {
     // The report.html `volley capacity` writes itself, of a search monitored with --pid: the
     // server runs in this test process, so its pid is ours. No browser meanwhile (its

@@ -96,6 +96,66 @@ fn terminal_markdown_and_csv_of_a_capacity_search_match_the_golden_files() {
 }
 
 #[test]
+fn a_capacity_sweep_reads_as_windows_in_every_format() {
+    // A real `volley capacity --sweep` (closed loop first for its top, --pid): each window a
+    // line, the sweep's line with its bias, the answer; Markdown and CSV say the same.
+    let dir = tempfile::tempdir().unwrap();
+    let (md, csv) = (dir.path().join("s.md"), dir.path().join("s.csv"));
+    let json = fixture("capacity-sweep/capacity.json");
+    let o = Command::new(VOLLEY)
+        .arg("report")
+        .arg(&json)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = Command::new(VOLLEY)
+        .arg("report")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        txt.lines().filter(|l| l.starts_with("window at ")).count(),
+        10,
+        "{txt}"
+    );
+    assert!(
+        txt.contains("Sweep: 200 → 1,161 req/s (1.5 × the closed loop) over 10 s"),
+        "{txt}"
+    );
+    assert!(txt.contains("the knee errs high"), "{txt}");
+    assert!(txt.contains("Max sustainable rate: 729 req/s"), "{txt}");
+    assert!(
+        txt.contains("from a sweep of 10 windows (resolution 96 req/s)"),
+        "{txt}"
+    );
+    assert_golden("capacity-sweep.txt", &txt);
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("| window at 6 s | 825 |"), "{md}");
+    assert_golden("capacity-sweep.md", &md);
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert!(
+        rows[0].ends_with(",path,phase,window_start_s"),
+        "{}",
+        rows[0]
+    );
+    assert_eq!(rows.len(), 1 + 1 + 10, "header, closed loop, ten windows");
+    assert!(rows[8].ends_with(",sweep,6"), "{}", rows[8]);
+    assert_golden("capacity-sweep.csv", &csv);
+}
+
+#[test]
 fn the_summary_of_a_rate_stage_run_matches_the_golden_file() {
     // A real run of 0 → 2,000/s over 2 s, 2 s at 2,000/s, down to 500/s over 1 s: each second's
     // target beside what was sent and completed, between the throughput and the latencies.

@@ -506,6 +506,15 @@ fn capacity_results_match_their_schema_which_names_every_key() {
     let good: Value = serde_json::from_str(&text).unwrap();
     let errs = capacity_schema_errors(&good);
     assert!(errs.is_empty(), "{}", errs.join("\n"));
+    // A sweep's (`sweep`, and steps with a `window`) too.
+    let sweep = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/report/capacity-sweep/capacity.json"
+    );
+    let sweep: Value = serde_json::from_str(&std::fs::read_to_string(sweep).unwrap()).unwrap();
+    assert!(sweep["sweep"].is_object() && sweep["steps"][0]["window"].is_object());
+    let errs = capacity_schema_errors(&sweep);
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
     // Everything CapacityResult writes: the fixture read and written again, with the keys
     // that are written only sometimes.
     let mut r = CapacityResult::from_json(&text).unwrap();

@@ -124,22 +124,23 @@ impl Part<'_> {
     }
 }
 
-/// The monitored server's CPU over `[from, to)` s: its samples ending in the window.
+/// The monitored server's CPU over `[from, to)` s, from the samples that cover it.
 fn server(r: &mut RunResult, from: f64, to: f64) {
     let completed = r.requests.completed;
     let Some(s) = r.server.as_mut() else {
         return;
     };
-    let inside: Vec<_> = s
-        .samples
-        .iter()
-        .filter(|p| p.t_s > from && p.t_s <= to + 1e-6)
-        .collect();
     let interval = if s.sample_interval_s > 0.0 {
         s.sample_interval_s
     } else {
         1.0
     };
+    // A sample covers the interval before its time: it is the window's when its middle is.
+    let inside: Vec<_> = s
+        .samples
+        .iter()
+        .filter(|p| (from..to).contains(&(p.t_s - interval / 2.0)))
+        .collect();
     let user_s: f64 = inside
         .iter()
         .map(|p| p.cpu_user_pct / 100.0 * interval)

@@ -1,6 +1,7 @@
 //! A capacity search as CSV (RFC 4180, as `report::csv`): one row per step, the closed-loop
 //! reference first (`step` = `closed-loop`, and `closed-loop-again` when it was measured
-//! twice), every search of the report in turn; `path` and then `phase` end each row.
+//! twice), every search of the report in turn; `path`, `phase` and a sweep's `window_start_s`
+//! end each row.
 
 use super::CapacityEntry;
 use crate::csv::line;
@@ -42,6 +43,7 @@ pub fn render(entries: &[CapacityEntry]) -> String {
     let mut head: Vec<String> = COLUMNS.iter().map(|s| s.to_string()).collect();
     head.push("path".into());
     head.push("phase".into());
+    head.push("window_start_s".into());
     line(&mut out, &head);
     for e in entries {
         let Some(r) = &e.result else { continue };
@@ -99,6 +101,7 @@ fn closed_loop_fields(name: &str, c: &ClosedLoopStep, cores: Option<f64>) -> Vec
         "the closed-loop reference over the same connections".into(),
         c.path.clone(),
         String::new(),
+        String::new(),
     ]
 }
 
@@ -127,5 +130,6 @@ fn step_fields(n: usize, s: &CapacityStep, cores: Option<f64>) -> Vec<String> {
         s.reason.clone(),
         s.path.clone(),
         s.phase.map_or("", |p| p.as_str()).into(),
+        opt(s.window.map(|w| w.start_s)),
     ]
 }

@@ -267,6 +267,9 @@ fn section(
                         String::new()
                     };
                     let _ = write!(o, "{who}{}", esc(&text::summary(res)));
+                    if let Some(sw) = text::sweep_line(res) {
+                        let _ = write!(o, " {}", esc(&sw));
+                    }
                     if let Some(v) = text::versus_closed_loop(res) {
                         let _ = write!(o, " {}", esc(&v));
                     }
@@ -395,7 +398,18 @@ fn steps_table(o: &mut String, server: &str, rep: u32, r: &CapacityResult, named
         },
         r.steps.len(),
         if r.steps.len() == 1 { "" } else { "s" },
-        esc(&r.repeat_rule)
+        esc(&match &r.sweep {
+            Some(sw) => format!(
+                "the sweep's windows of {} s, one run{}",
+                sw.window_s,
+                if r.steps.iter().any(|s| s.window.is_none()) {
+                    format!(", then --confirm's steps: {}", r.repeat_rule)
+                } else {
+                    String::new()
+                }
+            ),
+            None => r.repeat_rule.clone(),
+        })
     );
     o.push_str("<div class=\"wide\"><table class=\"sortable\"><thead><tr>");
     for c in [
@@ -425,7 +439,16 @@ fn steps_table(o: &mut String, server: &str, rep: u32, r: &CapacityResult, named
         }
     }
     for (n, s) in r.steps.iter().enumerate() {
-        let _ = write!(o, "<tr><td data-v=\"{0}\">{0}</td>", n + 1);
+        match s.window {
+            Some(w) => write!(
+                o,
+                "<tr><td data-v=\"{}\">window at {} s</td>",
+                n + 1,
+                w.start_s
+            ),
+            None => write!(o, "<tr><td data-v=\"{0}\">{0}</td>", n + 1),
+        }
+        .unwrap_or_default();
         num(o, Some(s.target_rps), &rps(s.target_rps));
         num(o, s.achieved_rps, &s.achieved_rps.map_or("–".into(), rate));
         let good = s.verdict == Verdict::Pass;

@@ -83,7 +83,10 @@ fn steps(o: &mut String, e: &CapacityEntry) {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            n + 1,
+            s.window.map_or((n + 1).to_string(), |w| format!(
+                "window at {} s",
+                w.start_s
+            )),
             rps(s.target_rps),
             s.achieved_rps.map_or("–".into(), rate),
             s.verdict.as_str(),
@@ -95,11 +98,18 @@ fn steps(o: &mut String, e: &CapacityEntry) {
             esc(&text::reason(s))
         );
     }
-    let _ = writeln!(
-        o,
-        "\nRepeat rule: {}; steps of {} s, precision {} %.\n",
-        esc(&r.repeat_rule),
-        r.step_duration_s,
-        r.precision_pct
-    );
+    if let Some(line) = text::sweep_line(r) {
+        let _ = writeln!(o, "\n{}", esc(&line));
+    }
+    // A sweep without --confirm ran no step of its own: no rule of steps to state.
+    if r.sweep.is_none() || r.steps.iter().any(|s| s.window.is_none()) {
+        let _ = writeln!(
+            o,
+            "\nRepeat rule: {}; steps of {} s, precision {} %.",
+            esc(&r.repeat_rule),
+            r.step_duration_s,
+            r.precision_pct
+        );
+    }
+    o.push('\n');
 }

@@ -373,6 +373,9 @@ pub fn render(entries: &[CapacityEntry]) -> String {
         for (n, s) in r.steps.iter().enumerate() {
             let _ = writeln!(o, "{}", step_line(n + 1, s));
         }
+        if let Some(line) = sweep_line(r) {
+            let _ = writeln!(o, "{line}");
+        }
         let _ = writeln!(o, "{}", summary(r));
         if let Some(line) = versus_closed_loop(r) {
             let _ = writeln!(o, "{line}");

@@ -211,14 +211,29 @@ fn capacity_header(o: &mut String, report: &Report) {
         if report.capacity.len() == 1 { "" } else { "s" },
     );
     if let Some(r) = first {
+        let how = match &r.sweep {
+            None => format!(
+                "Open-loop steps (latency corrected for coordinated omission) of {} s after a warm-up, over {} connection{}; a geometric ramp, then bisection until the bracket is within {} % of its low end; {}",
+                r.step_duration_s,
+                r.connections,
+                if r.connections == 1 { "" } else { "s" },
+                r.precision_pct,
+                r.repeat_rule
+            ),
+            Some(sw) => format!(
+                "One open-loop run (latency corrected for coordinated omission) over {} connection{} whose rate rose linearly from {} to {} req/s over {} s after a warm-up, judged window by window ({} s each, as steps are judged)",
+                r.connections,
+                if r.connections == 1 { "" } else { "s" },
+                sw.from_rps,
+                sw.to_rps,
+                sw.duration_s,
+                sw.window_s
+            ),
+        };
         let _ = write!(
             o,
-            "<p class=\"load\">Open-loop steps (latency corrected for coordinated omission) of {} s after a warm-up, over {} connection{}; a geometric ramp, then bisection until the bracket is within {} % of its low end; {}. Started {}{}.</p>",
-            r.step_duration_s,
-            r.connections,
-            if r.connections == 1 { "" } else { "s" },
-            r.precision_pct,
-            esc(&r.repeat_rule),
+            "<p class=\"load\">{}. Started {}{}.</p>",
+            esc(&how),
             esc(&r.started_at),
             r.env.as_ref().map_or(String::new(), |e| esc(&format!(
                 " on {} ({} CPU{}, volley on CPUs {}), Linux {}",
