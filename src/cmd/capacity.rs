@@ -231,12 +231,10 @@ pub(crate) fn execute(
         }
     };
     say(&format!(
-        "volley capacity {} — SLO {}; {} over {} connection{}; results in {}",
+        "volley capacity {} — SLO {}; {}; results in {}",
         crate::result::redact::url(&args.flags.url),
         args.slo.join(", "),
-        how(args),
-        base.load.connections,
-        if base.load.connections == 1 { "" } else { "s" },
+        how(args, base.load.connections),
         outputs.dir.display()
     ));
     let live = match super::live::start(&args.live, &base, &argv, "capacity") {
@@ -333,17 +331,20 @@ pub(crate) fn execute(
     }
 }
 
-/// The head line's account of what runs: `steps of 10 s, precision 5%`, or `a sweep from 100
-/// to 20,000 req/s over 30 s in windows of 1 s (resolution 663 req/s)`.
-fn how(args: &CapacityArgs) -> String {
-    let steps = format!(
-        "steps of {}, precision {}",
-        units::seconds(args.step_duration.as_secs_f64()),
-        pct(args.precision)
+/// The head line's account of what runs: `steps of 10 s over 50 connections, precision 5%`, or
+/// `a sweep from 100 to 20,000 req/s over 30 s in windows of 1 s (resolution 663 req/s) over 50
+/// connections`.
+fn how(args: &CapacityArgs, connections: usize) -> String {
+    let over = format!(
+        "over {connections} connection{}",
+        if connections == 1 { "" } else { "s" }
     );
+    let step = units::seconds(args.step_duration.as_secs_f64());
+    let precision = pct(args.precision);
     if !args.sweep {
-        return steps;
+        return format!("steps of {step} {over}, precision {precision}");
     }
+    let steps = format!("steps of {step}, precision {precision}");
     let to = match args.max_rate {
         Some(m) => format!("{} req/s", units::thousands(m)),
         None => "1.5 × the closed-loop maximum".into(),
@@ -354,7 +355,7 @@ fn how(args: &CapacityArgs) -> String {
         format!(" (resolution {} req/s)", units::thousands(r.round() as u64))
     });
     format!(
-        "a sweep from {} req/s to {to} over {} in windows of {}{resolution}{}",
+        "a sweep from {} req/s to {to} over {} in windows of {}{resolution} {over}{}",
         units::thousands(args.start_rate),
         units::seconds(args.sweep_duration.as_secs_f64()),
         units::seconds(args.sweep_window.as_secs_f64()),
@@ -377,32 +378,25 @@ fn sweep_setup(args: &CapacityArgs) -> Option<session::sweep::SweepSetup> {
     })
 }
 
-/// `--sweep`'s flags: whole-second windows, at least three of them, a top above the start.
+/// `--sweep`'s flags, by the rules a suite's `capacity = { sweep = true }` has too
+/// (`config::suite::capacity::sweep_problem`): the error names the flag.
 fn check_sweep(args: &CapacityArgs) -> Result<(), String> {
     if !args.sweep {
         return Ok(());
     }
-    let w = args.sweep_window;
-    if w.is_zero() || w.subsec_nanos() != 0 {
-        return Err("--sweep-window: must be a whole number of seconds, at least 1s".into());
-    }
-    let d = args.sweep_duration;
-    if d.subsec_nanos() != 0 || d < 3 * w {
-        return Err(format!(
-            "--sweep-duration: must be whole seconds and at least three windows ({})",
-            units::seconds((3 * w).as_secs_f64())
-        ));
-    }
-    match args.max_rate {
-        Some(m) if m <= args.start_rate => Err(format!(
-            "--max-rate: the sweep ramps from --start-rate {} up to it: it must be above it",
-            args.start_rate
-        )),
-        None if args.no_closed_loop => Err(
+    let problem = crate::config::suite::capacity::sweep_problem(
+        args.start_rate,
+        args.max_rate,
+        (args.sweep_duration, args.sweep_window),
+        !args.no_closed_loop,
+    );
+    match problem {
+        Some(("sweep", _)) => Err(
             "--sweep: needs --max-rate for its top, or the closed loop (drop --no-closed-loop) to take 1.5 × its maximum"
                 .into(),
         ),
-        _ => Ok(()),
+        Some((key, why)) => Err(format!("--{}: {why}", key.replace('_', "-"))),
+        None => Ok(()),
     }
 }
 

@@ -138,6 +138,10 @@ impl Steps<'_> {
             windows.push(w);
         }
         self.done.extend(windows.iter().cloned());
+        if let Some(live) = self.live {
+            let json = serde_json::json!({"kind": "capacity", "steps": self.done});
+            live.progress(&json.to_string());
+        }
         let verdicts: Vec<(f64, Verdict)> =
             windows.iter().map(|w| (w.target_rps, w.verdict)).collect();
         let reading = reading::read(&verdicts);

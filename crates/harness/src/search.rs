@@ -80,8 +80,19 @@ impl Harness<'_> {
             live: None,
             phase: Phase::Ramp,
         };
-        let Searched { found, result } =
-            session::run(&mut steps, &search, spec.closed_loop, about, &mut |_| {});
+        let Searched { found, result } = if spec.sweep {
+            let setup = session::sweep::SweepSetup {
+                from_rps: spec.start_rate as f64,
+                to_rps: spec.max_rate.map(|m| m as f64),
+                duration: spec.sweep_duration,
+                window: spec.sweep_window,
+                confirm: spec.confirm,
+            };
+            let closed = spec.closed_loop;
+            session::sweep::run(&mut steps, &setup, &search, closed, about, &mut |_| {})
+        } else {
+            session::run(&mut steps, &search, spec.closed_loop, about, &mut |_| {})
+        };
         drop(steps);
         let (status, reason) = if found.interrupted {
             (

@@ -21,6 +21,10 @@ pub(crate) const CAPACITY_KEYS: &[&str] = &[
     "precision",
     "repeat",
     "closed_loop",
+    "sweep",
+    "sweep_duration",
+    "sweep_window",
+    "confirm",
 ];
 
 /// Scenario keys a capacity scenario cannot have: the search sets the load of each step, and
@@ -52,6 +56,57 @@ pub struct CapacitySpec {
     pub repeat: u32,
     /// Measure the closed-loop reference first.
     pub closed_loop: bool,
+    /// `sweep = true`: the knee in one run instead of a search.
+    pub sweep: bool,
+    /// The sweep's ramp.
+    pub sweep_duration: Duration,
+    /// Each window of the sweep.
+    pub sweep_window: Duration,
+    /// After the sweep, bisection and confirmation with steps.
+    pub confirm: bool,
+}
+
+/// `--sweep-duration`'s default.
+pub const SWEEP_DURATION: Duration = Duration::from_secs(30);
+/// `--sweep-window`'s default.
+pub const SWEEP_WINDOW: Duration = Duration::from_secs(1);
+
+/// What is wrong with a sweep's settings (`volley capacity --sweep`, `capacity = { sweep =
+/// true }`), if anything: the setting at fault (snake_case: `sweep_window`, `max_rate`, …)
+/// and why. Whole-second windows, at least three of them, a top above the start rate — given,
+/// or 1.5 × the closed loop, which must then run.
+pub fn sweep_problem(
+    start_rate: u64,
+    max_rate: Option<u64>,
+    (duration, window): (Duration, Duration),
+    closed_loop: bool,
+) -> Option<(&'static str, String)> {
+    if window.is_zero() || window.subsec_nanos() != 0 {
+        return Some((
+            "sweep_window",
+            "must be a whole number of seconds, at least 1s".into(),
+        ));
+    }
+    if duration.subsec_nanos() != 0 || duration < 3 * window {
+        return Some((
+            "sweep_duration",
+            format!(
+                "must be whole seconds and at least three windows ({} s)",
+                3 * window.as_secs()
+            ),
+        ));
+    }
+    match max_rate {
+        Some(m) if m <= start_rate => Some((
+            "max_rate",
+            format!("the sweep ramps from the start rate {start_rate} up to it: it must be above it"),
+        )),
+        None if !closed_loop => Some((
+            "sweep",
+            "needs max_rate for its top, or closed_loop = true to take 1.5 × the closed-loop maximum".into(),
+        )),
+        _ => None,
+    }
 }
 
 impl Default for CapacitySpec {
@@ -64,6 +119,10 @@ impl Default for CapacitySpec {
             precision: 0.05,
             repeat: 3,
             closed_loop: true,
+            sweep: false,
+            sweep_duration: SWEEP_DURATION,
+            sweep_window: SWEEP_WINDOW,
+            confirm: false,
         }
     }
 }
@@ -129,10 +188,56 @@ pub(super) fn read(r: &TomlReader, v: &Val, at: &str) -> Result<CapacitySpec, Su
                 spec.repeat = n as u32;
             }
             "closed_loop" => spec.closed_loop = r.bool(val, &at, key)?,
+            "sweep" => spec.sweep = r.bool(val, &at, key)?,
+            "confirm" => spec.confirm = r.bool(val, &at, key)?,
+            "sweep_duration" | "sweep_window" => {
+                let d = parse_duration(&text(key, val)?).map_err(|e| bad(key, val, e))?;
+                if key == "sweep_duration" {
+                    spec.sweep_duration = d;
+                } else {
+                    spec.sweep_window = d;
+                }
+            }
             _ => {}
         }
     }
+    check_sweep(r, t, v, &at, &spec)?;
     Ok(spec)
+}
+
+/// The sweep's keys: only with `sweep = true`, and sound ([`sweep_problem`]); the error at the
+/// key at fault.
+fn check_sweep(
+    r: &TomlReader,
+    t: &toml::de::DeTable,
+    v: &Val,
+    at: &str,
+    spec: &CapacitySpec,
+) -> Result<(), SuiteError> {
+    let span = |key: &str| t.get(key).map_or(v.span(), |x| x.span());
+    if !spec.sweep {
+        if let Some(key) = ["sweep_duration", "sweep_window", "confirm"]
+            .into_iter()
+            .find(|k| t.contains_key(*k))
+        {
+            return Err(r.err(
+                span(key),
+                Some(key),
+                format!("{at}.{key}: needs sweep = true"),
+            ));
+        }
+        return Ok(());
+    }
+    let problem = sweep_problem(
+        spec.start_rate,
+        spec.max_rate,
+        (spec.sweep_duration, spec.sweep_window),
+        spec.closed_loop,
+    );
+    match problem {
+        Some((key, why)) => Err(r.err(span(key), Some(key), format!("{at}.{key}: {why}"))),
+        None => Ok(()),
+    }
 }
 
 /// `slo = "p99<10ms"` or a list of them, each in `--threshold` syntax.
@@ -243,5 +348,41 @@ mod tests {
         let (_, _, key, m) = at("capacity = \"p99<1ms\"");
         assert_eq!(key.as_deref(), Some("capacity"));
         assert!(m.contains("must be a table"), "{m}");
+    }
+
+    #[test]
+    fn a_sweep_reads_its_keys_and_checks_them_as_the_flags_are() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"c\"\ncapacity = {{ slo = \"p99<10ms\", sweep = true, max_rate = 5000, sweep_duration = \"20s\", sweep_window = \"2s\", confirm = true }}\n"
+        ))
+        .unwrap();
+        let cell = &s.scenarios[0].cells[0];
+        let c = cell.capacity.as_ref().unwrap();
+        assert!(c.sweep && c.confirm);
+        assert_eq!(
+            (c.sweep_duration, c.sweep_window),
+            (Duration::from_secs(20), Duration::from_secs(2))
+        );
+        // The estimate (steps of the suite's 2 s, no warm-up): the closed loop, the sweep,
+        // five steps of confirm.
+        assert_eq!(cell.planned(), Duration::from_secs(2 + 20 + 2 * 5));
+        let at = |rest: &str| err(&format!("{BASE}[[scenario]]\nname = \"c\"\n{rest}\n"));
+        let (_, _, key, m) = at("capacity = { slo = \"p99<1ms\", confirm = true }");
+        assert_eq!(key.as_deref(), Some("confirm"));
+        assert!(m.contains("needs sweep = true"), "{m}");
+        let (_, _, key, m) =
+            at("capacity = { slo = \"p99<1ms\", sweep = true, sweep_window = \"1500ms\" }");
+        assert_eq!(key.as_deref(), Some("sweep_window"));
+        assert!(m.contains("whole number of seconds"), "{m}");
+        let (_, _, key, _) =
+            at("capacity = { slo = \"p99<1ms\", sweep = true, sweep_duration = \"2s\" }");
+        assert_eq!(key.as_deref(), Some("sweep_duration"));
+        let (_, _, key, m) =
+            at("capacity = { slo = \"p99<1ms\", sweep = true, closed_loop = false }");
+        assert_eq!(key.as_deref(), Some("sweep"));
+        assert!(m.contains("max_rate"), "{m}");
+        let (_, _, key, _) =
+            at("capacity = { slo = \"p99<1ms\", sweep = true, start_rate = 900, max_rate = 900 }");
+        assert_eq!(key.as_deref(), Some("max_rate"));
     }
 }

@@ -247,14 +247,22 @@ impl Cell {
 
     /// Warm-up plus measured time, for the progress estimate (a sharded cell's processes
     /// start [`shard_lead`] later). A capacity cell's is a guess: the closed-loop step and
-    /// [`CAPACITY_STEPS_GUESS`] steps, each with its warm-up.
+    /// [`CAPACITY_STEPS_GUESS`] steps, each with its warm-up (a sweep's: the sweep, and
+    /// [`CONFIRM_STEPS_GUESS`] steps with `confirm`).
     pub fn planned(&self) -> Duration {
         match &self.capacity {
             None => self.config.load.planned() + shard_lead(self.shards),
             Some(c) => {
                 let step = self.config.load.warmup + self.step_duration();
-                let steps = CAPACITY_STEPS_GUESS + u32::from(c.closed_loop);
-                step * steps
+                let closed = step * u32::from(c.closed_loop);
+                match (c.sweep, c.confirm) {
+                    // A sweep with --confirm: a guess of its bisection and confirmation.
+                    (true, confirm) => {
+                        let sweep = self.config.load.warmup + c.sweep_duration;
+                        sweep + closed + step * (CONFIRM_STEPS_GUESS * u32::from(confirm))
+                    }
+                    (false, _) => step * CAPACITY_STEPS_GUESS + closed,
+                }
             }
         }
     }
@@ -285,6 +293,9 @@ pub fn shard_lead(shards: u32) -> Duration {
 /// How many steps a capacity search is guessed to take, for estimates: a ramp of about eight
 /// doublings and a bisection of a few rates, some repeated.
 pub const CAPACITY_STEPS_GUESS: u32 = 14;
+
+/// The steps a sweep's `confirm` is guessed to run (its bisection and confirmation).
+pub const CONFIRM_STEPS_GUESS: u32 = 5;
 
 /// A cell's flags rejected by `volley run`'s own checks.
 #[derive(Debug, Clone)]
