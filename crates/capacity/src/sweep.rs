@@ -1,7 +1,7 @@
 //! `volley capacity --sweep`: the knee in one run. The rate rises linearly from the start rate
 //! to the top over the sweep (`--rate-stages "0s:FROM,DUR:TO"`), each window of the run is
-//! judged as a step is ([`window`]), and the windows are read for where the SLO broke and
-//! stayed broken ([`reading`]). The rules, the resolution and the bias are docs/contract.md,
+//! judged as a step is (`sweep::window`), and the windows are read for where the SLO broke and
+//! stayed broken (`sweep::reading`). The rules, the resolution and the bias are docs/contract.md,
 //! "Capacity", "Sweep"; `session::sweep` runs the whole (closed loop, `--confirm`).
 
 pub(crate) mod reading;
