@@ -55,6 +55,7 @@ mod slow {
     mod compare;
     mod history;
     mod history_calls;
+    mod profile;
 }
 
 /// Tests that need other software: nginx, Chromium, Prometheus, Otava, kubernetes-validate,

@@ -36,6 +36,11 @@ pub struct RunArgs {
     #[arg(long, requires = "json")]
     pub json_markers: bool,
 
+    /// With --profile: write the folded stacks to PATH [default: beside --json, its name with
+    /// `.folded`].
+    #[arg(long, value_name = "PATH", requires = "profile")]
+    pub profile_out: Option<PathBuf>,
+
     /// Stream per-second latency histograms to PATH in HdrHistogram's interval log format.
     #[arg(long)]
     pub hdr_log: Option<PathBuf>,
@@ -200,7 +205,14 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
         .json
         .as_ref()
         .map(|(p, _)| super::history::absolute(p));
+    let mut m = m;
+    let folded_code = write_folded(
+        args,
+        outputs.json.as_ref().map(|(p, _)| p.as_path()),
+        &mut m,
+    );
     let mut code = write_outputs(&m.result, outputs, outcome_code(&m, cfg.allow_shortfall));
+    code = code.max_precedence(folded_code);
     // After the files: a history that fails now costs the history only (exit 3).
     if let Some(saver) = saver {
         let record = Record::of_run(
@@ -226,6 +238,33 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
         );
     }
     code
+}
+
+/// `--profile`: the folded stacks to `--profile-out`, or beside `--json` (`r.json` →
+/// `r.folded`), named in `server.profile.path`; without either, none are written (the summary
+/// still has the top functions). A file that cannot be written is exit 3.
+fn write_folded(args: &RunArgs, json: Option<&std::path::Path>, m: &mut Measured) -> ExitCode {
+    let Some(folded) = m.folded.as_ref() else {
+        return ExitCode::Ok;
+    };
+    let path = match (&args.profile_out, json) {
+        (Some(p), _) => p.clone(),
+        (None, Some(j)) => j.with_extension("folded"),
+        (None, None) => return ExitCode::Ok,
+    };
+    if let Err(e) = crate::sys::files::write_atomically(&path, folded.as_bytes()) {
+        stderrln!("volley: --profile-out {}: {e}", path.display());
+        return ExitCode::Failed;
+    }
+    // Beside the JSON it is named as the JSON's folder sees it.
+    let shown = match (json.and_then(|j| j.parent()), path.file_name()) {
+        (Some(dir), Some(name)) if path.parent() == Some(dir) => PathBuf::from(name),
+        _ => path.clone(),
+    };
+    if let Some(p) = m.result.server.as_mut().and_then(|s| s.profile.as_mut()) {
+        p.path = Some(shown.display().to_string());
+    }
+    ExitCode::Ok
 }
 
 /// Why a run got no response, as far as volley knows: the first failed connect's reason when a

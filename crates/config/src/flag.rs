@@ -72,6 +72,8 @@ flags! {
     Pid: "pid" => "pid",
     MonitorInterval: "monitor_interval" => "monitor_interval",
     GcLog: "gc_log" => "gc_log",
+    Profile: "profile" => "profile",
+    ProfileFrequency: "profile_frequency" => "profile_frequency",
     Threshold: "threshold" => "thresholds",
     MaxConnections: "max_connections" => "max_connections",
     AllowShortfall: "allow_shortfall" => "allow_shortfall",

@@ -246,6 +246,17 @@ pub struct RunFlags {
     #[arg(long, value_name = "PATH")]
     pub gc_log: Option<PathBuf>,
 
+    /// Sample the monitored server's on-CPU stacks (kernel and user) over the measured window:
+    /// the functions that cost the most per request in the summary, the folded stacks beside
+    /// the JSON (--json r.json writes r.folded; or --profile-out), a flame graph in the HTML
+    /// report. Needs --pid; off by default (see its cost in docs/contract.md, "Profile").
+    #[arg(long)]
+    pub profile: bool,
+
+    /// Samples a second per CPU with --profile.
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u64).range(1..=20_000))]
+    pub profile_frequency: Option<u64>,
+
     /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'failed<1%', 'checks<5%',
     /// 'rps>5000' (a broken one exits 1). Without thresholds, 4xx/5xx responses alone do not
     /// change the exit code: use 'failed<1%' to fail on them. Declared checks (--expect-*, a
@@ -338,7 +349,8 @@ impl RunConfig {
     /// Checks the flags. `cores` is how many CPUs volley may use (the default thread count).
     pub fn from_flags(a: &RunFlags, cores: usize) -> Result<Self, ConfigError> {
         let load = load_spec(a, cores)?;
-        let monitor = monitor_config(a.pid, a.monitor_interval, a.gc_log.clone())?;
+        let mut monitor = monitor_config(a.pid, a.monitor_interval, a.gc_log.clone())?;
+        super::monitor::profile_config(&mut monitor, a.profile, a.profile_frequency)?;
         let given = a
             .threshold
             .iter()

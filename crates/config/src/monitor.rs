@@ -47,7 +47,30 @@ pub fn monitor_config(
         pid: pid as i32,
         interval,
         gc_log: gc_log.map(|path| GcLogConfig { path, format: None }),
+        profile_hz: None,
     }))
+}
+
+/// `--profile` and `--profile-frequency` into the monitor's settings: both need `--pid`.
+pub fn profile_config(
+    monitor: &mut Option<MonitorConfig>,
+    profile: bool,
+    frequency: Option<u64>,
+) -> Result<(), ConfigError> {
+    if frequency.is_some() && !profile {
+        return Err(ConfigError::flag(Flag::ProfileFrequency, "needs --profile"));
+    }
+    if !profile {
+        return Ok(());
+    }
+    let Some(m) = monitor.as_mut() else {
+        return Err(ConfigError::flag(
+            Flag::Profile,
+            "needs --pid (the server whose stacks are sampled, with its descendants)",
+        ));
+    };
+    m.profile_hz = Some(frequency.unwrap_or(volley_monitor::profile::DEFAULT_FREQUENCY_HZ));
+    Ok(())
 }
 
 #[cfg(test)]
@@ -64,6 +87,7 @@ mod tests {
                 pid: 42,
                 interval: ms(100),
                 gc_log: None,
+                profile_hz: None,
             })
         );
         assert_eq!(

@@ -353,10 +353,12 @@ pub(super) fn cell_config(
         .monitor
         .as_ref()
         .map_or(DEFAULT_MONITOR_INTERVAL, |m| m.interval);
+    let profile_hz = cfg.monitor.as_ref().and_then(|m| m.profile_hz);
     cfg.monitor = given.map(|g| MonitorConfig {
         pid: g.pid,
         interval,
         gc_log: g.gc_log,
+        profile_hz,
     });
     if let (Some(tls), Some(cert)) = (cfg.load.tls.as_mut(), cacert) {
         if tls.verify && tls.cacert.is_none() {

@@ -20,6 +20,7 @@ use volley_engine::transport::{self, Endpoint, ResolveError};
 use volley_engine::{self as engine, Observer, Observers, Route, SetupFailure};
 use volley_model::result::RunResult;
 use volley_monitor::client::ClientMonitor;
+use volley_monitor::profile::Profiler;
 use volley_monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
 use volley_plan::{Plan, ProxyMode};
 
@@ -29,6 +30,9 @@ pub enum MeasureError {
     /// `--pid` names no process volley can monitor.
     #[error(transparent)]
     Monitor(#[from] MonitorError),
+    /// `--profile` cannot sample (perf events refused or missing).
+    #[error(transparent)]
+    Profile(#[from] volley_monitor::profile::ProfileError),
     /// The target's host does not resolve.
     #[error(transparent)]
     Resolve(#[from] ResolveError),
@@ -232,6 +236,8 @@ pub struct Measured {
     /// Why the first failed connect failed, when known (see
     /// [`volley_engine::EngineOutput::first_connect_failure`]).
     pub connect_failure: Option<String>,
+    /// `--profile`: the folded stacks of the server's tree (`server.profile` summarises them).
+    pub folded: Option<String>,
     /// volley's own CPU, one sample per second of the measured window (sample *k* ends
     /// about *k* + 1 s after t0): what a part of the run is judged by (`capacity --sweep`).
     pub client_samples: Vec<volley_monitor::client::ClientSample>,
@@ -261,6 +267,22 @@ pub fn run(
         .map(|s| ServerMonitor::spawn_watched(s, ctx.server_latest.clone()))
         .transpose()
         .map_err(MeasureError::MonitorThread)?;
+    let profiler = match cfg
+        .monitor
+        .as_ref()
+        .and_then(|m| Some((m.pid, m.profile_hz?)))
+    {
+        Some((pid, hz)) => match Profiler::start(pid, hz) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                if let Some(m) = monitor {
+                    m.finish(0);
+                }
+                return Err(e.into());
+            }
+        },
+        None => None,
+    };
     let mut client = ClientMonitor::default();
     // `--start-at`: wait for it on the wall clock (then the engine runs on the monotonic one);
     // a shard that cannot make it in time sends nothing.
@@ -276,7 +298,7 @@ pub fn run(
     let out = {
         // The monitor reads its first edge at the engine's own t0 (`warmup` after the engine
         // starts its clock), on its own thread: nothing on the hot path.
-        let mut arm = ArmMonitor(monitor.as_ref());
+        let mut arm = ArmMonitor(monitor.as_ref(), profiler.as_ref());
         let mut all = Observers(vec![&mut arm, observer, &mut client]);
         engine::run(load, plan, prepared.route.clone(), interrupts, &mut all)
             .map_err(MeasureError::Engine)?
@@ -316,6 +338,7 @@ pub fn run(
     // The last edge is read as soon as the engine returns: right after the last response (or
     // timeout) of the drain.
     let server = monitor.map(|m| m.finish(out.agg.counts.completed));
+    let profile = profiler.map(|p| p.finish(out.agg.counts.completed));
     let server_died = server.as_ref().is_some_and(|s| s.exited_at_s.is_some());
     let shard_cfg = RunConfig {
         load: share.clone(),
@@ -334,8 +357,16 @@ pub fn run(
         client,
         server,
     };
+    let mut result = parts.result();
+    let folded = profile.map(|p| {
+        if let Some(s) = result.server.as_mut() {
+            s.profile = Some(p.info.clone());
+        }
+        p.folded_text()
+    });
     Ok(Measured {
-        result: parts.result(),
+        result,
+        folded,
         interrupted: out.interrupted,
         server_died,
         connect_failure: out.first_connect_failure().map(str::to_string),
@@ -353,13 +384,20 @@ fn clock_seed() -> u64 {
 
 /// Arms the server monitor when the engine starts, at the engine's t0 (`started_at`): the
 /// first edge and the GC events are then on the clock of the latency series, however long
-/// the engine took to start on a busy machine.
-struct ArmMonitor<'a>(Option<&'a ServerMonitor>);
+/// the engine took to start on a busy machine. The profiler starts sampling when the measured
+/// window begins.
+struct ArmMonitor<'a>(Option<&'a ServerMonitor>, Option<&'a Profiler>);
 
 impl Observer for ArmMonitor<'_> {
     fn start(&mut self, started_at: SystemTime) {
         if let Some(m) = self.0 {
             m.arm_at(started_at);
+        }
+    }
+
+    fn measuring(&mut self, _now_ns: u64) {
+        if let Some(p) = self.1 {
+            p.enable();
         }
     }
 }

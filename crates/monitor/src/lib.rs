@@ -6,6 +6,7 @@ pub mod gc;
 pub(crate) mod others;
 pub(crate) mod perf;
 pub mod procfs;
+pub mod profile;
 pub mod read;
 pub mod server;
 pub mod settings;

@@ -39,26 +39,26 @@ pub(crate) struct SyscallCounters {
 /// published size.
 #[repr(C)]
 #[derive(Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved_2: u16,
+pub(crate) struct PerfEventAttr {
+    pub(crate) type_: u32,
+    pub(crate) size: u32,
+    pub(crate) config: u64,
+    pub(crate) sample_period: u64,
+    pub(crate) sample_type: u64,
+    pub(crate) read_format: u64,
+    pub(crate) flags: u64,
+    pub(crate) wakeup_events: u32,
+    pub(crate) bp_type: u32,
+    pub(crate) config1: u64,
+    pub(crate) config2: u64,
+    pub(crate) branch_sample_type: u64,
+    pub(crate) sample_regs_user: u64,
+    pub(crate) sample_stack_user: u32,
+    pub(crate) clockid: i32,
+    pub(crate) sample_regs_intr: u64,
+    pub(crate) aux_watermark: u32,
+    pub(crate) sample_max_stack: u16,
+    pub(crate) reserved_2: u16,
 }
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
@@ -76,14 +76,19 @@ fn open_counter(tracepoint_id: u64, tid: i32) -> io::Result<OwnedFd> {
         flags: FLAG_INHERIT,
         ..Default::default()
     };
+    open(&attr, tid, -1)
+}
+
+/// `perf_event_open(attr, pid, cpu)` without a group, closed on exec.
+pub(crate) fn open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> io::Result<OwnedFd> {
     // SAFETY: perf_event_open reads `attr` (correctly sized, `size` set) and returns a new
     // descriptor or -1; the descriptor is owned below.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            tid as libc::pid_t,
-            -1 as libc::c_int,
+            attr as *const PerfEventAttr,
+            pid as libc::pid_t,
+            cpu as libc::c_int,
             -1 as libc::c_int,
             PERF_FLAG_FD_CLOEXEC,
         )
@@ -108,7 +113,7 @@ fn read_counter(fd: &OwnedFd) -> u64 {
 }
 
 /// Why `perf_event_open` failed, in words a user can act on.
-fn open_error_reason(e: &io::Error) -> String {
+pub(crate) fn open_error_reason(e: &io::Error) -> String {
     let paranoid = fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());

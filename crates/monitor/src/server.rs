@@ -484,6 +484,7 @@ impl TreeSampler {
             exited_at_s: self.root_exited_at_s.map(|t| round(t, 3)),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
             gc: std::mem::take(&mut self.gc).finish(t_s),
+            profile: None,
         };
         // Dropping the counters hands them to a detached process (see SyscallCounters' Drop).
         drop(std::mem::replace(&mut self.perf, Err(String::new())));

@@ -20,6 +20,8 @@ pub struct MonitorConfig {
     pub interval: Duration,
     /// The server runtime's GC log, read at the end of the window.
     pub gc_log: Option<GcLogConfig>,
+    /// `--profile`: sample the tree's stacks at this many samples a second per CPU.
+    pub profile_hz: Option<u64>,
 }
 
 /// A GC log to read (`--gc-log`, or the one a suite cell's runtime writes).

@@ -11,6 +11,7 @@ pub mod gc;
 pub mod identity;
 pub mod journey;
 pub mod kinds;
+pub mod profile;
 pub mod redact;
 pub mod suite;
 pub mod transport;
@@ -689,6 +690,9 @@ pub struct ServerInfo {
     /// runtime's GC log); null when none was found.
     #[serde(default)]
     pub gc: Option<ServerGc>,
+    /// `--profile`: where the tree's CPU went, from its sampled stacks (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::ProfileInfo>,
 }
 
 /// One entry of the syscall top list.

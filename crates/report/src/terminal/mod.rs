@@ -4,6 +4,7 @@
 
 mod endpoints;
 pub mod live;
+mod profile;
 mod server;
 mod shards;
 mod stages;

@@ -468,6 +468,12 @@ fn server(o: &mut String, r: &RunResult) {
                 }
             }
         }
+        if let Some(p) = &srv.profile {
+            for (k, line) in super::profile::profile_lines(p).iter().enumerate() {
+                let label = if k == 0 { "Profile" } else { "" };
+                let _ = writeln!(o, "  {label:<13}{line}");
+            }
+        }
     }
 }
 

@@ -1,0 +1,76 @@
+//! `server.profile` of a RunResult (`--profile`): where the monitored process tree's CPU went
+//! during the measured window, sampled from its on-CPU stacks (docs/contract.md, "Profile").
+
+use serde::{Deserialize, Serialize};
+
+/// The profile's summary; the stacks themselves are the folded file at `path`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileInfo {
+    /// The folded stacks (Brendan Gregg's format), as written; null when none was written.
+    pub path: Option<String>,
+    /// The sampled event: `cpu-clock` (a software event: no hardware PMU needed).
+    pub event: String,
+    /// Samples a second per CPU asked for.
+    pub frequency_hz: u64,
+    /// Samples of the tree in the window.
+    pub samples: u64,
+    /// Records the kernel dropped because volley's reader fell behind (0 normally).
+    pub lost: u64,
+    /// Samples of stacks beyond the 200,000 distinct ones kept (0 normally).
+    #[serde(default)]
+    pub dropped: u64,
+    /// The sampled CPU time ÷ completed requests, µs: what the stacks below add up to (near
+    /// `per_request.cpu_us`, which the kernel's counters give).
+    pub cpu_us_per_request: Option<f64>,
+    /// Each process of the tree that was sampled, most samples first.
+    pub processes: Vec<ProfiledProcess>,
+    /// The functions that cost the most, by self time (at most 20).
+    pub top: Vec<FunctionCost>,
+}
+
+/// One sampled process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfiledProcess {
+    /// Its pid.
+    pub pid: i32,
+    /// Its command name.
+    pub command: String,
+    /// Its samples.
+    pub samples: u64,
+    /// How its user stacks were walked.
+    pub unwinding: Unwinding,
+    /// The median depth of its user stacks: 1 or 2 for a binary built without frame
+    /// pointers, whose stacks the frame-pointer walk cannot follow.
+    pub median_depth: u32,
+}
+
+crate::words! {
+    /// How a process's user stacks were walked.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Unwinding {
+        /// The kernel followed the frame pointers.
+        FramePointers = "frame_pointers",
+        /// The user stack was copied and unwound with the binary's DWARF call-frame information.
+        Dwarf = "dwarf",
+    }
+}
+
+/// What one function cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCost {
+    /// The function (`[file]` where no symbol names it; a kernel function ends in `_[k]`).
+    pub name: String,
+    /// Samples with it as the leaf.
+    pub self_samples: u64,
+    /// Samples with it anywhere on the stack (a recursion counted once).
+    pub total_samples: u64,
+    /// Self CPU µs per completed request (null when nothing completed).
+    pub self_us_per_request: Option<f64>,
+    /// Total CPU µs per completed request.
+    pub total_us_per_request: Option<f64>,
+    /// Self share of the tree's samples, percent.
+    pub self_pct: f64,
+    /// Total share, percent.
+    pub total_pct: f64,
+}

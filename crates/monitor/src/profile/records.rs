@@ -1,0 +1,251 @@
+//! The perf ring buffer's records the profiler asks for, parsed from their bytes (pure):
+//! samples (`IP | TID | TIME | CPU | PERIOD | CALLCHAIN`), executable mappings (`MMAP2`), command
+//! names (`COMM`), process creation (`FORK`) and lost records (`LOST`). Layouts are the kernel's
+//! `include/uapi/linux/perf_event.h`; `sample_id_all` is off, so non-sample records carry no
+//! trailer. Every read is bounds-checked: a short or odd record is skipped, never a panic.
+
+/// `PERF_SAMPLE_*` bits of the samples the profiler opens.
+pub(crate) const SAMPLE_TYPE: u64 =
+    SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CALLCHAIN | SAMPLE_CPU | SAMPLE_PERIOD;
+const SAMPLE_IP: u64 = 1 << 0;
+const SAMPLE_TID: u64 = 1 << 1;
+const SAMPLE_TIME: u64 = 1 << 2;
+const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+const SAMPLE_CPU: u64 = 1 << 7;
+const SAMPLE_PERIOD: u64 = 1 << 8;
+
+const RECORD_LOST: u32 = 2;
+const RECORD_COMM: u32 = 3;
+const RECORD_FORK: u32 = 7;
+const RECORD_SAMPLE: u32 = 9;
+const RECORD_MMAP2: u32 = 10;
+/// `misc` of an MMAP2 record that carries a build id instead of the device and inode.
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+
+/// Values at or above this in a callchain are context markers (`PERF_CONTEXT_KERNEL`, …).
+pub(crate) const CONTEXT_MAX: u64 = (-4095i64) as u64;
+/// `PERF_CONTEXT_USER`: the user frames follow.
+#[cfg(test)]
+pub(crate) const CONTEXT_USER: u64 = (-512i64) as u64;
+/// `PERF_CONTEXT_KERNEL`: the kernel frames follow.
+#[cfg(test)]
+pub(crate) const CONTEXT_KERNEL: u64 = (-128i64) as u64;
+
+/// One record the profiler uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// A stack: the process (`pid`, the thread group) and its callchain, leaf first, with
+    /// context markers.
+    Sample {
+        pid: u32,
+        tid: u32,
+        time: u64,
+        /// The CPU time the sample stands for (the event's period at the time), ns.
+        period: u64,
+        chain: Vec<u64>,
+    },
+    /// An executable mapping of `pid`: `[addr, addr + len)` maps `path` from `pgoff`.
+    Mmap {
+        pid: u32,
+        addr: u64,
+        len: u64,
+        pgoff: u64,
+        path: String,
+    },
+    /// A thread's command name (`pid` its process).
+    Comm { pid: u32, tid: u32, comm: String },
+    /// A process or thread created by `ppid`.
+    Fork { pid: u32, ppid: u32 },
+    /// Records the kernel dropped: the ring was full.
+    Lost { lost: u64 },
+}
+
+/// Little-endian reads at an offset, `None` past the end.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u32(&self, at: usize) -> Option<u32> {
+        Some(u32::from_le_bytes(self.0.get(at..at + 4)?.try_into().ok()?))
+    }
+
+    fn u64(&self, at: usize) -> Option<u64> {
+        Some(u64::from_le_bytes(self.0.get(at..at + 8)?.try_into().ok()?))
+    }
+
+    /// A NUL-terminated string from `at` to the record's end.
+    fn cstr(&self, at: usize) -> Option<String> {
+        let tail = self.0.get(at..)?;
+        let end = tail.iter().position(|b| *b == 0).unwrap_or(tail.len());
+        Some(String::from_utf8_lossy(&tail[..end]).into_owned())
+    }
+}
+
+/// The longest callchain kept (the kernel's own default limit is 127 frames).
+const MAX_FRAMES: u64 = 512;
+
+/// Parses one whole record (header included); `None` for a kind the profiler does not use
+/// or a record too short for its kind.
+pub(crate) fn parse(rec: &[u8]) -> Option<Record> {
+    let b = Bytes(rec);
+    let kind = b.u32(0)?;
+    let misc = u16::from_le_bytes(rec.get(4..6)?.try_into().ok()?);
+    match kind {
+        RECORD_SAMPLE => sample(&b),
+        RECORD_MMAP2 => mmap2(&b, misc),
+        RECORD_COMM => Some(Record::Comm {
+            pid: b.u32(8)?,
+            tid: b.u32(12)?,
+            comm: b.cstr(16)?,
+        }),
+        RECORD_FORK => Some(Record::Fork {
+            pid: b.u32(8)?,
+            ppid: b.u32(12)?,
+        }),
+        RECORD_LOST => Some(Record::Lost { lost: b.u64(16)? }),
+        _ => None,
+    }
+}
+
+/// `IP, PID TID, TIME, CPU RES, PERIOD, NR, IPS[NR]` after the 8-byte header.
+fn sample(b: &Bytes) -> Option<Record> {
+    let pid = b.u32(16)?;
+    let tid = b.u32(20)?;
+    let time = b.u64(24)?;
+    let period = b.u64(40)?;
+    let nr = b.u64(48)?.min(MAX_FRAMES) as usize;
+    let mut chain = Vec::with_capacity(nr);
+    for k in 0..nr {
+        chain.push(b.u64(56 + 8 * k)?);
+    }
+    if chain.is_empty() {
+        // No callchain: the sampled instruction alone.
+        chain.push(b.u64(8)?);
+    }
+    Some(Record::Sample {
+        pid,
+        tid,
+        time,
+        period,
+        chain,
+    })
+}
+
+/// `PID TID, ADDR, LEN, PGOFF, (MAJ MIN INO INO_GEN | BUILD_ID), PROT FLAGS, FILENAME`.
+fn mmap2(b: &Bytes, misc: u16) -> Option<Record> {
+    // Device and inode (24 bytes), or a build id of the same size: either way the name is at
+    // 72 (`misc` only says which of the two the middle holds).
+    let _ = misc & MISC_MMAP_BUILD_ID;
+    Some(Record::Mmap {
+        pid: b.u32(8)?,
+        addr: b.u64(16)?,
+        len: b.u64(24)?,
+        pgoff: b.u64(32)?,
+        path: b.cstr(72)?,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A record's bytes: `kind`, `misc`, then `body`, its size in the header.
+    pub(crate) fn record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+        let mut v = kind.to_le_bytes().to_vec();
+        v.extend_from_slice(&misc.to_le_bytes());
+        v.extend_from_slice(&((8 + body.len()) as u16).to_le_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    pub(crate) fn sample_bytes(pid: u32, chain: &[u64]) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&chain.first().copied().unwrap_or(0).to_le_bytes()); // ip
+        body.extend_from_slice(&pid.to_le_bytes());
+        body.extend_from_slice(&(pid + 1).to_le_bytes()); // tid
+        body.extend_from_slice(&7u64.to_le_bytes()); // time
+        body.extend_from_slice(&1u32.to_le_bytes()); // cpu
+        body.extend_from_slice(&0u32.to_le_bytes());
+        body.extend_from_slice(&1_000_000u64.to_le_bytes()); // period
+        body.extend_from_slice(&(chain.len() as u64).to_le_bytes());
+        for ip in chain {
+            body.extend_from_slice(&ip.to_le_bytes());
+        }
+        record(RECORD_SAMPLE, 0, &body)
+    }
+
+    #[test]
+    fn a_sample_keeps_its_callchain_with_the_markers() {
+        let chain = [
+            CONTEXT_KERNEL,
+            0xffff_ffff_8100_0000,
+            CONTEXT_USER,
+            0x401000,
+            0x402000,
+        ];
+        let r = parse(&sample_bytes(42, &chain)).unwrap();
+        assert_eq!(
+            r,
+            Record::Sample {
+                pid: 42,
+                tid: 43,
+                time: 7,
+                period: 1_000_000,
+                chain: chain.to_vec()
+            }
+        );
+        // Cut short: no record, no panic.
+        let bytes = sample_bytes(42, &chain);
+        for n in 0..bytes.len() - 8 {
+            let _ = parse(&bytes[..n]);
+        }
+    }
+
+    #[test]
+    fn mappings_names_and_forks() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&9u32.to_le_bytes());
+        body.extend_from_slice(&9u32.to_le_bytes());
+        for v in [0x40_0000u64, 0x1000, 0x2000] {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        body.extend_from_slice(&[0u8; 24]);
+        body.extend_from_slice(&[5, 0, 0, 0, 2, 0, 0, 0]);
+        body.extend_from_slice(b"/usr/sbin/nginx\0\0\0\0\0");
+        assert_eq!(
+            parse(&record(RECORD_MMAP2, 0, &body)).unwrap(),
+            Record::Mmap {
+                pid: 9,
+                addr: 0x40_0000,
+                len: 0x1000,
+                pgoff: 0x2000,
+                path: "/usr/sbin/nginx".into()
+            }
+        );
+        let mut comm = 9u32.to_le_bytes().to_vec();
+        comm.extend_from_slice(&10u32.to_le_bytes());
+        comm.extend_from_slice(b"nginx\0\0\0");
+        assert_eq!(
+            parse(&record(RECORD_COMM, 0, &comm)).unwrap(),
+            Record::Comm {
+                pid: 9,
+                tid: 10,
+                comm: "nginx".into()
+            }
+        );
+        let fork: Vec<u8> = [11u32, 9, 11, 9]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .chain(0u64.to_le_bytes())
+            .collect();
+        assert_eq!(
+            parse(&record(RECORD_FORK, 0, &fork)).unwrap(),
+            Record::Fork { pid: 11, ppid: 9 }
+        );
+        let lost: Vec<u8> = [1u64, 17].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(
+            parse(&record(RECORD_LOST, 0, &lost)).unwrap(),
+            Record::Lost { lost: 17 }
+        );
+        assert_eq!(parse(&record(99, 0, &[0; 8])), None);
+    }
+}
