@@ -21,6 +21,9 @@ const HARNESS_FLAGS: &[&str] = &[
     "url", "json", "hdr_log", "pid", "gc_log", "quiet", "csv", "markdown", "html",
 ];
 
+/// `volley run` flags suites do not take yet: a cell does not sample its server's stacks.
+const RUN_ONLY_FLAGS: &[&str] = &["profile", "profile_frequency", "profile_out"];
+
 /// `volley run` flags that are scenario keys under another name and shape (`keepalive`,
 /// `headers`, `thresholds`), so their own names are not keys.
 const RENAMED_FLAGS: &[&str] = &["no_keepalive", "header", "threshold"];
@@ -240,6 +243,13 @@ fn check_key(cx: &Context, key: &str, span: Range<usize>, at: &str) -> Result<()
             ),
         ));
     }
+    if RUN_ONLY_FLAGS.contains(&key) {
+        return Err(cx.r.err(
+            span,
+            Some(key),
+            format!("{at}: `{key}` is not a scenario key yet: a suite's cells do not sample their server's stacks (`volley run --pid PID --profile` does)"),
+        ));
+    }
     if let Some((_, protocol)) = VERSION_FLAGS.iter().find(|(f, _)| *f == key) {
         return Err(cx.r.err(
             span,
@@ -267,6 +277,7 @@ fn scenario_keys(run_flags: &[String]) -> Vec<String> {
         .map(|f| f.replace('-', "_"))
         .filter(|k| {
             !HARNESS_FLAGS.contains(&k.as_str())
+                && !RUN_ONLY_FLAGS.contains(&k.as_str())
                 && !RENAMED_FLAGS.contains(&k.as_str())
                 && !VERSION_FLAGS.iter().any(|(f, _)| f == k)
         })
@@ -1048,6 +1059,12 @@ mod tests {
         let (_, _, key, msg) = err(&format!("{BASE}[[scenario]]\nname = \"p\"\npid = 3\n"));
         assert_eq!(key.as_deref(), Some("pid"));
         assert!(msg.contains("set by the harness"), "{msg}");
+
+        let (_, _, key, msg) = err(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nprofile = true\n"
+        ));
+        assert_eq!(key.as_deref(), Some("profile"));
+        assert!(msg.contains("not a scenario key yet"), "{msg}");
 
         let (line, _, key, _) = err(&format!(
             "{BASE}[[scenario]]\nname = \"p\"\nkeepalive = \"no\"\n"
