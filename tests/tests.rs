@@ -73,6 +73,7 @@ mod full {
     mod live;
     mod live_browser;
     mod man_pages;
+    mod profile;
     mod proxy;
     mod reference_servers;
     mod remote_write;

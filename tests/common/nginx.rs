@@ -24,6 +24,11 @@ impl Drop for Nginx {
 }
 
 impl Nginx {
+    /// Its process id (one process: `master_process off`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Requests nginx logged so far.
     pub fn requests(&self) -> usize {
         std::fs::read_to_string(&self.access_log)

@@ -9,6 +9,7 @@
 pub(crate) mod records;
 pub(crate) mod ring;
 pub(crate) mod symbols;
+pub(crate) mod unwind;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,9 +23,9 @@ use volley_model::result::profile::{FunctionCost, ProfileInfo, ProfiledProcess, 
 /// Samples a second per CPU by default: odd, so it does not beat with timers of round
 /// periods, and light (a sample costs the sampled thread a few µs).
 pub const DEFAULT_FREQUENCY_HZ: u64 = 499;
-/// Data pages of each CPU's ring (512 KiB at 4 KiB pages): some seconds of samples at the
-/// default frequency even when the reader is late.
-const RING_PAGES: usize = 128;
+/// Data pages of each CPU's ring (4 MiB at 4 KiB pages): some 500 samples with their 8 KiB
+/// stack copies, a second at the default frequency when the reader is late.
+const RING_PAGES: usize = 1024;
 /// Distinct stacks kept; samples of further ones are counted as dropped (a bound on memory
 /// whatever the server does).
 const MAX_STACKS: usize = 200_000;
@@ -48,16 +49,55 @@ struct Gathered {
     forks: Vec<(u32, u32)>,
     /// The tree at the start.
     initial: Vec<u32>,
+    /// The tree as known so far (the start's, and what it forked): whose stacks are unwound.
+    tree: HashSet<u32>,
+    /// volley itself: its samples are left out at once.
+    own: u32,
+    unwinders: unwind::Unwinders,
+    /// Per process: samples whose user stack came from the call-frame information, and from
+    /// frame pointers.
+    walks: HashMap<u32, (u64, u64)>,
     lost: u64,
     dropped: u64,
 }
 
 impl Gathered {
+    /// Replaces the user part of `chain` by the call-frame unwind of `u` when that goes deeper
+    /// than the frame pointers did.
+    fn unwind(&mut self, pid: u32, chain: &mut Vec<u64>, u: &records::UserRegs) {
+        let maps = self.maps.get(&pid).map_or(&[][..], Vec::as_slice);
+        let stack = unwind::UserStack {
+            ip: u.ip,
+            sp: u.sp,
+            bp: u.bp,
+            stack: &u.stack,
+        };
+        let dwarf = self.unwinders.unwind(pid, maps, &stack);
+        let user_at = chain.iter().position(|a| *a == records::CONTEXT_USER);
+        let fp_depth = user_at.map_or(0, |i| chain.len() - i - 1);
+        let walks = self.walks.entry(pid).or_default();
+        if dwarf.len() > fp_depth {
+            chain.truncate(user_at.unwrap_or(chain.len()));
+            chain.push(records::CONTEXT_USER);
+            chain.extend(dwarf);
+            walks.0 += 1;
+        } else {
+            walks.1 += 1;
+        }
+    }
+
     fn take(&mut self, r: Record) {
         match r {
             Record::Sample {
-                pid, chain, period, ..
-            } if pid != 0 => {
+                pid,
+                mut chain,
+                period,
+                user,
+                ..
+            } if pid != 0 && pid != self.own => {
+                if let Some(u) = user.filter(|_| self.tree.contains(&pid)) {
+                    self.unwind(pid, &mut chain, &u);
+                }
                 let full = self.stacks.len() >= MAX_STACKS;
                 let key = (pid, chain.into_boxed_slice());
                 match self.stacks.get_mut(&key) {
@@ -86,7 +126,12 @@ impl Gathered {
             Record::Comm { pid, tid, comm } if pid == tid => {
                 self.comms.insert(pid, comm);
             }
-            Record::Fork { pid, ppid } if pid != ppid => self.forks.push((pid, ppid)),
+            Record::Fork { pid, ppid } if pid != ppid => {
+                if self.tree.contains(&ppid) {
+                    self.tree.insert(pid);
+                }
+                self.forks.push((pid, ppid))
+            }
             Record::Lost { lost } => self.lost += lost,
             _ => {}
         }
@@ -126,12 +171,20 @@ impl Profiler {
             rings.push(ring);
         }
         let fds = rings.iter().map(Ring::raw_fd).collect();
+        let initial = tree_now(root as u32);
         let mut gathered = Gathered {
-            initial: tree_now(root as u32),
+            tree: initial.iter().copied().collect(),
+            initial,
+            // volley's own samples are left out (unless it profiles itself, as a test does).
+            own: Some(std::process::id())
+                .filter(|me| *me != root as u32)
+                .unwrap_or(0),
             ..Gathered::default()
         };
         for &pid in &gathered.initial {
-            gathered.maps.insert(pid, symbols::proc_maps(pid));
+            let maps = symbols::proc_maps(pid);
+            gathered.unwinders.add_modules(pid, &maps);
+            gathered.maps.insert(pid, maps);
             if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
                 gathered.comms.insert(pid, c.trim().to_string());
             }
@@ -323,7 +376,7 @@ fn fold(root: u32, frequency_hz: u64, g: Gathered, completed: u64) -> Profile {
         dropped: g.dropped,
         cpu_us_per_request: (completed > 0)
             .then(|| round2(period_ns as f64 / 1000.0 / completed as f64)),
-        processes: procs_of(procs),
+        processes: procs_of(procs, &g.walks),
         top: top(&folded, mean_period_us, completed, TOP),
     };
     Profile { folded, info }
@@ -411,7 +464,12 @@ impl ProcAcc {
     }
 }
 
-fn procs_of(procs: HashMap<u32, ProcAcc>) -> Vec<ProfiledProcess> {
+/// The processes, most samples first; each walked by the call-frame information when most of
+/// its samples were.
+fn procs_of(
+    procs: HashMap<u32, ProcAcc>,
+    walks: &HashMap<u32, (u64, u64)>,
+) -> Vec<ProfiledProcess> {
     let mut v: Vec<ProfiledProcess> = procs
         .into_iter()
         .map(|(pid, mut a)| ProfiledProcess {
@@ -419,7 +477,10 @@ fn procs_of(procs: HashMap<u32, ProcAcc>) -> Vec<ProfiledProcess> {
             median_depth: a.median_depth(),
             command: a.command,
             samples: a.samples,
-            unwinding: Unwinding::FramePointers,
+            unwinding: match walks.get(&pid) {
+                Some((dwarf, fp)) if dwarf > fp => Unwinding::Dwarf,
+                _ => Unwinding::FramePointers,
+            },
         })
         .collect();
     v.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.pid.cmp(&b.pid)));

@@ -1,18 +1,26 @@
 //! The perf ring buffer's records the profiler asks for, parsed from their bytes (pure):
-//! samples (`IP | TID | TIME | CPU | PERIOD | CALLCHAIN`), executable mappings (`MMAP2`), command
+//! samples (`IP | TID | TIME | CPU | PERIOD | CALLCHAIN | REGS_USER | STACK_USER`), executable mappings (`MMAP2`), command
 //! names (`COMM`), process creation (`FORK`) and lost records (`LOST`). Layouts are the kernel's
 //! `include/uapi/linux/perf_event.h`; `sample_id_all` is off, so non-sample records carry no
 //! trailer. Every read is bounds-checked: a short or odd record is skipped, never a panic.
 
 /// `PERF_SAMPLE_*` bits of the samples the profiler opens.
-pub(crate) const SAMPLE_TYPE: u64 =
-    SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CALLCHAIN | SAMPLE_CPU | SAMPLE_PERIOD;
+pub(crate) const SAMPLE_TYPE: u64 = SAMPLE_IP
+    | SAMPLE_TID
+    | SAMPLE_TIME
+    | SAMPLE_CALLCHAIN
+    | SAMPLE_CPU
+    | SAMPLE_PERIOD
+    | SAMPLE_REGS_USER
+    | SAMPLE_STACK_USER;
 const SAMPLE_IP: u64 = 1 << 0;
 const SAMPLE_TID: u64 = 1 << 1;
 const SAMPLE_TIME: u64 = 1 << 2;
 const SAMPLE_CALLCHAIN: u64 = 1 << 5;
 const SAMPLE_CPU: u64 = 1 << 7;
 const SAMPLE_PERIOD: u64 = 1 << 8;
+const SAMPLE_REGS_USER: u64 = 1 << 12;
+const SAMPLE_STACK_USER: u64 = 1 << 13;
 
 const RECORD_LOST: u32 = 2;
 const RECORD_COMM: u32 = 3;
@@ -25,7 +33,6 @@ const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 /// Values at or above this in a callchain are context markers (`PERF_CONTEXT_KERNEL`, …).
 pub(crate) const CONTEXT_MAX: u64 = (-4095i64) as u64;
 /// `PERF_CONTEXT_USER`: the user frames follow.
-#[cfg(test)]
 pub(crate) const CONTEXT_USER: u64 = (-512i64) as u64;
 /// `PERF_CONTEXT_KERNEL`: the kernel frames follow.
 #[cfg(test)]
@@ -43,6 +50,8 @@ pub(crate) enum Record {
         /// The CPU time the sample stands for (the event's period at the time), ns.
         period: u64,
         chain: Vec<u64>,
+        /// The user registers and stack copy, when the sample was in a user context.
+        user: Option<UserRegs>,
     },
     /// An executable mapping of `pid`: `[addr, addr + len)` maps `path` from `pgoff`.
     Mmap {
@@ -58,6 +67,15 @@ pub(crate) enum Record {
     Fork { pid: u32, ppid: u32 },
     /// Records the kernel dropped: the ring was full.
     Lost { lost: u64 },
+}
+
+/// A sample's user registers and the copy of its user stack from the stack pointer up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UserRegs {
+    pub bp: u64,
+    pub sp: u64,
+    pub ip: u64,
+    pub stack: Vec<u8>,
 }
 
 /// Little-endian reads at an offset, `None` past the end.
@@ -112,22 +130,39 @@ fn sample(b: &Bytes) -> Option<Record> {
     let tid = b.u32(20)?;
     let time = b.u64(24)?;
     let period = b.u64(40)?;
-    let nr = b.u64(48)?.min(MAX_FRAMES) as usize;
-    let mut chain = Vec::with_capacity(nr);
-    for k in 0..nr {
+    let nr = b.u64(48)?;
+    let kept = nr.min(MAX_FRAMES) as usize;
+    let mut chain = Vec::with_capacity(kept);
+    for k in 0..kept {
         chain.push(b.u64(56 + 8 * k)?);
     }
     if chain.is_empty() {
         // No callchain: the sampled instruction alone.
         chain.push(b.u64(8)?);
     }
+    let after = 56usize.checked_add(8usize.checked_mul(usize::try_from(nr).ok()?)?)?;
     Some(Record::Sample {
         pid,
         tid,
         time,
         period,
         chain,
+        user: user_regs(b, after),
     })
+}
+
+/// `ABI, REGS[3] (BP SP IP), SIZE, DATA[SIZE], DYN_SIZE` from `at`; none without a user
+/// context (ABI 0) or a stack.
+fn user_regs(b: &Bytes, at: usize) -> Option<UserRegs> {
+    if b.u64(at)? == 0 {
+        return None;
+    }
+    let (bp, sp, ip) = (b.u64(at + 8)?, b.u64(at + 16)?, b.u64(at + 24)?);
+    let size = usize::try_from(b.u64(at + 32)?).ok()?;
+    let data = at + 40;
+    let dyn_size = usize::try_from(b.u64(data.checked_add(size)?)?).ok()?;
+    let stack = b.0.get(data..data + dyn_size.min(size))?.to_vec();
+    Some(UserRegs { bp, sp, ip, stack })
 }
 
 /// `PID TID, ADDR, LEN, PGOFF, (MAJ MIN INO INO_GEN | BUILD_ID), PROT FLAGS, FILENAME`.
@@ -170,6 +205,8 @@ pub(crate) mod tests {
         for ip in chain {
             body.extend_from_slice(&ip.to_le_bytes());
         }
+        body.extend_from_slice(&0u64.to_le_bytes()); // no user registers
+        body.extend_from_slice(&0u64.to_le_bytes()); // no stack
         record(RECORD_SAMPLE, 0, &body)
     }
 
@@ -190,7 +227,8 @@ pub(crate) mod tests {
                 tid: 43,
                 time: 7,
                 period: 1_000_000,
-                chain: chain.to_vec()
+                chain: chain.to_vec(),
+                user: None,
             }
         );
         // Cut short: no record, no panic.

@@ -1,6 +1,6 @@
 //! One CPU's sampling event and its ring buffer: `cpu-clock` (a software event: this works
 //! without a hardware PMU) at a frequency, with kernel and user callchains (the kernel walks
-//! frame pointers), plus the side-band records of every task on that CPU (mappings, command
+//! frame pointers) and a copy of the top of the user stack for unwinding without them, plus the side-band records of every task on that CPU (mappings, command
 //! names, forks). Opened disabled; enabled at the window's start. Written by hand on
 //! `perf_event_open` and `mmap`: the ring protocol is a head the kernel moves and a tail the
 //! reader gives back.
@@ -10,6 +10,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 use super::records::SAMPLE_TYPE;
+use super::unwind;
 use crate::perf::{open, PerfEventAttr};
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -19,6 +20,8 @@ const FLAG_MMAP: u64 = 1 << 8;
 const FLAG_COMM: u64 = 1 << 9;
 const FLAG_FREQ: u64 = 1 << 10;
 const FLAG_TASK: u64 = 1 << 13;
+/// `wakeup_events` is a byte count (`wakeup_watermark`).
+const FLAG_WATERMARK: u64 = 1 << 14;
 const FLAG_MMAP2: u64 = 1 << 23;
 const IOC_ENABLE: libc::c_ulong = 0x2400;
 const IOC_DISABLE: libc::c_ulong = 0x2401;
@@ -49,13 +52,25 @@ impl Ring {
             config: PERF_COUNT_SW_CPU_CLOCK,
             sample_period: frequency_hz,
             sample_type: SAMPLE_TYPE,
-            flags: FLAG_DISABLED | FLAG_MMAP | FLAG_COMM | FLAG_FREQ | FLAG_TASK | FLAG_MMAP2,
-            wakeup_events: 0,
+            flags: FLAG_DISABLED
+                | FLAG_MMAP
+                | FLAG_COMM
+                | FLAG_FREQ
+                | FLAG_TASK
+                | FLAG_WATERMARK
+                | FLAG_MMAP2,
+            sample_regs_user: unwind::REGS_MASK,
+            sample_stack_user: unwind::STACK_BYTES,
             ..Default::default()
         };
-        let fd = open(&attr, -1, cpu)?;
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        // Woken when a quarter of the ring is full (stack copies fill it fast).
+        let attr = PerfEventAttr {
+            wakeup_events: (page * pages / 4) as u32,
+            ..attr
+        };
+        let fd = open(&attr, -1, cpu)?;
         let mapped = page * (1 + pages);
         // SAFETY: maps the event's ring (the kernel's layout: a metadata page, then `pages`
         // data pages) read-write, as perf requires for giving the tail back.

@@ -120,7 +120,8 @@ fn a_busy_function_of_this_process_is_found_by_name_at_its_cpu_time() {
         (0.7 * cpu_us..=1.3 * cpu_us).contains(&sampled),
         "sampled {sampled:.0} µs in burn_for_the_profile, the thread used {cpu_us:.0} µs: {burn:?}; lost {}, dropped {}", info.lost, info.dropped
     );
-    assert!(burn.self_samples * 10 >= burn.total_samples * 8, "{burn:?}");
+    // Most of it in its own loop; the rest in the clock it reads (its callees).
+    assert!(burn.self_samples * 2 >= burn.total_samples, "{burn:?}");
     assert!(prof
         .folded_text()
         .lines()
