@@ -4,9 +4,11 @@
 //!
 //! Samples become a cost per request by [`Profile`]: `samples × period_us ÷ requests`.
 
+pub mod diff;
 pub mod folded;
 pub mod top;
 
+pub use diff::{diff, diff_markdown, diff_text, Diff, FunctionDiff};
 pub use folded::{Folded, FoldedError};
 pub use top::{top, top_markdown, top_text, FunctionCost};
 
