@@ -6,10 +6,13 @@
 
 pub mod diff;
 pub mod folded;
+pub mod html;
 pub mod top;
+mod tree;
 
 pub use diff::{diff, diff_markdown, diff_text, Diff, FunctionDiff};
 pub use folded::{Folded, FoldedError};
+pub use html::{page, FlameData, Sections};
 pub use top::{top, top_markdown, top_text, FunctionCost};
 
 /// A profile and what turns its samples into CPU time per request.
