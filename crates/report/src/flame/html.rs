@@ -49,14 +49,7 @@ pub struct FlameData {
 impl FlameData {
     /// The graph of one profile.
     pub fn profile(p: Profile) -> FlameData {
-        let tree = Tree::build(p.folded, MIN_PER_MILLE);
-        FlameData {
-            nodes: rows(&tree),
-            us_per_sample: p.us_per_request(1),
-            merged: tree.merged,
-            names: tree.names,
-            change_us: None,
-        }
+        FlameData::of(Tree::build(p.folded, MIN_PER_MILLE), p, None)
     }
 
     /// The graph of `b`, each node with its change against `a` per request.
@@ -69,9 +62,17 @@ impl FlameData {
             .zip(&in_a)
             .map(|(n, &was)| round4(b.us_per_request(n.total) - a.us_per_request(was)))
             .collect();
+        FlameData::of(tree, b, Some(change))
+    }
+
+    /// The data of `tree`, a tree of `p`.
+    fn of(tree: Tree, p: Profile, change_us: Option<Vec<f64>>) -> FlameData {
         FlameData {
-            change_us: Some(change),
-            ..FlameData::profile(b)
+            nodes: rows(&tree),
+            us_per_sample: p.us_per_request(1),
+            merged: tree.merged,
+            names: tree.names,
+            change_us,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! running or waiting on a callee; once per sample, however deep it recursed), as µs per
 //! request and as a share of all samples; with a terminal and a Markdown table of them.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
@@ -38,9 +38,9 @@ pub(crate) struct Samples {
     pub(crate) total: u64,
 }
 
-/// Every function of `f` with its samples, by name.
-pub(crate) fn by_function(f: &Folded) -> BTreeMap<&str, Samples> {
-    let mut m: BTreeMap<&str, Samples> = BTreeMap::new();
+/// Every function of `f` with its samples.
+pub(crate) fn by_function(f: &Folded) -> HashMap<&str, Samples> {
+    let mut m: HashMap<&str, Samples> = HashMap::new();
     let mut seen: HashSet<&str> = HashSet::new();
     for (stack, count) in f.stacks() {
         seen.clear();

@@ -3,7 +3,7 @@
 //! so a profile of a million stacks still draws in a few thousand boxes. Built without
 //! recursion (stacks can be thousands of frames deep) from the stacks sorted frame by frame.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use super::Folded;
 
@@ -181,25 +181,37 @@ impl Tree {
 }
 
 /// The frames of `f` sorted by name, and its stacks as indices into them, sorted frame by
-/// frame (so the stacks below any call path are one range).
+/// frame (so the stacks below any call path are one range, their callees in name order).
 fn interned(f: &Folded) -> (Vec<&str>, Vec<(Vec<u32>, u64)>) {
-    let frames: Vec<&str> = f
-        .stacks()
-        .flat_map(|(s, _)| s.split(';'))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let index: HashMap<&str, u32> = frames
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (*s, i as u32))
-        .collect();
-    let mut stacks: Vec<(Vec<u32>, u64)> = f
-        .stacks()
-        .map(|(s, c)| (s.split(';').map(|fr| index[fr]).collect(), c))
-        .collect();
+    // Numbered as first seen (one hash per frame), then renumbered by name.
+    let mut index: HashMap<&str, u32> = HashMap::new();
+    let mut seen: Vec<&str> = Vec::new();
+    let mut stacks: Vec<(Vec<u32>, u64)> = Vec::with_capacity(f.len());
+    for (stack, count) in f.stacks() {
+        let ids = stack
+            .split(';')
+            .map(|frame| {
+                *index.entry(frame).or_insert_with(|| {
+                    seen.push(frame);
+                    (seen.len() - 1) as u32
+                })
+            })
+            .collect();
+        stacks.push((ids, count));
+    }
+    let mut order: Vec<u32> = (0..seen.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| seen[i as usize]);
+    let mut rank = vec![0u32; seen.len()];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i as usize] = r as u32;
+    }
+    for (ids, _) in &mut stacks {
+        for id in ids.iter_mut() {
+            *id = rank[*id as usize];
+        }
+    }
     stacks.sort_unstable();
-    (frames, stacks)
+    (order.iter().map(|&i| seen[i as usize]).collect(), stacks)
 }
 
 #[cfg(test)]
