@@ -12,6 +12,10 @@ pub const MAX_LINES: usize = 1_000_000;
 /// The longest frame name [`Folded::parse`] takes, in bytes.
 pub const MAX_FRAME_BYTES: usize = 4096;
 
+/// The most frames a stack may have: deep recursion in a JVM profile stays well within it,
+/// while a line of millions of tiny frames (a tree of millions of nodes) is refused.
+pub const MAX_STACK_FRAMES: usize = 8192;
+
 /// Why folded stacks could not be read. Line numbers count from 1.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FoldedError {
@@ -48,6 +52,12 @@ pub enum FoldedError {
         line: usize,
         /// The frame's length.
         bytes: usize,
+    },
+    /// A stack of more than [`MAX_STACK_FRAMES`] frames.
+    #[error("line {line}: a stack of more than {MAX_STACK_FRAMES} frames")]
+    TooDeep {
+        /// The line.
+        line: usize,
     },
     /// More than [`MAX_LINES`] lines.
     #[error("more than {MAX_LINES} lines: not a profile volley reads")]
@@ -149,7 +159,10 @@ fn split_line(line_text: &str, line: usize) -> Result<(&str, u64), FoldedError> 
     };
     let stack = stack.trim_end();
     let count = parse_count(count, line)?;
-    for frame in stack.split(';') {
+    for (depth, frame) in stack.split(';').enumerate() {
+        if depth == MAX_STACK_FRAMES {
+            return Err(FoldedError::TooDeep { line });
+        }
         if frame.is_empty() {
             return Err(FoldedError::EmptyFrame { line });
         }
@@ -278,6 +291,12 @@ mod tests {
         );
         let exact = format!("a;{} 1", "x".repeat(MAX_FRAME_BYTES));
         assert!(Folded::parse(&exact).is_ok());
+        let deep = vec!["f"; MAX_STACK_FRAMES].join(";");
+        assert!(Folded::parse(&format!("{deep} 1")).is_ok());
+        assert_eq!(
+            Folded::parse(&format!("x 1\n{deep};g 1")),
+            Err(FoldedError::TooDeep { line: 2 })
+        );
         let many = "\n".repeat(MAX_LINES) + "a 1\n";
         assert_eq!(Folded::parse(&many), Err(FoldedError::TooManyLines));
         let max = u64::MAX;

@@ -216,6 +216,7 @@ fn interned(f: &Folded) -> (Vec<&str>, Vec<(Vec<u32>, u64)>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::folded::MAX_STACK_FRAMES;
     use super::*;
 
     fn tree(text: &str, per_mille: u64) -> Tree {
@@ -304,11 +305,11 @@ mod tests {
 
     #[test]
     fn deep_stacks_build_without_recursion() {
-        let deep = vec!["f"; 50_000].join(";");
+        let deep = vec!["f"; MAX_STACK_FRAMES].join(";");
         let t = tree(&format!("{deep} 3\n"), 1);
-        assert_eq!(t.nodes.len(), 50_001);
+        assert_eq!(t.nodes.len(), MAX_STACK_FRAMES + 1);
         assert_eq!(t.names, ["all", "f"], "a name once");
-        assert_eq!(t.nodes[50_000].own, 3);
+        assert_eq!(t.nodes[MAX_STACK_FRAMES].own, 3);
     }
 
     #[test]
