@@ -62,6 +62,7 @@ mod slow {
 /// the reference servers' toolchains, network namespaces. A missing tool is a counted skip
 /// ([`common::skip`]), and a failure under `CI=true`.
 mod full {
+    mod flame;
     mod gc;
     mod guide;
     mod h2;

@@ -21,10 +21,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// One browser at a time: the machine has two cores and Chromium wants all of them.
-static BROWSER: Mutex<()> = Mutex::new(());
+pub(crate) static BROWSER: Mutex<()> = Mutex::new(());
 
 /// Script elements of every page: the self-test hooks, the JSON data, uPlot, report.js.
-const SCRIPTS: usize = 4;
+pub(crate) const SCRIPTS: usize = 4;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report")
@@ -50,7 +50,7 @@ fn render(inputs: &[PathBuf]) -> (tempfile::TempDir, PathBuf, String) {
 
 /// The page cannot reach the network: the CSP is there, and no element refers to anything
 /// but the page itself or `data:` (scripts and styles are inline).
-fn assert_offline(html: &str) {
+pub(crate) fn assert_offline(html: &str) {
     assert!(
         html.contains(
             r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">"#
@@ -113,16 +113,16 @@ fn without_element_content(html: &str) -> String {
 }
 
 /// What a page must show in the browser.
-struct Expect {
+pub(crate) struct Expect {
     /// Chart slots the page has (each must become a chart with data, drawn).
-    charts: usize,
+    pub(crate) charts: usize,
     /// Whether a table must be sortable (pages with three comparable rows).
-    sorts: bool,
+    pub(crate) sorts: bool,
 }
 
 /// Loads the page, checks its self-test against `expect`, and returns the DOM after the
 /// scripts ran.
-fn check_in_browser(page: &Path, html: &str, expect: Expect) -> String {
+pub(crate) fn check_in_browser(page: &Path, html: &str, expect: Expect) -> String {
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let out = common::cdp::headless(page, &["--dump-dom"]);
     let dom = String::from_utf8_lossy(&out.stdout).to_string();
@@ -165,7 +165,7 @@ fn check_in_browser(page: &Path, html: &str, expect: Expect) -> String {
 }
 
 /// A screenshot of the page is neither blank nor a single colour.
-fn check_screenshot(page: &Path) -> PathBuf {
+pub(crate) fn check_screenshot(page: &Path) -> PathBuf {
     let shot = page.with_extension("png");
     {
         let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());

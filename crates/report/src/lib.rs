@@ -1,11 +1,12 @@
 //! Reporters: one format per file behind one trait (hyperfine's exporters are the model):
 //! terminal, JSON, CSV, Markdown, HTML. Each renders a `Report`: one run, or the cells of one
-//! or more suites.
+//! or more suites. `flame` turns a server's sampled stacks into tables and flame graphs.
 
 pub mod capacity;
 pub mod csv;
 pub mod endpoints;
 pub(crate) mod escape;
+pub mod flame;
 pub mod hdr_log;
 pub mod html;
 pub(crate) mod journey;

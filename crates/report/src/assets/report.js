@@ -558,6 +558,12 @@
     el.setAttribute('data-drawn', drawn);
     el.setAttribute('data-scripts', document.querySelectorAll('script').length);
     el.setAttribute('data-sort', sortCheck());
+    // Flame graphs (flame.js): each container, and those that drew boxes beyond the root.
+    var flames = document.querySelectorAll('.flame[data-flame]');
+    el.setAttribute('data-flames', flames.length);
+    el.setAttribute('data-flames-drawn', Array.prototype.filter.call(flames, function (f) {
+      return f.querySelectorAll('.flame-node').length > 1;
+    }).length);
     el.setAttribute('data-done', '1');
     el.textContent = st.errors.concat(st.violations).join('\n');
   }

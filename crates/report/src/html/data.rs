@@ -21,6 +21,10 @@ pub struct PageData {
     /// One entry per capacity scenario (empty without capacity searches).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub capacity: Vec<crate::capacity::html::CapacityData>,
+    /// One entry per flame graph (`crate::flame::html::Sections`), in the order of their
+    /// sections' `data-flame` indices (empty without profiles).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flames: Vec<crate::flame::html::FlameData>,
 }
 
 /// The charts of one scenario group (a scenario and its axis values), one line or bar per

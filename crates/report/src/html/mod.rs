@@ -30,8 +30,12 @@ use super::Reporter;
 const TEMPLATE: &str = include_str!("../assets/report.html");
 /// The page's own style.
 pub const CSS: &str = include_str!("../assets/report.css");
-/// Charts, sorting and the self-test.
-const JS: &str = include_str!("../assets/report.js");
+/// Charts, sorting and the self-test; then the flame graphs.
+const JS: &str = concat!(
+    include_str!("../assets/report.js"),
+    "\n",
+    include_str!("../assets/flame.js")
+);
 /// uPlot, vendored unchanged (see `crates/report/src/assets/uplot/README.md`).
 pub const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.js");
 /// uPlot's style.
@@ -65,14 +69,21 @@ pub fn render_with_lead(report: &Report, lead: &str) -> String {
             crate::capacity::html::sections(&mut capacity, &report.capacity, &index);
     }
     let body = format!("{lead}{}", body::render(report, &page, &capacity));
+    fill_page(&report.title, &body, &page.data)
+}
+
+/// The whole page: the template with `title` (text), `body` (trusted HTML, already escaped,
+/// holding the `#selftest` element) and `data` (the JSON the script reads), the style and
+/// the scripts.
+pub(crate) fn fill_page(title: &str, body: &str, data: &PageData) -> String {
     fill(
         TEMPLATE,
         &[
-            ("title", &escape_html(&report.title)),
+            ("title", &escape_html(title)),
             ("uplot_css", UPLOT_CSS),
             ("css", CSS),
-            ("body", &body),
-            ("data", &script_json(&page.data)),
+            ("body", body),
+            ("data", &script_json(data)),
             ("uplot_js", UPLOT_JS),
             ("js", JS),
         ],

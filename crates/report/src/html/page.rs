@@ -95,6 +95,7 @@ impl<'a> Page<'a> {
             servers,
             groups: groups.iter().map(group_data).collect(),
             capacity: Vec::new(),
+            flames: Vec::new(),
         };
         Page { groups, data }
     }
