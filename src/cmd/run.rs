@@ -16,7 +16,7 @@ use crate::measure::{self, Context, MeasureError, Measured};
 use crate::report::hdr_log::HdrLogWriter;
 use crate::report::terminal::LiveLine;
 use crate::report::{Format, Report};
-use crate::result::{RunResult, WarningKind};
+use crate::result::WarningKind;
 use crate::sys::{cpus, limits};
 
 /// `volley run` flags: what the run is, and where its results go.
@@ -211,7 +211,7 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
         outputs.json.as_ref().map(|(p, _)| p.as_path()),
         &mut m,
     );
-    let mut code = write_outputs(&m.result, outputs, outcome_code(&m, cfg.allow_shortfall));
+    let mut code = write_outputs(&m, outputs, outcome_code(&m, cfg.allow_shortfall));
     code = code.max_precedence(folded_code);
     // After the files: a history that fails now costs the history only (exit 3).
     if let Some(saver) = saver {
@@ -346,7 +346,8 @@ fn open_outputs(args: &RunArgs) -> Result<Outputs, String> {
 
 /// The summary (stdout, or stderr when the JSON goes to stdout), the JSON and the report
 /// files; a write that fails makes the code 3.
-fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> ExitCode {
+fn write_outputs(m: &Measured, outputs: Outputs, mut code: ExitCode) -> ExitCode {
+    let result = &m.result;
     let summary = Format::Terminal.render_run(result);
     if outputs.json_stdout {
         stderr!("{summary}");
@@ -368,7 +369,7 @@ fn write_outputs(result: &RunResult, outputs: Outputs, mut code: ExitCode) -> Ex
             code = code.max_precedence(ExitCode::Failed);
         }
     }
-    let report = Report::single(result.clone());
+    let report = Report::single(result.clone()).with_folded(m.folded.clone());
     for (flag, path, format, mut f) in outputs.reports {
         let text = format.reporter().render(&report);
         if let Err(e) = crate::sys::files::write_output(&mut f, text.as_bytes()) {

@@ -70,6 +70,7 @@ impl Drop for Burn {
 fn profiled(bin: &Path, dir: &Path) -> (Value, String, String) {
     let srv = Burn::start(bin);
     let json = dir.join("r.json");
+    let html = dir.join("r.html");
     let url = format!("http://127.0.0.1:{}/", srv.1);
     let pid = srv.0.id().to_string();
     let o = volley(
@@ -85,6 +86,8 @@ fn profiled(bin: &Path, dir: &Path) -> (Value, String, String) {
             "--profile",
             "--json",
             json.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
         ],
         Duration::from_secs(30),
     );
@@ -143,6 +146,13 @@ fn a_hot_function_is_found_by_name_at_its_share_of_the_servers_cpu() {
         text.contains("Profile") && text.contains("  burn"),
         "{text}"
     );
+    // The report draws the stacks: a flame graph section, its data naming `burn`.
+    let page = std::fs::read_to_string(dir.join("r.html")).unwrap();
+    assert!(
+        page.contains("CPU went") && page.contains("data-flame=\"0\""),
+        "no flame graph"
+    );
+    assert!(page.contains("\"burn\""), "burn is not in the page's data");
 }
 
 #[test]

@@ -41,6 +41,8 @@ pub struct Cell {
     pub control: bool,
     /// The RunResult, when one was measured and could be read.
     pub result: Option<RunResult>,
+    /// `--profile`'s folded stacks (`server.profile.path`), when they could be read.
+    pub folded: Option<String>,
 }
 
 impl Cell {
@@ -183,9 +185,18 @@ impl Report {
                 reason: None,
                 control: false,
                 result: Some(r),
+                folded: None,
             }],
             capacity: Vec::new(),
         }
+    }
+
+    /// The report with `folded` (`--profile`'s stacks) as its only run's.
+    pub fn with_folded(mut self, folded: Option<String>) -> Report {
+        if let Some(c) = self.cells.first_mut() {
+            c.folded = folded;
+        }
+        self
     }
 
     /// A report of one capacity search (`volley capacity`): the server is the target's
@@ -234,6 +245,7 @@ impl Report {
                 reason: row.reason.clone(),
                 control: row.control,
                 result: read(row).and_then(|t| RunResult::from_json(&t).ok()),
+                folded: None,
             })
             .collect();
         let capacity = capacity_rows
@@ -479,7 +491,16 @@ fn load_one(p: &Path) -> Result<Report, LoadError> {
         }
         Some(s) if s.starts_with("volley.run/") => {
             let r = RunResult::from_json(&text).map_err(|e| err(e.to_string()))?;
-            let mut report = Report::single(r);
+            // The profile's stacks, named relative to the JSON's folder.
+            let folded = r
+                .server
+                .as_ref()
+                .and_then(|s| s.profile.as_ref()?.path.clone())
+                .and_then(|f| {
+                    let dir = file.parent().unwrap_or(Path::new("."));
+                    std::fs::read_to_string(dir.join(f)).ok()
+                });
+            let mut report = Report::single(r).with_folded(folded);
             // A run out of a results folder keeps its server's name and its cell.
             if let Some(row) = suite_row_of(&file) {
                 let cell = &mut report.cells[0];

@@ -1,6 +1,8 @@
 //! `server.profile` of a RunResult (`--profile`): where the monitored process tree's CPU went
 //! during the measured window, sampled from its on-CPU stacks (docs/contract.md, "Profile").
 
+use std::collections::{HashMap, HashSet};
+
 use serde::{Deserialize, Serialize};
 
 /// The profile's summary; the stacks themselves are the folded file at `path`.
@@ -73,4 +75,62 @@ pub struct FunctionCost {
     pub self_pct: f64,
     /// Total share, percent.
     pub total_pct: f64,
+}
+
+/// The `n` functions that cost the most, by self samples (then total, then name), from folded
+/// stacks (`command;root;…;leaf`, the first frame the process, which is no function): each
+/// function's samples as the leaf (self) and anywhere on the stack (total, a recursion counted
+/// once), made µs per request by `period_us` (the CPU time one sample stands for) and
+/// `requests` (null without any).
+pub fn top<'a>(
+    stacks: impl Iterator<Item = (&'a str, u64)>,
+    period_us: f64,
+    requests: u64,
+    n: usize,
+) -> Vec<FunctionCost> {
+    let mut costs: HashMap<&str, (u64, u64)> = HashMap::new();
+    let mut all = 0u64;
+    let mut seen = HashSet::new();
+    for (stack, count) in stacks {
+        all += count;
+        let frames: Vec<&str> = stack.split(';').skip(1).collect();
+        if let Some(leaf) = frames.last() {
+            costs.entry(leaf).or_default().0 += count;
+        }
+        seen.clear();
+        for f in frames {
+            if seen.insert(f) {
+                costs.entry(f).or_default().1 += count;
+            }
+        }
+    }
+    let round2 = |v: f64| (v * 100.0).round() / 100.0;
+    let per_request =
+        |s: u64| (requests > 0).then(|| round2(s as f64 * period_us / requests as f64));
+    let pct = |s: u64| {
+        if all > 0 {
+            round2(s as f64 / all as f64 * 100.0)
+        } else {
+            0.0
+        }
+    };
+    let mut v: Vec<FunctionCost> = costs
+        .into_iter()
+        .map(|(name, (own, total))| FunctionCost {
+            name: name.to_string(),
+            self_samples: own,
+            total_samples: total,
+            self_us_per_request: per_request(own),
+            total_us_per_request: per_request(total),
+            self_pct: pct(own),
+            total_pct: pct(total),
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        (b.self_samples, b.total_samples)
+            .cmp(&(a.self_samples, a.total_samples))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    v.truncate(n);
+    v
 }

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 
 use records::{Record, CONTEXT_MAX};
 use ring::Ring;
-use volley_model::result::profile::{FunctionCost, ProfileInfo, ProfiledProcess, Unwinding};
+use volley_model::result::profile::{ProfileInfo, ProfiledProcess, Unwinding};
 
 /// Samples a second per CPU by default: odd, so it does not beat with timers of round
 /// periods, and light (a sample costs the sampled thread a few µs).
@@ -377,7 +377,12 @@ fn fold(root: u32, frequency_hz: u64, g: Gathered, completed: u64) -> Profile {
         cpu_us_per_request: (completed > 0)
             .then(|| round2(period_ns as f64 / 1000.0 / completed as f64)),
         processes: procs_of(procs, &g.walks),
-        top: top(&folded, mean_period_us, completed, TOP),
+        top: volley_model::result::profile::top(
+            folded.iter().map(|(s, n)| (s.as_str(), *n)),
+            mean_period_us,
+            completed,
+            TOP,
+        ),
     };
     Profile { folded, info }
 }
@@ -484,55 +489,6 @@ fn procs_of(
         })
         .collect();
     v.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.pid.cmp(&b.pid)));
-    v
-}
-
-/// The functions that cost the most, by self samples: each function's samples as the leaf
-/// (self) and on the stack at all (total, a recursion counted once), in µs per request.
-pub fn top(folded: &[(String, u64)], period_us: f64, requests: u64, n: usize) -> Vec<FunctionCost> {
-    let mut costs: HashMap<&str, (u64, u64)> = HashMap::new();
-    let mut all = 0u64;
-    for (stack, count) in folded {
-        all += count;
-        let frames: Vec<&str> = stack.split(';').skip(1).collect();
-        if let Some(leaf) = frames.last() {
-            costs.entry(leaf).or_default().0 += count;
-        }
-        let mut seen = HashSet::new();
-        for f in frames {
-            if seen.insert(f) {
-                costs.entry(f).or_default().1 += count;
-            }
-        }
-    }
-    let per_request =
-        |s: u64| (requests > 0).then(|| round2(s as f64 * period_us / requests as f64));
-    let pct = |s: u64| {
-        if all > 0 {
-            round2(s as f64 / all as f64 * 100.0)
-        } else {
-            0.0
-        }
-    };
-    let mut v: Vec<FunctionCost> = costs
-        .into_iter()
-        .map(|(name, (own, total))| FunctionCost {
-            name: name.to_string(),
-            self_samples: own,
-            total_samples: total,
-            self_us_per_request: per_request(own),
-            total_us_per_request: per_request(total),
-            self_pct: pct(own),
-            total_pct: pct(total),
-        })
-        .collect();
-    v.sort_by(|a, b| {
-        b.self_samples
-            .cmp(&a.self_samples)
-            .then(b.total_samples.cmp(&a.total_samples))
-            .then(a.name.cmp(&b.name))
-    });
-    v.truncate(n);
     v
 }
 

@@ -2,6 +2,7 @@
 //! this test burning CPU in a named function.
 
 use super::*;
+use volley_model::result::profile::top;
 
 fn folded(lines: &[(&str, u64)]) -> Vec<(String, u64)> {
     lines.iter().map(|(s, n)| (s.to_string(), *n)).collect()
@@ -15,7 +16,7 @@ fn self_and_total_time_per_request() {
         ("srv;main;rec;rec;rec", 5),
     ]);
     // 100 samples of 1,000 µs over 1,000 requests: 100 µs a request in all.
-    let t = top(&f, 1000.0, 1000, 10);
+    let t = top(f.iter().map(|(s, n)| (s.as_str(), *n)), 1000.0, 1000, 10);
     assert_eq!(t[0].name, "burn");
     assert_eq!((t[0].self_samples, t[0].total_samples), (80, 80));
     assert_eq!(t[0].self_us_per_request, Some(80.0));
@@ -27,8 +28,9 @@ fn self_and_total_time_per_request() {
     assert_eq!((rec.self_samples, rec.total_samples), (5, 5));
     let main = t.iter().find(|c| c.name == "main").unwrap();
     assert_eq!(main.total_pct, 100.0);
-    assert_eq!(top(&f, 1000.0, 0, 10)[0].self_us_per_request, None);
-    assert_eq!(top(&f, 1000.0, 1000, 2).len(), 2);
+    let stacks = || f.iter().map(|(s, n)| (s.as_str(), *n));
+    assert_eq!(top(stacks(), 1000.0, 0, 10)[0].self_us_per_request, None);
+    assert_eq!(top(stacks(), 1000.0, 1000, 2).len(), 2);
 }
 
 #[test]

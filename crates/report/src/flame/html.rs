@@ -235,9 +235,12 @@ fn top_table(o: &mut String, costs: &[FunctionCost]) {
     );
     for c in costs {
         let _ = write!(o, "<tr><td><code>{}</code></td>", esc(&c.name));
-        num(o, c.self_us_per_request, &us(c.self_us_per_request));
+        let per = |v: Option<f64>| (v.unwrap_or(0.0), v.map_or("-".into(), us));
+        let (v, t) = per(c.self_us_per_request);
+        num(o, v, &t);
         num(o, c.self_pct, &format!("{:.1} %", c.self_pct));
-        num(o, c.total_us_per_request, &us(c.total_us_per_request));
+        let (v, t) = per(c.total_us_per_request);
+        num(o, v, &t);
         num(o, c.total_pct, &format!("{:.1} %", c.total_pct));
         o.push_str("</tr>\n");
     }
@@ -277,6 +280,36 @@ fn diff_table(o: &mut String, changes: &[FunctionDiff]) {
         o.push_str("</tr>\n");
     }
     o.push_str("</tbody></table></div>\n");
+}
+
+/// The flame graph of every profiled run of `report` whose stacks were read (a file that
+/// does not parse is left out: its summary still has the functions).
+pub(crate) fn of_report(report: &crate::Report) -> Sections {
+    let mut s = Sections::new();
+    for c in &report.cells {
+        let (Some(text), Some(r)) = (&c.folded, &c.result) else {
+            continue;
+        };
+        let Some(p) = r.server.as_ref().and_then(|s| s.profile.as_ref()) else {
+            continue;
+        };
+        let Ok(f) = super::Folded::parse(text) else {
+            continue;
+        };
+        // The CPU one sample stood for, from the sampled total when there is one.
+        let period_us = match p.cpu_us_per_request {
+            Some(per) if p.samples > 0 => per * r.requests.completed as f64 / p.samples as f64,
+            _ => 1e6 / p.frequency_hz.max(1) as f64,
+        };
+        let rep = if c.rep > 1 {
+            format!(" (repetition {})", c.rep)
+        } else {
+            String::new()
+        };
+        let title = format!("Where {}'s CPU went{rep}", c.server);
+        s.profile(&title, Profile::new(&f, period_us, r.requests.completed));
+    }
+    s
 }
 
 /// A page of its own: `title` and the sections, on the report's template (its style,

@@ -12,6 +12,7 @@ mod tree;
 
 pub use diff::{diff, diff_markdown, diff_text, Diff, FunctionDiff};
 pub use folded::{Folded, FoldedError};
+pub(crate) use html::of_report;
 pub use html::{page, FlameData, Sections};
 pub use top::{top, top_markdown, top_text, FunctionCost};
 

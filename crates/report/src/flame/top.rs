@@ -6,28 +6,10 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
-use serde::{Deserialize, Serialize};
+use super::{markdown_name, printable, us, Folded};
 
-use super::{markdown_name, printable, us, us_per_request, Folded};
-
-/// One function's CPU cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FunctionCost {
-    /// The frame's name as sampled.
-    pub name: String,
-    /// Samples with this function as the leaf.
-    pub self_samples: u64,
-    /// Samples with this function anywhere on the stack (once per sample).
-    pub total_samples: u64,
-    /// `self_samples × period_us ÷ requests`.
-    pub self_us_per_request: f64,
-    /// `total_samples × period_us ÷ requests`.
-    pub total_us_per_request: f64,
-    /// Self samples, % of all samples.
-    pub self_pct: f64,
-    /// Total samples, % of all samples.
-    pub total_pct: f64,
-}
+/// One function's CPU cost (the RunResult's `server.profile.top[]`).
+pub use volley_model::result::profile::FunctionCost;
 
 /// Self and total samples of one function.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,35 +39,11 @@ pub(crate) fn by_function(f: &Folded) -> HashMap<&str, Samples> {
 }
 
 /// The `n` functions with the most self samples (then the most total samples, then by name),
-/// their samples made µs per request by `period_us` (CPU time one sample stands for) and
-/// `requests` (the run's completed requests; every µs figure is 0 without any).
+/// the first frame of each stack (the process) left out, their samples made µs per request by
+/// `period_us` (CPU time one sample stands for) and `requests` (the run's completed requests;
+/// null without any). The RunResult's `server.profile.top` is this list.
 pub fn top(f: &Folded, period_us: f64, requests: u64, n: usize) -> Vec<FunctionCost> {
-    let pct = |s: u64| {
-        if f.total() == 0 {
-            0.0
-        } else {
-            s as f64 * 100.0 / f.total() as f64
-        }
-    };
-    let mut v: Vec<FunctionCost> = by_function(f)
-        .into_iter()
-        .map(|(name, s)| FunctionCost {
-            name: name.to_string(),
-            self_samples: s.leaf,
-            total_samples: s.total,
-            self_us_per_request: us_per_request(s.leaf, period_us, requests),
-            total_us_per_request: us_per_request(s.total, period_us, requests),
-            self_pct: pct(s.leaf),
-            total_pct: pct(s.total),
-        })
-        .collect();
-    v.sort_by(|a, b| {
-        (b.self_samples, b.total_samples)
-            .cmp(&(a.self_samples, a.total_samples))
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    v.truncate(n);
-    v
+    volley_model::result::profile::top(f.stacks(), period_us, requests, n)
 }
 
 /// The longest name the terminal table shows.
@@ -111,13 +69,18 @@ pub fn top_text(costs: &[FunctionCost]) -> String {
         let _ = writeln!(
             o,
             "{name:<w$}  {:>12}  {:>6.1}%  {:>13}  {:>6.1}%",
-            us(c.self_us_per_request),
+            opt_us(c.self_us_per_request),
             c.self_pct,
-            us(c.total_us_per_request),
+            opt_us(c.total_us_per_request),
             c.total_pct
         );
     }
     o
+}
+
+/// µs for a table, `-` where nothing completed.
+fn opt_us(v: Option<f64>) -> String {
+    v.map_or("-".into(), us)
 }
 
 /// The table in Markdown, names as code spans with their pipes escaped.
@@ -131,9 +94,9 @@ pub fn top_markdown(costs: &[FunctionCost]) -> String {
             o,
             "| {} | {} | {:.1} % | {} | {:.1} % |",
             markdown_name(&c.name),
-            us(c.self_us_per_request),
+            opt_us(c.self_us_per_request),
             c.self_pct,
-            us(c.total_us_per_request),
+            opt_us(c.total_us_per_request),
             c.total_pct
         );
     }
@@ -153,7 +116,11 @@ mod tests {
         let f = folded("srv;main;handle;burn 60\nsrv;main;handle;parse 30\nsrv;main 10\n");
         let t = top(&f, 1000.0, 100, 10);
         let names: Vec<&str> = t.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["burn", "parse", "main", "srv", "handle"]);
+        assert_eq!(
+            names,
+            ["burn", "parse", "main", "handle"],
+            "the process is no function"
+        );
         let get = |n: &str| t.iter().find(|c| c.name == n).unwrap();
         assert_eq!(
             (get("burn").self_samples, get("burn").total_samples),
@@ -181,7 +148,10 @@ mod tests {
         assert_eq!(get("fib").self_samples, 10);
         assert_eq!(get("walk").total_samples, 5);
         assert_eq!(get("walk").self_samples, 0);
-        assert_eq!(get("a").total_pct, 100.0);
+        assert!(
+            t.iter().all(|c| c.name != "a"),
+            "the process is no function"
+        );
     }
 
     #[test]
@@ -190,11 +160,11 @@ mod tests {
         // 2 s of CPU over 2,000 requests: 1,000 µs each.
         let f = folded("srv;burn 998\nsrv;idle 2\n");
         let t = top(&f, 1e6 / 499.0, 2000, 10);
-        assert!((t[0].self_us_per_request - 1000.0).abs() < 1e-9);
-        assert!((t[0].total_us_per_request - 1000.0).abs() < 1e-9);
-        assert!((t[2].total_us_per_request - 1000.0 * 1000.0 / 998.0).abs() < 1e-9);
-        assert_eq!(t[2].name, "srv");
-        assert_eq!(top(&f, 2004.0, 0, 10)[0].self_us_per_request, 0.0);
+        assert_eq!(t[0].self_us_per_request, Some(1000.0));
+        assert_eq!(t[0].total_us_per_request, Some(1000.0));
+        assert_eq!(t[1].name, "idle");
+        assert_eq!(t[1].self_us_per_request, Some(2.0));
+        assert_eq!(top(&f, 2004.0, 0, 10)[0].self_us_per_request, None);
         assert!(top(&Folded::default(), 2004.0, 10, 10).is_empty());
     }
 
@@ -216,7 +186,11 @@ mod tests {
             md.contains("`<b>bold</b>`"),
             "HTML inside a code span is text: {md}"
         );
-        assert_eq!(md.lines().count(), 2 + 5);
+        assert_eq!(
+            md.lines().count(),
+            2 + 4,
+            "four functions (the process is none)"
+        );
         let text = top_text(&t);
         assert!(text.lines().next().unwrap().starts_with("function"));
         assert!(text.contains("a|b"));

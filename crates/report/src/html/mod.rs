@@ -68,6 +68,10 @@ pub fn render_with_lead(report: &Report, lead: &str) -> String {
         page.data.capacity =
             crate::capacity::html::sections(&mut capacity, &report.capacity, &index);
     }
+    // Profiled runs: where the server's CPU went, as flame graphs.
+    let (flames, data) = crate::flame::of_report(report).into_parts();
+    page.data.flames = data;
+    capacity.push_str(&flames);
     let body = format!("{lead}{}", body::render(report, &page, &capacity));
     fill_page(&report.title, &body, &page.data)
 }

@@ -42,7 +42,8 @@ use verdict::verdict as page_verdict;
 use versus::versus;
 
 /// The page body (everything inside `<body>` but the scripts); `capacity` is the capacity
-/// searches' sections (`report::capacity::html`), after the scenario groups.
+/// searches' sections (`report::capacity::html`) and the profiles' flame graphs
+/// (`report::flame`), after the scenario groups.
 pub fn render(report: &Report, page: &Page, capacity: &str) -> String {
     let mut o = String::new();
     if report.cells.is_empty() && !report.capacity.is_empty() {
