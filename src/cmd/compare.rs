@@ -121,7 +121,8 @@ pub(crate) fn execute(args: &CompareArgs) -> ExitCode {
     } else {
         Layout::Fitted
     };
-    let table = compare::render(&c, layout);
+    // Where both sides were profiled: which functions' CPU per request changed.
+    let table = compare::render(&c, layout) + &compare::why_text(&c, &a, b.as_ref().unwrap_or(&a));
     if c.regression {
         code = code.max_precedence(ExitCode::NoResponse);
     }

@@ -19,7 +19,8 @@
 //!   spaces and of dashes made one, runs of equal skeletons made one (a table or a per-second
 //!   series may have more or fewer rows).
 //! - The headlines and warnings about the machine rather than the command (`shared machine`,
-//!   `volley starved`, `client saturated`, `send lag p99 is`, `io_uring not used`) may come
+//!   `volley starved`, `other processes starved volley`, `client saturated`, `send lag p99 is`,
+//!   `io_uring not used`) may come
 //!   and go on either side.
 //! - `vary="TEXT"` in a console block's info string: a line containing TEXT matches any line
 //!   containing TEXT (a verdict or a search step that a busy machine moves).
@@ -42,9 +43,10 @@ const PAGE_PORTS: [u16; 2] = [8080, 8081];
 const PAGE_LIMIT: Duration = Duration::from_secs(240);
 
 /// Lines about the machine rather than about the command: present or not on either side.
-const MACHINE_LINES: [&str; 5] = [
+const MACHINE_LINES: [&str; 6] = [
     "shared machine:",
     "volley starved:",
+    "other processes starved volley",
     "client saturated:",
     "send lag p99 is",
     "io_uring not used",

@@ -44,9 +44,15 @@ struct Burn(Child, u16);
 
 impl Burn {
     fn start(bin: &Path) -> Burn {
+        Burn::with(bin, &[])
+    }
+
+    /// The server with `extra` arguments after its rounds (`EXTRA`: a v2).
+    fn with(bin: &Path, extra: &[&str]) -> Burn {
         let port = free_port();
         let child = Command::new(bin)
             .args([&port.to_string(), ROUNDS])
+            .args(extra)
             .spawn()
             .unwrap();
         for _ in 0..100 {
@@ -153,6 +159,70 @@ fn a_hot_function_is_found_by_name_at_its_share_of_the_servers_cpu() {
         "no flame graph"
     );
     assert!(page.contains("\"burn\""), "burn is not in the page's data");
+}
+
+/// A profiled run of `srv` written to `json` (with its `.folded` beside it).
+fn profiled_to(srv: &Burn, json: &Path) {
+    let url = format!("http://127.0.0.1:{}/", srv.1);
+    let pid = srv.0.id().to_string();
+    let args = [
+        "run",
+        &url,
+        "-c",
+        "1",
+        "-d",
+        "2s",
+        "--pid",
+        &pid,
+        "--profile",
+    ];
+    let mut all = args.to_vec();
+    all.extend(["--json", json.to_str().unwrap()]);
+    let o = volley(&all, Duration::from_secs(30));
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+}
+
+#[test]
+fn a_comparison_names_the_function_that_got_slower() {
+    // v2 spends some 100 µs more per request in serialize_json, and nothing else changes.
+    let dir = scratch("profile", "ab");
+    let Some(bin) = build(&dir) else { return };
+    let (v1, v2) = (dir.join("v1.json"), dir.join("v2.json"));
+    profiled_to(&Burn::start(&bin), &v1);
+    profiled_to(&Burn::with(&bin, &["50000"]), &v2);
+    let html = dir.join("ab.html");
+    let o = volley(
+        &[
+            "compare",
+            v1.to_str().unwrap(),
+            v2.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        text.contains("Where the server's CPU per request changed"),
+        "{text}"
+    );
+    // The table's first function is the one that got slower, by its own code.
+    let after = text
+        .split("Where the server's CPU per request changed")
+        .nth(1)
+        .unwrap();
+    let first = after
+        .lines()
+        .skip_while(|l| !l.starts_with("function"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(first.trim_start().starts_with("serialize_json"), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Where the CPU per request changed"),
+        "no differential graph"
+    );
+    assert!(page.contains("\"serialize_json\""));
 }
 
 #[test]

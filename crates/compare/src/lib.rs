@@ -13,6 +13,7 @@ mod judge;
 mod loads;
 pub mod page;
 mod pairing;
+mod profiles;
 pub use volley_model::stats::ab as stats;
 mod table;
 mod text;
@@ -24,6 +25,7 @@ use serde::Serialize;
 
 pub use endpoints::{EndpointPair, Endpoints, UnpairedEndpoint};
 pub use judge::worse_pct;
+pub use profiles::why_text;
 pub use table::{format_p, render, Layout};
 pub use within::{compare_within, Within};
 

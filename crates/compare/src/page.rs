@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::{Comparison, Endpoints, Pair};
 use volley_model::result::identity::LoadKey;
-use volley_report::html::{escape_html as esc, render_with_lead};
+use volley_report::html::{escape_html as esc, render_with};
 use volley_report::model::{Cell, Report};
 
 /// The verdict page of comparison `c` of reports `a` and `b` (as loaded from `c.a`, `c.b`).
@@ -22,7 +22,10 @@ pub fn render(c: &Comparison, a: &Report, b: &Report) -> String {
     let mut lead = lead(c);
     lead += &repetitions(c, &combined);
     lead += &settings(&combined);
-    render_with_lead(&combined, &lead)
+    // Where both sides were profiled: B's stacks against A's, per request.
+    render_with(&combined, &lead, &mut |s| {
+        super::profiles::sections(s, c, a, b)
+    })
 }
 
 /// Per pair, each repetition's headline value as a dot, A above B on one axis: the noise is

@@ -53,6 +53,16 @@ impl Reporter for HtmlReporter {
 /// The page of `report` with `lead` (trusted HTML, already escaped) before everything else:
 /// how a page built on the report's sections (`volley compare --html`) puts its answer first.
 pub fn render_with_lead(report: &Report, lead: &str) -> String {
+    render_with(report, lead, &mut |_| {})
+}
+
+/// [`render_with_lead`], with flame graph sections `more` adds after the runs' own (a
+/// comparison's differential ones).
+pub fn render_with(
+    report: &Report,
+    lead: &str,
+    more: &mut dyn FnMut(&mut crate::flame::Sections),
+) -> String {
     let series = report.series();
     let mut page = Page::of(&series);
     // Capacity searches: their servers join the page's (one colour per server everywhere).
@@ -69,7 +79,9 @@ pub fn render_with_lead(report: &Report, lead: &str) -> String {
             crate::capacity::html::sections(&mut capacity, &report.capacity, &index);
     }
     // Profiled runs: where the server's CPU went, as flame graphs.
-    let (flames, data) = crate::flame::of_report(report).into_parts();
+    let mut sections = crate::flame::of_report(report);
+    more(&mut sections);
+    let (flames, data) = sections.into_parts();
     page.data.flames = data;
     capacity.push_str(&flames);
     let body = format!("{lead}{}", body::render(report, &page, &capacity));
