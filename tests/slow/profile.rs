@@ -94,6 +94,8 @@ fn profiled(bin: &Path, dir: &Path) -> (Value, String, String) {
             json.to_str().unwrap(),
             "--html",
             html.to_str().unwrap(),
+            "--markdown",
+            dir.join("r.md").to_str().unwrap(),
         ],
         Duration::from_secs(30),
     );
@@ -159,6 +161,8 @@ fn a_hot_function_is_found_by_name_at_its_share_of_the_servers_cpu() {
         "no flame graph"
     );
     assert!(page.contains("\"burn\""), "burn is not in the page's data");
+    let md = std::fs::read_to_string(dir.join("r.md")).unwrap();
+    assert!(md.contains("CPU went") && md.contains("| `burn` |"), "{md}");
 }
 
 /// A profiled run of `srv` written to `json` (with its `.folded` beside it).
@@ -198,6 +202,8 @@ fn a_comparison_names_the_function_that_got_slower() {
             v2.to_str().unwrap(),
             "--html",
             html.to_str().unwrap(),
+            "--markdown",
+            dir.join("r.md").to_str().unwrap(),
         ],
         Duration::from_secs(30),
     );

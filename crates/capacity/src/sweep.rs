@@ -127,7 +127,8 @@ impl Steps<'_> {
         let m = self.measure_watched(&cfg, &extra, Some(&mut seconds))?;
         let path = self.save(&m.result, file)?;
         let cores = cfg.load.threads.min(self.cores).max(1) as f64;
-        let parts = parts(plan, &stages, &seconds.0, &m.client_samples, cores);
+        let seconds = window::laid_out(std::mem::take(&mut seconds.0));
+        let parts = parts(plan, &stages, &seconds, &m.client_samples, cores);
         let mut windows = Vec::new();
         for part in &parts {
             let mut w = self.judge_window(part, &m.result, &path);
@@ -217,14 +218,12 @@ fn parts<'a>(
 ) -> Vec<Part<'a>> {
     let w = plan.window.as_secs().max(1) as usize;
     let full = plan.duration.as_secs() as usize;
-    // Seconds arrive in order with none missing (the aggregator fills holes).
     let seconds = &seconds[..seconds.len().min(full)];
     seconds
         .chunks_exact(w)
         .enumerate()
         .map(|(k, chunk)| {
             let start = (k * w) as u64;
-            debug_assert_eq!(chunk[0].t_s, start);
             let from = (k * w).min(samples.len());
             let to = ((k + 1) * w).min(samples.len());
             let due = stages.shape.integral((start as usize + w) as f64)

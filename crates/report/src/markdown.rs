@@ -97,6 +97,33 @@ fn scenario(o: &mut String, report: &Report, label: &str, group: &[&Series]) {
     journey_lines(o, group);
     cost_table(o, group);
     gc_table(o, group);
+    profile_tables(o, group);
+}
+
+/// `--profile`: per server, its first profiled run's functions with the most self CPU per
+/// request (`server.profile.top`).
+fn profile_tables(o: &mut String, group: &[&Series]) {
+    for s in group {
+        let Some(p) = s
+            .ok()
+            .into_iter()
+            .find_map(|r| r.server.as_ref()?.profile.as_ref())
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "Where {}'s CPU went ({} samples of {} at {} Hz{}):\n",
+            esc(&s.server),
+            thousands(p.samples),
+            esc(&p.event),
+            p.frequency_hz,
+            p.cpu_us_per_request
+                .map_or(String::new(), |v| format!(", {v:.1} µs of CPU a request"))
+        );
+        o.push_str(&crate::flame::top_markdown(&p.top));
+        o.push('\n');
+    }
 }
 
 /// The server runtime's collections, where `server.gc` was read: nothing otherwise.

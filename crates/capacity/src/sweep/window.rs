@@ -31,6 +31,27 @@ impl Second {
     }
 }
 
+/// The seconds in order of their time, a second the observer was not told of (nothing
+/// happened in it) filled in empty, up to the last one told.
+pub(crate) fn laid_out(told: Vec<Second>) -> Vec<Second> {
+    let mut out: Vec<Second> = Vec::with_capacity(told.len());
+    for s in told {
+        while (out.len() as u64) < s.t_s {
+            out.push(Second {
+                t_s: out.len() as u64,
+                latency: new_hist(),
+                service: new_hist(),
+                lag: new_hist(),
+                counts: Counters::default(),
+            });
+        }
+        if s.t_s as usize == out.len() {
+            out.push(s);
+        }
+    }
+    out
+}
+
 /// The seconds of one window and what the schedule had due in it.
 pub(crate) struct Part<'a> {
     /// Its first second (from t0).
@@ -198,6 +219,26 @@ mod tests {
         // A few requests at a low rate are the window's edge, not a queue.
         assert!(behind(&result(100, 96)).is_none());
         assert!(behind(&result(100, 94)).is_some());
+    }
+
+    #[test]
+    fn a_second_nothing_happened_in_is_laid_out_empty() {
+        let second = |t_s: u64| {
+            let mut counts = Counters::default();
+            counts.sent = 1;
+            Second {
+                t_s,
+                latency: new_hist(),
+                service: new_hist(),
+                lag: new_hist(),
+                counts,
+            }
+        };
+        let v = laid_out(vec![second(0), second(2), second(3)]);
+        let ts: Vec<u64> = v.iter().map(|s| s.t_s).collect();
+        assert_eq!(ts, [0, 1, 2, 3]);
+        assert_eq!(v[1].counts.sent, 0);
+        assert_eq!(v[2].counts.sent, 1);
     }
 
     #[test]
