@@ -223,16 +223,15 @@ mod tests {
 
     #[test]
     fn a_second_nothing_happened_in_is_laid_out_empty() {
-        let second = |t_s: u64| {
-            let mut counts = Counters::default();
-            counts.sent = 1;
-            Second {
-                t_s,
-                latency: new_hist(),
-                service: new_hist(),
-                lag: new_hist(),
-                counts,
-            }
+        let second = |t_s: u64| Second {
+            t_s,
+            latency: new_hist(),
+            service: new_hist(),
+            lag: new_hist(),
+            counts: Counters {
+                sent: 1,
+                ..Counters::default()
+            },
         };
         let v = laid_out(vec![second(0), second(2), second(3)]);
         let ts: Vec<u64> = v.iter().map(|s| s.t_s).collect();
