@@ -123,7 +123,11 @@ fn shards_take_every_nth_request_of_the_whole_schedule() {
                 .iter()
                 .map(|t| t["target"].as_f64().unwrap())
                 .collect();
-            assert_eq!(targets, [100.0, 200.0], "{shard}");
+            // (The last second may be a little short of a whole one: its target with it.)
+            assert!(
+                (targets[0] - 100.0).abs() <= 0.5 && (targets[1] - 200.0).abs() <= 1.0,
+                "{shard}: {targets:?}"
+            );
             (j["requests"]["sent"].as_u64().unwrap(), per_second)
         })
         .collect();
