@@ -1,9 +1,13 @@
-//! `volley run --profile` against Debian's nginx, a binary built without frame pointers: its
-//! user stacks must come from the call-frame information (`unwinding: dwarf`) and reach from
-//! nginx's event loop to the request's handler and the syscall it makes.
+//! `volley run --profile` against real servers: Debian's nginx, a binary built without frame
+//! pointers, whose user stacks must come from the call-frame information (`unwinding: dwarf`)
+//! and reach from nginx's event loop to the request's handler and the syscall it makes; the Go
+//! reference server, whose handler Go names natively; and the Node.js one, whose JIT-compiled
+//! handler is named from the perf map `--perf-basic-prof` makes it write.
 
 use crate::common;
 
+use std::path::Path;
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use common::nginx;
@@ -57,4 +61,86 @@ fn nginx_is_unwound_by_its_call_frame_information() {
     });
     assert!(deep.count() > 0, "{folded}");
     assert!(!text.contains("its user stacks are shallow"), "{text}");
+}
+
+/// A reference server (`servers/`) on a free port, with `env` and `args`; killed when dropped.
+struct Reference(Child, u16);
+
+impl Drop for Reference {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn reference(program: &str, args: &[&str]) -> Reference {
+    let port = nginx::free_port();
+    let child = Command::new(program)
+        .args(args)
+        .env("PORT", port.to_string())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program}: {e} (servers/install.sh builds the servers)"));
+    for _ in 0..150 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Reference(child, port)
+}
+
+/// The folded stacks of a profiled 3 s run against `srv`.
+fn folded_of(srv: &Reference, name: &str) -> String {
+    let out = common::scratch("profile", name).join("p.folded");
+    let url = format!("http://127.0.0.1:{}/", srv.1);
+    let pid = srv.0.id().to_string();
+    let o = common::volley(
+        &[
+            "run",
+            &url,
+            "-c",
+            "4",
+            "-d",
+            "3s",
+            "--pid",
+            &pid,
+            "--profile",
+            "--profile-out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::output_text(&o));
+    std::fs::read_to_string(out).unwrap()
+}
+
+#[test]
+fn go_names_its_handler() {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("servers/go/server");
+    if !bin.exists() {
+        common::skip("servers/go/server (servers/install.sh builds it)");
+        return;
+    }
+    let srv = reference(bin.to_str().unwrap(), &[]);
+    let folded = folded_of(&srv, "go");
+    // servers/go/main.go's handler of `/` is `root`.
+    assert!(folded.contains(";main.root;"), "{folded}");
+    assert!(folded.contains("runtime."), "the runtime's frames too");
+}
+
+#[test]
+fn node_names_its_jit_compiled_handler_from_its_perf_map() {
+    let js = Path::new(env!("CARGO_MANIFEST_DIR")).join("servers/node/server.js");
+    let srv = reference("node", &["--perf-basic-prof", js.to_str().unwrap()]);
+    let folded = folded_of(&srv, "node");
+    let pid = srv.0.id();
+    drop(srv);
+    let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+    // server.js's request handler is `handle`, compiled by V8 and named in its perf map.
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.contains("JS:") && l.contains("handle") && l.contains("server.js")),
+        "{folded}"
+    );
 }

@@ -23,6 +23,14 @@ pub(crate) struct Map {
     pub path: String,
 }
 
+impl Map {
+    /// It maps a file (not anonymous memory, which the kernel names `//anon` in its records
+    /// and `[anon:…]` or nothing in /proc).
+    pub(crate) fn is_file(&self) -> bool {
+        self.path.starts_with('/') && !self.path.starts_with("//")
+    }
+}
+
 /// Reads the executable mappings of `pid` from /proc.
 pub(crate) fn proc_maps(pid: u32) -> Vec<Map> {
     std::fs::read_to_string(format!("/proc/{pid}/maps"))
@@ -138,7 +146,7 @@ impl Names {
                 continue;
             }
             match maps.iter().rev().find(|m| a >= m.start && a < m.end) {
-                Some(m) if m.path.starts_with('/') => by_file
+                Some(m) if m.is_file() => by_file
                     .entry(m.path.as_str())
                     .or_default()
                     .push((a, a - m.start + m.pgoff)),

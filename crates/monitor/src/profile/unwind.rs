@@ -133,7 +133,7 @@ impl Unwinders {
     /// reading the files does not hold up the rings).
     pub(crate) fn add_modules(&mut self, pid: u32, maps: &[Map]) {
         let p = self.procs.entry(pid).or_default();
-        for m in maps.iter().filter(|m| m.path.starts_with('/')) {
+        for m in maps.iter().filter(|m| m.is_file()) {
             if !p.added.insert(m.start) {
                 continue;
             }
