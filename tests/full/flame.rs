@@ -1,4 +1,4 @@
-//! Flame graphs in a real browser: pages written by `report::flame::page` from the folded
+//! Flame graphs in a real browser: pages written by `report::html::flame_page` from the folded
 //! fixtures (tests/fixtures/report/flame: a C server's real profiles before and after a
 //! regression, and names that are markup) load in headless Chromium offline, without a
 //! script error, console error or CSP violation; their boxes are drawn, a click zooms, the
@@ -32,7 +32,7 @@ fn fixture(name: &str) -> Folded {
 fn write(title: &str, sections: Sections) -> (tempfile::TempDir, PathBuf, String) {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("flame.html");
-    let html = volley::report::flame::page(title, sections);
+    let html = volley::report::html::flame_page(title, sections);
     std::fs::write(&page, &html).unwrap();
     (dir, page, html)
 }

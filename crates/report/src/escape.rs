@@ -65,6 +65,25 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
     out
 }
 
+/// `s` as a Markdown code span, on one line: its text verbatim, since a code span shows
+/// `&lt;` and `\|` as written (so Markdown escaping must not be applied inside one), fenced by more
+/// backticks than `s` holds in a row.
+pub(crate) fn code_span(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    let (mut run, mut longest) = (0, 0);
+    for ch in s.chars() {
+        run = if ch == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -498,24 +498,7 @@ pub(crate) fn esc(s: &str) -> String {
     o
 }
 
-/// `s` as a Markdown code span, on one line: its text verbatim, since a code span shows
-/// `&lt;` and `\|` as written (so [`esc`] must not be applied inside one), fenced by more
-/// backticks than `s` holds in a row.
-pub(crate) fn code(s: &str) -> String {
-    let s = s.replace(['\n', '\r'], " ");
-    let (mut run, mut longest) = (0, 0);
-    for ch in s.chars() {
-        run = if ch == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{s}{pad}{fence}")
-}
+pub(crate) use crate::escape::code_span as code;
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,6 @@ use super::top::{top, FunctionCost};
 use super::tree::Tree;
 use super::{signed_us, us, Profile};
 use crate::escape::escape_html as esc;
-use crate::html::PageData;
 use volley_model::units::thousands;
 
 /// The share of the samples under which a call path is merged into its caller's `[other]`
@@ -312,24 +311,6 @@ pub(crate) fn of_report(report: &crate::Report) -> Sections {
     s
 }
 
-/// A page of its own: `title` and the sections, on the report's template (its style,
-/// script, self-test and Content-Security-Policy).
-pub fn page(title: &str, sections: Sections) -> String {
-    let (html, flames) = sections.into_parts();
-    let body = format!(
-        "<h1>{}</h1>\n{html}<footer><p>CPU per request: each sample × the sampling \
-         period ÷ the requests completed.</p><div id=\"selftest\" hidden></div></footer>\n",
-        esc(title)
-    );
-    let data = PageData {
-        servers: Vec::new(),
-        groups: Vec::new(),
-        capacity: Vec::new(),
-        flames,
-    };
-    crate::html::fill_page(title, &body, &data)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::Folded;
@@ -339,18 +320,6 @@ mod tests {
 
     fn folded(text: &str) -> Folded {
         Folded::parse(text).unwrap()
-    }
-
-    /// The page's JSON block, parsed.
-    fn page_data(html: &str) -> serde_json::Value {
-        let open = r#"<script type="application/json" id="data">"#;
-        let start = html.find(open).unwrap() + open.len();
-        let end = start + html[start..].find("</script>").unwrap();
-        assert!(
-            !html[start..end].contains('<'),
-            "a < inside the script element"
-        );
-        serde_json::from_str(&html[start..end]).unwrap()
     }
 
     #[test]
@@ -395,20 +364,14 @@ mod tests {
             Profile::new(&f, 1000.0, 10),
             Profile::new(&f, 1000.0, 20),
         );
-        let html = page(EVIL, s);
+        // The sections' markup (the page around it: `html::flame_page`'s own test).
+        let html = s.html().to_string();
+        let data = serde_json::json!({ "flames": s.data() });
         assert!(!html.contains("<img"), "a name became markup");
-        assert_eq!(
-            html.matches("<script").count(),
-            4,
-            "the template's four only"
-        );
-        assert_eq!(html.matches("</script").count(), 4);
-        assert!(html.contains("<h1>&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</h1>"));
         assert!(html
             .contains("<td><code>&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</code></td>"));
         assert!(html.contains("<h3>a|b &quot;quoted&quot;</h3>"));
         assert!(html.contains("<code>say &quot;hi&quot; &#39;there&#39;</code>"));
-        let data = page_data(&html);
         let names = &data["flames"][0]["names"];
         for want in [EVIL, "a|b", "say \"hi\" 'there'"] {
             assert!(

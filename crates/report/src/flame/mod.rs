@@ -13,7 +13,7 @@ mod tree;
 pub use diff::{diff, diff_markdown, diff_text, Diff, FunctionDiff};
 pub use folded::{Folded, FoldedError};
 pub(crate) use html::of_report;
-pub use html::{page, FlameData, Sections};
+pub use html::{FlameData, Sections};
 pub use top::{top, top_markdown, top_text, FunctionCost};
 
 /// A profile and what turns its samples into CPU time per request.
@@ -90,7 +90,7 @@ fn printable(name: &str, max: usize) -> String {
 /// A name as a Markdown table cell: a code span (its HTML shown as text, its backticks
 /// fenced) with its pipes escaped, which a table would otherwise split on.
 fn markdown_name(name: &str) -> String {
-    crate::markdown::code(name).replace('|', "\\|")
+    crate::escape::code_span(name).replace('|', "\\|")
 }
 
 #[cfg(test)]

@@ -88,6 +88,24 @@ pub fn render_with(
     fill_page(&report.title, &body, &page.data)
 }
 
+/// A page of flame graphs alone: `title` and the sections, on the report's template (its style,
+/// script, self-test and Content-Security-Policy).
+pub fn flame_page(title: &str, sections: crate::flame::Sections) -> String {
+    let (html, flames) = sections.into_parts();
+    let body = format!(
+        "<h1>{}</h1>\n{html}<footer><p>CPU per request: each sample × the sampling \
+         period ÷ the requests completed.</p><div id=\"selftest\" hidden></div></footer>\n",
+        escape_html(title)
+    );
+    let data = PageData {
+        servers: Vec::new(),
+        groups: Vec::new(),
+        capacity: Vec::new(),
+        flames,
+    };
+    fill_page(title, &body, &data)
+}
+
 /// The whole page: the template with `title` (text), `body` (trusted HTML, already escaped,
 /// holding the `#selftest` element) and `data` (the JSON the script reads), the style and
 /// the scripts.
@@ -108,6 +126,23 @@ pub(crate) fn fill_page(title: &str, body: &str, data: &PageData) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_flame_page_keeps_hostile_names_text() {
+        let evil = "</script><img src=x onerror=alert(1)>";
+        let f = crate::flame::Folded::parse(&format!("srv;{evil} 5\nsrv;ok 3\n")).unwrap();
+        let mut s = crate::flame::Sections::new();
+        s.profile(evil, crate::flame::Profile::new(&f, 1000.0, 10));
+        let html = flame_page(evil, s);
+        assert!(!html.contains("<img"), "a name became markup");
+        assert_eq!(
+            html.matches("<script").count(),
+            4,
+            "the template's four only"
+        );
+        assert_eq!(html.matches("</script").count(), 4);
+        assert!(html.contains("<h1>&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</h1>"));
+    }
+
     use super::*;
     use std::path::Path;
     use volley_model::result::{CellStatus, Warning};
