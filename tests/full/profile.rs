@@ -22,28 +22,7 @@ fn nginx_is_unwound_by_its_call_frame_information() {
         &format!("server {{ listen 127.0.0.1:{port}; location / {{ return 200 '.'; }} }}"),
         &[port],
     );
-    let json = dir.join("r.json");
-    let url = format!("http://127.0.0.1:{port}/");
-    let pid = srv.pid().to_string();
-    let o = common::volley(
-        &[
-            "run",
-            &url,
-            "-c",
-            "4",
-            "-d",
-            "3s",
-            "--pid",
-            &pid,
-            "--profile",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        Duration::from_secs(30),
-    );
-    let text = common::output_text(&o);
-    assert_eq!(o.status.code(), Some(0), "{text}");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (r, folded, text) = profiled(port, srv.pid(), "nginx");
     let p = &r["server"]["profile"];
     assert_eq!(p["processes"][0]["command"], "nginx", "{p}");
     assert_eq!(p["processes"][0]["unwinding"], "dwarf", "{p}");
@@ -51,7 +30,6 @@ fn nginx_is_unwound_by_its_call_frame_information() {
         p["processes"][0]["median_depth"].as_u64().unwrap() >= 8,
         "{p}"
     );
-    let folded = std::fs::read_to_string(dir.join("r.folded")).unwrap();
     // The frame-pointer walk stops at nginx's first frame; the call-frame information goes on
     // from the event loop through the handler to the write.
     let deep = folded.lines().filter(|l| {
@@ -89,11 +67,12 @@ fn reference(program: &str, args: &[&str]) -> Reference {
     Reference(child, port)
 }
 
-/// The folded stacks of a profiled 3 s run against `srv`.
-fn folded_of(srv: &Reference, name: &str) -> String {
-    let out = common::scratch("profile", name).join("p.folded");
-    let url = format!("http://127.0.0.1:{}/", srv.1);
-    let pid = srv.0.id().to_string();
+/// A profiled 3 s run of the server on `port` (process `pid`): its RunResult, its folded
+/// stacks and its output.
+fn profiled(port: u16, pid: u32, name: &str) -> (Value, String, String) {
+    let json = common::scratch("profile", name).join("r.json");
+    let url = format!("http://127.0.0.1:{port}/");
+    let pid = pid.to_string();
     let o = common::volley(
         &[
             "run",
@@ -105,13 +84,21 @@ fn folded_of(srv: &Reference, name: &str) -> String {
             "--pid",
             &pid,
             "--profile",
-            "--profile-out",
-            out.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
         ],
         Duration::from_secs(30),
     );
-    assert_eq!(o.status.code(), Some(0), "{}", common::output_text(&o));
-    std::fs::read_to_string(out).unwrap()
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let folded = std::fs::read_to_string(json.with_extension("folded")).unwrap();
+    (r, folded, text)
+}
+
+/// The folded stacks of a profiled 3 s run against `srv`.
+fn folded_of(srv: &Reference, name: &str) -> String {
+    profiled(srv.1, srv.0.id(), name).1
 }
 
 #[test]

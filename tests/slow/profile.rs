@@ -202,11 +202,10 @@ fn a_comparison_names_the_function_that_got_slower() {
             v2.to_str().unwrap(),
             "--html",
             html.to_str().unwrap(),
-            "--markdown",
-            dir.join("r.md").to_str().unwrap(),
         ],
         Duration::from_secs(30),
     );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     let text = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(
         text.contains("Where the server's CPU per request changed"),
