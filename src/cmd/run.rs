@@ -253,7 +253,13 @@ fn write_folded(args: &RunArgs, json: Option<&std::path::Path>, m: &mut Measured
         (None, None) => return ExitCode::Ok,
     };
     if let Err(e) = crate::sys::files::write_atomically(&path, folded.as_bytes()) {
-        stderrln!("volley: --profile-out {}: {e}", path.display());
+        // Name the flag that chose the path: --profile-out, or --json beside which it goes.
+        let flag = if args.profile_out.is_some() {
+            "--profile-out"
+        } else {
+            "--profile (beside --json)"
+        };
+        stderrln!("volley: {flag} {}: {e}", path.display());
         return ExitCode::Failed;
     }
     // Beside the JSON it is named as the JSON's folder sees it.

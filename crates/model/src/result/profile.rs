@@ -18,7 +18,8 @@ pub struct ProfileInfo {
     pub samples: u64,
     /// Records the kernel dropped because volley's reader fell behind (0 normally).
     pub lost: u64,
-    /// Samples of stacks beyond the 200,000 distinct ones kept (0 normally).
+    /// Samples of stacks beyond the 200,000 distinct ones kept, and side records (mappings,
+    /// names, forks) of other processes beyond the 100,000 kept (0 normally).
     #[serde(default)]
     pub dropped: u64,
     /// The sampled CPU time ÷ completed requests, µs: what the stacks below add up to (near

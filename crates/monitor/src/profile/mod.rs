@@ -29,6 +29,8 @@ const RING_PAGES: usize = 1024;
 /// Distinct stacks kept; samples of further ones are counted as dropped (a bound on memory
 /// whatever the server does).
 const MAX_STACKS: usize = 200_000;
+/// Side records (mappings, names, forks) of processes outside the tree kept at most.
+const MAX_SIDE_RECORDS: usize = 100_000;
 /// Functions in the result's top list.
 const TOP: usize = 20;
 
@@ -59,6 +61,8 @@ struct Gathered {
     walks: HashMap<u32, (u64, u64)>,
     lost: u64,
     dropped: u64,
+    /// Side records kept of processes outside the tree as known when they came.
+    others: usize,
 }
 
 impl Gathered {
@@ -84,6 +88,22 @@ impl Gathered {
         } else {
             walks.1 += 1;
         }
+    }
+
+    /// Whether a side record of `pid` is kept: always for the tree as known so far; for other
+    /// processes (whose records may precede the fork that makes them the tree's, from another
+    /// CPU's ring) only up to [`MAX_SIDE_RECORDS`], so a busy machine cannot grow them without
+    /// bound; the rest are counted in `dropped`.
+    fn keep(&mut self, pid: u32) -> bool {
+        if self.tree.contains(&pid) {
+            return true;
+        }
+        self.others += 1;
+        if self.others > MAX_SIDE_RECORDS {
+            self.dropped += 1;
+            return false;
+        }
+        true
     }
 
     fn take(&mut self, r: Record) {
@@ -117,20 +137,22 @@ impl Gathered {
                 len,
                 pgoff,
                 path,
-            } => self.maps.entry(pid).or_default().push(symbols::Map {
+            } if self.keep(pid) => self.maps.entry(pid).or_default().push(symbols::Map {
                 start: addr,
                 end: addr.saturating_add(len),
                 pgoff,
                 path,
             }),
-            Record::Comm { pid, tid, comm } if pid == tid => {
+            Record::Comm { pid, tid, comm } if pid == tid && self.keep(pid) => {
                 self.comms.insert(pid, comm);
             }
             Record::Fork { pid, ppid } if pid != ppid => {
                 if self.tree.contains(&ppid) {
                     self.tree.insert(pid);
                 }
-                self.forks.push((pid, ppid))
+                if self.keep(ppid) {
+                    self.forks.push((pid, ppid))
+                }
             }
             Record::Lost { lost } => self.lost += lost,
             _ => {}
