@@ -75,6 +75,7 @@ mod full {
     mod live_browser;
     mod man_pages;
     mod profile;
+    mod profile_suite;
     mod proxy;
     mod reference_servers;
     mod remote_write;

@@ -437,6 +437,12 @@ pub fn assert_golden(name: &str, actual: &str) {
     }
 }
 
+/// Whether `program` is a file in a folder of the PATH.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
 /// Skips the calling test because something it needs is missing here (`reason` names it and
 /// how to install it). Under `CI=true` that fails the test instead: CI installs everything
 /// (`make test-deps`), so a skip there would hide a test that never ran. Elsewhere the skip is

@@ -20,13 +20,8 @@ use volley::monitor::gc::{gotrace, jvmlog, nodetrace, GcLog};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn have(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-}
-
 fn skip_without(programs: &[&str]) -> bool {
-    let missing: Vec<&str> = programs.iter().copied().filter(|p| !have(p)).collect();
+    let missing: Vec<&str> = programs.iter().copied().filter(|p| !on_path(p)).collect();
     if !missing.is_empty() {
         skip(&format!(
             "{} not installed (servers/install.sh)",

@@ -30,6 +30,8 @@ pub(super) struct CellOutcome {
     pub result: Option<RunResult>,
     /// A capacity cell's search (its steps are on disk already).
     pub capacity: Option<volley_model::result::capacity::CapacityResult>,
+    /// `profile = true`: the server's folded stacks, written beside its RunResult.
+    pub folded: Option<String>,
 }
 
 impl CellOutcome {
@@ -42,6 +44,7 @@ impl CellOutcome {
             notes: Vec::new(),
             result: None,
             capacity: None,
+            folded: None,
         }
     }
 }
@@ -119,12 +122,14 @@ impl Harness<'_> {
             self.suite.server_cpus.as_ref(),
             (&logs.0, &logs.1),
             cell.cell.protocol,
+            profiled(cell),
         ) {
             Ok(r) => r,
             Err(e) => return CellOutcome::failed(e, Vec::new()),
         };
         let mut outcome = self.measure_when_ready(cell, m, &mut running, cores);
         stop_and_check(&mut running, &mut outcome);
+        remove_perf_maps(&outcome);
         // Most servers print nothing to stdout: no empty files in the results.
         if std::fs::metadata(&logs.0).is_ok_and(|m| m.len() == 0) {
             let _ = std::fs::remove_file(&logs.0);
@@ -260,7 +265,14 @@ impl Harness<'_> {
             Ok(m) => m,
             Err(e) => return CellOutcome::failed(e.to_string(), Vec::new()),
         };
-        self.judged(cell, m.result, m.interrupted)
+        let mut outcome = self.judged(cell, m.result, m.interrupted);
+        outcome.folded = m.folded;
+        if profiled(cell) && pid.is_none() {
+            outcome.notes.push(
+                "not profiled: the harness did not start this server (a `url` server has no process to sample)".into(),
+            );
+        }
+        outcome
     }
 
     /// The row of a measured cell, the same whether it was measured in this process or merged
@@ -297,6 +309,7 @@ impl Harness<'_> {
             notes,
             result: Some(result),
             capacity: None,
+            folded: None,
         }
     }
 }
@@ -367,6 +380,31 @@ pub(super) fn cell_config(
         }
     }
     Ok((cfg, flags))
+}
+
+/// Whether the cell samples its server's stacks (`profile = true`).
+fn profiled(cell: &PlannedCell) -> bool {
+    cell.cell.flags.iter().any(|f| f == "--profile")
+}
+
+/// Flags that mean nothing without a server to monitor (a `url` server's cell).
+fn monitor_only(flag: &str) -> bool {
+    flag == "--profile"
+        || flag.starts_with("--monitor-interval=")
+        || flag.starts_with("--profile-frequency=")
+}
+
+/// The perf maps the server's runtimes wrote for the profile (`/tmp/perf-PID.map`: a Node
+/// server writes one all along, a JVM when volley asked): the server is gone, so are they.
+fn remove_perf_maps(outcome: &CellOutcome) {
+    let procs = outcome
+        .result
+        .as_ref()
+        .and_then(|r| r.server.as_ref()?.profile.as_ref())
+        .map_or(&[][..], |p| p.processes.as_slice());
+    for p in procs {
+        let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", p.pid));
+    }
 }
 
 /// The status of a measured cell: a cell without a single response failed, unless it is a
@@ -440,7 +478,7 @@ pub(super) fn cell_argv(
     argv.extend(
         flags
             .iter()
-            .filter(|f| pid.is_some() || !f.starts_with("--monitor-interval="))
+            .filter(|f| pid.is_some() || !monitor_only(f))
             .cloned(),
     );
     argv.push("--quiet".into());

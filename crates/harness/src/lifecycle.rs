@@ -143,13 +143,15 @@ impl Running {
 /// Starts `m.start` in `m.dir` through `sh -c`, in a new process group, with `PORT` and
 /// `{port}`, pinned to `cpus`, stdout and stderr to `logs.0`/`logs.1`, for a cell of
 /// `protocol`: over TLS (https, h2) a fresh certificate is written into its private folder and
-/// named by `TLS_CERT` and `TLS_KEY`; for h2c `H2C=1` is set.
+/// named by `TLS_CERT` and `TLS_KEY`; for h2c `H2C=1` is set; a `profiled` cell's runtime gets
+/// the switches that let its stacks be walked and named (`runtime`).
 pub fn start(
     m: &Managed,
     port: u16,
     cpus: Option<&CpuList>,
     logs: (&Path, &Path),
     protocol: Protocol,
+    profiled: bool,
 ) -> Result<Running, String> {
     let tls = protocol.tls();
     let open = |p: &Path| File::create(p).map_err(|e| format!("cannot write {}: {e}", p.display()));
@@ -201,9 +203,10 @@ pub fn start(
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let gc_log = match (m.runtime, &tmp) {
         (Some(rt), Some(dir)) => {
-            let (vars, log) = runtime::gc_env(rt, dir, logs, &env).inspect_err(|_| {
-                let _ = std::fs::remove_dir_all(dir);
-            })?;
+            let (vars, log) =
+                runtime::runtime_env(rt, dir, logs, &env, profiled).inspect_err(|_| {
+                    let _ = std::fs::remove_dir_all(dir);
+                })?;
             cmd.envs(vars);
             Some(log)
         }

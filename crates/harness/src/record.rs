@@ -13,8 +13,18 @@ use volley_report::Format;
 
 impl Harness<'_> {
     /// Saves the cell's RunResult at once and updates its row and `suite.json`.
-    pub(super) fn record(&mut self, i: usize, cell: &PlannedCell, o: CellOutcome, wall: Duration) {
+    pub(super) fn record(
+        &mut self,
+        i: usize,
+        cell: &PlannedCell,
+        mut o: CellOutcome,
+        wall: Duration,
+    ) {
         self.retry_unsaved();
+        let folded_note = match (o.folded.take(), o.result.as_mut()) {
+            (Some(f), Some(r)) => self.save_folded(cell, &f, r),
+            _ => None,
+        };
         let saved = match (&o.result, &o.capacity) {
             (Some(r), _) => Some(self.save_result(i, cell, r)),
             (None, Some(c)) => Some(self.save_capacity(i, cell, c)),
@@ -33,6 +43,7 @@ impl Harness<'_> {
             notes.extend(broken);
         }
         notes.extend(unsaved_note);
+        notes.extend(folded_note);
         let log = format!("logs/{}.stderr", cell.id);
         let log = self.out_dir.join(&log).is_file().then_some(log);
         let row = &mut self.index.rows[i];
@@ -84,6 +95,31 @@ impl Harness<'_> {
 }
 
 impl Harness<'_> {
+    /// Writes a profiled cell's folded stacks to `runs/<cell>.folded`, beside its RunResult,
+    /// and names the file in `server.profile.path` (relative to the JSON's folder, as
+    /// `volley run --json` does); the row's note when the write failed.
+    fn save_folded(
+        &mut self,
+        cell: &PlannedCell,
+        folded: &str,
+        r: &mut RunResult,
+    ) -> Option<String> {
+        let rel = format!("runs/{}.folded", cell.id);
+        let path = self.out_dir.join(&rel);
+        if let Err(e) = volley_model::sys::files::write_atomically(&path, folded.as_bytes()) {
+            let note = format!(
+                "cannot write {rel}: {e}; the profile's stacks are lost (its summary is kept)"
+            );
+            self.log.line(&format!("volley bench: {note}"));
+            return Some(note);
+        }
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        if let Some(p) = r.server.as_mut().and_then(|s| s.profile.as_mut()) {
+            p.path = name;
+        }
+        None
+    }
+
     /// Writes a capacity cell's search to `runs/<cell>/capacity.json` (its steps are there
     /// already): its path, or the row's note when the write failed (kept in memory and tried
     /// again after every cell, as a RunResult is).

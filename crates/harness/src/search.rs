@@ -117,6 +117,7 @@ impl Harness<'_> {
             notes,
             result: None,
             capacity: Some(result),
+            folded: None,
         }
     }
 }

@@ -226,26 +226,26 @@ impl Report {
     /// A report of a suite whose RunResults are in `dir` (rows whose file is missing or
     /// unreadable keep their status and lose their numbers).
     pub fn suite(index: SuiteIndex, dir: &Path) -> Report {
-        let read = |row: &SuiteRow| {
-            row.path
-                .as_ref()
-                .and_then(|p| row_file(dir, p))
-                .and_then(|f| std::fs::read_to_string(f).ok())
-        };
+        let file = |row: &SuiteRow| row.path.as_ref().and_then(|p| row_file(dir, p));
+        let read = |row: &SuiteRow| file(row).and_then(|f| std::fs::read_to_string(f).ok());
         let (capacity_rows, run_rows): (Vec<&SuiteRow>, Vec<&SuiteRow>) =
             index.rows.iter().partition(|r| r.capacity.is_some());
         let cells = run_rows
             .into_iter()
-            .map(|row| Cell {
-                server: row.server.clone(),
-                scenario: row.scenario.clone(),
-                axes: row.axes.clone(),
-                rep: row.rep,
-                status: row.status,
-                reason: row.reason.clone(),
-                control: row.control,
-                result: read(row).and_then(|t| RunResult::from_json(&t).ok()),
-                folded: None,
+            .map(|row| {
+                let result = read(row).and_then(|t| RunResult::from_json(&t).ok());
+                let folded = file(row).and_then(|f| folded_beside(&f, result.as_ref()?));
+                Cell {
+                    server: row.server.clone(),
+                    scenario: row.scenario.clone(),
+                    axes: row.axes.clone(),
+                    rep: row.rep,
+                    status: row.status,
+                    reason: row.reason.clone(),
+                    control: row.control,
+                    result,
+                    folded,
+                }
             })
             .collect();
         let capacity = capacity_rows
@@ -445,6 +445,18 @@ fn capacity_server(url: &str) -> String {
     }
 }
 
+/// The profile's folded stacks of RunResult `r` read from `json`: `server.profile.path`, named
+/// relative to the JSON's folder (and kept inside it), or absolute (`--profile-out` elsewhere).
+fn folded_beside(json: &Path, r: &RunResult) -> Option<String> {
+    let named = Path::new(r.server.as_ref()?.profile.as_ref()?.path.as_ref()?);
+    let file = if named.is_absolute() {
+        named.to_path_buf()
+    } else {
+        row_file(json.parent().unwrap_or(Path::new(".")), named.to_str()?)?
+    };
+    std::fs::read_to_string(file).ok()
+}
+
 fn row_file(dir: &Path, rel: &str) -> Option<PathBuf> {
     use std::path::Component;
     let rel = Path::new(rel);
@@ -491,15 +503,7 @@ fn load_one(p: &Path) -> Result<Report, LoadError> {
         }
         Some(s) if s.starts_with("volley.run/") => {
             let r = RunResult::from_json(&text).map_err(|e| err(e.to_string()))?;
-            // The profile's stacks, named relative to the JSON's folder.
-            let folded = r
-                .server
-                .as_ref()
-                .and_then(|s| s.profile.as_ref()?.path.clone())
-                .and_then(|f| {
-                    let dir = file.parent().unwrap_or(Path::new("."));
-                    std::fs::read_to_string(dir.join(f)).ok()
-                });
+            let folded = folded_beside(&file, &r);
             let mut report = Report::single(r).with_folded(folded);
             // A run out of a results folder keeps its server's name and its cell.
             if let Some(row) = suite_row_of(&file) {

@@ -304,10 +304,11 @@ fn check_flags(flags: &[String], url: &str, cores: usize) -> Result<RunConfig, C
         flags: clap_flag(&e).into_iter().collect(),
         message: e.kind().to_string() + &clap_detail(&e),
     })?;
-    // `monitor_interval` is for the server the harness starts, whose pid only the harness
-    // knows: checked against a stand-in pid, then left for the harness to attach.
+    // `monitor_interval` and `profile` are for the server the harness starts, whose pid only
+    // the harness knows: checked against a stand-in pid, then left for the harness to attach.
     let mut run_flags = run_flags;
-    let stand_in = run_flags.pid.is_none() && run_flags.monitor_interval.is_some();
+    let stand_in =
+        run_flags.pid.is_none() && (run_flags.monitor_interval.is_some() || run_flags.profile);
     if stand_in {
         run_flags.pid = Some(STAND_IN_PID);
     }
@@ -317,7 +318,8 @@ fn check_flags(flags: &[String], url: &str, cores: usize) -> Result<RunConfig, C
             message: e.to_string(),
         })?;
     if stand_in {
-        // Only the interval is kept: `harness::cell` replaces the pid with the server's.
+        // Only the interval and the profile's frequency are kept: `harness::cell` replaces the
+        // pid with the server's.
         if let Some(m) = config.monitor.as_mut() {
             m.pid = 0;
         }
@@ -325,7 +327,8 @@ fn check_flags(flags: &[String], url: &str, cores: usize) -> Result<RunConfig, C
     Ok(config)
 }
 
-/// The pid a cell's flags are checked with when they set `monitor_interval` (any valid one).
+/// The pid a cell's flags are checked with when they set `monitor_interval` or `profile` (any
+/// valid one).
 const STAND_IN_PID: i64 = 1;
 
 /// The flag a clap error is about (`--connections <CONNECTIONS>`, `<URL>`).

@@ -18,11 +18,21 @@ use crate::RunFlags;
 
 /// `volley run` flags a scenario may not set: the harness sets them per cell.
 const HARNESS_FLAGS: &[&str] = &[
-    "url", "json", "hdr_log", "pid", "gc_log", "quiet", "csv", "markdown", "html",
+    "url",
+    "json",
+    "hdr_log",
+    "pid",
+    "gc_log",
+    "quiet",
+    "csv",
+    "markdown",
+    "html",
+    "profile_out",
 ];
 
-/// `volley run` flags suites do not take yet: a cell does not sample its server's stacks.
-const RUN_ONLY_FLAGS: &[&str] = &["profile", "profile_frequency", "profile_out"];
+/// Keys that sample the server's stacks (`profile`, `profile_frequency`): only of cells run in
+/// volley's own process, one run each (not a capacity search, not shards).
+const PROFILE_KEYS: &[&str] = &["profile", "profile_frequency"];
 
 /// `volley run` flags that are scenario keys under another name and shape (`keepalive`,
 /// `headers`, `thresholds`), so their own names are not keys.
@@ -117,6 +127,7 @@ fn read_scenario<'a>(
         capacity,
     } = read_keys(cx, t, &at)?;
     check_shards(cx.r, &axes, capacity.as_ref().map(|c| &c.1), &at)?;
+    check_profile(cx.r, &axes, capacity.is_some(), &at)?;
     add_defaults(&mut axes, cx.defaults);
     let Some((spec, span)) = capacity else {
         let cells = matrix::expand(cx.r, &at, sv.span(), &axes, &path, cx.cores)?;
@@ -197,6 +208,31 @@ fn check_shards(
     Ok(())
 }
 
+/// `profile` samples the server of one run: not the steps of a capacity search, nor a cell
+/// split into shard processes.
+fn check_profile(
+    r: &TomlReader,
+    axes: &[Axis],
+    capacity: bool,
+    at: &str,
+) -> Result<(), SuiteError> {
+    let Some(p) = axes.iter().find(|a| PROFILE_KEYS.contains(&a.key.as_str())) else {
+        return Ok(());
+    };
+    let why = if capacity {
+        "`capacity` (a search's steps are not profiled: profile a run at the rate it finds)"
+    } else if axes.iter().any(|a| a.key == "shards") {
+        "`shards` (the stacks are sampled by the run in volley's own process)"
+    } else {
+        return Ok(());
+    };
+    Err(r.err(
+        p.span.clone(),
+        Some(&p.key),
+        format!("{at}: `{}` cannot be combined with {why}", p.key),
+    ))
+}
+
 /// The keys of scenario table `t`, each checked and turned into its alternatives.
 fn read_keys<'a>(
     cx: &Context<'_, 'a>,
@@ -243,13 +279,6 @@ fn check_key(cx: &Context, key: &str, span: Range<usize>, at: &str) -> Result<()
             ),
         ));
     }
-    if RUN_ONLY_FLAGS.contains(&key) {
-        return Err(cx.r.err(
-            span,
-            Some(key),
-            format!("{at}: `{key}` is not a scenario key yet: a suite's cells do not sample their server's stacks (`volley run --pid PID --profile` does)"),
-        ));
-    }
     if let Some((_, protocol)) = VERSION_FLAGS.iter().find(|(f, _)| *f == key) {
         return Err(cx.r.err(
             span,
@@ -277,7 +306,6 @@ fn scenario_keys(run_flags: &[String]) -> Vec<String> {
         .map(|f| f.replace('-', "_"))
         .filter(|k| {
             !HARNESS_FLAGS.contains(&k.as_str())
-                && !RUN_ONLY_FLAGS.contains(&k.as_str())
                 && !RENAMED_FLAGS.contains(&k.as_str())
                 && !VERSION_FLAGS.iter().any(|(f, _)| f == k)
         })
@@ -718,6 +746,35 @@ mod tests {
     }
 
     #[test]
+    fn profile_is_for_one_run_of_the_server_the_harness_starts() {
+        let s = parse(&format!(
+            "{BASE}[[scenario]]\nname = \"p\"\nprofile = true\nprofile_frequency = 99\n"
+        ))
+        .unwrap();
+        let cell = &s.scenarios[0].cells[0];
+        assert!(
+            cell.flags.contains(&"--profile".to_string()),
+            "{:?}",
+            cell.flags
+        );
+        let m = cell.config.monitor.clone().unwrap();
+        assert_eq!((m.pid, m.profile_hz), (0, Some(99)));
+        for (with, why) in [
+            ("capacity = { slo = \"p99<10ms\" }\n", "`capacity`"),
+            ("shards = 2\nconnections = 2\n", "`shards`"),
+        ] {
+            let (_, _, key, msg) = err(&format!(
+                "{BASE}[[scenario]]\nname = \"p\"\nprofile = true\n{with}"
+            ));
+            assert_eq!(key.as_deref(), Some("profile"), "{msg}");
+            assert!(
+                msg.contains(&format!("cannot be combined with {why}")),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
     fn monitor_interval_is_for_the_server_the_harness_starts() {
         // No --pid in a scenario: the harness knows it. The interval is checked and kept.
         let s = parse(&format!(
@@ -1061,10 +1118,10 @@ mod tests {
         assert!(msg.contains("set by the harness"), "{msg}");
 
         let (_, _, key, msg) = err(&format!(
-            "{BASE}[[scenario]]\nname = \"p\"\nprofile = true\n"
+            "{BASE}[[scenario]]\nname = \"p\"\nprofile_out = \"x.folded\"\n"
         ));
-        assert_eq!(key.as_deref(), Some("profile"));
-        assert!(msg.contains("not a scenario key yet"), "{msg}");
+        assert_eq!(key.as_deref(), Some("profile_out"));
+        assert!(msg.contains("set by the harness"), "{msg}");
 
         let (line, _, key, _) = err(&format!(
             "{BASE}[[scenario]]\nname = \"p\"\nkeepalive = \"no\"\n"

@@ -45,6 +45,24 @@ pub struct ProfiledProcess {
     /// The median depth of its user stacks: 1 or 2 for a binary built without frame
     /// pointers, whose stacks the frame-pointer walk cannot follow.
     pub median_depth: u32,
+    /// A Java virtual machine: how its compiled Java code was named and walked (absent for
+    /// other processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jvm: Option<JvmProfiling>,
+}
+
+/// How a JVM's Java frames were seen: its compiled methods are named from the perf map volley
+/// asks it for at the window's end (`jcmd PID Compiler.perfmap`), and their callers are walked
+/// only when it runs with `-XX:+PreserveFramePointer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JvmProfiling {
+    /// Whether its command line or `JAVA_TOOL_OPTIONS` has `-XX:+PreserveFramePointer`.
+    pub preserve_frame_pointer: bool,
+    /// Whether `jcmd PID Compiler.perfmap` wrote its perf map.
+    pub perf_map: bool,
+    /// Why it did not (jcmd missing, refused, timed out), in its words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf_map_error: Option<String>,
 }
 
 crate::words! {

@@ -6,6 +6,7 @@
 //! per request. Stacks come from the kernel's frame-pointer walk: a binary built without frame
 //! pointers gives shallow user stacks, which its process's `median_depth` shows.
 
+pub(crate) mod jvm;
 pub(crate) mod records;
 pub(crate) mod ring;
 pub(crate) mod symbols;
@@ -18,7 +19,7 @@ use std::thread::JoinHandle;
 
 use records::{Record, CONTEXT_MAX};
 use ring::Ring;
-use volley_model::result::profile::{ProfileInfo, ProfiledProcess, Unwinding};
+use volley_model::result::profile::{JvmProfiling, ProfileInfo, ProfiledProcess, Unwinding};
 
 /// Samples a second per CPU by default: odd, so it does not beat with timers of round
 /// periods, and light (a sample costs the sampled thread a few µs).
@@ -364,6 +365,12 @@ fn fold(root: u32, frequency_hz: u64, g: Gathered, completed: u64) -> Profile {
             by_pid.entry(*pid).or_default().push((chain, *n, *p));
         }
     }
+    // Before naming: a JVM's perf map is written when asked.
+    let mut jvms: HashMap<u32, JvmProfiling> = by_pid
+        .keys()
+        .filter(|pid| g.maps.get(pid).is_some_and(|m| jvm::is_jvm(m)))
+        .map(|pid| (*pid, jvm::profile(*pid)))
+        .collect();
     for (pid, stacks) in by_pid {
         let maps = g.maps.get(&pid).map_or(&[][..], Vec::as_slice);
         let addrs = lookups(&stacks);
@@ -398,7 +405,7 @@ fn fold(root: u32, frequency_hz: u64, g: Gathered, completed: u64) -> Profile {
         dropped: g.dropped,
         cpu_us_per_request: (completed > 0)
             .then(|| round2(period_ns as f64 / 1000.0 / completed as f64)),
-        processes: procs_of(procs, &g.walks),
+        processes: procs_of(procs, &g.walks, &mut jvms),
         top: volley_model::result::profile::top(
             folded.iter().map(|(s, n)| (s.as_str(), *n)),
             mean_period_us,
@@ -496,6 +503,7 @@ impl ProcAcc {
 fn procs_of(
     procs: HashMap<u32, ProcAcc>,
     walks: &HashMap<u32, (u64, u64)>,
+    jvms: &mut HashMap<u32, JvmProfiling>,
 ) -> Vec<ProfiledProcess> {
     let mut v: Vec<ProfiledProcess> = procs
         .into_iter()
@@ -508,6 +516,7 @@ fn procs_of(
                 Some((dwarf, fp)) if dwarf > fp => Unwinding::Dwarf,
                 _ => Unwinding::FramePointers,
             },
+            jvm: jvms.remove(&pid),
         })
         .collect();
     v.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.pid.cmp(&b.pid)));

@@ -1,7 +1,7 @@
 //! The "Profile" block (`--profile`) of the run summary: what was sampled, the CPU per request
 //! the stacks add up to, and the functions that cost the most per request.
 
-use volley_model::result::profile::{ProfileInfo, Unwinding};
+use volley_model::result::profile::{JvmProfiling, ProfileInfo, Unwinding};
 use volley_model::units::thousands;
 
 /// Functions the summary lists (the JSON keeps up to 20).
@@ -80,6 +80,19 @@ fn notes(p: &ProfileInfo) -> Vec<String> {
                 if q.median_depth == 1 { "" } else { "s" }
             ));
         }
+        out.extend(q.jvm.as_ref().and_then(|j| jvm_note(&q.command, q.pid, j)));
     }
     out
+}
+
+/// What a JVM's Java frames lack: names (no perf map) or callers (no frame pointers kept).
+fn jvm_note(command: &str, pid: i32, j: &JvmProfiling) -> Option<String> {
+    if let (false, Some(e)) = (j.perf_map, &j.perf_map_error) {
+        return Some(format!(
+            "note: {command} (pid {pid}): its compiled Java methods are not named ({e})"
+        ));
+    }
+    (!j.preserve_frame_pointer).then(|| format!(
+        "note: {command} (pid {pid}): a JVM without -XX:+PreserveFramePointer: its Java frames are named, their callers not walked (a suite's `profile = true` turns it on)"
+    ))
 }
