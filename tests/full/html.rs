@@ -432,6 +432,55 @@ fn gc_pauses_in_a_browser() {
 }
 
 #[test]
+fn a_profiled_run_in_a_browser() {
+    // A run whose server.profile names folded stacks beside it, with markup in the names: the
+    // report's flame graph draws them as text, after the run's other charts.
+    let dir = tempfile::tempdir().unwrap();
+    let mut r: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("gc-run.json")).unwrap())
+            .unwrap();
+    r["server"]["profile"] = serde_json::json!({
+        "path": "r.folded", "event": "cpu-clock", "frequency_hz": 499, "samples": 115,
+        "lost": 0, "dropped": 0, "cpu_us_per_request": 12.5, "processes": [], "top": []
+    });
+    let json = dir.path().join("r.json");
+    std::fs::write(&json, serde_json::to_string(&r).unwrap()).unwrap();
+    std::fs::copy(
+        fixtures().join("flame/hostile.folded"),
+        dir.path().join("r.folded"),
+    )
+    .unwrap();
+    let (_out, page, html) = render(&[json]);
+    assert_offline(&html);
+    for raw in ["<img", "<svg", "<b>bold"] {
+        assert!(!html.contains(raw), "unescaped `{raw}` in the HTML");
+    }
+    assert!(html.contains("CPU went"), "no flame graph section");
+    let dom = check_in_browser(
+        &page,
+        &html,
+        Expect {
+            charts: 7,
+            sorts: true,
+        },
+    );
+    let (attrs, _) = common::cdp::selftest(&dom);
+    let drawn = attrs
+        .iter()
+        .find(|(k, _)| k == "flames-drawn")
+        .map(|a| a.1.as_str());
+    assert_eq!(drawn, Some("1"), "{attrs:?}");
+    for element in ["<img", "<svg", "<b>bold"] {
+        assert!(!dom.contains(element), "`{element}` became an element");
+    }
+    assert!(
+        dom.contains(">&lt;svg onload=alert(2)&gt;</div>"),
+        "a name as text"
+    );
+    check_screenshot(&page);
+}
+
+#[test]
 fn named_requests_in_a_browser() {
     // A real run of three named requests: the per-request percentile plot (one line each,
     // from their histograms) and their table, besides the run's own percentile plot, rps and
