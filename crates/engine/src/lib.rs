@@ -21,6 +21,7 @@ pub mod mem;
 pub(crate) mod poller;
 pub mod probe;
 pub mod proxy;
+pub mod quic;
 pub mod response;
 pub(crate) mod ring;
 pub mod stream;

@@ -1,0 +1,86 @@
+//! QUIC for `--http3` (RFC 9000, with TLS 1.3 by RFC 9001): quinn's sans-IO state machine
+//! (`quinn-proto`), driven from a worker's own event loop over UDP sockets — no async runtime
+//! on the hot path. [`QuicClient`] is the run's shared configuration (the same rustls
+//! verification, `--cacert`, `-k` and client certificates as TCP's TLS, ALPN `h3`);
+//! [`conn::QuicConn`] one connection on its own connected UDP socket.
+
+pub mod conn;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quinn_proto::crypto::rustls::QuicClientConfig;
+use quinn_proto::{ClientConfig, EndpointConfig, TransportConfig, VarInt};
+
+use crate::tls::TlsClient;
+
+/// ALPN name of HTTP/3.
+pub const ALPN_H3: &[u8] = b"h3";
+
+/// What every QUIC connection of a run starts from.
+#[derive(Clone)]
+pub struct QuicClient {
+    /// quinn's client configuration (TLS, transport parameters).
+    pub config: ClientConfig,
+    /// The name the server's certificate must carry (the URL's host).
+    pub server_name: String,
+}
+
+impl std::fmt::Debug for QuicClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuicClient")
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The QUIC setting cannot be used (exit 2 before any load).
+#[derive(Debug, thiserror::Error)]
+#[error("--http3: {0}")]
+pub struct QuicSetupError(String);
+
+impl QuicClient {
+    /// The run's QUIC client from its TLS client (whose ALPN offer is replaced by `h3`;
+    /// QUIC needs TLS 1.3, which the TLS client offers), with `streams` concurrent request
+    /// streams a connection may be granted and an idle timeout of `idle`.
+    pub fn new(
+        tls: &TlsClient,
+        host: &str,
+        streams: u32,
+        idle: Duration,
+    ) -> Result<Self, QuicSetupError> {
+        let mut rustls = (*tls.config).clone();
+        rustls.alpn_protocols = vec![ALPN_H3.to_vec()];
+        rustls.enable_early_data = true;
+        let crypto = QuicClientConfig::try_from(Arc::new(rustls))
+            .map_err(|e| QuicSetupError(format!("the TLS settings cannot carry QUIC: {e}")))?;
+        let mut config = ClientConfig::new(Arc::new(crypto));
+        config.transport_config(Arc::new(transport(streams, idle)));
+        Ok(QuicClient {
+            config,
+            server_name: host.to_string(),
+        })
+    }
+}
+
+/// The transport parameters a client offers: the server's push and control streams (a few
+/// unidirectional streams), no bidirectional stream of the server's, and the idle timeout.
+fn transport(streams: u32, idle: Duration) -> TransportConfig {
+    let mut t = TransportConfig::default();
+    // The server opens its control stream and QPACK's two: room for a few more.
+    t.max_concurrent_uni_streams(VarInt::from_u32(16));
+    // A client's requests are its own bidirectional streams; the server opens none.
+    t.max_concurrent_bidi_streams(VarInt::from_u32(0));
+    t.max_idle_timeout(idle.try_into().ok());
+    // Responses of the run's streams in flight at once, each up to a window.
+    t.stream_receive_window(VarInt::from_u32(1 << 20));
+    t.receive_window(VarInt::from_u32(
+        streams.max(1).saturating_mul(1 << 20).min(1 << 30),
+    ));
+    t
+}
+
+/// A worker's endpoint: it routes datagrams to its connections by connection ID.
+pub fn endpoint() -> quinn_proto::Endpoint {
+    quinn_proto::Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None)
+}
