@@ -55,7 +55,7 @@ pub(super) fn merge(
 /// Aligns the shards' series by wall clock. Each shard is (its start's offset from the earliest
 /// start in seconds, its series); shard bucket k covers [start + k, start + k + 1) and goes to
 /// the merged bucket it overlaps most: k + the offset rounded to the nearest second (so shards
-/// within 10 ms map k → k). Counters and users add, the maximum is the maximum; p50/p99 are kept
+/// within 10 ms map k → k). Counters, users and rate targets add, the maximum is the maximum; p50/p99 are kept
 /// only where a single shard had responses (the others add no samples), since percentiles
 /// cannot be combined. `elapsed_s` is the merged window: it sets the last bucket's length.
 pub fn align_timeseries(shards: &[(f64, &[TimePoint])], elapsed_s: f64) -> Aligned {
@@ -89,7 +89,7 @@ pub fn align_timeseries(shards: &[(f64, &[TimePoint])], elapsed_s: f64) -> Align
             latency_p99_us: p99,
             latency_max_us: acc.max,
             users: acc.users,
-            target: None,
+            target: acc.target,
         });
     }
     Aligned { series, nulled }
@@ -102,6 +102,8 @@ struct Acc {
     completed: u64,
     errors: u64,
     users: Option<u64>,
+    /// `--rate-stages`: the shards' targets add up to the whole load's.
+    target: Option<f64>,
     max: Option<u64>,
     /// (p50, p99) of each shard that had responses in this second.
     with_latency: Vec<(Option<u64>, Option<u64>)>,
@@ -120,6 +122,9 @@ fn buckets(shards: &[(f64, &[TimePoint])]) -> BTreeMap<u64, Acc> {
             acc.errors += p.errors;
             if let Some(u) = p.users {
                 acc.users = Some(acc.users.unwrap_or(0) + u);
+            }
+            if let Some(r) = p.target {
+                acc.target = Some(acc.target.unwrap_or(0.0) + r);
             }
             acc.max = acc.max.max(p.latency_max_us);
             if p.latency_p50_us.is_some() || p.latency_p99_us.is_some() {
@@ -186,5 +191,24 @@ mod tests {
         assert_eq!(m.series[3].completed, 2);
         assert_eq!(m.series[3].interval_s, 0.5);
         assert!(align_timeseries(&[], 1.0).series.is_empty());
+    }
+
+    #[test]
+    fn rate_stage_targets_add_up_to_the_whole_loads() {
+        // Two shards of a staged load, each due half of it: the merged second is due all.
+        let with = |t_s, target| TimePoint {
+            target: Some(target),
+            ..point(t_s, 5, Some(1), Some(1))
+        };
+        let (a, b) = (
+            [with(0, 250.0), with(1, 500.0)],
+            [with(0, 250.0), with(1, 500.0)],
+        );
+        let m = align_timeseries(&[(0.0, &a), (0.004, &b)], 2.0);
+        let targets: Vec<Option<f64>> = m.series.iter().map(|p| p.target).collect();
+        assert_eq!(targets, [Some(500.0), Some(1000.0)]);
+        // A load without stages has none.
+        let c = [point(0, 1, Some(1), Some(1))];
+        assert_eq!(align_timeseries(&[(0.0, &c)], 1.0).series[0].target, None);
     }
 }
