@@ -171,6 +171,17 @@ fn the_summary_of_a_rate_stage_run_matches_the_golden_file() {
         assert!(txt.lines().any(|l| l == line), "no {line:?} in\n{txt}");
     }
     assert_golden("rate-stages.txt", &txt);
+    // The Markdown (and the HTML's load line, which is the same text) says the stages, not
+    // only their mean rate.
+    let md = Format::Markdown
+        .reporter()
+        .render(&load("rate-stages.json"));
+    assert!(
+        md.contains(
+            "open loop in rate stages 2 s:2,000.0, 2 s:2,000.0, 1 s:500.0 (mean 1,450.0 req/s)"
+        ),
+        "{md}"
+    );
     let saved = std::fs::read_to_string(fixture("rate-stages.json")).unwrap();
     let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
     crate::quick::schema::assert_valid(&saved, "tests/fixtures/report/rate-stages.json");

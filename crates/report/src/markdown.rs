@@ -373,11 +373,18 @@ pub(crate) fn describe_load(r: &RunResult) -> String {
     let l = &r.load;
     let mut parts = Vec::new();
     parts.push(match l.mode.as_str() {
-        "open" => format!(
-            "open loop at {} req/s over {} connections",
-            rate(l.rate_rps.unwrap_or(0.0)),
-            l.connections
-        ),
+        "open" => match l.stages_text() {
+            Some(stages) => format!(
+                "open loop in rate stages {stages} (mean {} req/s) over {} connections",
+                rate(l.rate_rps.unwrap_or(0.0)),
+                l.connections
+            ),
+            None => format!(
+                "open loop at {} req/s over {} connections",
+                rate(l.rate_rps.unwrap_or(0.0)),
+                l.connections
+            ),
+        },
         "ramp" => format!(
             "{} users{}",
             l.users.unwrap_or(l.connections),

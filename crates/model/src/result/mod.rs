@@ -349,6 +349,24 @@ pub struct LoadInfo {
     pub think_time_s: f64,
 }
 
+impl LoadInfo {
+    /// `--rate-stages` as written (`2s:1,000, 8s:10,000`), for the reports' descriptions.
+    pub fn stages_text(&self) -> Option<String> {
+        let stages = self.rate_stages.as_ref()?;
+        let parts: Vec<String> = stages
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}:{}",
+                    crate::units::seconds(s.duration_s),
+                    crate::units::rate(s.rate_rps)
+                )
+            })
+            .collect();
+        Some(parts.join(", "))
+    }
+}
+
 /// One `--rate-stages` stage.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RateStageInfo {

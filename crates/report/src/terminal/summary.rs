@@ -187,15 +187,10 @@ fn how_it_ran(r: &RunResult) -> String {
 /// The mode and its rate or users: `open loop at 2,000 req/s (uniform)`.
 fn load_shape(l: &LoadInfo) -> String {
     match l.mode {
-        Mode::Open => match &l.rate_stages {
-            Some(st) => {
-                let parts: Vec<String> = st
-                    .iter()
-                    .map(|s| format!("{}:{}", seconds(s.duration_s), rate(s.rate_rps)))
-                    .collect();
+        Mode::Open => match l.stages_text() {
+            Some(stages) => {
                 format!(
-                    "open loop in rate stages {} (mean {} req/s, {})",
-                    parts.join(", "),
+                    "open loop in rate stages {stages} (mean {} req/s, {})",
                     rate(l.rate_rps.unwrap_or(0.0)),
                     l.arrivals.unwrap_or(Arrivals::Uniform)
                 )

@@ -276,9 +276,14 @@ fn load_cells(o: &mut String, r: &RunResult) {
 
 /// `2,000 req/s, poisson, seed 7`, or `closed loop`.
 fn rate_text(l: &LoadInfo) -> String {
+    // A staged rate is its stages, with their mean.
+    let (before, after) = match l.stages_text() {
+        Some(s) => (format!("rate stages {s} (mean "), ")"),
+        None => (String::new(), ""),
+    };
     match l.rate_rps {
         Some(v) => format!(
-            "{} req/s{}{}",
+            "{before}{} req/s{after}{}{}",
             rate(v),
             l.arrivals
                 .as_ref()
