@@ -20,7 +20,8 @@ words! {
     pub enum Kind {
         /// A RunResult.
         Run = "run",
-        /// A capacity search: its scalars are `max_rate_rps` and `closed_loop_rps`.
+        /// A capacity search: its scalars are `max_rate_rps` and `closed_loop_rps` (and a
+        /// sweep's `knee_rps` and `sweep_resolution_rps`).
         Capacity = "capacity",
     }
 }
@@ -169,9 +170,21 @@ impl Record {
         if first_step.is_none() {
             key.push("connections", c.connections);
         }
+        // A sweep's answer is read from windows of one ramp: its own series, apart from the
+        // bisection's.
+        if let Some(sw) = &c.sweep {
+            key.push("sweep_duration_s", sw.duration_s)
+                .push("sweep_window_s", sw.window_s);
+        }
         let mut s = BTreeMap::new();
         if let Some(m) = c.max_rate_rps {
             s.insert("max_rate_rps".to_string(), m);
+        }
+        if let Some(sw) = &c.sweep {
+            s.insert("sweep_resolution_rps".to_string(), sw.resolution_rps);
+            if let Some(k) = sw.knee_rps {
+                s.insert("knee_rps".to_string(), k);
+            }
         }
         if let Some(cl) = c.closed_loop_reference() {
             s.insert("closed_loop_rps".to_string(), cl.throughput_rps);
@@ -259,5 +272,39 @@ mod tests {
         assert_eq!(s.get("latency_us.p99"), Some(&120.0));
         assert_eq!(s.get("client.saturated"), Some(&1.0));
         assert_eq!(s.len(), 3, "{s:?}");
+    }
+
+    fn sweep_result() -> CapacityResult {
+        let path = format!(
+            "{}/../../tests/fixtures/report/capacity-sweep/capacity.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        CapacityResult::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    fn record(c: &CapacityResult) -> Record {
+        let ctx = Origin {
+            source: Source::Capacity,
+            git: None,
+            labels: Labels::default(),
+            path: None,
+        };
+        Record::of_capacity(c, None, ctx)
+    }
+
+    #[test]
+    fn a_sweep_is_a_series_of_its_own_with_its_knee() {
+        let c = sweep_result();
+        let sweep = record(&c);
+        assert!(
+            sweep.scalars.contains_key("knee_rps"),
+            "{:?}",
+            sweep.scalars
+        );
+        assert!(sweep.scalars.contains_key("sweep_resolution_rps"));
+        // The same answer from a bisection: another series, without a knee.
+        let search = record(&CapacityResult { sweep: None, ..c });
+        assert!(!search.scalars.contains_key("knee_rps"));
+        assert_ne!(sweep.load_id, search.load_id);
     }
 }
