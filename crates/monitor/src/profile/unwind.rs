@@ -40,19 +40,25 @@ struct Elf {
     info: ExplicitModuleSectionInfo<Bytes>,
 }
 
-/// Reads the unwind sections of `path` (none when it is not a readable ELF file).
+/// Reads the unwind sections of `path` (none when it is not a readable ELF file): only its
+/// headers and those sections are read (`ReadCache`), never the whole file, which may be a
+/// binary of gigabytes with its debug information.
 fn read_elf(path: &str) -> Option<Elf> {
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
+    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let file = object::File::parse(&cache).ok()?;
+    let range = |name: &str| {
+        let s = file.section_by_name(name)?;
+        Some(s.address()..s.address() + s.size())
+    };
     let section = |name: &str| {
         let s = file.section_by_name(name)?;
         let bytes = s.data().ok()?.to_vec();
-        Some((s.address()..s.address() + s.size(), Bytes(Arc::new(bytes))))
+        Some((range(name)?, Bytes(Arc::new(bytes))))
     };
     let (text_svma, text) = section(".text").unzip();
     let (eh_frame_svma, eh_frame) = section(".eh_frame").unzip();
     let (eh_frame_hdr_svma, eh_frame_hdr) = section(".eh_frame_hdr").unzip();
-    let (got_svma, _) = section(".got").unzip();
+    let got_svma = range(".got");
     let exec = file
         .segments()
         .filter(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags, .. } if p_flags.0 & 1 != 0))
