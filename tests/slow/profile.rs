@@ -253,3 +253,41 @@ fn profile_flags_are_checked() {
         assert!(e.contains(named), "{args:?} names {named}: {e}");
     }
 }
+
+#[test]
+fn a_folded_file_that_cannot_be_written_names_its_flag_and_keeps_the_json() {
+    let Some(bin) = build(&scratch("profile", "unwritable")) else {
+        return;
+    };
+    let srv = Burn::start(&bin);
+    let dir = scratch("profile", "unwritable-out");
+    let json = dir.join("r.json");
+    let url = format!("http://127.0.0.1:{}/", srv.1);
+    let pid = srv.0.id().to_string();
+    let o = volley(
+        &[
+            "run",
+            &url,
+            "-d",
+            "1s",
+            "--pid",
+            &pid,
+            "--profile",
+            "--profile-out",
+            "/nonexistent/dir/r.folded",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("volley: --profile-out /nonexistent/dir/r.folded:"),
+        "{text}"
+    );
+    // The measurement is kept, its profile without a file.
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(r["server"]["profile"]["samples"].as_u64().unwrap() > 0);
+    assert!(r["server"]["profile"]["path"].is_null(), "{}", r["server"]["profile"]);
+}
