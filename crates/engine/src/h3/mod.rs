@@ -1,10 +1,13 @@
-//! HTTP/3 (RFC 9114) for the engine, sans-IO like [`crate::h2`], being built: so far QUIC
-//! variable-length integers ([`varint`]), the RFCs' error codes ([`error`]), and QPACK
-//! with the static table only ([`qpack`], [`static_table`], [`huffman`]).
+//! HTTP/3 (RFC 9114) for the engine, sans-IO like [`crate::h2`], being built: QUIC
+//! variable-length integers ([`varint`]), frames ([`frame`]), QPACK with the static table
+//! only ([`qpack`], [`static_table`], [`huffman`]), and a request stream's response
+//! ([`response`]); errors carry the RFCs' codes ([`error`]).
 
 pub mod error;
+pub mod frame;
 pub mod huffman;
 pub mod qpack;
+pub mod response;
 pub mod static_table;
 pub mod varint;
 
