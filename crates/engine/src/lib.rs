@@ -15,6 +15,7 @@ pub mod check;
 pub mod clock;
 pub mod conn;
 pub mod h2;
+pub mod h3;
 pub mod journey;
 #[doc(hidden)]
 pub mod mem;

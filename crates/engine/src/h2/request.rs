@@ -61,7 +61,7 @@ pub fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> V
 
 /// Headers that belong to one HTTP/1.1 connection and are forbidden in HTTP/2 (RFC 9113
 /// §8.2.2); `host` becomes `:authority`.
-const HOP_BY_HOP: [&str; 6] = [
+pub(crate) const HOP_BY_HOP: [&str; 6] = [
     "connection",
     "keep-alive",
     "proxy-connection",
