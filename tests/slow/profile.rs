@@ -289,5 +289,9 @@ fn a_folded_file_that_cannot_be_written_names_its_flag_and_keeps_the_json() {
     // The measurement is kept, its profile without a file.
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(r["server"]["profile"]["samples"].as_u64().unwrap() > 0);
-    assert!(r["server"]["profile"]["path"].is_null(), "{}", r["server"]["profile"]);
+    assert!(
+        r["server"]["profile"]["path"].is_null(),
+        "{}",
+        r["server"]["profile"]
+    );
 }

@@ -12,6 +12,7 @@ pub mod frame;
 pub mod huffman;
 pub mod qpack;
 pub mod response;
+pub mod session;
 pub mod static_table;
 pub mod varint;
 

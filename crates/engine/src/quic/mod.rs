@@ -5,6 +5,8 @@
 //! [`conn::QuicConn`] one connection on its own connected UDP socket.
 
 pub mod conn;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::sync::Arc;
 use std::time::Duration;

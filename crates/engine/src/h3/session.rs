@@ -1,0 +1,375 @@
+//! One HTTP/3 connection of a worker: the QUIC connection ([`QuicConn`]) and what runs on it —
+//! the client's control stream (its SETTINGS), the server's control and QPACK streams, and a
+//! request stream per request, whose response becomes the events HTTP/2's session gives
+//! ([`Event`]), so a worker completes, fails and counts requests the same way on both. A
+//! request's bytes (its HEADERS frame, and DATA for a body) are built once per run and shared
+//! by every stream ([`Bytes`]: quinn sends them without a copy).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use bytes::Bytes;
+use quinn_proto::{Dir, Event as QuicEvent, ReadError, StreamEvent, StreamId, VarInt};
+
+use super::control::{PeerStreams, UniEvent, UniStream};
+use super::error::Code;
+use super::frame::ClientSettings;
+use super::response::{Event as ResponseEvent, Limits, ResponseParser};
+use super::H3Error;
+use crate::h2::conn::Event;
+use crate::quic::conn::QuicConn;
+
+/// Bytes read from one stream per readiness before the others get their turn.
+const READ_CHUNK: usize = 64 << 10;
+
+/// Why the connection cannot go on (the caller counts it as `protocol`, or as the QUIC
+/// connection's loss).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// The server broke HTTP/3: volley closed the connection with this code.
+    #[error("HTTP/3: {0}")]
+    Protocol(H3Error),
+    /// The QUIC connection ended (the server closed it, it timed out, the handshake failed).
+    #[error("QUIC: {0}")]
+    Lost(String),
+}
+
+/// How a read of a request stream left it.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// More to come.
+    Pending,
+    /// The response is complete.
+    Ended,
+    /// The response broke HTTP/3's rules for it (the stream is given up).
+    Malformed(String),
+    /// The server reset the stream with this code.
+    Reset(u64),
+}
+
+/// A request stream: its response so far, and its request's bytes not yet taken by QUIC.
+struct Request {
+    id: StreamId,
+    parser: ResponseParser,
+    unsent: Option<Bytes>,
+}
+
+/// An HTTP/3 connection.
+pub struct H3Session {
+    /// QUIC.
+    pub quic: QuicConn,
+    connected: bool,
+    settings_seen: bool,
+    /// The first stream the server will not process (GOAWAY), once it said so.
+    going_away: Option<u64>,
+    peer: PeerStreams,
+    uni: HashMap<StreamId, UniStream>,
+    requests: HashMap<u32, Request>,
+    head_request: bool,
+    limits: Limits,
+    settings: ClientSettings,
+}
+
+impl H3Session {
+    /// The session over a QUIC connection whose handshake has started; `head_request` when the
+    /// run's requests are HEADs (their responses have no content).
+    pub fn new(quic: QuicConn, head_request: bool, limits: Limits) -> H3Session {
+        H3Session {
+            quic,
+            connected: false,
+            settings_seen: false,
+            going_away: None,
+            peer: PeerStreams::default(),
+            uni: HashMap::new(),
+            requests: HashMap::new(),
+            head_request,
+            limits,
+            settings: ClientSettings::default(),
+        }
+    }
+
+    /// The handshake is done: requests may go.
+    pub fn connected(&self) -> bool {
+        self.connected
+    }
+
+    /// The server's SETTINGS arrived.
+    pub fn settings_seen(&self) -> bool {
+        self.settings_seen
+    }
+
+    /// The server said it is going away: no new request may go on this connection.
+    pub fn going_away(&self) -> bool {
+        self.going_away.is_some()
+    }
+
+    /// Request streams open (sent or waiting for their response).
+    pub fn open_streams(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Opens a request stream carrying `request` (its frames, built once per run); the
+    /// stream's number, or `None` when the server allows no more streams now (or is going
+    /// away). What QUIC cannot take yet goes as the stream becomes writable.
+    pub fn open_stream(&mut self, request: &Bytes) -> Option<u32> {
+        if !self.connected || self.going_away.is_some() {
+            return None;
+        }
+        let id = self.quic.conn.streams().open(Dir::Bi)?;
+        let stream = number(id);
+        let parser = ResponseParser::new(self.limits, self.head_request);
+        self.requests.insert(
+            stream,
+            Request {
+                id,
+                parser,
+                unsent: Some(request.clone()),
+            },
+        );
+        self.write_stream(stream);
+        Some(stream)
+    }
+
+    /// Gives up on `stream` (a timeout): its send side is reset and its response refused,
+    /// both with H3_REQUEST_CANCELLED. False when it was not open.
+    pub fn cancel(&mut self, stream: u32) -> bool {
+        let Some(r) = self.requests.remove(&stream) else {
+            return false;
+        };
+        let code = VarInt::from_u64(Code::RequestCancelled.value()).unwrap_or(VarInt::MAX);
+        let _ = self.quic.conn.send_stream(r.id).reset(code);
+        let _ = self.quic.conn.recv_stream(r.id).stop(code);
+        true
+    }
+
+    /// Handles what the QUIC connection has for the session since the last call (after
+    /// datagrams were received or a timer fired), calling `on` for each HTTP event.
+    pub fn poll(&mut self, on: &mut impl FnMut(Event)) -> Result<(), SessionError> {
+        while let Some(e) = self.quic.conn.poll() {
+            match e {
+                QuicEvent::Connected => self.on_connected(on),
+                QuicEvent::ConnectionLost { reason } => {
+                    return Err(SessionError::Lost(reason.to_string()))
+                }
+                QuicEvent::Stream(s) => self.on_stream(s, on)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the connection with `code` (H3_NO_ERROR at the end of a run).
+    pub fn close(&mut self, code: Code, now: Instant) {
+        let code = VarInt::from_u64(code.value()).unwrap_or(VarInt::MAX);
+        self.quic.conn.close(now, code, Bytes::new());
+    }
+
+    /// The handshake completed: the control stream goes out with SETTINGS, and the connection
+    /// takes as many streams as the server's transport parameters allow.
+    fn on_connected(&mut self, on: &mut impl FnMut(Event)) {
+        self.connected = true;
+        if let Some(id) = self.quic.conn.streams().open(Dir::Uni) {
+            let mut out = Vec::with_capacity(16);
+            self.settings.control_stream(&mut out);
+            // A fresh stream's credit takes the few bytes of SETTINGS whole.
+            let _ = self.quic.conn.send_stream(id).write(&out);
+        }
+        let max = self.quic.conn.streams().remote_open_streams(Dir::Bi);
+        on(Event::Settings {
+            max_streams: u32::try_from(max).unwrap_or(u32::MAX),
+        });
+    }
+
+    fn on_stream(
+        &mut self,
+        s: StreamEvent,
+        on: &mut impl FnMut(Event),
+    ) -> Result<(), SessionError> {
+        match s {
+            StreamEvent::Opened { dir: Dir::Uni } => {
+                while let Some(id) = self.quic.conn.streams().accept(Dir::Uni) {
+                    self.uni.insert(id, UniStream::default());
+                    self.read_uni(id, on)?;
+                }
+            }
+            // The server opens no request streams (its limit is 0): nothing to accept.
+            StreamEvent::Opened { dir: Dir::Bi } => {}
+            StreamEvent::Readable { id } if self.uni.contains_key(&id) => self.read_uni(id, on)?,
+            StreamEvent::Readable { id } => self.read_request(number(id), on),
+            StreamEvent::Writable { id } => self.write_stream(number(id)),
+            StreamEvent::Stopped { id, error_code } => self.stopped(number(id), error_code, on),
+            StreamEvent::Finished { .. } | StreamEvent::Available { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Writes what QUIC takes of `stream`'s request, and finishes the stream once all of it
+    /// is taken.
+    fn write_stream(&mut self, stream: u32) {
+        let Some(r) = self.requests.get_mut(&stream) else {
+            return;
+        };
+        let Some(bytes) = r.unsent.take() else {
+            return;
+        };
+        let mut send = self.quic.conn.send_stream(r.id);
+        let mut chunks = [bytes];
+        let taken = send
+            .write_chunks(&mut chunks)
+            .map(|w| w.chunks)
+            .unwrap_or(0);
+        if taken == 1 || chunks[0].is_empty() {
+            let _ = send.finish();
+        } else {
+            let [rest] = chunks;
+            r.unsent = Some(rest);
+        }
+    }
+
+    /// Reads `stream`'s response as far as it came: its head, body and end become events; a
+    /// malformed response ends the stream (`Malformed`), a reset is `Reset`.
+    fn read_request(&mut self, stream: u32, on: &mut impl FnMut(Event)) {
+        let Some(r) = self.requests.get_mut(&stream) else {
+            return;
+        };
+        let mut rs = self.quic.conn.recv_stream(r.id);
+        let Ok(mut chunks) = rs.read(true) else {
+            return;
+        };
+        let mut outcome = Outcome::Pending;
+        loop {
+            match chunks.next(READ_CHUNK) {
+                Ok(Some(chunk)) => {
+                    let fed = r.parser.feed(&chunk.bytes, &mut |e| match e {
+                        ResponseEvent::Head(h) => on(Event::Head {
+                            stream,
+                            status: h.status,
+                        }),
+                        ResponseEvent::Data(d) => on(Event::Data {
+                            stream,
+                            len: d.len(),
+                        }),
+                        ResponseEvent::Interim { .. } | ResponseEvent::Trailers(_) => {}
+                    });
+                    if let Err(e) = fed {
+                        outcome = Outcome::Malformed(e.to_string());
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    outcome = match r.parser.finish() {
+                        Ok(()) => Outcome::Ended,
+                        Err(e) => Outcome::Malformed(e.to_string()),
+                    };
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+                Err(ReadError::Reset(code)) => {
+                    outcome = Outcome::Reset(code.into_inner());
+                    break;
+                }
+            }
+        }
+        let _ = chunks.finalize();
+        if outcome == Outcome::Pending {
+            return;
+        }
+        self.requests.remove(&stream);
+        on(match outcome {
+            Outcome::Malformed(reason) => Event::Malformed { stream, reason },
+            Outcome::Reset(code) => Event::Reset {
+                stream,
+                code: u32::try_from(code).unwrap_or(u32::MAX),
+            },
+            Outcome::Pending | Outcome::Ended => Event::End { stream },
+        });
+    }
+
+    /// The server asked volley to stop sending `stream`'s request: it will not read the rest
+    /// (H3_NO_ERROR with a complete response is allowed; the response decides).
+    fn stopped(&mut self, stream: u32, code: VarInt, on: &mut impl FnMut(Event)) {
+        if let Some(r) = self.requests.get_mut(&stream) {
+            r.unsent = None;
+            if code.into_inner() != Code::NoError.value() {
+                self.requests.remove(&stream);
+                on(Event::Reset {
+                    stream,
+                    code: u32::try_from(code.into_inner()).unwrap_or(u32::MAX),
+                });
+            }
+        }
+    }
+
+    /// Reads one of the server's unidirectional streams; an error in it ends the connection.
+    fn read_uni(&mut self, id: StreamId, on: &mut impl FnMut(Event)) -> Result<(), SessionError> {
+        let Some(u) = self.uni.get_mut(&id) else {
+            return Ok(());
+        };
+        let mut rs = self.quic.conn.recv_stream(id);
+        let Ok(mut chunks) = rs.read(true) else {
+            return Ok(());
+        };
+        let mut events = Vec::new();
+        let mut result = Ok(());
+        loop {
+            match chunks.next(READ_CHUNK) {
+                Ok(Some(chunk)) => {
+                    if let Err(e) = u.feed(&chunk.bytes, &mut |e| events.push(e)) {
+                        result = Err(e);
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    // A critical stream (control, QPACK) must never end (RFC 9114 §6.2.1).
+                    result = u.finish();
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = chunks.finalize();
+        for e in events {
+            self.on_uni_event(e, on).map_err(SessionError::Protocol)?;
+        }
+        result.map_err(|e| self.fail(e))
+    }
+
+    fn on_uni_event(&mut self, e: UniEvent, on: &mut impl FnMut(Event)) -> Result<(), H3Error> {
+        match e {
+            UniEvent::Opened(kind) => self.peer.opened(kind)?,
+            UniEvent::Settings(_) => self.settings_seen = true,
+            UniEvent::GoAway(id) => {
+                // From a server, the ID of a client's request stream (RFC 9114 §5.2).
+                if id % 4 != 0 {
+                    return Err(super::error::fail(
+                        Code::IdError,
+                        format!("GOAWAY names stream {id}, not a request stream"),
+                    ));
+                }
+                self.going_away = Some(id);
+                // Streams from `id` on were not processed: they may go again elsewhere. Our
+                // stream numbers are the index + 1, so the last processed one is `id / 4`.
+                on(Event::GoAway {
+                    last_stream: u32::try_from(id / 4).unwrap_or(u32::MAX),
+                    code: 0,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the connection with the error's code; the error, for the caller.
+    fn fail(&mut self, e: H3Error) -> SessionError {
+        self.close(e.code, Instant::now());
+        SessionError::Protocol(e)
+    }
+}
+
+/// A request stream's number in the events: its index among the client's bidirectional
+/// streams, from 1 (0 is "no stream" in a request's bookkeeping).
+fn number(id: StreamId) -> u32 {
+    u32::try_from(id.index() + 1).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests;
