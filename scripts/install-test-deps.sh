@@ -7,7 +7,8 @@
 # their jars from Maven Central into ~/.m2 on the first build); and what scripts/check-image.sh
 # uses to build and run the container image's binary: Rust's x86_64-unknown-linux-musl target
 # (from rustup), musl-gcc for ring's C (`musl-tools`), and `file`, `ip` (`iproute2`), `openssl`
-# and `python3`; and `jq`, which a page of the guide uses (tests/full/guide.rs). From apt, only
+# and `python3`; and `jq`, which a page of the guide uses (tests/full/guide.rs); and the other
+# real servers and tools tests talk to (Prometheus, tinyproxy, Caddy for HTTP/3). From apt, only
 # when missing. Idempotent, non-interactive, and quiet when everything is present. Needs root or
 # sudo.
 # Also kubernetes-validate and prometheus_client, from PyPI (below).
@@ -93,6 +94,8 @@ command -v man >/dev/null 2>&1 || pkgs="$pkgs man-db"
 [ -x /usr/bin/prometheus ] || pkgs="$pkgs prometheus"
 # A real HTTP proxy: forwarding and CONNECT tunnels (tests/full/proxy.rs).
 [ -x /usr/bin/tinyproxy ] || pkgs="$pkgs tinyproxy"
+# A real HTTP/3 server: the engine's QUIC and HTTP/3 against it (tests/full/h3_interop.rs).
+command -v caddy >/dev/null 2>&1 || pkgs="$pkgs caddy"
 if [ -z "$pkgs" ]; then
     exit 0
 fi
