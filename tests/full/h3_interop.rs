@@ -110,7 +110,7 @@ fn caddy_answers_every_request_on_concurrent_streams() {
         resume: true,
     };
     let tls = tls::client(&spec, "localhost", 1, HttpVersion::H2).unwrap();
-    let client = QuicClient::new(&tls, "localhost", 8, Duration::from_secs(5)).unwrap();
+    let client = QuicClient::new(&tls, "localhost", 8).unwrap();
     let mut ep = endpoint();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let quic = QuicConn::connect(&mut ep, &client, addr, None, Instant::now()).unwrap();

@@ -89,6 +89,7 @@ flags! {
     Http1: "http1_1" => "protocol",
     Http2: "http2" => "protocol",
     H2c: "h2c" => "protocol",
+    Http3: "http3" => "protocol",
     Streams: "streams" => "streams",
     H2Window: "h2_window" => "h2_window",
     RequestsFile: "requests_file" => "requests_file",

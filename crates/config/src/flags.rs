@@ -334,6 +334,11 @@ pub struct RunFlags {
     #[arg(long, alias = "http2-prior-knowledge")]
     pub h2c: bool,
 
+    /// https: speak HTTP/3 over QUIC (UDP), as curl's --http3-only; --streams requests per
+    /// connection at once.
+    #[arg(long, alias = "http3-only")]
+    pub http3: bool,
+
     /// HTTP/2: concurrent streams per connection (h2load's -m) [default: 1]; the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS caps it.
     #[arg(long, value_parser = count, value_name = "N")]

@@ -1,5 +1,6 @@
-//! The HTTP version flags: `--http1.1`, `--http2`, `--h2c`, and HTTP/2's `--streams` and
-//! `--h2-window` (docs/contract.md, "HTTP/2").
+//! The HTTP version flags: `--http1.1`, `--http2`, `--h2c`, `--http3`, and the concurrent
+//! `--streams` of HTTP/2 and HTTP/3 and HTTP/2's `--h2-window` (docs/contract.md, "HTTP/2",
+//! "HTTP/3").
 
 use super::{ConfigError, Flag, RunFlags};
 use volley_plan::{H2Spec, HttpVersion, Scheme, DEFAULT_H2_WINDOW};
@@ -14,6 +15,7 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
         (a.http1_1, Flag::Http1),
         (a.http2, Flag::Http2),
         (a.h2c, Flag::H2c),
+        (a.http3, Flag::Http3),
     ]
     .into_iter()
     .filter_map(|(on, f)| on.then_some(f))
@@ -23,7 +25,7 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
             return Err(ConfigError::conflict(
                 *first,
                 rest,
-                "pick one HTTP version: --http1.1, --http2 or --h2c",
+                "pick one HTTP version: --http1.1, --http2, --h2c or --http3",
             ));
         }
     }
@@ -34,6 +36,13 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
         (None, Scheme::Https) if a.pipeline > 1 => HttpVersion::Http1,
         (None, Scheme::Https) => HttpVersion::Negotiate,
         (Some(Flag::Http2), Scheme::Https) => HttpVersion::H2,
+        (Some(Flag::Http3), Scheme::Https) => return h3_only(a),
+        (Some(Flag::Http3), Scheme::Http) => {
+            return Err(ConfigError::flag(
+                Flag::Http3,
+                "needs an https:// URL (QUIC is always encrypted)",
+            ))
+        }
         (Some(Flag::Http2), Scheme::Http) => {
             return Err(ConfigError::flag(
                 Flag::Http2,
@@ -50,6 +59,33 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
         }
     };
     Ok(version)
+}
+
+/// `--http3` and what it cannot be combined with yet: a proxy (QUIC is UDP; a CONNECT tunnel
+/// carries TCP), a Unix socket, pipelining (HTTP/1.1's), io_uring (HTTP/3 runs on epoll), and
+/// the request and response features HTTP/3 does not carry in this version: requests files,
+/// response checks and `--verify`.
+fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
+    let with = |on: bool, flag: Flag, why: &str| -> Result<(), ConfigError> {
+        if on {
+            return Err(ConfigError::conflict(Flag::Http3, &[flag], why));
+        }
+        Ok(())
+    };
+    with(a.proxy.is_some(), Flag::Proxy, "cannot go through a proxy: QUIC is UDP, a CONNECT tunnel carries TCP")?;
+    with(a.unix_socket.is_some(), Flag::UnixSocket, "is UDP to the URL's address, not a Unix socket")?;
+    with(a.pipeline > 1, Flag::Pipeline, "has no pipelining (HTTP/1.1's): use --streams N")?;
+    with(a.h2_window.is_some(), Flag::H2Window, "is HTTP/2's receive window")?;
+    with(a.io == Some(super::flags::IoFlag::Uring), Flag::Io, "runs on epoll in this version")?;
+    with(a.requests_file.is_some(), Flag::RequestsFile, "carries the one request of the command line in this version")?;
+    with(a.verify, Flag::Verify, "is not checked before the load in this version")?;
+    let checks = a.expect_status.is_some()
+        || !a.expect_body_contains.is_empty()
+        || a.expect_body_regex.is_some()
+        || !a.expect_header.is_empty()
+        || a.expect_size.is_some();
+    with(checks, Flag::ExpectStatus, "does not check responses in this version (--expect-*)")?;
+    Ok(HttpVersion::H3)
 }
 
 /// `--streams` and `--h2-window`, checked against the HTTP version and `--pipeline`.

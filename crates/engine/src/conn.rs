@@ -1,10 +1,11 @@
 //! One connection's state: the socket, the requests in flight on it (a sliding window of at
-//! most `--pipeline`, or HTTP/2 streams), how far their bytes are written, and the response
-//! parser (HTTP/1.1) or the HTTP/2 session.
+//! most `--pipeline`, or HTTP/2 or HTTP/3 streams), how far their bytes are written, and the
+//! response parser (HTTP/1.1) or the HTTP/2 or HTTP/3 session.
 
 use std::collections::VecDeque;
 
 use super::h2::conn::H2Conn;
+use super::h3::session::H3Session;
 use super::response::ResponseParser;
 use super::stream::Stream;
 pub use volley_model::stats::recorder::Phase;
@@ -131,7 +132,10 @@ pub(crate) struct Conn {
     /// The HTTP/2 session, when the connection speaks HTTP/2 (boxed: most of a run's
     /// connections are HTTP/1.1 ones or none at all, and the slot stays small).
     pub h2: Option<Box<H2Conn>>,
-    /// HTTP/2: requests at the back of `inflight` waiting for a stream (not opened yet).
+    /// HTTP/3: the session, with its QUIC connection and UDP socket (in place of `stream`).
+    pub h3: Option<Box<H3Session>>,
+    /// HTTP/2 and HTTP/3: requests at the back of `inflight` waiting for a stream (not opened
+    /// yet).
     pub h2_queued: usize,
     /// `--requests-file` on HTTP/1.1: the bytes of the requests queued on this socket and
     /// not yet written (each request is rendered when the connection takes it; a run of one
@@ -165,6 +169,7 @@ impl Conn {
             opened_ns: 0,
             last_read_ns: 0,
             h2: None,
+            h3: None,
             h2_queued: 0,
             out: Vec::new(),
             out_sent: 0,
@@ -177,10 +182,42 @@ impl Conn {
     /// HTTP/2 `streams` capped by the server's limit, none after its GOAWAY.
     #[inline]
     pub fn capacity(&self, pipeline: usize, streams: usize) -> usize {
+        if let Some(h3) = &self.h3 {
+            return if h3.going_away() { 0 } else { streams };
+        }
         match &self.h2 {
             None => pipeline,
             Some(h) if h.going_away() => 0,
             Some(h) => streams.min(h.max_streams() as usize),
+        }
+    }
+
+    /// Whether requests go as streams of a session (HTTP/2 or HTTP/3) rather than one after
+    /// another on the socket.
+    #[inline]
+    pub(crate) fn multiplexed(&self) -> bool {
+        self.h2.is_some() || self.h3.is_some()
+    }
+
+    /// The session's server said it is going away (GOAWAY).
+    pub(crate) fn going_away(&self) -> bool {
+        self.h2.as_ref().is_some_and(|h| h.going_away())
+            || self.h3.as_ref().is_some_and(|h| h.going_away())
+    }
+
+    /// A request was written on the session (HTTP/3: a stream was opened).
+    pub(crate) fn request_written(&self) -> bool {
+        self.h2.as_ref().is_some_and(|h| h.request_written())
+            || self.h3.as_ref().is_some_and(|h| h.opened_any())
+    }
+
+    /// Gives up on a session's stream (a timeout).
+    pub(crate) fn cancel_stream(&mut self, stream: u32) {
+        if let Some(h2) = self.h2.as_mut() {
+            h2.cancel(stream);
+        }
+        if let Some(h3) = self.h3.as_mut() {
+            h3.cancel(stream);
         }
     }
 
@@ -192,6 +229,8 @@ impl Conn {
         self.write_end = 0;
         self.responses = 0;
         self.h2 = None;
+        // Its drop tells the server (CONNECTION_CLOSE) and closes the UDP socket.
+        self.h3 = None;
         self.h2_queued = 0;
         self.out.clear();
         self.out_sent = 0;

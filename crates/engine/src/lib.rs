@@ -56,6 +56,8 @@ pub struct Route {
     pub tunnel: Option<proxy::Tunnel>,
     /// How the workers move bytes ([`choose_io`], before the run's clock starts).
     pub io: IoPick,
+    /// `--http3`: QUIC's client settings (the endpoint is then the server's UDP address).
+    pub quic: Option<quic::QuicClient>,
 }
 
 impl Route {
@@ -67,6 +69,7 @@ impl Route {
             tls: None,
             tunnel: None,
             io: choose_io(io, true)?,
+            quic: None,
         })
     }
 }
@@ -197,6 +200,10 @@ pub struct Shared {
     pub h2_window: u32,
     /// HTTP/2: the request's header block, the same on every stream (empty on HTTP/1.1 runs).
     pub h2_block: Arc<[u8]>,
+    /// `--http3`: QUIC's client settings.
+    pub quic: Option<quic::QuicClient>,
+    /// `--http3`: the request's frames (HEADERS, DATA), shared by every stream.
+    pub h3_request: bytes::Bytes,
     /// The request body (HTTP/2 sends it in DATA frames).
     pub body: Arc<[u8]>,
     /// `--requests-file`: the workload's requests, rendered per request.
@@ -256,6 +263,12 @@ impl Shared {
             endpoint: route.endpoint,
             tls: route.tls,
             tunnel: route.tunnel,
+            h3_request: if route.quic.is_some() {
+                h3::request::for_spec(spec).into()
+            } else {
+                bytes::Bytes::new()
+            },
+            quic: route.quic,
             setup_gate: SetupGate::default(),
             stream_bytes: if pipeline == 1 {
                 Arc::clone(&plan.template.bytes)

@@ -31,6 +31,7 @@ pub(crate) fn alpn_offer(http: HttpVersion) -> Vec<Vec<u8>> {
         HttpVersion::Http1 | HttpVersion::H2c => vec![ALPN_HTTP1.to_vec()],
         HttpVersion::Negotiate => vec![ALPN_H2.to_vec(), ALPN_HTTP1.to_vec()],
         HttpVersion::H2 => vec![ALPN_H2.to_vec()],
+        HttpVersion::H3 => vec![crate::quic::ALPN_H3.to_vec()],
     }
 }
 

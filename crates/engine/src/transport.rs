@@ -53,6 +53,26 @@ pub struct Picked {
     pub listening: Option<bool>,
 }
 
+/// The address of a QUIC target: for loopback, the first one a bound UDP socket takes
+/// datagrams on ([`listeners::udp_table`]); otherwise the first (UDP cannot be probed without
+/// a handshake, whose failure the run then counts).
+pub fn pick_udp_address(addrs: &[SocketAddr]) -> Picked {
+    let table = listeners::udp_table().filter(|_| addrs.iter().all(|a| a.ip().is_loopback()));
+    let Some(table) = table else {
+        return Picked {
+            addr: addrs[0],
+            listening: None,
+        };
+    };
+    let found = addrs
+        .iter()
+        .find(|a| listeners::answer(&table, **a) == Answer::Yes);
+    Picked {
+        addr: *found.unwrap_or(&addrs[0]),
+        listening: Some(found.is_some()),
+    }
+}
+
 /// Picks the address to load, without opening a connection the server would count where
 /// that can be avoided: loopback addresses are looked up in the kernel's listening sockets
 /// (so `localhost` works whether the server listens on 127.0.0.1 or ::1), a single remote

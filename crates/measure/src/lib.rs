@@ -19,6 +19,7 @@ use volley_engine::tls::{self, TlsSetupError};
 use volley_engine::transport::{self, Endpoint, ResolveError};
 use volley_engine::{self as engine, Observer, Observers, Route, SetupFailure};
 use volley_model::result::RunResult;
+use volley_plan::HttpVersion;
 use volley_monitor::client::ClientMonitor;
 use volley_monitor::profile::Profiler;
 use volley_monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
@@ -45,6 +46,9 @@ pub enum MeasureError {
     /// The TLS settings cannot be used (a PEM file, the server name).
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
+    /// The TLS settings cannot carry QUIC (`--http3`).
+    #[error(transparent)]
+    Quic(#[from] volley_engine::quic::QuicSetupError),
     /// The run's first TLS handshakes failed on the server's set-up (its certificate, its TLS
     /// settings, or no TLS at all): no request was written.
     #[error("TLS handshake with {host} failed: {reason}")]
@@ -138,7 +142,13 @@ pub struct Prepared {
 pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     let load = &cfg.load;
     // Before the monitor is armed and the engine's clock starts: probing takes a moment.
-    let io = engine::choose_io(load.io, load.keepalive).map_err(MeasureError::Io)?;
+    // HTTP/3's UDP sockets run on epoll.
+    let io_choice = if load.http == HttpVersion::H3 {
+        volley_plan::IoChoice::Epoll
+    } else {
+        load.io
+    };
+    let io = engine::choose_io(io_choice, load.keepalive).map_err(MeasureError::Io)?;
     let clock = shard::check_clock(cfg)?;
     let sampler = match &cfg.monitor {
         Some(m) => {
@@ -156,6 +166,14 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
         )?),
         None => None,
     };
+    let quic = match (&tls, load.http) {
+        (Some(t), HttpVersion::H3) => Some(volley_engine::quic::QuicClient::new(
+            t,
+            &load.target.host,
+            u32::try_from(load.h2.streams).unwrap_or(u32::MAX),
+        )?),
+        _ => None,
+    };
     if let Some(path) = &load.target.unix_socket {
         transport::check_unix_socket(path).map_err(MeasureError::UnixSocket)?;
         return Ok(Prepared {
@@ -164,6 +182,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
                 tls,
                 tunnel: None,
                 io,
+                quic: None,
             },
             tried: Vec::new(),
             reachable: true,
@@ -186,13 +205,18 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
         }
         None => MeasureError::Resolve(e),
     })?;
-    let picked = transport::pick_address(&tried, load.timeout.min(Duration::from_secs(2)));
+    let picked = if load.http == HttpVersion::H3 {
+        transport::pick_udp_address(&tried)
+    } else {
+        transport::pick_address(&tried, load.timeout.min(Duration::from_secs(2)))
+    };
     Ok(Prepared {
         route: Route {
             endpoint: Endpoint::Tcp(picked.addr),
             tls,
             tunnel: tunnel(&load.target),
             io,
+            quic,
         },
         reachable: picked.listening != Some(false),
         tried,

@@ -111,12 +111,14 @@ pub enum HttpVersion {
     H2,
     /// `--h2c`: HTTP/2 in cleartext with prior knowledge.
     H2c,
+    /// `--http3` on `https://`: HTTP/3 over QUIC (UDP).
+    H3,
 }
 
 impl HttpVersion {
     /// Whether the run may (or must) speak HTTP/2.
     pub fn may_be_h2(self) -> bool {
-        !matches!(self, HttpVersion::Http1)
+        !matches!(self, HttpVersion::Http1 | HttpVersion::H3)
     }
 }
 

@@ -11,6 +11,7 @@ pub mod error;
 pub mod frame;
 pub mod huffman;
 pub mod qpack;
+pub mod request;
 pub mod response;
 pub mod session;
 pub mod static_table;

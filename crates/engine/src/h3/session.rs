@@ -56,6 +56,8 @@ struct Request {
 
 /// An HTTP/3 connection.
 pub struct H3Session {
+    /// Request streams opened so far.
+    opened: u64,
     /// QUIC.
     pub quic: QuicConn,
     connected: bool,
@@ -75,6 +77,7 @@ impl H3Session {
     /// run's requests are HEADs (their responses have no content).
     pub fn new(quic: QuicConn, head_request: bool, limits: Limits) -> H3Session {
         H3Session {
+            opened: 0,
             quic,
             connected: false,
             settings_seen: false,
@@ -103,6 +106,21 @@ impl H3Session {
         self.going_away.is_some()
     }
 
+    /// The protocol the handshake agreed on by ALPN (`h3`).
+    pub fn alpn(&self) -> Option<String> {
+        let data = self.quic.conn.crypto_session().handshake_data()?;
+        let data = data
+            .downcast::<quinn_proto::crypto::rustls::HandshakeData>()
+            .ok()?;
+        data.protocol
+            .map(|p| String::from_utf8_lossy(&p).into_owned())
+    }
+
+    /// Whether any request stream was opened.
+    pub fn opened_any(&self) -> bool {
+        self.opened > 0
+    }
+
     /// Request streams open (sent or waiting for their response).
     pub fn open_streams(&self) -> usize {
         self.requests.len()
@@ -117,6 +135,7 @@ impl H3Session {
         }
         let id = self.quic.conn.streams().open(Dir::Bi)?;
         let stream = number(id);
+        self.opened += 1;
         let parser = ResponseParser::new(self.limits, self.head_request);
         self.requests.insert(
             stream,
@@ -362,6 +381,27 @@ impl H3Session {
     fn fail(&mut self, e: H3Error) -> SessionError {
         self.close(e.code, Instant::now());
         SessionError::Protocol(e)
+    }
+}
+
+impl std::fmt::Debug for H3Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H3Session")
+            .field("connected", &self.connected)
+            .field("open_streams", &self.requests.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for H3Session {
+    /// Tells the server the connection is over (CONNECTION_CLOSE with H3_NO_ERROR), best
+    /// effort, before the socket closes.
+    fn drop(&mut self) {
+        let now = Instant::now();
+        if !self.quic.conn.is_closed() {
+            self.close(Code::NoError, now);
+            let _ = self.quic.transmit(now);
+        }
     }
 }
 

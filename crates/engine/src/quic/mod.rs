@@ -44,20 +44,15 @@ pub struct QuicSetupError(String);
 impl QuicClient {
     /// The run's QUIC client from its TLS client (whose ALPN offer is replaced by `h3`;
     /// QUIC needs TLS 1.3, which the TLS client offers), with `streams` concurrent request
-    /// streams a connection may be granted and an idle timeout of `idle`.
-    pub fn new(
-        tls: &TlsClient,
-        host: &str,
-        streams: u32,
-        idle: Duration,
-    ) -> Result<Self, QuicSetupError> {
+    /// streams a connection may have.
+    pub fn new(tls: &TlsClient, host: &str, streams: u32) -> Result<Self, QuicSetupError> {
         let mut rustls = (*tls.config).clone();
         rustls.alpn_protocols = vec![ALPN_H3.to_vec()];
         rustls.enable_early_data = true;
         let crypto = QuicClientConfig::try_from(Arc::new(rustls))
             .map_err(|e| QuicSetupError(format!("the TLS settings cannot carry QUIC: {e}")))?;
         let mut config = ClientConfig::new(Arc::new(crypto));
-        config.transport_config(Arc::new(transport(streams, idle)));
+        config.transport_config(Arc::new(transport(streams)));
         Ok(QuicClient {
             config,
             server_name: host.to_string(),
@@ -65,15 +60,20 @@ impl QuicClient {
     }
 }
 
+/// How long a connection may go without a packet before QUIC closes it; a keep-alive PING
+/// goes out at a third of it, so connections that wait (think time, a slow open loop) stay.
+const IDLE: Duration = Duration::from_secs(30);
+
 /// The transport parameters a client offers: the server's push and control streams (a few
 /// unidirectional streams), no bidirectional stream of the server's, and the idle timeout.
-fn transport(streams: u32, idle: Duration) -> TransportConfig {
+fn transport(streams: u32) -> TransportConfig {
     let mut t = TransportConfig::default();
     // The server opens its control stream and QPACK's two: room for a few more.
     t.max_concurrent_uni_streams(VarInt::from_u32(16));
     // A client's requests are its own bidirectional streams; the server opens none.
     t.max_concurrent_bidi_streams(VarInt::from_u32(0));
-    t.max_idle_timeout(idle.try_into().ok());
+    t.max_idle_timeout(IDLE.try_into().ok());
+    t.keep_alive_interval(Some(IDLE / 3));
     // Responses of the run's streams in flight at once, each up to a window.
     t.stream_receive_window(VarInt::from_u32(1 << 20));
     t.receive_window(VarInt::from_u32(

@@ -218,5 +218,5 @@ pub fn client(cert_pem: &str, dir: &std::path::Path) -> QuicClient {
         resume: true,
     };
     let tls = tls::client(&spec, "localhost", 1, HttpVersion::H2).unwrap();
-    QuicClient::new(&tls, "localhost", 8, Duration::from_secs(5)).unwrap()
+    QuicClient::new(&tls, "localhost", 8).unwrap()
 }

@@ -27,6 +27,7 @@ impl Worker {
             self.connect_sample.get_or_insert_with(|| why.to_string());
         }
         let phase = self.phase();
+        self.count_quic(i);
         let c = &mut self.conns[i];
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);
@@ -113,8 +114,9 @@ impl Worker {
     /// Closes the socket and, with keep-alive, opens a new one at once.
     pub(super) fn close_and_replace(&mut self, i: usize, now: u64, by_server: bool) {
         let phase = self.phase();
+        self.count_quic(i);
         let c = &mut self.conns[i];
-        let had_socket = c.stream.is_some();
+        let had_socket = c.stream.is_some() || c.h3.is_some();
         let unanswered = had_socket && c.responses == 0;
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);

@@ -185,7 +185,7 @@ impl Worker {
     }
 
     /// One event of the session. False when the connection was closed.
-    fn on_h2_event(&mut self, i: usize, e: Event, now: u64) -> bool {
+    pub(super) fn on_h2_event(&mut self, i: usize, e: Event, now: u64) -> bool {
         match e {
             Event::Settings { max_streams } => {
                 self.transport.h2_settings(max_streams);
@@ -292,7 +292,7 @@ impl Worker {
     fn after_h2_stream(&mut self, i: usize, now: u64) -> bool {
         let c = &self.conns[i];
         let opened = c.inflight.len() - c.h2_queued;
-        let going_away = c.h2.as_ref().is_some_and(|h| h.going_away());
+        let going_away = c.going_away();
         if !self.shared.keepalive && c.inflight.is_empty() {
             self.close_and_replace(i, now, false);
             return false;
@@ -400,7 +400,7 @@ impl Worker {
     /// Whether connection `i` was of use: a request was written on it, or a response came.
     fn h2_used(&self, i: usize) -> bool {
         let c = &self.conns[i];
-        c.responses > 0 || c.h2.as_ref().is_some_and(|h| h.request_written())
+        c.responses > 0 || c.request_written()
     }
 
     /// The server broke off HTTP/2 on connection `i` before any request was written on it
@@ -503,9 +503,7 @@ impl Worker {
                 continue;
             }
             let r = c.inflight.remove(k).expect("in range");
-            if let Some(h2) = c.h2.as_mut() {
-                h2.cancel(r.stream);
-            }
+            c.cancel_stream(r.stream);
             self.count_request_error(&r, ErrorKind::Timeout, now);
         }
         self.flush_soon(i);

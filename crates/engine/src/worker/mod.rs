@@ -4,6 +4,7 @@
 
 mod failure;
 mod h2;
+mod h3;
 mod journey;
 #[doc(hidden)]
 pub mod probe;
@@ -114,6 +115,8 @@ pub(crate) struct Worker {
     io_fallback: Option<String>,
     /// A journey's users (`None`: the workload keeps no state per user).
     users: Option<Users>,
+    /// `--http3`: the QUIC endpoint that routes datagrams to this thread's connections.
+    quic_ep: Option<quinn_proto::Endpoint>,
     /// Open loop: users' next steps, in order of when each is due (after its think time).
     follow: VecDeque<InFlight>,
     /// A journey's mix picks so far: each worker's picks hold the weights.
@@ -190,6 +193,7 @@ impl Worker {
             io_fallback: None,
             users: journey_users(&shared, slots.max(connections)),
             follow: VecDeque::new(),
+            quic_ep: shared.quic.as_ref().map(|_| crate::quic::endpoint()),
             mix_turns: 0,
             cookie_buf: Vec::new(),
             path_buf: Vec::new(),
@@ -285,6 +289,7 @@ impl Worker {
 
     /// The second half of a turn: housekeeping, when it is due.
     fn turn_end(&mut self, now: u64) {
+        self.h3_timers(now);
         if now >= self.next_housekeeping_ns {
             self.housekeeping(now);
             self.next_housekeeping_ns = now + HOUSEKEEPING_NS;
@@ -385,8 +390,9 @@ impl Worker {
                 {
                     break;
                 }
-                if c.h2.is_some() {
-                    // HTTP/2: only requests still waiting for a stream can be taken back.
+                if c.multiplexed() {
+                    // HTTP/2 and HTTP/3: only requests still waiting for a stream can be
+                    // taken back.
                     if c.h2_queued == 0 {
                         break;
                     }
@@ -468,6 +474,9 @@ impl Worker {
                 }
             }
         }
+        if let Some(ns) = self.h3_timeout_ns() {
+            wake = wake.min(now.saturating_add(ns));
+        }
         wake.saturating_sub(now)
     }
 
@@ -515,7 +524,7 @@ impl Worker {
                     // usable: a failed connect, like a stalled handshake.
                     self.connect_failed(i, now, io::Error::from(io::ErrorKind::TimedOut));
                 }
-                ConnState::Open if c.h2.is_some() => self.h2_timeouts(i, now),
+                ConnState::Open if c.multiplexed() => self.h2_timeouts(i, now),
                 ConnState::Open => {
                     if let Some(front) = c.inflight.front() {
                         if front.write_ns > 0 && now.saturating_sub(front.write_ns) > timeout {
@@ -531,6 +540,9 @@ impl Worker {
     fn finish(mut self) {
         let now = self.shared.clock.now_ns();
         self.window_end_ns = self.window_end_ns.min(now);
+        for i in 0..self.conns.len() {
+            self.count_quic(i);
+        }
         let mut unfinished = 0u64;
         let mut never_written = Vec::new();
         let mut unfinished_by: Vec<u16> = Vec::new();

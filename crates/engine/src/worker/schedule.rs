@@ -73,7 +73,7 @@ impl Worker {
                 // A new connection that is free takes it first.
                 let fresh = self.free.iter().rposition(|&k| {
                     let c = &self.conns[k];
-                    c.responses == 0 && c.h2.is_none() && self.can_take(k, now)
+                    c.responses == 0 && !c.multiplexed() && self.can_take(k, now)
                 });
                 if let Some(pos) = fresh {
                     let last = self.free.len() - 1;
@@ -129,7 +129,7 @@ impl Worker {
             return false;
         };
         let c = &self.conns[i];
-        if !r.resent || c.h2.is_some() || c.responses == 0 {
+        if !r.resent || c.multiplexed() || c.responses == 0 {
             return false;
         }
         self.conns[..self.active].iter().any(|o| {
@@ -177,7 +177,7 @@ impl Worker {
         req.stream = 0;
         req.status = 0;
         req.body_bytes = 0;
-        if c.h2.is_some() {
+        if c.multiplexed() {
             // It waits for a stream, opened when the connection is written.
             req.stream_pos = u64::MAX;
             c.h2_queued += 1;
@@ -248,6 +248,7 @@ impl Worker {
 
     /// A user leaves (ramp down): its connection closes once it has nothing in flight.
     pub(super) fn retire(&mut self, i: usize) {
+        self.count_quic(i);
         let c = &mut self.conns[i];
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);

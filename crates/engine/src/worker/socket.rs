@@ -11,6 +11,10 @@ use std::io::{Read, Write};
 
 impl Worker {
     pub(super) fn connect(&mut self, i: usize, now: u64) {
+        if self.shared.quic.is_some() {
+            self.connect_h3(i, now);
+            return;
+        }
         let attempt = match &self.shared.endpoint {
             Endpoint::Tcp(addr) => self.connect_tcp(*addr).map(Socket::Tcp),
             Endpoint::Unix(path) => Socket::unix(path),
@@ -57,6 +61,10 @@ impl Worker {
 
     pub(super) fn on_writable(&mut self, i: usize) {
         let now = self.shared.clock.now_ns();
+        if self.conns[i].h3.is_some() {
+            self.transmit_h3(i, now);
+            return;
+        }
         let c = &mut self.conns[i];
         if let ConnState::Connecting {
             since_ns,
@@ -193,7 +201,7 @@ impl Worker {
 
     /// The connection is ready for requests (connected, and with TLS, after the handshake);
     /// `h2`: it speaks HTTP/2.
-    fn opened(&mut self, i: usize, now: u64, h2: bool) {
+    pub(super) fn opened(&mut self, i: usize, now: u64, h2: bool) {
         if h2 {
             self.start_h2(i);
         }
@@ -268,6 +276,10 @@ impl Worker {
     /// connection are the same bytes, so the stream is the template repeated; a buffer of
     /// `pipeline` copies lets one write carry a whole window of pipelined requests.
     pub(super) fn write(&mut self, i: usize, now: u64) {
+        if self.conns[i].h3.is_some() {
+            self.write_h3(i, now);
+            return;
+        }
         if self.conns[i].h2.is_some() {
             self.write_h2(i, now);
             return;
@@ -388,6 +400,10 @@ impl Worker {
     /// `hangup`: epoll saw the peer's FIN (or an error) with this event, so a short read does
     /// not mean the socket is drained: the end of stream must still be read.
     pub(super) fn on_readable(&mut self, i: usize, hangup: bool) {
+        if self.conns[i].h3.is_some() {
+            self.on_h3_readable(i);
+            return;
+        }
         loop {
             let c = &mut self.conns[i];
             let Some(s) = c.stream.as_mut() else { return };

@@ -39,6 +39,12 @@ pub struct TransportStats {
     pub h2_max_streams: Option<u32>,
     /// GOAWAY frames received.
     pub h2_goaways: u64,
+    /// Connections that spoke HTTP/3 (QUIC handshakes done).
+    pub h3_connections: u64,
+    /// Packets QUIC declared lost, and sent, on those connections (counted as each closes).
+    pub quic_lost_packets: u64,
+    /// Packets QUIC sent on them.
+    pub quic_sent_packets: u64,
 }
 
 impl TransportStats {
@@ -89,6 +95,9 @@ impl TransportStats {
         self.handshakes += o.handshakes;
         self.resumed += o.resumed;
         self.h2_connections += o.h2_connections;
+        self.h3_connections += o.h3_connections;
+        self.quic_lost_packets += o.quic_lost_packets;
+        self.quic_sent_packets += o.quic_sent_packets;
         self.h2_goaways += o.h2_goaways;
         if let Some(m) = o.h2_max_streams {
             self.h2_settings(m);

@@ -1,5 +1,6 @@
 //! Which local addresses have a listening TCP socket, read from `/proc/net/tcp` and
-//! `/proc/net/tcp6` (the current network namespace's). Volley uses it to pick the address of a
+//! `/proc/net/tcp6` (the current network namespace's) — or, for QUIC, a bound unconnected UDP
+//! socket (`/proc/net/udp*`, [`udp_table`]). Volley uses it to pick the address of a
 //! loopback target without connecting: a probe connection is one more connection the server
 //! counts, and a server that accepts a single connection would then fail the run's first
 //! request.
@@ -8,6 +9,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// TCP state `LISTEN` in `/proc/net/tcp*`.
 const LISTEN: &str = "0A";
+/// The state of a bound UDP socket that takes datagrams from anyone (`TCP_CLOSE`; a connected
+/// one, a client's, is `ESTABLISHED`) in `/proc/net/udp*`.
+const UNCONNECTED: &str = "07";
 
 /// What the tables say of one address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +34,17 @@ pub fn table() -> Option<Vec<SocketAddr>> {
     let mut listening = parse(v4.as_deref().unwrap_or(""));
     listening.extend(parse(v6.as_deref().unwrap_or("")));
     (!listening.is_empty()).then_some(listening)
+}
+
+/// The addresses bound UDP sockets take datagrams on from anyone (a QUIC server's), as
+/// [`table`] for TCP.
+pub fn udp_table() -> Option<Vec<SocketAddr>> {
+    let mut bound = Vec::new();
+    for path in ["/proc/net/udp", "/proc/net/udp6"] {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        bound.extend(sockets_in(&text, UNCONNECTED).into_iter().map(|l| l.addr));
+    }
+    (!bound.is_empty()).then_some(bound)
 }
 
 /// Whether something listens on `addr` (reads the tables; `None` as for [`table`]).
@@ -82,13 +97,18 @@ pub fn sockets() -> Vec<Listener> {
 
 /// The listening sockets of a `/proc/net/tcp` or `/proc/net/tcp6` table.
 pub(crate) fn parse_sockets(table: &str) -> Vec<Listener> {
+    sockets_in(table, LISTEN)
+}
+
+/// The sockets of a `/proc/net/{tcp,udp}*` table in `state`.
+fn sockets_in(table: &str, state: &str) -> Vec<Listener> {
     table
         .lines()
         .skip(1)
         .filter_map(|line| {
             // sl local_address rem_address st tx:rx tr:tm retrnsmt uid timeout inode
             let f: Vec<&str> = line.split_whitespace().collect();
-            if f.get(3) != Some(&LISTEN) {
+            if f.get(3) != Some(&state) {
                 return None;
             }
             Some(Listener {

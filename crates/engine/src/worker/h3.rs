@@ -1,0 +1,216 @@
+//! The HTTP/3 side of a worker (`--http3`): each connection is a QUIC connection on a UDP
+//! socket of its own ([`H3Session`]), registered with the worker's poller like a TCP socket.
+//! The session's events are HTTP/2's, so `worker/h2.rs` completes, fails and retries requests
+//! the same way; this file connects, opens a stream per request, moves datagrams and fires
+//! QUIC's timers (docs/contract.md, "HTTP/3").
+
+use std::time::Instant;
+
+use mio::unix::SourceFd;
+use mio::Interest;
+
+use super::failure::error_kind;
+use super::*;
+use crate::h3::response::Limits;
+use crate::h3::session::{H3Session, SessionError};
+use crate::quic::conn::QuicConn;
+
+impl Worker {
+    /// Starts a QUIC connection for slot `i`: its handshake's first packet goes at once.
+    pub(super) fn connect_h3(&mut self, i: usize, now: u64) {
+        let (Some(client), Some(ep), Endpoint::Tcp(addr)) = (
+            self.shared.quic.as_ref(),
+            self.quic_ep.as_mut(),
+            &self.shared.endpoint,
+        ) else {
+            return;
+        };
+        let quic = match QuicConn::connect(ep, client, *addr, self.source, Instant::now()) {
+            Ok(q) => q,
+            Err(e) => return self.connect_failed(i, now, e),
+        };
+        let fd = quic.fd();
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if let Err(e) = self.poll.registry().register(&mut SourceFd(&fd), Token(i), interest) {
+            return self.connect_failed(i, now, e);
+        }
+        let head = self.shared.template.is_head();
+        let c = &mut self.conns[i];
+        c.h3 = Some(Box::new(H3Session::new(quic, head, Limits::default())));
+        c.state = ConnState::Connecting {
+            since_ns: now,
+            tcp_ns: now.max(1),
+            tunnel_ns: 0,
+        };
+        self.transmit_h3(i, now);
+    }
+
+    /// Datagrams arrived on connection `i`: QUIC takes them, then the session's events.
+    pub(super) fn on_h3_readable(&mut self, i: usize) {
+        let now = self.shared.clock.now_ns();
+        let (Some(ep), Some(h3)) = (self.quic_ep.as_mut(), self.conns[i].h3.as_mut()) else {
+            return;
+        };
+        if let Err(e) = h3.quic.receive(ep, &mut self.read_buf, Instant::now()) {
+            self.h3_lost(i, error_kind(&e), e.to_string(), now);
+            return;
+        }
+        self.conns[i].last_read_ns = now;
+        self.h3_events(i, now);
+    }
+
+    /// Fires the QUIC timers that are due (loss detection, acknowledgements, idle), on every
+    /// HTTP/3 connection.
+    pub(super) fn h3_timers(&mut self, now: u64) {
+        let Some(ep) = self.quic_ep.as_mut() else {
+            return;
+        };
+        let at = Instant::now();
+        let mut due = Vec::new();
+        for (i, c) in self.conns.iter_mut().enumerate() {
+            if let Some(h3) = c.h3.as_mut() {
+                if h3.quic.timeout().is_some_and(|t| t <= at) {
+                    h3.quic.on_timeout(ep, at);
+                    due.push(i);
+                }
+            }
+        }
+        for i in due {
+            self.h3_events(i, now);
+        }
+    }
+
+    /// How long until the first QUIC timer of this worker's connections, ns.
+    pub(super) fn h3_timeout_ns(&mut self) -> Option<u64> {
+        self.quic_ep.as_ref()?;
+        let at = Instant::now();
+        self.conns
+            .iter_mut()
+            .filter_map(|c| c.h3.as_mut()?.quic.timeout())
+            .min()
+            .map(|t| t.saturating_duration_since(at).as_nanos() as u64)
+    }
+
+    /// The session's events since the last look, then what QUIC has to send.
+    fn h3_events(&mut self, i: usize, now: u64) {
+        let mut events = std::mem::take(&mut self.h2_events);
+        let Some(h3) = self.conns[i].h3.as_mut() else {
+            return;
+        };
+        let polled = h3.poll(&mut |e| events.push(e));
+        let now = self.shared.clock.now_ns().max(now);
+        let mut alive = true;
+        for e in events.drain(..) {
+            if !alive {
+                break;
+            }
+            alive = match e {
+                Event::Settings { .. } => self.h3_connected(i, now),
+                e => self.on_h2_event(i, e, now),
+            };
+        }
+        self.h2_events = events;
+        if !alive {
+            return;
+        }
+        if let Err(e) = polled {
+            let kind = match e {
+                SessionError::Protocol(_) => ErrorKind::Protocol,
+                SessionError::Lost(_) => ErrorKind::Closed,
+            };
+            self.h3_lost(i, kind, e.to_string(), now);
+            return;
+        }
+        self.write_h3(i, now);
+    }
+
+    /// The handshake is done: the connection opens and its requests take streams.
+    fn h3_connected(&mut self, i: usize, now: u64) -> bool {
+        let c = &mut self.conns[i];
+        let ConnState::Connecting { tcp_ns, .. } = c.state else {
+            return true;
+        };
+        let alpn = c.h3.as_ref().and_then(|h| h.alpn());
+        self.transport.handshake_done(ns_to_us(now.saturating_sub(tcp_ns)), false, || {
+            volley_model::stats::transport::TlsSeen {
+                version: Some("TLSv1.3".into()),
+                cipher: None,
+                alpn,
+            }
+        });
+        self.transport.h3_connections += 1;
+        let c = &mut self.conns[i];
+        for r in c.inflight.iter_mut() {
+            r.stream = 0;
+            r.stream_pos = u64::MAX;
+        }
+        c.h2_queued = c.inflight.len();
+        self.opened(i, now, false);
+        true
+    }
+
+    /// Opens a stream for each request waiting on connection `i`, as far as the server
+    /// allows, then sends what QUIC has. The requests count as written as their streams
+    /// open (their bytes are QUIC's to deliver from then on).
+    pub(super) fn write_h3(&mut self, i: usize, now: u64) {
+        let request = self.shared.h3_request.clone();
+        let c = &mut self.conns[i];
+        if c.state == ConnState::Open {
+            let Some(h3) = c.h3.as_mut() else { return };
+            let mut opened = 0u64;
+            while c.h2_queued > 0 {
+                let at = c.inflight.len() - c.h2_queued;
+                let Some(stream) = h3.open_stream(&request) else {
+                    break;
+                };
+                let r = &mut c.inflight[at];
+                r.stream = stream;
+                r.stream_pos = c.write_end + opened * request.len() as u64;
+                c.h2_queued -= 1;
+                opened += 1;
+            }
+            if opened > 0 {
+                let n = opened * request.len() as u64;
+                c.write_end += n;
+                self.wrote(i, n as usize, now);
+            }
+        }
+        self.transmit_h3(i, now);
+    }
+
+    /// Sends what connection `i`'s QUIC has to send (the rest when the socket is writable).
+    pub(super) fn transmit_h3(&mut self, i: usize, now: u64) {
+        let Some(h3) = self.conns[i].h3.as_mut() else {
+            return;
+        };
+        if let Err(e) = h3.quic.transmit(Instant::now()) {
+            self.h3_lost(i, error_kind(&e), e.to_string(), now);
+        }
+    }
+
+    /// The connection cannot go on (`why`): before its handshake a failed connect, after it
+    /// its requests end with `kind` (those not yet sent go again elsewhere).
+    fn h3_lost(&mut self, i: usize, kind: ErrorKind, why: String, now: u64) {
+        if matches!(self.conns[i].state, ConnState::Connecting { .. }) {
+            self.connect_sample.get_or_insert_with(|| why.clone());
+            self.connect_failed(i, now, io::Error::other(why));
+            return;
+        }
+        if kind == ErrorKind::Protocol && self.protocol_sample.is_none() {
+            self.protocol_sample = Some(ProtocolSample {
+                reason: why,
+                bytes: Vec::new(),
+            });
+        }
+        self.fail(i, kind, now, true);
+    }
+
+    /// Adds connection `i`'s QUIC packet counts to the run's, before it goes.
+    pub(super) fn count_quic(&mut self, i: usize) {
+        if let Some(h3) = self.conns[i].h3.as_ref() {
+            let path = h3.quic.conn.stats().path;
+            self.transport.quic_lost_packets += path.lost_packets;
+            self.transport.quic_sent_packets += path.sent_packets;
+        }
+    }
+}
