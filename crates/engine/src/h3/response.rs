@@ -347,11 +347,17 @@ fn decode(block: &[u8], limits: &Limits, trailers: bool) -> Result<Decoded, H3Er
         }
         regular = true;
         if name.is_empty()
-            || name.iter().any(u8::is_ascii_uppercase)
+            || !name.iter().all(|&b| name_byte(b))
             || CONNECTION_SPECIFIC.contains(&name)
         {
             return Err(malformed(format_args!(
                 "a field named {:?}",
+                String::from_utf8_lossy(name)
+            )));
+        }
+        if !value.iter().all(|&b| value_byte(b)) {
+            return Err(malformed(format_args!(
+                "a control character in the value of {}",
                 String::from_utf8_lossy(name)
             )));
         }
@@ -370,6 +376,18 @@ fn decode(block: &[u8], limits: &Limits, trailers: bool) -> Result<Decoded, H3Er
         Ok(())
     })?;
     Ok(d)
+}
+
+/// A byte of a field name: a token character (RFC 9110 §5.1), not uppercase (RFC 9114
+/// §4.2).
+fn name_byte(b: u8) -> bool {
+    matches!(b, b'a'..=b'z' | b'0'..=b'9') || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A byte of a field value: anything but a control character other than HTAB (RFC 9110
+/// §5.5's field-content; RFC 9114 §10.3: NUL, CR and LF above all).
+fn value_byte(b: u8) -> bool {
+    b == b'\t' || (b >= 0x20 && b != 0x7f)
 }
 
 /// A `:status` value: three digits, 100 to 999.
