@@ -80,7 +80,8 @@ struct Control {
 }
 
 impl UniStream {
-    /// Reads the stream's next bytes, calling `on` with what they say.
+    /// Reads the stream's next bytes, calling `on` with what they say. An error closes the
+    /// connection with its code (the stream is not read further).
     pub fn feed(&mut self, mut input: &[u8], on: &mut impl FnMut(UniEvent)) -> Result<(), H3Error> {
         if let UniState::Type = self.state {
             let Some(kind) = self.stream_type(&mut input)? else {
