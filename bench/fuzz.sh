@@ -15,6 +15,9 @@
 #             the input moves): GOAWAYs, refusals, resets, closes, stalls and windows against
 #             its promises (each request written at most twice, bounded unwritten bytes per
 #             connection, every request counted once)
+#   h3        the HTTP/3 codec (engine::h3): a request stream's response or a server's
+#             control, QPACK or other unidirectional stream, in fuzzer-chosen pieces, in one
+#             piece and byte by byte: events, RFC error codes, bounds, QPACK static decoding
 #   hsperfdata  the HotSpot counter file reader (monitor::gc) on any bytes
 #   gctrace   Go's GODEBUG=gctrace=1 lines, jvmlog JVM -Xlog:gc lines, nodetrace Node --trace-gc
 #             lines and volley's anchor line (monitor::gc; each seeded with its real fixtures
@@ -25,14 +28,14 @@
 # stays in fuzz/corpus/<target>/ (not committed), so later runs start where earlier ones ended.
 #
 # Environment (all optional):
-#   SECONDS_PER_TARGET=60     seconds for units, suite, result, h2, h2_worker and the GC readers
+#   SECONDS_PER_TARGET=60     seconds for units, suite, result, h2, h2_worker, h3 and the GC readers
 #   RESPONSE_SECONDS=900      seconds for response (10^7 executions take ~400-900 s here)
 #   RUNS_PER_TARGET=0         also stop each target after this many executions (libFuzzer's
 #                             -runs; 0: time alone bounds it), for a count to reach on a
 #                             machine whose speed varies (other work sharing it)
 #   SANITIZER=none            cargo fuzz's -s: none (the parsers fuzzed are safe Rust; AddressSanitizer only
 #                             made the runs 2-15x slower) or address
-#   TARGETS="response units suite result h2 h2_worker hsperfdata gctrace jvmlog nodetrace"
+#   TARGETS="response units suite result h2 h2_worker h3 hsperfdata gctrace jvmlog nodetrace"
 #   FUZZ_CPU=auto             the CPU the fuzzer is pinned to (taskset, when it exists); auto:
 #                             the idlest CPU over the second before each target (a CPU that
 #                             other work keeps busy starved a pinned fuzzer here)
@@ -55,7 +58,7 @@ SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-60}
 RESPONSE_SECONDS=${RESPONSE_SECONDS:-900}
 RUNS_PER_TARGET=${RUNS_PER_TARGET:-0}
 SANITIZER=${SANITIZER:-none}
-TARGETS=${TARGETS:-response units suite result h2 h2_worker hsperfdata gctrace jvmlog nodetrace}
+TARGETS=${TARGETS:-response units suite result h2 h2_worker h3 hsperfdata gctrace jvmlog nodetrace}
 FUZZ_CPU=${FUZZ_CPU:-auto}
 RSS_LIMIT_MB=${RSS_LIMIT_MB:-2048}
 TIMEOUT_S=${TIMEOUT_S:-10}
@@ -126,6 +129,9 @@ for t in $TARGETS; do
     # 1,500 a second here); the 17 KiB PING flood seed is cut there (replayed whole by the
     # regression test).
     h2_worker) extra=(-max_len=2048) ;;
+    # 4 KiB: a response of a few dozen frames, or a control stream; the 64 KiB bounds are
+    # reached through the 256-byte ones the set-up byte picks.
+    h3) extra=(-max_len=4096) ;;
     suite) seeds+=("$ROOT/suites") ;;
     # 4 KiB: a few dozen log lines; the 32 KiB hsperfdata seed is cut there (its prologue and
     # first entries still read).

@@ -64,6 +64,11 @@ fn h2() {
 }
 
 #[test]
+fn h3() {
+    replay("h3", volley_fuzzing::check_h3);
+}
+
+#[test]
 fn hsperfdata() {
     replay("hsperfdata", volley_fuzzing::check_hsperfdata);
 }

@@ -264,7 +264,7 @@ impl Shared {
             tls: route.tls,
             tunnel: route.tunnel,
             h3_request: if route.quic.is_some() {
-                h3::request::for_spec(spec).into()
+                h3::request::frames_for_spec(spec).into()
             } else {
                 bytes::Bytes::new()
             },

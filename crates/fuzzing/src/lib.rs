@@ -10,10 +10,12 @@ use std::path::Path;
 use std::time::Duration;
 
 mod h2_worker;
+mod h3;
 pub use h2_worker::{
     check_h2_worker, out_bound as h2_worker_out_bound, run_h2_worker, Outcome as H2WorkerOutcome,
     Setup as H2WorkerSetup,
 };
+pub use h3::check_h3;
 
 use volley_config::suite::{SuiteConfig, SuiteError, MAX_CELLS_PER_SCENARIO};
 use volley_config::{parse_url, threshold};

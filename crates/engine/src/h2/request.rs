@@ -8,16 +8,25 @@ use loona_hpack::encoder::encode_integer_into;
 use volley_plan::workload::Context;
 use volley_plan::{LoadSpec, MixRequest, RequestTemplate};
 
+/// Encodes a request's header fields: method, scheme, authority, path, the other headers and
+/// the body's length (HPACK's [`header_block`], or QPACK's `h3::qpack::encode_request`).
+pub(crate) type Encode = fn(&str, &str, &str, &str, &[(String, String)], Option<usize>) -> Vec<u8>;
+
 /// The header block of the run's request: the same fields as its HTTP/1.1 form
 /// ([`RequestTemplate::header_fields`]), `Host` (the user's, or the URL's) as `:authority`.
 pub fn for_spec(spec: &LoadSpec) -> Vec<u8> {
+    spec_with(spec, header_block)
+}
+
+/// [`for_spec`] encoded by `encode`.
+pub(crate) fn spec_with(spec: &LoadSpec, encode: Encode) -> Vec<u8> {
     let fields = RequestTemplate::header_fields(spec);
     let authority = fields
         .iter()
         .rev()
         .find(|(n, _)| n.eq_ignore_ascii_case("host"))
         .map_or(spec.target.host_header.as_str(), |(_, v)| v.as_str());
-    header_block(
+    encode(
         &spec.method,
         spec.target.scheme.as_str(),
         authority,
@@ -31,6 +40,17 @@ pub fn for_spec(spec: &LoadSpec) -> Vec<u8> {
 /// `Host` as `:authority`), with `content-length` for a body of `body_len` bytes where it sends
 /// one.
 pub fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> Vec<u8> {
+    mix_with(r, ctx, https, body_len, header_block)
+}
+
+/// [`for_mix`] encoded by `encode`.
+pub(crate) fn mix_with(
+    r: &MixRequest,
+    ctx: &Context,
+    https: bool,
+    body_len: usize,
+    encode: Encode,
+) -> Vec<u8> {
     let text = |t: &volley_plan::workload::Template| {
         let mut b = Vec::new();
         t.render(ctx, &mut b);
@@ -49,7 +69,7 @@ pub fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> V
         .rev()
         .find(|(n, _)| n.eq_ignore_ascii_case("host"))
         .map_or(String::new(), |(_, v)| v.clone());
-    header_block(
+    encode(
         &r.method,
         if https { "https" } else { "http" },
         &authority,

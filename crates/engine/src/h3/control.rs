@@ -80,7 +80,8 @@ struct Control {
 }
 
 impl UniStream {
-    /// Reads the stream's next bytes, calling `on` with what they say.
+    /// Reads the stream's next bytes, calling `on` with what they say. An error closes the
+    /// connection with its code (the stream is not read further).
     pub fn feed(&mut self, mut input: &[u8], on: &mut impl FnMut(UniEvent)) -> Result<(), H3Error> {
         if let UniState::Type = self.state {
             let Some(kind) = self.stream_type(&mut input)? else {
@@ -124,6 +125,16 @@ impl UniStream {
         };
         self.state = state;
         Ok(Some(kind))
+    }
+
+    /// The bytes the stream holds: the start of its type, or of a SETTINGS (at most
+    /// [`MAX_SETTINGS_FRAME`]) or GOAWAY frame.
+    pub fn held(&self) -> usize {
+        let frame = match &self.state {
+            UniState::Control(c) => c.payload.len(),
+            _ => 0,
+        };
+        self.partial.len() + frame
     }
 
     /// The stream's type, once read.
@@ -176,11 +187,13 @@ impl Control {
     /// A frame starts: SETTINGS first, once; GOAWAY kept; what a server never sends on its
     /// control stream refused; the rest skipped.
     fn start(&mut self, h: Head) -> Result<(), H3Error> {
-        let name = kind::name(h.kind);
         if !self.settings && h.kind != kind::SETTINGS {
             return Err(fail(
                 Code::MissingSettings,
-                format_args!("the control stream starts with {name}, not SETTINGS"),
+                format_args!(
+                    "the control stream starts with {}, not SETTINGS",
+                    kind::name(h.kind)
+                ),
             ));
         }
         let (code, why) = match h.kind {
@@ -207,7 +220,7 @@ impl Control {
             k if kind::is_http2_only(k) => (Code::FrameUnexpected, "an HTTP/2 frame type"),
             _ => return Ok(()),
         };
-        Err(fail(code, format_args!("{why} ({name})")))
+        Err(fail(code, format_args!("{why} ({})", kind::name(h.kind))))
     }
 
     fn end(&mut self, h: Head, on: &mut impl FnMut(UniEvent)) -> Result<(), H3Error> {

@@ -164,7 +164,7 @@ impl ResponseParser {
                 "the stream ended before the response's head",
             ))
         } else {
-            self.check_length(true)
+            self.check_length()
         };
         if let Err(e) = &r {
             self.failed = Some(e.clone());
@@ -175,6 +175,12 @@ impl ResponseParser {
     /// The body bytes so far.
     pub fn body_len(&self) -> u64 {
         self.body
+    }
+
+    /// The bytes the parser holds: a HEADERS payload being assembled (at most
+    /// [`Limits::max_headers_frame`]) and the kept body (at most [`Limits::keep_body`]).
+    pub fn held(&self) -> usize {
+        self.block.len() + self.kept.len()
     }
 
     /// The start of the body, up to [`Limits::keep_body`] bytes.
@@ -227,27 +233,34 @@ impl ResponseParser {
         match self.frame {
             Some(Frame::Headers) => self.block.extend_from_slice(b),
             Some(Frame::Data) => {
-                self.body += b.len() as u64;
-                self.check_length(false)?;
-                let room = self.limits.keep_body.saturating_sub(self.kept.len());
-                self.kept.extend_from_slice(&b[..room.min(b.len())]);
-                on(Event::Data(b));
+                // Bytes past the promised length are refused, those before it handed out
+                // first: the same events however the stream was split.
+                let room = self.expect.map_or(b.len() as u64, |n| n - self.body);
+                let (ok, over) = b.split_at(room.min(b.len() as u64) as usize);
+                self.body += ok.len() as u64;
+                let keep = self.limits.keep_body.saturating_sub(self.kept.len());
+                self.kept.extend_from_slice(&ok[..keep.min(ok.len())]);
+                if !ok.is_empty() {
+                    on(Event::Data(ok));
+                }
+                if !over.is_empty() {
+                    return Err(fail(
+                        Code::MessageError,
+                        format_args!("a body over the {} bytes its head promised", self.body),
+                    ));
+                }
             }
             _ => {}
         }
         Ok(())
     }
 
-    /// The body against the length the head promised: never more, and at the end exactly.
-    fn check_length(&self, at_end: bool) -> Result<(), H3Error> {
+    /// The whole body against the length the head promised.
+    fn check_length(&self) -> Result<(), H3Error> {
         match self.expect {
-            Some(n) if self.body > n || (at_end && self.body < n) => Err(fail(
+            Some(n) if self.body != n => Err(fail(
                 Code::MessageError,
-                format_args!(
-                    "a body of {}{} bytes where the head promised {n}",
-                    self.body,
-                    if at_end { "" } else { " or more" }
-                ),
+                format_args!("a body of {} bytes where the head promised {n}", self.body),
             )),
             _ => Ok(()),
         }
@@ -276,7 +289,6 @@ impl ResponseParser {
         self.state = State::Body;
         let no_content = self.head_request || status == 204 || status == 304;
         self.expect = if no_content { Some(0) } else { d.length };
-        self.check_length(false)?;
         on(Event::Head(Head {
             status,
             content_length: d.length,
@@ -321,7 +333,7 @@ fn decode(block: &[u8], limits: &Limits, trailers: bool) -> Result<Decoded, H3Er
                     } else if regular {
                         "after a field"
                     } else {
-                        "where a response has only one :status"
+                        "where a response has one :status only"
                     }
                 )));
             }
@@ -335,11 +347,17 @@ fn decode(block: &[u8], limits: &Limits, trailers: bool) -> Result<Decoded, H3Er
         }
         regular = true;
         if name.is_empty()
-            || name.iter().any(u8::is_ascii_uppercase)
+            || !name.iter().all(|&b| name_byte(b))
             || CONNECTION_SPECIFIC.contains(&name)
         {
             return Err(malformed(format_args!(
                 "a field named {:?}",
+                String::from_utf8_lossy(name)
+            )));
+        }
+        if !value.iter().all(|&b| value_byte(b)) {
+            return Err(malformed(format_args!(
+                "a control character in the value of {}",
                 String::from_utf8_lossy(name)
             )));
         }
@@ -358,6 +376,18 @@ fn decode(block: &[u8], limits: &Limits, trailers: bool) -> Result<Decoded, H3Er
         Ok(())
     })?;
     Ok(d)
+}
+
+/// A byte of a field name: a token character (RFC 9110 §5.1), not uppercase (RFC 9114
+/// §4.2).
+fn name_byte(b: u8) -> bool {
+    matches!(b, b'a'..=b'z' | b'0'..=b'9') || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A byte of a field value: anything but a control character other than HTAB (RFC 9110
+/// §5.5's field-content; RFC 9114 §10.3: NUL, CR and LF above all).
+fn value_byte(b: u8) -> bool {
+    b == b'\t' || (b >= 0x20 && b != 0x7f)
 }
 
 /// A `:status` value: three digits, 100 to 999.

@@ -235,7 +235,10 @@ fn frames_out_of_place_fail_with_the_rfc_codes() {
 
 #[test]
 fn malformed_heads_fail() {
-    let cases: [&[(&str, &str)]; 9] = [
+    let cases: [&[(&str, &str)]; 12] = [
+        &[(":status", "200"), ("x a", "1")],
+        &[(":status", "200"), ("x-a", "1\r\nx-b: 2")],
+        &[(":status", "200"), ("x-a", "\0")],
         &[("x-a", "1")],
         &[("x-a", "1"), (":status", "200")],
         &[(":status", "200"), (":status", "200")],
@@ -271,6 +274,25 @@ fn malformed_heads_fail() {
     let mut w = Vec::new();
     headers(&lines, &mut w);
     assert_eq!(code(&w), Code::ExcessiveLoad);
+}
+
+#[test]
+fn field_characters() {
+    let mut w = Vec::new();
+    headers(
+        &[(":status", "200"), ("x-a_b~1", "a\tb \u{e9} \"quoted\"")],
+        &mut w,
+    );
+    assert!(run(&w, &[], Limits::default(), false).is_ok());
+    for b in 0..=255u8 {
+        let token = b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b);
+        assert_eq!(name_byte(b), token, "{b:#x}");
+        assert_eq!(
+            value_byte(b),
+            b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80,
+            "{b:#x}"
+        );
+    }
 }
 
 #[test]
