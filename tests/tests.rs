@@ -67,6 +67,7 @@ mod full {
     mod guide;
     mod h2;
     mod h2_interop;
+    mod h3;
     mod h3_interop;
     mod history_otava;
     mod html;

@@ -66,25 +66,59 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
 /// the request and response features HTTP/3 does not carry in this version: requests files,
 /// response checks and `--verify`.
 fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
+    // The message names the other flag: `--http3: cannot be combined with -x/--proxy: …`.
     let with = |on: bool, flag: Flag, why: &str| -> Result<(), ConfigError> {
         if on {
+            let why = format!("cannot be combined with {}: {why}", flag.spelling());
             return Err(ConfigError::conflict(Flag::Http3, &[flag], why));
         }
         Ok(())
     };
-    with(a.proxy.is_some(), Flag::Proxy, "cannot go through a proxy: QUIC is UDP, a CONNECT tunnel carries TCP")?;
-    with(a.unix_socket.is_some(), Flag::UnixSocket, "is UDP to the URL's address, not a Unix socket")?;
-    with(a.pipeline > 1, Flag::Pipeline, "has no pipelining (HTTP/1.1's): use --streams N")?;
-    with(a.h2_window.is_some(), Flag::H2Window, "is HTTP/2's receive window")?;
-    with(a.io == Some(super::flags::IoFlag::Uring), Flag::Io, "runs on epoll in this version")?;
-    with(a.requests_file.is_some(), Flag::RequestsFile, "carries the one request of the command line in this version")?;
-    with(a.verify, Flag::Verify, "is not checked before the load in this version")?;
+    with(
+        a.proxy.is_some(),
+        Flag::Proxy,
+        "QUIC is UDP, a proxy's CONNECT tunnel carries TCP",
+    )?;
+    with(
+        a.unix_socket.is_some(),
+        Flag::UnixSocket,
+        "QUIC goes by UDP to the URL's address",
+    )?;
+    with(
+        a.pipeline > 1,
+        Flag::Pipeline,
+        "pipelining is HTTP/1.1's (use --streams N)",
+    )?;
+    with(
+        a.h2_window.is_some(),
+        Flag::H2Window,
+        "that is HTTP/2's receive window",
+    )?;
+    with(
+        a.io == Some(super::flags::IoFlag::Uring),
+        Flag::Io,
+        "HTTP/3 runs on epoll in this version",
+    )?;
+    with(
+        a.requests_file.is_some(),
+        Flag::RequestsFile,
+        "HTTP/3 carries the command line's one request in this version",
+    )?;
+    with(
+        a.verify,
+        Flag::Verify,
+        "HTTP/3 runs are not verified before the load in this version",
+    )?;
     let checks = a.expect_status.is_some()
         || !a.expect_body_contains.is_empty()
         || a.expect_body_regex.is_some()
         || !a.expect_header.is_empty()
         || a.expect_size.is_some();
-    with(checks, Flag::ExpectStatus, "does not check responses in this version (--expect-*)")?;
+    with(
+        checks,
+        Flag::ExpectStatus,
+        "HTTP/3 responses are not checked in this version (--expect-*)",
+    )?;
     Ok(HttpVersion::H3)
 }
 
@@ -131,7 +165,8 @@ pub(super) fn h2_spec(a: &RunFlags, version: HttpVersion) -> Result<H2Spec, Conf
         }
         _ => {}
     }
-    if a.no_keepalive && version.may_be_h2() && streams > 1 {
+    let multiplexed = version.may_be_h2() || version == HttpVersion::H3;
+    if a.no_keepalive && multiplexed && streams > 1 {
         return Err(ConfigError::conflict(
             Flag::Streams,
             &[Flag::NoKeepalive],
@@ -191,6 +226,55 @@ mod tests {
         assert_eq!(l.h2.window, volley_plan::DEFAULT_H2_WINDOW);
         let l = load(&["https://a/", "--h2-window", "1MiB"]).unwrap();
         assert_eq!(l.h2.window, 1 << 20);
+        let l = load(&["https://a/", "--http3", "--streams", "16"]).unwrap();
+        assert_eq!((l.http, l.h2.streams), (HttpVersion::H3, 16));
+        assert_eq!(
+            load(&["https://a/", "--http3-only"]).unwrap().http,
+            HttpVersion::H3
+        );
+    }
+
+    #[test]
+    fn http3_names_what_it_cannot_be_combined_with() {
+        let cases: [(&[&str], &str); 9] = [
+            (&["http://a/", "--http3"], "--http3: needs an https:// URL"),
+            (
+                &["https://a/", "--http3", "--http2"],
+                "pick one HTTP version",
+            ),
+            (
+                &["https://a/", "--http3", "-x", "http://p:3128"],
+                "--http3: cannot be combined with -x/--proxy",
+            ),
+            (
+                &["https://a/", "--http3", "--pipeline", "2"],
+                "cannot be combined with --pipeline",
+            ),
+            (
+                &["https://a/", "--http3", "--h2-window", "1MiB"],
+                "cannot be combined with --h2-window",
+            ),
+            (
+                &["https://a/", "--http3", "--io", "uring"],
+                "cannot be combined with --io",
+            ),
+            (
+                &["https://a/", "--http3", "--verify"],
+                "cannot be combined with --verify",
+            ),
+            (
+                &["https://a/", "--http3", "--expect-status", "200"],
+                "(--expect-*)",
+            ),
+            (
+                &["https://a/", "--http3", "--no-keepalive", "--streams", "2"],
+                "needs keep-alive",
+            ),
+        ];
+        for (args, says) in cases {
+            let e = load(args).unwrap_err();
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
     }
 
     #[test]

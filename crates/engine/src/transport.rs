@@ -54,8 +54,9 @@ pub struct Picked {
 }
 
 /// The address of a QUIC target: for loopback, the first one a bound UDP socket takes
-/// datagrams on ([`listeners::udp_table`]); otherwise the first (UDP cannot be probed without
-/// a handshake, whose failure the run then counts).
+/// datagrams on ([`listeners::udp_table`]; an IPv6 wildcard counts for IPv4, as servers bind
+/// it dual-stack); otherwise the first (UDP cannot be probed without a handshake, whose
+/// failure the run then counts).
 pub fn pick_udp_address(addrs: &[SocketAddr]) -> Picked {
     let table = listeners::udp_table().filter(|_| addrs.iter().all(|a| a.ip().is_loopback()));
     let Some(table) = table else {
@@ -66,7 +67,7 @@ pub fn pick_udp_address(addrs: &[SocketAddr]) -> Picked {
     };
     let found = addrs
         .iter()
-        .find(|a| listeners::answer(&table, **a) == Answer::Yes);
+        .find(|a| listeners::answer(&table, **a) != Answer::No);
     Picked {
         addr: *found.unwrap_or(&addrs[0]),
         listening: Some(found.is_some()),

@@ -738,6 +738,8 @@ fn shared(setup: &Setup, net: &MemNet) -> Shared {
         endpoint: Endpoint::Mem(net.clone()),
         tls: None,
         tunnel: None,
+        quic: None,
+        h3_request: Default::default(),
         setup_gate: SetupGate::default(),
         template: RequestTemplate {
             bytes: Arc::clone(&bytes),

@@ -167,7 +167,11 @@ impl Parts<'_> {
             version: seen.version,
             cipher: seen.cipher,
             alpn: seen.alpn,
-            resumed_fraction: t.resumed_fraction().map(|f| (f * 1e4).round() / 1e4),
+            // QUIC's TLS does not tell whether a handshake resumed: not measured there.
+            resumed_fraction: t
+                .resumed_fraction()
+                .filter(|_| self.route.quic.is_none())
+                .map(|f| (f * 1e4).round() / 1e4),
             handshakes: t.handshakes,
             insecure: self.cfg.load.tls.as_ref().is_some_and(|s| !s.verify),
             resumption: self.cfg.load.tls.as_ref().is_none_or(|s| s.resume),
@@ -175,13 +179,29 @@ impl Parts<'_> {
         })
     }
 
-    /// What the run spoke: HTTP/2 when any connection did (over TLS `h2`, else `h2c`).
+    /// What the run spoke: `h3` with `--http3`, HTTP/2 when any connection did (over TLS `h2`,
+    /// else `h2c`).
     fn protocol(&self) -> &'static str {
+        if self.route.quic.is_some() {
+            return "h3";
+        }
         match (self.engine.transport.h2_connections > 0, &self.route.tls) {
             (false, _) => "http/1.1",
             (true, Some(_)) => "h2",
             (true, None) => "h2c",
         }
+    }
+
+    fn quic_info(&self) -> Option<QuicInfo> {
+        self.route.quic.as_ref()?;
+        let t = &self.engine.transport;
+        Some(QuicInfo {
+            version: 1,
+            connections: t.h3_connections,
+            streams_per_connection: self.cfg.load.h2.streams as u64,
+            sent_packets: t.quic_sent_packets,
+            lost_packets: t.quic_lost_packets,
+        })
     }
 
     fn h2_info(&self) -> Option<H2Info> {
@@ -209,6 +229,7 @@ impl Parts<'_> {
             body_bytes: load.body.len() as u64,
             protocol: Some(self.protocol().into()),
             h2: self.h2_info(),
+            quic: self.quic_info(),
             tls: self.tls_info(),
             unix_socket: load
                 .target

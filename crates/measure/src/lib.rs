@@ -19,10 +19,10 @@ use volley_engine::tls::{self, TlsSetupError};
 use volley_engine::transport::{self, Endpoint, ResolveError};
 use volley_engine::{self as engine, Observer, Observers, Route, SetupFailure};
 use volley_model::result::RunResult;
-use volley_plan::HttpVersion;
 use volley_monitor::client::ClientMonitor;
 use volley_monitor::profile::Profiler;
 use volley_monitor::server::{self, MonitorError, ServerMonitor, TreeSampler};
+use volley_plan::HttpVersion;
 use volley_plan::{Plan, ProxyMode};
 
 /// Why a measurement could not be made (before any load, except `Engine`).

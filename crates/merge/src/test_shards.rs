@@ -62,6 +62,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             body_bytes: 0,
             protocol: Some("http/1.1".into()),
             h2: None,
+            quic: None,
             tls: None,
             unix_socket: None,
             proxy: None,

@@ -58,6 +58,8 @@ struct Request {
 pub struct H3Session {
     /// Request streams opened so far.
     opened: u64,
+    /// Bytes of responses (their frames) read since [`H3Session::take_received`].
+    received: u64,
     /// QUIC.
     pub quic: QuicConn,
     connected: bool,
@@ -78,6 +80,7 @@ impl H3Session {
     pub fn new(quic: QuicConn, head_request: bool, limits: Limits) -> H3Session {
         H3Session {
             opened: 0,
+            received: 0,
             quic,
             connected: false,
             settings_seen: false,
@@ -114,6 +117,12 @@ impl H3Session {
             .ok()?;
         data.protocol
             .map(|p| String::from_utf8_lossy(&p).into_owned())
+    }
+
+    /// The bytes of responses read since the last call (their HTTP/3 frames, as HTTP/1.1
+    /// counts a response's head and body).
+    pub fn take_received(&mut self) -> u64 {
+        std::mem::take(&mut self.received)
     }
 
     /// Whether any request stream was opened.
@@ -259,6 +268,7 @@ impl H3Session {
         loop {
             match chunks.next(READ_CHUNK) {
                 Ok(Some(chunk)) => {
+                    self.received += chunk.bytes.len() as u64;
                     let fed = r.parser.feed(&chunk.bytes, &mut |e| match e {
                         ResponseEvent::Head(h) => on(Event::Head {
                             stream,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use quinn_proto::crypto::rustls::QuicServerConfig;
 use quinn_proto::{

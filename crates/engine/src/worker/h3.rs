@@ -31,7 +31,11 @@ impl Worker {
         };
         let fd = quic.fd();
         let interest = Interest::READABLE | Interest::WRITABLE;
-        if let Err(e) = self.poll.registry().register(&mut SourceFd(&fd), Token(i), interest) {
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut SourceFd(&fd), Token(i), interest)
+        {
             return self.connect_failed(i, now, e);
         }
         let head = self.shared.template.is_head();
@@ -98,7 +102,10 @@ impl Worker {
             return;
         };
         let polled = h3.poll(&mut |e| events.push(e));
+        let received = h3.take_received();
         let now = self.shared.clock.now_ns().max(now);
+        let phase = self.phase();
+        self.rec.counters_for(phase, now).bytes_received += received;
         let mut alive = true;
         for e in events.drain(..) {
             if !alive {
@@ -131,13 +138,14 @@ impl Worker {
             return true;
         };
         let alpn = c.h3.as_ref().and_then(|h| h.alpn());
-        self.transport.handshake_done(ns_to_us(now.saturating_sub(tcp_ns)), false, || {
-            volley_model::stats::transport::TlsSeen {
-                version: Some("TLSv1.3".into()),
-                cipher: None,
-                alpn,
-            }
-        });
+        self.transport
+            .handshake_done(ns_to_us(now.saturating_sub(tcp_ns)), false, || {
+                volley_model::stats::transport::TlsSeen {
+                    version: Some("TLSv1.3".into()),
+                    cipher: None,
+                    alpn,
+                }
+            });
         self.transport.h3_connections += 1;
         let c = &mut self.conns[i];
         for r in c.inflight.iter_mut() {
@@ -145,6 +153,10 @@ impl Worker {
             r.stream_pos = u64::MAX;
         }
         c.h2_queued = c.inflight.len();
+        // Requests rendered for HTTP/1.1 before the session existed go as streams instead.
+        c.out.clear();
+        c.out_sent = 0;
+        c.write_end = c.write_pos;
         self.opened(i, now, false);
         true
     }

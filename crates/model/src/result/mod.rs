@@ -28,7 +28,7 @@ pub use suite::{
     axes_label, BuildRow, CapacityRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow,
     SUITE_SCHEMA,
 };
-pub use transport::{ProxyInfo, SetupTimes, TlsInfo};
+pub use transport::{ProxyInfo, QuicInfo, SetupTimes, TlsInfo};
 pub use warning::{Warning, WarningKind};
 
 /// A result file that cannot be used: not JSON of the expected shape, or another schema.
@@ -209,13 +209,16 @@ pub struct TargetInfo {
     pub method: String,
     /// Request body size.
     pub body_bytes: u64,
-    /// The HTTP protocol spoken: `http/1.1`, `h2` (over TLS) or `h2c` (absent in results
+    /// The HTTP protocol spoken: `http/1.1`, `h2` (over TLS), `h2c` or `h3` (absent in results
     /// written before HTTPS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     /// HTTP/2: what the server's SETTINGS and GOAWAYs did to the load; null on HTTP/1.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub h2: Option<H2Info>,
+    /// HTTP/3: its QUIC connections; absent on other protocols.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicInfo>,
     /// What TLS negotiated; null for cleartext (absent in results written before HTTPS).
     #[serde(default)]
     pub tls: Option<TlsInfo>,

@@ -135,3 +135,18 @@ mod tests {
         assert!(SetupTimes::add(&[&sa, &old]).connect_us.is_none());
     }
 }
+
+/// `target.quic`: the QUIC connections of an HTTP/3 run (`--http3`; docs/contract.md, "HTTP/3").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuicInfo {
+    /// The QUIC version (1, RFC 9000).
+    pub version: u32,
+    /// Connections whose handshake finished (warm-up and reconnects included).
+    pub connections: u64,
+    /// Request streams in flight per connection at most (`--streams`).
+    pub streams_per_connection: u64,
+    /// Packets volley sent on them.
+    pub sent_packets: u64,
+    /// Of those, packets QUIC declared lost (and sent again what they carried).
+    pub lost_packets: u64,
+}

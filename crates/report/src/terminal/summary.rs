@@ -86,6 +86,8 @@ fn tls_line(r: &RunResult) -> Option<String> {
     let t = r.target.tls.as_ref()?;
     let mut line = match (&t.version, &t.cipher) {
         (Some(v), Some(c)) => format!("{v} {c}"),
+        // QUIC's TLS (HTTP/3) does not tell its cipher suite.
+        (Some(v), None) => v.clone(),
         _ => "TLS: no handshake finished".to_string(),
     };
     match &t.alpn {

@@ -1,0 +1,241 @@
+//! `volley run --http3` against Caddy (Debian's, which serves HTTP/3 beside HTTP/1.1 and
+//! HTTP/2 on one port): every request the run sent is one Caddy logged over HTTP/3, in the
+//! closed loop with concurrent streams, the open loop and with a connection per request; and
+//! against peers that fail: a port where nothing listens, one that swallows every datagram,
+//! and Caddy stopped in the middle of a run — each bounded in time and counted.
+
+use crate::common;
+
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Caddy answering `.` on `https://localhost:PORT`, its access log one JSON line a request.
+struct Caddy {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Caddy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Caddy {
+    fn start(name: &str) -> Option<Caddy> {
+        if !common::on_path("caddy") {
+            common::skip("caddy is not installed (scripts/install-test-deps.sh installs it)");
+            return None;
+        }
+        let dir = common::scratch("h3", name);
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        std::fs::write(dir.join("cert.pem"), key.cert.pem()).unwrap();
+        std::fs::write(dir.join("key.pem"), key.signing_key.serialize_pem()).unwrap();
+        let port = common::nginx::free_port();
+        let d = dir.display();
+        let conf = format!(
+            "{{\n\tadmin off\n\tauto_https off\n\tstorage file_system {d}/storage\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
+             https://localhost:{port} {{\n\tbind 127.0.0.1\n\ttls {d}/cert.pem {d}/key.pem\n\tlog {{\n\t\toutput file {d}/access.log\n\t}}\n\trespond \".\" 200\n}}\n"
+        );
+        std::fs::write(dir.join("Caddyfile"), conf).unwrap();
+        let child = Command::new("caddy")
+            .args(["run", "--adapter", "caddyfile", "--config"])
+            .arg(dir.join("Caddyfile"))
+            .env("HOME", &dir)
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("caddy.err")).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "caddy did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Caddy { child, port, dir })
+    }
+
+    fn url(&self) -> String {
+        format!("https://localhost:{}/", self.port)
+    }
+
+    fn cacert(&self) -> String {
+        self.dir.join("cert.pem").display().to_string()
+    }
+
+    /// Requests Caddy logged over HTTP/3 so far.
+    fn h3_logged(&self) -> usize {
+        let log = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
+        log.lines()
+            .filter(|l| l.contains("\"proto\":\"HTTP/3.0\""))
+            .count()
+    }
+}
+
+/// `volley run URL --http3 EXTRA… --json`: its exit code, RunResult and output.
+fn run(url: &str, cacert: &str, extra: &[&str], dir: &Path) -> (i32, Value, String) {
+    let json = dir.join("r.json");
+    let mut args = vec!["run", url, "--http3", "--cacert", cacert];
+    args.extend_from_slice(extra);
+    args.extend(["--json", json.to_str().unwrap()]);
+    let o = common::volley(&args, LIMIT);
+    let text = common::output_text(&o);
+    let r = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    (o.status.code().unwrap_or(-1), r, text)
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn every_request_sent_is_one_caddy_served_over_http3() {
+    let Some(caddy) = Caddy::start("closed") else {
+        return;
+    };
+    let args = ["-c", "4", "--streams", "8", "-d", "2s"];
+    let (code, r, text) = run(&caddy.url(), &caddy.cacert(), &args, &caddy.dir);
+    assert_eq!(code, 0, "{text}");
+    crate::quick::schema::assert_valid(&r, "an --http3 RunResult");
+    assert_eq!(r["target"]["protocol"], "h3", "{text}");
+    let quic = &r["target"]["quic"];
+    assert_eq!(
+        (u(&quic["version"]), u(&quic["connections"])),
+        (1, 4),
+        "{quic}"
+    );
+    assert_eq!(u(&quic["streams_per_connection"]), 8);
+    assert_eq!(r["target"]["tls"]["alpn"], "h3");
+    assert!(
+        r["target"]["tls"]["resumed_fraction"].is_null(),
+        "not measured over QUIC"
+    );
+    let req = &r["requests"];
+    assert_eq!(u(&req["errors"]), 0, "{text}");
+    assert_eq!(u(&req["completed"]), u(&req["sent"]), "{text}");
+    assert!(u(&req["completed"]) > 1000, "{text}");
+    assert!(u(&r["bytes"]["received"]) > 0, "{}", r["bytes"]);
+    drop(std::fs::remove_file(caddy.dir.join("r.json")));
+    // Caddy writes its log as it serves: every request of the run is there, no more.
+    assert_eq!(caddy.h3_logged() as u64, u(&req["sent"]), "{text}");
+    assert!(text.contains("TLSv1.3, ALPN h3"), "{text}");
+}
+
+#[test]
+fn the_open_loop_and_a_connection_per_request() {
+    let Some(caddy) = Caddy::start("open") else {
+        return;
+    };
+    let (code, r, text) = run(
+        &caddy.url(),
+        &caddy.cacert(),
+        &["-R", "400", "-c", "4", "-d", "2s"],
+        &caddy.dir,
+    );
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(u(&r["requests"]["completed"]), 800, "{text}");
+    let open = caddy.h3_logged();
+    assert_eq!(open, 800);
+    // --no-keepalive: a QUIC connection, with its handshake, per request.
+    let (code, r, text) = run(
+        &caddy.url(),
+        &caddy.cacert(),
+        &["-c", "2", "--no-keepalive", "-n", "50"],
+        &caddy.dir,
+    );
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(u(&r["requests"]["completed"]), 50, "{text}");
+    assert_eq!(u(&r["target"]["quic"]["connections"]), 50, "{text}");
+    assert_eq!(u(&r["target"]["tls"]["handshakes"]), 50, "{text}");
+    assert_eq!(caddy.h3_logged() - open, 50);
+}
+
+#[test]
+fn peers_that_fail_are_counted_within_the_timeout() {
+    let dir = common::scratch("h3", "fail");
+    let pem = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    std::fs::write(dir.join("cert.pem"), pem.cert.pem()).unwrap();
+    let cacert = dir.join("cert.pem").display().to_string();
+    // Nothing on the port: the kernel's ICMP answers make every connect fail at once.
+    let port = common::nginx::free_port();
+    let t = Instant::now();
+    let url = format!("https://127.0.0.1:{port}/");
+    let (code, r, text) = run(&url, &cacert, &["-c", "2", "-d", "1s"], &dir);
+    assert_eq!(code, 1, "{text}");
+    assert!(u(&r["errors"]["connect"]) > 0, "{text}");
+    assert!(text.contains("volley: no response from"), "{text}");
+    // A socket that swallows every datagram: the handshakes time out (--timeout).
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://127.0.0.1:{}/", sink.local_addr().unwrap().port());
+    let (code, r, text) = run(
+        &url,
+        &cacert,
+        &["-c", "2", "-d", "1s", "--timeout", "500ms"],
+        &dir,
+    );
+    assert_eq!(code, 1, "{text}");
+    assert!(u(&r["errors"]["connect"]) > 0, "{text}");
+    assert!(
+        text.contains("the TLS handshake did not finish within --timeout"),
+        "{text}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "bounded: {:?}",
+        t.elapsed()
+    );
+    drop(sink);
+}
+
+#[test]
+fn a_server_that_stops_mid_run_ends_its_requests_as_errors() {
+    let Some(mut caddy) = Caddy::start("stopped") else {
+        return;
+    };
+    let json = caddy.dir.join("r.json");
+    let mut args: Vec<String> = ["run", &caddy.url(), "--http3", "--cacert", &caddy.cacert()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(["-c", "2", "-d", "4s", "--timeout", "1s", "--json"].map(String::from));
+    args.push(json.display().to_string());
+    let child = Command::new(common::volley_bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = caddy.child.kill();
+    let _ = caddy.child.wait();
+    let t = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "bounded: {:?}",
+        t.elapsed()
+    );
+    let text = common::output_text(&o);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let req = &r["requests"];
+    assert!(u(&req["completed"]) > 0, "{text}");
+    assert!(u(&req["errors"]) > 0, "the stop is counted: {text}");
+    let e = &r["errors"];
+    let counted = ["connect", "timeout", "reset", "protocol", "closed"]
+        .iter()
+        .map(|k| u(&e[*k]))
+        .sum::<u64>();
+    assert_eq!(counted, u(&req["errors"]), "{e}");
+}
