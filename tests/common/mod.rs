@@ -2,6 +2,7 @@
 //! runs the real `volley` binary with a hard time limit.
 #![allow(dead_code)]
 
+pub mod caddy;
 pub mod capacity;
 pub mod cdp;
 pub mod clock;

@@ -7,79 +7,15 @@
 use crate::common;
 
 use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use common::caddy::Caddy;
 
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-/// Caddy answering `.` on `https://localhost:PORT`, its access log one JSON line a request.
-struct Caddy {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Drop for Caddy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Caddy {
-    fn start(name: &str) -> Option<Caddy> {
-        if !common::on_path("caddy") {
-            common::skip("caddy is not installed (scripts/install-test-deps.sh installs it)");
-            return None;
-        }
-        let dir = common::scratch("h3", name);
-        let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), key.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), key.signing_key.serialize_pem()).unwrap();
-        let port = common::nginx::free_port();
-        let d = dir.display();
-        let conf = format!(
-            "{{\n\tadmin off\n\tauto_https off\n\tstorage file_system {d}/storage\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
-             https://localhost:{port} {{\n\tbind 127.0.0.1\n\ttls {d}/cert.pem {d}/key.pem\n\tlog {{\n\t\toutput file {d}/access.log\n\t}}\n\trespond \".\" 200\n}}\n"
-        );
-        std::fs::write(dir.join("Caddyfile"), conf).unwrap();
-        let child = Command::new("caddy")
-            .args(["run", "--adapter", "caddyfile", "--config"])
-            .arg(dir.join("Caddyfile"))
-            .env("HOME", &dir)
-            .env("XDG_DATA_HOME", dir.join("data"))
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("caddy.err")).unwrap())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "caddy did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(Caddy { child, port, dir })
-    }
-
-    fn url(&self) -> String {
-        format!("https://localhost:{}/", self.port)
-    }
-
-    fn cacert(&self) -> String {
-        self.dir.join("cert.pem").display().to_string()
-    }
-
-    /// Requests Caddy logged over HTTP/3 so far.
-    fn h3_logged(&self) -> usize {
-        let log = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
-        log.lines()
-            .filter(|l| l.contains("\"proto\":\"HTTP/3.0\""))
-            .count()
-    }
-}
 
 /// `volley run URL --http3 EXTRA… --json`: its exit code, RunResult and output.
 fn run(url: &str, cacert: &str, extra: &[&str], dir: &Path) -> (i32, Value, String) {
@@ -96,6 +32,10 @@ fn run(url: &str, cacert: &str, extra: &[&str], dir: &Path) -> (i32, Value, Stri
     (o.status.code().unwrap_or(-1), r, text)
 }
 
+fn cacert(c: &Caddy) -> String {
+    c.cacert().display().to_string()
+}
+
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
@@ -106,7 +46,7 @@ fn every_request_sent_is_one_caddy_served_over_http3() {
         return;
     };
     let args = ["-c", "4", "--streams", "8", "-d", "2s"];
-    let (code, r, text) = run(&caddy.url(), &caddy.cacert(), &args, &caddy.dir);
+    let (code, r, text) = run(&caddy.url(), &cacert(&caddy), &args, &caddy.dir);
     assert_eq!(code, 0, "{text}");
     crate::quick::schema::assert_valid(&r, "an --http3 RunResult");
     assert_eq!(r["target"]["protocol"], "h3", "{text}");
@@ -140,7 +80,7 @@ fn the_open_loop_and_a_connection_per_request() {
     };
     let (code, r, text) = run(
         &caddy.url(),
-        &caddy.cacert(),
+        &cacert(&caddy),
         &["-R", "400", "-c", "4", "-d", "2s"],
         &caddy.dir,
     );
@@ -151,7 +91,7 @@ fn the_open_loop_and_a_connection_per_request() {
     // --no-keepalive: a QUIC connection, with its handshake, per request.
     let (code, r, text) = run(
         &caddy.url(),
-        &caddy.cacert(),
+        &cacert(&caddy),
         &["-c", "2", "--no-keepalive", "-n", "50"],
         &caddy.dir,
     );
@@ -205,7 +145,7 @@ fn a_server_that_stops_mid_run_ends_its_requests_as_errors() {
         return;
     };
     let json = caddy.dir.join("r.json");
-    let mut args: Vec<String> = ["run", &caddy.url(), "--http3", "--cacert", &caddy.cacert()]
+    let mut args: Vec<String> = ["run", &caddy.url(), "--http3", "--cacert", &cacert(&caddy)]
         .iter()
         .map(|s| s.to_string())
         .collect();

@@ -7,11 +7,10 @@
 use crate::common;
 
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::caddy::Caddy;
 use volley::engine::h2::conn::Event;
 use volley::engine::h3::response::Limits;
 use volley::engine::h3::session::H3Session;
@@ -20,52 +19,6 @@ use volley::engine::quic::conn::{QuicConn, MAX_DATAGRAM};
 use volley::engine::quic::{endpoint, QuicClient};
 use volley::engine::tls;
 use volley::plan::{HttpVersion, TlsSpec};
-
-/// Caddy serving `respond "." 200` over h1, h2 and h3 on `port`, logging each request.
-struct Caddy {
-    child: Child,
-    /// Its access log, one JSON line a request.
-    log: std::path::PathBuf,
-}
-
-impl Drop for Caddy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn caddy(dir: &Path, port: u16) -> Caddy {
-    let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    std::fs::write(dir.join("cert.pem"), key.cert.pem()).unwrap();
-    std::fs::write(dir.join("key.pem"), key.signing_key.serialize_pem()).unwrap();
-    let log = dir.join("access.log");
-    let conf = format!(
-        "{{\n\tadmin off\n\tauto_https off\n\tstorage file_system {d}/storage\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
-         https://localhost:{port} {{\n\tbind 127.0.0.1\n\ttls {d}/cert.pem {d}/key.pem\n\tlog {{\n\t\toutput file {log}\n\t}}\n\trespond \".\" 200\n}}\n",
-        d = dir.display(),
-        log = log.display()
-    );
-    std::fs::write(dir.join("Caddyfile"), conf).unwrap();
-    let child = Command::new("caddy")
-        .args(["run", "--adapter", "caddyfile", "--config"])
-        .arg(dir.join("Caddyfile"))
-        .env("HOME", dir)
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("caddy.err")).unwrap())
-        .spawn()
-        .unwrap();
-    // Ready when its TCP side accepts (the UDP socket opens with it).
-    for _ in 0..250 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Caddy { child, log }
-}
 
 /// The session driven until `done` or 10 s; the events.
 fn drive(
@@ -95,16 +48,13 @@ fn drive(
 
 #[test]
 fn caddy_answers_every_request_on_concurrent_streams() {
-    if !common::on_path("caddy") {
-        common::skip("caddy is not installed (scripts/install-test-deps.sh installs it)");
+    let Some(srv) = Caddy::start("interop") else {
         return;
-    }
-    let dir = common::scratch("h3", "caddy");
-    let port = common::nginx::free_port();
-    let srv = caddy(&dir, port);
+    };
+    let port = srv.port;
     let spec = TlsSpec {
         verify: true,
-        cacert: Some(dir.join("cert.pem")),
+        cacert: Some(srv.cacert()),
         cert: None,
         key: None,
         resume: true,
@@ -145,17 +95,5 @@ fn caddy_answers_every_request_on_concurrent_streams() {
     assert!(s.settings_seen(), "Caddy's SETTINGS were read");
     s.close(volley::engine::h3::Code::NoError, Instant::now());
     let _ = s.quic.transmit(Instant::now());
-    let log_path = srv.log.clone();
-    drop(srv);
-    let log = std::fs::read_to_string(log_path).unwrap_or_default();
-    let h3 = log
-        .lines()
-        .filter(|l| l.contains("\"proto\":\"HTTP/3.0\""))
-        .count();
-    assert_eq!(
-        h3,
-        200,
-        "Caddy's access log: {}",
-        log.lines().next().unwrap_or("")
-    );
+    assert_eq!(srv.h3_logged(), 200, "Caddy's access log over HTTP/3");
 }

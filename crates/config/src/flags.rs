@@ -339,8 +339,8 @@ pub struct RunFlags {
     #[arg(long, alias = "http3-only")]
     pub http3: bool,
 
-    /// HTTP/2: concurrent streams per connection (h2load's -m) [default: 1]; the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS caps it.
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m) [default: 1];
+    /// HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS caps it.
     #[arg(long, value_parser = count, value_name = "N")]
     pub streams: Option<u64>,
 

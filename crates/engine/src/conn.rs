@@ -211,6 +211,20 @@ impl Conn {
             || self.h3.as_ref().is_some_and(|h| h.opened_any())
     }
 
+    /// The connection now speaks a session (HTTP/2 or HTTP/3) whose own bytes start with
+    /// `preface` bytes: the requests already queued on it wait for streams instead of the
+    /// HTTP/1.1 bytes rendered for them.
+    pub(crate) fn queue_as_streams(&mut self, preface: usize) {
+        for r in self.inflight.iter_mut() {
+            r.stream = 0;
+            r.stream_pos = u64::MAX;
+        }
+        self.h2_queued = self.inflight.len();
+        self.out.clear();
+        self.out_sent = 0;
+        self.write_end = self.write_pos + preface as u64;
+    }
+
     /// Gives up on a session's stream (a timeout).
     pub(crate) fn cancel_stream(&mut self, stream: u32) {
         if let Some(h2) = self.h2.as_mut() {

@@ -24,6 +24,8 @@ use volley_plan::{HttpVersion, TlsSpec};
 pub(crate) const ALPN_HTTP1: &[u8] = b"http/1.1";
 /// ALPN name of HTTP/2 over TLS.
 pub(crate) const ALPN_H2: &[u8] = b"h2";
+/// ALPN name of HTTP/3 (QUIC's TLS).
+pub const ALPN_H3: &[u8] = b"h3";
 
 /// The ALPN protocols a run offers, preferred first: HTTP/2 when it may speak it.
 pub(crate) fn alpn_offer(http: HttpVersion) -> Vec<Vec<u8>> {
@@ -31,7 +33,7 @@ pub(crate) fn alpn_offer(http: HttpVersion) -> Vec<Vec<u8>> {
         HttpVersion::Http1 | HttpVersion::H2c => vec![ALPN_HTTP1.to_vec()],
         HttpVersion::Negotiate => vec![ALPN_H2.to_vec(), ALPN_HTTP1.to_vec()],
         HttpVersion::H2 => vec![ALPN_H2.to_vec()],
-        HttpVersion::H3 => vec![crate::quic::ALPN_H3.to_vec()],
+        HttpVersion::H3 => vec![ALPN_H3.to_vec()],
     }
 }
 

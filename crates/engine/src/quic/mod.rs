@@ -16,8 +16,7 @@ use quinn_proto::{ClientConfig, EndpointConfig, TransportConfig, VarInt};
 
 use crate::tls::TlsClient;
 
-/// ALPN name of HTTP/3.
-pub const ALPN_H3: &[u8] = b"h3";
+pub use crate::tls::ALPN_H3;
 
 /// What every QUIC connection of a run starts from.
 #[derive(Clone)]

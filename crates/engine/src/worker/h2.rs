@@ -19,15 +19,7 @@ impl Worker {
         let h2 = H2Conn::new(Arc::clone(&self.shared.body), self.shared.h2_window);
         self.transport.h2_connections += 1;
         let c = &mut self.conns[i];
-        for r in c.inflight.iter_mut() {
-            r.stream = 0;
-            r.stream_pos = u64::MAX;
-        }
-        c.h2_queued = c.inflight.len();
-        // Requests rendered for HTTP/1.1 before the protocol was known go as streams instead.
-        c.out.clear();
-        c.out_sent = 0;
-        c.write_end = c.write_pos + h2.out.len() as u64;
+        c.queue_as_streams(h2.out.len());
         c.h2 = Some(Box::new(h2));
     }
 

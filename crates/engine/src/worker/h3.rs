@@ -147,16 +147,7 @@ impl Worker {
                 }
             });
         self.transport.h3_connections += 1;
-        let c = &mut self.conns[i];
-        for r in c.inflight.iter_mut() {
-            r.stream = 0;
-            r.stream_pos = u64::MAX;
-        }
-        c.h2_queued = c.inflight.len();
-        // Requests rendered for HTTP/1.1 before the session existed go as streams instead.
-        c.out.clear();
-        c.out_sent = 0;
-        c.write_end = c.write_pos;
+        self.conns[i].queue_as_streams(0);
         self.opened(i, now, false);
         true
     }
