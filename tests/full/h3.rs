@@ -179,3 +179,119 @@ fn a_server_that_stops_mid_run_ends_its_requests_as_errors() {
         .sum::<u64>();
     assert_eq!(counted, u(&req["errors"]), "{e}");
 }
+
+/// A UDP relay between volley and `to` that drops every other datagram each way (this kernel
+/// has no netem); it runs until dropped.
+struct LossyRelay {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl LossyRelay {
+    fn start(to: u16) -> LossyRelay {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let front = UdpSocket::bind("127.0.0.1:0").unwrap();
+        front
+            .set_read_timeout(Some(Duration::from_millis(5)))
+            .unwrap();
+        let port = front.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            // One back socket per client address, so the server sees each connection apart.
+            let mut backs: Vec<(std::net::SocketAddr, UdpSocket)> = Vec::new();
+            let mut buf = vec![0u8; 65_536];
+            let (mut n, mut dropped) = (0u64, 0u64);
+            while !flag.load(Ordering::Relaxed) {
+                if let Ok((len, from)) = front.recv_from(&mut buf) {
+                    if !backs.iter().any(|(a, _)| *a == from) {
+                        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+                        b.connect(("127.0.0.1", to)).unwrap();
+                        b.set_nonblocking(true).unwrap();
+                        backs.push((from, b));
+                    }
+                    n += 1;
+                    if n % 2 == 0 {
+                        dropped += 1;
+                    } else if let Some((_, b)) = backs.iter().find(|(a, _)| *a == from) {
+                        let _ = b.send(&buf[..len]);
+                    }
+                }
+                for (client, b) in &backs {
+                    while let Ok(len) = b.recv(&mut buf) {
+                        n += 1;
+                        if n % 2 == 0 {
+                            dropped += 1;
+                        } else {
+                            let _ = front.send_to(&buf[..len], client);
+                        }
+                    }
+                }
+            }
+            dropped
+        });
+        LossyRelay {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops it: the datagrams it dropped.
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map_or(0, |t| t.join().unwrap())
+    }
+}
+
+#[test]
+fn half_the_datagrams_lost_are_recovered_and_counted() {
+    let Some(caddy) = Caddy::start("lossy") else {
+        return;
+    };
+    let relay = LossyRelay::start(caddy.port);
+    // The relay's port speaks for Caddy's name (the certificate is for localhost).
+    let url = format!("https://localhost:{}/", relay.port);
+    let t = Instant::now();
+    // (Closed loop: at half the datagrams lost each request waits out QUIC's probe timeouts,
+    // some 0.5 s on this path, so an open loop's rate would not be reached.)
+    // Caddy's site is named by its own port: the requests say it (`:authority`).
+    let host = format!("Host: localhost:{}", caddy.port);
+    let args = [
+        "-c",
+        "8",
+        "--streams",
+        "4",
+        "-d",
+        "3s",
+        "--timeout",
+        "5s",
+        "-H",
+        &host,
+    ];
+    let (code, r, text) = run(&url, &cacert(&caddy), &args, &caddy.dir);
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "bounded: {:?}",
+        t.elapsed()
+    );
+    let dropped = relay.finish();
+    assert_eq!(code, 0, "{text}");
+    let quic = &r["target"]["quic"];
+    assert!(dropped > 100, "the relay dropped {dropped}");
+    assert!(u(&quic["lost_packets"]) > 0, "QUIC saw the loss: {quic}");
+    // QUIC recovers what was lost: requests are answered, later, or time out whole.
+    let req = &r["requests"];
+    let timeouts = u(&r["errors"]["timeout"]);
+    assert!(u(&req["completed"]) + timeouts <= u(&req["sent"]), "{text}");
+    assert!(u(&req["completed"]) >= 20, "{text}");
+    assert!(
+        text.contains("packets sent, ") && text.contains(" lost ("),
+        "the summary says so: {text}"
+    );
+    // Caddy served every completed request; a timed-out one it may have served too, and a
+    // request on a connection QUIC gave up on goes again once.
+    let logged = caddy.h3_logged() as u64;
+    assert!(logged >= u(&req["completed"]), "{logged} logged: {text}");
+}
