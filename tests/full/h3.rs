@@ -295,3 +295,50 @@ fn half_the_datagrams_lost_are_recovered_and_counted() {
     let logged = caddy.h3_logged() as u64;
     assert!(logged >= u(&req["completed"]), "{logged} logged: {text}");
 }
+
+#[test]
+fn a_suite_runs_h3_cells_on_a_server_that_speaks_it() {
+    if !common::on_path("caddy") {
+        common::skip("caddy is not installed (scripts/install-test-deps.sh installs it)");
+        return;
+    }
+    let dir = common::scratch("h3", "suite");
+    let caddyfile = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h3/Caddyfile");
+    // Caddy keeps its autosaved configuration under $HOME: the cell's own TMPDIR.
+    let suite = format!(
+        r#"[suite]
+name = "h3"
+duration = "2s"
+
+[[server]]
+name = "caddy"
+protocols = ["https", "h3"]
+start = "exec env HOME=\"$TMPDIR\" caddy run --adapter caddyfile --config {}"
+
+[[scenario]]
+name = "get"
+protocol = ["https", "h3"]
+connections = 2
+"#,
+        caddyfile.display()
+    );
+    let (o, out) = common::bench_suite(&dir, &suite, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::output_text(&o));
+    let idx = common::checked_suite_index(&out);
+    let rows = idx["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{idx:#}");
+    for row in rows {
+        assert_eq!(row["status"], "ok", "{row:#}");
+        let j: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(row["path"].as_str().unwrap())).unwrap(),
+        )
+        .unwrap();
+        let want = if row["axes"]["protocol"] == "h3" {
+            "h3"
+        } else {
+            "http/1.1"
+        };
+        assert_eq!(j["target"]["protocol"], want, "{row:#}");
+        assert!(u(&j["requests"]["completed"]) > 0);
+    }
+}

@@ -159,8 +159,8 @@ pub(super) fn h2_spec(a: &RunFlags, version: HttpVersion) -> Result<H2Spec, Conf
         HttpVersion::Http1 if a.streams.is_some_and(|s| s > 1) => {
             return Err(ConfigError::flag(
                 Flag::Streams,
-                "needs HTTP/2: an https:// URL (h2 by ALPN), --http2, or --h2c; HTTP/1.1 \
-                 keeps one request per connection in flight (or --pipeline)",
+                "needs HTTP/2 or HTTP/3: an https:// URL (h2 by ALPN), --http2, --h2c or \
+                 --http3; HTTP/1.1 keeps one request per connection in flight (or --pipeline)",
             ));
         }
         _ => {}

@@ -172,6 +172,9 @@ impl Asker {
             Protocol::Https => Asker::Tls(client(&[])?, Protocol::Https),
             Protocol::H2 => Asker::Tls(client(&[b"h2", b"http/1.1"])?, Protocol::H2),
             Protocol::H2c => Asker::H2c,
+            // Readiness over TCP and TLS: an HTTP/3 server also serves HTTPS on its port
+            // (Caddy, nginx, h2o do, and announce h3 there).
+            Protocol::H3 => Asker::Tls(client(&[])?, Protocol::Https),
         })
     }
 

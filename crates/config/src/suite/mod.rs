@@ -174,6 +174,8 @@ words! {
         /// `h2c`: cleartext HTTP/2 with prior knowledge (`--h2c`); a managed server gets
         /// `H2C=1`.
         H2c = "h2c",
+        /// `h3`: HTTP/3 over QUIC (`--http3`); a certificate as for `https`.
+        H3 = "h3",
     }
 }
 
@@ -189,21 +191,23 @@ impl Protocol {
 
     /// Whether it runs over TLS (a managed server gets `TLS_CERT` and `TLS_KEY`).
     pub fn tls(self) -> bool {
-        matches!(self, Protocol::Https | Protocol::H2)
+        matches!(self, Protocol::Https | Protocol::H2 | Protocol::H3)
     }
 
     /// The `volley run` flag its cells get: `--http1.1` for https (which would otherwise
-    /// speak HTTP/2 with a server offering h2), `--http2`, `--h2c`; plain HTTP/1.1 needs none.
+    /// speak HTTP/2 with a server offering h2), `--http2`, `--h2c`, `--http3`; plain HTTP/1.1
+    /// needs none.
     pub(crate) fn flag(self) -> Option<&'static str> {
         match self {
             Protocol::Http1 => None,
             Protocol::Https => Some("--http1.1"),
             Protocol::H2 => Some("--http2"),
             Protocol::H2c => Some("--h2c"),
+            Protocol::H3 => Some("--http3"),
         }
     }
 
-    /// `"http/1.1", "https", "h2" or "h2c"`, for messages.
+    /// `"http/1.1", "https", "h2", "h2c" or "h3"`, for messages.
     pub(crate) fn expected() -> String {
         let quoted: Vec<String> = Self::ALL
             .iter()

@@ -961,12 +961,12 @@ mod tests {
     #[test]
     fn unknown_protocols_and_version_flags_as_keys_point_at_themselves() {
         let (line, col, key, msg) = err(&format!(
-            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = [\"https\", \"h3\"]\n"
+            "{BASE}[[scenario]]\nname = \"p\"\nprotocol = [\"https\", \"spdy\"]\n"
         ));
         assert_eq!((line, col, key.as_deref()), (9, 22, Some("protocol")));
         assert!(
             msg.contains(
-                "unknown protocol `h3` (expected \"http/1.1\", \"https\", \"h2\" or \"h2c\")"
+                "unknown protocol `spdy` (expected \"http/1.1\", \"https\", \"h2\", \"h2c\" or \"h3\")"
             ),
             "{msg}"
         );

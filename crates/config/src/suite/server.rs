@@ -68,7 +68,12 @@ fn read_server(r: &TomlReader, sv: &Val, taken: &[&str]) -> Result<ServerSpec, S
         .transpose()?;
     let protocols = match t.get("protocols") {
         Some(v) => protocols(r, v, &at)?,
-        None => Protocol::ALL.to_vec(),
+        // HTTP/3 needs a UDP listener a server has only when it says so.
+        None => Protocol::ALL
+            .iter()
+            .copied()
+            .filter(|p| *p != Protocol::H3)
+            .collect(),
     };
     Ok(ServerSpec {
         name,
@@ -368,7 +373,12 @@ mod tests {
         .unwrap();
         assert_eq!(s.servers[0].protocols, [Protocol::Http1, Protocol::Https]);
         assert!(!s.servers[0].speaks(Protocol::H2c));
-        assert_eq!(s.servers[1].protocols, Protocol::ALL, "the default: all");
+        assert_eq!(
+            s.servers[1].protocols,
+            Protocol::ALL[..Protocol::ALL.len() - 1],
+            "the default: all but h3"
+        );
+        assert!(!s.servers[1].speaks(Protocol::H3));
 
         let (line, col, key, msg) = err(&format!(
             "{head}protocols = [\"h2\", \"http/2\"]\n[[scenario]]\nname = \"x\"\n"
