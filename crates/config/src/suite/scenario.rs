@@ -22,7 +22,12 @@ const HARNESS_FLAGS: &[&str] = &[
 ];
 
 /// `volley run` flags suites do not take yet: a cell does not sample its server's stacks.
-const RUN_ONLY_FLAGS: &[&str] = &["profile", "profile_frequency", "profile_out"];
+const RUN_ONLY_FLAGS: &[&str] = &[
+    "profile",
+    "profile_frequency",
+    "profile_out",
+    "profile_off_cpu",
+];
 
 /// `volley run` flags that are scenario keys under another name and shape (`keepalive`,
 /// `headers`, `thresholds`), so their own names are not keys.
