@@ -51,7 +51,8 @@ pub struct OffCpuInfo {
     pub blocked_us_per_request: Option<f64>,
     /// Threads of the tree followed from the start (threads created later follow them).
     pub threads: u64,
-    /// Threads at the start beyond the bound (4,096, fewer with many CPUs): not followed.
+    /// Threads at the start not followed: beyond the bound (4,096, fewer above 4 CPUs), or
+    /// their events could not be opened (out of descriptors).
     pub threads_unfollowed: u64,
     /// Records the kernel dropped because volley's reader fell behind.
     pub lost: u64,

@@ -16,8 +16,9 @@ use super::{symbols, unwind, Gathered, StackKey, MAX_STACKS, RING_PAGES};
 use crate::perf::{open, PerfEventAttr};
 use volley_model::result::profile::OffCpuInfo;
 
-/// Threads followed at most from the start (each costs a descriptor per CPU); the rest are
-/// counted in `threads_unfollowed`. Threads created later follow their creator's event.
+/// Threads followed at most from the start (each costs a descriptor per CPU); the rest, and
+/// those whose events could not be opened (out of descriptors), are counted in
+/// `threads_unfollowed`. Threads created later follow their creator's event.
 pub(crate) const MAX_THREADS: usize = 4096;
 /// Descriptors at most over all CPUs (threads × CPUs).
 const MAX_FDS: usize = 16_384;
@@ -111,11 +112,13 @@ pub(crate) fn open_events(pids: &[u32], cpus: i32) -> Result<Events, String> {
         threads: 0,
         unfollowed: more,
     };
-    let mut followed = vec![true; tids.len()];
+    // Per thread: followed, exited since it was listed, or not followed (its event failed).
+    let (followed, gone, failed) = (0u8, 1u8, 2u8);
+    let mut state = vec![followed; tids.len()];
     for cpu in 0..cpus {
         let mut ring: Option<Ring> = None;
         for (k, &tid) in tids.iter().enumerate() {
-            if !followed[k] {
+            if state[k] != followed {
                 continue;
             }
             let opened = open(&attr, tid, cpu).and_then(|fd| match &ring {
@@ -124,18 +127,22 @@ pub(crate) fn open_events(pids: &[u32], cpus: i32) -> Result<Events, String> {
                     ring::set_output(fd.as_raw_fd(), r.raw_fd()).map(|()| ev.redirected.push(fd))
                 }
             });
-            match opened {
+            let nothing_yet = ev.rings.is_empty() && ring.is_none();
+            match opened.map_err(|e| (e.raw_os_error(), e)) {
                 Ok(()) => {}
-                // The thread has exited since: nothing to follow.
-                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => followed[k] = false,
-                Err(e) if cpu == 0 && k == 0 => return Err(refusal(&e)),
-                Err(_) => followed[k] = false,
+                Err((Some(libc::ESRCH), _)) => state[k] = gone,
+                // Refused before anything opened: the kernel's answer for every thread.
+                Err((Some(c), e)) if nothing_yet && c != libc::EMFILE && c != libc::ENFILE => {
+                    return Err(refusal(&e))
+                }
+                Err(_) => state[k] = failed,
             }
         }
         ev.rings.extend(ring);
     }
-    ev.threads = followed.iter().filter(|f| **f).count() as u64;
-    ev.unfollowed += tids.len() as u64 - ev.threads;
+    let count = |s: u8| state.iter().filter(|v| **v == s).count() as u64;
+    ev.threads = count(followed);
+    ev.unfollowed += count(failed);
     Ok(ev)
 }
 
@@ -323,10 +330,13 @@ pub struct OffCpuProfile {
     pub info: OffCpuInfo,
 }
 
+/// A stack's waits: its callchain, whether preempted, Σ ns.
+type Wait<'a> = (&'a [u64], bool, u64);
+
 /// Names and folds the waits.
 pub(super) fn fold(g: &Gathered, names: &symbols::Names, completed: u64) -> OffCpuProfile {
     let off = &g.off;
-    let mut by_pid: HashMap<u32, Vec<(&[u64], bool, u64)>> = HashMap::new();
+    let mut by_pid: HashMap<u32, Vec<Wait>> = HashMap::new();
     for ((id, preempted), (_, ns)) in &off.pairer.waits {
         let (pid, chain) = &off.keys[*id as usize];
         by_pid
