@@ -402,7 +402,9 @@ fn write_outputs(m: &Measured, outputs: Outputs, mut code: ExitCode) -> ExitCode
             code = code.max_precedence(ExitCode::Failed);
         }
     }
-    let report = Report::single(result.clone()).with_folded(m.folded.clone());
+    let report = Report::single(result.clone())
+        .with_folded(m.folded.clone())
+        .with_off_cpu_folded(m.folded_off_cpu.clone());
     for (flag, path, format, mut f) in outputs.reports {
         let text = format.reporter().render(&report);
         if let Err(e) = crate::sys::files::write_output(&mut f, text.as_bytes()) {

@@ -97,17 +97,23 @@ fn a_sleep_is_found_by_name_at_its_time_per_request() {
     let srv = Waiter::start(&bin);
     let html = dir.join("r.html");
     let md = dir.join("r.md");
-    let (r, text) = profiled(
-        &srv,
-        &dir,
-        &[
-            "--profile-off-cpu",
-            "--html",
-            html.to_str().unwrap(),
-            "--markdown",
-            md.to_str().unwrap(),
-        ],
-    );
+    let flags = [
+        "--profile-off-cpu",
+        "--html",
+        html.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+    ];
+    // On a machine busy with other work the server waits for a CPU after each sleep, which
+    // its requests' latency shows too: measured again, up to three times, while the client
+    // saw a mean latency over 1.3 × the sleep.
+    let (r, text) = (1..=3)
+        .map(|attempt| (profiled(&srv, &dir, &flags), attempt))
+        .find(|((r, _), attempt)| {
+            r["latency_us"]["mean"].as_f64().unwrap() <= 1.3 * SLEEP_US || *attempt == 3
+        })
+        .map(|(run, _)| run)
+        .unwrap();
     crate::quick::schema::assert_valid(&r, "the off-CPU run");
     let o = &r["server"]["profile"]["off_cpu"];
     assert_eq!(o["path"], "r.offcpu.folded", "{o}");
@@ -122,6 +128,11 @@ fn a_sleep_is_found_by_name_at_its_time_per_request() {
         .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
         .sum();
     let per_request = slept as f64 / completed;
+    let latency = r["latency_us"]["mean"].as_f64().unwrap();
+    assert!(
+        per_request <= latency,
+        "wait_io: {per_request} µs a request, more than a request took ({latency} µs)"
+    );
     assert!(
         (per_request - SLEEP_US).abs() <= 0.2 * SLEEP_US,
         "wait_io: {per_request} µs a request in the folded waits, slept {SLEEP_US}:\n{folded}"
@@ -149,6 +160,36 @@ fn a_sleep_is_found_by_name_at_its_time_per_request() {
         .all(|l| l.starts_with("waitsrv;[preempted];")));
     assert!(text.contains("Off-CPU"), "{text}");
     assert!(text.contains("wait_io"), "{text}");
+    // The HTML report draws a second flame graph, of the waits, in µs of waiting; the
+    // Markdown lists them; `volley report` reads them beside the JSON as well.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("threads waited (off-CPU)") && page.contains("data-flame=\"1\""),
+        "no off-CPU flame graph"
+    );
+    assert!(page.contains("\"unit\":\"µs of waiting\""), "its unit");
+    assert!(
+        page.contains("\"wait_io\""),
+        "wait_io is not in the page's data"
+    );
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("threads waited") && md.contains("| `wait_io` |"),
+        "{md}"
+    );
+    let again = dir.join("again.html");
+    let o = volley(
+        &[
+            "report",
+            dir.join("r.json").to_str().unwrap(),
+            "--html",
+            again.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let again = std::fs::read_to_string(&again).unwrap();
+    assert!(again.contains("threads waited (off-CPU)") && again.contains("\"wait_io\""));
     // Without the flag: no off-CPU view.
     let (r, text) = profiled(&srv, &dir, &[]);
     assert!(r["server"]["profile"].get("off_cpu").is_none());

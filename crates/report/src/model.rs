@@ -43,6 +43,9 @@ pub struct Cell {
     pub result: Option<RunResult>,
     /// `--profile`'s folded stacks (`server.profile.path`), when they could be read.
     pub folded: Option<String>,
+    /// `--profile-off-cpu`'s folded waits (`server.profile.off_cpu.path`), when they could be
+    /// read.
+    pub off_cpu_folded: Option<String>,
 }
 
 impl Cell {
@@ -186,6 +189,7 @@ impl Report {
                 control: false,
                 result: Some(r),
                 folded: None,
+                off_cpu_folded: None,
             }],
             capacity: Vec::new(),
         }
@@ -195,6 +199,14 @@ impl Report {
     pub fn with_folded(mut self, folded: Option<String>) -> Report {
         if let Some(c) = self.cells.first_mut() {
             c.folded = folded;
+        }
+        self
+    }
+
+    /// The report with `folded` (`--profile-off-cpu`'s waits) as its only run's.
+    pub fn with_off_cpu_folded(mut self, folded: Option<String>) -> Report {
+        if let Some(c) = self.cells.first_mut() {
+            c.off_cpu_folded = folded;
         }
         self
     }
@@ -246,6 +258,7 @@ impl Report {
                 control: row.control,
                 result: read(row).and_then(|t| RunResult::from_json(&t).ok()),
                 folded: None,
+                off_cpu_folded: None,
             })
             .collect();
         let capacity = capacity_rows
@@ -500,7 +513,18 @@ fn load_one(p: &Path) -> Result<Report, LoadError> {
                     let dir = file.parent().unwrap_or(Path::new("."));
                     std::fs::read_to_string(dir.join(f)).ok()
                 });
-            let mut report = Report::single(r).with_folded(folded);
+            // The off-CPU waits beside them.
+            let off_cpu = r
+                .server
+                .as_ref()
+                .and_then(|s| s.profile.as_ref()?.off_cpu.as_ref()?.path.clone())
+                .and_then(|f| {
+                    let dir = file.parent().unwrap_or(Path::new("."));
+                    std::fs::read_to_string(dir.join(f)).ok()
+                });
+            let mut report = Report::single(r)
+                .with_folded(folded)
+                .with_off_cpu_folded(off_cpu);
             // A run out of a results folder keeps its server's name and its cell.
             if let Some(row) = suite_row_of(&file) {
                 let cell = &mut report.cells[0];
