@@ -131,6 +131,48 @@ fn a_busy_function_of_this_process_is_found_by_name_at_its_cpu_time() {
     assert!(info.processes.iter().any(|p| p.pid == me));
 }
 
+/// Sleeps `n` times 2 ms: a thread's waits, in a function the off-CPU view must name.
+#[inline(never)]
+fn sleep_for_the_off_cpu_view(n: u32) {
+    for _ in 0..n {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_thread_created_after_the_start_is_followed_and_its_sleep_named() {
+    // The thread is created after the events open: the kernel's inheritance must follow it.
+    let me = std::process::id() as i32;
+    let p = match Profiler::start(me, 97, true) {
+        Ok(p) => p,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    p.enable();
+    let t0 = std::time::Instant::now();
+    std::thread::spawn(|| sleep_for_the_off_cpu_view(25))
+        .join()
+        .unwrap();
+    let slept_us = t0.elapsed().as_micros() as u64;
+    let off = p.finish(1).off_cpu.expect("the off-CPU view");
+    let waited: u64 = off
+        .folded
+        .iter()
+        .filter(|(s, _)| s.contains("sleep_for_the_off_cpu_view") && !s.contains("[preempted]"))
+        .map(|(_, us)| us)
+        .sum();
+    // 25 sleeps of 2 ms: at least 50 ms blocked, and no more than the thread lived.
+    assert!(
+        (50_000..=slept_us).contains(&waited),
+        "{waited} µs waited in sleep_for_the_off_cpu_view, the thread lived {slept_us} µs: {:?}; {:?}",
+        off.info,
+        off.folded.iter().filter(|(s, _)| s.contains("sleep")).collect::<Vec<_>>()
+    );
+}
+
 /// The off-CPU pairing, on events made by hand with fake times (ns).
 mod off_cpu {
     use super::super::offcpu::{Ev, Pairer};
