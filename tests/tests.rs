@@ -55,6 +55,7 @@ mod slow {
     mod compare;
     mod history;
     mod history_calls;
+    mod offcpu;
     mod profile;
 }
 

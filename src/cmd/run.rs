@@ -37,7 +37,7 @@ pub struct RunArgs {
     pub json_markers: bool,
 
     /// With --profile: write the folded stacks to PATH [default: beside --json, its name with
-    /// `.folded`].
+    /// `.folded`]; --profile-off-cpu's go beside them, the stem with `.offcpu.folded`.
     #[arg(long, value_name = "PATH", requires = "profile")]
     pub profile_out: Option<PathBuf>,
 
@@ -241,8 +241,10 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
 }
 
 /// `--profile`: the folded stacks to `--profile-out`, or beside `--json` (`r.json` →
-/// `r.folded`), named in `server.profile.path`; without either, none are written (the summary
-/// still has the top functions). A file that cannot be written is exit 3.
+/// `r.folded`), named in `server.profile.path`; `--profile-off-cpu`'s beside them, the same
+/// stem with `.offcpu.folded` (`r.offcpu.folded`), named in `server.profile.off_cpu.path`;
+/// without either flag, none are written (the summary still has the top functions). A file
+/// that cannot be written is exit 3.
 fn write_folded(args: &RunArgs, json: Option<&std::path::Path>, m: &mut Measured) -> ExitCode {
     let Some(folded) = m.folded.as_ref() else {
         return ExitCode::Ok;
@@ -252,7 +254,36 @@ fn write_folded(args: &RunArgs, json: Option<&std::path::Path>, m: &mut Measured
         (None, Some(j)) => j.with_extension("folded"),
         (None, None) => return ExitCode::Ok,
     };
-    if let Err(e) = crate::sys::files::write_atomically(&path, folded.as_bytes()) {
+    let Some(shown) = write_stacks(args, json, &path, folded) else {
+        return ExitCode::Failed;
+    };
+    let profile = m.result.server.as_mut().and_then(|s| s.profile.as_mut());
+    if let Some(p) = profile {
+        p.path = Some(shown);
+    }
+    let Some(off) = m.folded_off_cpu.as_ref() else {
+        return ExitCode::Ok;
+    };
+    let base = args.profile_out.as_deref().or(json).unwrap_or(&path);
+    let Some(shown) = write_stacks(args, json, &base.with_extension("offcpu.folded"), off) else {
+        return ExitCode::Failed;
+    };
+    let profile = m.result.server.as_mut().and_then(|s| s.profile.as_mut());
+    if let Some(o) = profile.and_then(|p| p.off_cpu.as_mut()) {
+        o.path = Some(shown);
+    }
+    ExitCode::Ok
+}
+
+/// Writes folded stacks to `path`; the name the result gives it (beside the JSON: as the
+/// JSON's folder sees it), or `None` (said) when it cannot be written.
+fn write_stacks(
+    args: &RunArgs,
+    json: Option<&std::path::Path>,
+    path: &std::path::Path,
+    text: &str,
+) -> Option<String> {
+    if let Err(e) = crate::sys::files::write_atomically(path, text.as_bytes()) {
         // Name the flag that chose the path: --profile-out, or --json beside which it goes.
         let flag = if args.profile_out.is_some() {
             "--profile-out"
@@ -260,17 +291,13 @@ fn write_folded(args: &RunArgs, json: Option<&std::path::Path>, m: &mut Measured
             "--profile (beside --json)"
         };
         stderrln!("volley: {flag} {}: {e}", path.display());
-        return ExitCode::Failed;
+        return None;
     }
-    // Beside the JSON it is named as the JSON's folder sees it.
     let shown = match (json.and_then(|j| j.parent()), path.file_name()) {
         (Some(dir), Some(name)) if path.parent() == Some(dir) => PathBuf::from(name),
-        _ => path.clone(),
+        _ => path.to_path_buf(),
     };
-    if let Some(p) = m.result.server.as_mut().and_then(|s| s.profile.as_mut()) {
-        p.path = Some(shown.display().to_string());
-    }
-    ExitCode::Ok
+    Some(shown.display().to_string())
 }
 
 /// Why a run got no response, as far as volley knows: the first failed connect's reason when a
@@ -375,7 +402,9 @@ fn write_outputs(m: &Measured, outputs: Outputs, mut code: ExitCode) -> ExitCode
             code = code.max_precedence(ExitCode::Failed);
         }
     }
-    let report = Report::single(result.clone()).with_folded(m.folded.clone());
+    let report = Report::single(result.clone())
+        .with_folded(m.folded.clone())
+        .with_off_cpu_folded(m.folded_off_cpu.clone());
     for (flag, path, format, mut f) in outputs.reports {
         let text = format.reporter().render(&report);
         if let Err(e) = crate::sys::files::write_output(&mut f, text.as_bytes()) {

@@ -74,6 +74,7 @@ flags! {
     GcLog: "gc_log" => "gc_log",
     Profile: "profile" => "profile",
     ProfileFrequency: "profile_frequency" => "profile_frequency",
+    ProfileOffCpu: "profile_off_cpu" => "profile_off_cpu",
     Threshold: "threshold" => "thresholds",
     MaxConnections: "max_connections" => "max_connections",
     AllowShortfall: "allow_shortfall" => "allow_shortfall",

@@ -257,6 +257,13 @@ pub struct RunFlags {
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u64).range(1..=20_000))]
     pub profile_frequency: Option<u64>,
 
+    /// With --profile, also where the server's threads waited off the CPU (blocked, or
+    /// preempted): folded stacks in µs of waiting beside the on-CPU ones (r.offcpu.folded), an
+    /// Off-CPU block in the summary, a second flame graph. Off by default: it costs the server
+    /// a sample at every context switch (docs/contract.md, "Profile").
+    #[arg(long)]
+    pub profile_off_cpu: bool,
+
     /// Pass/fail criterion, repeatable: 'p99<10ms', 'errors<0.1%', 'failed<1%', 'checks<5%',
     /// 'rps>5000' (a broken one exits 1). Without thresholds, 4xx/5xx responses alone do not
     /// change the exit code: use 'failed<1%' to fail on them. Declared checks (--expect-*, a
@@ -356,6 +363,7 @@ impl RunConfig {
         let load = load_spec(a, cores)?;
         let mut monitor = monitor_config(a.pid, a.monitor_interval, a.gc_log.clone())?;
         super::monitor::profile_config(&mut monitor, a.profile, a.profile_frequency)?;
+        super::monitor::off_cpu_config(&mut monitor, a.profile, a.profile_off_cpu)?;
         let given = a
             .threshold
             .iter()

@@ -48,6 +48,7 @@ pub fn monitor_config(
         interval,
         gc_log: gc_log.map(|path| GcLogConfig { path, format: None }),
         profile_hz: None,
+        profile_off_cpu: false,
     }))
 }
 
@@ -73,6 +74,27 @@ pub fn profile_config(
     Ok(())
 }
 
+/// `--profile-off-cpu` into the monitor's settings: it needs `--profile`.
+pub fn off_cpu_config(
+    monitor: &mut Option<MonitorConfig>,
+    profile: bool,
+    off_cpu: bool,
+) -> Result<(), ConfigError> {
+    if !off_cpu {
+        return Ok(());
+    }
+    match monitor.as_mut() {
+        Some(m) if profile => {
+            m.profile_off_cpu = true;
+            Ok(())
+        }
+        _ => Err(ConfigError::flag(
+            Flag::ProfileOffCpu,
+            "needs --profile (the threads' waits are read with their stacks)",
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +110,7 @@ mod tests {
                 interval: ms(100),
                 gc_log: None,
                 profile_hz: None,
+                profile_off_cpu: false,
             })
         );
         assert_eq!(

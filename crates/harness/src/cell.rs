@@ -372,6 +372,7 @@ pub(super) fn cell_config(
         interval,
         gc_log: g.gc_log,
         profile_hz,
+        profile_off_cpu: false,
     });
     if let (Some(tls), Some(cert)) = (cfg.load.tls.as_mut(), cacert) {
         if tls.verify && tls.cacert.is_none() {

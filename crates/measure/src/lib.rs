@@ -262,6 +262,9 @@ pub struct Measured {
     pub connect_failure: Option<String>,
     /// `--profile`: the folded stacks of the server's tree (`server.profile` summarises them).
     pub folded: Option<String>,
+    /// `--profile-off-cpu`: the folded off-CPU stacks, counts in µs of waiting
+    /// (`server.profile.off_cpu` summarises them).
+    pub folded_off_cpu: Option<String>,
     /// volley's own CPU, one sample per second of the measured window (sample *k* ends
     /// about *k* + 1 s after t0): what a part of the run is judged by (`capacity --sweep`).
     pub client_samples: Vec<volley_monitor::client::ClientSample>,
@@ -294,9 +297,9 @@ pub fn run(
     let profiler = match cfg
         .monitor
         .as_ref()
-        .and_then(|m| Some((m.pid, m.profile_hz?)))
+        .and_then(|m| Some((m.pid, m.profile_hz?, m.profile_off_cpu)))
     {
-        Some((pid, hz)) => match Profiler::start(pid, hz) {
+        Some((pid, hz, off_cpu)) => match Profiler::start(pid, hz, off_cpu) {
             Ok(p) => Some(p),
             Err(e) => {
                 if let Some(m) = monitor {
@@ -382,6 +385,10 @@ pub fn run(
         server,
     };
     let mut result = parts.result();
+    let folded_off_cpu = profile
+        .as_ref()
+        .and_then(|p| p.off_cpu.as_ref())
+        .map(|o| volley_monitor::profile::folded_text(&o.folded));
     let folded = profile.map(|p| {
         if let Some(s) = result.server.as_mut() {
             s.profile = Some(p.info.clone());
@@ -391,6 +398,7 @@ pub fn run(
     Ok(Measured {
         result,
         folded,
+        folded_off_cpu,
         interrupted: out.interrupted,
         server_died,
         connect_failure: out.first_connect_failure().map(str::to_string),

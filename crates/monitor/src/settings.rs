@@ -22,6 +22,8 @@ pub struct MonitorConfig {
     pub gc_log: Option<GcLogConfig>,
     /// `--profile`: sample the tree's stacks at this many samples a second per CPU.
     pub profile_hz: Option<u64>,
+    /// `--profile-off-cpu`: also where the tree's threads waited (with `profile_hz`).
+    pub profile_off_cpu: bool,
 }
 
 /// A GC log to read (`--gc-log`, or the one a suite cell's runtime writes).

@@ -123,7 +123,27 @@ fn profile_tables(o: &mut String, group: &[&Series]) {
         );
         o.push_str(&crate::flame::top_markdown(&p.top));
         o.push('\n');
+        if let Some(off) = &p.off_cpu {
+            off_cpu_table(o, &s.server, off);
+        }
     }
+}
+
+/// `--profile-off-cpu`: the functions the server's threads blocked in most, in µs of waiting
+/// per request (`server.profile.off_cpu.top`).
+fn off_cpu_table(o: &mut String, server: &str, off: &volley_model::result::profile::OffCpuInfo) {
+    let _ = writeln!(
+        o,
+        "Where {}'s threads waited (off-CPU: {} waits, blocked {:.1} ms{}, preempted {:.1} ms; µs of waiting, kernel frames left out):\n",
+        esc(server),
+        thousands(off.switches),
+        off.blocked_ms,
+        off.blocked_us_per_request
+            .map_or(String::new(), |v| format!(" = {v:.1} µs a request")),
+        off.preempted_ms,
+    );
+    o.push_str(&crate::flame::top_markdown(&off.top));
+    o.push('\n');
 }
 
 /// The server runtime's collections, where `server.gc` was read: nothing otherwise.

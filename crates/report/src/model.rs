@@ -43,6 +43,9 @@ pub struct Cell {
     pub result: Option<RunResult>,
     /// `--profile`'s folded stacks (`server.profile.path`), when they could be read.
     pub folded: Option<String>,
+    /// `--profile-off-cpu`'s folded waits (`server.profile.off_cpu.path`), when they could be
+    /// read.
+    pub off_cpu_folded: Option<String>,
 }
 
 impl Cell {
@@ -186,6 +189,7 @@ impl Report {
                 control: false,
                 result: Some(r),
                 folded: None,
+                off_cpu_folded: None,
             }],
             capacity: Vec::new(),
         }
@@ -195,6 +199,14 @@ impl Report {
     pub fn with_folded(mut self, folded: Option<String>) -> Report {
         if let Some(c) = self.cells.first_mut() {
             c.folded = folded;
+        }
+        self
+    }
+
+    /// The report with `folded` (`--profile-off-cpu`'s waits) as its only run's.
+    pub fn with_off_cpu_folded(mut self, folded: Option<String>) -> Report {
+        if let Some(c) = self.cells.first_mut() {
+            c.off_cpu_folded = folded;
         }
         self
     }
@@ -234,7 +246,13 @@ impl Report {
             .into_iter()
             .map(|row| {
                 let result = read(row).and_then(|t| RunResult::from_json(&t).ok());
-                let folded = file(row).and_then(|f| folded_beside(&f, result.as_ref()?));
+                let json = file(row);
+                let beside = |named: fn(&RunResult) -> Option<&String>| {
+                    let r = result.as_ref()?;
+                    read_beside(json.as_deref()?, named(r)?)
+                };
+                let folded = beside(folded_path);
+                let off_cpu_folded = beside(off_cpu_path);
                 Cell {
                     server: row.server.clone(),
                     scenario: row.scenario.clone(),
@@ -245,6 +263,7 @@ impl Report {
                     control: row.control,
                     result,
                     folded,
+                    off_cpu_folded,
                 }
             })
             .collect();
@@ -445,10 +464,27 @@ fn capacity_server(url: &str) -> String {
     }
 }
 
-/// The profile's folded stacks of RunResult `r` read from `json`: `server.profile.path`, named
-/// relative to the JSON's folder (and kept inside it), or absolute (`--profile-out` elsewhere).
-fn folded_beside(json: &Path, r: &RunResult) -> Option<String> {
-    let named = Path::new(r.server.as_ref()?.profile.as_ref()?.path.as_ref()?);
+/// Where `--profile` wrote the on-CPU stacks (`server.profile.path`).
+fn folded_path(r: &RunResult) -> Option<&String> {
+    r.server.as_ref()?.profile.as_ref()?.path.as_ref()
+}
+
+/// Where `--profile-off-cpu` wrote the waits (`server.profile.off_cpu.path`).
+fn off_cpu_path(r: &RunResult) -> Option<&String> {
+    r.server
+        .as_ref()?
+        .profile
+        .as_ref()?
+        .off_cpu
+        .as_ref()?
+        .path
+        .as_ref()
+}
+
+/// A file a RunResult at `json` names: relative to the JSON's folder (and kept inside it), or
+/// absolute (`--profile-out` elsewhere).
+fn read_beside(json: &Path, named: &str) -> Option<String> {
+    let named = Path::new(named);
     let file = if named.is_absolute() {
         named.to_path_buf()
     } else {
@@ -503,8 +539,11 @@ fn load_one(p: &Path) -> Result<Report, LoadError> {
         }
         Some(s) if s.starts_with("volley.run/") => {
             let r = RunResult::from_json(&text).map_err(|e| err(e.to_string()))?;
-            let folded = folded_beside(&file, &r);
-            let mut report = Report::single(r).with_folded(folded);
+            let folded = folded_path(&r).and_then(|f| read_beside(&file, f));
+            let off_cpu = off_cpu_path(&r).and_then(|f| read_beside(&file, f));
+            let mut report = Report::single(r)
+                .with_folded(folded)
+                .with_off_cpu_folded(off_cpu);
             // A run out of a results folder keeps its server's name and its cell.
             if let Some(row) = suite_row_of(&file) {
                 let cell = &mut report.cells[0];

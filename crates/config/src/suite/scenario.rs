@@ -34,6 +34,10 @@ const HARNESS_FLAGS: &[&str] = &[
 /// volley's own process, one run each (not a capacity search, not shards).
 const PROFILE_KEYS: &[&str] = &["profile", "profile_frequency"];
 
+/// `volley run` flags suites do not take yet: a cell does not record its server's off-CPU
+/// waits.
+const RUN_ONLY_FLAGS: &[&str] = &["profile_off_cpu"];
+
 /// `volley run` flags that are scenario keys under another name and shape (`keepalive`,
 /// `headers`, `thresholds`), so their own names are not keys.
 const RENAMED_FLAGS: &[&str] = &["no_keepalive", "header", "threshold"];
@@ -279,6 +283,13 @@ fn check_key(cx: &Context, key: &str, span: Range<usize>, at: &str) -> Result<()
             ),
         ));
     }
+    if RUN_ONLY_FLAGS.contains(&key) {
+        return Err(cx.r.err(
+            span,
+            Some(key),
+            format!("{at}: `{key}` is not a scenario key yet: a suite's cells do not record their server's off-CPU waits (`volley run --pid PID --profile --profile-off-cpu` does)"),
+        ));
+    }
     if let Some((_, protocol)) = VERSION_FLAGS.iter().find(|(f, _)| *f == key) {
         return Err(cx.r.err(
             span,
@@ -306,6 +317,7 @@ fn scenario_keys(run_flags: &[String]) -> Vec<String> {
         .map(|f| f.replace('-', "_"))
         .filter(|k| {
             !HARNESS_FLAGS.contains(&k.as_str())
+                && !RUN_ONLY_FLAGS.contains(&k.as_str())
                 && !RENAMED_FLAGS.contains(&k.as_str())
                 && !VERSION_FLAGS.iter().any(|(f, _)| f == k)
         })

@@ -29,6 +29,42 @@ pub struct ProfileInfo {
     pub processes: Vec<ProfiledProcess>,
     /// The functions that cost the most, by self time (at most 20).
     pub top: Vec<FunctionCost>,
+    /// `--profile-off-cpu`: where the tree's threads waited; absent without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<OffCpuInfo>,
+}
+
+/// Where the tree's threads waited off the CPU (`--profile-off-cpu`): each wait from a thread's
+/// switch out to its switch back in, by the stack it switched out with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffCpuInfo {
+    /// The folded off-CPU stacks, counts in µs of waiting; null when none was written.
+    pub path: Option<String>,
+    /// Waits measured (switch-outs paired with their switch-in).
+    pub switches: u64,
+    /// Time the threads spent blocked (sleeping, waiting for I/O or a lock), ms.
+    pub blocked_ms: f64,
+    /// Time the threads spent preempted while runnable (waiting for a CPU), ms: apart from
+    /// blocking, under `[preempted]` in the folded stacks.
+    pub preempted_ms: f64,
+    /// Blocked µs ÷ completed requests (null when nothing completed).
+    pub blocked_us_per_request: Option<f64>,
+    /// Threads of the tree followed from the start (threads created later follow them).
+    pub threads: u64,
+    /// Threads at the start not followed: beyond the bound (4,096, fewer above 4 CPUs), or
+    /// their events could not be opened (out of descriptors).
+    pub threads_unfollowed: u64,
+    /// Records the kernel dropped because volley's reader fell behind.
+    pub lost: u64,
+    /// Waits of stacks beyond the 200,000 distinct ones kept.
+    pub dropped: u64,
+    /// Waits whose stack or switch-in was lost.
+    pub unpaired: u64,
+    /// The functions threads waited in most, blocked waits only, kernel frames left out (every
+    /// wait ends in the scheduler: self is the program's last function before the kernel, a
+    /// stack of kernel frames alone keeps its last): `top`'s shape, with µs of waiting for
+    /// samples (`self_samples`, `total_samples`) and waiting µs per request.
+    pub top: Vec<FunctionCost>,
 }
 
 /// One sampled process.

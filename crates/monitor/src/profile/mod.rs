@@ -4,9 +4,12 @@
 //! process (`profile::records`); after the run the tree's stacks are named (`profile::symbols`) and folded
 //! (Brendan Gregg's format: `command;root;…;leaf count`), with the functions that cost the most
 //! per request. Stacks come from the kernel's frame-pointer walk: a binary built without frame
-//! pointers gives shallow user stacks, which its process's `median_depth` shows.
+//! pointers gives shallow user stacks, which its process's `median_depth` shows. With
+//! `--profile-off-cpu`, the same drain also reads where the tree's threads waited
+//! (`profile::offcpu`).
 
 pub(crate) mod jvm;
+pub(crate) mod offcpu;
 pub(crate) mod records;
 pub(crate) mod ring;
 pub(crate) mod symbols;
@@ -20,6 +23,8 @@ use std::thread::JoinHandle;
 use records::{Record, CONTEXT_MAX};
 use ring::Ring;
 use volley_model::result::profile::{JvmProfiling, ProfileInfo, ProfiledProcess, Unwinding};
+
+pub use offcpu::OffCpuProfile;
 
 /// Samples a second per CPU by default: odd, so it does not beat with timers of round
 /// periods, and light (a sample costs the sampled thread a few µs).
@@ -64,12 +69,14 @@ struct Gathered {
     dropped: u64,
     /// Side records kept of processes outside the tree as known when they came.
     others: usize,
+    /// `--profile-off-cpu`: the waits.
+    off: offcpu::OffCpu,
 }
 
 impl Gathered {
     /// Replaces the user part of `chain` by the call-frame unwind of `u` when that goes deeper
-    /// than the frame pointers did.
-    fn unwind(&mut self, pid: u32, chain: &mut Vec<u64>, u: &records::UserRegs) {
+    /// than the frame pointers did; whether it did.
+    fn unwind(&mut self, pid: u32, chain: &mut Vec<u64>, u: &records::UserRegs) -> bool {
         let maps = self.maps.get(&pid).map_or(&[][..], Vec::as_slice);
         let stack = unwind::UserStack {
             ip: u.ip,
@@ -80,15 +87,13 @@ impl Gathered {
         let dwarf = self.unwinders.unwind(pid, maps, &stack);
         let user_at = chain.iter().position(|a| *a == records::CONTEXT_USER);
         let fp_depth = user_at.map_or(0, |i| chain.len() - i - 1);
-        let walks = self.walks.entry(pid).or_default();
-        if dwarf.len() > fp_depth {
+        let deeper = dwarf.len() > fp_depth;
+        if deeper {
             chain.truncate(user_at.unwrap_or(chain.len()));
             chain.push(records::CONTEXT_USER);
             chain.extend(dwarf);
-            walks.0 += 1;
-        } else {
-            walks.1 += 1;
         }
+        deeper
     }
 
     /// Whether a side record of `pid` is kept: always for the tree as known so far; for other
@@ -117,7 +122,9 @@ impl Gathered {
                 ..
             } if pid != 0 && pid != self.own => {
                 if let Some(u) = user.filter(|_| self.tree.contains(&pid)) {
-                    self.unwind(pid, &mut chain, &u);
+                    let dwarf = self.unwind(pid, &mut chain, &u);
+                    let walks = self.walks.entry(pid).or_default();
+                    *(if dwarf { &mut walks.0 } else { &mut walks.1 }) += 1;
                 }
                 let full = self.stacks.len() >= MAX_STACKS;
                 let key = (pid, chain.into_boxed_slice());
@@ -168,6 +175,9 @@ pub struct Profiler {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Gathered>>,
     frequency_hz: u64,
+    /// `--profile-off-cpu`'s descriptors that write into another's ring (kept open).
+    _off_fds: Vec<std::os::fd::OwnedFd>,
+    off_cpu: bool,
 }
 
 /// Why profiling cannot start, in words a user can act on.
@@ -177,8 +187,9 @@ pub struct ProfileError(String);
 
 impl Profiler {
     /// Opens a sampling event on every CPU (disabled) and starts draining them; the tree of
-    /// `root` as it is now is noted (its mappings, its commands).
-    pub fn start(root: i32, frequency_hz: u64) -> Result<Profiler, ProfileError> {
+    /// `root` as it is now is noted (its mappings, its commands). `off_cpu` also opens the
+    /// context-switch events of the tree's threads (`--profile-off-cpu`).
+    pub fn start(root: i32, frequency_hz: u64, off_cpu: bool) -> Result<Profiler, ProfileError> {
         let cpus = online_cpus();
         let mut rings = Vec::new();
         for cpu in 0..cpus {
@@ -193,8 +204,13 @@ impl Profiler {
             })?;
             rings.push(ring);
         }
-        let fds = rings.iter().map(Ring::raw_fd).collect();
+        let mut fds: Vec<i32> = rings.iter().map(Ring::raw_fd).collect();
         let initial = tree_now(root as u32);
+        let off = match off_cpu {
+            true => Some(offcpu::open_events(&initial, cpus).map_err(ProfileError)?),
+            false => None,
+        };
+        fds.extend(off.iter().flat_map(offcpu::Events::raw_fds));
         let mut gathered = Gathered {
             tree: initial.iter().copied().collect(),
             initial,
@@ -203,6 +219,14 @@ impl Profiler {
                 .filter(|me| *me != root as u32)
                 .unwrap_or(0),
             ..Gathered::default()
+        };
+        let (off_rings, off_fds) = match off {
+            Some(ev) => {
+                gathered.off.threads = ev.threads;
+                gathered.off.unfollowed = ev.unfollowed;
+                (ev.rings, ev.redirected)
+            }
+            None => (Vec::new(), Vec::new()),
         };
         for &pid in &gathered.initial {
             let maps = symbols::proc_maps(pid);
@@ -216,7 +240,7 @@ impl Profiler {
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("volley-profile".into())
-            .spawn(move || drain(rings, flag, gathered))
+            .spawn(move || drain(rings, off_rings, flag, gathered))
             .map_err(|e| ProfileError(format!("--profile: no thread for it: {e}")))?;
         Ok(Profiler {
             root: root as u32,
@@ -224,6 +248,8 @@ impl Profiler {
             stop,
             thread: Some(thread),
             frequency_hz,
+            _off_fds: off_fds,
+            off_cpu,
         })
     }
 
@@ -242,7 +268,13 @@ impl Profiler {
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_default();
-        fold(self.root, self.frequency_hz, g, completed)
+        let mut p = fold(self.root, self.frequency_hz, &g, completed);
+        if self.off_cpu {
+            let off = offcpu::fold(&g, &symbols::Names::new(), completed);
+            p.info.off_cpu = Some(off.info.clone());
+            p.off_cpu = Some(off);
+        }
+        p
     }
 }
 
@@ -253,10 +285,16 @@ impl Drop for Profiler {
 }
 
 /// The drain loop: every ring, whenever one has data (or every 50 ms), until stopped, then
-/// once more.
-fn drain(mut rings: Vec<Ring>, stop: Arc<AtomicBool>, mut g: Gathered) -> Gathered {
+/// once more; the off-CPU waits are paired once every ring has been read past them.
+fn drain(
+    mut rings: Vec<Ring>,
+    mut off_rings: Vec<Ring>,
+    stop: Arc<AtomicBool>,
+    mut g: Gathered,
+) -> Gathered {
     let mut polls: Vec<libc::pollfd> = rings
         .iter()
+        .chain(&off_rings)
         .map(|r| libc::pollfd {
             fd: r.raw_fd(),
             events: libc::POLLIN,
@@ -265,6 +303,7 @@ fn drain(mut rings: Vec<Ring>, stop: Arc<AtomicBool>, mut g: Gathered) -> Gather
         .collect();
     loop {
         let done = stop.load(Ordering::SeqCst);
+        let read_at = offcpu::now_ns();
         for r in &mut rings {
             r.drain(&mut |bytes| {
                 if let Some(rec) = records::parse(bytes) {
@@ -272,9 +311,20 @@ fn drain(mut rings: Vec<Ring>, stop: Arc<AtomicBool>, mut g: Gathered) -> Gather
                 }
             });
         }
+        for r in &mut off_rings {
+            r.drain(&mut |bytes| {
+                if let Some(rec) = records::parse(bytes) {
+                    g.take_off(rec);
+                }
+            });
+        }
         if done {
+            g.off.pairer.settle(u64::MAX);
             return g;
         }
+        g.off
+            .pairer
+            .settle(read_at.saturating_sub(offcpu::SETTLE_NS));
         // SAFETY: `polls` is a valid array of pollfd for the ring descriptors we own.
         unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, 50) };
     }
@@ -317,20 +367,27 @@ pub struct Profile {
     pub folded: Vec<(String, u64)>,
     /// The summary (its `path` unset: the caller writes the folded file).
     pub info: ProfileInfo,
+    /// `--profile-off-cpu`: where the threads waited.
+    pub off_cpu: Option<OffCpuProfile>,
 }
 
 impl Profile {
     /// The folded stacks as text, one `stack count` a line.
     pub fn folded_text(&self) -> String {
-        let mut s = String::new();
-        for (stack, n) in &self.folded {
-            s.push_str(stack);
-            s.push(' ');
-            s.push_str(&n.to_string());
-            s.push('\n');
-        }
-        s
+        folded_text(&self.folded)
     }
+}
+
+/// Folded stacks as text, one `stack count` a line.
+pub fn folded_text(folded: &[(String, u64)]) -> String {
+    let mut s = String::new();
+    for (stack, n) in folded {
+        s.push_str(stack);
+        s.push(' ');
+        s.push_str(&n.to_string());
+        s.push('\n');
+    }
+    s
 }
 
 /// The processes of the tree by the end: its pids and those forked from them.
@@ -353,8 +410,8 @@ fn tree_members(root: u32, g: &Gathered) -> HashSet<u32> {
 }
 
 /// Names and folds the tree's stacks.
-fn fold(root: u32, frequency_hz: u64, g: Gathered, completed: u64) -> Profile {
-    let members = tree_members(root, &g);
+fn fold(root: u32, frequency_hz: u64, g: &Gathered, completed: u64) -> Profile {
+    let members = tree_members(root, g);
     let names = symbols::Names::new();
     let mut folded: HashMap<String, u64> = HashMap::new();
     let mut procs: HashMap<u32, ProcAcc> = HashMap::new();
@@ -412,8 +469,13 @@ fn fold(root: u32, frequency_hz: u64, g: Gathered, completed: u64) -> Profile {
             completed,
             TOP,
         ),
+        off_cpu: None,
     };
-    Profile { folded, info }
+    Profile {
+        folded,
+        info,
+        off_cpu: None,
+    }
 }
 
 /// The addresses to name, once each: a frame after the first of its context is a return

@@ -1,8 +1,10 @@
 //! The perf ring buffer's records the profiler asks for, parsed from their bytes (pure):
 //! samples (`IP | TID | TIME | CPU | PERIOD | CALLCHAIN | REGS_USER | STACK_USER`), executable mappings (`MMAP2`), command
-//! names (`COMM`), process creation (`FORK`) and lost records (`LOST`). Layouts are the kernel's
-//! `include/uapi/linux/perf_event.h`; `sample_id_all` is off, so non-sample records carry no
-//! trailer. Every read is bounds-checked: a short or odd record is skipped, never a panic.
+//! names (`COMM`), process creation (`FORK`), lost records (`LOST`) and, for the off-CPU view,
+//! context switches (`SWITCH`). Layouts are the kernel's `include/uapi/linux/perf_event.h`;
+//! `sample_id_all` is off for the on-CPU event, so its side records carry no trailer; the
+//! off-CPU event's switches carry it (`pid tid, time, cpu`). Every read is bounds-checked: a
+//! short or odd record is skipped, never a panic.
 
 /// `PERF_SAMPLE_*` bits of the samples the profiler opens.
 pub(crate) const SAMPLE_TYPE: u64 = SAMPLE_IP
@@ -27,6 +29,11 @@ const RECORD_COMM: u32 = 3;
 const RECORD_FORK: u32 = 7;
 const RECORD_SAMPLE: u32 = 9;
 const RECORD_MMAP2: u32 = 10;
+const RECORD_SWITCH: u32 = 14;
+/// `misc` of a SWITCH record: the thread switched out (else in).
+pub(crate) const MISC_SWITCH_OUT: u16 = 1 << 13;
+/// `misc` of a switch-out: the thread was preempted while runnable (it did not block).
+pub(crate) const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// `misc` of an MMAP2 record that carries a build id instead of the device and inode.
 const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
@@ -67,6 +74,15 @@ pub(crate) enum Record {
     Fork { pid: u32, ppid: u32 },
     /// Records the kernel dropped: the ring was full.
     Lost { lost: u64 },
+    /// Thread `tid` switched out (`out`; `preempted` when it was still runnable) or in, at
+    /// `time` ns.
+    Switch {
+        pid: u32,
+        tid: u32,
+        time: u64,
+        out: bool,
+        preempted: bool,
+    },
 }
 
 /// A sample's user registers and the copy of its user stack from the stack pointer up.
@@ -120,6 +136,14 @@ pub(crate) fn parse(rec: &[u8]) -> Option<Record> {
             ppid: b.u32(12)?,
         }),
         RECORD_LOST => Some(Record::Lost { lost: b.u64(16)? }),
+        // No body: the `sample_id_all` trailer (`pid tid, time, cpu`) follows the header.
+        RECORD_SWITCH => Some(Record::Switch {
+            pid: b.u32(8)?,
+            tid: b.u32(12)?,
+            time: b.u64(16)?,
+            out: misc & MISC_SWITCH_OUT != 0,
+            preempted: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+        }),
         _ => None,
     }
 }
@@ -285,5 +309,44 @@ pub(crate) mod tests {
             Record::Lost { lost: 17 }
         );
         assert_eq!(parse(&record(99, 0, &[0; 8])), None);
+    }
+
+    /// A SWITCH record's body: its `sample_id_all` trailer (`pid tid, time, cpu res`).
+    pub(crate) fn switch_bytes(pid: u32, tid: u32, time: u64, misc: u16) -> Vec<u8> {
+        let mut body = pid.to_le_bytes().to_vec();
+        body.extend_from_slice(&tid.to_le_bytes());
+        body.extend_from_slice(&time.to_le_bytes());
+        body.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
+        record(RECORD_SWITCH, misc, &body)
+    }
+
+    #[test]
+    fn switches_out_preempted_and_in_and_a_short_one_is_skipped() {
+        let out = MISC_SWITCH_OUT | MISC_SWITCH_OUT_PREEMPT;
+        assert_eq!(
+            parse(&switch_bytes(9, 10, 1_000, out)).unwrap(),
+            Record::Switch {
+                pid: 9,
+                tid: 10,
+                time: 1_000,
+                out: true,
+                preempted: true
+            }
+        );
+        assert_eq!(
+            parse(&switch_bytes(9, 10, 2_000, 0)).unwrap(),
+            Record::Switch {
+                pid: 9,
+                tid: 10,
+                time: 2_000,
+                out: false,
+                preempted: false
+            }
+        );
+        // Cut anywhere before the time's end: no record, no panic.
+        let bytes = switch_bytes(9, 10, 3_000, MISC_SWITCH_OUT);
+        for n in 0..24 {
+            assert_eq!(parse(&bytes[..n]), None, "{n} bytes");
+        }
     }
 }

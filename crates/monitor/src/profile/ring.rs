@@ -25,6 +25,7 @@ const FLAG_WATERMARK: u64 = 1 << 14;
 const FLAG_MMAP2: u64 = 1 << 23;
 const IOC_ENABLE: libc::c_ulong = 0x2400;
 const IOC_DISABLE: libc::c_ulong = 0x2401;
+const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 /// Offsets in the ring's first page (`struct perf_event_mmap_page`).
 const DATA_HEAD: usize = 1024;
 const DATA_TAIL: usize = 1032;
@@ -70,7 +71,13 @@ impl Ring {
             wakeup_events: (page * pages / 4) as u32,
             ..attr
         };
-        let fd = open(&attr, -1, cpu)?;
+        Ring::map(open(&attr, -1, cpu)?, pages)
+    }
+
+    /// Maps the ring of the event `fd` with `pages` data pages (a power of two).
+    pub(crate) fn map(fd: OwnedFd, pages: usize) -> io::Result<Ring> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let mapped = page * (1 + pages);
         // SAFETY: maps the event's ring (the kernel's layout: a metadata page, then `pages`
         // data pages) read-write, as perf requires for giving the tail back.
@@ -151,4 +158,13 @@ pub(crate) fn set_enabled(fd: i32, on: bool) {
     let req = if on { IOC_ENABLE } else { IOC_DISABLE };
     // SAFETY: an ioctl on a perf descriptor the caller keeps open; a failure changes nothing.
     unsafe { libc::ioctl(fd, req as _, 0) };
+}
+
+/// Sends the records of the event `fd` into the ring of `target` (an event on the same CPU).
+pub(crate) fn set_output(fd: i32, target: i32) -> io::Result<()> {
+    // SAFETY: an ioctl on perf descriptors the caller keeps open.
+    if unsafe { libc::ioctl(fd, IOC_SET_OUTPUT as _, target) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }

@@ -94,7 +94,7 @@ fn a_busy_function_of_this_process_is_found_by_name_at_its_cpu_time() {
     // The test binary's other tests run beside it, so the function's share of the process is
     // not known; its own CPU time is: the thread measures it.
     let me = std::process::id() as i32;
-    let p = match Profiler::start(me, 997) {
+    let p = match Profiler::start(me, 997, false) {
         Ok(p) => p,
         Err(e) if std::env::var_os("CI").is_none() => {
             eprintln!("skipped: {e}");
@@ -129,4 +129,150 @@ fn a_busy_function_of_this_process_is_found_by_name_at_its_cpu_time() {
         .lines()
         .any(|l| l.contains("burn_for_the_profile")));
     assert!(info.processes.iter().any(|p| p.pid == me));
+}
+
+/// Sleeps `n` times 2 ms: a thread's waits, in a function the off-CPU view must name.
+#[inline(never)]
+fn sleep_for_the_off_cpu_view(n: u32) {
+    for _ in 0..n {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_thread_created_after_the_start_is_followed_and_its_sleep_named() {
+    // The thread is created after the events open: the kernel's inheritance must follow it.
+    let me = std::process::id() as i32;
+    let p = match Profiler::start(me, 97, true) {
+        Ok(p) => p,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    p.enable();
+    let t0 = std::time::Instant::now();
+    std::thread::spawn(|| sleep_for_the_off_cpu_view(25))
+        .join()
+        .unwrap();
+    let slept_us = t0.elapsed().as_micros() as u64;
+    let off = p.finish(1).off_cpu.expect("the off-CPU view");
+    let waited: u64 = off
+        .folded
+        .iter()
+        .filter(|(s, _)| s.contains("sleep_for_the_off_cpu_view") && !s.contains("[preempted]"))
+        .map(|(_, us)| us)
+        .sum();
+    // 25 sleeps of 2 ms: at least 50 ms blocked, and no more than the thread lived.
+    assert!(
+        (50_000..=slept_us).contains(&waited),
+        "{waited} µs waited in sleep_for_the_off_cpu_view, the thread lived {slept_us} µs: {:?}; {:?}",
+        off.info,
+        off.folded.iter().filter(|(s, _)| s.contains("sleep")).collect::<Vec<_>>()
+    );
+}
+
+/// The off-CPU pairing, on events made by hand with fake times (ns).
+mod off_cpu {
+    use super::super::offcpu::{Ev, Pairer};
+    use super::*;
+
+    const OUT: Ev = Ev::Out { preempted: false };
+
+    #[test]
+    fn waits_pair_per_thread_in_time_order_whatever_order_the_rings_were_read_in() {
+        let mut p = Pairer::default();
+        // Thread 8's switch-in (read first: another CPU's ring) before its stack and
+        // switch-out; thread 7 blocked once, then was preempted; thread 9 switched in
+        // without a switch-out in the window (it blocked before it began).
+        p.push(1_100, 8, Ev::In);
+        p.push(2_500, 7, Ev::In);
+        p.push(9_000, 9, Ev::In);
+        p.push(2_000, 7, Ev::Out { preempted: true });
+        p.push(2_000, 7, Ev::Stack(1));
+        p.push(100, 8, OUT);
+        p.push(100, 8, Ev::Stack(0));
+        p.push(300, 7, Ev::Stack(0));
+        p.push(300, 7, OUT);
+        p.push(800, 7, Ev::In);
+        p.settle(u64::MAX);
+        assert_eq!(p.waits[&(0, false)], (2, 1_000 + 500));
+        assert_eq!(p.waits[&(1, true)], (1, 500));
+        assert_eq!(p.waits.len(), 2);
+        assert_eq!(p.unpaired, 0);
+    }
+
+    #[test]
+    fn only_events_old_enough_are_paired_so_a_late_switch_out_still_finds_its_switch_in() {
+        let mut p = Pairer::default();
+        p.push(5_000, 3, Ev::In);
+        // Every ring read up to 4,000: the switch-in waits.
+        p.settle(4_000);
+        assert!(p.waits.is_empty());
+        // Its switch-out comes in a later read of another ring.
+        p.push(1_000, 3, Ev::Stack(4));
+        p.push(1_000, 3, OUT);
+        p.settle(u64::MAX);
+        assert_eq!(p.waits[&(4, false)], (1, 4_000));
+    }
+
+    #[test]
+    fn a_lost_switch_in_or_stack_is_counted_not_guessed() {
+        let mut p = Pairer::default();
+        // The first switch-in was lost: the first wait is unpaired, the second measured.
+        p.push(100, 5, Ev::Stack(0));
+        p.push(100, 5, OUT);
+        p.push(300, 5, Ev::Stack(1));
+        p.push(300, 5, OUT);
+        p.push(400, 5, Ev::In);
+        // A switch-out whose sample was lost: no stack to give its time to.
+        p.push(500, 5, OUT);
+        p.push(900, 5, Ev::In);
+        p.settle(u64::MAX);
+        assert_eq!(p.waits.get(&(0, false)), None);
+        assert_eq!(p.waits[&(1, false)], (1, 100));
+        assert_eq!(p.unpaired, 2);
+    }
+
+    #[test]
+    fn records_of_two_rings_fold_into_microseconds_of_waiting() {
+        use records::tests::{sample_bytes, switch_bytes};
+        use records::{MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT};
+        let mut g = Gathered::default();
+        g.comms.insert(42, "srv".into());
+        // `sample_bytes` samples tid 43 at 7 ns; it switches back in 2 ms later, a record
+        // read (from another ring) before the sample and its switch-out.
+        let chain = [records::CONTEXT_USER, 0x401000, 0x402000];
+        for bytes in [
+            switch_bytes(42, 43, 2_000_007, 0),
+            sample_bytes(42, &chain),
+            switch_bytes(42, 43, 7, MISC_SWITCH_OUT),
+        ] {
+            g.take_off(records::parse(&bytes).unwrap());
+        }
+        // Then it is preempted for 30 µs with the same stack.
+        g.take_off(records::parse(&switch_bytes(42, 43, 3_000_000, 0)).unwrap());
+        g.off.pairer.settle(u64::MAX);
+        let mut preempted = sample_bytes(42, &chain);
+        preempted[24..32].copy_from_slice(&3_000_000u64.to_le_bytes()); // its time
+        g.take_off(records::parse(&preempted).unwrap());
+        let out = MISC_SWITCH_OUT | MISC_SWITCH_OUT_PREEMPT;
+        g.take_off(records::parse(&switch_bytes(42, 43, 3_000_000, out)).unwrap());
+        g.take_off(records::parse(&switch_bytes(42, 43, 3_030_000, 0)).unwrap());
+        g.off.pairer.settle(u64::MAX);
+        let p = offcpu::fold(&g, &symbols::Names::new(), 4);
+        assert_eq!(
+            p.folded,
+            vec![
+                ("srv;[preempted];[unknown];[unknown]".to_string(), 30),
+                ("srv;[unknown];[unknown]".to_string(), 2_000),
+            ]
+        );
+        assert_eq!(p.info.switches, 2);
+        assert_eq!((p.info.blocked_ms, p.info.preempted_ms), (2.0, 0.03));
+        assert_eq!(p.info.blocked_us_per_request, Some(500.0));
+        assert_eq!(p.info.top[0].name, "[unknown]");
+        assert_eq!(p.info.top[0].total_samples, 2_000);
+    }
 }

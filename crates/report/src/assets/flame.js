@@ -42,7 +42,7 @@
   }
 
   function graph(el, d) {
-    var nodes = d.nodes, n = nodes.length;
+    var nodes = d.nodes, n = nodes.length, unit = d.unit || 'samples';
     var kids = [], depth = new Int32Array(n), low = [];
     for (var i = 0; i < n; i++) {
       kids.push([]);
@@ -117,13 +117,13 @@
       });
       var all = nodes[0][2] || 1;
       section.setAttribute('data-matched', term ? share / all : '');
-      matched.textContent = term ? 'matched: ' + pct(share / all) + ' of the samples, ' +
+      matched.textContent = term ? 'matched: ' + pct(share / all) + ' of the ' + unit + ', ' +
         us(share * d.us_per_sample) + ' µs/request' : '';
     }
 
     function describe(i) {
       var s = nodes[i][2], own = nodes[i][3], lines = [d.names[nodes[i][0]]];
-      lines.push(s.toLocaleString('en-US') + ' samples, ' + pct(s / (nodes[0][2] || 1)) + ' of all');
+      lines.push(s.toLocaleString('en-US') + ' ' + unit + ', ' + pct(s / (nodes[0][2] || 1)) + ' of all');
       lines.push(us(s * d.us_per_sample) + ' µs/request (' + us(own * d.us_per_sample) + ' of its own)');
       if (d.change_us) {
         var c = d.change_us[i], b = s * d.us_per_sample;

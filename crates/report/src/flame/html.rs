@@ -4,8 +4,9 @@
 //! search box, reset button, the graph's container, a caption, a table. The page's script
 //! (`assets/flame.js`) draws the boxes as positioned `<div>`s whose names are their text.
 //!
-//! A profile's section: the graph and the functions with the most self CPU per request. A
-//! diff's: the graph of B, each box coloured by its change against A on the same call path,
+//! A profile's section: the graph and the functions with the most self CPU per request. An
+//! off-CPU profile's (`--profile-off-cpu`): the same graph over µs of waiting instead of
+//! samples, and the functions the threads blocked in. A diff's: the graph of B, each box coloured by its change against A on the same call path,
 //! and the largest changes per function.
 
 use std::fmt::Write;
@@ -26,6 +27,9 @@ pub const MIN_PER_MILLE: u64 = 1;
 /// Rows of a section's table.
 const TABLE_ROWS: usize = 15;
 
+/// What an off-CPU graph counts.
+const OFF_CPU_UNIT: &str = "µs of waiting";
+
 /// What the page's script draws for one flame graph.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FlameData {
@@ -43,6 +47,9 @@ pub struct FlameData {
     /// (absent for a profile).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change_us: Option<Vec<f64>>,
+    /// What a count is when not a sample (an off-CPU graph's: `µs of waiting`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 impl FlameData {
@@ -72,6 +79,7 @@ impl FlameData {
             merged: tree.merged,
             names: tree.names,
             change_us,
+            unit: None,
         }
     }
 }
@@ -120,7 +128,39 @@ impl Sections {
         );
         top_table(
             &mut self.html,
+            "Functions with the most CPU of their own per request",
             &top(p.folded, p.period_us, p.requests, TABLE_ROWS),
+        );
+        self.html.push_str("</section>\n");
+        self.data.push(d);
+        self
+    }
+
+    /// Adds the section of an off-CPU profile (counts: µs of waiting, so `p.period_us` 1):
+    /// its graph and `top`, the functions the threads blocked in (the RunResult's
+    /// `server.profile.off_cpu.top`).
+    pub fn off_cpu(&mut self, title: &str, p: Profile, top: &[FunctionCost]) -> &mut Sections {
+        let mut d = FlameData::profile(p);
+        d.unit = Some(OFF_CPU_UNIT.into());
+        let k = self.data.len();
+        open(&mut self.html, k, title);
+        let _ = writeln!(
+            self.html,
+            "<p class=\"flame-caption\">Each box is a function on the stack a thread waited \
+             with (it switched off the CPU there: blocked, or under <code>[preempted]</code> \
+             when it was runnable but another thread ran), its callers above it; the top box \
+             is every wait. Width = share of the {} ms waited = µs of waiting per request (the \
+             whole width: {} µs/req over {} requests). Counts are µs of waiting, not samples. \
+             {}</p>",
+            us(p.folded.total() as f64 / 1000.0),
+            us(p.us_per_request(p.folded.total())),
+            thousands(p.requests),
+            how_to_read(&d)
+        );
+        top_table(
+            &mut self.html,
+            "Functions the threads blocked in most, µs of waiting per request (kernel frames left out)",
+            top,
         );
         self.html.push_str("</section>\n");
         self.data.push(d);
@@ -219,11 +259,11 @@ fn num(o: &mut String, v: f64, text: &str) {
     let _ = write!(o, "<td class=\"n\" data-v=\"{v}\">{text}</td>");
 }
 
-/// The functions with the most self CPU per request.
-fn top_table(o: &mut String, costs: &[FunctionCost]) {
+/// The functions with the most self cost per request, under `caption`.
+fn top_table(o: &mut String, caption: &str, costs: &[FunctionCost]) {
     thead(
         o,
-        "Functions with the most CPU of their own per request",
+        caption,
         &[
             "function",
             "self µs/req",
@@ -307,6 +347,16 @@ pub(crate) fn of_report(report: &crate::Report) -> Sections {
         };
         let title = format!("Where {}'s CPU went{rep}", c.server);
         s.profile(&title, Profile::new(&f, period_us, r.requests.completed));
+        let off = p.off_cpu.as_ref().zip(c.off_cpu_folded.as_ref());
+        let Some((f, off)) = off.and_then(|(o, t)| Some((super::Folded::parse(t).ok()?, o))) else {
+            continue;
+        };
+        let title = format!("Where {}'s threads waited (off-CPU){rep}", c.server);
+        s.off_cpu(
+            &title,
+            Profile::new(&f, 1.0, r.requests.completed),
+            &off.top,
+        );
     }
     s
 }
@@ -423,6 +473,41 @@ mod tests {
         assert!(html.contains(">+4.1</td>"));
         assert_eq!(s.data().len(), 1);
         assert!(html.contains("data-flame=\"0\""));
+    }
+
+    #[test]
+    fn an_off_cpu_graph_counts_microseconds_of_waiting() {
+        // 3 ms waited over 1,000 requests: 3 µs a request.
+        let f =
+            folded("srv;main;wait_io;schedule_[k] 2500\nsrv;[preempted];main;schedule_[k] 500\n");
+        let wait_io = FunctionCost {
+            name: "wait_io".into(),
+            self_samples: 2500,
+            total_samples: 2500,
+            self_us_per_request: Some(2.5),
+            total_us_per_request: Some(2.5),
+            self_pct: 100.0,
+            total_pct: 100.0,
+        };
+        let mut s = Sections::new();
+        s.off_cpu("waits", Profile::new(&f, 1.0, 1000), &[wait_io]);
+        let d = &s.data()[0];
+        assert_eq!(d.unit.as_deref(), Some("µs of waiting"));
+        assert!((d.us_per_sample - 0.001).abs() < 1e-12);
+        let json = serde_json::to_string(d).unwrap();
+        assert!(json.contains("\"unit\":\"µs of waiting\""));
+        let html = s.html();
+        assert!(
+            html.contains("the whole width: 3.0 µs/req over 1,000 requests"),
+            "{html}"
+        );
+        assert!(html.contains("<td><code>wait_io</code></td><td class=\"n\" data-v=\"2.5\">"));
+        // A CPU profile's data says nothing of units: the script's default, samples.
+        let mut s = Sections::new();
+        s.profile("cpu", Profile::new(&f, 1.0, 1000));
+        assert!(!serde_json::to_string(&s.data()[0])
+            .unwrap()
+            .contains("unit"));
     }
 
     #[test]

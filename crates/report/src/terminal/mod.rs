@@ -4,6 +4,7 @@
 
 mod endpoints;
 pub mod live;
+mod offcpu;
 mod profile;
 mod server;
 mod shards;

@@ -498,6 +498,16 @@ fn server(o: &mut String, r: &RunResult) {
                 let _ = writeln!(o, "  {label:<13}{line}");
             }
         }
+        let off_cpu = srv.profile.as_ref().and_then(|p| p.off_cpu.as_ref());
+        for (k, line) in off_cpu
+            .map(super::offcpu::off_cpu_lines)
+            .iter()
+            .flatten()
+            .enumerate()
+        {
+            let label = if k == 0 { "Off-CPU" } else { "" };
+            let _ = writeln!(o, "  {label:<13}{line}");
+        }
     }
 }
 
