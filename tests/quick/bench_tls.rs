@@ -135,12 +135,12 @@ fn a_server_answering_plain_http_on_an_https_cell_fails_saying_so() {
 fn an_unknown_protocol_is_refused_at_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let suite = "[suite]\nname = \"tls\"\n[[server]]\nname = \"a\"\nstart = \"x\"\n\
-                 [[scenario]]\nname = \"get\"\nprotocol = [\"https\", \"h3\"]\n";
+                 [[scenario]]\nname = \"get\"\nprotocol = [\"https\", \"spdy\"]\n";
     let (o, _) = common::bench_suite(dir.path(), suite, &["--dry-run"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("suite.toml:8:22: [[scenario]] \"get\": protocol: unknown protocol `h3`"),
+        err.contains("suite.toml:8:22: [[scenario]] \"get\": protocol: unknown protocol `spdy`"),
         "{err}"
     );
 }

@@ -79,11 +79,17 @@ fn reference_servers_list_the_same_protocols_everywhere() {
     }
     let http1_only = [Protocol::Http1, Protocol::Https];
     let cleartext_http1 = [Protocol::Http1];
+    // The default: every protocol but HTTP/3, which no reference server speaks yet.
+    let all_but_h3: Vec<Protocol> = Protocol::ALL
+        .iter()
+        .copied()
+        .filter(|p| *p != Protocol::H3)
+        .collect();
     for (dir, (protocols, _)) in &seen {
         let want: &[Protocol] = match dir.as_str() {
             "java" | "python" => &http1_only,
             "jetty" | "netty" => &cleartext_http1,
-            _ => Protocol::ALL,
+            _ => &all_but_h3,
         };
         assert_eq!(protocols, want, "servers/{dir}");
     }
@@ -96,7 +102,9 @@ fn reference_servers_list_the_same_protocols_everywhere() {
         .iter()
         .flat_map(|s| s.cells.iter().map(|c| c.protocol))
         .collect();
-    for p in Protocol::ALL {
+    // (HTTP/3 cells wait for a reference server that speaks it: tests/full/h3.rs runs one
+    // against Caddy meanwhile.)
+    for p in all_but_h3.iter() {
         assert!(
             used.contains(p),
             "protocols.toml has no {} cell",
