@@ -68,7 +68,7 @@ impl Harness<'_> {
                         format!(
                             "the server's url is {scheme}:// but the cell's protocol is {}: set protocol = {} in the scenario, or leave this server out of it (servers = [...])",
                             protocol.as_str(),
-                            if scheme == "https" { "\"https\" or \"h2\"" } else { "\"http/1.1\" or \"h2c\"" }
+                            if scheme == "https" { "\"https\", \"h2\" or \"h3\"" } else { "\"http/1.1\" or \"h2c\"" }
                         ),
                         Vec::new(),
                     );
