@@ -15,8 +15,9 @@ use super::QuicClient;
 /// The largest UDP payload volley sends or takes (quinn keeps datagrams under the path's MTU;
 /// a received one is at most this).
 pub const MAX_DATAGRAM: usize = 65_527;
-/// Datagrams read per readiness before the worker turns to its other connections.
-const READ_BUDGET: usize = 64;
+/// Datagrams read per readiness before the worker turns to its other connections; a read that
+/// took this many may have left some in the socket (read again: no event comes for them).
+pub const READ_BUDGET: usize = 64;
 
 /// A QUIC connection and its socket.
 pub struct QuicConn {

@@ -13,7 +13,7 @@ use super::failure::error_kind;
 use super::*;
 use crate::h3::response::Limits;
 use crate::h3::session::{H3Session, SessionError};
-use crate::quic::conn::QuicConn;
+use crate::quic::conn::{QuicConn, READ_BUDGET};
 
 impl Worker {
     /// Starts a QUIC connection for slot `i`: its handshake's first packet goes at once.
@@ -55,9 +55,15 @@ impl Worker {
         let (Some(ep), Some(h3)) = (self.quic_ep.as_mut(), self.conns[i].h3.as_mut()) else {
             return;
         };
-        if let Err(e) = h3.quic.receive(ep, &mut self.read_buf, Instant::now()) {
-            self.h3_lost(i, error_kind(&e), e.to_string(), now);
-            return;
+        match h3.quic.receive(ep, &mut self.read_buf, Instant::now()) {
+            Err(e) => {
+                self.h3_lost(i, error_kind(&e), e.to_string(), now);
+                return;
+            }
+            // Datagrams may be left in the socket, and the poller (edge-triggered) will not
+            // say so: read again after the next wait, as a TCP read that stopped at its budget.
+            Ok(n) if n >= READ_BUDGET && !self.unread.contains(&i) => self.unread.push(i),
+            Ok(_) => {}
         }
         self.conns[i].last_read_ns = now;
         self.h3_events(i, now);

@@ -505,11 +505,9 @@ impl Worker {
     /// those bytes, so a short read does not prove the socket drained.
     pub(super) fn read_again(&mut self) {
         for i in std::mem::take(&mut self.unread) {
-            if self.conns[i]
-                .stream
-                .as_ref()
-                .is_some_and(Stream::stopped_at_budget)
-            {
+            let c = &self.conns[i];
+            // (An HTTP/3 connection is listed only when its read stopped at its budget.)
+            if c.h3.is_some() || c.stream.as_ref().is_some_and(Stream::stopped_at_budget) {
                 self.on_readable(i, true);
             }
         }
