@@ -438,6 +438,31 @@ pub fn assert_golden(name: &str, actual: &str) {
     }
 }
 
+/// The C server `tests/fixtures/profile/NAME.c` built with every frame pointer (`-O0`: gcc
+/// drops them in leaf functions otherwise) into `dir/bin`; `None` (a counted skip) without gcc.
+pub fn build_profile_fixture(
+    name: &str,
+    dir: &std::path::Path,
+    bin: &str,
+) -> Option<std::path::PathBuf> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/profile/{name}.c"));
+    let bin = dir.join(bin);
+    let built = Command::new("gcc")
+        .args(["-Wall", "-Werror", "-O0", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status();
+    match built {
+        Ok(s) if s.success() => Some(bin),
+        Ok(s) => panic!("gcc failed on {}: {s}", src.display()),
+        Err(e) => {
+            skip(&format!("gcc: {e} (apt-get install gcc)"));
+            None
+        }
+    }
+}
+
 /// Whether `program` is a file in a folder of the PATH.
 pub fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")

@@ -20,21 +20,7 @@ const SLEEP_US: f64 = 1000.0;
 /// wait.c built with every frame pointer (`-O0`) into `dir`; `None` (a counted skip) without
 /// gcc.
 fn build(dir: &Path) -> Option<std::path::PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile/wait.c");
-    let bin = dir.join("waitsrv");
-    let built = Command::new("gcc")
-        .args(["-Wall", "-Werror", "-O0", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status();
-    match built {
-        Ok(s) if s.success() => Some(bin),
-        Ok(s) => panic!("gcc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("gcc: {e} (apt-get install gcc)"));
-            None
-        }
-    }
+    build_profile_fixture("wait", dir, "waitsrv")
 }
 
 /// The server, on a free port, waited for.

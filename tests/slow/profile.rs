@@ -21,22 +21,7 @@ const ROUNDS: &str = "120000";
 /// burn.c built with every frame pointer (`-O0`: see the file) into `dir`; `None` (a counted
 /// skip) without gcc.
 fn build(dir: &Path) -> Option<std::path::PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile/burn.c");
-    let bin = dir.join("burnsrv");
-    let built = Command::new("gcc")
-        .args(["-Wall", "-Werror", "-O0"])
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .status();
-    match built {
-        Ok(s) if s.success() => Some(bin),
-        Ok(s) => panic!("gcc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("gcc: {e} (apt-get install gcc)"));
-            None
-        }
-    }
+    build_profile_fixture("burn", dir, "burnsrv")
 }
 
 /// The server, on a free port, waited for.
