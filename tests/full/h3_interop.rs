@@ -58,9 +58,10 @@ fn caddy_answers_every_request_on_concurrent_streams() {
         cert: None,
         key: None,
         resume: true,
+        early_data: false,
     };
     let tls = tls::client(&spec, "localhost", 1, HttpVersion::H2).unwrap();
-    let client = QuicClient::new(&tls, "localhost", 8).unwrap();
+    let client = QuicClient::new(&tls, "localhost", 8, false).unwrap();
     let mut ep = endpoint();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let quic = QuicConn::connect(&mut ep, &client, addr, None, Instant::now()).unwrap();

@@ -91,6 +91,7 @@ flags! {
     Http2: "http2" => "protocol",
     H2c: "h2c" => "protocol",
     Http3: "http3" => "protocol",
+    ZeroRtt: "zero_rtt" => "0rtt",
     Streams: "streams" => "streams",
     H2Window: "h2_window" => "h2_window",
     RequestsFile: "requests_file" => "requests_file",

@@ -346,6 +346,11 @@ pub struct RunFlags {
     #[arg(long, alias = "http3-only")]
     pub http3: bool,
 
+    /// --http3: send requests as 0-RTT early data on connections that resume a session the
+    /// server allowed it for (their first requests go with the handshake's first flight).
+    #[arg(long = "0rtt")]
+    pub zero_rtt: bool,
+
     /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's -m) [default: 1];
     /// HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS caps it.
     #[arg(long, value_parser = count, value_name = "N")]

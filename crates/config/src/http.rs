@@ -29,6 +29,12 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
             ));
         }
     }
+    if a.zero_rtt && !a.http3 {
+        return Err(ConfigError::flag(
+            Flag::ZeroRtt,
+            "needs --http3 (volley sends early data over QUIC only)",
+        ));
+    }
     let version = match (chosen.first(), scheme) {
         (None, Scheme::Http) | (Some(Flag::Http1), _) => HttpVersion::Http1,
         // Pipelining is HTTP/1.1's: a run that asks for it keeps HTTP/1.1 rather than
@@ -74,6 +80,13 @@ fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
         }
         Ok(())
     };
+    if a.zero_rtt && a.no_tls_resume {
+        return Err(ConfigError::conflict(
+            Flag::ZeroRtt,
+            &[Flag::NoTlsResume],
+            "cannot be combined with --no-tls-resume: early data goes only on a resumed session",
+        ));
+    }
     with(
         a.proxy.is_some(),
         Flag::Proxy,
@@ -236,8 +249,13 @@ mod tests {
 
     #[test]
     fn http3_names_what_it_cannot_be_combined_with() {
-        let cases: [(&[&str], &str); 9] = [
+        let cases: [(&[&str], &str); 11] = [
             (&["http://a/", "--http3"], "--http3: needs an https:// URL"),
+            (&["https://a/", "--0rtt"], "--0rtt: needs --http3"),
+            (
+                &["https://a/", "--http3", "--0rtt", "--no-tls-resume"],
+                "--0rtt: cannot be combined with --no-tls-resume",
+            ),
             (
                 &["https://a/", "--http3", "--http2"],
                 "pick one HTTP version",

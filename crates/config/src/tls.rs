@@ -34,6 +34,7 @@ pub(super) fn tls_spec(a: &RunFlags, scheme: Scheme) -> Result<Option<TlsSpec>, 
         cert: a.cert.clone(),
         key: a.key.clone(),
         resume: !a.no_tls_resume,
+        early_data: a.zero_rtt,
     }))
 }
 

@@ -45,6 +45,9 @@ pub struct TlsClient {
     pub config: Arc<ClientConfig>,
     /// The URL's host.
     pub server_name: ServerName<'static>,
+    /// How the server's certificate is checked (`config`'s): QUIC's connections wrap it to
+    /// learn whether their handshake saw a certificate (a resumed one does not).
+    pub verifier: Arc<dyn ServerCertVerifier>,
 }
 
 impl fmt::Debug for TlsClient {
@@ -89,7 +92,7 @@ pub fn client(
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| TlsSetupError::Config(e.to_string()))?;
-    let builder = if spec.verify {
+    let verifier: Arc<dyn ServerCertVerifier> = if spec.verify {
         let roots = Arc::new(roots(spec.cacert.as_deref())?);
         let pinned = match &spec.cacert {
             Some(p) => certificates("--cacert", p)?,
@@ -101,14 +104,13 @@ pub fn client(
         )
         .build()
         .map_err(|e| TlsSetupError::Config(e.to_string()))?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Pinned { webpki, pinned }))
+        Arc::new(Pinned { webpki, pinned })
     } else {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+        Arc::new(NoVerify(provider))
     };
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::clone(&verifier));
     let mut config = match &spec.cert {
         None => builder.with_no_client_auth(),
         Some(cert) => {
@@ -136,6 +138,7 @@ pub fn client(
     Ok(TlsClient {
         config: Arc::new(config),
         server_name,
+        verifier,
     })
 }
 
@@ -640,6 +643,7 @@ mod tests {
             cert: None,
             key: None,
             resume: true,
+            early_data: false,
         };
         let e = client(&spec, "localhost", 1, HttpVersion::Negotiate)
             .unwrap_err()
@@ -654,6 +658,7 @@ mod tests {
             cert: Some(empty),
             key: None,
             resume: true,
+            early_data: false,
         };
         let e = client(&spec, "localhost", 1, HttpVersion::Negotiate)
             .unwrap_err()

@@ -167,11 +167,7 @@ impl Parts<'_> {
             version: seen.version,
             cipher: seen.cipher,
             alpn: seen.alpn,
-            // QUIC's TLS does not tell whether a handshake resumed: not measured there.
-            resumed_fraction: t
-                .resumed_fraction()
-                .filter(|_| self.route.quic.is_none())
-                .map(|f| (f * 1e4).round() / 1e4),
+            resumed_fraction: t.resumed_fraction().map(|f| (f * 1e4).round() / 1e4),
             handshakes: t.handshakes,
             insecure: self.cfg.load.tls.as_ref().is_some_and(|s| !s.verify),
             resumption: self.cfg.load.tls.as_ref().is_none_or(|s| s.resume),
@@ -193,7 +189,7 @@ impl Parts<'_> {
     }
 
     fn quic_info(&self) -> Option<QuicInfo> {
-        self.route.quic.as_ref()?;
+        let quic = self.route.quic.as_ref()?;
         let t = &self.engine.transport;
         Some(QuicInfo {
             version: 1,
@@ -201,6 +197,10 @@ impl Parts<'_> {
             streams_per_connection: self.cfg.load.h2.streams as u64,
             sent_packets: t.quic_sent_packets,
             lost_packets: t.quic_lost_packets,
+            zero_rtt: quic.zero_rtt.then_some(ZeroRtt {
+                offered: t.zero_rtt_offered,
+                accepted: t.zero_rtt_accepted,
+            }),
         })
     }
 

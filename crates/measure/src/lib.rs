@@ -171,6 +171,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
             t,
             &load.target.host,
             u32::try_from(load.h2.streams).unwrap_or(u32::MAX),
+            load.tls.as_ref().is_some_and(|s| s.early_data),
         )?),
         _ => None,
     };

@@ -146,6 +146,8 @@ pub struct TlsSpec {
     pub key: Option<PathBuf>,
     /// Resume TLS sessions on reconnects (`--no-tls-resume` turns it off).
     pub resume: bool,
+    /// `--0rtt` (HTTP/3): requests go as early data on resumed connections.
+    pub early_data: bool,
 }
 
 /// A virtual-user run: the schedule and how it was asked for.

@@ -63,6 +63,10 @@ pub struct H3Session {
     /// QUIC.
     pub quic: QuicConn,
     connected: bool,
+    /// `--0rtt` on a resumed session: requests go before the handshake ends, as early data.
+    early: bool,
+    /// The server refused the early data: the requests sent in it must go again.
+    rejected: bool,
     settings_seen: bool,
     /// The first stream the server will not process (GOAWAY), once it said so.
     going_away: Option<u64>,
@@ -78,11 +82,14 @@ impl H3Session {
     /// The session over a QUIC connection whose handshake has started; `head_request` when the
     /// run's requests are HEADs (their responses have no content).
     pub fn new(quic: QuicConn, head_request: bool, limits: Limits) -> H3Session {
-        H3Session {
+        let early = quic.conn.has_0rtt();
+        let mut session = H3Session {
             opened: 0,
             received: 0,
             quic,
             connected: false,
+            early,
+            rejected: false,
             settings_seen: false,
             going_away: None,
             peer: PeerStreams::default(),
@@ -91,7 +98,29 @@ impl H3Session {
             head_request,
             limits,
             settings: ClientSettings::default(),
+        };
+        if early {
+            session.open_control();
         }
+        session
+    }
+
+    /// Requests may go before the handshake ends (0-RTT).
+    pub fn early(&self) -> bool {
+        self.early && !self.connected
+    }
+
+    /// Whether the connection offered early data (`--0rtt` on a resumed session), and the
+    /// server accepted it: `None` when it offered none; meaningful once the handshake is done.
+    pub fn zero_rtt(&self) -> Option<bool> {
+        self.early
+            .then(|| self.connected && self.quic.conn.accepted_0rtt())
+    }
+
+    /// Whether the server refused the early data (true once): the streams opened in it are
+    /// gone, and their requests must be opened again.
+    pub fn take_rejected(&mut self) -> bool {
+        std::mem::take(&mut self.rejected)
     }
 
     /// The handshake is done: requests may go.
@@ -139,7 +168,7 @@ impl H3Session {
     /// stream's number, or `None` when the server allows no more streams now (or is going
     /// away). What QUIC cannot take yet goes as the stream becomes writable.
     pub fn open_stream(&mut self, request: &Bytes) -> Option<u32> {
-        if !self.connected || self.going_away.is_some() {
+        if !(self.connected || self.early) || self.going_away.is_some() {
             return None;
         }
         let id = self.quic.conn.streams().open(Dir::Bi)?;
@@ -196,16 +225,28 @@ impl H3Session {
     /// takes as many streams as the server's transport parameters allow.
     fn on_connected(&mut self, on: &mut impl FnMut(Event)) {
         self.connected = true;
+        if self.early && !self.quic.conn.accepted_0rtt() {
+            // QUIC forgot every stream opened in 0-RTT (their numbers start again at 0).
+            self.rejected = true;
+            self.requests.clear();
+            self.open_control();
+        } else if !self.early {
+            self.open_control();
+        }
+        let max = self.quic.conn.streams().remote_open_streams(Dir::Bi);
+        on(Event::Settings {
+            max_streams: u32::try_from(max).unwrap_or(u32::MAX),
+        });
+    }
+
+    /// Opens the client's control stream with its SETTINGS.
+    fn open_control(&mut self) {
         if let Some(id) = self.quic.conn.streams().open(Dir::Uni) {
             let mut out = Vec::with_capacity(16);
             self.settings.control_stream(&mut out);
             // A fresh stream's credit takes the few bytes of SETTINGS whole.
             let _ = self.quic.conn.send_stream(id).write(&out);
         }
-        let max = self.quic.conn.streams().remote_open_streams(Dir::Bi);
-        on(Event::Settings {
-            max_streams: u32::try_from(max).unwrap_or(u32::MAX),
-        });
     }
 
     fn on_stream(

@@ -34,6 +34,8 @@ pub struct QuicConn {
     pub handshake: Option<Duration>,
     /// Datagrams the endpoint gave to another connection or dropped (should stay 0).
     pub stray: u64,
+    /// Set when the handshake checked the server's certificate (a full handshake).
+    verified: bool,
 }
 
 impl QuicConn {
@@ -66,7 +68,14 @@ impl QuicConn {
             started: now,
             handshake: None,
             stray: 0,
+            verified: false,
         })
+    }
+
+    /// Whether the handshake resumed a session: it checked no certificate (meaningful once
+    /// the handshake is done).
+    pub fn resumed(&self) -> bool {
+        !self.verified
     }
 
     /// The socket, for the poller.
@@ -96,7 +105,9 @@ impl QuicConn {
             let mut reply = Vec::new();
             match endpoint.handle(now, remote, None, None, data, &mut reply) {
                 Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
-                    self.conn.handle_event(ev)
+                    super::take_verified();
+                    self.conn.handle_event(ev);
+                    self.verified |= super::take_verified();
                 }
                 _ => self.stray += 1,
             }

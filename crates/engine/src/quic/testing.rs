@@ -34,6 +34,10 @@ pub enum Answer {
 
 /// A server endpoint, its socket and its connections.
 pub struct Server {
+    alpn: Vec<u8>,
+    cert: CertificateDer<'static>,
+    /// The certificate's private key (PKCS #8 DER).
+    key: Vec<u8>,
     ep: Endpoint,
     socket: UdpSocket,
     conns: Vec<(ConnectionHandle, quinn_proto::Connection)>,
@@ -52,15 +56,28 @@ impl Server {
     pub fn new(alpn: &[u8]) -> (Server, String) {
         let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         let cert = CertificateDer::from(key.cert.der().to_vec());
-        let pk = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
+        let pk = key.signing_key.serialize_der();
+        (Server::with_key(alpn, cert, pk), key.cert.pem())
+    }
+
+    /// Another server with the same certificate and its own session cache: it knows none of
+    /// this one's session tickets (resumption and early data are refused).
+    pub fn sibling(&self) -> Server {
+        Server::with_key(&self.alpn, self.cert.clone(), self.key.clone())
+    }
+
+    fn with_key(alpn: &[u8], cert: CertificateDer<'static>, key: Vec<u8>) -> Server {
+        let pk = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.clone()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .unwrap()
             .with_no_client_auth()
-            .with_single_cert(vec![cert], pk)
+            .with_single_cert(vec![cert.clone()], pk)
             .unwrap();
         tls.alpn_protocols = vec![alpn.to_vec()];
+        // Its tickets allow 0-RTT (QUIC's only other value is 0).
+        tls.max_early_data_size = u32::MAX;
         let crypto = QuicServerConfig::try_from(tls).unwrap();
         let config = ServerConfig::with_crypto(Arc::new(crypto));
         let ep = Endpoint::new(
@@ -71,7 +88,10 @@ impl Server {
         );
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket.set_nonblocking(true).unwrap();
-        let s = Server {
+        Server {
+            alpn: alpn.to_vec(),
+            cert,
+            key,
             ep,
             socket,
             conns: Vec::new(),
@@ -79,8 +99,7 @@ impl Server {
             h3: true,
             answer: Answer::Ok,
             answered: 0,
-        };
-        (s, key.cert.pem())
+        }
     }
 
     /// Its address.
@@ -208,6 +227,11 @@ fn answer(c: &mut quinn_proto::Connection, id: StreamId, how: Answer) {
 
 /// The run's QUIC client trusting `cert_pem` (written into `dir`) for `localhost`.
 pub fn client(cert_pem: &str, dir: &std::path::Path) -> QuicClient {
+    client_with(cert_pem, dir, false)
+}
+
+/// [`client`], with `--0rtt` when `zero_rtt`.
+pub fn client_with(cert_pem: &str, dir: &std::path::Path, zero_rtt: bool) -> QuicClient {
     let path = dir.join("cert.pem");
     std::fs::write(&path, cert_pem).unwrap();
     let spec = TlsSpec {
@@ -216,7 +240,8 @@ pub fn client(cert_pem: &str, dir: &std::path::Path) -> QuicClient {
         cert: None,
         key: None,
         resume: true,
+        early_data: zero_rtt,
     };
     let tls = tls::client(&spec, "localhost", 1, HttpVersion::H2).unwrap();
-    QuicClient::new(&tls, "localhost", 8).unwrap()
+    QuicClient::new(&tls, "localhost", 8, zero_rtt).unwrap()
 }

@@ -40,13 +40,19 @@ impl Worker {
         }
         let head = self.shared.template.is_head();
         let c = &mut self.conns[i];
-        c.h3 = Some(Box::new(H3Session::new(quic, head, Limits::default())));
+        let h3 = H3Session::new(quic, head, Limits::default());
+        let early = h3.early();
+        c.h3 = Some(Box::new(h3));
         c.state = ConnState::Connecting {
             since_ns: now,
             tcp_ns: now.max(1),
             tunnel_ns: 0,
         };
-        self.transmit_h3(i, now);
+        if early {
+            // 0-RTT: the requests waiting for this connection go with the handshake.
+            c.queue_as_streams(0);
+        }
+        self.write_h3(i, now);
     }
 
     /// Datagrams arrived on connection `i`: QUIC takes them, then the session's events.
@@ -137,15 +143,17 @@ impl Worker {
         self.write_h3(i, now);
     }
 
-    /// The handshake is done: the connection opens and its requests take streams.
+    /// The handshake is done: the connection opens and its requests take streams (again,
+    /// when the server refused the early data they went in).
     fn h3_connected(&mut self, i: usize, now: u64) -> bool {
         let c = &mut self.conns[i];
-        let ConnState::Connecting { tcp_ns, .. } = c.state else {
+        let (ConnState::Connecting { tcp_ns, .. }, Some(h3)) = (c.state, c.h3.as_mut()) else {
             return true;
         };
-        let alpn = c.h3.as_ref().and_then(|h| h.alpn());
+        let (alpn, resumed, zero_rtt) = (h3.alpn(), h3.quic.resumed(), h3.zero_rtt());
+        let again = h3.take_rejected() || zero_rtt.is_none();
         self.transport
-            .handshake_done(ns_to_us(now.saturating_sub(tcp_ns)), false, || {
+            .handshake_done(ns_to_us(now.saturating_sub(tcp_ns)), resumed, || {
                 volley_model::stats::transport::TlsSeen {
                     version: Some("TLSv1.3".into()),
                     cipher: None,
@@ -153,7 +161,13 @@ impl Worker {
                 }
             });
         self.transport.h3_connections += 1;
-        self.conns[i].queue_as_streams(0);
+        if let Some(accepted) = zero_rtt {
+            self.transport.zero_rtt_offered += 1;
+            self.transport.zero_rtt_accepted += u64::from(accepted);
+        }
+        if again {
+            self.conns[i].queue_as_streams(0);
+        }
         self.opened(i, now, false);
         true
     }
@@ -164,7 +178,8 @@ impl Worker {
     pub(super) fn write_h3(&mut self, i: usize, now: u64) {
         let request = self.shared.h3_request.clone();
         let c = &mut self.conns[i];
-        if c.state == ConnState::Open {
+        let early = c.h3.as_ref().is_some_and(|h| h.early());
+        if c.state == ConnState::Open || early {
             let Some(h3) = c.h3.as_mut() else { return };
             let mut opened = 0u64;
             while c.h2_queued > 0 {

@@ -124,6 +124,11 @@ impl LoadKey {
                 r.target.tls.as_ref().is_none_or(|t| t.resumption),
                 "true",
             )
+            .push_unless(
+                "zero_rtt",
+                r.target.quic.as_ref().is_some_and(|q| q.zero_rtt.is_some()),
+                "false",
+            )
             // Mutual TLS costs the server a certificate check per full handshake.
             .push_unless(
                 "client_cert",
@@ -181,6 +186,7 @@ fn spell(name: &str, value: &str) -> String {
         "headers" => return "headers".to_string(),
         "tls_resume" => return "--no-tls-resume".to_string(),
         "client_cert" => return "--cert".to_string(),
+        "zero_rtt" => return "--0rtt".to_string(),
         "body_sha256" => return format!("body {}…", &value[..value.len().min(8)]),
         "requests_sha256" => return format!("requests file {}…", &value[..value.len().min(8)]),
         "body_bytes" => return format!("body {value} B"),

@@ -28,7 +28,7 @@ pub use suite::{
     axes_label, BuildRow, CapacityRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow,
     SUITE_SCHEMA,
 };
-pub use transport::{ProxyInfo, QuicInfo, SetupTimes, TlsInfo};
+pub use transport::{ProxyInfo, QuicInfo, SetupTimes, TlsInfo, ZeroRtt};
 pub use warning::{Warning, WarningKind};
 
 /// A result file that cannot be used: not JSON of the expected shape, or another schema.

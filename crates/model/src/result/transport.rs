@@ -149,4 +149,18 @@ pub struct QuicInfo {
     pub sent_packets: u64,
     /// Of those, packets QUIC declared lost (and sent again what they carried).
     pub lost_packets: u64,
+    /// `--0rtt`: how the early data went (null without the flag).
+    #[serde(default)]
+    pub zero_rtt: Option<ZeroRtt>,
+}
+
+/// `target.quic.zero_rtt`: QUIC handshakes that sent their requests as early data (0-RTT), of
+/// all the run's handshakes (`target.tls.handshakes`; the first ones have no session to resume).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZeroRtt {
+    /// Handshakes whose requests went as early data (on a resumed session).
+    pub offered: u64,
+    /// Of those, the ones whose early data the server accepted; on the others the requests went
+    /// again after the handshake (their latency includes the refused round trip).
+    pub accepted: u64,
 }

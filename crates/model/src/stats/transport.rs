@@ -45,6 +45,11 @@ pub struct TransportStats {
     pub quic_lost_packets: u64,
     /// Packets QUIC sent on them.
     pub quic_sent_packets: u64,
+    /// `--0rtt`: QUIC handshakes whose requests went as early data, and those the server
+    /// accepted it on.
+    pub zero_rtt_offered: u64,
+    /// Of those, the ones whose early data the server accepted.
+    pub zero_rtt_accepted: u64,
 }
 
 impl TransportStats {
@@ -98,6 +103,8 @@ impl TransportStats {
         self.h3_connections += o.h3_connections;
         self.quic_lost_packets += o.quic_lost_packets;
         self.quic_sent_packets += o.quic_sent_packets;
+        self.zero_rtt_offered += o.zero_rtt_offered;
+        self.zero_rtt_accepted += o.zero_rtt_accepted;
         self.h2_goaways += o.h2_goaways;
         if let Some(m) = o.h2_max_streams {
             self.h2_settings(m);

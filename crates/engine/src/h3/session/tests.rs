@@ -10,8 +10,8 @@ use quinn_proto::Endpoint;
 use super::*;
 use crate::h3::qpack;
 use crate::quic::conn::MAX_DATAGRAM;
-use crate::quic::testing::{client, Answer, Server};
-use crate::quic::{endpoint, ALPN_H3};
+use crate::quic::testing::{client, client_with, Answer, Server};
+use crate::quic::{endpoint, QuicClient, ALPN_H3};
 
 /// A GET of `/` as the worker builds it once per run: one HEADERS frame.
 fn get() -> Bytes {
@@ -30,23 +30,22 @@ struct Client {
 
 impl Client {
     fn connect(server: &mut Server, dir: &std::path::Path, pem: &str) -> Client {
-        let mut ep = endpoint();
-        let quic = QuicConn::connect(
-            &mut ep,
-            &client(pem, dir),
-            server.addr(),
-            None,
-            Instant::now(),
-        )
-        .unwrap();
-        let mut c = Client {
-            ep,
-            s: H3Session::new(quic, false, Limits::default()),
-            buf: vec![0; MAX_DATAGRAM],
-        };
+        let mut c = Client::start(server, &client(pem, dir));
         let events = c.run_until(server, |s, _| s.connected());
         assert!(matches!(events[0], Event::Settings { .. }), "{events:?}");
         c
+    }
+
+    /// A session whose handshake has not started moving (its first packet is not sent).
+    fn start(server: &Server, client: &QuicClient) -> Client {
+        let mut ep = endpoint();
+        let now = Instant::now();
+        let quic = QuicConn::connect(&mut ep, client, server.addr(), None, now).unwrap();
+        Client {
+            ep,
+            s: H3Session::new(quic, false, Limits::default()),
+            buf: vec![0; MAX_DATAGRAM],
+        }
     }
 
     /// Drives both sides until `done` (given the session and the events so far) or 5 s.
@@ -174,4 +173,47 @@ fn a_cancelled_stream_is_forgotten() {
 /// (The silent server has nothing to say: one turn is enough for the request to reach it.)
 fn server_has_it() -> bool {
     true
+}
+
+#[test]
+fn early_requests_are_answered_or_go_again_when_the_server_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, pem) = Server::new(ALPN_H3);
+    let client = client_with(&pem, dir.path(), true);
+    let mut first = Client::start(&server, &client);
+    assert!(!first.s.early(), "no session to resume yet");
+    // Until the server's session ticket is in.
+    first.run_until(&mut server, |s, _| {
+        s.connected() && s.quic.conn.stats().frame_rx.crypto > 2
+    });
+    assert_eq!(first.s.zero_rtt(), None);
+
+    // Accepted: the request goes before the handshake is done, and is answered.
+    let mut c = Client::start(&server, &client);
+    assert!(c.s.early());
+    assert!(c.s.open_stream(&get()).is_some());
+    let events = c.run_until(&mut server, |_, e| ended(e) == 1);
+    assert_eq!(c.s.zero_rtt(), Some(true), "{events:?}");
+    assert!(!c.s.take_rejected());
+    assert!(c.s.quic.resumed());
+    c.run_until(&mut server, |s, _| s.quic.conn.stats().frame_rx.crypto > 2);
+
+    // Refused by a server that does not know the ticket: the stream is gone, and the request
+    // is answered when it goes again.
+    let mut other = server.sibling();
+    let mut c = Client::start(&other, &client);
+    assert!(c.s.early());
+    assert!(c.s.open_stream(&get()).is_some());
+    c.run_until(&mut other, |s, _| s.connected());
+    assert_eq!(c.s.zero_rtt(), Some(false));
+    assert!(c.s.take_rejected() && !c.s.take_rejected());
+    assert_eq!(c.s.open_streams(), 0);
+    assert!(!c.s.quic.resumed());
+    assert!(c.s.open_stream(&get()).is_some());
+    let events = c.run_until(&mut other, |_, e| ended(e) == 1);
+    assert!(
+        matches!(events.last(), Some(Event::End { .. })),
+        "{events:?}"
+    );
+    assert_eq!(other.answered, 1);
 }

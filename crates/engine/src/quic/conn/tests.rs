@@ -81,3 +81,43 @@ fn a_certificate_for_another_name_fails_the_handshake() {
     let e = handshake(&mut c, &mut ep, &mut server).unwrap_err();
     assert!(e.contains("certificate"), "{e}");
 }
+
+/// Drives `c` and `server` for `d` (the server's session ticket comes after the handshake).
+fn run_for(c: &mut QuicConn, ep: &mut Endpoint, server: &mut Server, d: Duration) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        let now = Instant::now();
+        c.transmit(now).unwrap();
+        server.pump(now);
+        c.receive(ep, &mut buf, now).unwrap();
+        c.on_timeout(ep, now);
+        while c.conn.poll().is_some() {}
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+#[test]
+fn a_second_connection_resumes_the_session_and_may_send_early_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, pem) = Server::new(ALPN_H3);
+    for zero_rtt in [false, true] {
+        let client = super::super::testing::client_with(&pem, dir.path(), zero_rtt);
+        let mut ep = endpoint();
+        let now = Instant::now();
+        let mut first = QuicConn::connect(&mut ep, &client, server.addr(), None, now).unwrap();
+        assert!(!first.conn.has_0rtt(), "no session yet");
+        handshake(&mut first, &mut ep, &mut server).unwrap();
+        run_for(&mut first, &mut ep, &mut server, Duration::from_millis(50));
+        assert!(
+            !first.resumed(),
+            "the first handshake checks the certificate"
+        );
+        let now = Instant::now();
+        let mut second = QuicConn::connect(&mut ep, &client, server.addr(), None, now).unwrap();
+        assert_eq!(second.conn.has_0rtt(), zero_rtt);
+        handshake(&mut second, &mut ep, &mut server).unwrap();
+        assert!(second.resumed(), "zero_rtt {zero_rtt}");
+        assert_eq!(second.conn.accepted_0rtt(), zero_rtt);
+    }
+}
