@@ -1,0 +1,151 @@
+//! `volley run --http3` against hostile HTTP/3 servers (the engine's in-process server,
+//! `engine::quic::testing`, on a thread): one that closes connections with an error code
+//! mid-run, one that allows no request streams, endless bodies and field sections, a flood
+//! of reserved streams and frames, and one that goes silent. Each run ends in bounded time
+//! and memory, every failure counted under the kind docs/contract.md names ("HTTP/3").
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use volley_engine::quic::testing::{Answer, Running, Server};
+use volley_engine::quic::ALPN_H3;
+
+/// volley's peak RSS must stay below this whatever the server does.
+const RSS_LIMIT: u64 = 64 << 20;
+
+/// A hostile server on its thread, and the certificate volley is to trust.
+struct Hostile {
+    running: Running,
+    dir: PathBuf,
+}
+
+impl Hostile {
+    /// A server allowing `streams` request streams, set up by `set`.
+    fn start(name: &str, streams: u32, set: impl FnOnce(&mut Server)) -> Hostile {
+        let dir = common::scratch("h3-hostile", name);
+        let (mut server, pem) = Server::with_streams(ALPN_H3, streams);
+        std::fs::write(dir.join("cert.pem"), pem).unwrap();
+        set(&mut server);
+        Hostile {
+            running: server.spawn(),
+            dir,
+        }
+    }
+
+    /// `volley run --http3` with `extra`, within `within`: its exit code, RunResult and
+    /// output (the summary, the warnings), checked for the counter invariant and memory.
+    fn run(&self, extra: &[&str], within: Duration) -> (i32, Value, String) {
+        let url = format!("https://localhost:{}/", self.running.addr.port());
+        let cacert = self.dir.join("cert.pem").display().to_string();
+        let json = self.dir.join("r.json").display().to_string();
+        let mut args = vec!["run", &url, "--http3", "--cacert", &cacert, "--json", &json];
+        args.extend_from_slice(extra);
+        let t = Instant::now();
+        let o = common::volley(&args, Duration::from_secs(60));
+        let took = t.elapsed();
+        let text = common::output_text(&o);
+        assert!(took < within, "took {took:?}, over {within:?}\n{text}");
+        let j: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        common::assert_invariant(&j);
+        let rss = n(&j, &["client", "rss_max_bytes"]);
+        assert!(rss < RSS_LIMIT, "volley grew to {rss} bytes\n{text}");
+        (o.status.code().unwrap_or(-1), j, text)
+    }
+
+    /// Stops the server: its counts.
+    fn stop(self) -> Server {
+        self.running.stop()
+    }
+}
+
+fn n(j: &Value, path: &[&str]) -> u64 {
+    let mut v = j;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_u64().unwrap_or_else(|| panic!("{path:?} in {j}"))
+}
+
+/// Every error of the run is of one of `kinds`, and there is at least one: how many.
+fn only_errors(j: &Value, kinds: &[&str]) -> u64 {
+    let total = n(j, &["requests", "errors"]);
+    let of: u64 = kinds.iter().map(|k| n(j, &["errors", k])).sum();
+    assert!(total >= 1, "no error: {}", j["errors"]);
+    assert_eq!(of, total, "errors other than {kinds:?}: {}", j["errors"]);
+    of
+}
+
+/// The run's warning containing `what`, also in its summary `text`.
+fn warned(j: &Value, text: &str, what: &str) {
+    let w = j["warnings"].as_array().unwrap();
+    assert!(
+        w.iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains(what))),
+        "no warning with {what:?}: {w:?}"
+    );
+    assert!(text.contains(what), "not in the summary: {what:?}\n{text}");
+}
+
+/// `-d 1s --timeout 500ms`: a run against any server ends within -d, twice --timeout for the
+/// drain, and the start and the result (slow on a busy machine: this catches a hang).
+const BOUND: Duration = Duration::from_secs(10);
+
+#[test]
+fn an_endless_body_times_out_each_request_with_memory_bounded() {
+    let s = Hostile::start("endless-body", 100, |s| s.answer = Answer::EndlessBody);
+    let args = [
+        "-c",
+        "2",
+        "--streams",
+        "2",
+        "-d",
+        "1s",
+        "--timeout",
+        "500ms",
+    ];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 1, "no response: {text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 0);
+    only_errors(&j, &["timeout"]);
+    // The bodies flowed (read, counted, not kept) until each request's --timeout, which
+    // stopped its stream.
+    let received = n(&j, &["bytes", "received"]);
+    assert!(received > 4 << 20, "{received} bytes received\n{text}");
+    assert!(server.flooded >= received, "{} flooded", server.flooded);
+    assert!(server.stopped >= 1, "volley stopped no stream");
+}
+
+#[test]
+fn a_server_gone_silent_mid_run_ends_in_timeouts_then_connect_errors() {
+    let s = Hostile::start("silent", 100, |s| s.mute_after = Some(50));
+    let args = [
+        "-c",
+        "2",
+        "--streams",
+        "2",
+        "-d",
+        "2s",
+        "--timeout",
+        "500ms",
+    ];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 0, "responses came: {text}");
+    assert_eq!(server.answered, 50);
+    let completed = n(&j, &["requests", "completed"]);
+    assert!((1..=50).contains(&completed), "{completed}: {text}");
+    // What was in flight timed out by --timeout (no byte came on the connection); the
+    // connections after it never finished their handshakes.
+    only_errors(&j, &["timeout", "connect"]);
+    assert!(n(&j, &["errors", "timeout"]) >= 1, "{}", j["errors"]);
+    assert!(n(&j, &["errors", "connect"]) >= 1, "{}", j["errors"]);
+    warned(
+        &j,
+        &text,
+        "the TLS handshake did not finish within --timeout",
+    );
+}
