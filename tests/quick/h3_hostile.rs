@@ -94,6 +94,46 @@ fn warned(j: &Value, text: &str, what: &str) {
 const BOUND: Duration = Duration::from_secs(10);
 
 #[test]
+fn a_connection_closed_with_an_error_mid_run_fails_its_requests_as_protocol_errors() {
+    // Each connection answers 20 requests, then closes with H3_EXCESSIVE_LOAD.
+    let s = Hostile::start("close", 100, |s| {
+        s.answer = Answer::CloseAfter {
+            answers: 20,
+            code: 0x107,
+        }
+    });
+    let args = [
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-d",
+        "1s",
+        "--timeout",
+        "500ms",
+    ];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 0, "responses came: {text}");
+    assert!(n(&j, &["requests", "completed"]) >= 20, "{text}");
+    // The requests in flight when the close came were sent: `protocol`, as HTTP/2's GOAWAY
+    // with an error code; those not yet on a stream went on the next connection.
+    only_errors(&j, &["protocol"]);
+    warned(
+        &j,
+        &text,
+        "the server closed the connection with H3_EXCESSIVE_LOAD (\"closing\") (CONNECTION_CLOSE)",
+    );
+    // volley reconnected and went on.
+    assert!(server.accepted >= 4, "{} connections", server.accepted);
+    assert!(
+        n(&j, &["connections", "opened"]) >= 4,
+        "{}",
+        j["connections"]
+    );
+}
+
+#[test]
 fn an_endless_body_times_out_each_request_with_memory_bounded() {
     let s = Hostile::start("endless-body", 100, |s| s.answer = Answer::EndlessBody);
     let args = [

@@ -9,7 +9,10 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use bytes::Bytes;
-use quinn_proto::{Dir, Event as QuicEvent, ReadError, StreamEvent, StreamId, VarInt};
+use quinn_proto::{
+    ConnectionError, Dir, Event as QuicEvent, ReadError, StreamEvent, StreamId, TransportErrorCode,
+    VarInt,
+};
 
 use super::control::{PeerStreams, UniEvent, UniStream};
 use super::error::Code;
@@ -29,6 +32,10 @@ pub enum SessionError {
     /// The server broke HTTP/3: volley closed the connection with this code.
     #[error("HTTP/3: {0}")]
     Protocol(H3Error),
+    /// The server closed the connection with an error code (CONNECTION_CLOSE: its name, and
+    /// the reason the server gave): as HTTP/2's GOAWAY with an error code.
+    #[error("HTTP/3: the server closed the connection with {0} (CONNECTION_CLOSE)")]
+    Closed(String),
     /// The QUIC connection ended (the server closed it, it timed out, the handshake failed).
     #[error("QUIC: {0}")]
     Lost(String),
@@ -176,9 +183,7 @@ impl H3Session {
         while let Some(e) = self.quic.conn.poll() {
             match e {
                 QuicEvent::Connected => self.on_connected(on),
-                QuicEvent::ConnectionLost { reason } => {
-                    return Err(SessionError::Lost(reason.to_string()))
-                }
+                QuicEvent::ConnectionLost { reason } => return Err(lost(reason)),
                 QuicEvent::Stream(s) => self.on_stream(s, on)?,
                 _ => {}
             }
@@ -412,6 +417,34 @@ impl Drop for H3Session {
             self.close(Code::NoError, now);
             let _ = self.quic.transmit(now);
         }
+    }
+}
+
+/// What the QUIC connection's end means: the server's CONNECTION_CLOSE with an error code is
+/// [`SessionError::Closed`]; one without (H3_NO_ERROR, NO_ERROR), an idle timeout or the
+/// handshake's failure is [`SessionError::Lost`].
+fn lost(reason: ConnectionError) -> SessionError {
+    let said = |why: &[u8]| {
+        let why: String = String::from_utf8_lossy(why).chars().take(120).collect();
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({why:?})")
+        }
+    };
+    match &reason {
+        ConnectionError::ApplicationClosed(c)
+            if c.error_code.into_inner() != Code::NoError.value() =>
+        {
+            let code = c.error_code.into_inner();
+            let name = Code::from_value(code)
+                .map_or_else(|| format!("0x{code:x}"), |c| c.name().to_string());
+            SessionError::Closed(format!("{name}{}", said(&c.reason)))
+        }
+        ConnectionError::ConnectionClosed(c) if c.error_code != TransportErrorCode::NO_ERROR => {
+            SessionError::Closed(format!("QUIC's {:?}{}", c.error_code, said(&c.reason)))
+        }
+        _ => SessionError::Lost(reason.to_string()),
     }
 }
 

@@ -128,7 +128,7 @@ impl Worker {
         }
         if let Err(e) = polled {
             let kind = match e {
-                SessionError::Protocol(_) => ErrorKind::Protocol,
+                SessionError::Protocol(_) | SessionError::Closed(_) => ErrorKind::Protocol,
                 SessionError::Lost(_) => ErrorKind::Closed,
             };
             self.h3_lost(i, kind, e.to_string(), now);
