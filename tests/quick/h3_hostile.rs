@@ -160,6 +160,25 @@ fn an_endless_body_times_out_each_request_with_memory_bounded() {
 }
 
 #[test]
+fn an_endless_field_section_is_a_protocol_error_per_request() {
+    let s = Hostile::start("endless-headers", 100, |s| {
+        s.answer = Answer::EndlessHeaders
+    });
+    let args = ["-c", "2", "--streams", "4", "-n", "200", "--timeout", "2s"];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 1, "no response: {text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 0);
+    // Each stream refused at once (STOP_SENDING), so the floods hold no connection's window:
+    // every request ends so, none times out.
+    assert_eq!(only_errors(&j, &["protocol"]), 200, "{text}");
+    warned(&j, &text, "a HEADERS frame of 1099511627776 bytes");
+    warned(&j, &text, "H3_EXCESSIVE_LOAD");
+    assert_eq!(server.answered, 200);
+    assert!(server.stopped >= 190, "{} streams stopped", server.stopped);
+}
+
+#[test]
 fn a_server_gone_silent_mid_run_ends_in_timeouts_then_connect_errors() {
     let s = Hostile::start("silent", 100, |s| s.mute_after = Some(50));
     let args = [

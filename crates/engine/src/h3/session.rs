@@ -49,7 +49,7 @@ enum Outcome {
     /// The response is complete.
     Ended,
     /// The response broke HTTP/3's rules for it (the stream is given up).
-    Malformed(String),
+    Malformed(H3Error),
     /// The server reset the stream with this code.
     Reset(u64),
 }
@@ -171,10 +171,15 @@ impl H3Session {
         let Some(r) = self.requests.remove(&stream) else {
             return false;
         };
-        let code = VarInt::from_u64(Code::RequestCancelled.value()).unwrap_or(VarInt::MAX);
-        let _ = self.quic.conn.send_stream(r.id).reset(code);
-        let _ = self.quic.conn.recv_stream(r.id).stop(code);
+        self.abort(r.id, Code::RequestCancelled);
         true
+    }
+
+    /// Resets stream `id`'s send side and refuses the rest of its response, with `code`.
+    fn abort(&mut self, id: StreamId, code: Code) {
+        let code = VarInt::from_u64(code.value()).unwrap_or(VarInt::MAX);
+        let _ = self.quic.conn.send_stream(id).reset(code);
+        let _ = self.quic.conn.recv_stream(id).stop(code);
     }
 
     /// Handles what the QUIC connection has for the session since the last call (after
@@ -286,14 +291,14 @@ impl H3Session {
                         ResponseEvent::Interim { .. } | ResponseEvent::Trailers(_) => {}
                     });
                     if let Err(e) = fed {
-                        outcome = Outcome::Malformed(e.to_string());
+                        outcome = Outcome::Malformed(e);
                         break;
                     }
                 }
                 Ok(None) => {
                     outcome = match r.parser.finish() {
                         Ok(()) => Outcome::Ended,
-                        Err(e) => Outcome::Malformed(e.to_string()),
+                        Err(e) => Outcome::Malformed(e),
                     };
                     break;
                 }
@@ -308,9 +313,19 @@ impl H3Session {
         if outcome == Outcome::Pending {
             return;
         }
+        let id = r.id;
         self.requests.remove(&stream);
         on(match outcome {
-            Outcome::Malformed(reason) => Event::Malformed { stream, reason },
+            Outcome::Malformed(e) => {
+                // A stream error (RFC 9114 §4.1.2): the rest of the response is refused, so
+                // what the server goes on sending neither piles up unread nor holds the
+                // connection's flow-control window.
+                self.abort(id, e.code);
+                Event::Malformed {
+                    stream,
+                    reason: e.to_string(),
+                }
+            }
             Outcome::Reset(code) => Event::Reset {
                 stream,
                 code: u32::try_from(code).unwrap_or(u32::MAX),
