@@ -179,6 +179,26 @@ fn an_endless_field_section_is_a_protocol_error_per_request() {
 }
 
 #[test]
+fn a_flood_of_reserved_streams_and_frames_is_ignored_and_bounded() {
+    let s = Hostile::start("grease", 100, |s| s.grease = true);
+    let args = ["-c", "2", "--streams", "4", "-n", "400", "--timeout", "2s"];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 400, "{text}");
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    // volley stopped each stream of a reserved type (H3_STREAM_CREATION_ERROR), which freed
+    // QUIC's stream credit: the server opened more than the 16 it is allowed at once.
+    assert!(server.stopped >= 16, "{} floods stopped", server.stopped);
+    assert!(
+        server.grease_streams > 2 * 16,
+        "{} reserved streams",
+        server.grease_streams
+    );
+    assert!(server.flooded > 0);
+}
+
+#[test]
 fn a_server_gone_silent_mid_run_ends_in_timeouts_then_connect_errors() {
     let s = Hostile::start("silent", 100, |s| s.mute_after = Some(50));
     let args = [

@@ -14,7 +14,7 @@ use quinn_proto::{
     VarInt,
 };
 
-use super::control::{PeerStreams, UniEvent, UniStream};
+use super::control::{PeerStreams, UniEvent, UniKind, UniStream};
 use super::error::Code;
 use super::frame::ClientSettings;
 use super::response::{Event as ResponseEvent, Limits, ResponseParser};
@@ -232,10 +232,15 @@ impl H3Session {
             }
             // The server opens no request streams (its limit is 0): nothing to accept.
             StreamEvent::Opened { dir: Dir::Bi } => {}
-            StreamEvent::Readable { id } if self.uni.contains_key(&id) => self.read_uni(id, on)?,
+            // The server's streams are unidirectional, the requests' bidirectional (a number
+            // names a request stream only).
+            StreamEvent::Readable { id } if id.dir() == Dir::Uni => self.read_uni(id, on)?,
             StreamEvent::Readable { id } => self.read_request(number(id), on),
-            StreamEvent::Writable { id } => self.write_stream(number(id)),
-            StreamEvent::Stopped { id, error_code } => self.stopped(number(id), error_code, on),
+            StreamEvent::Writable { id } if id.dir() == Dir::Bi => self.write_stream(number(id)),
+            StreamEvent::Stopped { id, error_code } if id.dir() == Dir::Bi => {
+                self.stopped(number(id), error_code, on)
+            }
+            StreamEvent::Writable { .. } | StreamEvent::Stopped { .. } => {}
             StreamEvent::Finished { .. } | StreamEvent::Available { .. } => {}
         }
         Ok(())
@@ -350,6 +355,9 @@ impl H3Session {
     }
 
     /// Reads one of the server's unidirectional streams; an error in it ends the connection.
+    /// A stream of an unknown type is refused once its type is read (STOP_SENDING with
+    /// H3_STREAM_CREATION_ERROR, RFC 9114 §6.2) and a stream that ended is forgotten, so
+    /// streams opened without end hold nothing here and free QUIC's stream credit.
     fn read_uni(&mut self, id: StreamId, on: &mut impl FnMut(Event)) -> Result<(), SessionError> {
         let Some(u) = self.uni.get_mut(&id) else {
             return Ok(());
@@ -360,6 +368,7 @@ impl H3Session {
         };
         let mut events = Vec::new();
         let mut result = Ok(());
+        let mut ended = false;
         loop {
             match chunks.next(READ_CHUNK) {
                 Ok(Some(chunk)) => {
@@ -367,16 +376,28 @@ impl H3Session {
                         result = Err(e);
                         break;
                     }
+                    if unknown(u) {
+                        break;
+                    }
                 }
-                Ok(None) => {
+                Ok(None) | Err(ReadError::Reset(_)) => {
                     // A critical stream (control, QPACK) must never end (RFC 9114 §6.2.1).
                     result = u.finish();
+                    ended = true;
                     break;
                 }
-                Err(_) => break,
+                Err(ReadError::Blocked) => break,
             }
         }
+        let refused = unknown(u) && !ended;
         let _ = chunks.finalize();
+        if refused || ended {
+            self.uni.remove(&id);
+        }
+        if refused {
+            let code = VarInt::from_u64(Code::StreamCreationError.value()).unwrap_or(VarInt::MAX);
+            let _ = self.quic.conn.recv_stream(id).stop(code);
+        }
         for e in events {
             self.on_uni_event(e, on).map_err(SessionError::Protocol)?;
         }
@@ -433,6 +454,11 @@ impl Drop for H3Session {
             let _ = self.quic.transmit(now);
         }
     }
+}
+
+/// Whether `u` is of a type volley does not read (its bytes are discarded).
+fn unknown(u: &UniStream) -> bool {
+    matches!(u.kind(), Some(UniKind::Unknown(_)))
 }
 
 /// What the QUIC connection's end means: the server's CONNECTION_CLOSE with an error code is
