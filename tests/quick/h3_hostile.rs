@@ -134,6 +134,19 @@ fn a_connection_closed_with_an_error_mid_run_fails_its_requests_as_protocol_erro
 }
 
 #[test]
+fn a_server_that_allows_no_request_streams_is_a_connect_error_within_the_timeout() {
+    let s = Hostile::start("zero-streams", 0, |_| {});
+    let (code, j, text) = s.run(&["-c", "2", "-d", "1s", "--timeout", "500ms"], BOUND);
+    let server = s.stop();
+    assert_eq!(code, 1, "no response: {text}");
+    assert_eq!(n(&j, &["requests", "sent"]), 0, "{text}");
+    only_errors(&j, &["connect"]);
+    warned(&j, &text, "the server allowed no request streams");
+    assert!(server.accepted >= 2, "{} connections", server.accepted);
+    assert_eq!(server.answered, 0);
+}
+
+#[test]
 fn an_endless_body_times_out_each_request_with_memory_bounded() {
     let s = Hostile::start("endless-body", 100, |s| s.answer = Answer::EndlessBody);
     let args = [

@@ -479,6 +479,9 @@ impl Worker {
         let timeout = self.shared.timeout_ns;
         let expired =
             move |r: &InFlight| r.write_ns > 0 && now.saturating_sub(r.write_ns) > timeout;
+        if self.h3_without_streams(i, now) {
+            return;
+        }
         let c = &self.conns[i];
         if !c.inflight.iter().any(expired) {
             return;

@@ -214,6 +214,40 @@ impl Worker {
         self.fail(i, kind, now, true);
     }
 
+    /// Connection `i` could open no request stream for `--timeout` while requests waited:
+    /// the server allowed none (QUIC's `initial_max_streams_bidi` 0, no MAX_STREAMS since),
+    /// so nothing can be sent on it. Dropped as a failed connect (one `connect` error, the
+    /// reason in the warning, the connect's back-off); its requests go on another. True when
+    /// it was.
+    pub(super) fn h3_without_streams(&mut self, i: usize, now: u64) -> bool {
+        let c = &self.conns[i];
+        let stuck =
+            c.h3.as_ref()
+                .is_some_and(|h| !h.opened_any() && !h.going_away())
+                && c.h2_queued > 0
+                && now.saturating_sub(c.opened_ns) > self.shared.timeout_ns;
+        if !stuck {
+            return false;
+        }
+        let why = "HTTP/3: the server allowed no request streams (QUIC's initial_max_streams_bidi \
+                   0, and no MAX_STREAMS within --timeout)";
+        self.connect_sample.get_or_insert_with(|| why.to_string());
+        let c = &mut self.conns[i];
+        c.h2_queued = 0;
+        let waiting: Vec<InFlight> = c.inflight.drain(..).collect();
+        // One sent before (going again) is `closed`, as when its new connect fails.
+        let (fresh, sent): (Vec<InFlight>, Vec<InFlight>) =
+            waiting.into_iter().partition(|r| !r.sent_counted);
+        for r in sent {
+            self.count_request_error(&r, ErrorKind::Closed, now);
+        }
+        for r in fresh.into_iter().rev() {
+            self.requeue.push_front(r);
+        }
+        self.connect_failed(i, now, io::Error::other(why));
+        true
+    }
+
     /// Adds connection `i`'s QUIC packet counts to the run's, before it goes.
     pub(super) fn count_quic(&mut self, i: usize) {
         if let Some(h3) = self.conns[i].h3.as_ref() {
