@@ -194,12 +194,13 @@ fn an_endless_field_section_is_a_protocol_error_per_request() {
 #[test]
 fn a_flood_of_reserved_streams_and_frames_is_ignored_and_bounded() {
     let s = Hostile::start("grease", 100, |s| s.grease = true);
-    let args = ["-c", "2", "--streams", "4", "-n", "400", "--timeout", "2s"];
+    let args = ["-c", "2", "--streams", "4", "-d", "1s", "--timeout", "500ms"];
     let (code, j, text) = s.run(&args, BOUND);
     let server = s.stop();
     assert_eq!(code, 0, "{text}");
-    assert_eq!(n(&j, &["requests", "completed"]), 400, "{text}");
+    assert!(n(&j, &["requests", "completed"]) >= 100, "{text}");
     assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    assert_eq!(n(&j, &["requests", "unfinished"]), 0, "{text}");
     // volley stopped each stream of a reserved type (H3_STREAM_CREATION_ERROR), which freed
     // QUIC's stream credit: the server opened more than the 16 it is allowed at once.
     assert!(server.stopped >= 16, "{} floods stopped", server.stopped);
