@@ -185,6 +185,7 @@ fn an_endless_field_section_is_a_protocol_error_per_request() {
     // Each stream refused at once (STOP_SENDING), so the floods hold no connection's window:
     // every request ends so, none times out.
     assert_eq!(only_errors(&j, &["protocol"]), 200, "{text}");
+    warned(&j, &text, "HTTP/3: a malformed response on stream ");
     warned(&j, &text, "a HEADERS frame of 1099511627776 bytes");
     warned(&j, &text, "H3_EXCESSIVE_LOAD");
     assert_eq!(server.answered, 200);
@@ -194,7 +195,16 @@ fn an_endless_field_section_is_a_protocol_error_per_request() {
 #[test]
 fn a_flood_of_reserved_streams_and_frames_is_ignored_and_bounded() {
     let s = Hostile::start("grease", 100, |s| s.grease = true);
-    let args = ["-c", "2", "--streams", "4", "-d", "1s", "--timeout", "500ms"];
+    let args = [
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-d",
+        "1s",
+        "--timeout",
+        "500ms",
+    ];
     let (code, j, text) = s.run(&args, BOUND);
     let server = s.stop();
     assert_eq!(code, 0, "{text}");
@@ -241,4 +251,22 @@ fn a_server_gone_silent_mid_run_ends_in_timeouts_then_connect_errors() {
         &text,
         "the TLS handshake did not finish within --timeout",
     );
+}
+
+#[test]
+fn a_rejected_request_goes_once_more_then_is_named() {
+    // H3_REQUEST_REJECTED: not processed (RFC 9114 §4.1.1), as HTTP/2's REFUSED_STREAM.
+    let s = Hostile::start("rejected", 100, |s| s.answer = Answer::Reset(0x10b));
+    let args = ["-c", "2", "--streams", "4", "-n", "200", "--timeout", "2s"];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 1, "no response: {text}");
+    assert_eq!(only_errors(&j, &["protocol"]), 200, "{text}");
+    assert_eq!(server.answered, 400, "each request sent twice");
+    warned(
+        &j,
+        &text,
+        "HTTP/3: the server did not process the request on stream",
+    );
+    warned(&j, &text, "again (RESET_STREAM H3_REQUEST_REJECTED)");
 }

@@ -328,7 +328,7 @@ impl H3Session {
                 self.abort(id, e.code);
                 Event::Malformed {
                     stream,
-                    reason: e.to_string(),
+                    reason: format!("{} ({})", e.why, e.code.name()),
                 }
             }
             Outcome::Reset(code) => Event::Reset {
