@@ -173,6 +173,31 @@ fn an_endless_body_times_out_each_request_with_memory_bounded() {
 }
 
 #[test]
+fn endless_interim_responses_time_out_each_request() {
+    let s = Hostile::start("endless-interim", 100, |s| {
+        s.answer = Answer::EndlessInterim
+    });
+    let args = [
+        "-c",
+        "2",
+        "--streams",
+        "2",
+        "-d",
+        "1s",
+        "--timeout",
+        "500ms",
+    ];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 1, "no response: {text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 0);
+    only_errors(&j, &["timeout"]);
+    // Each 103 read and dropped (the head is the final response's), until --timeout.
+    assert!(server.flooded > 1 << 20, "{} flooded", server.flooded);
+    assert!(server.stopped >= 1, "volley stopped no stream");
+}
+
+#[test]
 fn an_endless_field_section_is_a_protocol_error_per_request() {
     let s = Hostile::start("endless-headers", 100, |s| {
         s.answer = Answer::EndlessHeaders

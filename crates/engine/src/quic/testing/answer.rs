@@ -27,6 +27,8 @@ pub enum Answer {
     EndlessBody,
     /// A HEADERS frame that never ends (its length is 2^40).
     EndlessHeaders,
+    /// Interim responses (`103`) without end, never the final one.
+    EndlessInterim,
 }
 
 /// `:status 200` in a HEADERS frame: the field section prefix (0, 0) and static index 25.
@@ -52,6 +54,7 @@ pub(super) fn answer(c: &mut Connection, id: StreamId, how: Answer) -> Option<Fl
         Answer::Silent => return None,
         Answer::EndlessBody => ([HEADERS_200, DATA_ENDLESS].concat(), Some(&ZEROS[..])),
         Answer::EndlessHeaders => (HEADERS_ENDLESS.to_vec(), Some(&ZEROS[..])),
+        Answer::EndlessInterim => (Vec::new(), Some(early_hints())),
     };
     Some(Flood::new(id, start, endless))
 }
@@ -71,6 +74,12 @@ pub(super) fn grease_frames() -> &'static [u8] {
         }
         f
     })
+}
+
+/// HEADERS frames of `:status 103` (static index 24), back to back.
+fn early_hints() -> &'static [u8] {
+    static FRAMES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    FRAMES.get_or_init(|| [0x01, 0x03, 0x00, 0x00, 0xc0 | 24].repeat(819))
 }
 
 /// Junk for streams of an unknown type.
