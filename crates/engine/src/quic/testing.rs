@@ -202,7 +202,10 @@ impl Server {
         while let Some(e) = p.c.poll() {
             match e {
                 Event::Connected if self.h3 => {
-                    let id = p.c.streams().open(Dir::Uni).unwrap();
+                    // (None when the client closed the connection as it came up.)
+                    let Some(id) = p.c.streams().open(Dir::Uni) else {
+                        continue;
+                    };
                     if self.grease {
                         let frames = answer::grease_frames();
                         p.floods
