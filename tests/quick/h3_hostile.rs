@@ -295,3 +295,29 @@ fn a_rejected_request_goes_once_more_then_is_named() {
     );
     warned(&j, &text, "again (RESET_STREAM H3_REQUEST_REJECTED)");
 }
+
+#[test]
+fn a_server_that_withholds_new_streams_is_left_for_another_connection() {
+    // Two streams at once, never answered, never freed: once volley cancelled them at
+    // --timeout, the server grants no new one (no MAX_STREAMS).
+    let s = Hostile::start("withheld", 2, |s| s.answer = Answer::Silent);
+    let args = [
+        "-c",
+        "1",
+        "--streams",
+        "2",
+        "-d",
+        "2s",
+        "--timeout",
+        "300ms",
+    ];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 1, "no response: {text}");
+    only_errors(&j, &["timeout", "connect"]);
+    // Each connection: its two requests time out, then --timeout without a stream ends it.
+    assert!(n(&j, &["errors", "timeout"]) >= 4, "{}", j["errors"]);
+    assert!(n(&j, &["errors", "connect"]) >= 1, "{}", j["errors"]);
+    warned(&j, &text, "the server allowed no more request streams");
+    assert!(server.accepted >= 3, "{} connections", server.accepted);
+}

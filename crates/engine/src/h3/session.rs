@@ -65,6 +65,8 @@ struct Request {
 pub struct H3Session {
     /// Request streams opened so far.
     opened: u64,
+    /// When a request stream was last opened (first: when the handshake ended).
+    last_open: Option<Instant>,
     /// Bytes of responses (their frames) read since [`H3Session::take_received`].
     received: u64,
     /// QUIC.
@@ -87,6 +89,7 @@ impl H3Session {
     pub fn new(quic: QuicConn, head_request: bool, limits: Limits) -> H3Session {
         H3Session {
             opened: 0,
+            last_open: None,
             received: 0,
             quic,
             connected: false,
@@ -137,6 +140,12 @@ impl H3Session {
         self.opened > 0
     }
 
+    /// While no request stream is open: since when the connection carries none (the last
+    /// stream's opening, or the handshake's end).
+    pub fn idle_since(&self) -> Option<Instant> {
+        self.last_open.filter(|_| self.requests.is_empty())
+    }
+
     /// Request streams open (sent or waiting for their response).
     pub fn open_streams(&self) -> usize {
         self.requests.len()
@@ -152,6 +161,7 @@ impl H3Session {
         let id = self.quic.conn.streams().open(Dir::Bi)?;
         let stream = number(id);
         self.opened += 1;
+        self.last_open = Some(Instant::now());
         let parser = ResponseParser::new(self.limits, self.head_request);
         self.requests.insert(
             stream,
@@ -206,6 +216,7 @@ impl H3Session {
     /// takes as many streams as the server's transport parameters allow.
     fn on_connected(&mut self, on: &mut impl FnMut(Event)) {
         self.connected = true;
+        self.last_open = Some(Instant::now());
         if let Some(id) = self.quic.conn.streams().open(Dir::Uni) {
             let mut out = Vec::with_capacity(16);
             self.settings.control_stream(&mut out);

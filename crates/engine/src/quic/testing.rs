@@ -78,7 +78,8 @@ impl Server {
         Server::with_streams(alpn, 100)
     }
 
-    /// The same, allowing a client `bidi` request streams at once (0: none ever).
+    /// The same, allowing a client `bidi` request streams at once (0: none ever); it pings
+    /// every 100 ms.
     pub fn with_streams(alpn: &[u8], bidi: u32) -> (Server, String) {
         let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         let cert = CertificateDer::from(key.cert.der().to_vec());
@@ -95,6 +96,9 @@ impl Server {
         let mut config = ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = TransportConfig::default();
         transport.max_concurrent_bidi_streams(VarInt::from_u32(bidi));
+        // A client hears from it every 100 ms even while it answers nothing (so a stalled
+        // stream is not a connection that went quiet), unless it is muted.
+        transport.keep_alive_interval(Some(std::time::Duration::from_millis(100)));
         config.transport_config(Arc::new(transport));
         let ep = Endpoint::new(
             Arc::new(EndpointConfig::default()),

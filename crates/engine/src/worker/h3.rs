@@ -214,23 +214,29 @@ impl Worker {
         self.fail(i, kind, now, true);
     }
 
-    /// Connection `i` could open no request stream for `--timeout` while requests waited:
-    /// the server allowed none (QUIC's `initial_max_streams_bidi` 0, no MAX_STREAMS since),
-    /// so nothing can be sent on it. Dropped as a failed connect (one `connect` error, the
-    /// reason in the warning, the connect's back-off); its requests go on another. True when
-    /// it was.
+    /// Connection `i` had no request stream open and could open none for `--timeout` while
+    /// requests waited: the server allows none (QUIC's `initial_max_streams_bidi` 0) or no
+    /// more (no MAX_STREAMS since its last streams ended), so nothing can be sent on it.
+    /// Dropped as a failed connect (one `connect` error, the reason in the warning, the
+    /// connect's back-off); its requests go on another. True when it was.
     pub(super) fn h3_without_streams(&mut self, i: usize, now: u64) -> bool {
         let c = &self.conns[i];
-        let stuck =
-            c.h3.as_ref()
-                .is_some_and(|h| !h.opened_any() && !h.going_away())
-                && c.h2_queued > 0
-                && now.saturating_sub(c.opened_ns) > self.shared.timeout_ns;
-        if !stuck {
+        let Some(h) = c.h3.as_ref().filter(|h| !h.going_away()) else {
+            return false;
+        };
+        let timeout = std::time::Duration::from_nanos(self.shared.timeout_ns);
+        let at = Instant::now();
+        let idle = h.idle_since().map(|t| at.saturating_duration_since(t));
+        if c.h2_queued == 0 || idle.is_none_or(|d| d <= timeout) {
             return false;
         }
-        let why = "HTTP/3: the server allowed no request streams (QUIC's initial_max_streams_bidi \
-                   0, and no MAX_STREAMS within --timeout)";
+        let why = if h.opened_any() {
+            "HTTP/3: the server allowed no more request streams (no MAX_STREAMS within \
+             --timeout of its last)"
+        } else {
+            "HTTP/3: the server allowed no request streams (QUIC's initial_max_streams_bidi 0, \
+             and no MAX_STREAMS within --timeout)"
+        };
         self.connect_sample.get_or_insert_with(|| why.to_string());
         let c = &mut self.conns[i];
         c.h2_queued = 0;
