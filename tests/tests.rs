@@ -19,6 +19,7 @@ mod quick {
     mod faults;
     mod fuzz_regressions;
     mod h2_hostile;
+    mod h3_hostile;
     mod habits;
     mod hdr_vector;
     mod history_messages;

@@ -9,9 +9,12 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use bytes::Bytes;
-use quinn_proto::{Dir, Event as QuicEvent, ReadError, StreamEvent, StreamId, VarInt};
+use quinn_proto::{
+    ConnectionError, Dir, Event as QuicEvent, ReadError, StreamEvent, StreamId, TransportErrorCode,
+    VarInt,
+};
 
-use super::control::{PeerStreams, UniEvent, UniStream};
+use super::control::{PeerStreams, UniEvent, UniKind, UniStream};
 use super::error::Code;
 use super::frame::ClientSettings;
 use super::response::{Event as ResponseEvent, Limits, ResponseParser};
@@ -29,6 +32,10 @@ pub enum SessionError {
     /// The server broke HTTP/3: volley closed the connection with this code.
     #[error("HTTP/3: {0}")]
     Protocol(H3Error),
+    /// The server closed the connection with an error code (CONNECTION_CLOSE: its name, and
+    /// the reason the server gave): as HTTP/2's GOAWAY with an error code.
+    #[error("HTTP/3: the server closed the connection with {0} (CONNECTION_CLOSE)")]
+    Closed(String),
     /// The QUIC connection ended (the server closed it, it timed out, the handshake failed).
     #[error("QUIC: {0}")]
     Lost(String),
@@ -42,7 +49,7 @@ enum Outcome {
     /// The response is complete.
     Ended,
     /// The response broke HTTP/3's rules for it (the stream is given up).
-    Malformed(String),
+    Malformed(H3Error),
     /// The server reset the stream with this code.
     Reset(u64),
 }
@@ -58,6 +65,8 @@ struct Request {
 pub struct H3Session {
     /// Request streams opened so far.
     opened: u64,
+    /// When a request stream was last opened (first: when the handshake ended).
+    last_open: Option<Instant>,
     /// Bytes of responses (their frames) read since [`H3Session::take_received`].
     received: u64,
     /// QUIC.
@@ -85,6 +94,7 @@ impl H3Session {
         let early = quic.conn.has_0rtt();
         let mut session = H3Session {
             opened: 0,
+            last_open: None,
             received: 0,
             quic,
             connected: false,
@@ -159,6 +169,12 @@ impl H3Session {
         self.opened > 0
     }
 
+    /// While no request stream is open: since when the connection carries none (the last
+    /// stream's opening, or the handshake's end).
+    pub fn idle_since(&self) -> Option<Instant> {
+        self.last_open.filter(|_| self.requests.is_empty())
+    }
+
     /// Request streams open (sent or waiting for their response).
     pub fn open_streams(&self) -> usize {
         self.requests.len()
@@ -174,6 +190,7 @@ impl H3Session {
         let id = self.quic.conn.streams().open(Dir::Bi)?;
         let stream = number(id);
         self.opened += 1;
+        self.last_open = Some(Instant::now());
         let parser = ResponseParser::new(self.limits, self.head_request);
         self.requests.insert(
             stream,
@@ -193,10 +210,15 @@ impl H3Session {
         let Some(r) = self.requests.remove(&stream) else {
             return false;
         };
-        let code = VarInt::from_u64(Code::RequestCancelled.value()).unwrap_or(VarInt::MAX);
-        let _ = self.quic.conn.send_stream(r.id).reset(code);
-        let _ = self.quic.conn.recv_stream(r.id).stop(code);
+        self.abort(r.id, Code::RequestCancelled);
         true
+    }
+
+    /// Resets stream `id`'s send side and refuses the rest of its response, with `code`.
+    fn abort(&mut self, id: StreamId, code: Code) {
+        let code = VarInt::from_u64(code.value()).unwrap_or(VarInt::MAX);
+        let _ = self.quic.conn.send_stream(id).reset(code);
+        let _ = self.quic.conn.recv_stream(id).stop(code);
     }
 
     /// Handles what the QUIC connection has for the session since the last call (after
@@ -205,9 +227,7 @@ impl H3Session {
         while let Some(e) = self.quic.conn.poll() {
             match e {
                 QuicEvent::Connected => self.on_connected(on),
-                QuicEvent::ConnectionLost { reason } => {
-                    return Err(SessionError::Lost(reason.to_string()))
-                }
+                QuicEvent::ConnectionLost { reason } => return Err(lost(reason)),
                 QuicEvent::Stream(s) => self.on_stream(s, on)?,
                 _ => {}
             }
@@ -225,6 +245,7 @@ impl H3Session {
     /// takes as many streams as the server's transport parameters allow.
     fn on_connected(&mut self, on: &mut impl FnMut(Event)) {
         self.connected = true;
+        self.last_open = Some(Instant::now());
         if self.early && !self.quic.conn.accepted_0rtt() {
             // QUIC forgot every stream opened in 0-RTT (their numbers start again at 0).
             self.rejected = true;
@@ -263,10 +284,15 @@ impl H3Session {
             }
             // The server opens no request streams (its limit is 0): nothing to accept.
             StreamEvent::Opened { dir: Dir::Bi } => {}
-            StreamEvent::Readable { id } if self.uni.contains_key(&id) => self.read_uni(id, on)?,
+            // The server's streams are unidirectional, the requests' bidirectional (a number
+            // names a request stream only).
+            StreamEvent::Readable { id } if id.dir() == Dir::Uni => self.read_uni(id, on)?,
             StreamEvent::Readable { id } => self.read_request(number(id), on),
-            StreamEvent::Writable { id } => self.write_stream(number(id)),
-            StreamEvent::Stopped { id, error_code } => self.stopped(number(id), error_code, on),
+            StreamEvent::Writable { id } if id.dir() == Dir::Bi => self.write_stream(number(id)),
+            StreamEvent::Stopped { id, error_code } if id.dir() == Dir::Bi => {
+                self.stopped(number(id), error_code, on)
+            }
+            StreamEvent::Writable { .. } | StreamEvent::Stopped { .. } => {}
             StreamEvent::Finished { .. } | StreamEvent::Available { .. } => {}
         }
         Ok(())
@@ -322,14 +348,14 @@ impl H3Session {
                         ResponseEvent::Interim { .. } | ResponseEvent::Trailers(_) => {}
                     });
                     if let Err(e) = fed {
-                        outcome = Outcome::Malformed(e.to_string());
+                        outcome = Outcome::Malformed(e);
                         break;
                     }
                 }
                 Ok(None) => {
                     outcome = match r.parser.finish() {
                         Ok(()) => Outcome::Ended,
-                        Err(e) => Outcome::Malformed(e.to_string()),
+                        Err(e) => Outcome::Malformed(e),
                     };
                     break;
                 }
@@ -344,9 +370,19 @@ impl H3Session {
         if outcome == Outcome::Pending {
             return;
         }
+        let id = r.id;
         self.requests.remove(&stream);
         on(match outcome {
-            Outcome::Malformed(reason) => Event::Malformed { stream, reason },
+            Outcome::Malformed(e) => {
+                // A stream error (RFC 9114 §4.1.2): the rest of the response is refused, so
+                // what the server goes on sending neither piles up unread nor holds the
+                // connection's flow-control window.
+                self.abort(id, e.code);
+                Event::Malformed {
+                    stream,
+                    reason: format!("{} ({})", e.why, e.code.name()),
+                }
+            }
             Outcome::Reset(code) => Event::Reset {
                 stream,
                 code: u32::try_from(code).unwrap_or(u32::MAX),
@@ -371,6 +407,9 @@ impl H3Session {
     }
 
     /// Reads one of the server's unidirectional streams; an error in it ends the connection.
+    /// A stream of an unknown type is refused once its type is read (STOP_SENDING with
+    /// H3_STREAM_CREATION_ERROR, RFC 9114 §6.2) and a stream that ended is forgotten, so
+    /// streams opened without end hold nothing here and free QUIC's stream credit.
     fn read_uni(&mut self, id: StreamId, on: &mut impl FnMut(Event)) -> Result<(), SessionError> {
         let Some(u) = self.uni.get_mut(&id) else {
             return Ok(());
@@ -381,6 +420,7 @@ impl H3Session {
         };
         let mut events = Vec::new();
         let mut result = Ok(());
+        let mut ended = false;
         loop {
             match chunks.next(READ_CHUNK) {
                 Ok(Some(chunk)) => {
@@ -388,16 +428,28 @@ impl H3Session {
                         result = Err(e);
                         break;
                     }
+                    if unknown(u) {
+                        break;
+                    }
                 }
-                Ok(None) => {
+                Ok(None) | Err(ReadError::Reset(_)) => {
                     // A critical stream (control, QPACK) must never end (RFC 9114 §6.2.1).
                     result = u.finish();
+                    ended = true;
                     break;
                 }
-                Err(_) => break,
+                Err(ReadError::Blocked) => break,
             }
         }
+        let refused = unknown(u) && !ended;
         let _ = chunks.finalize();
+        if refused || ended {
+            self.uni.remove(&id);
+        }
+        if refused {
+            let code = VarInt::from_u64(Code::StreamCreationError.value()).unwrap_or(VarInt::MAX);
+            let _ = self.quic.conn.recv_stream(id).stop(code);
+        }
         for e in events {
             self.on_uni_event(e, on).map_err(SessionError::Protocol)?;
         }
@@ -453,6 +505,39 @@ impl Drop for H3Session {
             self.close(Code::NoError, now);
             let _ = self.quic.transmit(now);
         }
+    }
+}
+
+/// Whether `u` is of a type volley does not read (its bytes are discarded).
+fn unknown(u: &UniStream) -> bool {
+    matches!(u.kind(), Some(UniKind::Unknown(_)))
+}
+
+/// What the QUIC connection's end means: the server's CONNECTION_CLOSE with an error code is
+/// [`SessionError::Closed`]; one without (H3_NO_ERROR, NO_ERROR), an idle timeout or the
+/// handshake's failure is [`SessionError::Lost`].
+fn lost(reason: ConnectionError) -> SessionError {
+    let said = |why: &[u8]| {
+        let why: String = String::from_utf8_lossy(why).chars().take(120).collect();
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({why:?})")
+        }
+    };
+    match &reason {
+        ConnectionError::ApplicationClosed(c)
+            if c.error_code.into_inner() != Code::NoError.value() =>
+        {
+            let code = c.error_code.into_inner();
+            let name = Code::from_value(code)
+                .map_or_else(|| format!("0x{code:x}"), |c| c.name().to_string());
+            SessionError::Closed(format!("{name}{}", said(&c.reason)))
+        }
+        ConnectionError::ConnectionClosed(c) if c.error_code != TransportErrorCode::NO_ERROR => {
+            SessionError::Closed(format!("QUIC's {:?}{}", c.error_code, said(&c.reason)))
+        }
+        _ => SessionError::Lost(reason.to_string()),
     }
 }
 

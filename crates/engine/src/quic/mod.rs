@@ -2,11 +2,12 @@
 //! (`quinn-proto`), driven from a worker's own event loop over UDP sockets — no async runtime
 //! on the hot path. [`QuicClient`] is the run's shared configuration (the same rustls
 //! verification, `--cacert`, `-k` and client certificates as TCP's TLS, ALPN `h3`);
-//! [`conn::QuicConn`] one connection on its own connected UDP socket.
+//! [`conn::QuicConn`] one connection on its own connected UDP socket; [`testing`] (the
+//! `testing` feature) an in-process server for the tests.
 
 pub mod conn;
-#[cfg(test)]
-pub(crate) mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 use std::cell::Cell;
 use std::sync::Arc;

@@ -10,6 +10,7 @@ use super::*;
 use crate::h2::conn::{Event, H2Conn, H2Error};
 use crate::h2::frame::code::REFUSED_STREAM;
 use crate::h2::frame::error_name;
+use crate::h3::Code as H3Code;
 use crate::SetupFailure;
 
 impl Worker {
@@ -267,7 +268,8 @@ impl Worker {
         };
         let req = c.inflight.remove(at).expect("found above");
         if req.status == 0 {
-            self.sample_protocol(|| format!("HTTP/2: stream {stream} ended without a response"));
+            let (p, id) = self.named(i, stream);
+            self.sample_protocol(|| format!("{p}: stream {id} ended without a response"));
             self.count_request_error(&req, ErrorKind::Protocol, now);
         } else {
             // The session judged the header and body checks as the response arrived.
@@ -304,23 +306,27 @@ impl Worker {
         true
     }
 
-    /// The server reset a stream: REFUSED_STREAM (not processed) goes again once; any other
-    /// code ends the request as a `protocol` error.
+    /// The server reset a stream: REFUSED_STREAM (HTTP/3: H3_REQUEST_REJECTED), not
+    /// processed, goes again once; any other code ends the request as a `protocol` error.
     fn h2_reset(&mut self, i: usize, stream: u32, code: u32, now: u64) {
         let c = &mut self.conns[i];
         let Some(at) = c.inflight.iter().position(|r| r.stream == stream) else {
             return;
         };
         let req = c.inflight.remove(at).expect("found above");
-        if code == REFUSED_STREAM {
-            self.not_processed(vec![req], "RST_STREAM REFUSED_STREAM", now);
+        let (p, id) = self.named(i, stream);
+        let (frame, name, refused) = if self.conns[i].h3.is_some() {
+            let name = H3Code::from_value(code.into())
+                .map_or_else(|| format!("0x{code:x}"), |c| c.name().to_string());
+            let refused = code == H3Code::RequestRejected.value() as u32;
+            ("RESET_STREAM", name, refused)
         } else {
-            self.sample_protocol(|| {
-                format!(
-                    "HTTP/2: the server reset stream {stream} (RST_STREAM {})",
-                    error_name(code)
-                )
-            });
+            ("RST_STREAM", error_name(code), code == REFUSED_STREAM)
+        };
+        if refused {
+            self.not_processed(i, vec![req], &format!("{frame} {name}"), now);
+        } else {
+            self.sample_protocol(|| format!("{p}: the server reset stream {id} ({frame} {name})"));
             self.count_request_error(&req, ErrorKind::Protocol, now);
         }
         self.after_h2_stream(i, now);
@@ -352,7 +358,7 @@ impl Worker {
         }
         c.inflight = kept;
         c.h2_queued = 0;
-        self.not_processed(back, &format!("GOAWAY {name}, last stream {last}"), now);
+        self.not_processed(i, back, &format!("GOAWAY {name}, last stream {last}"), now);
         if code != 0 {
             self.sample_protocol(|| {
                 format!("HTTP/2: the server went away with {name} (GOAWAY, last stream {last})")
@@ -371,19 +377,19 @@ impl Worker {
     /// last stream): those never written go again; a written one goes again once if its
     /// method is idempotent, and is a `protocol` error after that, so a server that turns
     /// everything away is not sent the same requests without end.
-    fn not_processed(&mut self, reqs: Vec<InFlight>, how: &str, now: u64) {
+    fn not_processed(&mut self, i: usize, reqs: Vec<InFlight>, how: &str, now: u64) {
         let ends = reqs
             .iter()
             .find(|r| r.sent_counted && (r.resent || !self.idempotent(r)));
         if let Some(r) = ends {
-            let stream = r.stream;
+            let (p, stream) = self.named(i, r.stream);
             let again = if r.resent {
                 "again"
             } else {
                 "(not idempotent: not sent again)"
             };
             self.sample_protocol(|| {
-                format!("HTTP/2: the server did not process the request on stream {stream} {again} ({how})")
+                format!("{p}: the server did not process the request on stream {stream} {again} ({how})")
             });
         }
         self.retry_or_end(reqs, true, ErrorKind::Protocol, now);
@@ -464,9 +470,8 @@ impl Worker {
             return true;
         };
         let req = c.inflight.remove(at).expect("found above");
-        self.sample_protocol(|| {
-            format!("HTTP/2: a malformed response on stream {stream}: {reason}")
-        });
+        let (p, id) = self.named(i, stream);
+        self.sample_protocol(|| format!("{p}: a malformed response on stream {id}: {reason}"));
         self.count_request_error(&req, ErrorKind::Protocol, now);
         self.flush_soon(i);
         self.after_h2_stream(i, now)
@@ -479,6 +484,9 @@ impl Worker {
         let timeout = self.shared.timeout_ns;
         let expired =
             move |r: &InFlight| r.write_ns > 0 && now.saturating_sub(r.write_ns) > timeout;
+        if self.h3_without_streams(i, now) {
+            return;
+        }
         let c = &self.conns[i];
         if !c.inflight.iter().any(expired) {
             return;
@@ -500,6 +508,16 @@ impl Worker {
         }
         self.flush_soon(i);
         self.after_h2_stream(i, now);
+    }
+
+    /// How warnings name connection `i`'s protocol and its stream `stream`: HTTP/2's stream
+    /// number, or HTTP/3's QUIC stream ID (a request stream's number is its index + 1).
+    fn named(&self, i: usize, stream: u32) -> (&'static str, u64) {
+        if self.conns[i].h3.is_some() {
+            ("HTTP/3", u64::from(stream.saturating_sub(1)) * 4)
+        } else {
+            ("HTTP/2", u64::from(stream))
+        }
     }
 
     fn sample_protocol(&mut self, reason: impl FnOnce() -> String) {

@@ -134,7 +134,7 @@ impl Worker {
         }
         if let Err(e) = polled {
             let kind = match e {
-                SessionError::Protocol(_) => ErrorKind::Protocol,
+                SessionError::Protocol(_) | SessionError::Closed(_) => ErrorKind::Protocol,
                 SessionError::Lost(_) => ErrorKind::Closed,
             };
             self.h3_lost(i, kind, e.to_string(), now);
@@ -227,6 +227,46 @@ impl Worker {
             });
         }
         self.fail(i, kind, now, true);
+    }
+
+    /// Connection `i` had no request stream open and could open none for `--timeout` while
+    /// requests waited: the server allows none (QUIC's `initial_max_streams_bidi` 0) or no
+    /// more (no MAX_STREAMS since its last streams ended), so nothing can be sent on it.
+    /// Dropped as a failed connect (one `connect` error, the reason in the warning, the
+    /// connect's back-off); its requests go on another. True when it was.
+    pub(super) fn h3_without_streams(&mut self, i: usize, now: u64) -> bool {
+        let c = &self.conns[i];
+        let Some(h) = c.h3.as_ref().filter(|h| !h.going_away()) else {
+            return false;
+        };
+        let timeout = std::time::Duration::from_nanos(self.shared.timeout_ns);
+        let at = Instant::now();
+        let idle = h.idle_since().map(|t| at.saturating_duration_since(t));
+        if c.h2_queued == 0 || idle.is_none_or(|d| d <= timeout) {
+            return false;
+        }
+        let why = if h.opened_any() {
+            "HTTP/3: the server allowed no more request streams (no MAX_STREAMS within \
+             --timeout of its last)"
+        } else {
+            "HTTP/3: the server allowed no request streams (QUIC's initial_max_streams_bidi 0, \
+             and no MAX_STREAMS within --timeout)"
+        };
+        self.connect_sample.get_or_insert_with(|| why.to_string());
+        let c = &mut self.conns[i];
+        c.h2_queued = 0;
+        let waiting: Vec<InFlight> = c.inflight.drain(..).collect();
+        // One sent before (going again) is `closed`, as when its new connect fails.
+        let (fresh, sent): (Vec<InFlight>, Vec<InFlight>) =
+            waiting.into_iter().partition(|r| !r.sent_counted);
+        for r in sent {
+            self.count_request_error(&r, ErrorKind::Closed, now);
+        }
+        for r in fresh.into_iter().rev() {
+            self.requeue.push_front(r);
+        }
+        self.connect_failed(i, now, io::Error::other(why));
+        true
     }
 
     /// Adds connection `i`'s QUIC packet counts to the run's, before it goes.

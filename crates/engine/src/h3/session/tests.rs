@@ -1,6 +1,7 @@
 //! Sessions against the in-process server of `quic::testing`, driven from this thread: a
 //! request's response becomes HTTP/2's events, many streams share a connection, and a reset,
-//! a malformed response and a cancelled stream end as the worker expects.
+//! a malformed response and a cancelled stream end as the worker expects; and which of a
+//! connection's ends are the server's errors.
 
 use std::time::{Duration, Instant};
 
@@ -216,4 +217,38 @@ fn early_requests_are_answered_or_go_again_when_the_server_refuses_them() {
         "{events:?}"
     );
     assert_eq!(other.answered, 1);
+}
+
+#[test]
+fn a_close_with_an_error_code_is_closed_and_one_without_is_lost() {
+    use quinn_proto::{ApplicationClose, ConnectionClose, ConnectionError, TransportErrorCode};
+    let app = |code: u32, reason: &'static [u8]| {
+        lost(ConnectionError::ApplicationClosed(ApplicationClose {
+            error_code: VarInt::from_u32(code),
+            reason: Bytes::from_static(reason),
+        }))
+    };
+    let closed = |s: &str| SessionError::Closed(s.to_string());
+    assert_eq!(app(0x107, b"busy"), closed("H3_EXCESSIVE_LOAD (\"busy\")"));
+    assert_eq!(app(0x1234, b""), closed("0x1234"));
+    assert!(matches!(app(0x100, b"bye"), SessionError::Lost(_)));
+    let transport = |error_code| {
+        lost(ConnectionError::ConnectionClosed(ConnectionClose {
+            error_code,
+            frame_type: None,
+            reason: Bytes::new(),
+        }))
+    };
+    assert_eq!(
+        transport(TransportErrorCode::PROTOCOL_VIOLATION),
+        closed("QUIC's PROTOCOL_VIOLATION")
+    );
+    assert!(matches!(
+        transport(TransportErrorCode::NO_ERROR),
+        SessionError::Lost(_)
+    ));
+    assert!(matches!(
+        lost(ConnectionError::TimedOut),
+        SessionError::Lost(_)
+    ));
 }
