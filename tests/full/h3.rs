@@ -364,3 +364,50 @@ connections = 2
         assert!(u(&j["requests"]["completed"]) > 0);
     }
 }
+
+#[test]
+fn responses_are_checked_over_http3_as_over_http2() {
+    let Some(caddy) = Caddy::start("checks") else {
+        return;
+    };
+    let load = ["-c", "2", "--streams", "8", "-n", "300"];
+    let pass = [
+        "--expect-status",
+        "200",
+        "--expect-header",
+        "content-type: text/plain; charset=utf-8",
+        "--expect-body-contains",
+        ".",
+        "--expect-body-regex",
+        "^\\.$",
+        "--expect-size",
+        "1",
+    ];
+    let (code, r, text) = run(
+        &caddy.url(),
+        &cacert(&caddy),
+        &[&load[..], &pass].concat(),
+        &caddy.dir,
+    );
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(u(&r["requests"]["completed"]), 300, "{text}");
+    assert_eq!(u(&r["requests"]["failed_checks"]), 0, "{}", r["checks"]);
+    let fail = [
+        "--expect-header",
+        "x-missing",
+        "--expect-body-contains",
+        "nope",
+    ];
+    let (code, r, text) = run(
+        &caddy.url(),
+        &cacert(&caddy),
+        &[&load[..], &fail].concat(),
+        &caddy.dir,
+    );
+    assert_eq!(code, 1, "the implied checks<=1% breaks: {text}");
+    assert_eq!(u(&r["requests"]["failed_checks"]), 300, "{}", r["checks"]);
+    assert_eq!(u(&r["checks"]["header"]), 300, "{}", r["checks"]);
+    assert_eq!(u(&r["checks"]["body_contains"]), 300, "{}", r["checks"]);
+    assert_eq!(u(&r["requests"]["errors"]), 0, "{text}");
+    assert_eq!(caddy.h3_logged(), 600);
+}

@@ -75,7 +75,7 @@ fn caddy_answers_every_request_on_concurrent_streams() {
     let request = Bytes::from(request);
     let (mut ok, mut body) = (0, 0);
     for _ in 0..25 {
-        let opened = (0..8).filter_map(|_| s.open_stream(&request)).count();
+        let opened = (0..8).filter_map(|_| s.open_stream(&request, None)).count();
         assert_eq!(opened, 8);
         let events = drive(&mut s, &mut ep, |_, e| {
             e.iter()

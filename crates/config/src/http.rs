@@ -69,8 +69,7 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
 
 /// `--http3` and what it cannot be combined with yet: a proxy (QUIC is UDP; a CONNECT tunnel
 /// carries TCP), a Unix socket, pipelining (HTTP/1.1's), io_uring (HTTP/3 runs on epoll), and
-/// the request and response features HTTP/3 does not carry in this version: requests files,
-/// response checks and `--verify`.
+/// the request features HTTP/3 does not carry in this version: requests files and `--verify`.
 fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
     // The message names the other flag: `--http3: cannot be combined with -x/--proxy: …`.
     let with = |on: bool, flag: Flag, why: &str| -> Result<(), ConfigError> {
@@ -121,16 +120,6 @@ fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
         a.verify,
         Flag::Verify,
         "HTTP/3 runs are not verified before the load in this version",
-    )?;
-    let checks = a.expect_status.is_some()
-        || !a.expect_body_contains.is_empty()
-        || a.expect_body_regex.is_some()
-        || !a.expect_header.is_empty()
-        || a.expect_size.is_some();
-    with(
-        checks,
-        Flag::ExpectStatus,
-        "HTTP/3 responses are not checked in this version (--expect-*)",
     )?;
     Ok(HttpVersion::H3)
 }
@@ -249,7 +238,7 @@ mod tests {
 
     #[test]
     fn http3_names_what_it_cannot_be_combined_with() {
-        let cases: [(&[&str], &str); 11] = [
+        let cases: [(&[&str], &str); 10] = [
             (&["http://a/", "--http3"], "--http3: needs an https:// URL"),
             (&["https://a/", "--0rtt"], "--0rtt: needs --http3"),
             (
@@ -279,10 +268,6 @@ mod tests {
             (
                 &["https://a/", "--http3", "--verify"],
                 "cannot be combined with --verify",
-            ),
-            (
-                &["https://a/", "--http3", "--expect-status", "200"],
-                "(--expect-*)",
             ),
             (
                 &["https://a/", "--http3", "--no-keepalive", "--streams", "2"],

@@ -4,6 +4,8 @@
 //! failed. Bounded: a substring is found across reads with a carry of its own length minus
 //! one, never by keeping the body.
 
+pub(crate) mod watch;
+
 use memchr::memmem;
 
 use super::response::ResponseObserver;

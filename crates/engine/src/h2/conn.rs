@@ -14,8 +14,9 @@ use std::sync::Arc;
 use loona_hpack::Decoder;
 
 use super::frame::{self, code, flags, setting, Header, Kind, HEADER_LEN};
-use crate::check::{CheckState, Watch};
-use crate::response::ResponseObserver;
+pub use crate::check::watch::Recorded;
+use crate::check::watch::StreamWatch;
+use crate::check::CheckState;
 use volley_plan::workload::Checks;
 
 /// What the server said or did, in the order it arrived.
@@ -160,73 +161,6 @@ struct Stream {
     received: u64,
     /// Its response's header and body checks, as they are read (`None`: none to read).
     watch: Option<Box<StreamWatch>>,
-}
-
-/// A stream's header and body checks while its response arrives: the fields of its final
-/// head, and its body only as far as the checks need (bounded like HTTP/1.1's,
-/// [`crate::check`]).
-#[derive(Debug)]
-struct StreamWatch {
-    checks: Arc<Checks>,
-    state: CheckState,
-    /// What a lone request shows of its response (`--verify`), when it is kept.
-    record: Option<Recorded>,
-}
-
-/// The head's fields and the body's first bytes of a response, as `--verify` shows them
-/// (`H2Conn::open_stream_recorded`, `H2Conn::take_recorded`).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Recorded {
-    /// The final head's fields (not the pseudo-headers), as sent.
-    pub fields: Vec<(String, Vec<u8>)>,
-    /// The body's first bytes, at most the number asked for.
-    pub body: Vec<u8>,
-    keep: usize,
-}
-
-impl StreamWatch {
-    /// A watch when `checks` read headers or the body (status and size need none).
-    fn of(checks: Option<Arc<Checks>>) -> Option<Box<StreamWatch>> {
-        let checks = checks.filter(|c| c.needs_headers() || c.needs_body())?;
-        let mut state = CheckState::default();
-        state.reset(&checks);
-        Some(Box::new(StreamWatch {
-            checks,
-            state,
-            record: None,
-        }))
-    }
-
-    /// Whether the fields of the head are read.
-    fn reads_fields(&self) -> bool {
-        self.checks.needs_headers() || self.record.is_some()
-    }
-
-    /// The final head's field `name: value`.
-    fn field(&mut self, name: &str, value: &[u8]) {
-        self.watch().header(name, value);
-        if let Some(r) = self.record.as_mut() {
-            r.fields.push((name.to_string(), value.to_vec()));
-        }
-    }
-
-    /// Body bytes.
-    fn body(&mut self, bytes: &[u8]) {
-        if self.checks.needs_body() {
-            self.watch().body(bytes);
-        }
-        if let Some(r) = self.record.as_mut() {
-            let room = r.keep.saturating_sub(r.body.len());
-            r.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        }
-    }
-
-    fn watch(&mut self) -> Watch<'_> {
-        Watch {
-            state: &mut self.state,
-            checks: &self.checks,
-        }
-    }
 }
 
 /// A response's declared content length, checked against its DATA.

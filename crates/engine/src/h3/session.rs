@@ -6,6 +6,7 @@
 //! by every stream ([`Bytes`]: quinn sends them without a copy).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -13,12 +14,14 @@ use quinn_proto::{
     ConnectionError, Dir, Event as QuicEvent, ReadError, StreamEvent, StreamId, TransportErrorCode,
     VarInt,
 };
+use volley_plan::workload::Checks;
 
 use super::control::{PeerStreams, UniEvent, UniKind, UniStream};
 use super::error::Code;
 use super::frame::ClientSettings;
 use super::response::{Event as ResponseEvent, Limits, ResponseParser};
 use super::H3Error;
+use crate::check::watch::StreamWatch;
 use crate::h2::conn::Event;
 use crate::quic::conn::QuicConn;
 
@@ -59,6 +62,8 @@ struct Request {
     id: StreamId,
     parser: ResponseParser,
     unsent: Option<Bytes>,
+    /// Its response's header and body checks, as they are read (`None`: none to read).
+    watch: Option<Box<StreamWatch>>,
 }
 
 /// An HTTP/3 connection.
@@ -182,8 +187,9 @@ impl H3Session {
 
     /// Opens a request stream carrying `request` (its frames, built once per run); the
     /// stream's number, or `None` when the server allows no more streams now (or is going
-    /// away). What QUIC cannot take yet goes as the stream becomes writable.
-    pub fn open_stream(&mut self, request: &Bytes) -> Option<u32> {
+    /// away). Its response is read for `checks` (header and body checks: [`Event::Checked`]).
+    /// What QUIC cannot take yet goes as the stream becomes writable.
+    pub fn open_stream(&mut self, request: &Bytes, checks: Option<Arc<Checks>>) -> Option<u32> {
         if !(self.connected || self.early) || self.going_away.is_some() {
             return None;
         }
@@ -191,13 +197,19 @@ impl H3Session {
         let stream = number(id);
         self.opened += 1;
         self.last_open = Some(Instant::now());
-        let parser = ResponseParser::new(self.limits, self.head_request);
+        let watch = StreamWatch::of(checks);
+        let limits = Limits {
+            keep_fields: watch.as_ref().is_some_and(|w| w.reads_fields()),
+            ..self.limits
+        };
+        let parser = ResponseParser::new(limits, self.head_request);
         self.requests.insert(
             stream,
             Request {
                 id,
                 parser,
                 unsent: Some(request.clone()),
+                watch,
             },
         );
         self.write_stream(stream);
@@ -336,15 +348,26 @@ impl H3Session {
             match chunks.next(READ_CHUNK) {
                 Ok(Some(chunk)) => {
                     self.received += chunk.bytes.len() as u64;
-                    let fed = r.parser.feed(&chunk.bytes, &mut |e| match e {
-                        ResponseEvent::Head(h) => on(Event::Head {
-                            stream,
-                            status: h.status,
-                        }),
-                        ResponseEvent::Data(d) => on(Event::Data {
-                            stream,
-                            len: d.len(),
-                        }),
+                    let Request { parser, watch, .. } = r;
+                    let fed = parser.feed(&chunk.bytes, &mut |e| match e {
+                        ResponseEvent::Head(h) => {
+                            if let Some(w) = watch.as_mut() {
+                                watch_fields(w, &h.fields);
+                            }
+                            on(Event::Head {
+                                stream,
+                                status: h.status,
+                            })
+                        }
+                        ResponseEvent::Data(d) => {
+                            if let Some(w) = watch.as_mut() {
+                                w.body(d);
+                            }
+                            on(Event::Data {
+                                stream,
+                                len: d.len(),
+                            })
+                        }
                         ResponseEvent::Interim { .. } | ResponseEvent::Trailers(_) => {}
                     });
                     if let Err(e) = fed {
@@ -370,8 +393,16 @@ impl H3Session {
         if outcome == Outcome::Pending {
             return;
         }
-        let id = r.id;
+        let (id, watch) = (r.id, r.watch.take());
         self.requests.remove(&stream);
+        if let (Outcome::Ended, Some(w)) = (&outcome, watch) {
+            let (failed, offered, _) = w.finish();
+            on(Event::Checked {
+                stream,
+                failed,
+                offered,
+            });
+        }
         on(match outcome {
             Outcome::Malformed(e) => {
                 // A stream error (RFC 9114 §4.1.2): the rest of the response is refused, so
@@ -549,3 +580,12 @@ fn number(id: StreamId) -> u32 {
 
 #[cfg(test)]
 mod tests;
+
+/// The final head's fields, to a stream's checks (names are lowercase ASCII in HTTP/3).
+fn watch_fields(w: &mut StreamWatch, fields: &[(Vec<u8>, Vec<u8>)]) {
+    for (name, value) in fields {
+        if let Ok(name) = std::str::from_utf8(name) {
+            w.field(name, value);
+        }
+    }
+}

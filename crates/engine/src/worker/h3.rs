@@ -177,6 +177,7 @@ impl Worker {
     /// open (their bytes are QUIC's to deliver from then on).
     pub(super) fn write_h3(&mut self, i: usize, now: u64) {
         let request = self.shared.h3_request.clone();
+        let checks = &self.shared.checks;
         let c = &mut self.conns[i];
         let early = c.h3.as_ref().is_some_and(|h| h.early());
         if c.state == ConnState::Open || early {
@@ -184,7 +185,7 @@ impl Worker {
             let mut opened = 0u64;
             while c.h2_queued > 0 {
                 let at = c.inflight.len() - c.h2_queued;
-                let Some(stream) = h3.open_stream(&request) else {
+                let Some(stream) = h3.open_stream(&request, checks.clone()) else {
                     break;
                 };
                 let r = &mut c.inflight[at];

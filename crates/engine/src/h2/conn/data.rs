@@ -152,11 +152,8 @@ impl H2Conn {
             _ => {
                 let stream = s.id;
                 if let Some(w) = self.open[i].watch.take() {
-                    let w = *w;
-                    let failed = w.state.content_failures(&w.checks);
-                    self.recorded = w.record;
-                    let journey = !w.checks.captures.is_empty() || w.checks.set_cookies;
-                    let offered = journey.then(|| Box::new(w.state));
+                    let (failed, offered, recorded) = w.finish();
+                    self.recorded = recorded;
                     on(Event::Checked {
                         stream,
                         failed,

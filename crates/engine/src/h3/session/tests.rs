@@ -99,7 +99,7 @@ fn setup(answer: Answer) -> (Server, Client, tempfile::TempDir) {
 #[test]
 fn a_response_becomes_head_data_and_end() {
     let (mut server, mut c, _dir) = setup(Answer::Ok);
-    let stream = c.s.open_stream(&get()).unwrap();
+    let stream = c.s.open_stream(&get(), None).unwrap();
     let events = c.run_until(&mut server, |_, e| ended(e) == 1);
     assert_eq!(
         events,
@@ -122,7 +122,9 @@ fn streams_share_the_connection_concurrently_and_one_after_another() {
     let request = get();
     let mut done = 0;
     for _ in 0..25 {
-        let opened: Vec<u32> = (0..8).filter_map(|_| c.s.open_stream(&request)).collect();
+        let opened: Vec<u32> = (0..8)
+            .filter_map(|_| c.s.open_stream(&request, None))
+            .collect();
         assert_eq!(opened.len(), 8);
         let events = c.run_until(&mut server, |_, e| ended(e) == 8);
         done += events
@@ -136,7 +138,7 @@ fn streams_share_the_connection_concurrently_and_one_after_another() {
 #[test]
 fn a_reset_stream_is_a_reset_with_its_code() {
     let (mut server, mut c, _dir) = setup(Answer::Reset(0x10c));
-    let stream = c.s.open_stream(&get()).unwrap();
+    let stream = c.s.open_stream(&get(), None).unwrap();
     let events = c.run_until(&mut server, |_, e| ended(e) == 1);
     assert_eq!(
         events,
@@ -150,7 +152,7 @@ fn a_reset_stream_is_a_reset_with_its_code() {
 #[test]
 fn data_before_the_head_is_a_malformed_response() {
     let (mut server, mut c, _dir) = setup(Answer::DataFirst);
-    let stream = c.s.open_stream(&get()).unwrap();
+    let stream = c.s.open_stream(&get(), None).unwrap();
     let events = c.run_until(&mut server, |_, e| ended(e) == 1);
     match &events[..] {
         [Event::Malformed { stream: s, reason }] => {
@@ -164,7 +166,7 @@ fn data_before_the_head_is_a_malformed_response() {
 #[test]
 fn a_cancelled_stream_is_forgotten() {
     let (mut server, mut c, _dir) = setup(Answer::Silent);
-    let stream = c.s.open_stream(&get()).unwrap();
+    let stream = c.s.open_stream(&get(), None).unwrap();
     c.run_until(&mut server, |_, _| server_has_it());
     assert!(c.s.cancel(stream));
     assert!(!c.s.cancel(stream), "once");
@@ -192,7 +194,7 @@ fn early_requests_are_answered_or_go_again_when_the_server_refuses_them() {
     // Accepted: the request goes before the handshake is done, and is answered.
     let mut c = Client::start(&server, &client);
     assert!(c.s.early());
-    assert!(c.s.open_stream(&get()).is_some());
+    assert!(c.s.open_stream(&get(), None).is_some());
     let events = c.run_until(&mut server, |_, e| ended(e) == 1);
     assert_eq!(c.s.zero_rtt(), Some(true), "{events:?}");
     assert!(!c.s.take_rejected());
@@ -204,13 +206,13 @@ fn early_requests_are_answered_or_go_again_when_the_server_refuses_them() {
     let mut other = server.sibling();
     let mut c = Client::start(&other, &client);
     assert!(c.s.early());
-    assert!(c.s.open_stream(&get()).is_some());
+    assert!(c.s.open_stream(&get(), None).is_some());
     c.run_until(&mut other, |s, _| s.connected());
     assert_eq!(c.s.zero_rtt(), Some(false));
     assert!(c.s.take_rejected() && !c.s.take_rejected());
     assert_eq!(c.s.open_streams(), 0);
     assert!(!c.s.quic.resumed());
-    assert!(c.s.open_stream(&get()).is_some());
+    assert!(c.s.open_stream(&get(), None).is_some());
     let events = c.run_until(&mut other, |_, e| ended(e) == 1);
     assert!(
         matches!(events.last(), Some(Event::End { .. })),
