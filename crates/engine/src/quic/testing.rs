@@ -26,6 +26,9 @@ pub enum Answer {
     Ok,
     /// Resets the stream with this code.
     Reset(u64),
+    /// As `Ok` as soon as the request stream has data, without waiting for its end, then
+    /// STOP_SENDING on the request side with this code.
+    OkThenStop(u64),
     /// DATA before HEADERS (H3_FRAME_UNEXPECTED for the client).
     DataFirst,
     /// Nothing: the stream stays open.
@@ -152,7 +155,11 @@ impl Server {
             }
         }
         for id in ready {
-            if read_all(c, id, self.requests.entry((h, id)).or_default()) {
+            let request = self.requests.entry((h, id)).or_default();
+            let seen = request.len();
+            let fin = read_all(c, id, request);
+            let early = matches!(self.answer, Answer::OkThenStop(_)) && seen == 0;
+            if fin || (early && !request.is_empty()) {
                 answer(c, id, self.answer);
                 self.answered += 1;
             }
@@ -202,6 +209,11 @@ fn answer(c: &mut quinn_proto::Connection, id: StreamId, how: Answer) {
             s.finish().unwrap();
         }
         Answer::Reset(code) => s.reset(VarInt::from_u64(code).unwrap()).unwrap(),
+        Answer::OkThenStop(code) => {
+            s.write(&[headers, data].concat()).unwrap();
+            s.finish().unwrap();
+            let _ = c.recv_stream(id).stop(VarInt::from_u64(code).unwrap());
+        }
         Answer::Silent => {}
     }
 }
