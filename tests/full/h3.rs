@@ -411,3 +411,67 @@ fn responses_are_checked_over_http3_as_over_http2() {
     assert_eq!(u(&r["requests"]["errors"]), 0, "{text}");
     assert_eq!(caddy.h3_logged(), 600);
 }
+
+/// The shipped protocols suite's HTTP/3 cells on the reference server that speaks it
+/// (`servers/rust`: hyper's router over quinn and h3 on its TLS port): `volley bench
+/// suites/protocols.toml --only rust --only h3 --only h3-streams`, each cell an HTTP/3 run of
+/// 1 KiB responses, every one a 200, no error.
+#[test]
+fn the_protocols_suites_h3_cells_run_on_the_rust_reference_server() {
+    if !common::on_path("cargo") {
+        common::skip("cargo is not on PATH (the rust reference server's build)");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Built first, within a build's time (the suite's build line then finds it up to date).
+    let build = common::limited(
+        Command::new("cargo")
+            .args(["build", "--release", "--locked", "--quiet"])
+            .current_dir(root.join("servers/rust")),
+        &["build"],
+        Duration::from_secs(900),
+    );
+    assert!(build.status.success(), "{}", common::output_text(&build));
+    let out = common::scratch("h3", "rust-suite").join("out");
+    let o = common::limited(
+        Command::new(env!("CARGO_BIN_EXE_volley"))
+            .args(["bench", "suites/protocols.toml", "--out"])
+            .arg(&out)
+            .args(["--only", "rust", "--only", "h3", "--only", "h3-streams"])
+            .current_dir(root),
+        &["bench"],
+        Duration::from_secs(180),
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let idx = common::checked_suite_index(&out);
+    let rows = idx["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{idx:#}");
+    for row in rows {
+        assert_eq!(row["status"], "ok", "{row:#}");
+        let r: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(row["path"].as_str().unwrap())).unwrap(),
+        )
+        .unwrap();
+        crate::quick::schema::assert_valid(&r, "the rust server's h3 RunResult");
+        assert_eq!(r["target"]["protocol"], "h3", "{row:#}");
+        assert_eq!(r["target"]["tls"]["alpn"], "h3", "{row:#}");
+        let streams = if row["scenario"] == "h3-streams" {
+            10
+        } else {
+            1
+        };
+        assert_eq!(
+            u(&r["target"]["quic"]["streams_per_connection"]),
+            streams,
+            "{row:#}"
+        );
+        let req = &r["requests"];
+        let done = u(&req["completed"]);
+        assert!(done > 0, "{row:#}");
+        assert_eq!(u(&req["errors"]), 0, "{}", r["errors"]);
+        assert_eq!(u(&r["status_codes"]["200"]), done, "{}", r["status_codes"]);
+        // Each response carries its 1 KiB body (and HTTP/3's frame and field bytes).
+        assert!(u(&r["bytes"]["received"]) >= done * 1024, "{}", r["bytes"]);
+    }
+}

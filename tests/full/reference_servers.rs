@@ -12,7 +12,8 @@
 //! blocks no other).
 //!
 //! `reference_servers_under_volleys_http2` runs volley's own HTTP/2 (`volley run --http2`,
-//! `--h2c`) against the same servers.
+//! `--h2c`) against the same servers, `reference_servers_under_volleys_http3` its HTTP/3
+//! (`--http3`) against those whose `protocols` list h3.
 //!
 //! It needs the toolchains (go, node, python3, javac/java, mvn, cargo, nginx with the echo
 //! module; `servers/install.sh` installs what is missing, `scripts/install-test-deps.sh` Maven),
@@ -305,6 +306,118 @@ fn reference_servers_under_volleys_http2() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// volley's HTTP/3 against every reference server whose `protocols` list h3 (rust's): started
+/// as for an h3 cell (with the certificate, up once it answers over HTTPS), then `volley run
+/// --http3` on each endpoint of the contract over the same port's UDP side.
+#[test]
+fn reference_servers_under_volleys_http3() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let logs = tempfile::tempdir().expect("tempdir");
+    let tls = make_tls(logs.path());
+    let h3: Vec<RefServer> = servers()
+        .into_iter()
+        .filter(|s| s.protocols.contains(&Protocol::H3))
+        .collect();
+    let names: Vec<&str> = h3.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["rust"], "the reference servers that speak HTTP/3");
+    let mut failures = Vec::new();
+    for s in &h3 {
+        let dir = root.join(&s.dir);
+        let log = logs.path().join(format!("{}-build.log", s.name));
+        let outcome = build(s, &dir, &log).and_then(|_| {
+            check_server(s, &dir, logs.path(), &tls, Run::Https, &|port| {
+                volley_h3(port, &tls)
+            })
+            .map_err(|e| format!("volley over h3: {e}"))
+        });
+        match outcome {
+            Ok(()) => eprintln!("[{}] volley over h3: the contract's answers", s.name),
+            Err(e) => {
+                eprintln!("[{}] FAILED: {e}", s.name);
+                failures.push(format!("{}: {e}", s.name));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// `volley run URL --http3 EXTRA…` against `127.0.0.1:port`: its RunResult and how long it took.
+fn volley_h3_run(
+    port: u16,
+    tls: &Tls,
+    path: &str,
+    extra: &[&str],
+) -> Result<(serde_json::Value, Duration), String> {
+    let url = format!("https://127.0.0.1:{port}{path}");
+    let t = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(["run", &url, "--http3"])
+        .arg("--cacert")
+        .arg(&tls.cert)
+        .args(["--json", "-", "--quiet"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run volley: {e}"))?;
+    let took = t.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let what = format!("volley run {url} --http3 {}", extra.join(" "));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{what}: {} ({e}); stderr: {stderr}", out.status))?;
+    let errors = r["requests"]["errors"].as_u64();
+    if r["target"]["protocol"] != "h3" || errors != Some(0) {
+        return Err(format!(
+            "{what}: protocol {}, {:?} errors ({}); stderr: {stderr}",
+            r["target"]["protocol"], errors, r["errors"]
+        ));
+    }
+    Ok((r, took))
+}
+
+/// The contract over HTTP/3, as far as volley's RunResult shows it: every endpoint's status
+/// (GET /, /hello, /bytes, /delay; POST / with 1 KiB; 404 for an unknown path), a response's
+/// size for `/bytes?n=65536`, and `/delay` on 20 streams of one connection at once.
+fn volley_h3(port: u16, tls: &Tls) -> Result<(), String> {
+    let n = ["-n", "100", "-c", "2", "--streams", "5"];
+    let cases: [(&str, &[&str], &str); 5] = [
+        ("/", &[], "200"),
+        ("/hello", &[], "200"),
+        ("/bytes?n=1024", &[], "200"),
+        ("/", &["--body-size", "1KiB"], "200"),
+        ("/no-such-path", &[], "404"),
+    ];
+    for (path, extra, status) in cases {
+        let (r, _) = volley_h3_run(port, tls, path, &[&n[..], extra].concat())?;
+        if r["status_codes"][status].as_u64() != Some(100) {
+            return Err(format!(
+                "{path} {extra:?}: status codes {}, want 100 × {status}",
+                r["status_codes"]
+            ));
+        }
+    }
+    // 10 responses of 64 KiB: each within its body and HTTP/3's frame and field bytes.
+    let (r, _) = volley_h3_run(port, tls, "/bytes?n=65536", &["-n", "10", "-c", "1"])?;
+    let per = r["bytes"]["received"].as_u64().unwrap_or(0) / 10;
+    if !(65536..65536 + 256).contains(&per) {
+        return Err(format!("/bytes?n=65536: {per} bytes received per response"));
+    }
+    // 20 requests of /delay?ms=300 on 20 streams of one connection: together, not one by one
+    // (6 s).
+    let (r, took) = volley_h3_run(
+        port,
+        tls,
+        "/delay?ms=300",
+        &["-n", "20", "-c", "1", "--streams", "20"],
+    )?;
+    if r["status_codes"]["200"].as_u64() != Some(20) || took > Duration::from_secs(3) {
+        return Err(format!(
+            "/delay?ms=300 on 20 streams: {} in {took:.1?}, want 20 × 200 well under 6 s",
+            r["status_codes"]
+        ));
+    }
+    Ok(())
 }
 
 /// `volley run` in HTTP/2 (`run` is h2 or h2c) against the server on `port`: 400 requests of

@@ -53,8 +53,8 @@ fn every_shipped_suite_file_parses() {
 
 /// A reference server (a folder under `servers/`) speaks the same protocols in every suite,
 /// and the protocols suite runs each server in every protocol it speaks: h2 and h2c for the
-/// four stacks that have HTTP/2, HTTP/1.1 and HTTPS only for java and python, cleartext
-/// HTTP/1.1 only for the JVM servers jetty and netty (in seeds.toml only).
+/// four stacks that have HTTP/2, h3 too for rust, HTTP/1.1 and HTTPS only for java and
+/// python, cleartext HTTP/1.1 only for the JVM servers jetty and netty (in seeds.toml only).
 #[test]
 fn reference_servers_list_the_same_protocols_everywhere() {
     let mut seen: BTreeMap<String, (Vec<Protocol>, String)> = BTreeMap::new();
@@ -79,7 +79,7 @@ fn reference_servers_list_the_same_protocols_everywhere() {
     }
     let http1_only = [Protocol::Http1, Protocol::Https];
     let cleartext_http1 = [Protocol::Http1];
-    // The default: every protocol but HTTP/3, which no reference server speaks yet.
+    // The default: every protocol but HTTP/3, which only rust's server speaks.
     let all_but_h3: Vec<Protocol> = Protocol::ALL
         .iter()
         .copied()
@@ -89,6 +89,7 @@ fn reference_servers_list_the_same_protocols_everywhere() {
         let want: &[Protocol] = match dir.as_str() {
             "java" | "python" => &http1_only,
             "jetty" | "netty" => &cleartext_http1,
+            "rust" => Protocol::ALL,
             _ => &all_but_h3,
         };
         assert_eq!(protocols, want, "servers/{dir}");
@@ -102,14 +103,26 @@ fn reference_servers_list_the_same_protocols_everywhere() {
         .iter()
         .flat_map(|s| s.cells.iter().map(|c| c.protocol))
         .collect();
-    // (HTTP/3 cells wait for a reference server that speaks it: tests/full/h3.rs runs one
-    // against Caddy meanwhile.)
-    for p in all_but_h3.iter() {
+    for p in Protocol::ALL.iter() {
         assert!(
             used.contains(p),
             "protocols.toml has no {} cell",
             p.as_str()
         );
+    }
+    // Each of its servers runs in every protocol it speaks.
+    for s in &suite.servers {
+        for p in &s.protocols {
+            assert!(
+                suite
+                    .scenarios
+                    .iter()
+                    .any(|sc| sc.cells.iter().any(|c| c.protocol == *p)),
+                "protocols.toml runs {} in no {} cell",
+                s.name,
+                p.as_str()
+            );
+        }
     }
 }
 

@@ -423,11 +423,15 @@ impl H3Session {
     }
 
     /// The server asked volley to stop sending `stream`'s request: it will not read the rest
-    /// (H3_NO_ERROR with a complete response is allowed; the response decides).
+    /// (H3_NO_ERROR with a complete response is allowed; the response decides). A code HTTP/3
+    /// does not define counts as H3_NO_ERROR (RFC 9114 §8.1, §9): quinn, for one, sends
+    /// STOP_SENDING with 0 when a server drops a request stream it did not read to its end,
+    /// as a GET's handler does. Only an HTTP/3 error code ends the request as a reset.
     fn stopped(&mut self, stream: u32, code: VarInt, on: &mut impl FnMut(Event)) {
         if let Some(r) = self.requests.get_mut(&stream) {
             r.unsent = None;
-            if code.into_inner() != Code::NoError.value() {
+            let error = Code::from_value(code.into_inner()).filter(|c| *c != Code::NoError);
+            if error.is_some() {
                 self.requests.remove(&stream);
                 on(Event::Reset {
                     stream,

@@ -275,7 +275,13 @@ impl Server {
         let muted = self.muted();
         let p = &mut self.conns[k];
         let key = (p.h, id);
-        if !read_all(&mut p.c, id, self.requests.entry(key).or_default()) {
+        let request = self.requests.entry(key).or_default();
+        let seen = request.len();
+        let fin = read_all(&mut p.c, id, request);
+        // OkThenStop answers the request's first bytes, not its end.
+        let early = matches!(self.answer, Answer::OkThenStop(_)) && seen == 0;
+        let ready = fin || (early && !request.is_empty());
+        if !ready {
             return;
         }
         self.requests.remove(&key);

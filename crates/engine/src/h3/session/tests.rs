@@ -149,6 +149,49 @@ fn a_reset_stream_is_a_reset_with_its_code() {
     );
 }
 
+/// A POST of 4 MiB: HEADERS and DATA, more than the server's flow control lets through at
+/// once, so the request is still being sent when the server answers and stops it.
+fn post() -> Bytes {
+    let section = qpack::encode_request("POST", "https", "localhost", "/", &[], Some(4 << 20));
+    let mut out = Vec::new();
+    crate::h3::frame::headers(&section, &mut out);
+    crate::h3::frame::data(&vec![b'x'; 4 << 20], &mut out);
+    Bytes::from(out)
+}
+
+#[test]
+fn stop_sending_with_a_code_http3_does_not_define_leaves_the_response_complete() {
+    // 0: what quinn sends when a server drops a request stream it did not read to its end.
+    for code in [0, 0x100, 0x21] {
+        let (mut server, mut c, _dir) = setup(Answer::OkThenStop(code));
+        let stream = c.s.open_stream(&post(), None).unwrap();
+        let events = c.run_until(&mut server, |_, e| ended(e) == 1);
+        assert_eq!(
+            events.last(),
+            Some(&Event::End { stream }),
+            "{code:#x}: {events:?}"
+        );
+        assert!(
+            events.contains(&Event::Data { stream, len: 1 }),
+            "{code:#x}: {events:?}"
+        );
+    }
+}
+
+#[test]
+fn stop_sending_with_an_http3_error_code_is_a_reset() {
+    let (mut server, mut c, _dir) = setup(Answer::OkThenStop(0x10b));
+    let stream = c.s.open_stream(&post(), None).unwrap();
+    let events = c.run_until(&mut server, |_, e| ended(e) == 1);
+    assert!(
+        events.contains(&Event::Reset {
+            stream,
+            code: 0x10b
+        }),
+        "{events:?}"
+    );
+}
+
 #[test]
 fn data_before_the_head_is_a_malformed_response() {
     let (mut server, mut c, _dir) = setup(Answer::DataFirst);

@@ -11,6 +11,9 @@ pub enum Answer {
     Ok,
     /// Resets the stream with this code.
     Reset(u64),
+    /// As `Ok` as soon as the request stream has data, without waiting for its end, then
+    /// STOP_SENDING on the request side with this code.
+    OkThenStop(u64),
     /// DATA before HEADERS (H3_FRAME_UNEXPECTED for the client).
     DataFirst,
     /// Nothing: the stream stays open.
@@ -45,6 +48,10 @@ pub(super) fn answer(c: &mut Connection, id: StreamId, how: Answer) -> Option<Fl
     let (start, endless) = match how {
         Answer::Ok | Answer::CloseAfter { .. } => ([HEADERS_200, DATA_DOT].concat(), None),
         Answer::DataFirst => ([DATA_DOT, HEADERS_200].concat(), None),
+        Answer::OkThenStop(code) => {
+            let _ = c.recv_stream(id).stop(VarInt::from_u64(code).unwrap());
+            ([HEADERS_200, DATA_DOT].concat(), None)
+        }
         Answer::Reset(code) => {
             c.send_stream(id)
                 .reset(VarInt::from_u64(code).unwrap())
