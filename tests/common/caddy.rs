@@ -24,8 +24,15 @@ impl Drop for Caddy {
 }
 
 impl Caddy {
-    /// Caddy in a scratch folder named `name`; `None` (a counted skip) without `caddy`.
+    /// Caddy in a scratch folder named `name`, answering `.` to every request; `None` (a
+    /// counted skip) without `caddy`.
     pub fn start(name: &str) -> Option<Caddy> {
+        Caddy::start_with(name, "respond \".\" 200")
+    }
+
+    /// [`Caddy::start`] with `handler` (a Caddyfile directive such as `reverse_proxy
+    /// 127.0.0.1:8080`) for every request.
+    pub fn start_with(name: &str, handler: &str) -> Option<Caddy> {
         if !super::on_path("caddy") {
             super::skip("caddy is not installed (scripts/install-test-deps.sh installs it)");
             return None;
@@ -38,7 +45,7 @@ impl Caddy {
         let d = dir.display();
         let conf = format!(
             "{{\n\tadmin off\n\tauto_https off\n\tstorage file_system {d}/storage\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
-             https://localhost:{port} {{\n\tbind 127.0.0.1\n\ttls {d}/cert.pem {d}/key.pem\n\tlog {{\n\t\toutput file {d}/access.log\n\t}}\n\trespond \".\" 200\n}}\n"
+             https://localhost:{port} {{\n\tbind 127.0.0.1\n\ttls {d}/cert.pem {d}/key.pem\n\tlog {{\n\t\toutput file {d}/access.log\n\t}}\n\t{handler}\n}}\n"
         );
         std::fs::write(dir.join("Caddyfile"), conf).unwrap();
         let child = Command::new("caddy")

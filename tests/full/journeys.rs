@@ -1,6 +1,6 @@
-//! Journeys over HTTP/2 (docs/contract.md, "Journeys"): the login journey of
-//! `quick::journeys` through nginx speaking h2c (prior knowledge) and h2 over TLS, proxying to
-//! the in-process login app. With `--streams N` each of a connection's N stream slots is a
+//! Journeys over HTTP/2 and HTTP/3 (docs/contract.md, "Journeys"): the login journey of
+//! `quick::journeys` through nginx speaking h2c (prior knowledge) and h2 over TLS, and through
+//! Caddy speaking HTTP/3, proxying to the in-process login app. With `--streams N` each of a connection's N stream slots is a
 //! user: each logs in once, sends only its own token and session cookie, and a failed capture
 //! skips its dependents, as over HTTP/1.1.
 
@@ -10,6 +10,7 @@ use crate::quick::journeys::JOURNEY;
 
 use std::time::Duration;
 
+use common::caddy::Caddy;
 use common::volley_json;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -73,38 +74,66 @@ fn each_stream_slot_is_a_user_over_h2c_and_h2() {
             "h2c" => args.push("--h2c"),
             _ => args.extend(["--cacert", &f.cert]),
         }
-        let (code, j, err) = volley_json(&args, LIMIT);
-        assert_eq!(code, 0, "{protocol}: {err}");
-        assert_eq!(j["target"]["protocol"], protocol);
-        let t = app.tally();
-        assert_eq!(
-            t.logins.len(),
-            8,
-            "{protocol}: 2 connections × 4 streams: {:?}",
-            t.logins
-        );
-        assert!(
-            t.logins.values().all(|&n| n == 1),
-            "{protocol}: {:?}",
-            t.logins
-        );
-        assert_eq!(
-            (t.unauthorized, t.mixups, t.empty_tokens),
-            (0, 0, 0),
-            "{protocol}: {t:?}"
-        );
-        let cart = endpoint(&j, "cart")["requests"]["completed"]
-            .as_u64()
-            .unwrap();
-        assert!(cart > 500, "{protocol}: {cart}");
-        assert_eq!(
-            t.cookies_ok, cart,
-            "{protocol}: the session cookie went with every cart"
-        );
-        assert_eq!(j["journey"]["users_started"], 8, "{protocol}");
-        assert_eq!(j["requests"]["skipped"], 0, "{protocol}");
-        assert_eq!(j["checks"]["capture"], 0, "{protocol}");
+        users_each_logged_in_once(protocol, &args, &app);
     }
+}
+
+#[test]
+fn each_stream_slot_is_a_user_over_h3() {
+    let app = login::start();
+    let upstream = format!("reverse_proxy 127.0.0.1:{}", app.server.addr.port());
+    let Some(caddy) = Caddy::start_with("journey", &upstream) else {
+        return;
+    };
+    let file = tls::write(&caddy.dir, "journey.toml", JOURNEY);
+    let (url, cert) = (caddy.url(), caddy.cacert().display().to_string());
+    let mut args = vec![
+        "run",
+        &url,
+        "--http3",
+        "--cacert",
+        &cert,
+        "--requests-file",
+        &file,
+    ];
+    args.extend(["-c", "2", "-t", "1", "--streams", "4", "-n", "1500"]);
+    users_each_logged_in_once("h3", &args, &app);
+}
+
+/// Runs `args` (2 connections × 4 streams of the login journey) and checks that each of the 8
+/// stream slots was a user of its own, as over HTTP/1.1.
+fn users_each_logged_in_once(protocol: &str, args: &[&str], app: &login::LoginApp) {
+    let (code, j, err) = volley_json(args, LIMIT);
+    assert_eq!(code, 0, "{protocol}: {err}");
+    assert_eq!(j["target"]["protocol"], protocol);
+    let t = app.tally();
+    assert_eq!(
+        t.logins.len(),
+        8,
+        "{protocol}: 2 connections × 4 streams: {:?}",
+        t.logins
+    );
+    assert!(
+        t.logins.values().all(|&n| n == 1),
+        "{protocol}: {:?}",
+        t.logins
+    );
+    assert_eq!(
+        (t.unauthorized, t.mixups, t.empty_tokens),
+        (0, 0, 0),
+        "{protocol}: {t:?}"
+    );
+    let cart = endpoint(&j, "cart")["requests"]["completed"]
+        .as_u64()
+        .unwrap();
+    assert!(cart > 500, "{protocol}: {cart}");
+    assert_eq!(
+        t.cookies_ok, cart,
+        "{protocol}: the session cookie went with every cart"
+    );
+    assert_eq!(j["journey"]["users_started"], 8, "{protocol}");
+    assert_eq!(j["requests"]["skipped"], 0, "{protocol}");
+    assert_eq!(j["checks"]["capture"], 0, "{protocol}");
 }
 
 #[test]

@@ -69,7 +69,7 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
 
 /// `--http3` and what it cannot be combined with yet: a proxy (QUIC is UDP; a CONNECT tunnel
 /// carries TCP), a Unix socket, pipelining (HTTP/1.1's), io_uring (HTTP/3 runs on epoll), and
-/// the request features HTTP/3 does not carry in this version: requests files and `--verify`.
+/// `--verify`, which HTTP/3 does not carry in this version.
 fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
     // The message names the other flag: `--http3: cannot be combined with -x/--proxy: …`.
     let with = |on: bool, flag: Flag, why: &str| -> Result<(), ConfigError> {
@@ -110,11 +110,6 @@ fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
         a.io == Some(super::flags::IoFlag::Uring),
         Flag::Io,
         "HTTP/3 runs on epoll in this version",
-    )?;
-    with(
-        a.requests_file.is_some(),
-        Flag::RequestsFile,
-        "HTTP/3 carries the command line's one request in this version",
     )?;
     with(
         a.verify,
@@ -167,7 +162,7 @@ pub(super) fn h2_spec(a: &RunFlags, version: HttpVersion) -> Result<H2Spec, Conf
         }
         _ => {}
     }
-    let multiplexed = version.may_be_h2() || version == HttpVersion::H3;
+    let multiplexed = version.multiplexed();
     if a.no_keepalive && multiplexed && streams > 1 {
         return Err(ConfigError::conflict(
             Flag::Streams,

@@ -120,6 +120,12 @@ impl HttpVersion {
     pub fn may_be_h2(self) -> bool {
         !matches!(self, HttpVersion::Http1 | HttpVersion::H3)
     }
+
+    /// Whether requests may go as concurrent streams of a connection (`--streams`): HTTP/2
+    /// or HTTP/3.
+    pub fn multiplexed(self) -> bool {
+        self.may_be_h2() || self == HttpVersion::H3
+    }
 }
 
 /// HTTP/2 settings of a run that may speak it.

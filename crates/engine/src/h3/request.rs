@@ -34,6 +34,18 @@ pub fn for_mix(r: &MixRequest, ctx: &Context, https: bool, body_len: usize) -> V
     mix_with(r, ctx, https, body_len, encode_request)
 }
 
+/// The frames of one workload request for `ctx` with its rendered `body`: HEADERS with
+/// [`for_mix`]'s field section and, for a body, one DATA frame.
+pub fn frames_for_mix(r: &MixRequest, ctx: &Context, body: &[u8]) -> bytes::Bytes {
+    let section = for_mix(r, ctx, true, body.len());
+    let mut out = Vec::with_capacity(section.len() + body.len() + 16);
+    super::frame::headers(&section, &mut out);
+    if !body.is_empty() {
+        super::frame::data(body, &mut out);
+    }
+    out.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -190,6 +190,17 @@ impl H3Session {
     /// away). Its response is read for `checks` (header and body checks: [`Event::Checked`]).
     /// What QUIC cannot take yet goes as the stream becomes writable.
     pub fn open_stream(&mut self, request: &Bytes, checks: Option<Arc<Checks>>) -> Option<u32> {
+        self.open_stream_with(request, self.head_request, checks)
+    }
+
+    /// [`H3Session::open_stream`] for a request of its own kind: a HEAD when `head` (its
+    /// response has no content).
+    pub fn open_stream_with(
+        &mut self,
+        request: &Bytes,
+        head: bool,
+        checks: Option<Arc<Checks>>,
+    ) -> Option<u32> {
         if !(self.connected || self.early) || self.going_away.is_some() {
             return None;
         }
@@ -202,7 +213,7 @@ impl H3Session {
             keep_fields: watch.as_ref().is_some_and(|w| w.reads_fields()),
             ..self.limits
         };
-        let parser = ResponseParser::new(limits, self.head_request);
+        let parser = ResponseParser::new(limits, head);
         self.requests.insert(
             stream,
             Request {

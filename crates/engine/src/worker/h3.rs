@@ -10,6 +10,7 @@ use mio::unix::SourceFd;
 use mio::Interest;
 
 use super::failure::error_kind;
+use super::journey;
 use super::*;
 use crate::h3::response::Limits;
 use crate::h3::session::{H3Session, SessionError};
@@ -176,31 +177,78 @@ impl Worker {
     /// allows, then sends what QUIC has. The requests count as written as their streams
     /// open (their bytes are QUIC's to deliver from then on).
     pub(super) fn write_h3(&mut self, i: usize, now: u64) {
-        let request = self.shared.h3_request.clone();
-        let checks = &self.shared.checks;
-        let c = &mut self.conns[i];
+        let c = &self.conns[i];
         let early = c.h3.as_ref().is_some_and(|h| h.early());
         if c.state == ConnState::Open || early {
-            let Some(h3) = c.h3.as_mut() else { return };
-            let mut opened = 0u64;
-            while c.h2_queued > 0 {
-                let at = c.inflight.len() - c.h2_queued;
-                let Some(stream) = h3.open_stream(&request, checks.clone()) else {
-                    break;
-                };
-                let r = &mut c.inflight[at];
-                r.stream = stream;
-                r.stream_pos = c.write_end + opened * request.len() as u64;
-                c.h2_queued -= 1;
-                opened += 1;
-            }
-            if opened > 0 {
-                let n = opened * request.len() as u64;
-                c.write_end += n;
+            let n = if self.shared.mix.is_some() {
+                self.open_mix_h3(i)
+            } else {
+                self.open_h3(i)
+            };
+            if n > 0 {
+                self.conns[i].write_end += n;
                 self.wrote(i, n as usize, now);
             }
         }
         self.transmit_h3(i, now);
+    }
+
+    /// Opens streams with the run's request for the requests waiting on connection `i`; the
+    /// bytes they carry.
+    fn open_h3(&mut self, i: usize) -> u64 {
+        let request = &self.shared.h3_request;
+        let checks = &self.shared.checks;
+        let c = &mut self.conns[i];
+        let Some(h3) = c.h3.as_mut() else { return 0 };
+        let mut n = 0u64;
+        while c.h2_queued > 0 {
+            let Some(stream) = h3.open_stream(request, checks.clone()) else {
+                break;
+            };
+            let at = c.inflight.len() - c.h2_queued;
+            let r = &mut c.inflight[at];
+            r.stream = stream;
+            r.stream_pos = c.write_end + n;
+            c.h2_queued -= 1;
+            n += request.len() as u64;
+        }
+        n
+    }
+
+    /// `--requests-file`: each waiting request opens its stream with its own frames (its
+    /// field section and body rendered for it; QPACK's static table and literals, as the run's
+    /// request); the bytes they carry.
+    fn open_mix_h3(&mut self, i: usize) -> u64 {
+        let Some(mix) = self.shared.mix.clone() else {
+            return 0;
+        };
+        let mut n = 0u64;
+        loop {
+            let c = &self.conns[i];
+            if c.h2_queued == 0 || c.h3.is_none() {
+                return n;
+            }
+            let at = c.inflight.len() - c.h2_queued;
+            let req = c.inflight[at];
+            let r = &mix.requests[req.entry as usize];
+            self.journey_cookie(i, &req);
+            let ids = (self.id, self.shared.threads);
+            let ctx =
+                journey::context_for(ids, &mix, i, &req, self.users.as_ref(), &self.cookie_buf);
+            let body = r.body_for(&ctx);
+            let frames = crate::h3::request::frames_for_mix(r, &ctx, &body);
+            let c = &mut self.conns[i];
+            let h3 = c.h3.as_mut().expect("checked above");
+            let Some(stream) = h3.open_stream_with(&frames, r.head_request, r.checks.clone())
+            else {
+                return n;
+            };
+            let r = &mut c.inflight[at];
+            r.stream = stream;
+            r.stream_pos = c.write_end + n;
+            c.h2_queued -= 1;
+            n += frames.len() as u64;
+        }
     }
 
     /// Sends what connection `i`'s QUIC has to send (the rest when the socket is writable).

@@ -21,7 +21,7 @@ pub(super) fn journey_users(shared: &Shared, slots: usize) -> Option<Users> {
         // Each arrival is a new user, made when it comes (and reused once gone).
         return Some(Users::new(0, 1, vars));
     }
-    let streams = if shared.http.may_be_h2() {
+    let streams = if shared.http.multiplexed() {
         shared.streams
     } else {
         1
