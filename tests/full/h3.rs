@@ -475,3 +475,32 @@ fn the_protocols_suites_h3_cells_run_on_the_rust_reference_server() {
         assert!(u(&r["bytes"]["received"]) >= done * 1024, "{}", r["bytes"]);
     }
 }
+
+#[test]
+fn verify_sends_one_request_over_http3_before_the_load() {
+    let Some(caddy) = Caddy::start("verify") else {
+        return;
+    };
+    let good = ["--verify", "-n", "10", "--expect-header", "server"];
+    let (code, r, text) = run(&caddy.url(), &cacert(&caddy), &good, &caddy.dir);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("verify GET /: GET / HTTP/3\n"), "{text}");
+    assert!(text.contains("\n  200 · 1 body bytes\n"), "{text}");
+    assert!(text.contains("\n  server: Caddy"), "{text}");
+    assert!(
+        text.contains("\n  body: \".\"\n  checks passed\n"),
+        "{text}"
+    );
+    assert_eq!(u(&r["requests"]["completed"]), 10, "{text}");
+    assert_eq!(
+        caddy.h3_logged(),
+        11,
+        "the verified request and the load's ten"
+    );
+    // A check the response fails stops the run before the load: one more request.
+    let bad = ["--verify", "-n", "10", "--expect-body-contains", "nope"];
+    let (code, _, text) = run(&caddy.url(), &cacert(&caddy), &bad, &caddy.dir);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("  FAILED: body_contains\n"), "{text}");
+    assert_eq!(caddy.h3_logged(), 12);
+}

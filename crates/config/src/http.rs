@@ -68,8 +68,8 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
 }
 
 /// `--http3` and what it cannot be combined with yet: a proxy (QUIC is UDP; a CONNECT tunnel
-/// carries TCP), a Unix socket, pipelining (HTTP/1.1's), io_uring (HTTP/3 runs on epoll), and
-/// `--verify`, which HTTP/3 does not carry in this version.
+/// carries TCP), a Unix socket, pipelining (HTTP/1.1's), HTTP/2's window and io_uring (HTTP/3
+/// runs on epoll).
 fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
     // The message names the other flag: `--http3: cannot be combined with -x/--proxy: …`.
     let with = |on: bool, flag: Flag, why: &str| -> Result<(), ConfigError> {
@@ -110,11 +110,6 @@ fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
         a.io == Some(super::flags::IoFlag::Uring),
         Flag::Io,
         "HTTP/3 runs on epoll in this version",
-    )?;
-    with(
-        a.verify,
-        Flag::Verify,
-        "HTTP/3 runs are not verified before the load in this version",
     )?;
     Ok(HttpVersion::H3)
 }
@@ -233,7 +228,7 @@ mod tests {
 
     #[test]
     fn http3_names_what_it_cannot_be_combined_with() {
-        let cases: [(&[&str], &str); 10] = [
+        let cases: [(&[&str], &str); 9] = [
             (&["http://a/", "--http3"], "--http3: needs an https:// URL"),
             (&["https://a/", "--0rtt"], "--0rtt: needs --http3"),
             (
@@ -259,10 +254,6 @@ mod tests {
             (
                 &["https://a/", "--http3", "--io", "uring"],
                 "cannot be combined with --io",
-            ),
-            (
-                &["https://a/", "--http3", "--verify"],
-                "cannot be combined with --verify",
             ),
             (
                 &["https://a/", "--http3", "--no-keepalive", "--streams", "2"],

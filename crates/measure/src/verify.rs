@@ -1,6 +1,7 @@
 //! `--verify`: before any load, each request (each of a requests file, or the one of the
 //! flags) goes once, on a fresh connection of its own in the protocol the run speaks there
-//! (HTTP/1.1, or HTTP/2 with `--h2c` or when TLS chooses `h2`), and what came back is shown — status, headers, the first bytes of the body —
+//! (HTTP/1.1, HTTP/2 with `--h2c` or when TLS chooses `h2`, HTTP/3 with `--http3`), and what
+//! came back is shown — status, headers, the first bytes of the body —
 //! with its checks. A request that fails a check, answers 400 or more (when no status is
 //! expected), or gets no response stops the run before the load: nobody benchmarks a 404 page
 //! by mistake (TechEmpower's verify step).
@@ -10,7 +11,9 @@ use std::sync::Arc;
 use volley_config::RunConfig;
 use volley_engine::check::{self, CheckState, Watch};
 use volley_engine::h2::request as h2_request;
-use volley_engine::probe::session::H2Request;
+use volley_engine::h3::request as h3_request;
+use volley_engine::probe::h3::{exchange_h3, H3Request};
+use volley_engine::probe::session::{H2Answer, H2Request};
 use volley_engine::probe::Probe;
 use volley_engine::response::ResponseObserver;
 use volley_engine::transport::Endpoint;
@@ -99,6 +102,7 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
                 r.render_http1(&ctx, &mut bytes, &mut Vec::new());
                 let body = r.body_for(&ctx);
                 let block = h2_request::for_mix(&r, &ctx, https, body.len());
+                let h3 = h3_request::frames_for_mix(&r, &ctx, &body);
                 let label = match e.endpoint {
                     Some(n) => w.endpoints[n as usize].clone(),
                     None => format!(
@@ -115,6 +119,7 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
                         body,
                         head: r.head_request,
                     },
+                    h3,
                 };
                 out.push(one(route, load, &req, &strict(&e.checks)).0);
             }
@@ -130,6 +135,7 @@ pub fn verify(cfg: &RunConfig, route: &Route, seed: u64) -> Vec<Verified> {
                     body: Arc::clone(&load.body),
                     head: t.is_head(),
                 },
+                h3: h3_request::frames_for_spec(load).into(),
             };
             out.push(one(route, load, &req, &strict(&load.checks)).0);
         }
@@ -143,6 +149,8 @@ pub(crate) struct Lone<'a> {
     pub(crate) label: String,
     pub(crate) http1: &'a [u8],
     pub(crate) h2: H2Request<'a>,
+    /// Its HTTP/3 frames (`--http3`).
+    pub(crate) h3: bytes::Bytes,
 }
 
 /// The checks as `--verify` applies them: without an expected status, 400 and more fail.
@@ -173,35 +181,35 @@ pub(crate) fn one(
         error: None,
     };
     let timeout = load.timeout;
+    if let (Some(client), Endpoint::Tcp(addr)) = (&route.quic, &route.endpoint) {
+        v.request_line = line_of(req.http1, "HTTP/3");
+        let h3 = H3Request {
+            frames: &req.h3,
+            head: req.h2.head,
+        };
+        let answer = exchange_h3(
+            client,
+            *addr,
+            &h3,
+            Arc::new(checks.clone()),
+            SHOWN_BODY_BYTES,
+            timeout,
+        );
+        return answer_of(v, checks, answer);
+    }
     let (mut probe, h2) = match connect(route, load) {
         Ok(c) => c,
         Err(e) => {
-            v.request_line = line_of(req.http1, false);
+            v.request_line = line_of(req.http1, "HTTP/1.1");
             v.error = Some(e);
             return (v, None);
         }
     };
-    v.request_line = line_of(req.http1, h2);
+    v.request_line = line_of(req.http1, if h2 { "HTTP/2" } else { "HTTP/1.1" });
     if h2 {
         let answer =
             probe.exchange_h2(&req.h2, Arc::new(checks.clone()), SHOWN_BODY_BYTES, timeout);
-        match answer {
-            Ok(a) => {
-                v.status = a.status;
-                v.body_bytes = a.body_bytes;
-                v.failed = check::failed_with(checks, a.status, a.body_bytes, a.content_failed);
-                v.headers = a
-                    .recorded
-                    .fields
-                    .into_iter()
-                    .map(|(n, val)| (n, String::from_utf8_lossy(&val).into_owned()))
-                    .collect();
-                v.body = a.recorded.body;
-                return (v, a.offered.map(|b| *b));
-            }
-            Err(e) => v.error = Some(e),
-        }
-        return (v, None);
+        return answer_of(v, checks, answer);
     }
     let mut state = CheckState::default();
     state.reset(checks);
@@ -231,11 +239,39 @@ pub(crate) fn one(
     }
 }
 
-/// The request line shown: HTTP/1.1's as written, or the same words with `HTTP/2`.
-fn line_of(http1: &[u8], h2: bool) -> String {
+/// What a multiplexed protocol's exchange (HTTP/2's or HTTP/3's) showed of the response, and
+/// what it offered a journey.
+fn answer_of(
+    mut v: Verified,
+    checks: &Checks,
+    answer: Result<H2Answer, String>,
+) -> (Verified, Option<CheckState>) {
+    match answer {
+        Ok(a) => {
+            v.status = a.status;
+            v.body_bytes = a.body_bytes;
+            v.failed = check::failed_with(checks, a.status, a.body_bytes, a.content_failed);
+            v.headers = a
+                .recorded
+                .fields
+                .into_iter()
+                .map(|(n, val)| (n, String::from_utf8_lossy(&val).into_owned()))
+                .collect();
+            v.body = a.recorded.body;
+            (v, a.offered.map(|b| *b))
+        }
+        Err(e) => {
+            v.error = Some(e);
+            (v, None)
+        }
+    }
+}
+
+/// The request line shown: HTTP/1.1's as written, with `version` in its place.
+fn line_of(http1: &[u8], version: &str) -> String {
     let line = String::from_utf8_lossy(http1.split(|b| *b == b'\r').next().unwrap_or(&[]));
-    match line.strip_suffix(" HTTP/1.1").filter(|_| h2) {
-        Some(start) => format!("{start} HTTP/2"),
+    match line.strip_suffix(" HTTP/1.1") {
+        Some(start) => format!("{start} {version}"),
         None => line.into_owned(),
     }
 }

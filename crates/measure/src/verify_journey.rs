@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use volley_engine::h2::request as h2_request;
+use volley_engine::h3::request as h3_request;
 use volley_engine::journey::users::{absorb, unix_now_s, User};
 use volley_engine::probe::session::H2Request;
 use volley_engine::Route;
@@ -55,6 +56,7 @@ pub(crate) fn verify(route: &Route, load: &LoadSpec, seed: u64, w: &Workload) ->
         r.render_http1(&ctx, &mut bytes, &mut Vec::new());
         let body = r.body_for(&ctx);
         let block = h2_request::for_mix(&r, &ctx, https, body.len());
+        let h3 = h3_request::frames_for_mix(&r, &ctx, &body);
         let req = Lone {
             label,
             http1: &bytes,
@@ -63,6 +65,7 @@ pub(crate) fn verify(route: &Route, load: &LoadSpec, seed: u64, w: &Workload) ->
                 body: Arc::clone(&body),
                 head: r.head_request,
             },
+            h3,
         };
         let checks = strict(&e.checks);
         let (mut v, offered) = one(route, load, &req, &checks);

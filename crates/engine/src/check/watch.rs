@@ -43,6 +43,20 @@ impl StreamWatch {
         }))
     }
 
+    /// A watch that also records the head's fields and `keep` body bytes (`--verify`).
+    pub(crate) fn recording(checks: Arc<Checks>, keep: usize) -> Box<StreamWatch> {
+        let mut state = CheckState::default();
+        state.reset(&checks);
+        Box::new(StreamWatch {
+            checks,
+            state,
+            record: Some(Recorded {
+                keep,
+                ..Recorded::default()
+            }),
+        })
+    }
+
     /// Whether the fields of the head are read.
     pub(crate) fn reads_fields(&self) -> bool {
         self.checks.needs_headers() || self.record.is_some()

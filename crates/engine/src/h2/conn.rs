@@ -331,18 +331,8 @@ impl H2Conn {
         keep: usize,
     ) -> u32 {
         let stream = self.open_stream_with(block, body, head, None);
-        let mut state = CheckState::default();
-        state.reset(&checks);
-        let record = Some(Recorded {
-            keep,
-            ..Recorded::default()
-        });
         if let Some(s) = self.open.last_mut() {
-            s.watch = Some(Box::new(StreamWatch {
-                checks,
-                state,
-                record,
-            }));
+            s.watch = Some(StreamWatch::recording(checks, keep));
         }
         stream
     }

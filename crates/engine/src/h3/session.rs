@@ -21,7 +21,7 @@ use super::error::Code;
 use super::frame::ClientSettings;
 use super::response::{Event as ResponseEvent, Limits, ResponseParser};
 use super::H3Error;
-use crate::check::watch::StreamWatch;
+use crate::check::watch::{Recorded, StreamWatch};
 use crate::h2::conn::Event;
 use crate::quic::conn::QuicConn;
 
@@ -66,6 +66,19 @@ struct Request {
     watch: Option<Box<StreamWatch>>,
 }
 
+/// What [`H3Session::open_stream_with`] opens: the request's frames, whether it is a HEAD (its
+/// response has no content), its checks, and how many body bytes `--verify` keeps of its
+/// response (`None`: nothing recorded).
+#[derive(Debug, Clone, Copy)]
+pub struct StreamOpts<'a> {
+    /// HEAD: the response has no content.
+    pub head: bool,
+    /// The response's header and body checks.
+    pub checks: Option<&'a Arc<Checks>>,
+    /// Record the head's fields and this many body bytes (`--verify`).
+    pub record: Option<usize>,
+}
+
 /// An HTTP/3 connection.
 pub struct H3Session {
     /// Request streams opened so far.
@@ -90,6 +103,8 @@ pub struct H3Session {
     head_request: bool,
     limits: Limits,
     settings: ClientSettings,
+    /// What the last recorded stream's response showed (`--verify`).
+    recorded: Option<Recorded>,
 }
 
 impl H3Session {
@@ -113,11 +128,17 @@ impl H3Session {
             head_request,
             limits,
             settings: ClientSettings::default(),
+            recorded: None,
         };
         if early {
             session.open_control();
         }
         session
+    }
+
+    /// What the recorded stream's response showed, once it ended whole.
+    pub fn take_recorded(&mut self) -> Option<Recorded> {
+        self.recorded.take()
     }
 
     /// Requests may go before the handshake ends (0-RTT).
@@ -189,18 +210,17 @@ impl H3Session {
     /// stream's number, or `None` when the server allows no more streams now (or is going
     /// away). Its response is read for `checks` (header and body checks: [`Event::Checked`]).
     /// What QUIC cannot take yet goes as the stream becomes writable.
-    pub fn open_stream(&mut self, request: &Bytes, checks: Option<Arc<Checks>>) -> Option<u32> {
-        self.open_stream_with(request, self.head_request, checks)
+    pub fn open_stream(&mut self, request: &Bytes, checks: Option<&Arc<Checks>>) -> Option<u32> {
+        let opts = StreamOpts {
+            head: self.head_request,
+            checks,
+            record: None,
+        };
+        self.open_stream_with(request, opts)
     }
 
-    /// [`H3Session::open_stream`] for a request of its own kind: a HEAD when `head` (its
-    /// response has no content).
-    pub fn open_stream_with(
-        &mut self,
-        request: &Bytes,
-        head: bool,
-        checks: Option<Arc<Checks>>,
-    ) -> Option<u32> {
+    /// [`H3Session::open_stream`] for a request of its own kind ([`StreamOpts`]).
+    pub fn open_stream_with(&mut self, request: &Bytes, opts: StreamOpts) -> Option<u32> {
         if !(self.connected || self.early) || self.going_away.is_some() {
             return None;
         }
@@ -208,12 +228,16 @@ impl H3Session {
         let stream = number(id);
         self.opened += 1;
         self.last_open = Some(Instant::now());
-        let watch = StreamWatch::of(checks);
+        let checks = opts.checks.cloned();
+        let watch = match opts.record {
+            Some(keep) => checks.map(|c| StreamWatch::recording(c, keep)),
+            None => StreamWatch::of(checks),
+        };
         let limits = Limits {
             keep_fields: watch.as_ref().is_some_and(|w| w.reads_fields()),
             ..self.limits
         };
-        let parser = ResponseParser::new(limits, head);
+        let parser = ResponseParser::new(limits, opts.head);
         self.requests.insert(
             stream,
             Request {
@@ -407,7 +431,8 @@ impl H3Session {
         let (id, watch) = (r.id, r.watch.take());
         self.requests.remove(&stream);
         if let (Outcome::Ended, Some(w)) = (&outcome, watch) {
-            let (failed, offered, _) = w.finish();
+            let (failed, offered, recorded) = w.finish();
+            self.recorded = recorded;
             on(Event::Checked {
                 stream,
                 failed,

@@ -4,10 +4,12 @@
 //! Unix socket with timeouts, TLS when asked, that keeps the first bytes it read (to tell a
 //! plain-HTTP answer from TLS); a status line read ([`Probe::http1_status`]), a whole
 //! HTTP/1.1 response through the engine's parser ([`Probe::exchange`]), a whole HTTP/2
-//! response through the engine's session ([`Probe::exchange_h2`], [`session`]), and the
-//! readiness check's HTTP/2 in [`h2`]. Not the hot path: std's blocking sockets, one request per connection.
+//! response through the engine's session ([`Probe::exchange_h2`], [`session`]), a whole
+//! HTTP/3 one on a QUIC connection of its own ([`h3::exchange_h3`]), and the readiness
+//! check's HTTP/2 in [`h2`]. Not the hot path: std's blocking sockets, one request per connection.
 
 pub mod h2;
+pub mod h3;
 pub mod session;
 
 use std::io::{Read, Write};

@@ -87,7 +87,7 @@ impl Probe {
             conn.feed(&buf[..n], &mut |e| events.push(e))
                 .map_err(|e| e.to_string())?;
             for e in events.drain(..) {
-                if let Some(done) = answered(e, stream, &mut answer)? {
+                if let Some(done) = answered(e, stream, &mut answer, false)? {
                     if done {
                         answer.recorded = conn.take_recorded().unwrap_or_default();
                         return Ok(answer);
@@ -100,7 +100,13 @@ impl Probe {
 
 /// What event `e` means for the request on `stream`: `Some(true)` when its response ended,
 /// an error when it cannot end.
-fn answered(e: Event, stream: Option<u32>, a: &mut H2Answer) -> Result<Option<bool>, String> {
+/// `h3`: the stream is HTTP/3's (its reset and GOAWAY named as HTTP/3's).
+pub(super) fn answered(
+    e: Event,
+    stream: Option<u32>,
+    a: &mut H2Answer,
+    h3: bool,
+) -> Result<Option<bool>, String> {
     let ours = |s: u32| Some(s) == stream;
     match e {
         Event::Head { stream: s, status } if ours(s) => a.status = status,
@@ -116,20 +122,34 @@ fn answered(e: Event, stream: Option<u32>, a: &mut H2Answer) -> Result<Option<bo
         Event::End { stream: s } if ours(s) => return Ok(Some(true)),
         Event::Reset { stream: s, code } if ours(s) => {
             return Err(format!(
-                "the server reset the stream (RST_STREAM {})",
-                error_name(code)
+                "the server reset the stream ({})",
+                reset_name(code, h3)
             ))
         }
         Event::Malformed { stream: s, reason } if ours(s) => {
             return Err(format!("a malformed response: {reason}"))
         }
         Event::GoAway { last_stream, code } if stream.is_none_or(|s| s > last_stream) => {
-            return Err(format!(
-                "the server went away ({}) before answering",
-                error_name(code)
-            ))
+            let code = if h3 {
+                "GOAWAY".into()
+            } else {
+                error_name(code).to_string()
+            };
+            return Err(format!("the server went away ({code}) before answering"));
         }
         _ => {}
     }
     Ok(None)
+}
+
+/// A stream reset's code as its protocol names it: `RST_STREAM CANCEL`, `RESET_STREAM
+/// H3_REQUEST_REJECTED`.
+fn reset_name(code: u32, h3: bool) -> String {
+    if !h3 {
+        return format!("RST_STREAM {}", error_name(code));
+    }
+    match crate::h3::Code::from_value(code.into()) {
+        Some(c) => format!("RESET_STREAM {}", c.name()),
+        None => format!("RESET_STREAM {code:#x}"),
+    }
 }

@@ -13,7 +13,7 @@ use super::failure::error_kind;
 use super::journey;
 use super::*;
 use crate::h3::response::Limits;
-use crate::h3::session::{H3Session, SessionError};
+use crate::h3::session::{H3Session, SessionError, StreamOpts};
 use crate::quic::conn::{QuicConn, READ_BUDGET};
 
 impl Worker {
@@ -202,7 +202,7 @@ impl Worker {
         let Some(h3) = c.h3.as_mut() else { return 0 };
         let mut n = 0u64;
         while c.h2_queued > 0 {
-            let Some(stream) = h3.open_stream(request, checks.clone()) else {
+            let Some(stream) = h3.open_stream(request, checks.as_ref()) else {
                 break;
             };
             let at = c.inflight.len() - c.h2_queued;
@@ -239,8 +239,12 @@ impl Worker {
             let frames = crate::h3::request::frames_for_mix(r, &ctx, &body);
             let c = &mut self.conns[i];
             let h3 = c.h3.as_mut().expect("checked above");
-            let Some(stream) = h3.open_stream_with(&frames, r.head_request, r.checks.clone())
-            else {
+            let opts = StreamOpts {
+                head: r.head_request,
+                checks: r.checks.as_ref(),
+                record: None,
+            };
+            let Some(stream) = h3.open_stream_with(&frames, opts) else {
                 return n;
             };
             let r = &mut c.inflight[at];
