@@ -341,8 +341,19 @@ impl Worker {
     fn h2_goaway(&mut self, i: usize, last: u32, code: u32, now: u64) -> bool {
         self.transport.h2_goaways += 1;
         let name = error_name(code);
+        // HTTP/3's GOAWAY has no code; it names the first request stream not processed.
+        let (goaway, what) = match self.conns[i].h3.is_some() {
+            true => (
+                "a GOAWAY".to_string(),
+                format!("GOAWAY, streams from {} on", u64::from(last) * 4),
+            ),
+            false => (
+                format!("{name} (GOAWAY)"),
+                format!("GOAWAY {name}, last stream {last}"),
+            ),
+        };
         if !self.h2_used(i) {
-            let why = format!("the server went away with {name} (GOAWAY) before any request");
+            let why = format!("the server went away with {goaway} before any request");
             self.h2_unusable(i, why, now);
             return false;
         }
@@ -358,7 +369,7 @@ impl Worker {
         }
         c.inflight = kept;
         c.h2_queued = 0;
-        self.not_processed(i, back, &format!("GOAWAY {name}, last stream {last}"), now);
+        self.not_processed(i, back, &what, now);
         if code != 0 {
             self.sample_protocol(|| {
                 format!("HTTP/2: the server went away with {name} (GOAWAY, last stream {last})")
