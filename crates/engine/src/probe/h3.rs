@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::session::{answered, H2Answer};
-use crate::h2::conn::Recorded;
 use crate::h3::response::Limits;
 use crate::h3::session::{H3Session, StreamOpts};
 use crate::quic::conn::{QuicConn, MAX_DATAGRAM};
@@ -45,13 +44,7 @@ pub fn exchange_h3(
     let deadline = now + timeout;
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut stream = None;
-    let mut answer = H2Answer {
-        status: 0,
-        body_bytes: 0,
-        content_failed: 0,
-        recorded: Recorded::default(),
-        offered: None,
-    };
+    let mut answer = H2Answer::default();
     let mut events = Vec::new();
     loop {
         if stream.is_none() && (s.connected() || s.early()) {

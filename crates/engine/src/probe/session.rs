@@ -12,7 +12,7 @@ use crate::h2::frame::error_name;
 use volley_plan::workload::Checks;
 
 /// What one HTTP/2 request got.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct H2Answer {
     /// `:status`.
     pub status: u16,
@@ -51,13 +51,7 @@ impl Probe {
         let mut conn = H2Conn::new(Arc::clone(&req.body), RECEIVE_WINDOW);
         let deadline = Instant::now() + timeout;
         let mut stream = None;
-        let mut answer = H2Answer {
-            status: 0,
-            body_bytes: 0,
-            content_failed: 0,
-            recorded: Recorded::default(),
-            offered: None,
-        };
+        let mut answer = H2Answer::default();
         let mut buf = vec![0u8; 64 * 1024];
         let mut events = Vec::new();
         loop {

@@ -425,19 +425,25 @@ impl Worker {
             // go on another connection, and the failed attempt itself is the one `connect`
             // error (as a keep-alive connect that fails), not each of them; one sent before
             // (going again) is `closed`, as when its new connect fails.
-            let c = &mut self.conns[i];
-            c.h2_queued = 0;
-            let waiting: Vec<InFlight> = c.inflight.drain(..).collect();
-            let (fresh, sent): (Vec<InFlight>, Vec<InFlight>) =
-                waiting.into_iter().partition(|r| !r.sent_counted);
-            for r in sent {
-                self.count_request_error(&r, ErrorKind::Closed, now);
-            }
-            for r in fresh.into_iter().rev() {
-                self.requeue.push_front(r);
-            }
+            self.send_waiting_elsewhere(i, now);
         }
         self.connect_failed(i, now, io::Error::other(why));
+    }
+
+    /// Connection `i` will not carry the requests waiting on it: those never sent go first on
+    /// another connection, one sent before (going again) is a `closed` error.
+    pub(super) fn send_waiting_elsewhere(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        c.h2_queued = 0;
+        let waiting: Vec<InFlight> = c.inflight.drain(..).collect();
+        let (fresh, sent): (Vec<InFlight>, Vec<InFlight>) =
+            waiting.into_iter().partition(|r| !r.sent_counted);
+        for r in sent {
+            self.count_request_error(&r, ErrorKind::Closed, now);
+        }
+        for r in fresh.into_iter().rev() {
+            self.requeue.push_front(r);
+        }
     }
 
     /// The session failed (a connection error): before the server's SETTINGS, a server that

@@ -306,18 +306,8 @@ impl Worker {
              and no MAX_STREAMS within --timeout)"
         };
         self.connect_sample.get_or_insert_with(|| why.to_string());
-        let c = &mut self.conns[i];
-        c.h2_queued = 0;
-        let waiting: Vec<InFlight> = c.inflight.drain(..).collect();
         // One sent before (going again) is `closed`, as when its new connect fails.
-        let (fresh, sent): (Vec<InFlight>, Vec<InFlight>) =
-            waiting.into_iter().partition(|r| !r.sent_counted);
-        for r in sent {
-            self.count_request_error(&r, ErrorKind::Closed, now);
-        }
-        for r in fresh.into_iter().rev() {
-            self.requeue.push_front(r);
-        }
+        self.send_waiting_elsewhere(i, now);
         self.connect_failed(i, now, io::Error::other(why));
         true
     }
