@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, Transmit};
 
-use super::QuicClient;
+use super::{udp, QuicClient};
 
 /// The largest UDP payload volley sends or takes (quinn keeps datagrams under the path's MTU;
 /// a received one is at most this).
@@ -29,6 +29,8 @@ pub struct QuicConn {
     /// A datagram the socket would not take yet: its bytes are `out[..len]`.
     pending: Option<Transmit>,
     out: Vec<u8>,
+    /// Where the endpoint writes a stateless reply (none is sent: volley is the client).
+    reply: Vec<u8>,
     started: Instant,
     /// From the first packet to the handshake's completion.
     pub handshake: Option<Duration>,
@@ -63,6 +65,7 @@ impl QuicConn {
             socket,
             pending: None,
             out: Vec::with_capacity(MAX_DATAGRAM),
+            reply: Vec::new(),
             started: now,
             handshake: None,
             stray: 0,
@@ -74,8 +77,9 @@ impl QuicConn {
         self.socket.as_raw_fd()
     }
 
-    /// Reads the datagrams waiting (up to a budget) into the connection through `endpoint`;
-    /// how many. `Ok(0)` when none was waiting.
+    /// Reads the datagrams waiting (up to a budget, in batches: [`udp::recv_batch`]) into the
+    /// connection through `endpoint`; how many. `Ok(0)` when none was waiting. `buf` holds
+    /// a batch: at least one [`udp::SLOT`].
     pub fn receive(
         &mut self,
         endpoint: &mut Endpoint,
@@ -83,22 +87,27 @@ impl QuicConn {
         now: Instant,
     ) -> io::Result<usize> {
         let remote = self.conn.remote_address();
+        let fd = self.socket.as_raw_fd();
         let mut n = 0;
         while n < READ_BUDGET {
-            let len = match self.socket.recv(buf) {
-                Ok(len) => len,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                // An ICMP unreachable is reported on the next call: the server is not there.
-                Err(e) => return Err(e),
-            };
-            n += 1;
-            let data = bytes::BytesMut::from(&buf[..len]);
-            let mut reply = Vec::new();
-            match endpoint.handle(now, remote, None, None, data, &mut reply) {
-                Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
-                    self.conn.handle_event(ev)
+            let mut whole = 0;
+            // An ICMP unreachable is reported on the next call: the server is not there.
+            let batch = udp::recv_batch(fd, buf, READ_BUDGET - n, |datagram| {
+                whole += 1;
+                let data = bytes::BytesMut::from(datagram);
+                self.reply.clear();
+                match endpoint.handle(now, remote, None, None, data, &mut self.reply) {
+                    Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
+                        self.conn.handle_event(ev)
+                    }
+                    _ => self.stray += 1,
                 }
-                _ => self.stray += 1,
+            })?;
+            // A datagram cut short (longer than a slot) is dropped, as lost on the way.
+            self.stray += (batch.count - whole) as u64;
+            n += batch.count;
+            if !batch.full {
+                break;
             }
         }
         self.endpoint_events(endpoint);

@@ -7,6 +7,7 @@
 pub mod conn;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod udp;
 
 use std::sync::Arc;
 use std::time::Duration;
