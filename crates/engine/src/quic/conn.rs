@@ -34,6 +34,9 @@ pub struct QuicConn {
     started: Instant,
     /// From the first packet to the handshake's completion.
     pub handshake: Option<Duration>,
+    /// The worker's poller watches the socket for room to send: only while a datagram waits
+    /// for it, since a UDP socket turns writable again after every datagram it sends.
+    pub watch_writable: bool,
     /// Datagrams the endpoint gave to another connection or dropped (should stay 0).
     pub stray: u64,
 }
@@ -68,6 +71,7 @@ impl QuicConn {
             reply: Vec::new(),
             started: now,
             handshake: None,
+            watch_writable: false,
             stray: 0,
         })
     }

@@ -30,11 +30,11 @@ impl Worker {
             Err(e) => return self.connect_failed(i, now, e),
         };
         let fd = quic.fd();
-        let interest = Interest::READABLE | Interest::WRITABLE;
-        if let Err(e) = self
-            .poll
-            .registry()
-            .register(&mut SourceFd(&fd), Token(i), interest)
+        // Readable only: writability is watched while a datagram waits ([`Worker::transmit_h3`]).
+        if let Err(e) =
+            self.poll
+                .registry()
+                .register(&mut SourceFd(&fd), Token(i), Interest::READABLE)
         {
             return self.connect_failed(i, now, e);
         }
@@ -187,12 +187,28 @@ impl Worker {
         self.transmit_h3(i, now);
     }
 
-    /// Sends what connection `i`'s QUIC has to send (the rest when the socket is writable).
+    /// Sends what connection `i`'s QUIC has to send (the rest when the socket is writable:
+    /// the poller watches for that only while the socket is full).
     pub(super) fn transmit_h3(&mut self, i: usize, now: u64) {
         let Some(h3) = self.conns[i].h3.as_mut() else {
             return;
         };
-        if let Err(e) = h3.quic.transmit(Instant::now()) {
+        let watched = match h3.quic.transmit(Instant::now()) {
+            Ok(sent_all) if sent_all == h3.quic.watch_writable => {
+                h3.quic.watch_writable = !sent_all;
+                let mut interest = Interest::READABLE;
+                if !sent_all {
+                    interest |= Interest::WRITABLE;
+                }
+                let fd = h3.quic.fd();
+                self.poll
+                    .registry()
+                    .reregister(&mut SourceFd(&fd), Token(i), interest)
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = watched {
             self.h3_lost(i, error_kind(&e), e.to_string(), now);
         }
     }
