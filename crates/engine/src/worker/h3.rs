@@ -88,6 +88,9 @@ impl Worker {
         for i in due {
             self.h3_events(i, now);
         }
+        // What the timers made (a retransmission, an acknowledgement) goes now: the turn's
+        // flush is over.
+        self.flush(now);
     }
 
     /// How long until the first QUIC timer of this worker's connections, ns.
@@ -101,7 +104,8 @@ impl Worker {
             .map(|t| t.saturating_duration_since(at).as_nanos() as u64)
     }
 
-    /// The session's events since the last look, then what QUIC has to send.
+    /// The session's events since the last look; the connection is then flushed (with the
+    /// turn's new requests).
     fn h3_events(&mut self, i: usize, now: u64) {
         let mut events = std::mem::take(&mut self.h2_events);
         let Some(h3) = self.conns[i].h3.as_mut() else {
@@ -134,7 +138,9 @@ impl Worker {
             self.h3_lost(i, kind, e.to_string(), now);
             return;
         }
-        self.write_h3(i, now);
+        // What QUIC has to send (acknowledgements, flow control) goes with the requests the
+        // next dispatch puts on this connection, in one packet, as HTTP/2's frames do.
+        self.flush_soon(i);
     }
 
     /// The handshake is done: the connection opens and its requests take streams.
