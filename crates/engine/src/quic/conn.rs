@@ -1,7 +1,10 @@
 //! One QUIC connection on its own connected UDP socket (a distinct 4-tuple per connection, as
 //! separate clients would have): datagrams read from the socket go through the worker's
 //! endpoint into the connection, what the connection has to send goes out on the socket, and
-//! its timers are the worker's to fire. One datagram per `send` for now (no GSO).
+//! its timers are the worker's to fire. The datagrams waiting are read in batches, one
+//! `recvmmsg` each ([`super::udp`]); one datagram per `send` (no GSO: against a server that
+//! answers requests, a connection has one datagram to send per turn, its new requests and
+//! acknowledgements together, in all but the handshake).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
