@@ -3,9 +3,12 @@
 //! needs one more to learn that the socket is empty.
 //!
 //! Hand-written rather than taken from a library: std has no `recvmmsg`, and quinn's
-//! `quinn-udp` reads through its own socket state with source addresses, ECN and GRO control
-//! messages, which a connected socket whose datagrams all come from one peer does not need —
-//! a bare `recvmmsg` into fixed slots of one buffer is the whole of it here.
+//! `quinn-udp` would be slower here — each of its reads asks for and parses control
+//! messages (the source address, ECN, the GRO segment size, the destination address) that a
+//! connected socket whose datagrams all come from one peer does not need, through socket
+//! state of its own. A bare `recvmmsg` into fixed slots of one buffer is the whole of it.
+//! Errors: `EAGAIN` ends a read (nothing waiting), `EINTR` is read again, and any other
+//! (an ICMP unreachable reported as `ECONNREFUSED`) goes to the caller.
 
 use std::io;
 use std::os::fd::RawFd;
