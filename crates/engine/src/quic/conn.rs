@@ -1,7 +1,10 @@
 //! One QUIC connection on its own connected UDP socket (a distinct 4-tuple per connection, as
 //! separate clients would have): datagrams read from the socket go through the worker's
 //! endpoint into the connection, what the connection has to send goes out on the socket, and
-//! its timers are the worker's to fire. One datagram per `send` for now (no GSO).
+//! its timers are the worker's to fire. The datagrams waiting are read in batches, one
+//! `recvmmsg` each ([`super::udp`]); one datagram per `send` (no GSO: against a server that
+//! answers requests, a connection has one datagram to send per turn, its new requests and
+//! acknowledgements together, in all but the handshake).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -10,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, Transmit};
 
-use super::QuicClient;
+use super::{udp, QuicClient};
 
 /// The largest UDP payload volley sends or takes (quinn keeps datagrams under the path's MTU;
 /// a received one is at most this).
@@ -29,9 +32,14 @@ pub struct QuicConn {
     /// A datagram the socket would not take yet: its bytes are `out[..len]`.
     pending: Option<Transmit>,
     out: Vec<u8>,
+    /// Where the endpoint writes a stateless reply (none is sent: volley is the client).
+    reply: Vec<u8>,
     started: Instant,
     /// From the first packet to the handshake's completion.
     pub handshake: Option<Duration>,
+    /// The worker's poller watches the socket for room to send: only while a datagram waits
+    /// for it, since a UDP socket turns writable again after every datagram it sends.
+    pub watch_writable: bool,
     /// Datagrams the endpoint gave to another connection or dropped (should stay 0).
     pub stray: u64,
     /// Set when the handshake checked the server's certificate (a full handshake).
@@ -65,8 +73,10 @@ impl QuicConn {
             socket,
             pending: None,
             out: Vec::with_capacity(MAX_DATAGRAM),
+            reply: Vec::new(),
             started: now,
             handshake: None,
+            watch_writable: false,
             stray: 0,
             verified: false,
         })
@@ -83,8 +93,9 @@ impl QuicConn {
         self.socket.as_raw_fd()
     }
 
-    /// Reads the datagrams waiting (up to a budget) into the connection through `endpoint`;
-    /// how many. `Ok(0)` when none was waiting.
+    /// Reads the datagrams waiting (up to a budget, in batches: [`udp::recv_batch`]) into the
+    /// connection through `endpoint`; how many. `Ok(0)` when none was waiting. `buf` holds
+    /// a batch: at least one [`udp::SLOT`].
     pub fn receive(
         &mut self,
         endpoint: &mut Endpoint,
@@ -92,24 +103,29 @@ impl QuicConn {
         now: Instant,
     ) -> io::Result<usize> {
         let remote = self.conn.remote_address();
+        let fd = self.socket.as_raw_fd();
         let mut n = 0;
         while n < READ_BUDGET {
-            let len = match self.socket.recv(buf) {
-                Ok(len) => len,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                // An ICMP unreachable is reported on the next call: the server is not there.
-                Err(e) => return Err(e),
-            };
-            n += 1;
-            let data = bytes::BytesMut::from(&buf[..len]);
-            let mut reply = Vec::new();
-            match endpoint.handle(now, remote, None, None, data, &mut reply) {
-                Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
-                    super::take_verified();
-                    self.conn.handle_event(ev);
-                    self.verified |= super::take_verified();
+            let mut whole = 0;
+            // An ICMP unreachable is reported on the next call: the server is not there.
+            let batch = udp::recv_batch(fd, buf, READ_BUDGET - n, |datagram| {
+                whole += 1;
+                let data = bytes::BytesMut::from(datagram);
+                self.reply.clear();
+                match endpoint.handle(now, remote, None, None, data, &mut self.reply) {
+                    Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
+                        super::take_verified();
+                        self.conn.handle_event(ev);
+                        self.verified |= super::take_verified();
+                    }
+                    _ => self.stray += 1,
                 }
-                _ => self.stray += 1,
+            })?;
+            // A datagram cut short (longer than a slot) is dropped, as lost on the way.
+            self.stray += (batch.count - whole) as u64;
+            n += batch.count;
+            if !batch.full {
+                break;
             }
         }
         self.endpoint_events(endpoint);

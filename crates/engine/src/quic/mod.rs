@@ -8,6 +8,7 @@
 pub mod conn;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod udp;
 
 use std::cell::Cell;
 use std::sync::Arc;

@@ -169,7 +169,7 @@ impl Worker {
     }
 
     /// Queues connection `i` for the write at the end of the next dispatch.
-    fn flush_soon(&mut self, i: usize) {
+    pub(super) fn flush_soon(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if !c.flush_pending {
             c.flush_pending = true;

@@ -31,11 +31,11 @@ impl Worker {
             Err(e) => return self.connect_failed(i, now, e),
         };
         let fd = quic.fd();
-        let interest = Interest::READABLE | Interest::WRITABLE;
-        if let Err(e) = self
-            .poll
-            .registry()
-            .register(&mut SourceFd(&fd), Token(i), interest)
+        // Readable only: writability is watched while a datagram waits ([`Worker::transmit_h3`]).
+        if let Err(e) =
+            self.poll
+                .registry()
+                .register(&mut SourceFd(&fd), Token(i), Interest::READABLE)
         {
             return self.connect_failed(i, now, e);
         }
@@ -74,41 +74,61 @@ impl Worker {
         }
         self.conns[i].last_read_ns = now;
         self.h3_events(i, now);
+        self.h3_note_timer(i);
     }
 
-    /// Fires the QUIC timers that are due (loss detection, acknowledgements, idle), on every
-    /// HTTP/3 connection.
+    /// Fires the QUIC timers that are due (loss detection, acknowledgements, idle). The
+    /// connections are looked over only once the earliest deadline noted has passed
+    /// ([`Worker::h3_note_timer`]), and the earliest one is then taken afresh from all.
     pub(super) fn h3_timers(&mut self, now: u64) {
+        let at = Instant::now();
+        if self.h3_next.is_none_or(|t| t > at) {
+            return;
+        }
         let Some(ep) = self.quic_ep.as_mut() else {
             return;
         };
-        let at = Instant::now();
-        let mut due = Vec::new();
+        let (mut due, mut next) = (Vec::new(), None::<Instant>);
         for (i, c) in self.conns.iter_mut().enumerate() {
-            if let Some(h3) = c.h3.as_mut() {
-                if h3.quic.timeout().is_some_and(|t| t <= at) {
+            let Some(h3) = c.h3.as_mut() else { continue };
+            match h3.quic.timeout() {
+                Some(t) if t <= at => {
                     h3.quic.on_timeout(ep, at);
                     due.push(i);
                 }
+                Some(t) => next = Some(next.map_or(t, |n| n.min(t))),
+                None => {}
             }
         }
+        self.h3_next = next;
         for i in due {
             self.h3_events(i, now);
+        }
+        // What the timers made (a retransmission, an acknowledgement) goes now: the turn's
+        // flush is over.
+        self.flush(now);
+    }
+
+    /// Connection `i` was just driven (its timers may have moved): its next deadline, if
+    /// earlier than the one noted, becomes the worker's. A deadline pushed later leaves the
+    /// noted one early, which costs one look over the connections when it passes.
+    fn h3_note_timer(&mut self, i: usize) {
+        let Some(t) = self.conns[i].h3.as_mut().and_then(|h| h.quic.timeout()) else {
+            return;
+        };
+        if self.h3_next.is_none_or(|n| t < n) {
+            self.h3_next = Some(t);
         }
     }
 
     /// How long until the first QUIC timer of this worker's connections, ns.
-    pub(super) fn h3_timeout_ns(&mut self) -> Option<u64> {
-        self.quic_ep.as_ref()?;
-        let at = Instant::now();
-        self.conns
-            .iter_mut()
-            .filter_map(|c| c.h3.as_mut()?.quic.timeout())
-            .min()
-            .map(|t| t.saturating_duration_since(at).as_nanos() as u64)
+    pub(super) fn h3_timeout_ns(&self) -> Option<u64> {
+        let t = self.h3_next?;
+        Some(t.saturating_duration_since(Instant::now()).as_nanos() as u64)
     }
 
-    /// The session's events since the last look, then what QUIC has to send.
+    /// The session's events since the last look; the connection is then flushed (with the
+    /// turn's new requests).
     fn h3_events(&mut self, i: usize, now: u64) {
         let mut events = std::mem::take(&mut self.h2_events);
         let Some(h3) = self.conns[i].h3.as_mut() else {
@@ -141,7 +161,9 @@ impl Worker {
             self.h3_lost(i, kind, e.to_string(), now);
             return;
         }
-        self.write_h3(i, now);
+        // What QUIC has to send (acknowledgements, flow control) goes with the requests the
+        // next dispatch puts on this connection, in one packet, as HTTP/2's frames do.
+        self.flush_soon(i);
     }
 
     /// The handshake is done: the connection opens and its requests take streams (again,
@@ -255,13 +277,30 @@ impl Worker {
         }
     }
 
-    /// Sends what connection `i`'s QUIC has to send (the rest when the socket is writable).
+    /// Sends what connection `i`'s QUIC has to send (the rest when the socket is writable:
+    /// the poller watches for that only while the socket is full).
     pub(super) fn transmit_h3(&mut self, i: usize, now: u64) {
         let Some(h3) = self.conns[i].h3.as_mut() else {
             return;
         };
-        if let Err(e) = h3.quic.transmit(Instant::now()) {
-            self.h3_lost(i, error_kind(&e), e.to_string(), now);
+        let watched = match h3.quic.transmit(Instant::now()) {
+            Ok(sent_all) if sent_all == h3.quic.watch_writable => {
+                h3.quic.watch_writable = !sent_all;
+                let mut interest = Interest::READABLE;
+                if !sent_all {
+                    interest |= Interest::WRITABLE;
+                }
+                let fd = h3.quic.fd();
+                self.poll
+                    .registry()
+                    .reregister(&mut SourceFd(&fd), Token(i), interest)
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        match watched {
+            Ok(()) => self.h3_note_timer(i),
+            Err(e) => self.h3_lost(i, error_kind(&e), e.to_string(), now),
         }
     }
 

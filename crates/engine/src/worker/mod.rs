@@ -117,6 +117,8 @@ pub(crate) struct Worker {
     users: Option<Users>,
     /// `--http3`: the QUIC endpoint that routes datagrams to this thread's connections.
     quic_ep: Option<quinn_proto::Endpoint>,
+    /// No QUIC timer of this thread's connections is due before this (`worker/h3.rs`).
+    h3_next: Option<std::time::Instant>,
     /// Open loop: users' next steps, in order of when each is due (after its think time).
     follow: VecDeque<InFlight>,
     /// A journey's mix picks so far: each worker's picks hold the weights.
@@ -194,6 +196,7 @@ impl Worker {
             users: journey_users(&shared, slots.max(connections)),
             follow: VecDeque::new(),
             quic_ep: shared.quic.as_ref().map(|_| crate::quic::endpoint()),
+            h3_next: None,
             mix_turns: 0,
             cookie_buf: Vec::new(),
             path_buf: Vec::new(),

@@ -112,8 +112,13 @@ impl Worker {
             };
             self.assign(i, req, now);
         }
-        // One write per connection for everything just queued on it: a pipelined window
-        // refilled by a batch of responses goes out in a single syscall.
+        self.flush(now);
+    }
+
+    /// One write per connection for everything just queued on it: a pipelined window
+    /// refilled by a batch of responses goes out in a single syscall (an HTTP/3 one in a
+    /// single QUIC packet, with the acknowledgement of those responses).
+    pub(super) fn flush(&mut self, now: u64) {
         while let Some(i) = self.to_flush.pop() {
             self.conns[i].flush_pending = false;
             self.write(i, now);
