@@ -2,8 +2,9 @@
 //! (`quinn-proto`), driven from a worker's own event loop over UDP sockets — no async runtime
 //! on the hot path. [`QuicClient`] is the run's shared configuration (the same rustls
 //! verification, `--cacert`, `-k` and client certificates as TCP's TLS, ALPN `h3`);
-//! [`conn::QuicConn`] one connection on its own connected UDP socket; [`testing`] (the
-//! `testing` feature) an in-process server for the tests.
+//! [`conn::QuicConn`] one connection on its own connected UDP socket, its datagrams read in
+//! batches ([`udp`]); `testing` (with the `testing` feature) an in-process server for the
+//! tests.
 
 pub mod conn;
 #[cfg(any(test, feature = "testing"))]
