@@ -204,6 +204,9 @@ pub struct Shared {
     pub quic: Option<quic::QuicClient>,
     /// `--http3`: the request's frames (HEADERS, DATA), shared by every stream.
     pub h3_request: bytes::Bytes,
+    /// `--http3` with a requests file: each request's frames when nothing in it is templated,
+    /// built once (by the request's index; `None`: rendered as its stream opens).
+    pub h3_mix: Vec<Option<bytes::Bytes>>,
     /// The request body (HTTP/2 sends it in DATA frames).
     pub body: Arc<[u8]>,
     /// `--requests-file`: the workload's requests, rendered per request.
@@ -259,6 +262,16 @@ impl Shared {
     fn new(spec: &LoadSpec, plan: &Plan, route: Route, clock: Clock, io: IoBackend) -> Self {
         let t0_ns = spec.warmup.as_nanos() as u64;
         let pipeline = spec.pipeline;
+        let mix = plan.mix.clone().map(|mut m| {
+            if spec.http.may_be_h2() {
+                h2_blocks(&mut m, spec.tls.is_some());
+            }
+            Arc::new(m)
+        });
+        let h3_mix = match (&mix, &route.quic) {
+            (Some(m), Some(_)) => h3_frames(m),
+            _ => Vec::new(),
+        };
         Shared {
             endpoint: route.endpoint,
             tls: route.tls,
@@ -304,12 +317,8 @@ impl Shared {
             checks: (!spec.checks.is_empty()).then(|| Arc::new(spec.checks.clone())),
             cookie_host: spec.target.host.to_ascii_lowercase(),
             io,
-            mix: plan.mix.clone().map(|mut m| {
-                if spec.http.may_be_h2() {
-                    h2_blocks(&mut m, spec.tls.is_some());
-                }
-                Arc::new(m)
-            }),
+            mix,
+            h3_mix,
         }
     }
 }
@@ -317,24 +326,43 @@ impl Shared {
 /// The HTTP/2 header blocks of a workload's requests that have nothing templated in their
 /// head, encoded once.
 fn h2_blocks(mix: &mut volley_plan::Mix, https: bool) {
-    let ctx = volley_plan::workload::Context {
-        index: 0,
-        conn: 0,
-        user: 0,
-        seed: 0,
-        row: None,
-        vars: &[],
-        cookie: None,
-    };
     let jar = mix.workload.journey.cookies;
     for r in &mut mix.requests {
-        let fixed_body = !matches!(r.body, volley_plan::workload::Body::Template(_));
-        let fixed_head = r.path.is_literal() && r.fields.iter().all(|(_, v)| v.is_literal());
-        if fixed_head && fixed_body && (!jar || r.own_cookie) {
+        if fixed(r, jar) {
             let len = r.body_bytes.len();
-            r.h2_block = Some(h2::request::for_mix(r, &ctx, https, len).into());
+            r.h2_block = Some(h2::request::for_mix(r, &FIXED, https, len).into());
         }
     }
+}
+
+/// The HTTP/3 frames of a workload's requests that have nothing templated, built once.
+fn h3_frames(mix: &volley_plan::Mix) -> Vec<Option<bytes::Bytes>> {
+    let jar = mix.workload.journey.cookies;
+    let frames =
+        |r: &volley_plan::MixRequest| h3::request::frames_for_mix(r, &FIXED, &r.body_bytes);
+    mix.requests
+        .iter()
+        .map(|r| fixed(r, jar).then(|| frames(r)))
+        .collect()
+}
+
+/// What a request with nothing templated is rendered with (its placeholders are none).
+const FIXED: volley_plan::workload::Context<'static> = volley_plan::workload::Context {
+    index: 0,
+    conn: 0,
+    user: 0,
+    seed: 0,
+    row: None,
+    vars: &[],
+    cookie: None,
+};
+
+/// Whether request `r`'s head and body are the same every time (with a cookie jar, it sends
+/// its own `Cookie` or none is added).
+fn fixed(r: &volley_plan::MixRequest, jar: bool) -> bool {
+    let fixed_body = !matches!(r.body, volley_plan::workload::Body::Template(_));
+    let fixed_head = r.path.is_literal() && r.fields.iter().all(|(_, v)| v.is_literal());
+    fixed_head && fixed_body && (!jar || r.own_cookie)
 }
 
 /// Runs the load of `spec`, split by `plan`, along `route`. `interrupts` counts Ctrl-C presses

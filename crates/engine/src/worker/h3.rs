@@ -253,12 +253,16 @@ impl Worker {
             let at = c.inflight.len() - c.h2_queued;
             let req = c.inflight[at];
             let r = &mix.requests[req.entry as usize];
-            self.journey_cookie(i, &req);
-            let ids = (self.id, self.shared.threads);
-            let ctx =
-                journey::context_for(ids, &mix, i, &req, self.users.as_ref(), &self.cookie_buf);
-            let body = r.body_for(&ctx);
-            let frames = crate::h3::request::frames_for_mix(r, &ctx, &body);
+            let frames = match self.shared.h3_mix[req.entry as usize].clone() {
+                Some(fixed) => fixed,
+                None => {
+                    self.journey_cookie(i, &req);
+                    let ids = (self.id, self.shared.threads);
+                    let users = self.users.as_ref();
+                    let ctx = journey::context_for(ids, &mix, i, &req, users, &self.cookie_buf);
+                    crate::h3::request::frames_for_mix(r, &ctx, &r.body_for(&ctx))
+                }
+            };
             let c = &mut self.conns[i];
             let h3 = c.h3.as_mut().expect("checked above");
             let opts = StreamOpts {
