@@ -42,6 +42,7 @@ mod quick {
     mod tls;
     mod tls_refused;
     mod truthful;
+    mod websocket;
     mod workload_engine;
     mod workloads;
 }

@@ -196,7 +196,8 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
                 | MeasureError::SpeaksTls { .. }
                 | MeasureError::NoH2 { .. }
                 | MeasureError::H2Unusable { .. }
-                | MeasureError::Proxy { .. } => fail(ExitCode::Usage, &e.to_string()),
+                | MeasureError::Proxy { .. }
+                | MeasureError::WebSocket { .. } => fail(ExitCode::Usage, &e.to_string()),
                 _ => fail(ExitCode::Failed, &e.to_string()),
             };
         }

@@ -94,6 +94,7 @@ flags! {
     ZeroRtt: "zero_rtt" => "0rtt",
     Streams: "streams" => "streams",
     H2Window: "h2_window" => "h2_window",
+    WsBinary: "ws_binary" => "ws_binary",
     RequestsFile: "requests_file" => "requests_file",
     ExpectStatus: "expect_status" => "expect_status",
     ExpectBodyContains: "expect_body_contains" => "expect_body_contains",

@@ -360,6 +360,11 @@ pub struct RunFlags {
     /// [default: 2GiB-1, the largest].
     #[arg(long, value_parser = size, value_name = "BYTES")]
     pub h2_window: Option<u64>,
+
+    /// ws:// and wss://: send each message (--body, default "hello") as a binary frame
+    /// instead of a text frame.
+    #[arg(long)]
+    pub ws_binary: bool,
 }
 
 impl RunConfig {
@@ -399,11 +404,19 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     let ramp = ramp_from_flags(a)?;
     let shape = shape(a)?;
     requests_file_conflicts(a, &target)?;
+    let ws = super::ws::ws_spec(a, target.scheme)?;
     let Request {
-        method,
+        mut method,
         headers,
-        body,
+        mut body,
     } = request(a)?;
+    if ws.is_some() {
+        // Each message carries the body; the upgrade is a GET.
+        method = "GET".to_string();
+        if a.body.is_none() && a.body_file.is_none() && a.body_size.is_none() {
+            body = super::ws::DEFAULT_MESSAGE.into();
+        }
+    }
     let mut connections = match &ramp {
         Some(r) => r.ramp.max_users() as usize,
         None => shape.connections as usize,
@@ -478,6 +491,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         verify: a.verify,
         shard,
         io: io_choice(a.io)?,
+        ws,
     };
     // Each shard's part of the whole must be something to run.
     spec.shard_share().map_err(|e| {

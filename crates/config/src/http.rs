@@ -35,6 +35,9 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
             "needs --http3 (volley sends early data over QUIC only)",
         ));
     }
+    if scheme.is_websocket() {
+        return super::ws::http_version(chosen.first().copied());
+    }
     let version = match (chosen.first(), scheme) {
         (None, Scheme::Http) | (Some(Flag::Http1), _) => HttpVersion::Http1,
         // Pipelining is HTTP/1.1's: a run that asks for it keeps HTTP/1.1 rather than
@@ -57,6 +60,7 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
             ))
         }
         (Some(_), Scheme::Http) => HttpVersion::H2c,
+        (_, Scheme::Ws | Scheme::Wss) => HttpVersion::Http1,
         (Some(_), Scheme::Https) => {
             return Err(ConfigError::flag(
                 Flag::H2c,

@@ -19,6 +19,7 @@ pub mod suite;
 pub use volley_model::metric::threshold;
 pub mod tls;
 pub mod url;
+pub mod ws;
 
 pub use flag::Flag;
 pub use flags::RunFlags;

@@ -52,8 +52,8 @@ impl ProxyEnv {
     /// The variable (name, value) naming the proxy for a URL of `scheme`.
     fn for_scheme(&self, scheme: Scheme) -> Option<&(String, String)> {
         match scheme {
-            Scheme::Http => self.http.as_ref(),
-            Scheme::Https => self.https.as_ref(),
+            Scheme::Http | Scheme::Ws => self.http.as_ref(),
+            Scheme::Https | Scheme::Wss => self.https.as_ref(),
         }
         .or(self.all.as_ref())
     }
@@ -89,7 +89,8 @@ pub(super) fn proxy_for(
     if skip.is_some_and(|list| listed(list, &target.host)) {
         return Ok(None);
     }
-    let tunnel = target.scheme == Scheme::Https || http == HttpVersion::H2c || a.proxytunnel;
+    // A WebSocket goes through a tunnel too: its upgrade hands the connection over.
+    let tunnel = target.scheme != Scheme::Http || http == HttpVersion::H2c || a.proxytunnel;
     let mode = if tunnel {
         ProxyMode::Tunnel
     } else {

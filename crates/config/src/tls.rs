@@ -16,7 +16,7 @@ pub(super) fn tls_spec(a: &RunFlags, scheme: Scheme) -> Result<Option<TlsSpec>, 
             "needs --cert (the client certificate the key belongs to)",
         ));
     }
-    if scheme != Scheme::Https {
+    if !scheme.is_tls() {
         return Ok(None);
     }
     for (flag, path) in [

@@ -1,4 +1,5 @@
-//! The URL argument: `http[s]://host[:port]/path?query`, checked and split into a [`Target`].
+//! The URL argument: `http[s]://host[:port]/path?query` (or a WebSocket's `ws[s]://`), checked
+//! and split into a [`Target`].
 
 use super::{ConfigError, Flag};
 use volley_plan::{Scheme, Target};
@@ -17,9 +18,11 @@ pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
     let scheme = match scheme.to_ascii_lowercase().as_str() {
         "http" => Scheme::Http,
         "https" => Scheme::Https,
+        "ws" => Scheme::Ws,
+        "wss" => Scheme::Wss,
         other => {
             return Err(bad(format!(
-                "`{shown}`: unsupported scheme `{other}` (use http:// or https://)"
+                "`{shown}`: unsupported scheme `{other}` (use http://, https://, or ws:// and wss:// for WebSocket)"
             )))
         }
     };
@@ -130,6 +133,12 @@ mod tests {
             (Scheme::Https, 8443, "example.com:8443")
         );
         assert_eq!(parse_url("http://h/").unwrap().scheme, Scheme::Http);
+        let t = parse_url("wss://h/ws").unwrap();
+        assert_eq!(
+            (t.scheme, t.port, t.path.as_str()),
+            (Scheme::Wss, 443, "/ws")
+        );
+        assert_eq!(parse_url("WS://h:8080").unwrap().scheme, Scheme::Ws);
         assert!(parse_url("ftp://x/")
             .unwrap_err()
             .to_string()

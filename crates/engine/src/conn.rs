@@ -90,6 +90,9 @@ pub(crate) enum ConnState {
         tcp_ns: u64,
         /// When the `CONNECT` was written, while its answer is awaited (0: none awaited).
         tunnel_ns: u64,
+        /// `ws://`, `wss://`: when the upgrade request was written, while its answer is
+        /// awaited (0: none awaited).
+        upgrade_ns: u64,
     },
     /// Connected.
     Open,
@@ -147,6 +150,8 @@ pub(crate) struct Conn {
     pub walked: u64,
     /// The checks of the response being parsed (made on the first checked response).
     pub check: Option<Box<super::check::CheckState>>,
+    /// `ws://`, `wss://`: the WebSocket (from the upgrade request on).
+    pub ws: Option<Box<super::ws::WsConn>>,
 }
 
 impl Conn {
@@ -175,6 +180,7 @@ impl Conn {
             out_sent: 0,
             walked: 0,
             check: None,
+            ws: None,
         }
     }
 
@@ -248,6 +254,7 @@ impl Conn {
         self.h2_queued = 0;
         self.out.clear();
         self.out_sent = 0;
+        self.ws = None;
     }
 
     /// Drops the last request's bytes from `out` (it leaves the connection before any of it

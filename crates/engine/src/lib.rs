@@ -29,6 +29,7 @@ pub mod stream;
 pub mod tls;
 pub mod transport;
 pub mod worker;
+pub mod ws;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -100,6 +101,9 @@ pub enum SetupFailure {
     /// The proxy refused the `CONNECT` tunnel (a 407, 403, 502) or did not answer it in HTTP:
     /// why, with its status.
     Proxy(String),
+    /// A `ws://` or `wss://` run whose server refused the upgrade (another status than 101)
+    /// or answered it wrongly: why.
+    WebSocket(String),
 }
 
 /// The run's first exchanges decide whether the server's set-up fits the URL: a set-up
@@ -217,6 +221,8 @@ pub struct Shared {
     pub cookie_host: String,
     /// The I/O backend the workers use.
     pub io: IoBackend,
+    /// `ws://` and `wss://`: the upgrade and the message every connection sends.
+    pub ws: Option<ws::WsRun>,
 }
 
 /// Everything the engine measured.
@@ -319,6 +325,7 @@ impl Shared {
             io,
             mix,
             h3_mix,
+            ws: spec.ws.map(|w| ws::WsRun::new(spec, w)),
         }
     }
 }

@@ -739,6 +739,7 @@ fn shared(setup: &Setup, net: &MemNet) -> Shared {
         tls: None,
         tunnel: None,
         quic: None,
+        ws: None,
         h3_request: Default::default(),
         h3_mix: Vec::new(),
         setup_gate: SetupGate::default(),

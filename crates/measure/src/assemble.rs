@@ -181,6 +181,9 @@ impl Parts<'_> {
         if self.route.quic.is_some() {
             return "h3";
         }
+        if self.cfg.load.ws.is_some() {
+            return "websocket";
+        }
         match (self.engine.transport.h2_connections > 0, &self.route.tls) {
             (false, _) => "http/1.1",
             (true, Some(_)) => "h2",
@@ -201,6 +204,26 @@ impl Parts<'_> {
                 offered: t.zero_rtt_offered,
                 accepted: t.zero_rtt_accepted,
             }),
+        })
+    }
+
+    /// `ws://`, `wss://`: what the WebSocket connections met.
+    fn ws_info(&self) -> Option<WsInfo> {
+        let spec = self.cfg.load.ws?;
+        let w = &self.engine.transport.ws;
+        Some(WsInfo {
+            message_type: if spec.binary { "binary" } else { "text" }.into(),
+            message_bytes: self.cfg.load.body.len() as u64,
+            upgrades: w.upgrades,
+            upgrade_mean_us: w.upgrade.as_ref().map(|h| (h.mean() * 10.0).round() / 10.0),
+            server_messages: w.server_messages,
+            pings: w.pings,
+            close_codes: w
+                .close_codes
+                .iter()
+                .map(|(code, n)| (code.to_string(), *n))
+                .collect(),
+            first_close: w.close_sample.clone(),
         })
     }
 
@@ -230,6 +253,7 @@ impl Parts<'_> {
             protocol: Some(self.protocol().into()),
             h2: self.h2_info(),
             quic: self.quic_info(),
+            websocket: self.ws_info(),
             tls: self.tls_info(),
             unix_socket: load
                 .target

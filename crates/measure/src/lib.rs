@@ -80,6 +80,15 @@ pub enum MeasureError {
         /// The frame, setting or error code, or the first bytes.
         reason: String,
     },
+    /// The server refused the WebSocket upgrade (or answered it wrongly) before any message
+    /// was answered.
+    #[error("WebSocket upgrade of {url} failed: the server {reason}")]
+    WebSocket {
+        /// The URL (credentials redacted).
+        url: String,
+        /// Its status line, or what was wrong with its answer.
+        reason: String,
+    },
     /// The proxy refused the tunnel to the target (or did not answer in HTTP) before any
     /// response: no request reached the target.
     #[error("{reason} (proxy {proxy}, a tunnel to {target})")]
@@ -359,6 +368,10 @@ pub fn run(
             SetupFailure::Proxy(reason) => MeasureError::Proxy {
                 proxy: load.target.proxy.as_ref().map_or(host, |p| p.shown.clone()),
                 target: load.target.authority(),
+                reason: reason.clone(),
+            },
+            SetupFailure::WebSocket(reason) => MeasureError::WebSocket {
+                url: volley_model::result::redact::url(&load.target.url).into_owned(),
                 reason: reason.clone(),
             },
         });

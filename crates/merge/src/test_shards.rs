@@ -63,6 +63,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             protocol: Some("http/1.1".into()),
             h2: None,
             quic: None,
+            websocket: None,
             tls: None,
             unix_socket: None,
             proxy: None,

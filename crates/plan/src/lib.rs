@@ -16,7 +16,7 @@ pub use pacer::{Due, Pacer};
 pub use proxy::{Proxy, ProxyMode, ProxySource};
 pub use request::{Mix, MixRequest, RequestTemplate};
 pub use spec::{
-    H2Spec, HttpVersion, IoBackend, IoChoice, LoadSpec, RampSpec, Scheme, Target, TlsSpec,
+    H2Spec, HttpVersion, IoBackend, IoChoice, LoadSpec, RampSpec, Scheme, Target, TlsSpec, WsSpec,
     DEFAULT_H2_WINDOW,
 };
 

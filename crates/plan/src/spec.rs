@@ -87,6 +87,10 @@ words! {
         Http = "http",
         /// HTTP over TLS.
         Https = "https",
+        /// WebSocket (RFC 6455): an HTTP/1.1 upgrade, then messages.
+        Ws = "ws",
+        /// WebSocket over TLS.
+        Wss = "wss",
     }
 }
 
@@ -94,10 +98,37 @@ impl Scheme {
     /// The port a URL without one means.
     pub fn default_port(self) -> u16 {
         match self {
-            Scheme::Http => 80,
-            Scheme::Https => 443,
+            Scheme::Http | Scheme::Ws => 80,
+            Scheme::Https | Scheme::Wss => 443,
         }
     }
+
+    /// Whether the connection is encrypted (`https://`, `wss://`).
+    pub fn is_tls(self) -> bool {
+        matches!(self, Scheme::Https | Scheme::Wss)
+    }
+
+    /// Whether the URL is a WebSocket's (`ws://`, `wss://`).
+    pub fn is_websocket(self) -> bool {
+        matches!(self, Scheme::Ws | Scheme::Wss)
+    }
+
+    /// The HTTP scheme the connection starts with (a WebSocket's upgrade is HTTP/1.1's).
+    pub fn http(self) -> Scheme {
+        match self {
+            Scheme::Ws => Scheme::Http,
+            Scheme::Wss => Scheme::Https,
+            s => s,
+        }
+    }
+}
+
+/// `ws://` and `wss://` URLs: what each connection sends once upgraded (docs/contract.md,
+/// "WebSocket"). The message's payload is the run's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WsSpec {
+    /// `--ws-binary`: messages are binary frames (text frames otherwise).
+    pub binary: bool,
 }
 
 /// Which HTTP a run speaks (docs/contract.md, "HTTP/2").
@@ -232,6 +263,8 @@ pub struct LoadSpec {
     pub shard: Option<super::shard::ShardSpec>,
     /// How the engine waits for and moves bytes (`--io`).
     pub io: IoChoice,
+    /// `ws://` and `wss://`: each request is a message on an upgraded connection.
+    pub ws: Option<WsSpec>,
 }
 
 /// `--io`: the engine's I/O backend.
@@ -286,6 +319,7 @@ impl LoadSpec {
             verify: false,
             shard: None,
             io: IoChoice::Auto,
+            ws: None,
         }
     }
 

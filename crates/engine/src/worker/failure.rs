@@ -76,7 +76,9 @@ impl Worker {
     /// (latency still from their original start); everything else ends with `kind`.
     pub(super) fn fail(&mut self, i: usize, kind: ErrorKind, now: u64, by_server: bool) {
         let c = &mut self.conns[i];
+        // A WebSocket's messages never go again: the server may have read them.
         let silent = by_server
+            && c.ws.is_none()
             && c.responses > 0
             && c.parser.is_idle()
             && matches!(kind, ErrorKind::Closed | ErrorKind::Reset);
@@ -160,6 +162,9 @@ fn timed_out(state: ConnState, e: &io::Error) -> Option<&'static str> {
         _ if e.kind() != io::ErrorKind::TimedOut => None,
         ConnState::Connecting { tunnel_ns, .. } if tunnel_ns > 0 => {
             Some("the proxy did not answer CONNECT within --timeout")
+        }
+        ConnState::Connecting { upgrade_ns, .. } if upgrade_ns > 0 => {
+            Some("the server did not answer the WebSocket upgrade within --timeout")
         }
         ConnState::Connecting { tcp_ns: 0, .. } => Some("the connect timed out"),
         ConnState::Connecting { .. } => Some("the TLS handshake did not finish within --timeout"),

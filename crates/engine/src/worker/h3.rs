@@ -48,6 +48,7 @@ impl Worker {
             since_ns: now,
             tcp_ns: now.max(1),
             tunnel_ns: 0,
+            upgrade_ns: 0,
         };
         if early {
             // 0-RTT: the requests waiting for this connection go with the handshake.

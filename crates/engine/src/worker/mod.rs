@@ -12,6 +12,7 @@ mod response;
 mod ring;
 mod schedule;
 mod socket;
+mod ws;
 
 use std::collections::VecDeque;
 use std::io;
@@ -128,6 +129,8 @@ pub(crate) struct Worker {
     path_buf: Vec<u8>,
     /// What the journey's captures and cookies met (for the summary).
     journey: JourneyCounts,
+    /// `ws://`, `wss://`: the upgrades' keys and the frames' masks.
+    ws_rng: crate::ws::MaskRng,
 }
 
 impl Worker {
@@ -201,6 +204,7 @@ impl Worker {
             cookie_buf: Vec::new(),
             path_buf: Vec::new(),
             journey: JourneyCounts::default(),
+            ws_rng: crate::ws::MaskRng::new(ws::seed(id)),
             shared,
         })
     }
@@ -613,6 +617,7 @@ impl Worker {
             endpoints,
             journey: self.journey,
         })));
+        self.close_websockets();
         // Sockets go before the ring they may still have operations in.
         self.conns.clear();
     }

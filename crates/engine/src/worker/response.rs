@@ -14,6 +14,9 @@ impl Worker {
         if self.conns[i].h2.is_some() {
             return self.on_h2_bytes(i, n, now);
         }
+        if self.conns[i].ws.is_some() {
+            return self.on_ws_bytes(i, n, now);
+        }
         let mut off = 0;
         while off < n {
             let c = &mut self.conns[i];
@@ -266,6 +269,10 @@ impl Worker {
 
     /// Whether request `r` may go again after a silent close (an idempotent method).
     pub(super) fn idempotent(&self, r: &InFlight) -> bool {
+        if self.shared.ws.is_some() {
+            // A WebSocket message: not a request to repeat after a close.
+            return false;
+        }
         match self.shared.mix.as_deref() {
             Some(mix) if r.entry != NO_ENTRY => mix.requests[r.entry as usize].idempotent,
             _ => self.shared.template.idempotent,

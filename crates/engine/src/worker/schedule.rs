@@ -197,6 +197,13 @@ impl Worker {
             let c = &mut self.conns[i];
             mix.requests[req.entry as usize].render_http1(&ctx, &mut c.out, &mut self.scratch);
             c.write_end += (c.out.len() - before) as u64;
+        } else if let Some(ws) = self.shared.ws.as_ref() {
+            // A WebSocket message: a frame with a mask of its own.
+            req.stream_pos = c.write_end;
+            let before = c.out.len();
+            let mask = self.ws_rng.mask();
+            crate::ws::frame::encode(&mut c.out, ws.opcode, &ws.message, mask);
+            c.write_end += (c.out.len() - before) as u64;
         } else {
             req.stream_pos = c.write_end;
             c.write_end += len;

@@ -34,6 +34,7 @@ impl Worker {
                     since_ns: now,
                     tcp_ns: 0,
                     tunnel_ns: 0,
+                    upgrade_ns: 0,
                 };
             }
             Err(e) => self.connect_failed(i, now, e),
@@ -70,8 +71,16 @@ impl Worker {
             since_ns,
             tcp_ns,
             tunnel_ns,
+            upgrade_ns,
         } = c.state
         {
+            if upgrade_ns > 0 {
+                // The upgrade request is written: TLS may still hold some of its records.
+                if let Some(s) = c.stream.as_mut() {
+                    let _ = s.flush();
+                }
+                return;
+            }
             if tunnel_ns > 0 {
                 self.drive_tunnel(i, now, false);
                 return;
@@ -116,8 +125,13 @@ impl Worker {
                 since_ns,
                 tcp_ns: now.max(1),
                 tunnel_ns: 0,
+                upgrade_ns: 0,
             };
             self.drive_handshake(i, now);
+            return;
+        }
+        if self.shared.ws.is_some() {
+            self.start_upgrade(i, now);
             return;
         }
         let h2 = self.shared.http == HttpVersion::H2c;
@@ -143,6 +157,7 @@ impl Worker {
                     since_ns,
                     tcp_ns: 0,
                     tunnel_ns: now.max(1),
+                    upgrade_ns: 0,
                 };
             }
             Ok(_) => {
@@ -252,6 +267,10 @@ impl Worker {
                     self.refused_h2(i, now, chose);
                     return;
                 }
+                if self.shared.ws.is_some() {
+                    self.start_upgrade(i, now);
+                    return;
+                }
                 self.opened(i, now, h2);
                 if self.conns[i].state == ConnState::Open {
                     self.write(i, now);
@@ -284,7 +303,7 @@ impl Worker {
             self.write_h2(i, now);
             return;
         }
-        if self.shared.mix.is_some() {
+        if self.shared.mix.is_some() || self.shared.ws.is_some() {
             self.write_rendered(i, now);
             return;
         }
@@ -325,7 +344,8 @@ impl Worker {
         }
     }
 
-    /// `--requests-file`: writes the requests rendered into the connection's own buffer.
+    /// `--requests-file` and `ws://`: writes the requests (messages) rendered into the
+    /// connection's own buffer.
     fn write_rendered(&mut self, i: usize, now: u64) {
         loop {
             let c = &mut self.conns[i];
@@ -407,7 +427,20 @@ impl Worker {
         loop {
             let c = &mut self.conns[i];
             let Some(s) = c.stream.as_mut() else { return };
-            if let ConnState::Connecting { tunnel_ns, .. } = c.state {
+            if let ConnState::Connecting {
+                tunnel_ns,
+                upgrade_ns,
+                ..
+            } = c.state
+            {
+                if upgrade_ns > 0 {
+                    let now = self.shared.clock.now_ns();
+                    self.drive_upgrade(i, now, hangup);
+                    if !matches!(self.conns[i].state, ConnState::Open) {
+                        return;
+                    }
+                    continue;
+                }
                 if tunnel_ns > 0 {
                     let now = self.shared.clock.now_ns();
                     self.drive_tunnel(i, now, hangup);

@@ -164,3 +164,26 @@ pub struct ZeroRtt {
     /// again after the handshake (their latency includes the refused round trip).
     pub accepted: u64,
 }
+
+/// `target.websocket`: the WebSocket connections of a `ws://` or `wss://` run (docs/contract.md,
+/// "WebSocket"); each of the run's requests is a message, its response the server's next one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WsInfo {
+    /// Frames of the messages: `text` or `binary` (`--ws-binary`).
+    pub message_type: String,
+    /// Each message's payload, in bytes.
+    pub message_bytes: u64,
+    /// Upgrades the server accepted (warm-up and reconnects included).
+    pub upgrades: u64,
+    /// Mean µs from the upgrade request to its 101 (null without one).
+    pub upgrade_mean_us: Option<f64>,
+    /// Messages the server sent that answered none of volley's.
+    pub server_messages: u64,
+    /// Pings the server sent, each answered with a pong.
+    pub pings: u64,
+    /// Close frames the server sent, by status code (`"1005"`: one without a code).
+    pub close_codes: std::collections::BTreeMap<String, u64>,
+    /// The first of them: its code and reason, e.g. `1011 (internal error)` (null: none).
+    #[serde(default)]
+    pub first_close: Option<String>,
+}

@@ -182,12 +182,12 @@ impl Counters {
         self.status[400..].iter().sum::<u64>() + self.failed_checks_only
     }
 
-    /// Non-zero status codes in ascending order.
+    /// Non-zero status codes in ascending order (a WebSocket's messages have none: slot 0).
     pub fn status_codes(&self) -> Vec<(u16, u64)> {
         self.status
             .iter()
             .enumerate()
-            .filter(|(_, n)| **n > 0)
+            .filter(|(code, n)| *code > 0 && **n > 0)
             .map(|(code, n)| (code as u16, *n))
             .collect()
     }

@@ -50,6 +50,54 @@ pub struct TransportStats {
     pub zero_rtt_offered: u64,
     /// Of those, the ones whose early data the server accepted.
     pub zero_rtt_accepted: u64,
+    /// `ws://`, `wss://`: what the WebSocket connections met.
+    pub ws: WsCounts,
+}
+
+/// What a run's WebSocket connections met (docs/contract.md, "WebSocket"), warm-up included.
+#[derive(Debug, Default, Clone)]
+pub struct WsCounts {
+    /// Upgrades the server accepted (101).
+    pub upgrades: u64,
+    /// µs from the upgrade request written to its 101 (the handshake of the WebSocket).
+    pub upgrade: Option<Hist>,
+    /// Messages the server sent that answered none of volley's (none was waiting).
+    pub server_messages: u64,
+    /// Pings the server sent (each answered with a pong).
+    pub pings: u64,
+    /// Close frames the server sent, by status code (1005: a close without a code).
+    pub close_codes: std::collections::BTreeMap<u16, u64>,
+    /// The first close frame's code and reason, for the summary.
+    pub close_sample: Option<String>,
+}
+
+impl WsCounts {
+    /// An upgrade that took `us` µs.
+    pub fn upgraded(&mut self, us: u64) {
+        self.upgrades += 1;
+        record(self.upgrade.get_or_insert_with(new_hist), us);
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &WsCounts) {
+        self.upgrades += o.upgrades;
+        if let Some(t) = &o.upgrade {
+            match &mut self.upgrade {
+                Some(m) => {
+                    let _ = m.add(t);
+                }
+                None => self.upgrade = Some(t.clone()),
+            }
+        }
+        self.server_messages += o.server_messages;
+        self.pings += o.pings;
+        for (code, n) in &o.close_codes {
+            *self.close_codes.entry(*code).or_default() += n;
+        }
+        if self.close_sample.is_none() {
+            self.close_sample = o.close_sample.clone();
+        }
+    }
 }
 
 impl TransportStats {
@@ -106,6 +154,7 @@ impl TransportStats {
         self.zero_rtt_offered += o.zero_rtt_offered;
         self.zero_rtt_accepted += o.zero_rtt_accepted;
         self.h2_goaways += o.h2_goaways;
+        self.ws.merge(&o.ws);
         if let Some(m) = o.h2_max_streams {
             self.h2_settings(m);
         }

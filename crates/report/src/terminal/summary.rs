@@ -57,6 +57,9 @@ fn header(o: &mut String, r: &RunResult) {
     if let Some(h2) = h2_line(r) {
         let _ = writeln!(o, "{h2}");
     }
+    if let Some(ws) = ws_line(r) {
+        let _ = writeln!(o, "{ws}");
+    }
     if let Some(h3) = h3_line(r) {
         let _ = writeln!(o, "{h3}");
     }
@@ -180,6 +183,56 @@ fn h3_line(r: &RunResult) -> Option<String> {
             );
         }
         None => {}
+    }
+    Some(line)
+}
+
+/// `WebSocket: 4 upgrades (mean 0.21 ms), text messages of 5 bytes; 12 pings answered; 3
+/// messages the server sent unasked; closed by the server: 1011 ×2 (first: 1011 (internal
+/// error))`.
+fn ws_line(r: &RunResult) -> Option<String> {
+    let w = r.target.websocket.as_ref()?;
+    let mut line = format!(
+        "WebSocket: {} upgrade{}",
+        thousands(w.upgrades),
+        plural(w.upgrades)
+    );
+    if let Some(us) = w.upgrade_mean_us {
+        let _ = write!(line, " (mean {:.2} ms)", us / 1000.0);
+    }
+    let _ = write!(
+        line,
+        ", {} messages of {} byte{}",
+        w.message_type,
+        thousands(w.message_bytes),
+        plural(w.message_bytes)
+    );
+    if w.pings > 0 {
+        let _ = write!(
+            line,
+            "; {} ping{} answered",
+            thousands(w.pings),
+            plural(w.pings)
+        );
+    }
+    if w.server_messages > 0 {
+        let _ = write!(
+            line,
+            "; {} message{} the server sent unasked",
+            thousands(w.server_messages),
+            plural(w.server_messages)
+        );
+    }
+    if !w.close_codes.is_empty() {
+        let codes: Vec<String> = w
+            .close_codes
+            .iter()
+            .map(|(code, n)| format!("{code} ×{}", thousands(*n)))
+            .collect();
+        let _ = write!(line, "; closed by the server: {}", codes.join(", "));
+        if let Some(first) = &w.first_close {
+            let _ = write!(line, " (first: {first})");
+        }
     }
     Some(line)
 }

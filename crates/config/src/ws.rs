@@ -1,0 +1,74 @@
+//! `ws://` and `wss://` URLs (docs/contract.md, "WebSocket"): which HTTP a WebSocket run
+//! speaks, its message, and the flags it cannot be combined with yet.
+
+use super::{ConfigError, Flag, RunFlags};
+use volley_plan::{HttpVersion, Scheme, WsSpec};
+
+/// The message a WebSocket run sends without `--body` (gcannon's default).
+pub const DEFAULT_MESSAGE: &[u8] = b"hello";
+
+/// A WebSocket's HTTP: the upgrade is HTTP/1.1's; `--http2`, `--h2c` and `--http3` are refused.
+pub(super) fn http_version(chosen: Option<Flag>) -> Result<HttpVersion, ConfigError> {
+    match chosen {
+        None | Some(Flag::Http1) => Ok(HttpVersion::Http1),
+        Some(f) => Err(ConfigError::flag(
+            f,
+            "cannot be used with a ws:// or wss:// URL: volley upgrades HTTP/1.1 connections \
+             (WebSocket over HTTP/2, RFC 8441, or HTTP/3, RFC 9220, is not supported)",
+        )),
+    }
+}
+
+/// The WebSocket settings of a `ws://` or `wss://` URL; `None` for other URLs (where
+/// `--ws-binary` is an error).
+pub(super) fn ws_spec(a: &RunFlags, scheme: Scheme) -> Result<Option<WsSpec>, ConfigError> {
+    if !scheme.is_websocket() {
+        if a.ws_binary {
+            return Err(ConfigError::flag(
+                Flag::WsBinary,
+                "needs a ws:// or wss:// URL",
+            ));
+        }
+        return Ok(None);
+    }
+    let checks = a.expect_status.is_some()
+        || !a.expect_body_contains.is_empty()
+        || a.expect_body_regex.is_some()
+        || !a.expect_header.is_empty()
+        || a.expect_size.is_some();
+    let refused = [
+        (
+            a.method.is_some(),
+            Flag::Method,
+            "the upgrade is a GET; each message carries --body",
+        ),
+        (
+            a.requests_file.is_some(),
+            Flag::RequestsFile,
+            "a WebSocket run sends one message, --body",
+        ),
+        (
+            checks,
+            Flag::ExpectStatus,
+            "--expect-* checks HTTP responses, not WebSocket messages",
+        ),
+        (
+            a.verify,
+            Flag::Verify,
+            "not for WebSocket runs yet (the run's upgrade failing ends it with exit 2)",
+        ),
+        (
+            a.streams.is_some(),
+            Flag::Streams,
+            "streams are HTTP/2's and HTTP/3's; messages in flight per connection are --pipeline",
+        ),
+        (a.h2_window.is_some(), Flag::H2Window, "is HTTP/2's"),
+    ];
+    if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {
+        let message = format!("cannot be used with a ws:// or wss:// URL: {why}");
+        return Err(ConfigError::flag(*flag, message));
+    }
+    Ok(Some(WsSpec {
+        binary: a.ws_binary,
+    }))
+}

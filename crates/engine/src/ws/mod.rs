@@ -1,0 +1,105 @@
+//! WebSocket (RFC 6455) sans-IO: the HTTP/1.1 upgrade ([`handshake`]) and the frames
+//! ([`frame`]). The worker's side of `ws://` and `wss://` is `worker/ws.rs`: each request of
+//! the run is one message, its response the server's next message (an echo); docs/contract.md,
+//! "WebSocket", says what is counted.
+
+pub mod frame;
+pub mod handshake;
+
+use std::sync::Arc;
+
+use volley_plan::{LoadSpec, WsSpec};
+
+/// The longest message volley reads from a server unless its own are longer: 16 MiB, as
+/// common servers' default read limits (a longer one fails the connection at its header).
+pub const MIN_MESSAGE_LIMIT: u64 = 16 << 20;
+
+/// What every connection of a `ws://` or `wss://` run shares.
+#[derive(Debug)]
+pub struct WsRun {
+    /// The upgrade request up to its key ([`handshake::request_head`]).
+    pub upgrade_head: Vec<u8>,
+    /// Each message's payload (the run's body).
+    pub message: Arc<[u8]>,
+    /// [`frame::OP_TEXT`] or [`frame::OP_BINARY`].
+    pub opcode: u8,
+    /// The longest message read from the server.
+    pub limit: u64,
+}
+
+impl WsRun {
+    /// The run's upgrade and message.
+    pub fn new(spec: &LoadSpec, ws: WsSpec) -> WsRun {
+        let t = &spec.target;
+        WsRun {
+            upgrade_head: handshake::request_head(&t.path, &t.host_header, &spec.headers),
+            message: Arc::clone(&spec.body),
+            opcode: if ws.binary {
+                frame::OP_BINARY
+            } else {
+                frame::OP_TEXT
+            },
+            limit: MIN_MESSAGE_LIMIT.max(spec.body.len() as u64),
+        }
+    }
+}
+
+/// One WebSocket connection: its upgrade, then its frames.
+#[derive(Debug)]
+pub struct WsConn {
+    /// The answer to the upgrade as far as it arrived (emptied once upgraded).
+    pub head: Vec<u8>,
+    /// The `Sec-WebSocket-Accept` the answer must carry.
+    pub accept: String,
+    /// The server's frames.
+    pub reader: frame::Reader,
+    /// A close frame was written: nothing else goes.
+    pub close_sent: bool,
+}
+
+impl WsConn {
+    /// A connection whose upgrade asked for `accept`, reading messages of at most `limit`.
+    pub fn new(accept: String, limit: u64) -> WsConn {
+        WsConn {
+            head: Vec::new(),
+            accept,
+            reader: frame::Reader::new(limit),
+            close_sent: false,
+        }
+    }
+}
+
+/// A small, fast generator for the upgrade's keys and the frames' masks (RFC 6455 §5.3 asks
+/// for masks a proxy cannot predict, not for cryptographic ones): xorshift64*.
+#[derive(Debug, Clone)]
+pub struct MaskRng(u64);
+
+impl MaskRng {
+    /// A generator seeded with `seed` (0 is replaced: xorshift would stay at 0).
+    pub fn new(seed: u64) -> MaskRng {
+        MaskRng(seed | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A frame's masking key.
+    pub fn mask(&mut self) -> [u8; 4] {
+        (self.next_u64() as u32).to_ne_bytes()
+    }
+
+    /// An upgrade's `Sec-WebSocket-Key` nonce (16 bytes).
+    pub fn nonce(&mut self) -> [u8; 16] {
+        let mut k = [0u8; 16];
+        k[..8].copy_from_slice(&self.next_u64().to_ne_bytes());
+        k[8..].copy_from_slice(&self.next_u64().to_ne_bytes());
+        k
+    }
+}
