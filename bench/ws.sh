@@ -235,8 +235,9 @@ except Exception as e:
 if tool == "gcannon":
     if d.get("mode") != "websocket":
         fail(f"mode is {d.get('mode')!r}, not websocket")
-    if d.get("ws_upgrades") != conns:
-        fail(f"{d.get('ws_upgrades')} of {conns} connections upgraded")
+    # it exits 0 even when every upgrade is refused (and reconnects in a loop)
+    if d.get("ws_upgrades", 0) < conns:
+        fail(f"{d.get('ws_upgrades')} of {conns} connections upgraded (status {d.get('status')})")
     n, elapsed = d["ws_frames"], d["elapsed_sec"]
 else:
     n, elapsed = d["requests"]["completed"], d["elapsed_s"]
