@@ -21,7 +21,7 @@
 # pointing at that liburing, so the binary links it statically. gcannon saves a run history
 # in $HOME/.gcannon: its runs get a HOME of their own under the run's temporary folder.
 #
-# Usage:  bench/ws.sh                              # 3 reps x 10 s, about 1.5 minutes
+# Usage:  bench/ws.sh                              # 3 reps x 10 s: about 1.5 minutes when idle
 #         REPS=1 DURATION=3s bench/ws.sh           # quick
 #         TOOLS=gcannon UPDATE_MD=0 bench/ws.sh    # gcannon alone (no volley build)
 # Environment (all optional):
@@ -104,7 +104,6 @@ build_gcannon() {
     GCANNON=$gdir/gcannon
     command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || die 2 "a C compiler is missing (apt-get install build-essential)"
     mkdir -p "$TOOLS_DIR"
-    : >"$blog"
     if [[ ! -f $prefix/lib/liburing.a || ! -f $prefix/include/liburing.h ]]; then
         log "building liburing $LIBURING_REF from $LIBURING_REPO into $prefix (once)"
         rm -rf "$lsrc" "$prefix"
