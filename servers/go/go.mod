@@ -1,3 +1,5 @@
 module volley/servers/go
 
 go 1.24
+
+require github.com/gorilla/websocket v1.5.3

@@ -1,6 +1,7 @@
 // Reference server for volley: Go standard library net/http, production defaults; HTTPS
 // (h2 and http/1.1 by ALPN) when TLS_CERT and TLS_KEY are set; HTTP/1.1 and cleartext HTTP/2
-// with prior knowledge (h2c) on the same port when H2C=1.
+// with prior knowledge (h2c) on the same port when H2C=1; a WebSocket echo at /ws
+// (gorilla/websocket).
 package main
 
 import (
@@ -10,7 +11,10 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 func text(w http.ResponseWriter, body []byte) {
@@ -39,6 +43,37 @@ func root(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// wsReadLimit caps one WebSocket message (16 MiB): a larger one closes the connection with
+// 1009 (message too big).
+const wsReadLimit = 16 << 20
+
+// upgrader keeps gorilla's defaults: 4 KiB buffers, no compression, same-origin check.
+var upgrader websocket.Upgrader
+
+// echoed counts the WebSocket messages written back since start (GET /ws/count).
+var echoed atomic.Int64
+
+// echo answers each text or binary message with the same opcode and payload. gorilla's
+// default handlers answer a ping with a pong and a close with a close of the same code.
+func echo(w http.ResponseWriter, r *http.Request) {
+	c, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // Upgrade has answered with an HTTP error
+	}
+	defer c.Close()
+	c.SetReadLimit(wsReadLimit)
+	for {
+		mt, msg, err := c.ReadMessage()
+		if err != nil {
+			return
+		}
+		if err := c.WriteMessage(mt, msg); err != nil {
+			return
+		}
+		echoed.Add(1)
 	}
 }
 
@@ -75,6 +110,10 @@ func main() {
 			return
 		}
 		text(w, bytes.Repeat([]byte("x"), n))
+	})
+	mux.HandleFunc("GET /ws", echo)
+	mux.HandleFunc("GET /ws/count", func(w http.ResponseWriter, r *http.Request) {
+		text(w, []byte(strconv.FormatInt(echoed.Load(), 10)))
 	})
 
 	srv := &http.Server{
