@@ -29,7 +29,7 @@ pub const LONG_VERSION: &str = concat!(
     env!("VOLLEY_COMMIT"),
     "; I/O: io_uring, epoll; TLS: ",
     tls!(),
-    "; HTTP/1.1, HTTP/2)"
+    "; HTTP/1.1, HTTP/2, HTTP/3, WebSocket)"
 );
 
 /// `volley version`.
@@ -53,7 +53,7 @@ pub(crate) fn execute(args: &VersionArgs) -> ExitCode {
                 Err(why) => serde_json::json!({"available": false, "why": why}),
             },
             "tls": TLS,
-            "protocols": ["http/1.1", "h2", "h2c"],
+            "protocols": ["http/1.1", "h2", "h2c", "h3", "websocket"],
             "target": format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
         });
         let text = serde_json::to_string_pretty(&v).unwrap_or_default();

@@ -343,6 +343,87 @@ fn reference_servers_under_volleys_http3() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// The servers with a WebSocket echo at `/ws` (servers/README.md): `volley run ws://…/ws`
+/// over HTTP and `wss://` over HTTPS, each message echoed, as the server's `/ws/count` counts.
+#[test]
+fn reference_servers_under_volleys_websocket() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let logs = tempfile::tempdir().expect("tempdir");
+    let tls = make_tls(logs.path());
+    let with_ws: Vec<RefServer> = servers().into_iter().filter(|s| s.name == "go").collect();
+    let mut failures = Vec::new();
+    for s in &with_ws {
+        let dir = root.join(&s.dir);
+        let log = logs.path().join(format!("{}-build.log", s.name));
+        let outcome = build(s, &dir, &log).and_then(|_| {
+            for run in [Run::Http, Run::Https] {
+                check_server(s, &dir, logs.path(), &tls, run, &|port| {
+                    volley_ws(port, &tls, run)
+                })
+                .map_err(|e| format!("volley over {}: {e}", run.name()))?;
+            }
+            Ok(())
+        });
+        match outcome {
+            Ok(()) => eprintln!("[{}] volley over ws and wss: every message echoed", s.name),
+            Err(e) => {
+                eprintln!("[{}] FAILED: {e}", s.name);
+                failures.push(format!("{}: {e}", s.name));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// 1,000 messages over 4 connections, 4 in flight each (text, then binary of 1 KiB): each
+/// answered, without errors; over HTTP the server's `/ws/count` went up by as many.
+fn volley_ws(port: u16, tls: &Tls, run: Run) -> Result<(), String> {
+    let count = || -> Result<u64, String> {
+        let r = one_request(port, "GET", "/ws/count", b"")?;
+        String::from_utf8_lossy(&r.body)
+            .trim()
+            .parse()
+            .map_err(|e| format!("/ws/count: {e}"))
+    };
+    let scheme = if run == Run::Https { "wss" } else { "ws" };
+    let url = format!("{scheme}://127.0.0.1:{port}/ws");
+    for extra in [&[][..], &["--ws-binary", "--body-size", "1KiB"][..]] {
+        let before = if run == Run::Http { count()? } else { 0 };
+        let out = Command::new(env!("CARGO_BIN_EXE_volley"))
+            .args(["run", &url, "-n", "1000", "-c", "4", "--pipeline", "4"])
+            .arg("--cacert")
+            .arg(&tls.cert)
+            .args(["--json", "-", "--quiet"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run volley: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let what = format!("volley run {url} {}", extra.join(" "));
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .map_err(|e| format!("{what}: {} ({e}); stderr: {stderr}", out.status))?;
+        let (done, errors) = (
+            r["requests"]["completed"].as_u64(),
+            r["requests"]["errors"].as_u64(),
+        );
+        if r["target"]["protocol"] != "websocket" || done != Some(1000) || errors != Some(0) {
+            return Err(format!(
+                "{what}: protocol {}, {done:?} completed, {errors:?} errors ({}); stderr: {stderr}",
+                r["target"]["protocol"], r["errors"]
+            ));
+        }
+        if run == Run::Http {
+            let echoed = count()? - before;
+            if echoed != 1000 {
+                return Err(format!(
+                    "{what}: the server counted {echoed} echoes, want 1000"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `volley run URL --http3 EXTRA…` against `127.0.0.1:port`: its RunResult and how long it took.
 fn volley_h3_run(
     port: u16,

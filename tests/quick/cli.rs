@@ -31,7 +31,11 @@ fn bad_flags_exit_2_naming_the_flag() {
     expect(&["run", "127.0.0.1:8080"], 2, "URL");
     expect(&["run", "http://"], 2, "URL");
     expect(&["run", "ftp://x/"], 2, "unsupported scheme");
-    expect(&["run", "ws://127.0.0.1/"], 2, "use http:// or https://");
+    expect(
+        &["run", "ftp://127.0.0.1/"],
+        2,
+        "use http://, https://, or ws:// and wss:// for WebSocket",
+    );
     expect(
         &["run", "https://127.0.0.1:1/", "--cacert", "/no/such/ca.pem"],
         2,

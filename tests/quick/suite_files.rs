@@ -79,18 +79,22 @@ fn reference_servers_list_the_same_protocols_everywhere() {
     }
     let http1_only = [Protocol::Http1, Protocol::Https];
     let cleartext_http1 = [Protocol::Http1];
-    // The default: every protocol but HTTP/3, which only rust's server speaks.
-    let all_but_h3: Vec<Protocol> = Protocol::ALL
+    // The default: HTTP/1.1 and HTTP/2, with and without TLS; only rust's server speaks
+    // HTTP/3, only go's has a WebSocket echo.
+    let default: Vec<Protocol> = Protocol::ALL
         .iter()
         .copied()
-        .filter(|p| *p != Protocol::H3)
+        .filter(|p| p.by_default())
         .collect();
+    let with = |more: &[Protocol]| [&default[..], more].concat();
+    let (rust, go) = (with(&[Protocol::H3]), with(&[Protocol::Ws, Protocol::Wss]));
     for (dir, (protocols, _)) in &seen {
         let want: &[Protocol] = match dir.as_str() {
             "java" | "python" => &http1_only,
             "jetty" | "netty" => &cleartext_http1,
-            "rust" => Protocol::ALL,
-            _ => &all_but_h3,
+            "rust" => &rust,
+            "go" => &go,
+            _ => &default,
         };
         assert_eq!(protocols, want, "servers/{dir}");
     }

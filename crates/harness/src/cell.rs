@@ -68,7 +68,12 @@ impl Harness<'_> {
                         format!(
                             "the server's url is {scheme}:// but the cell's protocol is {}: set protocol = {} in the scenario, or leave this server out of it (servers = [...])",
                             protocol.as_str(),
-                            if scheme == "https" { "\"https\", \"h2\" or \"h3\"" } else { "\"http/1.1\" or \"h2c\"" }
+                            match scheme {
+                                "https" => "\"https\", \"h2\" or \"h3\"",
+                                "ws" => "\"ws\"",
+                                "wss" => "\"wss\"",
+                                _ => "\"http/1.1\" or \"h2c\"",
+                            }
                         ),
                         Vec::new(),
                     );

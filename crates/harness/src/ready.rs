@@ -175,6 +175,9 @@ impl Asker {
             // Readiness over TCP and TLS: an HTTP/3 server also serves HTTPS on its port
             // (Caddy, nginx, h2o do, and announce h3 there).
             Protocol::H3 => Asker::Tls(client(&[])?, Protocol::Https),
+            // A WebSocket endpoint answers a plain GET too (400, 426): the server is up.
+            Protocol::Ws => Asker::Plain,
+            Protocol::Wss => Asker::Tls(client(&[])?, Protocol::Https),
         })
     }
 

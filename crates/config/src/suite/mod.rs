@@ -176,22 +176,36 @@ words! {
         H2c = "h2c",
         /// `h3`: HTTP/3 over QUIC (`--http3`); a certificate as for `https`.
         H3 = "h3",
+        /// `ws`: WebSocket messages on upgraded cleartext connections (a `ws://` URL).
+        Ws = "ws",
+        /// `wss`: WebSocket over TLS (`wss://`); a certificate as for `https`.
+        Wss = "wss",
     }
 }
 
 impl Protocol {
-    /// The URL scheme of its cells (`http`, `https`).
+    /// The URL scheme of its cells (`http`, `https`, `ws`, `wss`).
     pub fn scheme(self) -> &'static str {
-        if self.tls() {
-            "https"
-        } else {
-            "http"
+        match self {
+            Protocol::Ws => "ws",
+            Protocol::Wss => "wss",
+            p if p.tls() => "https",
+            _ => "http",
         }
     }
 
     /// Whether it runs over TLS (a managed server gets `TLS_CERT` and `TLS_KEY`).
     pub fn tls(self) -> bool {
-        matches!(self, Protocol::Https | Protocol::H2 | Protocol::H3)
+        matches!(
+            self,
+            Protocol::Https | Protocol::H2 | Protocol::H3 | Protocol::Wss
+        )
+    }
+
+    /// Whether a server speaks it without saying so: HTTP/3 needs a UDP listener, and
+    /// WebSocket an endpoint, a server has only when its `protocols` say so.
+    pub fn by_default(self) -> bool {
+        !matches!(self, Protocol::H3 | Protocol::Ws | Protocol::Wss)
     }
 
     /// The `volley run` flag its cells get: `--http1.1` for https (which would otherwise
@@ -204,10 +218,11 @@ impl Protocol {
             Protocol::H2 => Some("--http2"),
             Protocol::H2c => Some("--h2c"),
             Protocol::H3 => Some("--http3"),
+            Protocol::Ws | Protocol::Wss => None,
         }
     }
 
-    /// `"http/1.1", "https", "h2", "h2c" or "h3"`, for messages.
+    /// `"http/1.1", "https", "h2", "h2c", "h3", "ws" or "wss"`, for messages.
     pub(crate) fn expected() -> String {
         let quoted: Vec<String> = Self::ALL
             .iter()

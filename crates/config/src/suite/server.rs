@@ -68,11 +68,10 @@ fn read_server(r: &TomlReader, sv: &Val, taken: &[&str]) -> Result<ServerSpec, S
         .transpose()?;
     let protocols = match t.get("protocols") {
         Some(v) => protocols(r, v, &at)?,
-        // HTTP/3 needs a UDP listener a server has only when it says so.
         None => Protocol::ALL
             .iter()
             .copied()
-            .filter(|p| *p != Protocol::H3)
+            .filter(|p| p.by_default())
             .collect(),
     };
     Ok(ServerSpec {
