@@ -18,6 +18,7 @@ mod quick {
     mod engine;
     mod faults;
     mod fuzz_regressions;
+    mod grpc;
     mod h2_hostile;
     mod h3_hostile;
     mod habits;

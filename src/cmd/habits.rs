@@ -33,7 +33,7 @@ const TIPS: &[(&[&str], &str)] = &[
     ),
     (
         &["-i", "--iterations"],
-        "volley counts requests: -n/--requests N (a k6 iteration may hold several)",
+        "volley counts requests: -n/--requests N (a k6 iteration may hold several); ghz's -i import paths are --import-path DIR",
     ),
     (
         &["--latency-correction", "-U", "--u_latency"],

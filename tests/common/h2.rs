@@ -18,6 +18,38 @@ pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// close it), at most.
 pub const LINGER: Duration = Duration::from_secs(3);
 
+/// A literal field without indexing, its name new (HPACK, RFC 7541 §6.2.2), both short.
+fn literal(name: &[u8], value: &[u8]) -> Vec<u8> {
+    [
+        &[0, name.len() as u8][..],
+        name,
+        &[value.len() as u8],
+        value,
+    ]
+    .concat()
+}
+
+/// A gRPC answer on stream `s`: 200 `application/grpc`, a `HelloReply{message: "hi"}`, then
+/// (with `trailers`) `grpc-status` 0, or 3 with `failure` as its message.
+fn grpc_answer(s: u32, failure: Option<&str>, trailers: bool) -> Vec<u8> {
+    let mut head = vec![STATUS_200];
+    head.extend(literal(b"content-type", b"application/grpc"));
+    let mut out = frame(HEADERS, END_HEADERS, s, &head);
+    // Field 1 (a string) "hi", behind gRPC's prefix.
+    out.extend(frame(DATA, 0, s, &[0, 0, 0, 0, 4, 0x0a, 2, b'h', b'i']));
+    if trailers {
+        let mut t = match failure {
+            None => literal(b"grpc-status", b"0"),
+            Some(_) => literal(b"grpc-status", b"3"),
+        };
+        if let Some(m) = failure {
+            t.extend(literal(b"grpc-message", m.as_bytes()));
+        }
+        out.extend(frame(HEADERS, END_HEADERS | END_STREAM, s, &t));
+    }
+    out
+}
+
 /// Frame types and flags used here (RFC 9113 §6).
 pub mod kind {
     pub const DATA: u8 = 0;
@@ -95,6 +127,13 @@ pub enum Behaviour {
     StallFirst,
     /// Answers every stream with 1 MiB of DATA in one write, whatever the windows.
     IgnoresWindow,
+    /// A gRPC server: every stream is answered 200 `application/grpc`, a message, and
+    /// trailers with `grpc-status` 0, except every `fail_every`th stream of a connection
+    /// (0: none), which ends with `grpc-status: 3` and a `grpc-message`.
+    Grpc { fail_every: u32 },
+    /// A gRPC server that never sends trailers: a head and a message, and the stream never
+    /// ends.
+    GrpcNoTrailers,
 }
 
 /// A running HTTP/2 test server.
@@ -198,6 +237,12 @@ fn run(p: &mut Peer, b: Behaviour) {
             out.extend(frame(DATA, END_STREAM, s, b"."));
             out
         }),
+        Behaviour::Grpc { fail_every } => p.answer_each(|s| {
+            // Client streams are odd: the connection's k-th is 2k - 1.
+            let fails = fail_every > 0 && s.div_ceil(2) % fail_every == 0;
+            grpc_answer(s, if fails { Some("name refused") } else { None }, true)
+        }),
+        Behaviour::GrpcNoTrailers => p.answer_each(|s| grpc_answer(s, None, false)),
         Behaviour::StallFirst => p.answer_each(|s| {
             if s == 1 {
                 return Vec::new();

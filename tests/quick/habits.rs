@@ -95,8 +95,12 @@ fn spellings_with_another_meaning_get_volleys_flag() {
         // oha's -d is the body; volley's is the duration.
         (
             &["run", url, "-d", "{\"a\":1}"][..],
-            "(a request body is --body)",
+            "ghz's -d gRPC message, is --body)",
         ),
+        // ghz's -t is its timeout; volley's the threads.
+        (&["run", url, "-t", "20s"][..], "ghz's -t, is --timeout"),
+        // ghz's -i are import paths.
+        (&["run", url, "-i", "protos"][..], "--import-path DIR"),
         (&["run", url, "-s", "script.lua"][..], "--body-file"),
         (&["run", url, "-D", "body.json"][..], "--body-file"),
         (&["run", url, "-T", "application/json"][..], "Content-Type"),

@@ -6,6 +6,7 @@
 pub(crate) mod checks;
 pub(crate) mod flag;
 pub mod flags;
+pub(crate) mod grpc;
 pub mod http;
 pub mod located;
 pub(crate) mod monitor;

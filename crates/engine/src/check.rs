@@ -23,6 +23,8 @@ pub const HEADER: &str = "header";
 pub(crate) const SIZE: &str = "size";
 /// A journey's capture found no value.
 pub(crate) const CAPTURE: &str = "capture";
+/// `--grpc`: the call's `grpc-status` was not 0 (OK), or missing.
+pub(crate) const GRPC: &str = "grpc_status";
 
 /// The most `Set-Cookie` fields one response hands a user's jar (RFC 6265 §6.1: 50 per
 /// domain): its newest ones. A field longer than a jar takes is not kept but counted as the
@@ -48,6 +50,10 @@ pub struct CheckState {
     /// [`CookieJar::MAX_COOKIE_BYTES`](crate::journey::cookies::CookieJar::MAX_COOKIE_BYTES)):
     /// never kept.
     set_cookies_too_large: u32,
+    /// `--grpc`: the call's `grpc-status` (head or trailers), when one came.
+    pub grpc_status: Option<u16>,
+    /// `--grpc`: its `grpc-message`, when one came (at most 256 bytes kept).
+    pub grpc_message: Option<Vec<u8>>,
 }
 
 /// A `CheckState` watching one response against `checks`.
@@ -71,6 +77,8 @@ impl CheckState {
         self.captured_headers.resize(checks.captures.len(), None);
         self.set_cookies.clear();
         self.set_cookies_too_large = 0;
+        self.grpc_status = None;
+        self.grpc_message = None;
     }
 
     /// What the complete response offers its captures.
@@ -114,6 +122,9 @@ impl CheckState {
                 out.push(BODY_REGEX);
             }
         }
+        if checks.grpc && self.grpc_status != Some(0) {
+            out.push(GRPC);
+        }
         out
     }
 }
@@ -126,6 +137,8 @@ pub const FAILED_BODY_CONTAINS: u8 = 2;
 pub const FAILED_BODY_REGEX: u8 = 4;
 /// A journey's capture found no value.
 pub const FAILED_CAPTURE: u8 = 8;
+/// `--grpc`: the call's `grpc-status` was not OK.
+pub const FAILED_GRPC: u8 = 16;
 
 impl CheckState {
     /// The header and body checks a complete response failed, as [`FAILED_HEADER`]-style
@@ -138,6 +151,7 @@ impl CheckState {
             (HEADER, FAILED_HEADER),
             (BODY_CONTAINS, FAILED_BODY_CONTAINS),
             (BODY_REGEX, FAILED_BODY_REGEX),
+            (GRPC, FAILED_GRPC),
         ] {
             if failed.contains(&name) {
                 bits |= bit;
@@ -175,11 +189,24 @@ pub fn failed_with(
     if content & FAILED_CAPTURE != 0 {
         out.push(CAPTURE);
     }
+    if content & FAILED_GRPC != 0 {
+        out.push(GRPC);
+    }
     out
 }
 
 impl ResponseObserver for Watch<'_> {
     fn header(&mut self, name: &str, value: &[u8]) {
+        if self.checks.grpc {
+            let s = &mut *self.state;
+            if name.eq_ignore_ascii_case("grpc-status") {
+                s.grpc_status = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok());
+            } else if name.eq_ignore_ascii_case("grpc-message") {
+                s.grpc_message = Some(value[..value.len().min(256)].to_vec());
+            }
+        }
         for (k, (want, v)) in self.checks.headers.iter().enumerate() {
             if name.eq_ignore_ascii_case(want)
                 && v.as_ref()

@@ -223,6 +223,8 @@ pub struct Shared {
     pub io: IoBackend,
     /// `ws://` and `wss://`: the upgrade and the message every connection sends.
     pub ws: Option<ws::WsRun>,
+    /// `--grpc`: each request is a gRPC call (its `grpc-status` counted by code).
+    pub grpc: bool,
 }
 
 /// Everything the engine measured.
@@ -326,6 +328,7 @@ impl Shared {
             mix,
             h3_mix,
             ws: spec.ws.map(|w| ws::WsRun::new(spec, w)),
+            grpc: spec.grpc.is_some(),
         }
     }
 }

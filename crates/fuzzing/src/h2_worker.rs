@@ -740,6 +740,7 @@ fn shared(setup: &Setup, net: &MemNet) -> Shared {
         tunnel: None,
         quic: None,
         ws: None,
+        grpc: false,
         h3_request: Default::default(),
         h3_mix: Vec::new(),
         setup_gate: SetupGate::default(),

@@ -207,6 +207,18 @@ impl Parts<'_> {
         })
     }
 
+    /// `--grpc`: the calls' statuses.
+    fn grpc_info(&self) -> Option<GrpcInfo> {
+        let spec = self.cfg.load.grpc.as_ref()?;
+        let g = &self.engine.transport.grpc;
+        Some(GrpcInfo {
+            method: spec.method.clone(),
+            message_bytes: spec.message_bytes,
+            status_codes: g.codes.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+            first_error: g.first_error.clone(),
+        })
+    }
+
     /// `ws://`, `wss://`: what the WebSocket connections met.
     fn ws_info(&self) -> Option<WsInfo> {
         let spec = self.cfg.load.ws?;
@@ -254,6 +266,7 @@ impl Parts<'_> {
             h2: self.h2_info(),
             quic: self.quic_info(),
             websocket: self.ws_info(),
+            grpc: self.grpc_info(),
             tls: self.tls_info(),
             unix_socket: load
                 .target
@@ -506,7 +519,8 @@ impl Parts<'_> {
     /// Responses that failed each check (none without checks).
     fn checks(&self) -> BTreeMap<String, u64> {
         let c = &self.engine.agg.counts;
-        if !self.cfg.load.declares_checks() {
+        let grpc = self.cfg.load.grpc.is_some();
+        if !self.cfg.load.declares_checks() && !grpc {
             return BTreeMap::new();
         }
         // `capture` is a journey's: listed only when the file captures.
@@ -520,6 +534,7 @@ impl Parts<'_> {
             .iter()
             .zip(c.checks.iter())
             .filter(|(k, _)| captures || **k != "capture")
+            .filter(|(k, _)| grpc || **k != "grpc_status")
             .map(|(k, n)| (k.to_string(), *n))
             .collect()
     }

@@ -64,6 +64,7 @@ pub fn shard(start_us: i64, values: &[u64]) -> RunResult {
             h2: None,
             quic: None,
             websocket: None,
+            grpc: None,
             tls: None,
             unix_socket: None,
             proxy: None,

@@ -16,8 +16,8 @@ pub use pacer::{Due, Pacer};
 pub use proxy::{Proxy, ProxyMode, ProxySource};
 pub use request::{Mix, MixRequest, RequestTemplate};
 pub use spec::{
-    H2Spec, HttpVersion, IoBackend, IoChoice, LoadSpec, RampSpec, Scheme, Target, TlsSpec, WsSpec,
-    DEFAULT_H2_WINDOW,
+    GrpcSpec, H2Spec, HttpVersion, IoBackend, IoChoice, LoadSpec, RampSpec, Scheme, Target,
+    TlsSpec, WsSpec, DEFAULT_H2_WINDOW,
 };
 
 use volley_model::result::Arrivals;

@@ -123,6 +123,18 @@ impl Scheme {
     }
 }
 
+/// `--grpc`: a unary gRPC call per request (docs/contract.md, "gRPC"); the request's path,
+/// fields and framed message are the run's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrpcSpec {
+    /// `pkg.Service/Method`.
+    pub method: String,
+    /// `/pkg.Service/Method`.
+    pub path: String,
+    /// The encoded message's length, without gRPC's 5-byte prefix.
+    pub message_bytes: u64,
+}
+
 /// `ws://` and `wss://` URLs: what each connection sends once upgraded (docs/contract.md,
 /// "WebSocket"). The message's payload is the run's body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,6 +277,8 @@ pub struct LoadSpec {
     pub io: IoChoice,
     /// `ws://` and `wss://`: each request is a message on an upgraded connection.
     pub ws: Option<WsSpec>,
+    /// `--grpc`: each request is a unary gRPC call.
+    pub grpc: Option<GrpcSpec>,
 }
 
 /// `--io`: the engine's I/O backend.
@@ -320,6 +334,7 @@ impl LoadSpec {
             shard: None,
             io: IoChoice::Auto,
             ws: None,
+            grpc: None,
         }
     }
 
@@ -339,9 +354,10 @@ impl LoadSpec {
     }
 
     /// Whether any response is checked: `--expect-*`, or a request of the requests file with
-    /// checks of its own.
+    /// checks of its own (a gRPC call's status is counted, not declared: no threshold is
+    /// implied by it).
     pub fn declares_checks(&self) -> bool {
-        !self.checks.is_empty()
+        self.checks.declares()
             || self
                 .workload
                 .as_ref()

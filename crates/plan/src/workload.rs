@@ -258,6 +258,9 @@ pub struct Checks {
     pub captures: Vec<crate::journey::Capture>,
     /// The response's `Set-Cookie` fields are read for the user's jar (a journey's cookies).
     pub set_cookies: bool,
+    /// `--grpc`: the call's `grpc-status` (in the trailers, or a trailers-only head) must be
+    /// 0, OK; its code is counted either way.
+    pub grpc: bool,
 }
 
 /// How much of a body a `body_regex` check sees: the first 64 KiB (a regex over a stream
@@ -274,6 +277,7 @@ impl PartialEq for Checks {
             && self.size == o.size
             && self.captures == o.captures
             && self.set_cookies == o.set_cookies
+            && self.grpc == o.grpc
     }
 }
 
@@ -287,6 +291,7 @@ impl Checks {
             && self.size.is_none()
             && self.captures.is_empty()
             && !self.set_cookies
+            && !self.grpc
     }
 
     /// Whether it declares a check (a capture is one: `capture`): reading `Set-Cookie` for a
@@ -294,6 +299,7 @@ impl Checks {
     pub fn declares(&self) -> bool {
         !Checks {
             set_cookies: false,
+            grpc: false,
             ..self.clone()
         }
         .is_empty()
@@ -315,6 +321,7 @@ impl Checks {
     pub fn needs_headers(&self) -> bool {
         !self.headers.is_empty()
             || self.set_cookies
+            || self.grpc
             || self.captures.iter().any(|c| !c.from.reads_body())
     }
 
@@ -334,6 +341,7 @@ impl Checks {
         }
         c.captures.extend(more.captures.iter().cloned());
         c.set_cookies |= more.set_cookies;
+        c.grpc |= more.grpc;
         c
     }
 

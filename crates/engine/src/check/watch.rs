@@ -70,6 +70,13 @@ impl StreamWatch {
         }
     }
 
+    /// A trailer field: read for a gRPC call's `grpc-status` and `grpc-message` only.
+    pub(crate) fn trailer(&mut self, name: &str, value: &[u8]) {
+        if self.checks.grpc {
+            self.watch().header(name, value);
+        }
+    }
+
     /// Body bytes.
     pub(crate) fn body(&mut self, bytes: &[u8]) {
         if self.checks.needs_body() {
@@ -86,8 +93,9 @@ impl StreamWatch {
     /// captures nothing), and what `--verify` kept of it.
     pub(crate) fn finish(self) -> (u8, Option<Box<CheckState>>, Option<Recorded>) {
         let failed = self.state.content_failures(&self.checks);
+        // A gRPC call's state goes too: its grpc-status is counted by code.
         let journey = !self.checks.captures.is_empty() || self.checks.set_cookies;
-        let offered = journey.then(|| Box::new(self.state));
+        let offered = (journey || self.checks.grpc).then(|| Box::new(self.state));
         (failed, offered, self.record)
     }
 

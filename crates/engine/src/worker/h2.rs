@@ -207,9 +207,18 @@ impl Worker {
                 };
                 r.content_failed = failed;
                 let req = *r;
+                if self.shared.grpc {
+                    if let Some(s) = offered.as_deref() {
+                        self.transport
+                            .grpc
+                            .ended(s.grpc_status, s.grpc_message.as_deref());
+                    }
+                }
                 // (The checks are looked up only for a journey's response: `offered` is None
-                // otherwise.)
-                let journey = offered.and_then(|s| Some((s, self.checks_of(&req)?)));
+                // otherwise, or a gRPC call's.)
+                let journey = offered
+                    .and_then(|s| Some((s, self.checks_of(&req)?)))
+                    .filter(|(_, c)| !c.captures.is_empty() || c.set_cookies);
                 if let Some((state, checks)) = journey {
                     // The user takes its values before the stream's end lets it go on.
                     if self.journey_absorb(&req, &checks, &state) {

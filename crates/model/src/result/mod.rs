@@ -28,7 +28,7 @@ pub use suite::{
     axes_label, BuildRow, CapacityRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow,
     SUITE_SCHEMA,
 };
-pub use transport::{ProxyInfo, QuicInfo, SetupTimes, TlsInfo, WsInfo, ZeroRtt};
+pub use transport::{GrpcInfo, ProxyInfo, QuicInfo, SetupTimes, TlsInfo, WsInfo, ZeroRtt};
 pub use warning::{Warning, WarningKind};
 
 /// A result file that cannot be used: not JSON of the expected shape, or another schema.
@@ -222,6 +222,9 @@ pub struct TargetInfo {
     /// `ws://`, `wss://`: its WebSocket connections; absent on other URLs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WsInfo>,
+    /// `--grpc`: its calls' gRPC statuses; absent without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<GrpcInfo>,
     /// What TLS negotiated; null for cleartext (absent in results written before HTTPS).
     #[serde(default)]
     pub tls: Option<TlsInfo>,

@@ -187,3 +187,18 @@ pub struct WsInfo {
     #[serde(default)]
     pub first_close: Option<String>,
 }
+
+/// `target.grpc`: the gRPC calls of a `--grpc` run (docs/contract.md, "gRPC"); each of the
+/// run's requests is a unary call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GrpcInfo {
+    /// `pkg.Service/Method`.
+    pub method: String,
+    /// The request message's encoded length, without gRPC's 5-byte prefix.
+    pub message_bytes: u64,
+    /// Calls by `grpc-status` code (`"0"`: OK; a response without one counts as `"2"`).
+    pub status_codes: std::collections::BTreeMap<String, u64>,
+    /// The first call that did not end OK: `CODE NAME: message` (null: none).
+    #[serde(default)]
+    pub first_error: Option<String>,
+}

@@ -125,13 +125,14 @@ pub struct Counters {
 }
 
 /// The checks, in the order `Counters::checks` counts them (`checks {name: count}`).
-pub const CHECK_NAMES: [&str; 6] = [
+pub const CHECK_NAMES: [&str; 7] = [
     "status",
     "body_contains",
     "body_regex",
     "header",
     "size",
     "capture",
+    "grpc_status",
 ];
 
 impl Default for Counters {

@@ -52,6 +52,75 @@ pub struct TransportStats {
     pub zero_rtt_accepted: u64,
     /// `ws://`, `wss://`: what the WebSocket connections met.
     pub ws: WsCounts,
+    /// `--grpc`: the calls' `grpc-status` codes.
+    pub grpc: GrpcCounts,
+}
+
+/// The `grpc-status` of a run's gRPC calls that ended (docs/contract.md, "gRPC"), warm-up
+/// included.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct GrpcCounts {
+    /// Calls by code (RFC-less: gRPC's `Code`, 0 OK); a response without one counts as 2,
+    /// UNKNOWN.
+    pub codes: std::collections::BTreeMap<u16, u64>,
+    /// The first call that did not end OK: its code and message, for the summary.
+    pub first_error: Option<String>,
+}
+
+impl GrpcCounts {
+    /// A call ended with `code` (`None`: no `grpc-status` came) and `message`.
+    pub fn ended(&mut self, code: Option<u16>, message: Option<&[u8]>) {
+        let c = code.unwrap_or(2);
+        *self.codes.entry(c).or_default() += 1;
+        if c != 0 && self.first_error.is_none() {
+            let text = match (code, message) {
+                (None, _) => "a response without grpc-status".to_string(),
+                (Some(_), Some(m)) => String::from_utf8_lossy(m).into_owned(),
+                (Some(_), None) => String::new(),
+            };
+            self.first_error = Some(match text.as_str() {
+                "" => format!("{c} {}", code_name(c)),
+                t => format!("{c} {}: {t}", code_name(c)),
+            });
+        }
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &GrpcCounts) {
+        for (code, n) in &o.codes {
+            *self.codes.entry(*code).or_default() += n;
+        }
+        if self.first_error.is_none() {
+            self.first_error = o.first_error.clone();
+        }
+    }
+}
+
+/// gRPC's name of status `code` (grpc/doc/statuscodes.md).
+pub fn code_name(code: u16) -> &'static str {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    NAMES
+        .get(code as usize)
+        .copied()
+        .unwrap_or("(not a gRPC code)")
 }
 
 /// What a run's WebSocket connections met (docs/contract.md, "WebSocket"), warm-up included.
@@ -155,6 +224,7 @@ impl TransportStats {
         self.zero_rtt_accepted += o.zero_rtt_accepted;
         self.h2_goaways += o.h2_goaways;
         self.ws.merge(&o.ws);
+        self.grpc.merge(&o.grpc);
         if let Some(m) = o.h2_max_streams {
             self.h2_settings(m);
         }

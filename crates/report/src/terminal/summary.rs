@@ -60,6 +60,9 @@ fn header(o: &mut String, r: &RunResult) {
     if let Some(ws) = ws_line(r) {
         let _ = writeln!(o, "{ws}");
     }
+    if let Some(g) = grpc_line(r) {
+        let _ = writeln!(o, "{g}");
+    }
     if let Some(h3) = h3_line(r) {
         let _ = writeln!(o, "{h3}");
     }
@@ -183,6 +186,37 @@ fn h3_line(r: &RunResult) -> Option<String> {
             );
         }
         None => {}
+    }
+    Some(line)
+}
+
+/// `gRPC helloworld.Greeter/SayHello (message 8 bytes): 0 OK ×9,990, 3 INVALID_ARGUMENT ×10
+/// (first: 3 INVALID_ARGUMENT: name refused)`.
+fn grpc_line(r: &RunResult) -> Option<String> {
+    let g = r.target.grpc.as_ref()?;
+    let mut line = format!(
+        "gRPC {} (message {} byte{})",
+        g.method,
+        thousands(g.message_bytes),
+        plural(g.message_bytes)
+    );
+    if g.status_codes.is_empty() {
+        line.push_str(": no call ended");
+        return Some(line);
+    }
+    let codes: Vec<String> = g
+        .status_codes
+        .iter()
+        .map(|(code, n)| {
+            let name = code
+                .parse()
+                .map_or("", volley_model::stats::transport::code_name);
+            format!("{code} {name} ×{}", thousands(*n))
+        })
+        .collect();
+    let _ = write!(line, ": {}", codes.join(", "));
+    if let Some(first) = &g.first_error {
+        let _ = write!(line, " (first: {first})");
     }
     Some(line)
 }

@@ -184,7 +184,15 @@ impl H2Conn {
             }
             None if !s.head => return Err(broken("a header block without :status")),
             None if !end_stream => return Err(broken("trailers that do not end the stream")),
-            None => {}
+            None => {
+                if let Some(w) = s.watch.as_mut() {
+                    for (name, value) in &d.fields {
+                        if let Ok(name) = std::str::from_utf8(name) {
+                            w.trailer(name, value);
+                        }
+                    }
+                }
+            }
         }
         if end_stream {
             self.end_stream(i, on);

@@ -1,0 +1,311 @@
+//! `--grpc SERVICE/METHOD --proto FILE` (docs/contract.md, "gRPC"): the method found in the
+//! `.proto` (compiled in-process by protox, no protoc), the message encoded once from `--body`
+//! JSON by its descriptor (prost-reflect), and the HTTP/2 request a unary call is: `POST
+//! /pkg.Service/Method`, `content-type: application/grpc`, `te: trailers`, `grpc-timeout` from
+//! `--timeout`, the message behind gRPC's 5-byte prefix.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use prost::Message as _;
+use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
+
+use super::{ConfigError, Flag, RunFlags};
+use volley_plan::{GrpcSpec, HttpVersion, Scheme};
+
+/// What `--grpc` makes of the run's request.
+pub(super) struct GrpcCall {
+    /// The method, its path and its settings.
+    pub spec: GrpcSpec,
+    /// The request's fields (before the user's `-H`).
+    pub headers: Vec<(String, String)>,
+    /// The framed message.
+    pub body: Vec<u8>,
+}
+
+/// The gRPC call the flags ask for, or `None` without `--grpc` (where `--proto` and
+/// `--import-path` are errors).
+pub(super) fn call(a: &RunFlags, scheme: Scheme) -> Result<Option<GrpcCall>, ConfigError> {
+    let Some(name) = a.grpc.as_deref() else {
+        if a.proto.is_some() {
+            return Err(ConfigError::flag(
+                Flag::Proto,
+                "needs --grpc SERVICE/METHOD",
+            ));
+        }
+        if !a.import_path.is_empty() {
+            return Err(ConfigError::flag(
+                Flag::ImportPath,
+                "needs --grpc and --proto",
+            ));
+        }
+        return Ok(None);
+    };
+    conflicts(a, scheme)?;
+    let Some(proto) = a.proto.as_deref() else {
+        return Err(ConfigError::flag(
+            Flag::Grpc,
+            "needs --proto FILE.proto (the service's definition; server reflection is not supported yet)",
+        ));
+    };
+    let pool = compile(proto, &a.import_path)?;
+    let method = find_method(&pool, name)?;
+    let json = message_json(a)?;
+    let message = encode(&method, &json)?;
+    let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
+    let headers = vec![
+        ("content-type".to_string(), "application/grpc".to_string()),
+        ("te".to_string(), "trailers".to_string()),
+        ("grpc-timeout".to_string(), timeout_value(a.timeout)),
+    ];
+    Ok(Some(GrpcCall {
+        spec: GrpcSpec {
+            method: path.trim_start_matches('/').to_string(),
+            path,
+            message_bytes: message.len() as u64,
+        },
+        headers,
+        body: frame(&message),
+    }))
+}
+
+/// The HTTP of a gRPC run: HTTP/2, over TLS for `https://` (`--http2`), in cleartext with
+/// prior knowledge for `http://` (`--h2c`) — whether or not those flags are given.
+pub(super) fn http_version(scheme: Scheme) -> HttpVersion {
+    if scheme.is_tls() {
+        HttpVersion::H2
+    } else {
+        HttpVersion::H2c
+    }
+}
+
+/// The flags a gRPC run cannot have.
+fn conflicts(a: &RunFlags, scheme: Scheme) -> Result<(), ConfigError> {
+    let refused = [
+        (
+            scheme.is_websocket(),
+            Flag::Url,
+            "a ws:// URL: gRPC goes over http:// (h2c) or https:// (h2)",
+        ),
+        (a.http1_1, Flag::Http1, "gRPC needs HTTP/2"),
+        (a.http3, Flag::Http3, "gRPC over HTTP/3 is not supported"),
+        (
+            a.method.is_some(),
+            Flag::Method,
+            "a gRPC call is a POST (volley's -m is the method; metadata, ghz's -m, is -H 'name: value')",
+        ),
+        (
+            a.requests_file.is_some(),
+            Flag::RequestsFile,
+            "a gRPC run makes one call, --body",
+        ),
+        (
+            a.pipeline > 1,
+            Flag::Pipeline,
+            "gRPC calls go as HTTP/2 streams: --streams",
+        ),
+        (
+            a.body_size.is_some(),
+            Flag::BodySize,
+            "the message is JSON: --body or --body-file",
+        ),
+    ];
+    if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {
+        return Err(ConfigError::conflict(
+            Flag::Grpc,
+            &[*flag],
+            format!("cannot be combined with {}: {why}", flag.spelling()),
+        ));
+    }
+    Ok(())
+}
+
+/// Compiles `proto` with its imports from `import_paths` and the file's own folder.
+fn compile(proto: &Path, import_paths: &[PathBuf]) -> Result<DescriptorPool, ConfigError> {
+    let bad = |m: String| ConfigError::flag(Flag::Proto, m);
+    if !proto.is_file() {
+        return Err(bad(format!("{}: no such file", proto.display())));
+    }
+    let mut includes: Vec<PathBuf> = import_paths.to_vec();
+    includes.push(
+        proto
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    );
+    let mut compiler = protox::Compiler::new(&includes).map_err(|e| bad(e.to_string()))?;
+    compiler.include_imports(true);
+    compiler
+        .open_file(proto)
+        .map_err(|e| bad(format!("{}: {e}", proto.display())))?;
+    Ok(compiler.descriptor_pool())
+}
+
+/// `pkg.Service/Method` (or ghz's `pkg.Service.Method`) in the compiled files.
+fn find_method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, ConfigError> {
+    let bad = |m: String| ConfigError::flag(Flag::Grpc, m);
+    let (service, method) = name
+        .trim_start_matches('/')
+        .rsplit_once(['/', '.'])
+        .ok_or_else(|| {
+            bad(format!(
+                "`{name}` is not SERVICE/METHOD (e.g. helloworld.Greeter/SayHello)"
+            ))
+        })?;
+    let Some(svc) = pool.get_service_by_name(service) else {
+        let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
+        return Err(bad(format!(
+            "no service `{service}` in the --proto files (they define {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    let Some(m) = svc.methods().find(|m| m.name() == method) else {
+        let known: Vec<String> = svc.methods().map(|m| m.name().to_string()).collect();
+        return Err(bad(format!(
+            "service `{service}` has no method `{method}` (it has {})",
+            known.join(", ")
+        )));
+    };
+    if m.is_client_streaming() || m.is_server_streaming() {
+        return Err(bad(format!(
+            "`{service}/{method}` is a streaming method: volley calls unary methods only (yet)"
+        )));
+    }
+    Ok(m)
+}
+
+/// The message as JSON: `--body`, `--body-file`, else `{}` (every field at its default).
+fn message_json(a: &RunFlags) -> Result<(Flag, String), ConfigError> {
+    if let Some(b) = &a.body {
+        return Ok((Flag::Body, b.clone()));
+    }
+    if let Some(p) = &a.body_file {
+        let text = std::fs::read_to_string(p).map_err(|e| ConfigError::File {
+            flag: Flag::BodyFile,
+            path: p.display().to_string(),
+            source: e,
+        })?;
+        return Ok((Flag::BodyFile, text));
+    }
+    Ok((Flag::Body, "{}".to_string()))
+}
+
+/// The message encoded by its descriptor from protobuf's JSON mapping.
+fn encode(
+    method: &MethodDescriptor,
+    (flag, json): &(Flag, String),
+) -> Result<Vec<u8>, ConfigError> {
+    let input = method.input();
+    let mut de = serde_json::Deserializer::from_str(json);
+    let message = DynamicMessage::deserialize(input.clone(), &mut de)
+        .and_then(|m| de.end().map(|()| m))
+        .map_err(|e| {
+            ConfigError::flag(
+                *flag,
+                format!("is not a {} in JSON: {e}", input.full_name()),
+            )
+        })?;
+    Ok(message.encode_to_vec())
+}
+
+/// A message behind gRPC's prefix: not compressed (0), its length (big-endian u32).
+pub fn frame(message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(5 + message.len());
+    out.push(0);
+    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    out.extend_from_slice(message);
+    out
+}
+
+/// `grpc-timeout` for `--timeout`: milliseconds (at most 8 digits: hours beyond them).
+fn timeout_value(t: Duration) -> String {
+    let ms = t.as_millis().max(1);
+    if ms < 100_000_000 {
+        format!("{ms}m")
+    } else {
+        format!("{}H", (t.as_secs() / 3600).clamp(1, 99_999_999))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROTO: &str = r#"syntax = "proto3";
+package helloworld;
+service Greeter {
+  rpc SayHello (HelloRequest) returns (HelloReply);
+  rpc SayHelloStream (HelloRequest) returns (stream HelloReply);
+}
+message HelloRequest { string name = 1; int32 times = 2; }
+message HelloReply { string message = 1; }
+"#;
+
+    fn pool() -> (tempfile::TempDir, DescriptorPool) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hello.proto");
+        std::fs::write(&p, PROTO).unwrap();
+        let pool = compile(&p, &[]).unwrap();
+        (dir, pool)
+    }
+
+    #[test]
+    fn a_method_is_found_by_either_spelling_and_its_message_encoded_from_json() {
+        let (_dir, pool) = pool();
+        for name in [
+            "helloworld.Greeter/SayHello",
+            "helloworld.Greeter.SayHello",
+            "/helloworld.Greeter/SayHello",
+        ] {
+            assert_eq!(
+                find_method(&pool, name).unwrap().name(),
+                "SayHello",
+                "{name}"
+            );
+        }
+        let m = find_method(&pool, "helloworld.Greeter/SayHello").unwrap();
+        let bytes = encode(
+            &m,
+            &(Flag::Body, r#"{"name": "volley", "times": 3}"#.into()),
+        )
+        .unwrap();
+        // Field 1 (string, wire type 2) "volley", field 2 (varint) 3.
+        assert_eq!(bytes, [&[0x0a, 6][..], b"volley", &[0x10, 3]].concat());
+        assert_eq!(frame(&bytes)[..5], [0, 0, 0, 0, 10]);
+    }
+
+    #[test]
+    fn wrong_methods_and_messages_are_named() {
+        let (_dir, pool) = pool();
+        let e = find_method(&pool, "helloworld.Nope/SayHello")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("they define helloworld.Greeter"), "{e}");
+        let e = find_method(&pool, "helloworld.Greeter/Nope")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("it has SayHello, SayHelloStream"), "{e}");
+        let e = find_method(&pool, "helloworld.Greeter/SayHelloStream")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("streaming"), "{e}");
+        let m = find_method(&pool, "helloworld.Greeter/SayHello").unwrap();
+        let e = encode(&m, &(Flag::Body, r#"{"nam": 1}"#.into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is not a helloworld.HelloRequest in JSON"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_timeout_goes_in_milliseconds() {
+        assert_eq!(timeout_value(Duration::from_secs(2)), "2000m");
+        assert_eq!(timeout_value(Duration::from_secs(200_000)), "55H");
+    }
+}

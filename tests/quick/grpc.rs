@@ -1,0 +1,204 @@
+//! `volley run --grpc SERVICE/METHOD --proto FILE` (docs/contract.md, "gRPC") against the
+//! in-process HTTP/2 server answering as a gRPC server does (`common::h2`): each call counted
+//! by its `grpc-status`, non-OK ones failed with their message in the summary; a server that
+//! never sends its trailers costs timeouts, bounded; the flags' mistakes named.
+
+use crate::common::{self, h2};
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const PROTO: &str = r#"syntax = "proto3";
+package helloworld;
+service Greeter {
+  rpc SayHello (HelloRequest) returns (HelloReply);
+  rpc SayHelloStream (HelloRequest) returns (stream HelloReply);
+}
+message HelloRequest { string name = 1; }
+message HelloReply { string message = 1; }
+"#;
+
+/// The proto in a scratch folder: its path.
+fn proto(name: &str) -> String {
+    let dir = common::scratch("grpc", name);
+    let p = dir.join("hello.proto");
+    std::fs::write(&p, PROTO).unwrap();
+    p.display().to_string()
+}
+
+/// `volley run URL --grpc … EXTRA --json -` within 20 s: exit code, RunResult, output.
+fn run(server: &h2::H2Server, name: &str, extra: &[&str]) -> (i32, Value, String) {
+    let url = server.url("/");
+    let p = proto(name);
+    let mut args = vec![
+        "run",
+        &url,
+        "--grpc",
+        "helloworld.Greeter/SayHello",
+        "--proto",
+        &p,
+    ];
+    args.extend_from_slice(extra);
+    let t = Instant::now();
+    let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "took {:?}\n{text}",
+        t.elapsed()
+    );
+    common::assert_invariant(&j);
+    super::schema::assert_valid(&j, &format!("volley run --grpc {extra:?}"));
+    (code, j, text)
+}
+
+fn n(j: &Value, ptr: &str) -> u64 {
+    j.pointer(ptr)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{ptr} in {j}"))
+}
+
+#[test]
+fn each_call_is_counted_by_its_grpc_status() {
+    let server = h2::serve(h2::Behaviour::Grpc { fail_every: 0 });
+    let extra = [
+        "--body",
+        r#"{"name": "volley"}"#,
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+    ];
+    let (code, j, text) = run(&server, "ok", &extra);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, "/requests/completed"), 300, "{text}");
+    assert_eq!(n(&j, "/requests/failed"), 0, "{text}");
+    assert_eq!(server.requests(), 300);
+    assert_eq!(j["target"]["protocol"], "h2c");
+    assert_eq!(j["target"]["method"], "POST");
+    let g = &j["target"]["grpc"];
+    assert_eq!(g["method"], "helloworld.Greeter/SayHello");
+    assert_eq!(g["message_bytes"], 8, "name (field 1) `volley`: {g}");
+    assert_eq!(n(g, "/status_codes/0"), 300, "{g}");
+    assert!(g["first_error"].is_null());
+    assert_eq!(n(&j, "/checks/grpc_status"), 0);
+    assert_eq!(
+        n(&j, "/target/body_bytes"),
+        13,
+        "the message behind its 5-byte prefix"
+    );
+}
+
+#[test]
+fn calls_that_end_with_an_error_status_fail_with_their_message() {
+    let server = h2::serve(h2::Behaviour::Grpc { fail_every: 4 });
+    let (code, j, text) = run(&server, "fail", &["-n", "400", "-c", "1", "--streams", "8"]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, "/requests/completed"), 400, "{text}");
+    let g = &j["target"]["grpc"];
+    assert_eq!(
+        (n(g, "/status_codes/0"), n(g, "/status_codes/3")),
+        (300, 100),
+        "{g}"
+    );
+    assert_eq!(n(&j, "/requests/failed"), 100);
+    assert_eq!(n(&j, "/checks/grpc_status"), 100);
+    assert_eq!(g["first_error"], "3 INVALID_ARGUMENT: name refused");
+    let out = common::volley(
+        &[
+            "run",
+            &server.url("/"),
+            "--grpc",
+            "helloworld.Greeter/SayHello",
+            "--proto",
+            &proto("fail-text"),
+            "-n",
+            "40",
+            "-c",
+            "1",
+        ],
+        Duration::from_secs(20),
+    );
+    let text = common::output_text(&out);
+    assert!(
+        text.contains("gRPC helloworld.Greeter/SayHello (message 0 bytes): 0 OK ×30, 3 INVALID_ARGUMENT ×10 (first: 3 INVALID_ARGUMENT: name refused)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_server_that_never_sends_trailers_costs_timeouts_not_a_hang() {
+    let server = h2::serve(h2::Behaviour::GrpcNoTrailers);
+    let (_, j, text) = run(
+        &server,
+        "no-trailers",
+        &[
+            "-c",
+            "1",
+            "--streams",
+            "4",
+            "-d",
+            "1s",
+            "--timeout",
+            "300ms",
+        ],
+    );
+    assert_eq!(n(&j, "/requests/completed"), 0, "{text}");
+    assert!(n(&j, "/errors/timeout") >= 4, "{}", j["errors"]);
+    assert!(j["target"]["grpc"]["status_codes"]
+        .as_object()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn the_flags_mistakes_are_named() {
+    let p = proto("flags");
+    let url = "http://127.0.0.1:9/";
+    let m = "helloworld.Greeter/SayHello";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--grpc", m], "--grpc: needs --proto FILE.proto"),
+        (vec!["--proto", &p], "--proto: needs --grpc"),
+        (
+            vec!["--grpc", "helloworld.Greeter/Nope", "--proto", &p],
+            "service `helloworld.Greeter` has no method `Nope`",
+        ),
+        (
+            vec!["--grpc", "helloworld.Greeter/SayHelloStream", "--proto", &p],
+            "is a streaming method",
+        ),
+        (
+            vec!["--grpc", m, "--proto", "/no/such.proto"],
+            "--proto: /no/such.proto: no such file",
+        ),
+        (
+            vec!["--grpc", m, "--proto", &p, "--data", "{\"nam\": 1}"],
+            "is not a helloworld.HelloRequest in JSON",
+        ),
+        (
+            vec!["--grpc", m, "--proto", &p, "--http1.1"],
+            "--grpc: cannot be combined with --http1.1",
+        ),
+        (
+            vec!["--call", m, "--proto", &p, "--pipeline", "2"],
+            "--pipeline: is HTTP/1.1 pipelining; with HTTP/2 use --streams",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut a = vec!["run", url];
+        a.extend(args.iter());
+        let o = common::volley(&a, Duration::from_secs(10));
+        let text = common::output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains(says), "{args:?}: {text}");
+    }
+    let o = common::volley(
+        &["run", "http://127.0.0.1:9/x", "--grpc", m, "--proto", &p],
+        Duration::from_secs(10),
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("the URL names the server only"), "{text}");
+}
