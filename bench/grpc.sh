@@ -130,8 +130,8 @@ if has_tool volley; then
         VOLLEY=$TARGET_DIR/release/volley
     fi
     build_volley
-    "$VOLLEY" run --help 2>/dev/null | grep -q -- '--grpc' \
-        || die 2 "$VOLLEY has no 'run --grpc' (TOOLS=ghz measures ghz alone)"
+    run_help=$("$VOLLEY" run --help 2>&1) || true
+    [[ $run_help == *--grpc* ]] || die 2 "$VOLLEY has no 'run --grpc' (TOOLS=ghz measures ghz alone)"
 fi
 
 # ---------------------------------------------------------------- server
