@@ -68,6 +68,7 @@ mod slow {
 mod full {
     mod flame;
     mod gc;
+    mod grpc;
     mod guide;
     mod h2;
     mod h2_interop;

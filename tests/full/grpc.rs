@@ -1,0 +1,178 @@
+//! `volley run --grpc` against the reference gRPC server (`servers/grpc`: grpc-go's Greeter),
+//! in cleartext (h2c) and over TLS: every call answered OK, as many as the server's own count
+//! says it answered; a refused name counted under grpc-go's INVALID_ARGUMENT with its message.
+
+use crate::common::{self, tls};
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const METHOD: &str = "helloworld.Greeter/SayHello";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `go build` of servers/grpc, once for the tests that run together.
+fn build() -> bool {
+    static BUILT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *BUILT.get_or_init(build_once)
+}
+
+fn build_once() -> bool {
+    if !common::on_path("go") {
+        common::skip("go is missing (the reference gRPC server is Go: apt-get install golang, or scripts/install-test-deps.sh)");
+        return false;
+    }
+    let dir = root().join("servers/grpc");
+    let out = Command::new("go")
+        .args(["build", "-o", "server", "."])
+        .current_dir(&dir)
+        .output()
+        .expect("go runs");
+    assert!(
+        out.status.success(),
+        "go build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
+
+/// The server on a free port (with TLS from `cert` and `key` when given), up.
+fn start(tls_files: Option<(&str, &str)>) -> (Child, u16) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = Command::new(root().join("servers/grpc/server"));
+    cmd.env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some((cert, key)) = tls_files {
+        cmd.env("TLS_CERT", cert).env("TLS_KEY", key);
+    }
+    let child = cmd.spawn().expect("the server starts");
+    let t = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the gRPC server is not up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, port)
+}
+
+/// Stops the server (SIGTERM): the calls it says it answered.
+fn stop(mut child: Child) -> u64 {
+    // SAFETY: kill(2) on the pid of a child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err.lines()
+        .find_map(|l| l.strip_prefix("calls ").and_then(|n| n.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("no `calls N` line: {err}"))
+}
+
+/// `volley run URL --grpc … EXTRA --json -`: its RunResult.
+fn call(url: &str, extra: &[&str]) -> Value {
+    let proto = root().join("servers/grpc/helloworld.proto");
+    let p = proto.display().to_string();
+    let mut args = vec!["run", url, "--grpc", METHOD, "--proto", &p];
+    args.extend_from_slice(extra);
+    let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{text}");
+    common::assert_invariant(&j);
+    j
+}
+
+fn n(j: &Value, ptr: &str) -> u64 {
+    j.pointer(ptr)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{ptr} in {j}"))
+}
+
+#[test]
+fn grpc_go_answers_every_call_as_the_server_counts() {
+    if !build() {
+        return;
+    }
+    let (server, port) = start(None);
+    let url = format!("http://127.0.0.1:{port}/");
+    let ok = call(
+        &url,
+        &[
+            "--body",
+            r#"{"name":"volley"}"#,
+            "-n",
+            "2000",
+            "-c",
+            "4",
+            "--streams",
+            "8",
+        ],
+    );
+    assert_eq!(ok["target"]["protocol"], "h2c");
+    assert_eq!(n(&ok, "/requests/completed"), 2000);
+    assert_eq!(n(&ok, "/requests/failed"), 0);
+    assert_eq!(
+        n(&ok, "/target/grpc/status_codes/0"),
+        2000,
+        "{}",
+        ok["target"]["grpc"]
+    );
+    let refused = call(
+        &url,
+        &["--data", r#"{"name":"fail"}"#, "-n", "100", "-c", "1"],
+    );
+    assert_eq!(
+        n(&refused, "/target/grpc/status_codes/3"),
+        100,
+        "{}",
+        refused["target"]["grpc"]
+    );
+    assert_eq!(n(&refused, "/requests/failed"), 100);
+    assert_eq!(
+        refused["target"]["grpc"]["first_error"],
+        "3 INVALID_ARGUMENT: name fail refused"
+    );
+    assert_eq!(stop(server), 2100, "the server's count");
+}
+
+#[test]
+fn grpc_over_tls_to_grpc_go() {
+    if !build() {
+        return;
+    }
+    let dir = common::scratch("grpc-tls", "go");
+    let leaf = tls::self_signed(&["localhost"]);
+    let cert = tls::write(&dir, "cert.pem", &leaf.pem);
+    let key = tls::write(&dir, "key.pem", &leaf.key_pem);
+    let (server, port) = start(Some((&cert, &key)));
+    let url = format!("https://localhost:{port}/");
+    let j = call(
+        &url,
+        &["--cacert", &cert, "-n", "500", "-c", "2", "--streams", "4"],
+    );
+    assert_eq!(j["target"]["protocol"], "h2");
+    assert_eq!(j["target"]["tls"]["alpn"], "h2");
+    assert_eq!(
+        n(&j, "/target/grpc/status_codes/0"),
+        500,
+        "{}",
+        j["target"]["grpc"]
+    );
+    assert_eq!(stop(server), 500);
+}
