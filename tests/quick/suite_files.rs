@@ -94,11 +94,13 @@ fn reference_servers_list_the_same_protocols_everywhere() {
             "jetty" | "netty" => &cleartext_http1,
             "rust" => &rust,
             "go" => &go,
+            // gRPC only: its calls go over HTTP/2 (suites/grpc.toml).
+            "grpc" => &[Protocol::H2, Protocol::H2c],
             _ => &default,
         };
         assert_eq!(protocols, want, "servers/{dir}");
     }
-    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert_eq!(seen.len(), 9, "{seen:?}");
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let suite = SuiteConfig::load(&root.join("suites/protocols.toml"), 2).unwrap();
