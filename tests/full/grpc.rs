@@ -86,11 +86,15 @@ fn stop(mut child: Child) -> u64 {
         .unwrap_or_else(|| panic!("no `calls N` line: {err}"))
 }
 
-/// `volley run URL --grpc … EXTRA --json -`: its RunResult.
+/// `volley run URL --grpc METHOD … EXTRA --json -`: its RunResult.
 fn call(url: &str, extra: &[&str]) -> Value {
+    call_method(url, METHOD, extra)
+}
+
+fn call_method(url: &str, method: &str, extra: &[&str]) -> Value {
     let proto = root().join("servers/grpc/helloworld.proto");
     let p = proto.display().to_string();
-    let mut args = vec!["run", url, "--grpc", METHOD, "--proto", &p];
+    let mut args = vec!["run", url, "--grpc", method, "--proto", &p];
     args.extend_from_slice(extra);
     let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
     assert_eq!(code, 0, "{text}");
@@ -148,7 +152,24 @@ fn grpc_go_answers_every_call_as_the_server_counts() {
         refused["target"]["grpc"]["first_error"],
         "3 INVALID_ARGUMENT: name fail refused"
     );
-    assert_eq!(stop(server), 2100, "the server's count");
+    // A server-streaming call: complete with its last message and the trailers.
+    let stream = call_method(
+        &url,
+        "helloworld.Greeter/SayHelloStream",
+        &["-n", "50", "-c", "1"],
+    );
+    assert_eq!(
+        n(&stream, "/target/grpc/status_codes/0"),
+        50,
+        "{}",
+        stream["target"]["grpc"]
+    );
+    let per_call = n(&stream, "/bytes/received") / 50;
+    assert!(
+        per_call > 3 * 17,
+        "three replies of `Hello ` per call: {per_call} bytes each"
+    );
+    assert_eq!(stop(server), 2150, "the server's count");
 }
 
 #[test]

@@ -14,6 +14,7 @@ package helloworld;
 service Greeter {
   rpc SayHello (HelloRequest) returns (HelloReply);
   rpc SayHelloStream (HelloRequest) returns (stream HelloReply);
+  rpc Chat (stream HelloRequest) returns (stream HelloReply);
 }
 message HelloRequest { string name = 1; }
 message HelloReply { string message = 1; }
@@ -166,8 +167,8 @@ fn the_flags_mistakes_are_named() {
             "service `helloworld.Greeter` has no method `Nope`",
         ),
         (
-            vec!["--grpc", "helloworld.Greeter/SayHelloStream", "--proto", &p],
-            "is a streaming method",
+            vec!["--grpc", "helloworld.Greeter/Chat", "--proto", &p],
+            "streams from the client",
         ),
         (
             vec!["--grpc", m, "--proto", "/no/such.proto"],

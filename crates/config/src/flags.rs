@@ -366,9 +366,9 @@ pub struct RunFlags {
     #[arg(long)]
     pub ws_binary: bool,
 
-    /// Call this unary gRPC method (SERVICE/METHOD, e.g. helloworld.Greeter/SayHello; ghz's
-    /// --call): each request is a call whose message is --body as JSON, over HTTP/2 (h2c for
-    /// http://).
+    /// Call this gRPC method, unary or server-streaming (SERVICE/METHOD, e.g.
+    /// helloworld.Greeter/SayHello; ghz's --call): each request is a call whose message is
+    /// --body as JSON, over HTTP/2 (h2c for http://).
     #[arg(long, alias = "call", value_name = "SERVICE/METHOD")]
     pub grpc: Option<String>,
 

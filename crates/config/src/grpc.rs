@@ -170,9 +170,10 @@ fn find_method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, Co
             known.join(", ")
         )));
     };
-    if m.is_client_streaming() || m.is_server_streaming() {
+    if m.is_client_streaming() {
         return Err(bad(format!(
-            "`{service}/{method}` is a streaming method: volley calls unary methods only (yet)"
+            "`{service}/{method}` streams from the client: volley sends one message per call \
+             (unary and server-streaming methods)"
         )));
     }
     Ok(m)
@@ -240,6 +241,7 @@ package helloworld;
 service Greeter {
   rpc SayHello (HelloRequest) returns (HelloReply);
   rpc SayHelloStream (HelloRequest) returns (stream HelloReply);
+  rpc Chat (stream HelloRequest) returns (stream HelloReply);
 }
 message HelloRequest { string name = 1; int32 times = 2; }
 message HelloReply { string message = 1; }
@@ -288,11 +290,13 @@ message HelloReply { string message = 1; }
         let e = find_method(&pool, "helloworld.Greeter/Nope")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("it has SayHello, SayHelloStream"), "{e}");
-        let e = find_method(&pool, "helloworld.Greeter/SayHelloStream")
+        assert!(e.contains("it has SayHello, SayHelloStream, Chat"), "{e}");
+        let m = find_method(&pool, "helloworld.Greeter/SayHelloStream").unwrap();
+        assert!(m.is_server_streaming());
+        let e = find_method(&pool, "helloworld.Greeter/Chat")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("streaming"), "{e}");
+        assert!(e.contains("streams from the client"), "{e}");
         let m = find_method(&pool, "helloworld.Greeter/SayHello").unwrap();
         let e = encode(&m, &(Flag::Body, r#"{"nam": 1}"#.into()))
             .unwrap_err()
