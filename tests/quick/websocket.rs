@@ -421,3 +421,37 @@ fn the_summary_names_the_websocket() {
     assert!(text.contains("WebSocket: 2 upgrades"), "{text}");
     let _ = std::io::stdout().flush();
 }
+
+#[test]
+fn an_open_loop_sends_messages_at_their_due_times_and_users_ramp() {
+    let (server, _) = echo();
+    let url = format!("ws://{}/ws", server.addr);
+    let (code, j, text) = run(
+        &url,
+        &["-R", "500", "-d", "2s", "-c", "4"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(j["load"]["mode"], "open");
+    let done = n(&j, &["requests", "completed"]);
+    assert!(
+        (950..=1000).contains(&done),
+        "500 messages a second for 2 s: {done}\n{text}"
+    );
+    assert!(
+        j["schedule_lag_us"]["p99"].as_f64().is_some(),
+        "{}",
+        j["schedule_lag_us"]
+    );
+    // Users ramp: each is a connection, upgraded once.
+    let (code, j, text) = run(&url, &["--stages", "1s:4,1s:4"], Duration::from_secs(20));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(j["load"]["mode"], "ramp");
+    assert_eq!(
+        n(&j, &["target", "websocket", "upgrades"]),
+        4,
+        "{}",
+        j["target"]["websocket"]
+    );
+    assert!(n(&j, &["requests", "completed"]) > 100);
+}
