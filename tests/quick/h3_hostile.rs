@@ -321,3 +321,42 @@ fn a_server_that_withholds_new_streams_is_left_for_another_connection() {
     warned(&j, &text, "the server allowed no more request streams");
     assert!(server.accepted >= 3, "{} connections", server.accepted);
 }
+
+#[test]
+fn a_goaway_sends_the_streams_it_left_unprocessed_to_a_new_connection() {
+    // Each connection answers 20 requests, then says GOAWAY and processes nothing more.
+    let s = Hostile::start("goaway", 100, |s| {
+        s.answer = Answer::GoAwayAfter { answers: 20 }
+    });
+    let args = [
+        "-c",
+        "1",
+        "--streams",
+        "4",
+        "-n",
+        "200",
+        "--timeout",
+        "500ms",
+    ];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 0, "{text}");
+    // Every request answered once: those the GOAWAY left went again on a new connection.
+    assert_eq!(n(&j, &["requests", "completed"]), 200, "{text}");
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    assert_eq!(server.answered, 200);
+    let opened = n(&j, &["connections", "opened"]);
+    assert!(
+        (10..=12).contains(&opened),
+        "a connection per 20 requests: {opened}"
+    );
+    assert!(
+        n(&j, &["target", "quic", "goaways"]) >= 9,
+        "{}",
+        j["target"]["quic"]
+    );
+    assert!(
+        text.contains("GOAWAYs (the streams each left unprocessed went on new connections)"),
+        "{text}"
+    );
+}

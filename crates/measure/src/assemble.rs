@@ -200,6 +200,7 @@ impl Parts<'_> {
             streams_per_connection: self.cfg.load.h2.streams as u64,
             sent_packets: t.quic_sent_packets,
             lost_packets: t.quic_lost_packets,
+            goaways: t.h2_goaways,
             zero_rtt: quic.zero_rtt.then_some(ZeroRtt {
                 offered: t.zero_rtt_offered,
                 accepted: t.zero_rtt_accepted,

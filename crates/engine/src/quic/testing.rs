@@ -40,6 +40,10 @@ struct Peer {
     /// Requests answered on it.
     answered: u64,
     floods: Vec<Flood>,
+    /// Its HTTP/3 control stream, once open.
+    control: Option<StreamId>,
+    /// [`Answer::GoAwayAfter`]: the first request stream its GOAWAY left unprocessed.
+    goaway: Option<u64>,
 }
 
 /// A server endpoint, its socket and its connections.
@@ -194,6 +198,8 @@ impl Server {
                                 c,
                                 answered: 0,
                                 floods: Vec::new(),
+                                control: None,
+                                goaway: None,
                             });
                         }
                         // Refused (no common ALPN): the close goes back to the client.
@@ -232,6 +238,7 @@ impl Server {
                     let Some(id) = p.c.streams().open(Dir::Uni) else {
                         continue;
                     };
+                    p.control = Some(id);
                     if self.grease {
                         let frames = answer::grease_frames();
                         p.floods
@@ -288,6 +295,10 @@ impl Server {
         if muted {
             return;
         }
+        let index = VarInt::from(id).into_inner();
+        if p.goaway.is_some_and(|first| index >= first) {
+            return; // not processed: the GOAWAY said so
+        }
         p.floods.extend(answer::answer(&mut p.c, id, self.answer));
         self.answered += 1;
         p.answered += 1;
@@ -295,6 +306,17 @@ impl Server {
             if p.answered == answers {
                 let code = VarInt::from_u64(code).unwrap();
                 p.c.close(now, code, bytes::Bytes::from_static(b"closing"));
+            }
+        }
+        if let (Answer::GoAwayAfter { answers }, Some(control)) = (self.answer, p.control) {
+            if p.answered == answers && p.goaway.is_none() {
+                // GOAWAY (type 0x07) naming the next request stream (client-initiated
+                // bidirectional streams are 4 apart), as a varint of 8 bytes.
+                let first = index + 4;
+                let mut frame = vec![0x07, 8];
+                frame.extend_from_slice(&(first | 0xc0 << 56).to_be_bytes());
+                p.c.send_stream(control).write(&frame).unwrap();
+                p.goaway = Some(first);
             }
         }
     }

@@ -149,6 +149,9 @@ pub struct QuicInfo {
     pub sent_packets: u64,
     /// Of those, packets QUIC declared lost (and sent again what they carried).
     pub lost_packets: u64,
+    /// GOAWAY frames the server sent on its control streams (absent in older results).
+    #[serde(default)]
+    pub goaways: u64,
     /// `--0rtt`: how the early data went (null without the flag).
     #[serde(default)]
     pub zero_rtt: Option<ZeroRtt>,

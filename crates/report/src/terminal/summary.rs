@@ -172,6 +172,14 @@ fn h3_line(r: &RunResult) -> Option<String> {
         plural(n),
         thousands(q.sent_packets),
     );
+    if q.goaways > 0 {
+        let _ = write!(
+            line,
+            "; {} GOAWAY{} (the streams each left unprocessed went on new connections)",
+            thousands(q.goaways),
+            plural(q.goaways)
+        );
+    }
     match &q.zero_rtt {
         Some(z) if z.offered == 0 => {
             line.push_str("; 0-RTT never offered (no handshake resumed a session allowing it)")

@@ -32,6 +32,13 @@ pub enum Answer {
     EndlessHeaders,
     /// Interim responses (`103`) without end, never the final one.
     EndlessInterim,
+    /// Answers `answers` requests on each connection as [`Answer::Ok`], then sends GOAWAY on
+    /// its control stream naming the stream after the last answered; later streams are left
+    /// unanswered (not processed: the client sends them again elsewhere).
+    GoAwayAfter {
+        /// Requests answered on a connection before its GOAWAY.
+        answers: u64,
+    },
 }
 
 /// `:status 200` in a HEADERS frame: the field section prefix (0, 0) and static index 25.
@@ -46,7 +53,9 @@ const HEADERS_ENDLESS: &[u8] = &[0x01, 0xc0, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
 /// Answers request stream `id` as `how` says: what is to be written on it, if anything.
 pub(super) fn answer(c: &mut Connection, id: StreamId, how: Answer) -> Option<Flood> {
     let (start, endless) = match how {
-        Answer::Ok | Answer::CloseAfter { .. } => ([HEADERS_200, DATA_DOT].concat(), None),
+        Answer::Ok | Answer::CloseAfter { .. } | Answer::GoAwayAfter { .. } => {
+            ([HEADERS_200, DATA_DOT].concat(), None)
+        }
         Answer::DataFirst => ([DATA_DOT, HEADERS_200].concat(), None),
         Answer::OkThenStop(code) => {
             let _ = c.recv_stream(id).stop(VarInt::from_u64(code).unwrap());
