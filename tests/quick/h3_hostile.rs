@@ -360,3 +360,29 @@ fn a_goaway_sends_the_streams_it_left_unprocessed_to_a_new_connection() {
         "{text}"
     );
 }
+
+#[test]
+fn an_endless_qpack_encoder_stream_is_read_within_bounds() {
+    // The server's encoder stream never ends: instructions a table of capacity 0 accepts.
+    let s = Hostile::start("qpack", 100, |s| s.qpack_flood = true);
+    let args = [
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-d",
+        "1s",
+        "--timeout",
+        "500ms",
+    ];
+    let (code, j, text) = s.run(&args, BOUND);
+    let server = s.stop();
+    assert_eq!(code, 0, "{text}");
+    assert!(n(&j, &["requests", "completed"]) >= 100, "{text}");
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    assert!(
+        server.flooded > 1 << 20,
+        "{} bytes of instructions",
+        server.flooded
+    );
+}

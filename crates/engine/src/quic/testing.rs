@@ -30,6 +30,8 @@ pub use thread::Running;
 
 /// The control stream's start: its type (0x00) and SETTINGS (0x04) with no setting.
 const CONTROL: &[u8] = &[0x00, 0x04, 0x00];
+/// The QPACK encoder stream's type (RFC 9204 §4.2).
+const QPACK_ENCODER: u8 = 0x02;
 /// A reserved unidirectional stream type (0x1f × N + 0x21, RFC 9114 §6.2.3).
 const GREASE_STREAM: u8 = 0x21;
 
@@ -67,6 +69,9 @@ pub struct Server {
     /// after SETTINGS, and as many streams of a reserved type as the client allows (more as
     /// it frees them), each written to without end.
     pub grease: bool,
+    /// Opens a QPACK encoder stream and writes on it without end: Set Dynamic Table Capacity
+    /// 0 instructions, which a decoder whose table has capacity 0 must accept, each of them.
+    pub qpack_flood: bool,
     /// After this many answers in all, silence: datagrams are read and dropped, nothing is
     /// sent (the handshakes done, the server gone quiet).
     pub mute_after: Option<u64>,
@@ -143,6 +148,7 @@ impl Server {
             h3: true,
             answer: Answer::Ok,
             grease: false,
+            qpack_flood: false,
             mute_after: None,
             answered: 0,
             accepted: 0,
@@ -239,6 +245,13 @@ impl Server {
                         continue;
                     };
                     p.control = Some(id);
+                    if self.qpack_flood {
+                        if let Some(enc) = p.c.streams().open(Dir::Uni) {
+                            let flood = answer::capacity_zero();
+                            p.floods
+                                .push(Flood::new(enc, vec![QPACK_ENCODER], Some(flood)));
+                        }
+                    }
                     if self.grease {
                         let frames = answer::grease_frames();
                         p.floods

@@ -98,6 +98,12 @@ fn early_hints() -> &'static [u8] {
     FRAMES.get_or_init(|| [0x01, 0x03, 0x00, 0x00, 0xc0 | 24].repeat(819))
 }
 
+/// QPACK encoder instructions without end: Set Dynamic Table Capacity (0b001xxxxx) to 0.
+pub(super) fn capacity_zero() -> &'static [u8] {
+    static FRAMES: [u8; 4096] = [0x20; 4096];
+    &FRAMES
+}
+
 /// Junk for streams of an unknown type.
 pub(super) fn junk() -> &'static [u8] {
     &ZEROS
