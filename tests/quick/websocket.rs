@@ -88,6 +88,11 @@ fn n(j: &Value, path: &[&str]) -> u64 {
 
 /// Reads the upgrade request on `c` and answers 101 with the accept its key calls for.
 fn upgrade(c: &mut Ctx) -> bool {
+    upgrade_then(c, &[])
+}
+
+/// [`upgrade`], with `more` (frames) in the same write as the 101.
+fn upgrade_then(c: &mut Ctx, more: &[u8]) -> bool {
     let Some(head) = c.read_request_head() else {
         return false;
     };
@@ -100,12 +105,10 @@ fn upgrade(c: &mut Ctx) -> bool {
         })
         .unwrap_or_default();
     let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
-    c.write(
-        format!(
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-        )
-        .as_bytes(),
-    )
+    let head = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    );
+    c.write(&[head.as_bytes(), more].concat())
 }
 
 /// A server's frame: FIN, `opcode`, unmasked `payload`.
@@ -426,18 +429,18 @@ fn the_summary_names_the_websocket() {
 fn an_open_loop_sends_messages_at_their_due_times_and_users_ramp() {
     let (server, _) = echo();
     let url = format!("ws://{}/ws", server.addr);
-    let (code, j, text) = run(
-        &url,
-        &["-R", "500", "-d", "2s", "-c", "4"],
-        Duration::from_secs(20),
-    );
+    // 200 messages a second for 2 s: each is due on the schedule, sent or counted unsent (a
+    // busy machine may leave some behind: --allow-shortfall keeps that from the exit code).
+    let extra = ["-R", "200", "-d", "2s", "-c", "4", "--allow-shortfall"];
+    let (code, j, text) = run(&url, &extra, Duration::from_secs(20));
     assert_eq!(code, 0, "{text}");
     assert_eq!(j["load"]["mode"], "open");
-    let done = n(&j, &["requests", "completed"]);
+    let (sent, unsent) = (n(&j, &["requests", "sent"]), n(&j, &["requests", "unsent"]));
     assert!(
-        (950..=1000).contains(&done),
-        "500 messages a second for 2 s: {done}\n{text}"
+        (399..=401).contains(&(sent + unsent)),
+        "sent {sent} + unsent {unsent}\n{text}"
     );
+    assert!(n(&j, &["requests", "completed"]) >= 300, "{text}");
     assert!(
         j["schedule_lag_us"]["p99"].as_f64().is_some(),
         "{}",
@@ -454,4 +457,38 @@ fn an_open_loop_sends_messages_at_their_due_times_and_users_ramp() {
         j["target"]["websocket"]
     );
     assert!(n(&j, &["requests", "completed"]) > 100);
+}
+
+#[test]
+fn a_greeting_with_the_upgrade_answers_no_message() {
+    // The server says hello with its 101 (one write), then echoes.
+    let server = common::spawn(|mut c, _| {
+        if !upgrade_then(&mut c, &frame(0x1, b"welcome")) {
+            return;
+        }
+        while let Some(op) = read_frame(&mut c) {
+            if op == 0x1 && !c.write(&frame(0x1, b"hello")) {
+                return;
+            }
+        }
+    });
+    let url = format!("ws://{}/", server.addr);
+    let (code, j, text) = run(
+        &url,
+        &["--no-keepalive", "-n", "20", "-c", "1"],
+        Duration::from_secs(15),
+    );
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 20, "{text}");
+    assert_eq!(
+        n(&j, &["target", "websocket", "server_messages"]),
+        20,
+        "each greeting apart"
+    );
+    // Each message's service time is the echo's round trip, never 0 (a greeting taken for it).
+    assert!(
+        j["service_time_us"]["min"].as_f64().unwrap() > 0.0,
+        "{}",
+        j["service_time_us"]
+    );
 }

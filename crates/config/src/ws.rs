@@ -31,11 +31,16 @@ pub(super) fn ws_spec(a: &RunFlags, scheme: Scheme) -> Result<Option<WsSpec>, Co
         }
         return Ok(None);
     }
-    let checks = a.expect_status.is_some()
-        || !a.expect_body_contains.is_empty()
-        || a.expect_body_regex.is_some()
-        || !a.expect_header.is_empty()
-        || a.expect_size.is_some();
+    // The check given, by its own flag.
+    let check = [
+        (a.expect_status.is_some(), Flag::ExpectStatus),
+        (!a.expect_body_contains.is_empty(), Flag::ExpectBodyContains),
+        (a.expect_body_regex.is_some(), Flag::ExpectBodyRegex),
+        (!a.expect_header.is_empty(), Flag::ExpectHeader),
+        (a.expect_size.is_some(), Flag::ExpectSize),
+    ]
+    .into_iter()
+    .find_map(|(on, f)| on.then_some(f));
     let refused = [
         (
             a.method.is_some(),
@@ -48,8 +53,8 @@ pub(super) fn ws_spec(a: &RunFlags, scheme: Scheme) -> Result<Option<WsSpec>, Co
             "a WebSocket run sends one message, --body",
         ),
         (
-            checks,
-            Flag::ExpectStatus,
+            check.is_some(),
+            check.unwrap_or(Flag::ExpectStatus),
             "--expect-* checks HTTP responses, not WebSocket messages",
         ),
         (

@@ -195,18 +195,27 @@ pub fn failed_with(
     out
 }
 
+impl Watch<'_> {
+    /// `--grpc`: a field of the head or the trailers, read for `grpc-status` and
+    /// `grpc-message` only.
+    pub(crate) fn grpc_field(&mut self, name: &str, value: &[u8]) {
+        if !self.checks.grpc {
+            return;
+        }
+        let s = &mut *self.state;
+        if name.eq_ignore_ascii_case("grpc-status") {
+            s.grpc_status = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok());
+        } else if name.eq_ignore_ascii_case("grpc-message") {
+            s.grpc_message = Some(value[..value.len().min(256)].to_vec());
+        }
+    }
+}
+
 impl ResponseObserver for Watch<'_> {
     fn header(&mut self, name: &str, value: &[u8]) {
-        if self.checks.grpc {
-            let s = &mut *self.state;
-            if name.eq_ignore_ascii_case("grpc-status") {
-                s.grpc_status = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|v| v.trim().parse().ok());
-            } else if name.eq_ignore_ascii_case("grpc-message") {
-                s.grpc_message = Some(value[..value.len().min(256)].to_vec());
-            }
-        }
+        self.grpc_field(name, value);
         for (k, (want, v)) in self.checks.headers.iter().enumerate() {
             if name.eq_ignore_ascii_case(want)
                 && v.as_ref()

@@ -70,11 +70,10 @@ impl StreamWatch {
         }
     }
 
-    /// A trailer field: read for a gRPC call's `grpc-status` and `grpc-message` only.
+    /// A trailer field: read for a gRPC call's `grpc-status` and `grpc-message` only (header
+    /// checks and captures read the head's fields).
     pub(crate) fn trailer(&mut self, name: &str, value: &[u8]) {
-        if self.checks.grpc {
-            self.watch().header(name, value);
-        }
+        self.watch().grpc_field(name, value);
     }
 
     /// Body bytes.

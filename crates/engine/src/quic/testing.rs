@@ -46,6 +46,8 @@ struct Peer {
     control: Option<StreamId>,
     /// [`Answer::GoAwayAfter`]: the first request stream its GOAWAY left unprocessed.
     goaway: Option<u64>,
+    /// The highest request stream answered on it.
+    highest: u64,
 }
 
 /// A server endpoint, its socket and its connections.
@@ -206,6 +208,7 @@ impl Server {
                                 floods: Vec::new(),
                                 control: None,
                                 goaway: None,
+                                highest: 0,
                             });
                         }
                         // Refused (no common ALPN): the close goes back to the client.
@@ -313,6 +316,7 @@ impl Server {
             return; // not processed: the GOAWAY said so
         }
         p.floods.extend(answer::answer(&mut p.c, id, self.answer));
+        p.highest = p.highest.max(index);
         self.answered += 1;
         p.answered += 1;
         if let Answer::CloseAfter { answers, code } = self.answer {
@@ -323,12 +327,14 @@ impl Server {
         }
         if let (Answer::GoAwayAfter { answers }, Some(control)) = (self.answer, p.control) {
             if p.answered == answers && p.goaway.is_none() {
-                // GOAWAY (type 0x07) naming the next request stream (client-initiated
-                // bidirectional streams are 4 apart), as a varint of 8 bytes.
-                let first = index + 4;
+                // GOAWAY (type 0x07) naming the stream after the highest answered
+                // (client-initiated bidirectional streams are 4 apart), as a varint of 8
+                // bytes; streams below it still coming are answered.
+                let first = p.highest + 4;
                 let mut frame = vec![0x07, 8];
                 frame.extend_from_slice(&(first | 0xc0 << 56).to_be_bytes());
-                p.c.send_stream(control).write(&frame).unwrap();
+                // (A control stream short of credit takes it later: the frame is small.)
+                let _ = p.c.send_stream(control).write(&frame);
                 p.goaway = Some(first);
             }
         }

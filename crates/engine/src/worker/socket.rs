@@ -435,7 +435,7 @@ impl Worker {
             {
                 if upgrade_ns > 0 {
                     let now = self.shared.clock.now_ns();
-                    self.drive_upgrade(i, now, hangup);
+                    self.drive_upgrade(i, now);
                     if !matches!(self.conns[i].state, ConnState::Open) {
                         return;
                     }
@@ -522,7 +522,7 @@ impl Worker {
     /// Whether connection `i`'s last read stopped at its budget (TLS records without data) with
     /// bytes maybe left in the socket: it is then read again once the loop has served the
     /// other connections and its timers ([`Worker::read_again`]).
-    fn read_later(&mut self, i: usize) -> bool {
+    pub(super) fn read_later(&mut self, i: usize) -> bool {
         let stopped = self.conns[i]
             .stream
             .as_ref()

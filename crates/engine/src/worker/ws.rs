@@ -77,9 +77,8 @@ impl Worker {
         self.rec.counters_for(phase, now).bytes_sent += request.len() as u64;
     }
 
-    /// Reads the server's answer to the upgrade. `ended`: the event said the server closed
-    /// (or failed) the connection, so a head still incomplete will never end.
-    pub(super) fn drive_upgrade(&mut self, i: usize, now: u64, ended: bool) {
+    /// Reads the server's answer to the upgrade, as far as it came.
+    pub(super) fn drive_upgrade(&mut self, i: usize, now: u64) {
         loop {
             let c = &mut self.conns[i];
             let (Some(s), Some(ws)) = (c.stream.as_mut(), c.ws.as_mut()) else {
@@ -107,10 +106,9 @@ impl Worker {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if ended {
-                        let e = io::Error::other("the server closed within its answer");
-                        self.connect_failed(i, now, e);
-                    }
+                    // Nothing more for now (a server that closed reads as the end of the
+                    // stream, above); a TLS read that stopped at its budget is read again.
+                    self.read_later(i);
                     return;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -159,7 +157,22 @@ impl Worker {
         let buf = std::mem::take(&mut self.read_buf);
         let open = self.ws_input(i, &buf[..n], now);
         self.read_buf = buf;
+        if open {
+            self.ws_pong_later(i);
+        }
         open
+    }
+
+    /// The pong of the latest ping that found the connection's writes backed up, once they
+    /// have room again.
+    fn ws_pong_later(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.out.len() - c.out_sent >= MAX_UNWRITTEN_PONGS {
+            return;
+        }
+        if let Some(payload) = c.ws.as_mut().and_then(|w| w.pending_pong.take()) {
+            self.ws_queue(i, frame::OP_PONG, &payload);
+        }
     }
 
     /// Reads the server's frames in `input`. False when the connection closed meanwhile.
@@ -194,10 +207,13 @@ impl Worker {
             Event::Ping(payload) => {
                 self.transport.ws.pings += 1;
                 // A flood of pings the socket cannot take the pongs of: RFC 6455 §5.5.3 lets
-                // an endpoint answer only the latest, so pongs wait while 64 KiB do.
-                let c = &self.conns[i];
+                // an endpoint answer only the latest, so while 64 KiB wait to be written the
+                // latest ping's pong waits for them ([`Worker::ws_pong_later`]).
+                let c = &mut self.conns[i];
                 if c.out.len() - c.out_sent < MAX_UNWRITTEN_PONGS {
                     self.ws_queue(i, frame::OP_PONG, &payload);
+                } else if let Some(ws) = c.ws.as_mut() {
+                    ws.pending_pong = Some(payload);
                 }
                 true
             }
@@ -227,7 +243,13 @@ impl Worker {
     /// A whole message from the server: the answer of the oldest message in flight, or one of
     /// the server's own.
     fn ws_message(&mut self, i: usize, now: u64) -> bool {
-        if self.conns[i].inflight.is_empty() {
+        // A message that answers none of volley's: none waits, or the oldest is not written
+        // yet (a greeting that came with the 101, before anything was sent).
+        let c = &self.conns[i];
+        if c.inflight
+            .front()
+            .is_none_or(|r| r.stream_pos >= c.write_pos)
+        {
             self.transport.ws.server_messages += 1;
             return true;
         }
@@ -294,7 +316,17 @@ impl Worker {
         }
         ws.close_sent = true;
         let payload = code.map(frame::close_payload);
-        let mut bytes = c.out[c.out_sent..].to_vec();
+        // What is queued goes first only as far as the frame a write began: messages not
+        // begun stay unwritten (they go again elsewhere, and must not reach this server too).
+        let base = c.write_pos - c.out_sent as u64;
+        let cut = c
+            .inflight
+            .iter()
+            .map(|r| r.stream_pos)
+            .filter(|&p| p >= c.write_pos && p != u64::MAX)
+            .min()
+            .map_or(c.out.len(), |p| ((p - base) as usize).min(c.out.len()));
+        let mut bytes = c.out[c.out_sent..cut.max(c.out_sent)].to_vec();
         frame::encode(
             &mut bytes,
             frame::OP_CLOSE,

@@ -319,9 +319,9 @@ fn close_event(payload: &[u8]) -> Result<Event, FrameError> {
         [_] => Err(FrameError::Close("of one byte (a code is two)".into())),
         [a, b, reason @ ..] => {
             let code = u16::from_be_bytes([*a, *b]);
-            // 1005, 1006 and 1015 are for reports, never sent; below 1000 and 1016-2999 are
-            // not assigned.
-            if code < 1000 || matches!(code, 1004..=1006 | 1015..=2999) {
+            // 1005, 1006 and 1015 are for reports, never sent; below 1000, 1016-2999 and
+            // 5000 on are not assigned.
+            if code < 1000 || matches!(code, 1004..=1006 | 1015..=2999 | 5000..) {
                 return Err(FrameError::Close(format!(
                     "with code {code}, which no endpoint sends"
                 )));
@@ -453,6 +453,7 @@ mod tests {
             ),
             (server(true, OP_CLOSE, &[3]), "of one byte"),
             (server(true, OP_CLOSE, &[0x03, 0xed]), "code 1005"),
+            (server(true, OP_CLOSE, &[0x13, 0x88]), "code 5000"),
         ];
         for (input, what) in cases {
             let mut r = Reader::new(1 << 20);

@@ -55,6 +55,8 @@ pub struct WsConn {
     pub reader: frame::Reader,
     /// A close frame was written: nothing else goes.
     pub close_sent: bool,
+    /// The latest ping's payload, while the writes it would wait behind are backed up.
+    pub pending_pong: Option<Vec<u8>>,
 }
 
 impl WsConn {
@@ -65,6 +67,7 @@ impl WsConn {
             accept,
             reader: frame::Reader::new(limit),
             close_sent: false,
+            pending_pong: None,
         }
     }
 }
