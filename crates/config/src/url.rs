@@ -142,7 +142,7 @@ mod tests {
         assert!(parse_url("ftp://x/")
             .unwrap_err()
             .to_string()
-            .contains("use http:// or https://"));
+            .contains("use http://, https://, or ws:// and wss://"));
         assert!(parse_url("127.0.0.1:8080").is_err());
         assert!(parse_url("http://:80/").is_err());
         assert!(parse_url("http://h:99999/").is_err());

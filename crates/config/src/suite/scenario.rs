@@ -978,7 +978,7 @@ mod tests {
         assert_eq!((line, col, key.as_deref()), (9, 22, Some("protocol")));
         assert!(
             msg.contains(
-                "unknown protocol `spdy` (expected \"http/1.1\", \"https\", \"h2\", \"h2c\" or \"h3\")"
+                "unknown protocol `spdy` (expected \"http/1.1\", \"https\", \"h2\", \"h2c\", \"h3\", \"ws\" or \"wss\")"
             ),
             "{msg}"
         );

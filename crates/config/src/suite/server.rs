@@ -374,10 +374,16 @@ mod tests {
         assert!(!s.servers[0].speaks(Protocol::H2c));
         assert_eq!(
             s.servers[1].protocols,
-            Protocol::ALL[..Protocol::ALL.len() - 1],
-            "the default: all but h3"
+            [
+                Protocol::Http1,
+                Protocol::Https,
+                Protocol::H2,
+                Protocol::H2c
+            ],
+            "the default: all but h3, ws and wss"
         );
         assert!(!s.servers[1].speaks(Protocol::H3));
+        assert!(!s.servers[1].speaks(Protocol::Ws));
 
         let (line, col, key, msg) = err(&format!(
             "{head}protocols = [\"h2\", \"http/2\"]\n[[scenario]]\nname = \"x\"\n"

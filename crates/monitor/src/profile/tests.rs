@@ -67,12 +67,16 @@ fn burn_for_the_profile(ms: u64) -> u64 {
     let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
     // Shifts and XORs only: no call in the loop, so its samples' leaf is this function even
     // where a callee without frame pointers would cut the stack (a debug build's).
+    // (A counted `while`, not `for _ in 0..N`: a debug build calls `Range::next` and its
+    // helpers for every step, which would be most of the samples.)
     let mut x = 1u64;
     while std::time::Instant::now() < end {
-        for _ in 0..20_000 {
+        let mut k = 0u32;
+        while k < 20_000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
+            k += 1;
         }
     }
     x
