@@ -15,7 +15,8 @@
 //!   accepts connections, as a person waits for the server to say it listens.
 //! - A fenced block with `file=NAME` in its info string (```` ```toml file=ab.toml ````) is
 //!   written to NAME before the page's commands run.
-//! - Lines are compared by their skeleton: numbers (and the units after them) masked, runs of
+//! - Lines are compared by their skeleton: numbers (and the units after them) masked, the
+//!   machine a suite table names (CPU model, kernel) masked, runs of
 //!   spaces and of dashes made one, runs of equal skeletons made one (a table or a per-second
 //!   series may have more or fewer rows).
 //! - The headlines and warnings about the machine rather than the command (`shared machine`,
@@ -622,10 +623,15 @@ fn about_the_machine(line: &str) -> bool {
 /// The line with numbers, units, alignment and rules masked.
 fn mask(line: &str) -> String {
     use std::sync::OnceLock;
-    static RES: OnceLock<[(regex::Regex, &str); 8]> = OnceLock::new();
+    static RES: OnceLock<[(regex::Regex, &str); 9]> = OnceLock::new();
     let res = RES.get_or_init(|| {
         let re = |s: &str| regex::Regex::new(s).unwrap();
         [
+            // The machine a suite ran on (its CPU model and kernel), as its table heads it.
+            (
+                re(r"^.*?, (\d+) CPUs?, Linux [^;,]+"),
+                "<cpu>, $1 CPUs, Linux <kernel>",
+            ),
             (re(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?"), "N"),
             // A sign that starts a number is part of it (`+2.2%`, `-26.9%`), a hyphen
             // between two words or numbers is not (`step-01`, `897.5-1,095.5`).
@@ -710,6 +716,10 @@ fn differences(
 
 #[test]
 fn masks_numbers_units_and_alignment() {
+    assert_eq!(
+        mask("AMD EPYC, 2 CPUs, Linux 6.18.44-fc-v595; servers pinned to CPU 1"),
+        mask("Intel(R) Xeon(R) Processor, 2 CPUs, Linux 6.18.44-fc-v669; servers pinned to CPU 1")
+    );
     assert_eq!(
         mask("    p99.99       3.14 ms"),
         mask("    p99.99        421 µs")
