@@ -421,34 +421,18 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     requests_file_conflicts(a, &target)?;
     let ws = super::ws::ws_spec(a, target.scheme)?;
     let grpc = super::grpc::call(a, target.scheme)?;
-    let Request {
-        mut method,
-        mut headers,
-        mut body,
-    } = request(a)?;
+    let mut req = request(a)?;
     if let Some(call) = &grpc {
-        if target.path != "/" {
-            return Err(ConfigError::conflict(
-                Flag::Grpc,
-                &[Flag::Url],
-                format!(
-                    "the URL names the server only (its path is {}): the method is the path",
-                    call.spec.path
-                ),
-            ));
-        }
-        method = "POST".to_string();
-        target.path = call.spec.path.clone();
-        body = call.body.clone().into();
-        headers.splice(0..0, call.headers.iter().cloned());
+        call.apply(&mut target, &mut req)?;
     }
     if ws.is_some() {
-        // Each message carries the body; the upgrade is a GET.
-        method = "GET".to_string();
-        if a.body.is_none() && a.body_file.is_none() && a.body_size.is_none() {
-            body = super::ws::DEFAULT_MESSAGE.into();
-        }
+        super::ws::apply(a, &mut req);
     }
+    let Request {
+        method,
+        headers,
+        body,
+    } = req;
     let mut connections = match &ramp {
         Some(r) => r.ramp.max_users() as usize,
         None => shape.connections as usize,

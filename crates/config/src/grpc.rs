@@ -10,8 +10,9 @@ use std::time::Duration;
 use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 
+use super::request::Request;
 use super::{ConfigError, Flag, RunFlags};
-use volley_plan::{GrpcSpec, HttpVersion, Scheme};
+use volley_plan::{GrpcSpec, HttpVersion, Scheme, Target};
 
 /// What `--grpc` makes of the run's request.
 pub(super) struct GrpcCall {
@@ -67,6 +68,28 @@ pub(super) fn call(a: &RunFlags, scheme: Scheme) -> Result<Option<GrpcCall>, Con
         headers,
         body: frame(&message),
     }))
+}
+
+impl GrpcCall {
+    /// Makes the run's request the call: `POST` to the method's path (the URL must name the
+    /// server only), gRPC's fields before the user's, the framed message.
+    pub(super) fn apply(&self, target: &mut Target, req: &mut Request) -> Result<(), ConfigError> {
+        if target.path != "/" {
+            return Err(ConfigError::conflict(
+                Flag::Grpc,
+                &[Flag::Url],
+                format!(
+                    "the URL names the server only (its path is {}): the method is the path",
+                    self.spec.path
+                ),
+            ));
+        }
+        req.method = "POST".to_string();
+        target.path = self.spec.path.clone();
+        req.body = self.body.clone().into();
+        req.headers.splice(0..0, self.headers.iter().cloned());
+        Ok(())
+    }
 }
 
 /// The HTTP of a gRPC run: HTTP/2, over TLS for `https://` (`--http2`), in cleartext with

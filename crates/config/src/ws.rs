@@ -7,6 +7,15 @@ use volley_plan::{HttpVersion, Scheme, WsSpec};
 /// The message a WebSocket run sends without `--body` (gcannon's default).
 pub const DEFAULT_MESSAGE: &[u8] = b"hello";
 
+/// The run's request as a WebSocket's: the upgrade is a GET, each message the body (`hello`
+/// without one).
+pub(super) fn apply(a: &RunFlags, req: &mut super::request::Request) {
+    req.method = "GET".to_string();
+    if a.body.is_none() && a.body_file.is_none() && a.body_size.is_none() {
+        req.body = DEFAULT_MESSAGE.into();
+    }
+}
+
 /// A WebSocket's HTTP: the upgrade is HTTP/1.1's; `--http2`, `--h2c` and `--http3` are refused.
 pub(super) fn http_version(chosen: Option<Flag>) -> Result<HttpVersion, ConfigError> {
     match chosen {

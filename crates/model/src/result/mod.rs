@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod profile;
 pub mod redact;
 pub mod suite;
+mod target;
 pub mod transport;
 pub mod warning;
 
@@ -28,6 +29,7 @@ pub use suite::{
     axes_label, BuildRow, CapacityRow, Headline, SuiteEnv, SuiteIndex, SuitePinning, SuiteRow,
     SUITE_SCHEMA,
 };
+pub use target::TargetInfo;
 pub use transport::{GrpcInfo, ProxyInfo, QuicInfo, SetupTimes, TlsInfo, WsInfo, ZeroRtt};
 pub use warning::{Warning, WarningKind};
 
@@ -196,48 +198,6 @@ pub struct Pinning {
     /// The server's CPU list: where volley pinned it, else the affinity of `--pid` when it
     /// is fewer than the CPUs online (whoever set it).
     pub server_cpus: Option<String>,
-}
-
-/// Target of the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TargetInfo {
-    /// URL as given.
-    pub url: String,
-    /// Address used for the whole run.
-    pub addr: String,
-    /// HTTP method.
-    pub method: String,
-    /// Request body size.
-    pub body_bytes: u64,
-    /// The HTTP protocol spoken: `http/1.1`, `h2` (over TLS), `h2c` or `h3` (absent in results
-    /// written before HTTPS).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol: Option<String>,
-    /// HTTP/2: what the server's SETTINGS and GOAWAYs did to the load; null on HTTP/1.1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub h2: Option<H2Info>,
-    /// HTTP/3: its QUIC connections; absent on other protocols.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quic: Option<QuicInfo>,
-    /// `ws://`, `wss://`: its WebSocket connections; absent on other URLs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub websocket: Option<WsInfo>,
-    /// `--grpc`: its calls' gRPC statuses; absent without the flag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grpc: Option<GrpcInfo>,
-    /// What TLS negotiated; null for cleartext (absent in results written before HTTPS).
-    #[serde(default)]
-    pub tls: Option<TlsInfo>,
-    /// `--unix-socket`: the socket connected to (then `addr` is `unix:` and its path).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unix_socket: Option<String>,
-    /// Through a proxy (`--proxy`, or the environment's): which, and how.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub proxy: Option<ProxyInfo>,
-    /// `--requests-file`: the workload loaded instead of one request (then `method` is the
-    /// first request's and `body_bytes` 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests_file: Option<RequestsFileInfo>,
 }
 
 /// `shard`: one shard of a load run by several generators (docs/contract.md, "Shards").
