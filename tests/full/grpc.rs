@@ -197,3 +197,80 @@ fn grpc_over_tls_to_grpc_go() {
     );
     assert_eq!(stop(server), 500);
 }
+
+#[test]
+fn templated_calls_from_a_requests_file_reach_grpc_go_whole() {
+    if !build() {
+        return;
+    }
+    let (server, port) = start(None);
+    let url = format!("http://127.0.0.1:{port}/");
+    let dir = common::scratch("grpc-file", "go");
+    let file = dir.join("calls.toml");
+    // grpc-go decodes each message: one whose lengths were wrong would be INTERNAL, and the
+    // reply carries the name it read.
+    std::fs::write(
+        &file,
+        r#"
+[[request]]
+grpc = "helloworld.Greeter/SayHello"
+body = '{{"name": "user-{seq}-{rand:1..100000}"}}'
+expect_body_contains = "Hello user-"
+weight = 3
+
+[[request]]
+grpc = "helloworld.Greeter/SayHelloStream"
+body = '{{"name": "{uuid}"}}'
+
+[[request]]
+name = "refused"
+grpc = "helloworld.Greeter/SayHello"
+body = '{{"name": "fail"}}'
+"#,
+    )
+    .unwrap();
+    let proto = root().join("servers/grpc/helloworld.proto");
+    let (p, f) = (proto.display().to_string(), file.display().to_string());
+    let args = [
+        "run",
+        &url,
+        "--proto",
+        &p,
+        "--requests-file",
+        &f,
+        "-n",
+        "1000",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+        "--threshold",
+        "checks<=25%",
+    ];
+    let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{text}");
+    common::assert_invariant(&j);
+    let g = &j["target"]["grpc"];
+    assert_eq!(
+        (n(g, "/status_codes/0"), n(g, "/status_codes/3")),
+        (800, 200),
+        "{g}"
+    );
+    assert_eq!(n(&j, "/checks/body_contains"), 0, "{}", j["checks"]);
+    let names: Vec<&str> = j["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "helloworld.Greeter/SayHello",
+            "helloworld.Greeter/SayHelloStream",
+            "refused"
+        ]
+    );
+    assert_eq!(n(&j, "/endpoints/2/requests/failed"), 200);
+    assert_eq!(stop(server), 1000, "the server's count");
+}

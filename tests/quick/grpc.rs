@@ -203,3 +203,130 @@ fn the_flags_mistakes_are_named() {
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(text.contains("the URL names the server only"), "{text}");
 }
+
+/// A requests file of calls beside the proto: its path.
+fn calls_file(name: &str, text: &str) -> (String, String) {
+    let p = proto(name);
+    let file = std::path::Path::new(&p).with_file_name("calls.toml");
+    std::fs::write(&file, text).unwrap();
+    (p, file.display().to_string())
+}
+
+#[test]
+fn a_requests_file_of_calls_has_results_per_method() {
+    let server = h2::serve(h2::Behaviour::Grpc { fail_every: 0 });
+    let (p, file) = calls_file(
+        "file",
+        r#"
+[[request]]
+grpc = "helloworld.Greeter/SayHello"
+body = '{{"name": "user-{seq}"}}'
+weight = 3
+
+[[request]]
+grpc = "helloworld.Greeter.SayHelloStream"
+body = '{{"name": "{uuid}"}}'
+
+[[request]]
+name = "plain"
+body = '{{"name": "x"}}'
+"#,
+    );
+    let url = server.url("/");
+    let args = [
+        "run",
+        &url,
+        "--proto",
+        &p,
+        "--grpc",
+        "helloworld.Greeter/SayHello",
+        "--requests-file",
+        &file,
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+    ];
+    let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{text}");
+    common::assert_invariant(&j);
+    super::schema::assert_valid(&j, "a requests file of gRPC calls");
+    assert_eq!(n(&j, "/requests/completed"), 500, "{text}");
+    assert_eq!(server.requests(), 500);
+    let g = &j["target"]["grpc"];
+    assert_eq!(
+        g["method"], "helloworld.Greeter/SayHello, helloworld.Greeter/SayHelloStream",
+        "{g}"
+    );
+    assert_eq!(n(g, "/status_codes/0"), 500, "{g}");
+    let by_name: Vec<(String, u64)> = j["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                n(e, "/requests/completed"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_name,
+        [
+            ("helloworld.Greeter/SayHello".to_string(), 300),
+            ("helloworld.Greeter/SayHelloStream".to_string(), 100),
+            ("plain".to_string(), 100),
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        j["endpoints"][1]["path"],
+        "/helloworld.Greeter/SayHelloStream"
+    );
+    assert_eq!(j["endpoints"][0]["method"], "POST");
+}
+
+#[test]
+fn a_requests_file_of_calls_names_its_mistakes_by_line() {
+    let url = "http://127.0.0.1:9/";
+    let cases: &[(&str, bool, &str)] = &[
+        (
+            "[[request]]\ngrpc = \"helloworld.Greeter/Nope\"\n",
+            true,
+            "calls.toml:2:8: [[request]] 1: grpc: service `helloworld.Greeter` has no method `Nope`",
+        ),
+        (
+            "[[request]]\nbody = '{{\"name\": \"a\"}}'\n",
+            true,
+            "missing `grpc = \"pkg.Service/Method\"`",
+        ),
+        (
+            "[[request]]\ngrpc = \"helloworld.Greeter/SayHello\"\npath = \"/x\"\n",
+            true,
+            "path: not in a gRPC run: a call's path is its method",
+        ),
+        (
+            "[[request]]\ngrpc = \"helloworld.Greeter/SayHello\"\nbody = '{{\"nam\": \"{seq}\"}}'\n",
+            true,
+            "body: is not a helloworld.HelloRequest in JSON",
+        ),
+        (
+            "[[request]]\npath = \"/\"\ngrpc = \"helloworld.Greeter/SayHello\"\n",
+            false,
+            "grpc: needs --proto FILE.proto",
+        ),
+    ];
+    for (k, (text, with_proto, says)) in cases.iter().enumerate() {
+        let (p, file) = calls_file(&format!("mistake-{k}"), text);
+        let mut args = vec!["run", url, "--requests-file", &file];
+        if *with_proto {
+            args.extend(["--proto", &p]);
+        }
+        let o = common::volley(&args, Duration::from_secs(10));
+        let out = common::output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {out}");
+        assert!(out.contains(says), "{text}: {out}");
+    }
+}

@@ -420,10 +420,11 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     let shape = shape(a)?;
     requests_file_conflicts(a, &target)?;
     let ws = super::ws::ws_spec(a, target.scheme)?;
-    let grpc = super::grpc::call(a, target.scheme)?;
+    let grpc = super::grpc::calls(a, target.scheme)?;
+    let call = grpc.as_ref().map(|g| g.call(a)).transpose()?.flatten();
     let mut req = request(a)?;
-    if let Some(call) = &grpc {
-        call.apply(&mut target, &mut req)?;
+    if let Some(g) = &grpc {
+        g.apply(call.as_ref(), &mut target, &mut req)?;
     }
     if ws.is_some() {
         super::ws::apply(a, &mut req);
@@ -465,6 +466,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
             requests::Run {
                 target: &target,
                 checks: &checks,
+                grpc: grpc.as_ref(),
             },
         )?)),
         None => None,
@@ -480,6 +482,11 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         .as_deref()
         .map(super::shard::parse_shard)
         .transpose()?;
+    let grpc = match (call, &workload) {
+        (Some(c), _) => Some(c.spec),
+        (None, Some(w)) if grpc.is_some() => Some(super::grpc::file_spec(w)),
+        _ => None,
+    };
     let spec = LoadSpec {
         target,
         connections,
@@ -509,7 +516,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         shard,
         io: io_choice(a.io)?,
         ws,
-        grpc: grpc.map(|c| c.spec),
+        grpc,
     };
     // Each shard's part of the whole must be something to run.
     spec.shard_share().map_err(|e| {

@@ -35,7 +35,7 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
             "needs --http3 (volley sends early data over QUIC only)",
         ));
     }
-    if a.grpc.is_some() && !scheme.is_websocket() {
+    if (a.grpc.is_some() || a.proto.is_some()) && !scheme.is_websocket() {
         // gRPC is HTTP/2 (`--http2` and `--h2c` may be given; the others are refused with
         // `--grpc`'s other conflicts).
         return Ok(super::grpc::http_version(scheme));

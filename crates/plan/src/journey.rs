@@ -119,10 +119,15 @@ impl Journey {
 
 /// The variables `parts` read, as a bitmask.
 pub fn needs_of<'a>(parts: impl IntoIterator<Item = &'a super::workload::Part>) -> u64 {
-    parts.into_iter().fold(0, |m, p| match p {
-        super::workload::Part::Var(k) => m | 1u64 << *k,
-        _ => m,
-    })
+    let mut m = 0;
+    for p in parts {
+        super::workload::each_part(std::slice::from_ref(p), &mut |p| {
+            if let super::workload::Part::Var(k) = p {
+                m |= 1u64 << *k;
+            }
+        });
+    }
+    m
 }
 
 /// A simple JSON path (`$.data.token`, `$.items[0].id`, `$['a b']`) as a JSON pointer

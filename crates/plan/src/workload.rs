@@ -35,6 +35,45 @@ pub enum Part {
     /// `{var.NAME}`: a value the user captured from an earlier response (its index in
     /// [`crate::journey::Journey::vars`]).
     Var(u16),
+    /// Parts behind a length prefix written once they are rendered: a templated gRPC message
+    /// (its 5-byte prefix) and, inside it, each length-delimited protobuf field that holds a
+    /// placeholder (a varint). A message is encoded once per template; a request only fills
+    /// in its values and the lengths around them.
+    Framed {
+        /// How the length is written.
+        prefix: Prefix,
+        /// What it frames.
+        parts: Vec<Part>,
+    },
+}
+
+/// The length prefix of [`Part::Framed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefix {
+    /// Protobuf's varint (a length-delimited field's length).
+    Varint,
+    /// gRPC's message prefix: a compressed flag (0) and a big-endian `u32`.
+    Grpc,
+}
+
+impl Prefix {
+    /// Writes the prefix of `len` bytes.
+    fn write(self, len: usize, out: &mut Vec<u8>) {
+        match self {
+            Prefix::Grpc => {
+                out.push(0);
+                out.extend_from_slice(&(len as u32).to_be_bytes());
+            }
+            Prefix::Varint => {
+                let mut v = len as u64;
+                while v >= 0x80 {
+                    out.push((v as u8) | 0x80);
+                    v >>= 7;
+                }
+                out.push(v as u8);
+            }
+        }
+    }
 }
 
 /// Text with placeholders, parsed once.
@@ -79,71 +118,103 @@ impl Template {
     /// [`Template::text`], with `vars` naming the journey's variables for `{var.NAME}`.
     pub fn text_with(&self, columns: &[String], vars: &[String]) -> String {
         let mut s = String::new();
-        for p in &self.parts {
-            match p {
-                Part::Lit(b) => s.push_str(
-                    &String::from_utf8_lossy(b)
-                        .replace('{', "{{")
-                        .replace('}', "}}"),
-                ),
-                Part::Seq => s.push_str("{seq}"),
-                Part::Rand { lo, hi } => {
-                    let _ = write!(s, "{{rand:{lo}..{hi}}}");
-                }
-                Part::Uuid => s.push_str("{uuid}"),
-                Part::Row(c) => {
-                    let name = columns.get(*c).map_or("?", String::as_str);
-                    let _ = write!(s, "{{row.{name}}}");
-                }
-                Part::Conn => s.push_str("{conn}"),
-                Part::User => s.push_str("{user}"),
-                Part::Var(k) => {
-                    let _ = write!(
-                        s,
-                        "{{var.{}}}",
-                        vars.get(*k as usize).map_or("?", String::as_str)
-                    );
-                }
-            }
-        }
+        text_of(&self.parts, columns, vars, &mut s);
         s
     }
 
     /// The columns of the data file it reads.
     pub fn columns(&self) -> impl Iterator<Item = usize> + '_ {
-        self.parts.iter().filter_map(|p| match p {
-            Part::Row(c) => Some(*c),
-            _ => None,
-        })
+        let mut found = Vec::new();
+        each_part(&self.parts, &mut |p| {
+            if let Part::Row(c) = p {
+                found.push(*c);
+            }
+        });
+        found.into_iter()
     }
 
     /// Appends its bytes for request `ctx` to `out`.
     pub fn render(&self, ctx: &Context, out: &mut Vec<u8>) {
-        for (k, p) in self.parts.iter().enumerate() {
-            match p {
-                Part::Lit(b) => out.extend_from_slice(b),
-                Part::Seq => push_u64(out, ctx.index),
-                Part::Rand { lo, hi } => {
-                    let span = hi - lo + 1;
-                    let r = mix(
-                        ctx.seed ^ ctx.index.wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                        k as u64,
-                    );
-                    // Multiply-shift: unbiased enough for test data, no division.
-                    let v = lo + ((r as u128 * span as u128) >> 64) as u64;
-                    push_u64(out, v);
+        render_parts(&self.parts, ctx, 0, out);
+    }
+}
+
+/// Calls `f` on each of `parts`, and on the parts a [`Part::Framed`] holds.
+pub fn each_part<'a>(parts: &'a [Part], f: &mut impl FnMut(&'a Part)) {
+    for p in parts {
+        f(p);
+        if let Part::Framed { parts, .. } = p {
+            each_part(parts, f);
+        }
+    }
+}
+
+/// [`Template::text_with`] of `parts` into `s`; a framed part shows what it frames.
+fn text_of(parts: &[Part], columns: &[String], vars: &[String], s: &mut String) {
+    for p in parts {
+        match p {
+            Part::Lit(b) => s.push_str(
+                &String::from_utf8_lossy(b)
+                    .replace('{', "{{")
+                    .replace('}', "}}"),
+            ),
+            Part::Seq => s.push_str("{seq}"),
+            Part::Rand { lo, hi } => {
+                let _ = write!(s, "{{rand:{lo}..{hi}}}");
+            }
+            Part::Uuid => s.push_str("{uuid}"),
+            Part::Row(c) => {
+                let name = columns.get(*c).map_or("?", String::as_str);
+                let _ = write!(s, "{{row.{name}}}");
+            }
+            Part::Conn => s.push_str("{conn}"),
+            Part::User => s.push_str("{user}"),
+            Part::Var(k) => {
+                let _ = write!(
+                    s,
+                    "{{var.{}}}",
+                    vars.get(*k as usize).map_or("?", String::as_str)
+                );
+            }
+            Part::Framed { parts, .. } => text_of(parts, columns, vars, s),
+        }
+    }
+}
+
+/// Renders `parts` into `out`; `salt` keeps the random values of nested parts apart from
+/// their neighbours'.
+fn render_parts(parts: &[Part], ctx: &Context, salt: u64, out: &mut Vec<u8>) {
+    for (j, p) in parts.iter().enumerate() {
+        let k = salt + j as u64;
+        match p {
+            Part::Lit(b) => out.extend_from_slice(b),
+            Part::Seq => push_u64(out, ctx.index),
+            Part::Rand { lo, hi } => {
+                let span = hi - lo + 1;
+                let r = mix(ctx.seed ^ ctx.index.wrapping_mul(0x9E37_79B9_7F4A_7C15), k);
+                // Multiply-shift: unbiased enough for test data, no division.
+                let v = lo + ((r as u128 * span as u128) >> 64) as u64;
+                push_u64(out, v);
+            }
+            Part::Uuid => push_uuid(out, ctx, k),
+            Part::Row(col) => {
+                if let Some(row) = ctx.row {
+                    out.extend_from_slice(row.get(*col).map_or(&[][..], |v| v.as_slice()));
                 }
-                Part::Uuid => push_uuid(out, ctx, k as u64),
-                Part::Row(col) => {
-                    if let Some(row) = ctx.row {
-                        out.extend_from_slice(row.get(*col).map_or(&[][..], |v| v.as_slice()));
-                    }
-                }
-                Part::Conn => push_u64(out, ctx.conn),
-                Part::User => push_u64(out, ctx.user),
-                Part::Var(v) => {
-                    out.extend_from_slice(ctx.vars.get(*v as usize).map_or(&[][..], Vec::as_slice))
-                }
+            }
+            Part::Conn => push_u64(out, ctx.conn),
+            Part::User => push_u64(out, ctx.user),
+            Part::Var(v) => {
+                out.extend_from_slice(ctx.vars.get(*v as usize).map_or(&[][..], Vec::as_slice))
+            }
+            Part::Framed { prefix, parts } => {
+                // The framed bytes go where they belong, then their prefix goes before them:
+                // a move of a few bytes of a message (not the hot path of literal requests).
+                let start = out.len();
+                render_parts(parts, ctx, (k + 1) << 8, out);
+                let mut head = Vec::with_capacity(5);
+                prefix.write(out.len() - start, &mut head);
+                out.splice(start..start, head);
             }
         }
     }

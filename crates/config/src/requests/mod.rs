@@ -37,6 +37,8 @@ pub(crate) struct Run<'a> {
     pub target: &'a Target,
     /// The command line's checks.
     pub checks: &'a Checks,
+    /// A gRPC run's methods and messages (`--grpc`, `--proto`): each request is a call.
+    pub grpc: Option<&'a crate::grpc::Calls>,
 }
 
 /// Reads the requests file `path` (relative to the current directory) for `run`.
@@ -91,6 +93,13 @@ fn detect(src: &Source, run: Run, hash: &mut Sha256) -> Result<Read, RequestsErr
         if doc.get_ref().get("request").is_some() {
             return toml_file::read(src, doc.get_ref(), run, hash);
         }
+    }
+    if run.grpc.is_some() {
+        return Err(src.err(
+            0,
+            None,
+            "a gRPC run's requests file is volley's TOML ([[request]] tables with `grpc` and `body`), not vegeta targets".to_string(),
+        ));
     }
     match vegeta::read(src, run, hash) {
         Ok(read) => Ok(read),
@@ -289,6 +298,7 @@ mod testing {
             Run {
                 target: &target,
                 checks: &checks,
+                grpc: None,
             },
         )
     }

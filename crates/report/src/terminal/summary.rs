@@ -202,12 +202,12 @@ fn h3_line(r: &RunResult) -> Option<String> {
 /// (first: 3 INVALID_ARGUMENT: name refused)`.
 fn grpc_line(r: &RunResult) -> Option<String> {
     let g = r.target.grpc.as_ref()?;
-    let mut line = format!(
-        "gRPC {} (message {} byte{})",
-        g.method,
-        thousands(g.message_bytes),
-        plural(g.message_bytes)
-    );
+    let mut line = format!("gRPC {}", g.method);
+    // A requests file's messages are its own, each in the table of its name.
+    if r.target.requests_file.is_none() {
+        let n = g.message_bytes;
+        let _ = write!(line, " (message {} byte{})", thousands(n), plural(n));
+    }
     if g.status_codes.is_empty() {
         line.push_str(": no call ended");
         return Some(line);

@@ -21,6 +21,7 @@ use super::{
 use crate::{checks, generated_body, MAX_BODY_BYTES};
 use volley_plan::workload::{Body, Checks, Data, Entry, Order, RowOrder, Template, MAX_ENDPOINTS};
 
+mod grpc;
 mod journey;
 mod reader;
 mod request;
@@ -57,6 +58,7 @@ const REQUEST_KEYS: &[&str] = &[
     "capture",
     "once",
     "think",
+    "grpc",
 ];
 
 /// Keys that each give a request its body; at most one of them.
@@ -368,6 +370,7 @@ body_size = 16
             Run {
                 target: &target,
                 checks: &cli,
+                grpc: None,
             },
         )
         .unwrap();

@@ -53,16 +53,26 @@ impl Requests<'_, '_> {
         let at = at.as_str();
         let t = r.table(tv, at, "request")?;
         r.known(t, REQUEST_KEYS, at)?;
-        let endpoint = match t.get("name") {
+        let mut endpoint = match t.get("name") {
             Some(v) => Some(self.name(v, at)?),
             None => None,
         };
-        let path = self.path(t, tv, at)?;
+        let call = self.grpc_call(t, tv, at, hash)?;
+        let path = match &call {
+            Some((method, _)) => Template::literal(format!("/{method}")),
+            None => self.path(t, tv, at)?,
+        };
         let headers = match t.get("headers") {
             Some(v) => self.headers(v, at)?,
             None => Vec::new(),
         };
-        let body = self.body(t, at, hash)?;
+        let body = match call {
+            Some((method, body)) => {
+                endpoint = endpoint.or_else(|| self.intern(&method));
+                Some(body)
+            }
+            None => self.body(t, at, hash)?,
+        };
         let method = match t.get("method") {
             Some(v) => {
                 let m = r.str(v, at, "method")?;
@@ -139,19 +149,27 @@ impl Requests<'_, '_> {
         if name.chars().any(char::is_control) {
             return Err(bad(format!("{name:?} holds a control character")));
         }
-        if let Some(&k) = self.names.index.get(name) {
-            return Ok(k);
-        }
-        if self.names.list.len() == MAX_ENDPOINTS {
-            return Err(bad(format!(
+        self.intern(name).ok_or_else(|| {
+            bad(format!(
                 "`{name}` would be the {}st name: at most {MAX_ENDPOINTS} names have results of their own (reuse a name, or leave `name` out: unnamed requests are named `METHOD path` in the places left, and `other` past them)",
                 MAX_ENDPOINTS + 1
-            )));
+            ))
+        })
+    }
+
+    /// `name`'s endpoint, a new one for a name not seen before; `None` past [`MAX_ENDPOINTS`]
+    /// names.
+    pub(super) fn intern(&mut self, name: &str) -> Option<u16> {
+        if let Some(&k) = self.names.index.get(name) {
+            return Some(k);
+        }
+        if self.names.list.len() == MAX_ENDPOINTS {
+            return None;
         }
         let k = self.names.list.len() as u16;
         self.names.list.push(name.to_string());
         self.names.index.insert(name.to_string(), k);
-        Ok(k)
+        Some(k)
     }
 
     /// `path = "/…"` or `url = "http://HOST:PORT/…"` (the run's scheme, host and port): one of

@@ -8,32 +8,38 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use prost::Message as _;
-use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 
 use super::request::Request;
 use super::{ConfigError, Flag, RunFlags};
+use volley_plan::workload::{Body, Template};
 use volley_plan::{GrpcSpec, HttpVersion, Scheme, Target};
 
-/// What `--grpc` makes of the run's request.
+mod template;
+
+/// The gRPC of a run: the compiled `.proto` files, the method `--grpc` names, and the fields
+/// every call carries. A requests file's calls are encoded from it ([`Calls::entry`]).
+#[derive(Debug)]
+pub(crate) struct Calls {
+    pool: DescriptorPool,
+    /// `--grpc`: the run's method, and the default of a requests file's calls.
+    default: Option<MethodDescriptor>,
+    /// `content-type`, `te` and `grpc-timeout`.
+    headers: Vec<(String, String)>,
+}
+
+/// What `--grpc` makes of the run's request (without `--requests-file`).
 pub(super) struct GrpcCall {
     /// The method, its path and its settings.
     pub spec: GrpcSpec,
-    /// The request's fields (before the user's `-H`).
-    pub headers: Vec<(String, String)>,
     /// The framed message.
     pub body: Vec<u8>,
 }
 
-/// The gRPC call the flags ask for, or `None` without `--grpc` (where `--proto` and
-/// `--import-path` are errors).
-pub(super) fn call(a: &RunFlags, scheme: Scheme) -> Result<Option<GrpcCall>, ConfigError> {
-    let Some(name) = a.grpc.as_deref() else {
-        if a.proto.is_some() {
-            return Err(ConfigError::flag(
-                Flag::Proto,
-                "needs --grpc SERVICE/METHOD",
-            ));
-        }
+/// The run's gRPC, or `None` without `--grpc` and `--proto` (where `--import-path` is an
+/// error). `--proto` alone goes with a requests file whose calls name their methods.
+pub(super) fn calls(a: &RunFlags, scheme: Scheme) -> Result<Option<Calls>, ConfigError> {
+    if a.grpc.is_none() && a.proto.is_none() {
         if !a.import_path.is_empty() {
             return Err(ConfigError::flag(
                 Flag::ImportPath,
@@ -41,54 +47,156 @@ pub(super) fn call(a: &RunFlags, scheme: Scheme) -> Result<Option<GrpcCall>, Con
             ));
         }
         return Ok(None);
-    };
-    conflicts(a, scheme)?;
+    }
     let Some(proto) = a.proto.as_deref() else {
         return Err(ConfigError::flag(
             Flag::Grpc,
             "needs --proto FILE.proto (the service's definition; server reflection is not supported yet)",
         ));
     };
+    if a.grpc.is_none() && a.requests_file.is_none() {
+        return Err(ConfigError::flag(
+            Flag::Proto,
+            "needs --grpc SERVICE/METHOD (or a --requests-file whose requests name theirs: grpc = \"SERVICE/METHOD\")",
+        ));
+    }
+    conflicts(a, scheme)?;
     let pool = compile(proto, &a.import_path)?;
-    let method = find_method(&pool, name)?;
-    let json = message_json(a)?;
-    let message = encode(&method, &json)?;
-    let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
+    let default = match a.grpc.as_deref() {
+        Some(name) => Some(find_method(&pool, name).map_err(|m| ConfigError::flag(Flag::Grpc, m))?),
+        None => None,
+    };
     let headers = vec![
         ("content-type".to_string(), "application/grpc".to_string()),
         ("te".to_string(), "trailers".to_string()),
         ("grpc-timeout".to_string(), timeout_value(a.timeout)),
     ];
-    Ok(Some(GrpcCall {
-        spec: GrpcSpec {
-            method: path.trim_start_matches('/').to_string(),
-            path,
-            message_bytes: message.len() as u64,
-        },
+    Ok(Some(Calls {
+        pool,
+        default,
         headers,
-        body: frame(&message),
     }))
 }
 
-impl GrpcCall {
-    /// Makes the run's request the call: `POST` to the method's path (the URL must name the
-    /// server only), gRPC's fields before the user's, the framed message.
-    pub(super) fn apply(&self, target: &mut Target, req: &mut Request) -> Result<(), ConfigError> {
+impl Calls {
+    /// The run's one call: `--grpc`'s method with the `--body` message (`None` for a requests
+    /// file, whose calls are its own).
+    pub(super) fn call(&self, a: &RunFlags) -> Result<Option<GrpcCall>, ConfigError> {
+        let Some(method) = self.default.as_ref().filter(|_| a.requests_file.is_none()) else {
+            return Ok(None);
+        };
+        let json = message_json(a)?;
+        let message = encode(method, &json)?;
+        Ok(Some(GrpcCall {
+            spec: spec_of(method, message.len() as u64),
+            body: frame(&message),
+        }))
+    }
+
+    /// Makes the run's request a call: gRPC's fields before the user's (metadata); with
+    /// `call`, `POST` to its method's path (the URL must name the server only) and its message.
+    pub(super) fn apply(
+        &self,
+        call: Option<&GrpcCall>,
+        target: &mut Target,
+        req: &mut Request,
+    ) -> Result<(), ConfigError> {
         if target.path != "/" {
+            let what = call.map_or("the requests file's", |c| c.spec.path.as_str());
             return Err(ConfigError::conflict(
                 Flag::Grpc,
                 &[Flag::Url],
                 format!(
-                    "the URL names the server only (its path is {}): the method is the path",
-                    self.spec.path
+                    "the URL names the server only (its path is {}): the method is the path ({what})",
+                    target.path
                 ),
             ));
         }
-        req.method = "POST".to_string();
-        target.path = self.spec.path.clone();
-        req.body = self.body.clone().into();
         req.headers.splice(0..0, self.headers.iter().cloned());
+        if let Some(call) = call {
+            req.method = "POST".to_string();
+            target.path = call.spec.path.clone();
+            req.body = call.body.clone().into();
+        }
         Ok(())
+    }
+
+    /// A requests file's call: `name` (its `grpc` key, else `--grpc`'s) and its body template
+    /// (JSON; `{}` without one). Returns the method's `pkg.Service/Method` and the body.
+    pub(crate) fn entry(
+        &self,
+        name: Option<&str>,
+        body: Option<&Template>,
+    ) -> Result<(String, Body), EntryError> {
+        let method = match name {
+            Some(n) => find_method(&self.pool, n).map_err(EntryError::Method)?,
+            None => self.default.clone().ok_or(EntryError::NoMethod)?,
+        };
+        let full = format!("{}/{}", method.parent_service().full_name(), method.name());
+        let input = method.input();
+        let literal = body.map_or(Some(b"{}".to_vec()), Template::literal_bytes);
+        let body = match literal {
+            Some(json) => {
+                let json = String::from_utf8(json)
+                    .map_err(|_| EntryError::Body("is not UTF-8 text (JSON is)".into()))?;
+                let message = encode_json(&input, &json).map_err(EntryError::Body)?;
+                Body::Bytes(frame(&message).into())
+            }
+            None => {
+                let tpl = body.expect("a template when not literal");
+                Body::Template(Template {
+                    parts: template::encode(&input, tpl).map_err(EntryError::Body)?,
+                })
+            }
+        };
+        Ok((full, body))
+    }
+}
+
+/// Why a requests file's call cannot be made.
+#[derive(Debug)]
+pub(crate) enum EntryError {
+    /// Its `grpc` names no method of the files (why).
+    Method(String),
+    /// No `grpc` key and no `--grpc`.
+    NoMethod,
+    /// Its body is not the method's input in JSON (why).
+    Body(String),
+}
+
+/// The gRPC settings of a run of `method`.
+fn spec_of(method: &MethodDescriptor, message_bytes: u64) -> GrpcSpec {
+    let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
+    GrpcSpec {
+        method: path.trim_start_matches('/').to_string(),
+        path,
+        message_bytes,
+    }
+}
+
+/// A requests file's gRPC settings: its methods (`a/B, c/D` when several) and the first
+/// call's message length (0 when templated: its length varies).
+pub(crate) fn file_spec(w: &volley_plan::workload::Workload) -> GrpcSpec {
+    let mut methods: Vec<String> = Vec::new();
+    for e in &w.entries {
+        let Some(path) = e.path.literal_bytes() else {
+            continue;
+        };
+        let m = String::from_utf8_lossy(&path)
+            .trim_start_matches('/')
+            .to_string();
+        if !methods.contains(&m) {
+            methods.push(m);
+        }
+    }
+    let message_bytes = match w.entries.first().map(|e| &e.body) {
+        Some(Body::Bytes(b)) => b.len().saturating_sub(5) as u64,
+        _ => 0,
+    };
+    GrpcSpec {
+        method: methods.join(", "),
+        path: String::new(),
+        message_bytes,
     }
 }
 
@@ -116,11 +224,6 @@ fn conflicts(a: &RunFlags, scheme: Scheme) -> Result<(), ConfigError> {
             a.method.is_some(),
             Flag::Method,
             "a gRPC call is a POST (volley's -m is the method; metadata, ghz's -m, is -H 'name: value')",
-        ),
-        (
-            a.requests_file.is_some(),
-            Flag::RequestsFile,
-            "a gRPC run makes one call, --body",
         ),
         (
             a.pipeline > 1,
@@ -165,8 +268,8 @@ fn compile(proto: &Path, import_paths: &[PathBuf]) -> Result<DescriptorPool, Con
 }
 
 /// `pkg.Service/Method` (or ghz's `pkg.Service.Method`) in the compiled files.
-fn find_method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, ConfigError> {
-    let bad = |m: String| ConfigError::flag(Flag::Grpc, m);
+fn find_method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, String> {
+    let bad = |m: String| m;
     let (service, method) = name
         .trim_start_matches('/')
         .rsplit_once(['/', '.'])
@@ -223,16 +326,15 @@ fn encode(
     method: &MethodDescriptor,
     (flag, json): &(Flag, String),
 ) -> Result<Vec<u8>, ConfigError> {
-    let input = method.input();
+    encode_json(&method.input(), json).map_err(|m| ConfigError::flag(*flag, m))
+}
+
+/// `json` as `input` encodes it, or why it is not one.
+fn encode_json(input: &MessageDescriptor, json: &str) -> Result<Vec<u8>, String> {
     let mut de = serde_json::Deserializer::from_str(json);
     let message = DynamicMessage::deserialize(input.clone(), &mut de)
         .and_then(|m| de.end().map(|()| m))
-        .map_err(|e| {
-            ConfigError::flag(
-                *flag,
-                format!("is not a {} in JSON: {e}", input.full_name()),
-            )
-        })?;
+        .map_err(|e| format!("is not a {} in JSON: {e}", input.full_name()))?;
     Ok(message.encode_to_vec())
 }
 
