@@ -492,3 +492,128 @@ fn a_greeting_with_the_upgrade_answers_no_message() {
         j["service_time_us"]
     );
 }
+
+/// An echo server that keeps the text of each message it echoed.
+fn recording_echo() -> (TestServer, Arc<Mutex<Vec<String>>>) {
+    let texts = Arc::new(Mutex::new(Vec::new()));
+    let t = Arc::clone(&texts);
+    let server = common::spawn(move |c, _| {
+        let count = Arc::clone(&c.requests);
+        let Ok(mut ws) = tungstenite::accept(c.stream) else {
+            return;
+        };
+        while let Ok(m) = ws.read() {
+            if let Message::Text(s) = &m {
+                t.lock().unwrap().push(s.to_string());
+                count.fetch_add(1, Ordering::SeqCst);
+                if ws.send(m).is_err() {
+                    return;
+                }
+            } else if m.is_close() {
+                let _ = ws.flush();
+                return;
+            }
+        }
+    });
+    (server, texts)
+}
+
+#[test]
+fn a_requests_file_makes_templated_messages_with_results_by_name() {
+    let (server, texts) = recording_echo();
+    let dir = common::scratch("ws-file", "mix");
+    let file = dir.join("messages.toml");
+    std::fs::write(
+        &file,
+        r#"
+[[request]]
+name = "join"
+body = '{{"op": "join", "id": {seq}}}'
+
+[[request]]
+body = "ping-{rand:1..9}"
+weight = 3
+"#,
+    )
+    .unwrap();
+    let f = file.display().to_string();
+    let url = server.url("/chat").replacen("http://", "ws://", 1);
+    let extra = [
+        "--requests-file",
+        &f,
+        "-n",
+        "400",
+        "-c",
+        "2",
+        "--pipeline",
+        "2",
+    ];
+    let (code, j, text) = run(&url, &extra, Duration::from_secs(20));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 400, "{text}");
+    assert_eq!(server.requests(), 400);
+    let rows: Vec<(String, u64)> = j["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let name = e["name"].as_str().unwrap().to_string();
+            (name, n(e, &["requests", "completed"]))
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("join".to_string(), 100), ("message 2".to_string(), 300)]
+    );
+    let texts = texts.lock().unwrap();
+    let mut ids: Vec<u64> = texts
+        .iter()
+        .filter_map(|t| {
+            let v: Value = serde_json::from_str(t).ok()?;
+            v["id"].as_u64()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 100, "each join has its own {{seq}}");
+    let pings = texts.iter().filter(|t| t.starts_with("ping-")).count();
+    assert_eq!(pings, 300);
+    assert!(texts
+        .iter()
+        .filter(|t| t.starts_with("ping-"))
+        .all(|t| matches!(t.as_bytes(), [.., b'1'..=b'9']) && t.len() == 6));
+}
+
+#[test]
+fn a_requests_file_message_with_an_http_key_is_refused_at_its_line() {
+    let dir = common::scratch("ws-file", "mistakes");
+    let cases = [
+        (
+            "[[request]]\nbody = \"a\"\npath = \"/x\"\n",
+            "messages.toml:3:8: [[request]] 1: path: not in a ws:// run",
+        ),
+        (
+            "[[request]]\nexpect_status = 200\n",
+            "expect_status: not in a ws:// run: a message has no status",
+        ),
+        ("GET http://127.0.0.1:9/x\n", "not vegeta targets"),
+    ];
+    for (k, (text, says)) in cases.iter().enumerate() {
+        let name = if k == 2 {
+            "targets.txt"
+        } else {
+            "messages.toml"
+        };
+        let file = dir.join(format!("{k}-{name}"));
+        let file = file.with_file_name(name);
+        std::fs::write(&file, text).unwrap();
+        let f = file.display().to_string();
+        let o = common::volley(
+            &["run", "ws://127.0.0.1:9/", "--requests-file", &f],
+            Duration::from_secs(10),
+        );
+        let out = common::output_text(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {out}");
+        assert!(out.contains(says), "{text}: {out}");
+    }
+}

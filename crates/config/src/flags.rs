@@ -467,6 +467,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
                 target: &target,
                 checks: &checks,
                 grpc: grpc.as_ref(),
+                ws: ws.is_some(),
             },
         )?)),
         None => None,
@@ -583,7 +584,7 @@ fn requests_file_conflicts(a: &RunFlags, target: &Target) -> Result<(), ConfigEr
             format!("cannot be combined with {other} (each request in the file has its own)"),
         ));
     }
-    if target.path != "/" {
+    if target.path != "/" && !target.scheme.is_websocket() {
         return Err(ConfigError::conflict(
             Flag::RequestsFile,
             &[Flag::Url],

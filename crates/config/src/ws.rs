@@ -57,11 +57,6 @@ pub(super) fn ws_spec(a: &RunFlags, scheme: Scheme) -> Result<Option<WsSpec>, Co
             "the upgrade is a GET; each message carries --body",
         ),
         (
-            a.requests_file.is_some(),
-            Flag::RequestsFile,
-            "a WebSocket run sends one message, --body",
-        ),
-        (
             check.is_some(),
             check.unwrap_or(Flag::ExpectStatus),
             "--expect-* checks HTTP responses, not WebSocket messages",

@@ -251,6 +251,15 @@ impl MixRequest {
         out.extend_from_slice(body);
     }
 
+    /// Appends the request's body for `ctx` to `out` (a WebSocket message).
+    pub fn render_body(&self, ctx: &Context, out: &mut Vec<u8>) {
+        match &self.body {
+            Body::None => {}
+            Body::Bytes(b) => out.extend_from_slice(b),
+            Body::Template(t) => t.render(ctx, out),
+        }
+    }
+
     /// The request's body for `ctx` (HTTP/2 DATA frames).
     pub fn body_for(&self, ctx: &Context) -> Arc<[u8]> {
         match &self.body {

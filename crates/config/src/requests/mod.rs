@@ -39,6 +39,8 @@ pub(crate) struct Run<'a> {
     pub checks: &'a Checks,
     /// A gRPC run's methods and messages (`--grpc`, `--proto`): each request is a call.
     pub grpc: Option<&'a crate::grpc::Calls>,
+    /// A `ws://` or `wss://` run: each request is a message.
+    pub ws: bool,
 }
 
 /// Reads the requests file `path` (relative to the current directory) for `run`.
@@ -94,11 +96,11 @@ fn detect(src: &Source, run: Run, hash: &mut Sha256) -> Result<Read, RequestsErr
             return toml_file::read(src, doc.get_ref(), run, hash);
         }
     }
-    if run.grpc.is_some() {
+    if run.grpc.is_some() || run.ws {
         return Err(src.err(
             0,
             None,
-            "a gRPC run's requests file is volley's TOML ([[request]] tables with `grpc` and `body`), not vegeta targets".to_string(),
+            "a gRPC or WebSocket run's requests file is volley's TOML ([[request]] tables with a `body`), not vegeta targets".to_string(),
         ));
     }
     match vegeta::read(src, run, hash) {
@@ -299,6 +301,7 @@ mod testing {
                 target: &target,
                 checks: &checks,
                 grpc: None,
+                ws: false,
             },
         )
     }

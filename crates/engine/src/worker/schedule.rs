@@ -186,6 +186,9 @@ impl Worker {
             // It waits for a stream, opened when the connection is written.
             req.stream_pos = u64::MAX;
             c.h2_queued += 1;
+        } else if self.shared.ws.is_some() {
+            req.stream_pos = c.write_end;
+            self.write_ws_message(i, &req);
         } else if self.shared.mix.is_some() {
             req.stream_pos = c.write_end;
             let before = c.out.len();
@@ -196,13 +199,6 @@ impl Worker {
                 journey::context_for(ids, mix, i, &req, self.users.as_ref(), &self.cookie_buf);
             let c = &mut self.conns[i];
             mix.requests[req.entry as usize].render_http1(&ctx, &mut c.out, &mut self.scratch);
-            c.write_end += (c.out.len() - before) as u64;
-        } else if let Some(ws) = self.shared.ws.as_ref() {
-            // A WebSocket message: a frame with a mask of its own.
-            req.stream_pos = c.write_end;
-            let before = c.out.len();
-            let mask = self.ws_rng.mask();
-            crate::ws::frame::encode(&mut c.out, ws.opcode, &ws.message, mask);
             c.write_end += (c.out.len() - before) as u64;
         } else {
             req.stream_pos = c.write_end;

@@ -45,6 +45,29 @@ fn write_all(s: &mut Stream, mut bytes: &[u8]) -> io::Result<()> {
 }
 
 impl Worker {
+    /// Writes `req`'s message on connection `i` as a frame with a mask of its own: the run's
+    /// message, or with `--requests-file` its request's body (templated, rendered for it).
+    pub(super) fn write_ws_message(&mut self, i: usize, req: &InFlight) {
+        let Some(ws) = self.shared.ws.as_ref() else {
+            return;
+        };
+        let mask = self.ws_rng.mask();
+        let payload: &[u8] = match self.shared.mix.as_deref() {
+            Some(mix) => {
+                let ids = (self.id, self.shared.threads);
+                let ctx = journey::context_for(ids, mix, i, req, self.users.as_ref(), &[]);
+                self.scratch.clear();
+                mix.requests[req.entry as usize].render_body(&ctx, &mut self.scratch);
+                &self.scratch
+            }
+            None => &ws.message,
+        };
+        let c = &mut self.conns[i];
+        let before = c.out.len();
+        frame::encode(&mut c.out, ws.opcode, payload, mask);
+        c.write_end += (c.out.len() - before) as u64;
+    }
+
     /// The connection reached the server: writes the upgrade request, with a key of its own.
     pub(super) fn start_upgrade(&mut self, i: usize, now: u64) {
         let Some(run) = self.shared.ws.as_ref() else {

@@ -39,9 +39,22 @@ impl WsRun {
             } else {
                 frame::OP_TEXT
             },
-            limit: MIN_MESSAGE_LIMIT.max(spec.body.len() as u64),
+            limit: MIN_MESSAGE_LIMIT.max(longest_message(spec)),
         }
     }
+}
+
+/// The longest message the run sends: its body, or the longest body of its requests file
+/// (an echo of it must be read).
+fn longest_message(spec: &LoadSpec) -> u64 {
+    let entries = spec.workload.as_deref().map_or(&[][..], |w| &w.entries[..]);
+    entries
+        .iter()
+        .map(|e| match &e.body {
+            volley_plan::workload::Body::Bytes(b) => b.len() as u64,
+            _ => 0,
+        })
+        .fold(spec.body.len() as u64, u64::max)
 }
 
 /// One WebSocket connection: its upgrade, then its frames.

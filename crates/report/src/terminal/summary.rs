@@ -242,13 +242,12 @@ fn ws_line(r: &RunResult) -> Option<String> {
     if let Some(us) = w.upgrade_mean_us {
         let _ = write!(line, " (mean {:.2} ms)", us / 1000.0);
     }
-    let _ = write!(
-        line,
-        ", {} messages of {} byte{}",
-        w.message_type,
-        thousands(w.message_bytes),
-        plural(w.message_bytes)
-    );
+    let _ = write!(line, ", {} messages", w.message_type);
+    // A requests file's messages are its own, each in the table of its name.
+    if r.target.requests_file.is_none() {
+        let n = w.message_bytes;
+        let _ = write!(line, " of {} byte{}", thousands(n), plural(n));
+    }
     if w.pings > 0 {
         let _ = write!(
             line,

@@ -25,6 +25,7 @@ mod grpc;
 mod journey;
 mod reader;
 mod request;
+mod ws;
 
 use reader::{a_type, Reader};
 use request::{Names, Request, Requests};
@@ -371,6 +372,7 @@ body_size = 16
                 target: &target,
                 checks: &cli,
                 grpc: None,
+                ws: false,
             },
         )
         .unwrap();

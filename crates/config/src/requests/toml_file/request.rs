@@ -53,13 +53,16 @@ impl Requests<'_, '_> {
         let at = at.as_str();
         let t = r.table(tv, at, "request")?;
         r.known(t, REQUEST_KEYS, at)?;
-        let mut endpoint = match t.get("name") {
-            Some(v) => Some(self.name(v, at)?),
-            None => None,
+        let message = self.ws_message(t, at, i + 1)?;
+        let mut endpoint = match (&message, t.get("name")) {
+            (Some(named), _) => *named,
+            (None, Some(v)) => Some(self.name(v, at)?),
+            (None, None) => None,
         };
         let call = self.grpc_call(t, tv, at, hash)?;
         let path = match &call {
             Some((method, _)) => Template::literal(format!("/{method}")),
+            None if message.is_some() => Template::literal(self.run.target.path.clone()),
             None => self.path(t, tv, at)?,
         };
         let headers = match t.get("headers") {
