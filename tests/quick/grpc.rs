@@ -330,3 +330,47 @@ fn a_requests_file_of_calls_names_its_mistakes_by_line() {
         assert!(out.contains(says), "{text}: {out}");
     }
 }
+
+#[test]
+fn json_checks_read_the_decoded_reply() {
+    let server = h2::serve(h2::Behaviour::Grpc { fail_every: 0 });
+    let (code, j, text) = run(
+        &server,
+        "json-ok",
+        &["-n", "60", "-c", "1", "--expect-json", "/message=hi"],
+    );
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, "/checks/json"), 0, "{}", j["checks"]);
+    let (code, j, text) = run(
+        &server,
+        "json-wrong",
+        &["-n", "60", "-c", "1", "--expect-json", "$.message=bye"],
+    );
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(n(&j, "/checks/json"), 60, "{}", j["checks"]);
+    assert_eq!(n(&j, "/checks/grpc_status"), 0, "{}", j["checks"]);
+    // Per call in a requests file: its own method's reply.
+    let (p, file) = calls_file(
+        "json-file",
+        "[[request]]\ngrpc = \"helloworld.Greeter/SayHelloStream\"\nexpect_json = \"/message=hi\"\n\n[[request]]\nname = \"wrong\"\ngrpc = \"helloworld.Greeter/SayHello\"\nexpect_json = [\"/message=hi\", \"/other\"]\n",
+    );
+    let url = server.url("/");
+    let args = [
+        "run",
+        &url,
+        "--proto",
+        &p,
+        "--requests-file",
+        &file,
+        "-n",
+        "100",
+        "-c",
+        "1",
+        "--threshold",
+        "checks<=60%",
+    ];
+    let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, "/checks/json"), 50, "{}", j["checks"]);
+    assert_eq!(n(&j, "/endpoints/1/checks/json"), 50, "{}", j["endpoints"]);
+}

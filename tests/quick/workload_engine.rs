@@ -241,7 +241,7 @@ fn a_check_that_fails_on_every_tenth_response_is_counted_exactly() {
     assert_eq!(c.completed, 2_000);
     assert_eq!(c.errors.total(), 0);
     // body_contains is index 1 of CHECK_NAMES; nothing else failed.
-    assert_eq!(c.checks, [0, 200, 0, 0, 0, 0, 0], "{:?}", c.checks);
+    assert_eq!(c.checks, [0, 200, 0, 0, 0, 0, 0, 0], "{:?}", c.checks);
     assert_eq!(c.failed_checks_only, 200);
     let mut ep = volley::stats::endpoints::Endpoints::default();
     for e in &out.ends {

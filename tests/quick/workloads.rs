@@ -1292,3 +1292,38 @@ fn the_example_mix_runs_clean_against_volley_serve() {
     let slow = endpoint(&r, "slow");
     assert!(u(slow, "/latency_us/min") >= 1000, "{slow:#}");
 }
+
+#[test]
+fn json_checks_read_fields_of_the_body() {
+    let body: &'static [u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 44\r\nContent-Type: application/json\r\n\r\n{\"data\": {\"id\": 7, \"name\": \"a\"}, \"ok\": true}";
+    let server = common::answering(body);
+    let url = server.url("/");
+    let base = ["run", url.as_str(), "-n", "50", "-c", "1"];
+    let passing = [
+        "--expect-json",
+        "/data/id=7",
+        "--expect-json",
+        "$.data.name=a",
+        "--expect-json",
+        "/ok",
+    ];
+    let r = run_ok(&[&base[..], &passing[..]].concat());
+    assert_eq!(u(&r, "/checks/json"), 0, "{:#}", r["checks"]);
+    assert_eq!(u(&r, "/requests/failed"), 0);
+    for wrong in ["/data/id=8", "/data/missing", "$.ok=false"] {
+        let r = run_exits(1, &[&base[..], &["--expect-json", wrong][..]].concat());
+        assert_eq!(u(&r, "/checks/json"), 50, "{wrong}: {:#}", r["checks"]);
+    }
+    // A body that is not JSON fails the check; a check that is not a pointer is named.
+    let server = common::answering(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnot");
+    let url = server.url("/");
+    let r = run_exits(1, &["run", &url, "-n", "10", "--expect-json", "/a"]);
+    assert_eq!(u(&r, "/checks/json"), 10, "{:#}", r["checks"]);
+    let o = volley(
+        &["run", &url, "--expect-json", "data.id=1"],
+        Duration::from_secs(10),
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("--expect-json: `data.id`"), "{text}");
+}

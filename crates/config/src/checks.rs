@@ -4,7 +4,7 @@
 //! read and refused when it cannot be used.
 
 use super::{ConfigError, Flag, RunFlags};
-use volley_plan::workload::Checks;
+use volley_plan::workload::{Checks, JsonCheck};
 
 /// The checks of the `--expect-*` flags (none given: no check).
 pub fn from_flags(a: &RunFlags) -> Result<Checks, ConfigError> {
@@ -26,14 +26,39 @@ pub fn from_flags(a: &RunFlags) -> Result<Checks, ConfigError> {
         .iter()
         .map(|h| header(h).map_err(|m| ConfigError::flag(Flag::ExpectHeader, m)))
         .collect::<Result<_, _>>()?;
+    let json = a
+        .expect_json
+        .iter()
+        .map(|j| json(j).map_err(|m| ConfigError::flag(Flag::ExpectJson, m)))
+        .collect::<Result<_, _>>()?;
     Ok(Checks {
         status,
         body_contains,
         body_regex,
         headers,
         size: a.expect_size,
+        json,
         ..Checks::default()
     })
+}
+
+/// A JSON check: `POINTER` (the field must be there) or `POINTER=VALUE` (and equal VALUE: a
+/// string's text, or another value's JSON); the pointer may be written as a `$.a.b` path.
+pub(crate) fn json(text: &str) -> Result<JsonCheck, String> {
+    let (field, equals) = match text.split_once('=') {
+        Some((f, v)) => (f.trim(), Some(v.to_string())),
+        None => (text.trim(), None),
+    };
+    let pointer = if field.starts_with('/') {
+        field.to_string()
+    } else if field.is_empty() {
+        return Err(format!(
+            "`{text}`: no field (expected a JSON pointer such as /data/id, then =VALUE or not)"
+        ));
+    } else {
+        volley_plan::journey::json_path_to_pointer(field)?
+    };
+    Ok(JsonCheck { pointer, equals })
 }
 
 /// A status list: `200`, `200-299`, `2xx`, or several of them separated by commas

@@ -104,6 +104,7 @@ flags! {
     ExpectBodyRegex: "expect_body_regex" => "expect_body_regex",
     ExpectHeader: "expect_header" => "expect_header",
     ExpectSize: "expect_size" => "expect_size",
+    ExpectJson: "expect_json" => "expect_json",
     Verify: "verify" => "verify",
     Shard: "shard" => "shard",
     StartAt: "start_at" => "start_at",

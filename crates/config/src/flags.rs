@@ -187,6 +187,11 @@ pub struct RunFlags {
     #[arg(long, value_name = "SIZE", value_parser = size)]
     pub expect_size: Option<u64>,
 
+    /// Field the response body's JSON must have, POINTER or POINTER=VALUE (repeatable; a JSON
+    /// pointer such as /data/id or a path such as $.data.id; --grpc: the decoded reply).
+    #[arg(long, value_name = "POINTER[=VALUE]")]
+    pub expect_json: Vec<String>,
+
     /// Send each request once and show what came back before the load.
     #[arg(long)]
     pub verify: bool,
@@ -459,6 +464,9 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     };
     let mut checks = checks::from_flags(a)?;
     checks.grpc = grpc.is_some();
+    if !checks.json.is_empty() {
+        checks.reply = grpc.as_ref().and_then(|g| g.reply_decoder());
+    }
     // Last: the file may be large, and every cheaper mistake is said first.
     let workload = match &a.requests_file {
         Some(path) => Some(Arc::new(requests::load(

@@ -47,6 +47,7 @@ pub(super) fn ws_spec(a: &RunFlags, scheme: Scheme) -> Result<Option<WsSpec>, Co
         (a.expect_body_regex.is_some(), Flag::ExpectBodyRegex),
         (!a.expect_header.is_empty(), Flag::ExpectHeader),
         (a.expect_size.is_some(), Flag::ExpectSize),
+        (!a.expect_json.is_empty(), Flag::ExpectJson),
     ]
     .into_iter()
     .find_map(|(on, f)| on.then_some(f));

@@ -25,6 +25,8 @@ pub(crate) const SIZE: &str = "size";
 pub(crate) const CAPTURE: &str = "capture";
 /// `--grpc`: the call's `grpc-status` was not 0 (OK), or missing.
 pub(crate) const GRPC: &str = "grpc_status";
+/// `--expect-json`: a field missing or of another value (or the body not JSON).
+pub(crate) const JSON: &str = "json";
 
 /// The most `Set-Cookie` fields one response hands a user's jar (RFC 6265 §6.1: 50 per
 /// domain): its newest ones. A field longer than a jar takes is not kept but counted as the
@@ -125,6 +127,9 @@ impl CheckState {
         if checks.grpc && self.grpc_status != Some(0) {
             out.push(GRPC);
         }
+        if !checks.json_passes(&self.window) {
+            out.push(JSON);
+        }
         out
     }
 }
@@ -139,6 +144,8 @@ pub const FAILED_BODY_REGEX: u8 = 4;
 pub const FAILED_CAPTURE: u8 = 8;
 /// `--grpc`: the call's `grpc-status` was not OK.
 pub const FAILED_GRPC: u8 = 16;
+/// `--expect-json`: a field missing or of another value.
+pub const FAILED_JSON: u8 = 32;
 
 impl CheckState {
     /// The header and body checks a complete response failed, as [`FAILED_HEADER`]-style
@@ -152,6 +159,7 @@ impl CheckState {
             (BODY_CONTAINS, FAILED_BODY_CONTAINS),
             (BODY_REGEX, FAILED_BODY_REGEX),
             (GRPC, FAILED_GRPC),
+            (JSON, FAILED_JSON),
         ] {
             if failed.contains(&name) {
                 bits |= bit;
@@ -191,6 +199,9 @@ pub fn failed_with(
     }
     if content & FAILED_GRPC != 0 {
         out.push(GRPC);
+    }
+    if content & FAILED_JSON != 0 {
+        out.push(JSON);
     }
     out
 }

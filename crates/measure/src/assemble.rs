@@ -531,11 +531,19 @@ impl Parts<'_> {
             .workload
             .as_ref()
             .is_some_and(|w| !w.journey.vars.is_empty());
+        // `json` is listed when a check reads the body's JSON.
+        let load = &self.cfg.load;
+        let json = !load.checks.json.is_empty()
+            || load
+                .workload
+                .as_ref()
+                .is_some_and(|w| w.entries.iter().any(|e| !e.checks.json.is_empty()));
         CHECK_NAMES
             .iter()
             .zip(c.checks.iter())
             .filter(|(k, _)| captures || **k != "capture")
             .filter(|(k, _)| grpc || **k != "grpc_status")
+            .filter(|(k, _)| json || **k != "json")
             .map(|(k, n)| (k.to_string(), *n))
             .collect()
     }

@@ -332,6 +332,70 @@ pub struct Checks {
     /// `--grpc`: the call's `grpc-status` (in the trailers, or a trailers-only head) must be
     /// 0, OK; its code is counted either way.
     pub grpc: bool,
+    /// Fields the body's JSON must have (`--expect-json`), read from the first
+    /// [`REGEX_WINDOW_BYTES`] of the body.
+    pub json: Vec<JsonCheck>,
+    /// How a body becomes the JSON `json` reads: a gRPC call's reply decoded by its method's
+    /// output descriptor; `None`: the body is JSON.
+    pub reply: Option<ReplyDecoder>,
+}
+
+/// One `--expect-json` check: a field (a JSON pointer) that must be there, and equal a value
+/// when one is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonCheck {
+    /// The field as an RFC 6901 pointer (`/data/id`; a `$.data.id` path is read as one).
+    pub pointer: String,
+    /// The value it must have: a string's text, or another value's JSON (`3`, `true`).
+    pub equals: Option<String>,
+}
+
+impl JsonCheck {
+    /// Whether `doc` passes.
+    pub fn passes(&self, doc: &serde_json::Value) -> bool {
+        match (doc.pointer(&self.pointer), &self.equals) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(serde_json::Value::String(s)), Some(want)) => s == want,
+            (Some(v), Some(want)) => {
+                serde_json::from_str::<serde_json::Value>(want).is_ok_and(|w| w == *v)
+            }
+        }
+    }
+}
+
+/// What a [`ReplyDecoder`] calls: a body to its JSON, or why it has none.
+pub type DecodeFn = dyn Fn(&[u8]) -> Result<serde_json::Value, String> + Send + Sync;
+
+/// A body turned into JSON (a gRPC reply by its descriptor), or why it cannot be.
+#[derive(Clone)]
+pub struct ReplyDecoder(pub Arc<DecodeFn>);
+
+impl std::fmt::Debug for ReplyDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplyDecoder")
+    }
+}
+
+impl Checks {
+    /// The body's JSON, for the `json` checks: `body` decoded (a gRPC reply), or parsed.
+    pub fn body_json(&self, body: &[u8]) -> Result<serde_json::Value, String> {
+        match &self.reply {
+            Some(d) => (d.0)(body),
+            None => serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}")),
+        }
+    }
+
+    /// Whether `body` passes every `json` check (true without any).
+    pub fn json_passes(&self, body: &[u8]) -> bool {
+        if self.json.is_empty() {
+            return true;
+        }
+        match self.body_json(body) {
+            Ok(doc) => self.json.iter().all(|c| c.passes(&doc)),
+            Err(_) => false,
+        }
+    }
 }
 
 /// How much of a body a `body_regex` check sees: the first 64 KiB (a regex over a stream
@@ -349,6 +413,8 @@ impl PartialEq for Checks {
             && self.captures == o.captures
             && self.set_cookies == o.set_cookies
             && self.grpc == o.grpc
+            && self.json == o.json
+            && self.reply.is_some() == o.reply.is_some()
     }
 }
 
@@ -363,6 +429,7 @@ impl Checks {
             && self.captures.is_empty()
             && !self.set_cookies
             && !self.grpc
+            && self.json.is_empty()
     }
 
     /// Whether it declares a check (a capture is one: `capture`): reading `Set-Cookie` for a
@@ -371,6 +438,7 @@ impl Checks {
         !Checks {
             set_cookies: false,
             grpc: false,
+            reply: None,
             ..self.clone()
         }
         .is_empty()
@@ -385,7 +453,9 @@ impl Checks {
     /// Whether the body's first [`REGEX_WINDOW_BYTES`] are kept (a regex check, a body
     /// capture).
     pub fn body_window(&self) -> bool {
-        self.body_regex.is_some() || self.captures.iter().any(|c| c.from.reads_body())
+        self.body_regex.is_some()
+            || !self.json.is_empty()
+            || self.captures.iter().any(|c| c.from.reads_body())
     }
 
     /// Whether a check or capture needs the response's headers.
@@ -413,6 +483,10 @@ impl Checks {
         c.captures.extend(more.captures.iter().cloned());
         c.set_cookies |= more.set_cookies;
         c.grpc |= more.grpc;
+        c.json.extend(more.json.iter().cloned());
+        if more.reply.is_some() {
+            c.reply = more.reply.clone();
+        }
         c
     }
 

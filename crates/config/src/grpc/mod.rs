@@ -12,7 +12,7 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDes
 
 use super::request::Request;
 use super::{ConfigError, Flag, RunFlags};
-use volley_plan::workload::{Body, Template};
+use volley_plan::workload::{Body, ReplyDecoder, Template};
 use volley_plan::{GrpcSpec, HttpVersion, Scheme, Target};
 
 mod template;
@@ -127,7 +127,7 @@ impl Calls {
         &self,
         name: Option<&str>,
         body: Option<&Template>,
-    ) -> Result<(String, Body), EntryError> {
+    ) -> Result<(String, Body, ReplyDecoder), EntryError> {
         let method = match name {
             Some(n) => find_method(&self.pool, n).map_err(EntryError::Method)?,
             None => self.default.clone().ok_or(EntryError::NoMethod)?,
@@ -149,8 +149,33 @@ impl Calls {
                 })
             }
         };
-        Ok((full, body))
+        Ok((full, body, decoder(method.output())))
     }
+
+    /// How `--grpc`'s replies become JSON for `--expect-json` (`None` without `--grpc`).
+    pub(super) fn reply_decoder(&self) -> Option<ReplyDecoder> {
+        self.default.as_ref().map(|m| decoder(m.output()))
+    }
+}
+
+/// A reply's first message (after gRPC's prefix) decoded by `output`, as protobuf's JSON
+/// mapping writes it (lowerCamelCase names, 64-bit integers as strings).
+fn decoder(output: MessageDescriptor) -> ReplyDecoder {
+    ReplyDecoder(std::sync::Arc::new(move |body: &[u8]| {
+        let [flag, a, b, c, d, rest @ ..] = body else {
+            return Err("no gRPC message in the reply".to_string());
+        };
+        if *flag != 0 {
+            return Err("a compressed reply (volley asks for none)".to_string());
+        }
+        let len = u32::from_be_bytes([*a, *b, *c, *d]) as usize;
+        let message = rest.get(..len).ok_or_else(|| {
+            format!("a reply of {len} bytes, past the first 64 KiB that checks read")
+        })?;
+        let m = DynamicMessage::decode(output.clone(), message)
+            .map_err(|e| format!("not a {}: {e}", output.full_name()))?;
+        serde_json::to_value(&m).map_err(|e| e.to_string())
+    }))
 }
 
 /// Why a requests file's call cannot be made.

@@ -1,7 +1,7 @@
 //! `SuiteConfig`: a suite TOML file (docs/contract.md, "Suites") checked and expanded into its
 //! matrix before anything is built or started. Every error names the file, line, column and key.
 //! Scenario keys are the `volley run` long flags in snake_case; a list is a matrix axis, except a
-//! list of strings under `headers`, `thresholds`, `expect_body_contains` or `expect_header`
+//! list of strings under `headers`, `thresholds`, `expect_body_contains`, `expect_header` or `expect_json`
 //! (several flags of one cell). Each cell is validated by the same code as `volley run`, so a
 //! suite accepts exactly what the command line accepts.
 //!

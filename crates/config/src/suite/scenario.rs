@@ -336,6 +336,7 @@ const REPEATED_KEYS: &[&str] = &[
     "thresholds",
     "expect_body_contains",
     "expect_header",
+    "expect_json",
 ];
 
 /// Key `key` with value `v` as an axis of alternatives. A list is an axis, except a list of
@@ -445,7 +446,7 @@ fn flags_for(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, Sui
         "protocol" => protocol_choice(r, v, at),
         "shards" => shards_choice(r, v, at),
         "thresholds" => thresholds_choice(r, v, at),
-        "expect_body_contains" | "expect_header" => repeated_choice(r, key, v, at),
+        "expect_body_contains" | "expect_header" | "expect_json" => repeated_choice(r, key, v, at),
         "headers" => headers_choice(r, v, at),
         _ => flag_choice(r, key, v, at),
     }
@@ -568,7 +569,7 @@ fn thresholds_choice(r: &TomlReader, v: &Val, at: &str) -> Result<Choice, SuiteE
     })
 }
 
-/// `expect_body_contains`, `expect_header`: one string or a list of them, each a flag of the
+/// `expect_body_contains`, `expect_header`, `expect_json`: one string or a list of them, each a flag of the
 /// same cell (all must hold).
 fn repeated_choice(r: &TomlReader, key: &str, v: &Val, at: &str) -> Result<Choice, SuiteError> {
     let items: Vec<&Val> = match v.get_ref() {

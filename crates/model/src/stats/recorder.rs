@@ -125,7 +125,7 @@ pub struct Counters {
 }
 
 /// The checks, in the order `Counters::checks` counts them (`checks {name: count}`).
-pub const CHECK_NAMES: [&str; 7] = [
+pub const CHECK_NAMES: [&str; 8] = [
     "status",
     "body_contains",
     "body_regex",
@@ -133,6 +133,7 @@ pub const CHECK_NAMES: [&str; 7] = [
     "size",
     "capture",
     "grpc_status",
+    "json",
 ];
 
 impl Default for Counters {

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::grpc::EntryError;
+use volley_plan::workload::ReplyDecoder;
 
 /// Keys a call cannot have, and why.
 const NOT_IN_A_CALL: &[(&str, &str)] = &[
@@ -30,7 +31,7 @@ impl Requests<'_, '_> {
         tv: &Val,
         at: &str,
         hash: &mut Sha256,
-    ) -> Result<Option<(String, Body)>, RequestsError> {
+    ) -> Result<Option<(String, Body, ReplyDecoder)>, RequestsError> {
         let r = self.r;
         let Some(calls) = self.run.grpc else {
             if let Some(v) = t.get("grpc") {

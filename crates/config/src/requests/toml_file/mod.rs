@@ -56,6 +56,7 @@ const REQUEST_KEYS: &[&str] = &[
     "expect_body_regex",
     "expect_header",
     "expect_size",
+    "expect_json",
     "capture",
     "once",
     "think",

@@ -61,7 +61,7 @@ impl Requests<'_, '_> {
         };
         let call = self.grpc_call(t, tv, at, hash)?;
         let path = match &call {
-            Some((method, _)) => Template::literal(format!("/{method}")),
+            Some((method, _, _)) => Template::literal(format!("/{method}")),
             None if message.is_some() => Template::literal(self.run.target.path.clone()),
             None => self.path(t, tv, at)?,
         };
@@ -69,12 +69,12 @@ impl Requests<'_, '_> {
             Some(v) => self.headers(v, at)?,
             None => Vec::new(),
         };
-        let body = match call {
-            Some((method, body)) => {
+        let (body, reply) = match call {
+            Some((method, body, reply)) => {
                 endpoint = endpoint.or_else(|| self.intern(&method));
-                Some(body)
+                (Some(body), Some(reply))
             }
-            None => self.body(t, at, hash)?,
+            None => (self.body(t, at, hash)?, None),
         };
         let method = match t.get("method") {
             Some(v) => {
@@ -91,6 +91,8 @@ impl Requests<'_, '_> {
             None => default_method(body.is_some()),
         };
         let mut own = self.checks(t, at)?;
+        // A call's reply is read as JSON through its method's descriptor.
+        own.reply = reply;
         own.captures = self.captures(t, at)?;
         let step = self.step(t, at)?;
         if let (true, Some(w)) = (step.once, t.get("weight")) {
@@ -385,6 +387,13 @@ impl Requests<'_, '_> {
         }
         if let Some(v) = t.get("expect_size") {
             c.size = Some(r.size(v, at, "expect_size")?);
+        }
+        if let Some(v) = t.get("expect_json") {
+            let key = "expect_json";
+            for (s, sv) in r.strings(v, at, key)? {
+                c.json
+                    .push(checks::json(s).map_err(|m| r.at(sv, at, key, m))?);
+            }
         }
         Ok(c)
     }

@@ -17,6 +17,7 @@ const NOT_IN_A_MESSAGE: &[(&str, &str)] = &[
     ("expect_body_regex", "checks are HTTP responses'"),
     ("expect_header", "a message has no headers"),
     ("expect_size", "checks are HTTP responses'"),
+    ("expect_json", "checks are HTTP responses'"),
     ("capture", "journeys are HTTP's"),
     ("once", "journeys are HTTP's"),
     ("think", "journeys are HTTP's"),
