@@ -374,3 +374,34 @@ fn json_checks_read_the_decoded_reply() {
     assert_eq!(n(&j, "/checks/json"), 50, "{}", j["checks"]);
     assert_eq!(n(&j, "/endpoints/1/checks/json"), 50, "{}", j["endpoints"]);
 }
+
+#[test]
+fn verify_shows_the_decoded_reply_and_the_trailers() {
+    let server = h2::serve(h2::Behaviour::Grpc { fail_every: 0 });
+    let (code, _, text) = run(
+        &server,
+        "verify",
+        &[
+            "--verify",
+            "-n",
+            "5",
+            "-c",
+            "1",
+            "-H",
+            "authorization: Bearer s3cret",
+        ],
+    );
+    assert_eq!(code, 0, "{text}");
+    for says in [
+        "verify POST /helloworld.Greeter/SayHello: POST /helloworld.Greeter/SayHello HTTP/2",
+        r#"reply: {"message":"hi"}"#,
+        "trailer grpc-status: 0",
+        "checks passed",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
+    assert!(
+        !text.contains("s3cret"),
+        "metadata is redacted as headers are: {text}"
+    );
+}

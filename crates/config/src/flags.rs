@@ -464,9 +464,8 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     };
     let mut checks = checks::from_flags(a)?;
     checks.grpc = grpc.is_some();
-    if !checks.json.is_empty() {
-        checks.reply = grpc.as_ref().and_then(|g| g.reply_decoder());
-    }
+    // `--expect-json` and `--verify` read a reply through its descriptor.
+    checks.reply = grpc.as_ref().and_then(|g| g.reply_decoder());
     // Last: the file may be large, and every cheaper mistake is said first.
     let workload = match &a.requests_file {
         Some(path) => Some(Arc::new(requests::load(

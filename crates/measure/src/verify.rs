@@ -19,7 +19,7 @@ use volley_engine::response::ResponseObserver;
 use volley_engine::transport::Endpoint;
 use volley_engine::Route;
 use volley_model::units::{quoted_bytes, thousands};
-use volley_plan::workload::{Checks, Context};
+use volley_plan::workload::{Checks, Context, REGEX_WINDOW_BYTES};
 use volley_plan::{HttpVersion, LoadSpec, MixRequest, RequestTemplate};
 
 #[path = "verify_journey.rs"]
@@ -43,6 +43,10 @@ pub struct Verified {
     pub body: Vec<u8>,
     /// Its body's length.
     pub body_bytes: u64,
+    /// Its trailer fields (HTTP/2, HTTP/3: a gRPC call's status and metadata).
+    pub trailers: Vec<(String, String)>,
+    /// A gRPC reply's first message as JSON (or why it could not be decoded).
+    pub decoded: Option<String>,
     /// The checks it failed (`status` also when no status was expected and it was 400 or more).
     pub failed: Vec<&'static str>,
     /// Why there was no response.
@@ -177,24 +181,25 @@ pub(crate) fn one(
         headers: Vec::new(),
         body: Vec::new(),
         body_bytes: 0,
+        trailers: Vec::new(),
+        decoded: None,
         failed: Vec::new(),
         error: None,
     };
     let timeout = load.timeout;
+    // A gRPC reply is kept whole (as far as checks read) to be decoded; its first bytes shown.
+    let keep = if checks.reply.is_some() {
+        REGEX_WINDOW_BYTES
+    } else {
+        SHOWN_BODY_BYTES
+    };
     if let (Some(client), Endpoint::Tcp(addr)) = (&route.quic, &route.endpoint) {
         v.request_line = line_of(req.http1, "HTTP/3");
         let h3 = H3Request {
             frames: &req.h3,
             head: req.h2.head,
         };
-        let answer = exchange_h3(
-            client,
-            *addr,
-            &h3,
-            Arc::new(checks.clone()),
-            SHOWN_BODY_BYTES,
-            timeout,
-        );
+        let answer = exchange_h3(client, *addr, &h3, Arc::new(checks.clone()), keep, timeout);
         return answer_of(v, checks, answer);
     }
     let (mut probe, h2) = match connect(route, load) {
@@ -207,8 +212,7 @@ pub(crate) fn one(
     };
     v.request_line = line_of(req.http1, if h2 { "HTTP/2" } else { "HTTP/1.1" });
     if h2 {
-        let answer =
-            probe.exchange_h2(&req.h2, Arc::new(checks.clone()), SHOWN_BODY_BYTES, timeout);
+        let answer = probe.exchange_h2(&req.h2, Arc::new(checks.clone()), keep, timeout);
         return answer_of(v, checks, answer);
     }
     let mut state = CheckState::default();
@@ -257,7 +261,20 @@ fn answer_of(
                 .into_iter()
                 .map(|(n, val)| (n, String::from_utf8_lossy(&val).into_owned()))
                 .collect();
+            v.trailers = a
+                .recorded
+                .trailers
+                .into_iter()
+                .map(|(n, val)| (n, String::from_utf8_lossy(&val).into_owned()))
+                .collect();
+            if let Some(d) = &checks.reply {
+                v.decoded = Some(match (d.0)(&a.recorded.body) {
+                    Ok(json) => json.to_string(),
+                    Err(e) => format!("not decoded: {e}"),
+                });
+            }
             v.body = a.recorded.body;
+            v.body.truncate(SHOWN_BODY_BYTES);
             (v, a.offered.map(|b| *b))
         }
         Err(e) => {
@@ -307,6 +324,18 @@ fn connect(route: &Route, load: &LoadSpec) -> Result<(Probe, bool), String> {
     Ok((probe, h2))
 }
 
+/// `text` cut to about `max` bytes (on a character boundary), with `…` when cut.
+fn shortened(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// What `--verify` prints: each request, what came back, and its checks.
 pub fn report(vs: &[Verified]) -> String {
     let mut o = String::new();
@@ -322,6 +351,12 @@ pub fn report(vs: &[Verified]) -> String {
                 }
                 if !v.body.is_empty() {
                     o += &format!("  body: {}\n", quoted_bytes(&v.body, SHOWN_BODY_BYTES));
+                }
+                if let Some(json) = &v.decoded {
+                    o += &format!("  reply: {}\n", shortened(json, 2 * SHOWN_BODY_BYTES));
+                }
+                for (n, val) in &v.trailers {
+                    o += &format!("  trailer {n}: {val}\n");
                 }
                 o += &if v.failed.is_empty() {
                     "  checks passed\n".to_string()

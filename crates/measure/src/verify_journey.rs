@@ -112,6 +112,8 @@ fn not_sent(label: String, e: &volley_plan::workload::Entry, w: &Workload, var: 
         headers: Vec::new(),
         body: Vec::new(),
         body_bytes: 0,
+        trailers: Vec::new(),
+        decoded: None,
         failed: Vec::new(),
         error: Some(format!(
             "not sent: no earlier step captured `{{var.{var}}}` (its capture failed)"
@@ -196,6 +198,8 @@ mod tests {
             ],
             body: br#"{"accessToken":"tok-secret-1","cart":"c9"}"#.to_vec(),
             body_bytes: 40,
+            trailers: Vec::new(),
+            decoded: None,
             failed: Vec::new(),
             error: None,
         };

@@ -27,6 +27,9 @@ pub struct Recorded {
     pub fields: Vec<(String, Vec<u8>)>,
     /// The body's first bytes, at most the number asked for.
     pub body: Vec<u8>,
+    /// The trailers' fields, as sent (a gRPC call's `grpc-status`, `grpc-message` and
+    /// metadata).
+    pub trailers: Vec<(String, Vec<u8>)>,
     pub(crate) keep: usize,
 }
 
@@ -74,6 +77,9 @@ impl StreamWatch {
     /// checks and captures read the head's fields).
     pub(crate) fn trailer(&mut self, name: &str, value: &[u8]) {
         self.watch().grpc_field(name, value);
+        if let Some(r) = self.record.as_mut() {
+            r.trailers.push((name.to_string(), value.to_vec()));
+        }
     }
 
     /// Body bytes.
