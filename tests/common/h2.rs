@@ -50,6 +50,27 @@ fn grpc_answer(s: u32, failure: Option<&str>, trailers: bool) -> Vec<u8> {
     out
 }
 
+/// A head, one gRPC message of [`HUGE_MESSAGE`] bytes in DATA frames of 16 KiB, and OK.
+fn grpc_huge(s: u32) -> Vec<u8> {
+    let mut head = vec![STATUS_200];
+    head.extend(literal(b"content-type", b"application/grpc"));
+    let mut out = frame(HEADERS, END_HEADERS, s, &head);
+    let mut prefix = vec![0];
+    prefix.extend((HUGE_MESSAGE as u32).to_be_bytes());
+    out.extend(frame(DATA, 0, s, &prefix));
+    let chunk = frame(DATA, 0, s, &[b'x'; 16 << 10]);
+    for _ in 0..HUGE_MESSAGE / (16 << 10) {
+        out.extend_from_slice(&chunk);
+    }
+    out.extend(frame(
+        HEADERS,
+        END_HEADERS | END_STREAM,
+        s,
+        &literal(b"grpc-status", b"0"),
+    ));
+    out
+}
+
 /// Frame types and flags used here (RFC 9113 §6).
 pub mod kind {
     pub const DATA: u8 = 0;
@@ -134,7 +155,15 @@ pub enum Behaviour {
     /// A gRPC server that never sends trailers: a head and a message, and the stream never
     /// ends.
     GrpcNoTrailers,
+    /// A gRPC server whose reply is one message of 64 MiB (as its prefix says), then OK.
+    GrpcHuge,
+    /// A gRPC server whose reply's prefix says 4 GiB and whose DATA never stop (until the
+    /// connection is closed).
+    GrpcEndless,
 }
+
+/// The reply of [`Behaviour::GrpcHuge`]: bytes.
+pub const HUGE_MESSAGE: usize = 64 << 20;
 
 /// A running HTTP/2 test server.
 pub struct H2Server {
@@ -243,6 +272,8 @@ fn run(p: &mut Peer, b: Behaviour) {
             grpc_answer(s, if fails { Some("name refused") } else { None }, true)
         }),
         Behaviour::GrpcNoTrailers => p.answer_each(|s| grpc_answer(s, None, false)),
+        Behaviour::GrpcHuge => p.answer_each(grpc_huge),
+        Behaviour::GrpcEndless => p.endless_reply(),
         Behaviour::StallFirst => p.answer_each(|s| {
             if s == 1 {
                 return Vec::new();
@@ -612,6 +643,33 @@ impl Peer {
             if !out.is_empty() && !self.write(&out) {
                 return;
             }
+        }
+    }
+
+    /// Answers the first request with a head, a gRPC prefix of 4 GiB and DATA frames for as
+    /// long as the connection takes them.
+    fn endless_reply(&mut self) {
+        self.write(&settings(&[]));
+        while self.fill() {
+            while let Some(f) = self.take_frame() {
+                if let Some(f) = self.common(f) {
+                    self.track(&f, true);
+                }
+            }
+            let Some(s) = std::mem::take(&mut self.done).into_iter().next() else {
+                continue;
+            };
+            self.ctx.requests.fetch_add(1, Ordering::SeqCst);
+            let mut head = vec![STATUS_200];
+            head.extend(literal(b"content-type", b"application/grpc"));
+            let mut out = frame(HEADERS, END_HEADERS, s, &head);
+            out.extend(frame(DATA, 0, s, &[0, 0xff, 0xff, 0xff, 0xff]));
+            let chunk = frame(DATA, 0, s, &[b'x'; 16 << 10]);
+            let mut ok = self.write(&out);
+            while ok {
+                ok = self.write(&chunk);
+            }
+            return;
         }
     }
 

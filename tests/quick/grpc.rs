@@ -405,3 +405,38 @@ fn verify_shows_the_decoded_reply_and_the_trailers() {
         "metadata is redacted as headers are: {text}"
     );
 }
+
+#[test]
+fn a_huge_reply_is_counted_not_held_and_an_endless_one_times_out() {
+    let rss = |j: &Value| n(j, "/client/rss_max_bytes");
+    let server = h2::serve(h2::Behaviour::GrpcHuge);
+    let extra = [
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--timeout",
+        "15s",
+        "--expect-json",
+        "/message",
+        "--threshold",
+        "checks<=100%",
+    ];
+    let (code, j, text) = run(&server, "huge", &extra);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, "/target/grpc/status_codes/0"), 3, "{text}");
+    assert!(
+        n(&j, "/bytes/received") >= 3 * h2::HUGE_MESSAGE as u64,
+        "{text}"
+    );
+    // The checks read the first 64 KiB: a 64 MiB message is not decoded, and fails.
+    assert_eq!(n(&j, "/checks/json"), 3, "{}", j["checks"]);
+    assert!(rss(&j) < 64 << 20, "volley grew to {} bytes", rss(&j));
+
+    let server = h2::serve(h2::Behaviour::GrpcEndless);
+    let extra = ["-n", "1", "-c", "1", "--timeout", "1s"];
+    let (_, j, text) = run(&server, "endless", &extra);
+    assert_eq!(n(&j, "/requests/completed"), 0, "{text}");
+    assert_eq!(n(&j, "/errors/timeout"), 1, "{}", j["errors"]);
+    assert!(rss(&j) < 64 << 20, "volley grew to {} bytes", rss(&j));
+}
