@@ -67,6 +67,7 @@ const PAGES: &[(&str, &[&str])] = &[
     ("capacity.md", &[]),
     ("in-ci.md", &[]),
     ("more-than-one-machine.md", &[]),
+    ("grpc-and-websocket.md", &["go", "taskset"]),
 ];
 
 #[test]
@@ -113,6 +114,11 @@ fn capacity() {
 #[test]
 fn in_ci() {
     run_page("in-ci.md");
+}
+
+#[test]
+fn grpc_and_websocket() {
+    run_page("grpc-and-websocket.md");
 }
 
 #[test]
