@@ -385,6 +385,8 @@ pub(super) fn cell_config(
             tls.cacert = Some(cert);
         }
     }
+    // `reflect = true`: the call's definition asked of the server, now up.
+    measure::reflect::complete_alone(&mut cfg).map_err(|e| e.to_string())?;
     Ok((cfg, flags))
 }
 
