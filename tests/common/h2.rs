@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use super::{spawn, Ctx, TestServer};
 
+mod reflection;
+pub use reflection::Reflection;
+
 /// What a client sends first.
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -134,6 +137,9 @@ pub enum Behaviour {
     /// A gRPC server that never sends trailers: a head and a message, and the stream never
     /// ends.
     GrpcNoTrailers,
+    /// A gRPC server that answers calls as `Grpc { fail_every: 0 }` and server reflection as
+    /// the [`Reflection`] says.
+    GrpcReflection(Reflection),
 }
 
 /// A running HTTP/2 test server.
@@ -243,6 +249,7 @@ fn run(p: &mut Peer, b: Behaviour) {
             grpc_answer(s, if fails { Some("name refused") } else { None }, true)
         }),
         Behaviour::GrpcNoTrailers => p.answer_each(|s| grpc_answer(s, None, false)),
+        Behaviour::GrpcReflection(r) => p.reflection(r),
         Behaviour::StallFirst => p.answer_each(|s| {
             if s == 1 {
                 return Vec::new();

@@ -1,6 +1,7 @@
 //! `volley run --grpc` against the reference gRPC server (`servers/grpc`: grpc-go's Greeter),
 //! in cleartext (h2c) and over TLS: every call answered OK, as many as the server's own count
-//! says it answered; a refused name counted under grpc-go's INVALID_ARGUMENT with its message.
+//! says it answered; a refused name counted under grpc-go's INVALID_ARGUMENT with its message;
+//! `--reflect` (the definition asked of the server, which registers reflection) the same.
 
 use crate::common::{self, tls};
 
@@ -195,5 +196,83 @@ fn grpc_over_tls_to_grpc_go() {
         "{}",
         j["target"]["grpc"]
     );
-    assert_eq!(stop(server), 500);
+    // The definition asked over TLS too, with the run's TLS settings.
+    let args = [
+        "run",
+        &url,
+        "--grpc",
+        METHOD,
+        "--reflect",
+        "--cacert",
+        &cert,
+        "-n",
+        "100",
+    ];
+    let (code, r, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        n(&r, "/target/grpc/status_codes/0"),
+        100,
+        "{}",
+        r["target"]["grpc"]
+    );
+    assert_eq!(stop(server), 600);
+}
+
+#[test]
+fn reflect_asks_grpc_go_for_the_greeter() {
+    if !build() {
+        return;
+    }
+    let (server, port) = start(None);
+    let url = format!("http://127.0.0.1:{port}/");
+    let args = [
+        "run",
+        &url,
+        "--grpc",
+        METHOD,
+        "--reflect",
+        "--body",
+        r#"{"name":"volley"}"#,
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+    ];
+    let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{text}");
+    common::assert_invariant(&j);
+    assert_eq!(n(&j, "/requests/completed"), 500);
+    assert_eq!(
+        n(&j, "/target/grpc/status_codes/0"),
+        500,
+        "{}",
+        j["target"]["grpc"]
+    );
+    assert_eq!(j["target"]["grpc"]["message_bytes"], 8);
+    let o = common::volley(
+        &[
+            "run",
+            &url,
+            "--grpc",
+            "helloworld.Nope/SayHello",
+            "--reflect",
+            "-n",
+            "5",
+        ],
+        Duration::from_secs(30),
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--reflect: the server has no service `helloworld.Nope` (5 NOT_FOUND"),
+        "{text}"
+    );
+    assert_eq!(
+        stop(server),
+        500,
+        "the server's count: the calls, not the reflection"
+    );
 }

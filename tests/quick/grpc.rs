@@ -1,9 +1,12 @@
 //! `volley run --grpc SERVICE/METHOD --proto FILE` (docs/contract.md, "gRPC") against the
 //! in-process HTTP/2 server answering as a gRPC server does (`common::h2`): each call counted
 //! by its `grpc-status`, non-OK ones failed with their message in the summary; a server that
-//! never sends its trailers costs timeouts, bounded; the flags' mistakes named.
+//! never sends its trailers costs timeouts, bounded; the flags' mistakes named. `--reflect`:
+//! the definition asked of the server (v1, else v1alpha) makes the same calls; a server
+//! without reflection, without the service, or whose answer is huge or never ends, exits 2.
 
 use crate::common::{self, h2};
+use h2::Reflection;
 
 use std::time::{Duration, Instant};
 
@@ -161,6 +164,16 @@ fn the_flags_mistakes_are_named() {
     let m = "helloworld.Greeter/SayHello";
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--grpc", m], "--grpc: needs --proto FILE.proto"),
+        (vec!["--grpc", m], "or --reflect"),
+        (vec!["--reflect"], "--reflect: needs --grpc SERVICE/METHOD"),
+        (
+            vec!["--grpc", m, "--reflect", "--proto", &p],
+            "--reflect: cannot be combined with --proto",
+        ),
+        (
+            vec!["--grpc", m, "--reflect", "--import-path", "/tmp"],
+            "--reflect: cannot be combined with --import-path",
+        ),
         (vec!["--proto", &p], "--proto: needs --grpc"),
         (
             vec!["--grpc", "helloworld.Greeter/Nope", "--proto", &p],
@@ -202,4 +215,146 @@ fn the_flags_mistakes_are_named() {
     let text = common::output_text(&o);
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(text.contains("the URL names the server only"), "{text}");
+}
+
+/// What a server with reflection sends for `helloworld.Greeter`: PROTO's file, encoded.
+fn descriptor() -> &'static [u8] {
+    static FILE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        use prost::Message as _;
+        let p = proto("descriptor");
+        let dir = std::path::Path::new(&p).parent().unwrap();
+        let set = protox::compile(["hello.proto"], [dir]).unwrap();
+        set.file[0].encode_to_vec()
+    })
+}
+
+fn offered() -> Reflection {
+    Reflection::Offered {
+        service: "helloworld.Greeter",
+        file: descriptor(),
+    }
+}
+
+/// `volley run URL --grpc METHOD --reflect EXTRA` within 20 s: exit code and output.
+fn reflect(server: &h2::H2Server, method: &str, extra: &[&str]) -> (i32, String) {
+    let url = server.url("/");
+    let mut args = vec!["run", &url, "--grpc", method, "--reflect", "-q"];
+    args.extend_from_slice(extra);
+    let t = Instant::now();
+    let out = common::volley(&args, Duration::from_secs(30));
+    let text = common::output_text(&out);
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "took {:?}\n{text}",
+        t.elapsed()
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn reflect_asks_the_server_and_makes_the_same_calls_as_a_proto() {
+    let body = r#"{"name": "volley"}"#;
+    let extra = ["--body", body, "-n", "300", "-c", "2", "--streams", "4"];
+    for r in [
+        offered(),
+        Reflection::AlphaOnly {
+            service: "helloworld.Greeter",
+            file: descriptor(),
+        },
+    ] {
+        let server = h2::serve(h2::Behaviour::GrpcReflection(r));
+        let url = server.url("/");
+        let mut args = vec![
+            "run",
+            &url,
+            "--grpc",
+            "helloworld.Greeter/SayHello",
+            "--reflect",
+        ];
+        args.extend_from_slice(&extra);
+        let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+        assert_eq!(code, 0, "{r:?}: {text}");
+        common::assert_invariant(&j);
+        assert_eq!(n(&j, "/requests/completed"), 300, "{text}");
+        assert_eq!(server.requests(), 300, "the calls, not the reflection");
+        let g = &j["target"]["grpc"];
+        assert_eq!(g["method"], "helloworld.Greeter/SayHello");
+        assert_eq!(g["message_bytes"], 8, "{g}");
+        assert_eq!(n(g, "/status_codes/0"), 300, "{g}");
+        assert_eq!(n(&j, "/target/body_bytes"), 13);
+        // The same run from the .proto: the same calls.
+        let (code, p, text) = run(&server, "same", &extra);
+        assert_eq!(code, 0, "{text}");
+        assert_eq!(p["target"]["grpc"], j["target"]["grpc"]);
+        assert_eq!(p["target"]["body_bytes"], j["target"]["body_bytes"]);
+        assert_eq!(server.requests(), 600);
+    }
+}
+
+#[test]
+fn reflect_without_reflection_or_without_the_service_exits_2_naming_it() {
+    let m = "helloworld.Greeter/SayHello";
+    let none = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Unimplemented));
+    let (code, text) = reflect(&none, m, &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    let url = none.url("/");
+    assert!(
+        text.contains(&format!("--reflect: {url} does not offer gRPC server reflection: grpc-status 12 UNIMPLEMENTED for grpc.reflection.v1 and v1alpha (give the service's definition with --proto FILE.proto)")),
+        "{text}"
+    );
+    assert_eq!(none.requests(), 0, "no call was made");
+    let server = h2::serve(h2::Behaviour::GrpcReflection(offered()));
+    let (code, text) = reflect(&server, "helloworld.Nope/SayHello", &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "--reflect: the server has no service `helloworld.Nope` (5 NOT_FOUND: not found)"
+        ),
+        "{text}"
+    );
+    let (code, text) = reflect(&server, "helloworld.Greeter/Nope", &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("--grpc: service `helloworld.Greeter` has no method `Nope` (it has SayHello, SayHelloStream, Chat)"),
+        "{text}"
+    );
+    assert_eq!(server.requests(), 0);
+    // An HTTP/2 server that is not gRPC's: a 200 without gRPC's content-type.
+    let plain = h2::serve(h2::Behaviour::Normal {
+        max_streams: None,
+        hold: Duration::ZERO,
+    });
+    let (code, text) = reflect(&plain, m, &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "does not offer gRPC server reflection: its answer has no content-type, not gRPC's"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_huge_or_endless_reflection_answer_is_bounded() {
+    let m = "helloworld.Greeter/SayHello";
+    let huge = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Huge));
+    let (code, text) = reflect(&huge, m, &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "--reflect: the server's answers passed 4194304 bytes, the most volley keeps of them"
+        ),
+        "{text}"
+    );
+    let endless = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Endless));
+    let t = Instant::now();
+    let (code, text) = reflect(&endless, m, &["-n", "10", "--timeout", "500ms"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(
+        text.contains("--reflect: asking")
+            && text.contains("(--timeout 500ms for all of it): no complete answer in time"),
+        "{text}"
+    );
 }
