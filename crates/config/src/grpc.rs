@@ -65,13 +65,13 @@ pub(super) fn call(a: &RunFlags, scheme: Scheme) -> Result<Option<GrpcCall>, Con
         return without_grpc(a).map(|()| None);
     };
     conflicts(a, scheme)?;
-    let json = message_json(a)?;
     let Some(proto) = definition(a)? else {
         let (service, method) = split_name(name)?;
         return Ok(Some(GrpcCall::new(service, method, Vec::new(), a.timeout)));
     };
     let pool = compile(proto, &a.import_path)?;
     let method = find_method(&pool, name, Source::Proto)?;
+    let json = message_json(a)?;
     let message = encode(&method, &json)?;
     Ok(Some(GrpcCall::new(
         method.parent_service().full_name(),
