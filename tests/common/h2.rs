@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::{spawn, Ctx, TestServer};
 
 mod reflection;
-pub use reflection::Reflection;
+pub use reflection::{Files, Reflection};
 
 /// What a client sends first.
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -217,22 +217,39 @@ fn the_flags_mistakes_are_named() {
     assert!(text.contains("the URL names the server only"), "{text}");
 }
 
-/// What a server with reflection sends for `helloworld.Greeter`: PROTO's file, encoded.
-fn descriptor() -> &'static [u8] {
-    static FILE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    FILE.get_or_init(|| {
-        use prost::Message as _;
-        let p = proto("descriptor");
-        let dir = std::path::Path::new(&p).parent().unwrap();
-        let set = protox::compile(["hello.proto"], [dir]).unwrap();
-        set.file[0].encode_to_vec()
-    })
+/// The files of `protos` (name, text) as a server with reflection has them, encoded, the
+/// first one's first (its imports that protox knows, the well-known types, left out).
+fn descriptors(protos: &[(&str, &str)]) -> h2::Files {
+    use prost::Message as _;
+    let dir = common::scratch("grpc", &format!("descriptors-{}", protos.len()));
+    for (name, text) in protos {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let set = protox::compile([protos[0].0], [&dir]).unwrap();
+    let mut files: Vec<(&'static str, &'static [u8])> = set
+        .file
+        .iter()
+        .filter(|f| protos.iter().any(|(n, _)| *n == f.name()))
+        .map(|f| {
+            let name: &'static str = String::leak(f.name().to_string());
+            let bytes: &'static [u8] = Vec::leak(f.encode_to_vec());
+            (name, bytes)
+        })
+        .collect();
+    files.sort_by_key(|(n, _)| *n != protos[0].0);
+    Vec::leak(files)
+}
+
+/// PROTO's file, as a server with reflection has it.
+fn descriptor() -> h2::Files {
+    static FILES: std::sync::OnceLock<h2::Files> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| descriptors(&[("hello.proto", PROTO)]))
 }
 
 fn offered() -> Reflection {
     Reflection::Offered {
         service: "helloworld.Greeter",
-        file: descriptor(),
+        files: descriptor(),
     }
 }
 
@@ -260,7 +277,7 @@ fn reflect_asks_the_server_and_makes_the_same_calls_as_a_proto() {
         offered(),
         Reflection::AlphaOnly {
             service: "helloworld.Greeter",
-            file: descriptor(),
+            files: descriptor(),
         },
     ] {
         let server = h2::serve(h2::Behaviour::GrpcReflection(r));
@@ -290,6 +307,61 @@ fn reflect_asks_the_server_and_makes_the_same_calls_as_a_proto() {
         assert_eq!(p["target"]["body_bytes"], j["target"]["body_bytes"]);
         assert_eq!(server.requests(), 600);
     }
+}
+
+#[test]
+fn reflect_asks_for_the_imports_the_server_did_not_send_along() {
+    let types = "syntax = \"proto3\";\npackage helloworld;\n\
+                 message HelloRequest { string name = 1; }\n\
+                 message HelloReply { string message = 1; }\n";
+    let hello = "syntax = \"proto3\";\npackage helloworld;\n\
+                 import \"types.proto\";\nimport \"google/protobuf/empty.proto\";\n\
+                 service Greeter {\n\
+                   rpc SayHello (HelloRequest) returns (HelloReply);\n\
+                   rpc Ping (google.protobuf.Empty) returns (HelloReply);\n\
+                 }\n";
+    let files = descriptors(&[("hello.proto", hello), ("types.proto", types)]);
+    assert_eq!(files.len(), 2, "the well-known type is not the server's");
+    let server = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Offered {
+        service: "helloworld.Greeter",
+        files,
+    }));
+    for (method, body, bytes) in [
+        ("helloworld.Greeter/SayHello", r#"{"name": "volley"}"#, 8),
+        ("helloworld.Greeter/Ping", "{}", 0),
+    ] {
+        let url = server.url("/");
+        let args = [
+            "run",
+            &url,
+            "--grpc",
+            method,
+            "--reflect",
+            "--body",
+            body,
+            "-n",
+            "20",
+        ];
+        let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+        assert_eq!(code, 0, "{method}: {text}");
+        assert_eq!(j["target"]["grpc"]["message_bytes"], bytes, "{method}");
+        assert_eq!(n(&j, "/target/grpc/status_codes/0"), 20, "{method}");
+    }
+    assert_eq!(server.requests(), 40);
+    // A server without one of them.
+    let lacking = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Offered {
+        service: "helloworld.Greeter",
+        files: &files[..1],
+    }));
+    let (code, text) = reflect(&lacking, "helloworld.Greeter/SayHello", &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "--reflect: the server has no file `types.proto` (an import) (5 NOT_FOUND: not found)"
+        ),
+        "{text}"
+    );
+    assert_eq!(lacking.requests(), 0);
 }
 
 #[test]

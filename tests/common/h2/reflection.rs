@@ -12,17 +12,12 @@ use super::{frame, grpc_answer, kind::*, literal, Peer, STATUS_200};
 /// How a gRPC test server answers server reflection (docs/contract.md, "gRPC").
 #[derive(Debug, Clone, Copy)]
 pub enum Reflection {
-    /// v1 answers: `file` (an encoded `FileDescriptorProto`) to a question that names
-    /// `service`, NOT_FOUND to any other.
-    Offered {
-        service: &'static str,
-        file: &'static [u8],
-    },
+    /// v1 answers: a question that names `service` gets the first of `files` (name, encoded
+    /// `FileDescriptorProto`) alone, without its imports; a question that names a file gets
+    /// that file; any other NOT_FOUND.
+    Offered { service: &'static str, files: Files },
     /// As `Offered`, but v1 is UNIMPLEMENTED: v1alpha answers.
-    AlphaOnly {
-        service: &'static str,
-        file: &'static [u8],
-    },
+    AlphaOnly { service: &'static str, files: Files },
     /// No reflection: both versions UNIMPLEMENTED.
     Unimplemented,
     /// 5 MiB of answers, then the trailers.
@@ -30,6 +25,9 @@ pub enum Reflection {
     /// A head and an answer, and the stream never ends.
     Endless,
 }
+
+/// The files a server with reflection has: each name and the file encoded.
+pub type Files = &'static [(&'static str, &'static [u8])];
 
 /// A stream's request so far: whether it is reflection's (and which version), its body.
 #[derive(Default)]
@@ -76,9 +74,9 @@ impl Peer {
 
 /// The answer on stream `s` to the questions in `body` (v1alpha's when `alpha`).
 fn answer(r: Reflection, s: u32, alpha: bool, body: &[u8]) -> Vec<u8> {
-    let (service, file) = match r {
-        Reflection::Offered { service, file } => (service, file),
-        Reflection::AlphaOnly { service, file } if alpha => (service, file),
+    let (service, files) = match r {
+        Reflection::Offered { service, files } => (service, files),
+        Reflection::AlphaOnly { service, files } if alpha => (service, files),
         Reflection::AlphaOnly { .. } | Reflection::Unimplemented => {
             let mut head = vec![STATUS_200];
             head.extend(literal(b"content-type", b"application/grpc"));
@@ -86,23 +84,23 @@ fn answer(r: Reflection, s: u32, alpha: bool, body: &[u8]) -> Vec<u8> {
             head.extend(literal(b"grpc-message", b"unknown service"));
             return frame(HEADERS, END_HEADERS | END_STREAM, s, &head);
         }
-        Reflection::Huge => ("", &[0u8; 16_000][..]),
-        Reflection::Endless => ("", &[][..]),
+        Reflection::Huge | Reflection::Endless => ("", &[][..]),
     };
     let mut head = vec![STATUS_200];
     head.extend(literal(b"content-type", b"application/grpc"));
     let mut out = frame(HEADERS, END_HEADERS, s, &head);
     let messages: Vec<Vec<u8>> = match r {
-        // 5 MiB in answers of 16 000 bytes of files (more than the 4 MiB volley keeps).
-        Reflection::Huge => vec![files_answer(file); 330],
-        Reflection::Endless => vec![files_answer(file)],
+        // 5 MiB in answers of 16 000 bytes (more than the 4 MiB volley keeps).
+        Reflection::Huge => vec![files_answer(&[0; 16_000]); 330],
+        Reflection::Endless => vec![files_answer(&[])],
         _ => questions(body)
             .into_iter()
             .map(|q| {
-                if contains(q, service.as_bytes()) {
-                    files_answer(file)
-                } else {
-                    error_answer(5, "not found")
+                let named = files.iter().find(|(name, _)| contains(q, name.as_bytes()));
+                match named {
+                    _ if contains(q, service.as_bytes()) => files_answer(files[0].1),
+                    Some((_, file)) => files_answer(file),
+                    None => error_answer(5, "not found"),
                 }
             })
             .collect(),
