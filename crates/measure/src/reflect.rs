@@ -240,6 +240,26 @@ impl Files {
         Ok(())
     }
 
+    /// The answers to the questions for the files `asked`, in their order: each file, or a
+    /// well-known type the server has not (left to config).
+    fn add_asked(&mut self, asked: &[String], answers: Vec<Answer>) -> Result<(), ReflectError> {
+        for (name, answer) in asked.iter().zip(answers) {
+            match answer {
+                Answer::Files(f) => self.add(f)?,
+                Answer::Error(_) if name.starts_with("google/protobuf/") => {
+                    self.left.insert(name.clone());
+                }
+                Answer::Error(e) => return Err(not_found(format!("file `{name}` (an import)"), e)),
+            }
+            if !self.names.contains(name) && !self.left.contains(name) {
+                return Err(ReflectError::Malformed(format!(
+                    "asked for the file `{name}`, it sent others"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Imports neither received nor left to config.
     fn missing(&self) -> Vec<String> {
         self.imports
@@ -290,22 +310,7 @@ impl<'a> Asker<'a> {
             let Asked::Answers(answers) = self.ask(asks)? else {
                 return Err(self.not_offered("UNIMPLEMENTED after it answered"));
             };
-            for (name, answer) in missing.iter().zip(answers) {
-                match answer {
-                    Answer::Files(f) => files.add(f)?,
-                    Answer::Error(_) if name.starts_with("google/protobuf/") => {
-                        files.left.insert(name.clone());
-                    }
-                    Answer::Error(e) => {
-                        return Err(not_found(format!("file `{name}` (an import)"), e))
-                    }
-                }
-                if !files.names.contains(name) && !files.left.contains(name) {
-                    return Err(ReflectError::Malformed(format!(
-                        "asked for the file `{name}`, it sent others"
-                    )));
-                }
-            }
+            files.add_asked(&missing, answers)?;
         }
         Err(ReflectError::Malformed(format!(
             "imports still missing after {MAX_ROUNDS} rounds of questions"
@@ -329,24 +334,13 @@ impl<'a> Asker<'a> {
     /// One round: `asks` on a stream of their own, then its end; the answers in their order.
     fn ask(&mut self, asks: Vec<Ask>) -> Result<Asked, ReflectError> {
         let count = asks.len();
-        let mut body = Vec::new();
-        for ask in asks {
-            let message = ReflectionRequest {
-                host: String::new(),
-                ask: Some(ask),
-            }
-            .encode_to_vec();
-            body.extend_from_slice(&[0]);
-            body.extend_from_slice(&(message.len() as u32).to_be_bytes());
-            body.extend_from_slice(&message);
-        }
         let timeout = self.deadline.saturating_duration_since(Instant::now());
         if timeout.is_zero() {
             return Err(self.failed("no time left for the imports".into()));
         }
         let mut load = self.load.clone();
         load.target.path = self.path.to_string();
-        load.body = body.into();
+        load.body = questions(asks).into();
         load.timeout = timeout;
         let block = h2_request::for_spec(&load);
         let (mut probe, h2) =
@@ -377,22 +371,7 @@ impl<'a> Asker<'a> {
 
     /// The answers of one round's response, `count` of them expected.
     fn read(&self, a: &H2Answer, count: usize, keep: usize) -> Result<Asked, ReflectError> {
-        if a.status != 200 {
-            return Err(self.not_offered(format!("it answered HTTP {}", a.status)));
-        }
-        let content_type = a
-            .recorded
-            .fields
-            .iter()
-            .find(|(n, _)| n == "content-type")
-            .map(|(_, v)| String::from_utf8_lossy(v).into_owned());
-        if !content_type
-            .as_deref()
-            .is_some_and(|c| c.starts_with("application/grpc"))
-        {
-            let what = content_type.map_or("no content-type".into(), |c| format!("`{c}`"));
-            return Err(self.not_offered(format!("its answer has {what}, not gRPC's")));
-        }
+        self.is_grpc(a)?;
         let state = a.offered.as_deref();
         match state.and_then(|s| s.grpc_status) {
             Some(0) => {}
@@ -404,9 +383,8 @@ impl<'a> Asker<'a> {
                 return Err(ReflectError::Refused { code, message });
             }
             None => {
-                return Err(ReflectError::Malformed(
-                    "it ended without a grpc-status".into(),
-                ))
+                let e = "it ended without a grpc-status".into();
+                return Err(ReflectError::Malformed(e));
             }
         }
         if a.body_bytes > keep as u64 {
@@ -414,12 +392,32 @@ impl<'a> Asker<'a> {
         }
         let answers = answers(&a.recorded.body)?;
         if answers.len() != count {
-            return Err(ReflectError::Malformed(format!(
-                "{} answers to {count} questions",
-                answers.len()
-            )));
+            let e = format!("{} answers to {count} questions", answers.len());
+            return Err(ReflectError::Malformed(e));
         }
         Ok(Asked::Answers(answers))
+    }
+
+    /// Whether the response is gRPC's: 200 and `application/grpc` (a 404 or a 415, another
+    /// content-type: no reflection there).
+    fn is_grpc(&self, a: &H2Answer) -> Result<(), ReflectError> {
+        if a.status != 200 {
+            return Err(self.not_offered(format!("it answered HTTP {}", a.status)));
+        }
+        let content_type = a
+            .recorded
+            .fields
+            .iter()
+            .find(|(n, _)| n == "content-type")
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+        if content_type
+            .as_deref()
+            .is_some_and(|c| c.starts_with("application/grpc"))
+        {
+            return Ok(());
+        }
+        let what = content_type.map_or("no content-type".into(), |c| format!("`{c}`"));
+        Err(self.not_offered(format!("its answer has {what}, not gRPC's")))
     }
 
     fn not_offered(&self, why: impl Into<String>) -> ReflectError {
@@ -445,6 +443,23 @@ fn not_found(what: String, e: ErrorResponse) -> ReflectError {
         code: e.error_code,
         message: e.error_message,
     }
+}
+
+/// A request's body: each question a `ServerReflectionRequest` behind gRPC's 5-byte prefix
+/// (uncompressed).
+fn questions(asks: Vec<Ask>) -> Vec<u8> {
+    let mut body = Vec::new();
+    for ask in asks {
+        let message = ReflectionRequest {
+            host: String::new(),
+            ask: Some(ask),
+        }
+        .encode_to_vec();
+        body.push(0);
+        body.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        body.extend_from_slice(&message);
+    }
+    body
 }
 
 /// The answers in a response's body: gRPC messages (5-byte prefix, uncompressed — volley
@@ -552,6 +567,51 @@ mod tests {
             })
             .unwrap();
         assert!(files.missing().is_empty());
+    }
+
+    #[test]
+    fn an_import_asked_for_is_a_file_a_missing_well_known_type_or_an_error() {
+        let mut files = Files::default();
+        let asked = [
+            "b.proto".to_string(),
+            "google/protobuf/empty.proto".to_string(),
+        ];
+        let missing = || {
+            Answer::Error(ErrorResponse {
+                error_code: 5,
+                error_message: "not found".into(),
+            })
+        };
+        let b = FileDescriptorResponse {
+            file_descriptor_proto: vec![file("b.proto", &[])],
+        };
+        files
+            .add_asked(&asked, vec![Answer::Files(b.clone()), missing()])
+            .unwrap();
+        assert!(files.left.contains("google/protobuf/empty.proto"));
+        let e = Files::default()
+            .add_asked(&asked[..1], vec![missing()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no file `b.proto` (an import)"), "{e}");
+        let other = FileDescriptorResponse {
+            file_descriptor_proto: vec![file("c.proto", &[])],
+        };
+        let e = Files::default()
+            .add_asked(&asked[..1], vec![Answer::Files(other)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("asked for the file `b.proto`, it sent others"),
+            "{e}"
+        );
+        // The request of two questions: two prefixed messages.
+        let body = questions(vec![
+            Ask::FileByFilename("b.proto".into()),
+            Ask::FileContainingSymbol("a.S".into()),
+        ]);
+        assert_eq!(body[..5], [0, 0, 0, 0, 9]);
+        assert_eq!(body.len(), 5 + 9 + 5 + 5);
     }
 
     #[test]
