@@ -506,8 +506,9 @@ fn check(args: &CapacityArgs) -> Result<(Vec<Threshold>, RunConfig), String> {
     probe.rate = Some(args.start_rate.to_string());
     probe.duration = Some(args.step_duration);
     let (cores, _) = cpus::allowed();
-    let cfg = RunConfig::from_flags(&probe, cores).map_err(|e| e.to_string())?;
-    measure::prepare(&cfg).map_err(|e| e.to_string())?;
+    let mut cfg = RunConfig::from_flags(&probe, cores).map_err(|e| e.to_string())?;
+    let prepared = measure::prepare(&cfg).map_err(|e| e.to_string())?;
+    measure::reflect::complete(&mut cfg, &prepared.route).map_err(|e| e.to_string())?;
     Ok((slo, cfg))
 }
 

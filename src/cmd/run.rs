@@ -105,7 +105,7 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
         proxy_env: ProxyEnv::from_process(),
         ..args.flags.clone()
     };
-    let cfg = match RunConfig::from_flags(&flags, cores) {
+    let mut cfg = match RunConfig::from_flags(&flags, cores) {
         Ok(c) => c,
         Err(e) => return fail(ExitCode::Usage, &e.to_string()),
     };
@@ -121,6 +121,10 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
         Ok(p) => p,
         Err(e) => return fail(ExitCode::Usage, &e.to_string()),
     };
+    // `--reflect`: the call's definition is the server's, asked before anything else is sent.
+    if let Err(e) = measure::reflect::complete(&mut cfg, &prepared.route) {
+        return fail(ExitCode::Usage, &e.to_string());
+    }
     if !prepared.reachable {
         let tried: Vec<String> = prepared.tried.iter().map(|a| a.to_string()).collect();
         let at = match &cfg.load.target.proxy {
@@ -197,7 +201,8 @@ pub(crate) fn execute(args: &RunArgs, argv: Vec<String>, interrupts: &AtomicUsiz
                 | MeasureError::NoH2 { .. }
                 | MeasureError::H2Unusable { .. }
                 | MeasureError::Proxy { .. }
-                | MeasureError::WebSocket { .. } => fail(ExitCode::Usage, &e.to_string()),
+                | MeasureError::WebSocket { .. }
+                | MeasureError::Reflect(_) => fail(ExitCode::Usage, &e.to_string()),
                 _ => fail(ExitCode::Failed, &e.to_string()),
             };
         }

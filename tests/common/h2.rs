@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use super::{spawn, Ctx, TestServer};
 
+mod reflection;
+pub use reflection::{Files, Reflection};
+
 /// What a client sends first.
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -160,6 +163,9 @@ pub enum Behaviour {
     /// A gRPC server whose reply's prefix says 4 GiB and whose DATA never stop (until the
     /// connection is closed).
     GrpcEndless,
+    /// A gRPC server that answers calls as `Grpc { fail_every: 0 }` and server reflection as
+    /// the [`Reflection`] says.
+    GrpcReflection(Reflection),
 }
 
 /// The reply of [`Behaviour::GrpcHuge`]: bytes.
@@ -274,6 +280,7 @@ fn run(p: &mut Peer, b: Behaviour) {
         Behaviour::GrpcNoTrailers => p.answer_each(|s| grpc_answer(s, None, false)),
         Behaviour::GrpcHuge => p.answer_each(grpc_huge),
         Behaviour::GrpcEndless => p.endless_reply(),
+        Behaviour::GrpcReflection(r) => p.reflection(r),
         Behaviour::StallFirst => p.answer_each(|s| {
             if s == 1 {
                 return Vec::new();

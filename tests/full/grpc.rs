@@ -1,6 +1,8 @@
 //! `volley run --grpc` against the reference gRPC server (`servers/grpc`: grpc-go's Greeter),
 //! in cleartext (h2c) and over TLS: every call answered OK, as many as the server's own count
-//! says it answered; a refused name counted under grpc-go's INVALID_ARGUMENT with its message.
+//! says it answered; a refused name counted under grpc-go's INVALID_ARGUMENT with its message;
+//! `--reflect` (the definition asked of the server, which registers reflection) the same; a
+//! suite's cells, `proto` and `reflect = true`, call the method.
 
 use crate::common::{self, tls};
 
@@ -195,7 +197,150 @@ fn grpc_over_tls_to_grpc_go() {
         "{}",
         j["target"]["grpc"]
     );
-    assert_eq!(stop(server), 500);
+    // The definition asked over TLS too, with the run's TLS settings.
+    let args = [
+        "run",
+        &url,
+        "--grpc",
+        METHOD,
+        "--reflect",
+        "--cacert",
+        &cert,
+        "-n",
+        "100",
+    ];
+    let (code, r, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        n(&r, "/target/grpc/status_codes/0"),
+        100,
+        "{}",
+        r["target"]["grpc"]
+    );
+    assert_eq!(stop(server), 600);
+}
+
+#[test]
+fn reflect_asks_grpc_go_for_the_greeter() {
+    if !build() {
+        return;
+    }
+    let (server, port) = start(None);
+    let url = format!("http://127.0.0.1:{port}/");
+    let args = [
+        "run",
+        &url,
+        "--grpc",
+        METHOD,
+        "--reflect",
+        "--body",
+        r#"{"name":"volley"}"#,
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+    ];
+    let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{text}");
+    common::assert_invariant(&j);
+    assert_eq!(n(&j, "/requests/completed"), 500);
+    assert_eq!(
+        n(&j, "/target/grpc/status_codes/0"),
+        500,
+        "{}",
+        j["target"]["grpc"]
+    );
+    assert_eq!(j["target"]["grpc"]["message_bytes"], 8);
+    let o = common::volley(
+        &[
+            "run",
+            &url,
+            "--grpc",
+            "helloworld.Nope/SayHello",
+            "--reflect",
+            "-n",
+            "5",
+        ],
+        Duration::from_secs(30),
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--reflect: the server has no service `helloworld.Nope` (5 NOT_FOUND"),
+        "{text}"
+    );
+    assert_eq!(
+        stop(server),
+        500,
+        "the server's count: the calls, not the reflection"
+    );
+}
+
+#[test]
+fn suite_cells_call_the_method_from_a_proto_or_by_reflection() {
+    if !build() {
+        return;
+    }
+    let (server, port) = start(None);
+    let dir = common::scratch("grpc-suite", "reflect");
+    let proto = root().join("servers/grpc/helloworld.proto");
+    let suite = format!(
+        r#"[suite]
+name = "grpc-reflect"
+repetitions = 1
+warmup = "0s"
+duration = "1s"
+
+[[server]]
+name = "grpc"
+url = "http://127.0.0.1:{port}/"
+
+[[scenario]]
+name = "proto"
+protocol = "h2c"
+grpc = "{METHOD}"
+proto = "{}"
+connections = 2
+
+[[scenario]]
+name = "reflect"
+protocol = "h2c"
+grpc = "{METHOD}"
+reflect = true
+connections = 2
+"#,
+        proto.display()
+    );
+    let file = dir.join("grpc.toml");
+    std::fs::write(&file, suite).unwrap();
+    let out = dir.join("out");
+    let o = common::volley(
+        &[
+            "bench",
+            &file.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ],
+        Duration::from_secs(120),
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let mut calls = 0;
+    for cell in ["proto", "reflect"] {
+        let path = out.join(format!("runs/grpc__{cell}__r1.json"));
+        let j: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let codes = j["target"]["grpc"]["status_codes"].as_object().unwrap();
+        assert_eq!(
+            codes.keys().collect::<Vec<_>>(),
+            ["0"],
+            "{cell}: every call OK: {codes:?}"
+        );
+        // Warm-up calls included, as the server counts them.
+        calls += n(&j, "/target/grpc/status_codes/0");
+    }
+    assert_eq!(stop(server), calls, "the server's count");
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! `volley run --grpc SERVICE/METHOD --proto FILE` (docs/contract.md, "gRPC") against the
 //! in-process HTTP/2 server answering as a gRPC server does (`common::h2`): each call counted
 //! by its `grpc-status`, non-OK ones failed with their message in the summary; a server that
-//! never sends its trailers costs timeouts, bounded; the flags' mistakes named.
+//! never sends its trailers costs timeouts, bounded; the flags' mistakes named. `--reflect`:
+//! the definition asked of the server (v1, else v1alpha) makes the same calls; a server
+//! without reflection, without the service, or whose answer is huge or never ends, exits 2.
 
 use crate::common::{self, h2};
+use h2::Reflection;
 
 use std::time::{Duration, Instant};
 
@@ -161,6 +164,20 @@ fn the_flags_mistakes_are_named() {
     let m = "helloworld.Greeter/SayHello";
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--grpc", m], "--grpc: needs --proto FILE.proto"),
+        (vec!["--grpc", m], "or --reflect"),
+        (vec!["--reflect"], "--reflect: needs --grpc SERVICE/METHOD"),
+        (
+            vec!["--grpc", m, "--reflect", "--proto", &p],
+            "--reflect: cannot be combined with --proto",
+        ),
+        (
+            vec!["--grpc", m, "--reflect", "--import-path", "/tmp"],
+            "--reflect: cannot be combined with --import-path",
+        ),
+        (
+            vec!["--grpc", m, "--reflect", "--requests-file", "/no/such.toml"],
+            "--reflect: cannot be combined with --requests-file",
+        ),
         (vec!["--proto", &p], "--proto: needs --grpc"),
         (
             vec!["--grpc", "helloworld.Greeter/Nope", "--proto", &p],
@@ -439,4 +456,225 @@ fn a_huge_reply_is_counted_not_held_and_an_endless_one_times_out() {
     assert_eq!(n(&j, "/requests/completed"), 0, "{text}");
     assert_eq!(n(&j, "/errors/timeout"), 1, "{}", j["errors"]);
     assert!(rss(&j) < 64 << 20, "volley grew to {} bytes", rss(&j));
+}
+
+/// The files of `protos` (name, text) as a server with reflection has them, encoded, the
+/// first one's first (its imports that protox knows, the well-known types, left out).
+fn descriptors(protos: &[(&str, &str)]) -> h2::Files {
+    use prost::Message as _;
+    let dir = common::scratch("grpc", &format!("descriptors-{}", protos.len()));
+    for (name, text) in protos {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let set = protox::compile([protos[0].0], [&dir]).unwrap();
+    let mut files: Vec<(&'static str, &'static [u8])> = set
+        .file
+        .iter()
+        .filter(|f| protos.iter().any(|(n, _)| *n == f.name()))
+        .map(|f| {
+            let name: &'static str = String::leak(f.name().to_string());
+            let bytes: &'static [u8] = Vec::leak(f.encode_to_vec());
+            (name, bytes)
+        })
+        .collect();
+    files.sort_by_key(|(n, _)| *n != protos[0].0);
+    Vec::leak(files)
+}
+
+/// PROTO's file, as a server with reflection has it.
+fn descriptor() -> h2::Files {
+    static FILES: std::sync::OnceLock<h2::Files> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| descriptors(&[("hello.proto", PROTO)]))
+}
+
+fn offered() -> Reflection {
+    Reflection::Offered {
+        service: "helloworld.Greeter",
+        files: descriptor(),
+    }
+}
+
+/// `volley run URL --grpc METHOD --reflect EXTRA` within 20 s: exit code and output.
+fn reflect(server: &h2::H2Server, method: &str, extra: &[&str]) -> (i32, String) {
+    let url = server.url("/");
+    let mut args = vec!["run", &url, "--grpc", method, "--reflect", "-q"];
+    args.extend_from_slice(extra);
+    let t = Instant::now();
+    let out = common::volley(&args, Duration::from_secs(30));
+    let text = common::output_text(&out);
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "took {:?}\n{text}",
+        t.elapsed()
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn reflect_asks_the_server_and_makes_the_same_calls_as_a_proto() {
+    let body = r#"{"name": "volley"}"#;
+    let extra = ["--body", body, "-n", "300", "-c", "2", "--streams", "4"];
+    for r in [
+        offered(),
+        Reflection::AlphaOnly {
+            service: "helloworld.Greeter",
+            files: descriptor(),
+        },
+    ] {
+        let server = h2::serve(h2::Behaviour::GrpcReflection(r));
+        let url = server.url("/");
+        let mut args = vec![
+            "run",
+            &url,
+            "--grpc",
+            "helloworld.Greeter/SayHello",
+            "--reflect",
+            "--expect-json",
+            "/message=hi",
+        ];
+        args.extend_from_slice(&extra);
+        let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+        assert_eq!(code, 0, "{r:?}: {text}");
+        assert_eq!(
+            n(&j, "/checks/json"),
+            0,
+            "the reply decoded by the server's descriptors"
+        );
+        common::assert_invariant(&j);
+        assert_eq!(n(&j, "/requests/completed"), 300, "{text}");
+        assert_eq!(server.requests(), 300, "the calls, not the reflection");
+        let g = &j["target"]["grpc"];
+        assert_eq!(g["method"], "helloworld.Greeter/SayHello");
+        assert_eq!(g["message_bytes"], 8, "{g}");
+        assert_eq!(n(g, "/status_codes/0"), 300, "{g}");
+        assert_eq!(n(&j, "/target/body_bytes"), 13);
+        // The same run from the .proto: the same calls.
+        let (code, p, text) = run(&server, "same", &extra);
+        assert_eq!(code, 0, "{text}");
+        assert_eq!(p["target"]["grpc"], j["target"]["grpc"]);
+        assert_eq!(p["target"]["body_bytes"], j["target"]["body_bytes"]);
+        assert_eq!(server.requests(), 600);
+    }
+}
+
+#[test]
+fn reflect_asks_for_the_imports_the_server_did_not_send_along() {
+    let types = "syntax = \"proto3\";\npackage helloworld;\n\
+                 message HelloRequest { string name = 1; }\n\
+                 message HelloReply { string message = 1; }\n";
+    let hello = "syntax = \"proto3\";\npackage helloworld;\n\
+                 import \"types.proto\";\nimport \"google/protobuf/empty.proto\";\n\
+                 service Greeter {\n\
+                   rpc SayHello (HelloRequest) returns (HelloReply);\n\
+                   rpc Ping (google.protobuf.Empty) returns (HelloReply);\n\
+                 }\n";
+    let files = descriptors(&[("hello.proto", hello), ("types.proto", types)]);
+    assert_eq!(files.len(), 2, "the well-known type is not the server's");
+    let server = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Offered {
+        service: "helloworld.Greeter",
+        files,
+    }));
+    for (method, body, bytes) in [
+        ("helloworld.Greeter/SayHello", r#"{"name": "volley"}"#, 8),
+        ("helloworld.Greeter/Ping", "{}", 0),
+    ] {
+        let url = server.url("/");
+        let args = [
+            "run",
+            &url,
+            "--grpc",
+            method,
+            "--reflect",
+            "--body",
+            body,
+            "-n",
+            "20",
+        ];
+        let (code, j, text) = common::volley_json(&args, Duration::from_secs(60));
+        assert_eq!(code, 0, "{method}: {text}");
+        assert_eq!(j["target"]["grpc"]["message_bytes"], bytes, "{method}");
+        assert_eq!(n(&j, "/target/grpc/status_codes/0"), 20, "{method}");
+    }
+    assert_eq!(server.requests(), 40);
+    // A server without one of them.
+    let lacking = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Offered {
+        service: "helloworld.Greeter",
+        files: &files[..1],
+    }));
+    let (code, text) = reflect(&lacking, "helloworld.Greeter/SayHello", &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "--reflect: the server has no file `types.proto` (an import) (5 NOT_FOUND: not found)"
+        ),
+        "{text}"
+    );
+    assert_eq!(lacking.requests(), 0);
+}
+
+#[test]
+fn reflect_without_reflection_or_without_the_service_exits_2_naming_it() {
+    let m = "helloworld.Greeter/SayHello";
+    let none = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Unimplemented));
+    let (code, text) = reflect(&none, m, &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    let url = none.url("/");
+    assert!(
+        text.contains(&format!("--reflect: {url} does not offer gRPC server reflection: grpc-status 12 UNIMPLEMENTED for grpc.reflection.v1 and v1alpha (give the service's definition with --proto FILE.proto)")),
+        "{text}"
+    );
+    assert_eq!(none.requests(), 0, "no call was made");
+    let server = h2::serve(h2::Behaviour::GrpcReflection(offered()));
+    let (code, text) = reflect(&server, "helloworld.Nope/SayHello", &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "--reflect: the server has no service `helloworld.Nope` (5 NOT_FOUND: not found)"
+        ),
+        "{text}"
+    );
+    let (code, text) = reflect(&server, "helloworld.Greeter/Nope", &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("--grpc: service `helloworld.Greeter` has no method `Nope` (it has SayHello, SayHelloStream, Chat)"),
+        "{text}"
+    );
+    assert_eq!(server.requests(), 0);
+    // An HTTP/2 server that is not gRPC's: a 200 without gRPC's content-type.
+    let plain = h2::serve(h2::Behaviour::Normal {
+        max_streams: None,
+        hold: Duration::ZERO,
+    });
+    let (code, text) = reflect(&plain, m, &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "does not offer gRPC server reflection: its answer has no content-type, not gRPC's"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_huge_or_endless_reflection_answer_is_bounded() {
+    let m = "helloworld.Greeter/SayHello";
+    let huge = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Huge));
+    let (code, text) = reflect(&huge, m, &["-n", "10"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "--reflect: the server's answers passed 4194304 bytes, the most volley keeps of them"
+        ),
+        "{text}"
+    );
+    let endless = h2::serve(h2::Behaviour::GrpcReflection(Reflection::Endless));
+    let t = Instant::now();
+    let (code, text) = reflect(&endless, m, &["-n", "10", "--timeout", "500ms"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(
+        text.contains("--reflect: asking")
+            && text.contains("(--timeout 500ms for all of it): no complete answer in time"),
+        "{text}"
+    );
 }

@@ -98,6 +98,7 @@ flags! {
     Grpc: "grpc" => "grpc",
     Proto: "proto" => "proto",
     ImportPath: "import_path" => "import_path",
+    Reflect: "reflect" => "reflect",
     RequestsFile: "requests_file" => "requests_file",
     ExpectStatus: "expect_status" => "expect_status",
     ExpectBodyContains: "expect_body_contains" => "expect_body_contains",
@@ -215,6 +216,7 @@ mod tests {
         assert_eq!(Flag::H2c.spelling(), "--h2c");
         assert_eq!(Flag::Streams.spelling(), "--streams");
         assert_eq!(Flag::H2Window.spelling(), "--h2-window");
+        assert_eq!(Flag::Reflect.spelling(), "--reflect");
         assert_eq!(Flag::RequestsFile.spelling(), "--requests-file");
         assert_eq!(Flag::ExpectStatus.spelling(), "--expect-status");
         assert_eq!(

@@ -385,6 +385,11 @@ pub struct RunFlags {
     /// folder is always one).
     #[arg(long, value_name = "DIR")]
     pub import_path: Vec<PathBuf>,
+
+    /// --grpc: ask the server for the method's definition (gRPC server reflection, as grpcurl
+    /// and ghz do) instead of reading a --proto file.
+    #[arg(long)]
+    pub reflect: bool,
 }
 
 impl RunConfig {
@@ -409,6 +414,7 @@ impl RunConfig {
             thresholds,
             allow_shortfall: a.allow_shortfall,
             start,
+            reflect: super::grpc::pending(a)?,
         })
     }
 }

@@ -24,6 +24,7 @@ pub mod ws;
 
 pub use flag::Flag;
 pub use flags::RunFlags;
+pub use grpc::Reflect;
 pub use located::FileError;
 pub use monitor::{monitor_config, GcLogConfig, MonitorConfig, DEFAULT_MONITOR_INTERVAL};
 pub use proxy::ProxyEnv;
@@ -120,6 +121,9 @@ pub struct RunConfig {
     pub allow_shortfall: bool,
     /// `--start-at`, `--clock-budget`, `--max-late` (docs/contract.md, "Shards").
     pub start: shard::StartSpec,
+    /// `--reflect`: the gRPC call waits for the server's descriptors
+    /// ([`RunConfig::reflected`]); `None` once they came, or without it.
+    pub reflect: Option<Reflect>,
 }
 
 /// Command-line arguments (without the program name: `["http://a/", "-c", "10"]`) read into

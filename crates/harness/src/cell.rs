@@ -365,6 +365,10 @@ pub(super) fn cell_config(
     let mut cfg = cell.cell.config.clone();
     let mut flags = cell.cell.flags.clone();
     cfg.load.target = parse_url(url).map_err(|e| e.to_string())?;
+    // A gRPC call's path is its method's: the URL names the server only.
+    if let Some(g) = &cfg.load.grpc {
+        cfg.load.target.path = g.path.clone();
+    }
     let cacert = given.as_ref().and_then(|g| g.cacert.clone());
     // The scenario's `monitor_interval`, if it set one, on the server the harness started.
     let interval = cfg
@@ -385,6 +389,8 @@ pub(super) fn cell_config(
             tls.cacert = Some(cert);
         }
     }
+    // `reflect = true`: the call's definition asked of the server, now up.
+    measure::reflect::complete_alone(&mut cfg).map_err(|e| e.to_string())?;
     Ok((cfg, flags))
 }
 

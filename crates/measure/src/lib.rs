@@ -5,6 +5,7 @@
 
 pub mod assemble;
 pub mod client_check;
+pub mod reflect;
 mod shard;
 pub mod verify;
 mod warnings;
@@ -100,6 +101,9 @@ pub enum MeasureError {
         /// Its status and what to do.
         reason: String,
     },
+    /// `--reflect`: the server's descriptors could not be had, or used (exit 2).
+    #[error(transparent)]
+    Reflect(#[from] reflect::ReflectError),
     /// `--io uring` where io_uring cannot be set up (found before any load, exit 2).
     #[error("--io uring: io_uring cannot be used here: {0} (--io epoll works everywhere)")]
     Io(String),
@@ -289,6 +293,10 @@ pub fn run(
     interrupts: &AtomicUsize,
     observer: &mut dyn Observer,
 ) -> Result<Measured, MeasureError> {
+    // A call still waiting for the server's descriptors would send an empty message.
+    if cfg.reflect.is_some() {
+        return Err(reflect::ReflectError::NotAsked.into());
+    }
     // A shard runs its own part of the whole load (the whole stays in `cfg` for its id).
     let share = cfg.load.shard_share().map_err(|e| {
         MeasureError::Share(format!(

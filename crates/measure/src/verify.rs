@@ -296,7 +296,7 @@ fn line_of(http1: &[u8], version: &str) -> String {
 /// A connection of the engine's blocking client to the run's target (TCP or Unix; through
 /// the proxy's tunnel; over TLS for `https://`, offering by ALPN what the run offers), and
 /// whether it speaks HTTP/2: `--h2c`, or TLS that chose `h2`.
-fn connect(route: &Route, load: &LoadSpec) -> Result<(Probe, bool), String> {
+pub(crate) fn connect(route: &Route, load: &LoadSpec) -> Result<(Probe, bool), String> {
     let timeout = load.timeout;
     let mut plain = match &route.endpoint {
         Endpoint::Tcp(a) => {

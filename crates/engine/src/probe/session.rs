@@ -2,7 +2,7 @@
 //! `--verify` over h2 and h2c, so that verification speaks what the run will speak (the same
 //! header block, flow control, checks, and the same rules for a malformed response).
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,14 +68,18 @@ impl Probe {
                     .map_err(|e| format!("write: {e}"))?;
                 conn.out.clear();
             }
+            let late = || format!("no complete response within {} s", timeout.as_secs_f64());
             if Instant::now() > deadline {
-                let s = timeout.as_secs_f64();
-                return Err(format!("no complete response within {s} s"));
+                return Err(late());
             }
             let n = match self.read(&mut buf) {
                 Ok(0) => return Err("the connection closed before a complete response".into()),
                 Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // The socket's read timeout (the same as the exchange's) ran out.
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Err(late())
+                }
                 Err(e) => return Err(format!("read: {e}")),
             };
             conn.feed(&buf[..n], &mut |e| events.push(e))
