@@ -166,7 +166,8 @@ impl H2Conn {
                 s.length = match d.length {
                     // RFC 9110 §6.4.1: a HEAD, 204 or 304 response has no content, whatever
                     // its content-length says.
-                    _ if s.head_request || c == 204 || c == 304 => Length::Unchecked,
+                    // A 2xx to a WebSocket's CONNECT opens a tunnel: its DATA is not content.
+                    _ if s.head_request || s.tunnel || c == 204 || c == 304 => Length::Unchecked,
                     l => l,
                 };
                 if let Some(w) = s.watch.as_mut() {
