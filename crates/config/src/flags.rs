@@ -415,7 +415,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     let tls = tls_spec(a, target.scheme)?;
     let http = http_version(a, target.scheme)?;
     target.proxy = super::proxy::proxy_for(a, &target, http)?;
-    let h2 = h2_spec(a, http)?;
+    let h2 = h2_spec(a, http, target.scheme)?;
     let ramp = ramp_from_flags(a)?;
     let shape = shape(a)?;
     requests_file_conflicts(a, &target)?;

@@ -13,6 +13,7 @@ mod ring;
 mod schedule;
 mod socket;
 mod ws;
+mod ws_h2;
 
 use std::collections::VecDeque;
 use std::io;

@@ -130,11 +130,11 @@ impl Worker {
             self.drive_handshake(i, now);
             return;
         }
-        if self.shared.ws.is_some() {
+        let h2 = self.shared.http == HttpVersion::H2c;
+        if self.shared.ws.is_some() && !h2 {
             self.start_upgrade(i, now);
             return;
         }
-        let h2 = self.shared.http == HttpVersion::H2c;
         self.opened(i, now, h2);
         if self.conns[i].state == ConnState::Open {
             self.write(i, now);
@@ -267,7 +267,7 @@ impl Worker {
                     self.refused_h2(i, now, chose);
                     return;
                 }
-                if self.shared.ws.is_some() {
+                if self.shared.ws.is_some() && !h2 {
                     self.start_upgrade(i, now);
                     return;
                 }
