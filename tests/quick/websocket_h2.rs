@@ -583,7 +583,17 @@ fn a_reset_stream_ends_its_messages_as_protocol_errors() {
 fn the_summary_names_the_http2_that_carries_the_websocket() {
     let s = serve(Mode::Echo);
     let o = common::volley(
-        &["run", &s.url("/ws"), "--h2c", "-n", "100", "-c", "2"],
+        &[
+            "run",
+            &s.url("/ws"),
+            "--h2c",
+            "--h2-window",
+            "1048576",
+            "-n",
+            "100",
+            "-c",
+            "2",
+        ],
         Duration::from_secs(20),
     );
     let text = common::output_text(&o);
