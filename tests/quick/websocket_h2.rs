@@ -41,6 +41,11 @@ enum Mode {
     ZeroWindow,
     /// Echoes three messages, then resets the stream (INTERNAL_ERROR).
     Reset,
+    /// Echoes every message; with the third of a connection, a graceful GOAWAY that keeps
+    /// the stream.
+    GoAway,
+    /// Never answers the CONNECT.
+    Silent,
 }
 
 /// What the server saw, over all connections.
@@ -114,6 +119,8 @@ struct Peer<S: Read + Write> {
     ws: Vec<u8>,
     messages: Arc<AtomicU64>,
     seen: Arc<Mutex<Seen>>,
+    /// Messages read on this connection.
+    answered: u64,
 }
 
 /// A server's (unmasked) WebSocket frame.
@@ -177,6 +184,7 @@ impl<S: Read + Write> Peer<S> {
             ws: Vec::new(),
             messages,
             seen,
+            answered: 0,
         }
     }
 
@@ -286,6 +294,7 @@ impl<S: Read + Write> Peer<S> {
             Mode::Status(index) => {
                 frame(HEADERS, END_HEADERS | END_STREAM, stream, &[0x80 | index])
             }
+            Mode::Silent => Vec::new(),
             // :status 200 (static index 8); the stream stays open.
             _ => frame(HEADERS, END_HEADERS, stream, &[0x88]),
         }
@@ -302,7 +311,9 @@ impl<S: Read + Write> Peer<S> {
                     if op == 0x2 {
                         self.seen.lock().unwrap().binary += 1;
                     }
-                    let k = self.messages.fetch_add(1, Ordering::SeqCst) + 1;
+                    self.messages.fetch_add(1, Ordering::SeqCst);
+                    self.answered += 1;
+                    let k = self.answered;
                     let answer = match mode {
                         Mode::HugeFrame => {
                             let mut f = vec![0x82, 127];
@@ -318,6 +329,12 @@ impl<S: Read + Write> Peer<S> {
                         Mode::Reset if k > 3 => {
                             out.extend(frame(RST_STREAM, 0, stream, &2u32.to_be_bytes()));
                             return Some(out);
+                        }
+                        Mode::GoAway if k == 3 => {
+                            let mut last = stream.to_be_bytes().to_vec();
+                            last.extend(0u32.to_be_bytes());
+                            out.extend(frame(GOAWAY, 0, 0, &last));
+                            ws_frame(op, &payload)
                         }
                         _ => ws_frame(op, &payload),
                     };
@@ -657,4 +674,34 @@ fn http2_flags_must_fit_the_websocket_url() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
         assert!(text.contains(says), "{args:?}: {text}");
     }
+}
+
+#[test]
+fn a_graceful_goaway_lets_the_messages_in_flight_finish_then_reconnects() {
+    let s = serve(Mode::GoAway);
+    let extra = ["--h2c", "-c", "2", "--pipeline", "2", "-n", "300"];
+    let (code, j, text) = run(&s.url("/ws"), &extra, Duration::from_secs(20));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 300, "{text}");
+    assert_eq!(n(&j, &["requests", "errors"]), 0, "{}", j["errors"]);
+    assert_eq!(s.messages(), 300, "each message reached the server once");
+    assert!(n(&j, &["target", "h2", "goaways"]) >= 2, "{}", j["target"]);
+    assert!(
+        n(&j, &["target", "websocket", "upgrades"]) >= 4,
+        "replaced connections"
+    );
+}
+
+#[test]
+fn a_connect_never_answered_costs_connect_errors_within_the_timeout() {
+    let s = serve(Mode::Silent);
+    let extra = ["--h2c", "-c", "2", "-d", "2s", "--timeout", "500ms"];
+    let (code, j, text) = run(&s.url("/"), &extra, Duration::from_secs(15));
+    assert_eq!(code, 1, "no message was answered: {text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 0);
+    assert!(n(&j, &["errors", "connect"]) >= 2, "{}", j["errors"]);
+    assert!(
+        text.contains("did not answer the WebSocket's extended CONNECT within --timeout"),
+        "{text}"
+    );
 }
