@@ -46,6 +46,8 @@ enum Mode {
     GoAway,
     /// Never answers the CONNECT.
     Silent,
+    /// Answers the CONNECT 200 with `sec-websocket-extensions: permessage-deflate`.
+    Extension,
 }
 
 /// What the server saw, over all connections.
@@ -295,6 +297,13 @@ impl<S: Read + Write> Peer<S> {
                 frame(HEADERS, END_HEADERS | END_STREAM, stream, &[0x80 | index])
             }
             Mode::Silent => Vec::new(),
+            Mode::Extension => {
+                let mut head = vec![0x88, 0, 24];
+                head.extend_from_slice(b"sec-websocket-extensions");
+                head.push(18);
+                head.extend_from_slice(b"permessage-deflate");
+                frame(HEADERS, END_HEADERS, stream, &head)
+            }
             // :status 200 (static index 8); the stream stays open.
             _ => frame(HEADERS, END_HEADERS, stream, &[0x88]),
         }
@@ -512,6 +521,24 @@ fn a_refused_connect_ends_the_run_naming_its_status() {
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(
         text.contains("answered the WebSocket's extended CONNECT with :status 404"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_2xx_that_chooses_an_extension_ends_the_run_naming_it() {
+    let s = serve(Mode::Extension);
+    let o = common::volley(
+        &["run", &s.url("/"), "--h2c", "-d", "5s"],
+        Duration::from_secs(20),
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "answered the WebSocket's extended CONNECT with a 2xx that chose the extension \
+             `permessage-deflate`, which volley did not offer"
+        ),
         "{text}"
     );
 }

@@ -72,8 +72,17 @@ impl Worker {
             }
             Event::Reset { stream, code } if ours(stream) => self.ws_h2_reset(i, stream, code, now),
             Event::Malformed { stream, reason } if ours(stream) => {
+                let open = self.conns[i]
+                    .ws
+                    .as_ref()
+                    .is_some_and(|w| w.tunnel == Tunnel::Open);
+                if !open {
+                    let why = format!("answered the WebSocket's extended CONNECT with {reason}");
+                    self.upgrade_failed(i, now, why);
+                    return false;
+                }
                 self.sample_protocol(|| {
-                    format!("HTTP/2: the WebSocket's CONNECT on stream {stream}: {reason}")
+                    format!("HTTP/2: the WebSocket's stream {stream}: {reason}")
                 });
                 self.fail(i, ErrorKind::Protocol, now, false);
                 false

@@ -556,3 +556,27 @@ fn a_reset_tunnel_is_reported_and_closed() {
     );
     assert!(!c.tunnel_send(b"x"));
 }
+
+#[test]
+fn a_2xx_that_chooses_an_extension_volley_did_not_offer_is_malformed() {
+    let (mut c, id) = tunnel_with_window(65_535);
+    c.out.clear();
+    let head = Server::new().hpack.encode(vec![
+        (&b":status"[..], &b"200"[..]),
+        (&b"sec-websocket-extensions"[..], &b"permessage-deflate"[..]),
+    ]);
+    let ev = events(
+        &mut c,
+        &Server::frame(Kind::Headers, flags::END_HEADERS, id, &head),
+    );
+    match &ev[..] {
+        [Event::Malformed { stream, reason }] => {
+            assert_eq!(*stream, id);
+            assert!(reason.contains("`permessage-deflate`"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let f = frames_in(&c.out);
+    assert_eq!(f[0].0.kind, Kind::RstStream, "the stream is reset");
+    assert!(!c.tunnel_send(b"x"));
+}
