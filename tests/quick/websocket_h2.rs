@@ -732,3 +732,18 @@ fn a_connect_never_answered_costs_connect_errors_within_the_timeout() {
         "{text}"
     );
 }
+
+#[test]
+fn wss_with_http2_against_a_server_that_chooses_http11_says_how_to_upgrade_instead() {
+    let leaf = tls::self_signed(&["localhost"]);
+    let cfg = tls::config(vec![leaf.der.clone()], leaf.key(), tls::Versions::Both);
+    let s = tls::serve(cfg, tls::After::Answer);
+    let url = format!("wss://localhost:{}/ws", s.addr.port());
+    let o = common::volley(
+        &["run", &url, "--http2", "-k", "-d", "5s"],
+        Duration::from_secs(20),
+    );
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("drop --http2 to upgrade HTTP/1.1"), "{text}");
+}
