@@ -747,3 +747,18 @@ fn wss_with_http2_against_a_server_that_chooses_http11_says_how_to_upgrade_inste
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(text.contains("drop --http2 to upgrade HTTP/1.1"), "{text}");
 }
+
+#[test]
+fn through_a_proxys_tunnel_the_websocket_still_rides_an_http2_stream() {
+    let s = serve(Mode::Echo);
+    let proxy = common::proxy::start(common::proxy::Behaviour::Honest);
+    let extra = ["--h2c", "-x", &proxy.url(), "-c", "2", "-n", "100"];
+    let (code, j, text) = run(&s.url("/ws"), &extra, Duration::from_secs(20));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(n(&j, &["requests", "completed"]), 100, "{text}");
+    assert_eq!(s.messages(), 100);
+    assert_eq!(j["target"]["websocket"]["over"], "h2c");
+    let heads = proxy.heads();
+    let connect = format!("CONNECT {} HTTP/1.1", s.addr);
+    assert!(heads.iter().any(|h| h.starts_with(&connect)), "{heads:?}");
+}
