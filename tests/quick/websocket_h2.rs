@@ -762,3 +762,35 @@ fn through_a_proxys_tunnel_the_websocket_still_rides_an_http2_stream() {
     let connect = format!("CONNECT {} HTTP/1.1", s.addr);
     assert!(heads.iter().any(|h| h.starts_with(&connect)), "{heads:?}");
 }
+
+#[test]
+fn a_websocket_over_http2_is_another_load_than_one_upgraded_from_http11() {
+    // The same URL path and flags, upgraded (tungstenite) and over HTTP/2.
+    let upgraded = common::spawn(|c, _| {
+        let Ok(mut ws) = tungstenite::accept(c.stream) else {
+            return;
+        };
+        while let Ok(m) = ws.read() {
+            if (m.is_text() || m.is_binary()) && ws.send(m).is_err() {
+                return;
+            }
+        }
+    });
+    let s = serve(Mode::Echo);
+    let extra = ["-c", "1", "-n", "20"];
+    let (code, h1, text) = run(
+        &format!("ws://{}/ws", upgraded.addr),
+        &extra,
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, 0, "{text}");
+    let with_h2c = [&extra[..], &["--h2c"]].concat();
+    let (code, h2, text) = run(&s.url("/ws"), &with_h2c, Duration::from_secs(20));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(h1["target"]["websocket"]["over"], "http/1.1");
+    assert_ne!(
+        h1["load_id"], h2["load_id"],
+        "{} {}",
+        h1["load_id"], h2["load_id"]
+    );
+}
