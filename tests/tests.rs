@@ -44,6 +44,7 @@ mod quick {
     mod tls_refused;
     mod truthful;
     mod websocket;
+    mod websocket_h2;
     mod workload_engine;
     mod workloads;
 }

@@ -13,7 +13,8 @@
 //!
 //! `reference_servers_under_volleys_http2` runs volley's own HTTP/2 (`volley run --http2`,
 //! `--h2c`) against the same servers, `reference_servers_under_volleys_http3` its HTTP/3
-//! (`--http3`) against those whose `protocols` list h3.
+//! (`--http3`) against those whose `protocols` list h3, `reference_servers_under_volleys_websocket`
+//! its WebSocket (upgraded, and over HTTP/2) against those with a `/ws` echo.
 //!
 //! It needs the toolchains (go, node, python3, javac/java, mvn, cargo, nginx with the echo
 //! module; `servers/install.sh` installs what is missing, `scripts/install-test-deps.sh` Maven),
@@ -344,19 +345,24 @@ fn reference_servers_under_volleys_http3() {
 }
 
 /// The servers with a WebSocket echo at `/ws` (servers/README.md): `volley run ws://…/ws`
-/// over HTTP and `wss://` over HTTPS, each message echoed, as the server's `/ws/count` counts.
+/// over HTTP and `wss://` over HTTPS, and over HTTP/2 (RFC 8441: `ws://` with `--h2c` against
+/// `H2C=1`, `wss://` with `--http2`), each message echoed, as the server's `/ws/count` counts.
 #[test]
 fn reference_servers_under_volleys_websocket() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let logs = tempfile::tempdir().expect("tempdir");
     let tls = make_tls(logs.path());
-    let with_ws: Vec<RefServer> = servers().into_iter().filter(|s| s.name == "go").collect();
+    let mut with_ws: Vec<RefServer> = servers().into_iter().filter(|s| s.name == "go").collect();
+    for s in &mut with_ws {
+        // Go's HTTP/2 offers extended CONNECT only when asked at start-up.
+        s.env.push(("GODEBUG".into(), "http2xconnect=1".into()));
+    }
     let mut failures = Vec::new();
     for s in &with_ws {
         let dir = root.join(&s.dir);
         let log = logs.path().join(format!("{}-build.log", s.name));
         let outcome = build(s, &dir, &log).and_then(|_| {
-            for run in [Run::Http, Run::Https] {
+            for run in [Run::Http, Run::Https, Run::H2c, Run::H2] {
                 check_server(s, &dir, logs.path(), &tls, run, &|port| {
                     volley_ws(port, &tls, run)
                 })
@@ -365,7 +371,10 @@ fn reference_servers_under_volleys_websocket() {
             Ok(())
         });
         match outcome {
-            Ok(()) => eprintln!("[{}] volley over ws and wss: every message echoed", s.name),
+            Ok(()) => eprintln!(
+                "[{}] volley over ws and wss, upgraded and over HTTP/2: every message echoed",
+                s.name
+            ),
             Err(e) => {
                 eprintln!("[{}] FAILED: {e}", s.name);
                 failures.push(format!("{}: {e}", s.name));
@@ -376,7 +385,8 @@ fn reference_servers_under_volleys_websocket() {
 }
 
 /// 1,000 messages over 4 connections, 4 in flight each (text, then binary of 1 KiB): each
-/// answered, without errors; over HTTP the server's `/ws/count` went up by as many.
+/// answered, without errors, over the transport `run` asks for (`--h2c` and `--http2`: a
+/// stream of an HTTP/2 connection); in cleartext the server's `/ws/count` went up by as many.
 fn volley_ws(port: u16, tls: &Tls, run: Run) -> Result<(), String> {
     let count = || -> Result<u64, String> {
         let r = one_request(port, "GET", "/ws/count", b"")?;
@@ -385,12 +395,19 @@ fn volley_ws(port: u16, tls: &Tls, run: Run) -> Result<(), String> {
             .parse()
             .map_err(|e| format!("/ws/count: {e}"))
     };
-    let scheme = if run == Run::Https { "wss" } else { "ws" };
+    let (scheme, flags, over): (_, &[&str], _) = match run {
+        Run::Http => ("ws", &[], "http/1.1"),
+        Run::Https => ("wss", &[], "http/1.1"),
+        Run::H2c => ("ws", &["--h2c"], "h2c"),
+        Run::H2 => ("wss", &["--http2"], "h2"),
+    };
+    let cleartext = scheme == "ws";
     let url = format!("{scheme}://127.0.0.1:{port}/ws");
     for extra in [&[][..], &["--ws-binary", "--body-size", "1KiB"][..]] {
-        let before = if run == Run::Http { count()? } else { 0 };
+        let before = if cleartext { count()? } else { 0 };
         let out = Command::new(env!("CARGO_BIN_EXE_volley"))
             .args(["run", &url, "-n", "1000", "-c", "4", "--pipeline", "4"])
+            .args(flags)
             .arg("--cacert")
             .arg(&tls.cert)
             .args(["--json", "-", "--quiet"])
@@ -399,7 +416,7 @@ fn volley_ws(port: u16, tls: &Tls, run: Run) -> Result<(), String> {
             .output()
             .map_err(|e| format!("cannot run volley: {e}"))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let what = format!("volley run {url} {}", extra.join(" "));
+        let what = format!("volley run {url} {} {}", flags.join(" "), extra.join(" "));
         let r: serde_json::Value = serde_json::from_slice(&out.stdout)
             .map_err(|e| format!("{what}: {} ({e}); stderr: {stderr}", out.status))?;
         let (done, errors) = (
@@ -412,7 +429,13 @@ fn volley_ws(port: u16, tls: &Tls, run: Run) -> Result<(), String> {
                 r["target"]["protocol"], r["errors"]
             ));
         }
-        if run == Run::Http {
+        if r["target"]["websocket"]["over"] != over {
+            return Err(format!(
+                "{what}: carried over {}, want {over}",
+                r["target"]["websocket"]["over"]
+            ));
+        }
+        if cleartext {
             let echoed = count()? - before;
             if echoed != 1000 {
                 return Err(format!(

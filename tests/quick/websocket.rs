@@ -378,8 +378,8 @@ fn messages_nobody_asked_for_are_counted_apart() {
 fn flags_that_do_not_apply_to_websocket_are_refused_by_name() {
     for (args, says) in [
         (
-            vec!["--http2"],
-            "--http2: cannot be used with a ws:// or wss:// URL",
+            vec!["--http3"],
+            "--http3: cannot be used with a ws:// or wss:// URL",
         ),
         (
             vec!["-m", "POST"],

@@ -338,11 +338,13 @@ pub struct RunFlags {
     pub http1_1: bool,
 
     /// https: speak HTTP/2; a server that does not choose h2 by ALPN ends the run (exit 2).
-    /// Without a version flag an https:// run speaks HTTP/2 when the server offers it.
+    /// Without a version flag an https:// run speaks HTTP/2 when the server offers it. wss:
+    /// each WebSocket on an HTTP/2 stream (RFC 8441).
     #[arg(long)]
     pub http2: bool,
 
     /// http: speak HTTP/2 in cleartext with prior knowledge (curl's --http2-prior-knowledge).
+    /// ws: each WebSocket on an HTTP/2 stream (RFC 8441).
     #[arg(long, alias = "http2-prior-knowledge")]
     pub h2c: bool,
 
@@ -426,7 +428,7 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
     let tls = tls_spec(a, target.scheme)?;
     let http = http_version(a, target.scheme)?;
     target.proxy = super::proxy::proxy_for(a, &target, http)?;
-    let h2 = h2_spec(a, http)?;
+    let h2 = h2_spec(a, http, target.scheme)?;
     let ramp = ramp_from_flags(a)?;
     let shape = shape(a)?;
     requests_file_conflicts(a, &target)?;

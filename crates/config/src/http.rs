@@ -41,7 +41,7 @@ pub(super) fn http_version(a: &RunFlags, scheme: Scheme) -> Result<HttpVersion, 
         return Ok(super::grpc::http_version(scheme));
     }
     if scheme.is_websocket() {
-        return super::ws::http_version(chosen.first().copied());
+        return super::ws::http_version(chosen.first().copied(), scheme);
     }
     let version = match (chosen.first(), scheme) {
         (None, Scheme::Http) | (Some(Flag::Http1), _) => HttpVersion::Http1,
@@ -124,7 +124,11 @@ fn h3_only(a: &RunFlags) -> Result<HttpVersion, ConfigError> {
 }
 
 /// `--streams` and `--h2-window`, checked against the HTTP version and `--pipeline`.
-pub(super) fn h2_spec(a: &RunFlags, version: HttpVersion) -> Result<H2Spec, ConfigError> {
+pub(super) fn h2_spec(
+    a: &RunFlags,
+    version: HttpVersion,
+    scheme: Scheme,
+) -> Result<H2Spec, ConfigError> {
     let streams = a.streams.unwrap_or(1);
     if streams == 0 {
         return Err(ConfigError::flag(Flag::Streams, "must be at least 1"));
@@ -136,7 +140,8 @@ pub(super) fn h2_spec(a: &RunFlags, version: HttpVersion) -> Result<H2Spec, Conf
         ));
     }
     match version {
-        HttpVersion::H2 | HttpVersion::H2c if a.pipeline > 1 => {
+        // A WebSocket over HTTP/2 keeps --pipeline messages in flight on its one stream.
+        HttpVersion::H2 | HttpVersion::H2c if a.pipeline > 1 && !scheme.is_websocket() => {
             let flag = if version == HttpVersion::H2 {
                 Flag::Http2
             } else {

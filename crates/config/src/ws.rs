@@ -1,5 +1,6 @@
 //! `ws://` and `wss://` URLs (docs/contract.md, "WebSocket"): which HTTP a WebSocket run
-//! speaks, its message, and the flags it cannot be combined with yet.
+//! speaks (an HTTP/1.1 upgrade, or RFC 8441's extended CONNECT over HTTP/2 with `--h2c` or
+//! `--http2`), its message, and the flags it cannot be combined with yet.
 
 use super::{ConfigError, Flag, RunFlags};
 use volley_plan::{HttpVersion, Scheme, WsSpec};
@@ -16,14 +17,29 @@ pub(super) fn apply(a: &RunFlags, req: &mut super::request::Request) {
     }
 }
 
-/// A WebSocket's HTTP: the upgrade is HTTP/1.1's; `--http2`, `--h2c` and `--http3` are refused.
-pub(super) fn http_version(chosen: Option<Flag>) -> Result<HttpVersion, ConfigError> {
-    match chosen {
-        None | Some(Flag::Http1) => Ok(HttpVersion::Http1),
-        Some(f) => Err(ConfigError::flag(
+/// A WebSocket's HTTP: an HTTP/1.1 upgrade by default; over HTTP/2 (RFC 8441) with `--h2c`
+/// on a `ws://` URL or `--http2` on a `wss://` one; `--http3` is refused.
+pub(super) fn http_version(
+    chosen: Option<Flag>,
+    scheme: Scheme,
+) -> Result<HttpVersion, ConfigError> {
+    match (chosen, scheme) {
+        (None | Some(Flag::Http1), _) => Ok(HttpVersion::Http1),
+        (Some(Flag::H2c), Scheme::Ws) => Ok(HttpVersion::H2c),
+        (Some(Flag::Http2), Scheme::Wss) => Ok(HttpVersion::H2),
+        (Some(Flag::H2c), _) => Err(ConfigError::flag(
+            Flag::H2c,
+            "is HTTP/2 in cleartext and needs a ws:// URL; over wss:// use --http2",
+        )),
+        (Some(Flag::Http2), _) => Err(ConfigError::flag(
+            Flag::Http2,
+            "needs a wss:// URL (HTTP/2 is chosen in the TLS handshake); for WebSocket over \
+             HTTP/2 in cleartext use --h2c",
+        )),
+        (Some(f), _) => Err(ConfigError::flag(
             f,
-            "cannot be used with a ws:// or wss:// URL: volley upgrades HTTP/1.1 connections \
-             (WebSocket over HTTP/2, RFC 8441, or HTTP/3, RFC 9220, is not supported)",
+            "cannot be used with a ws:// or wss:// URL: volley speaks WebSocket over HTTP/1.1 \
+             or HTTP/2 (--h2c, --http2); over HTTP/3 (RFC 9220) it is not supported",
         )),
     }
 }
@@ -70,9 +86,14 @@ pub(super) fn ws_spec(a: &RunFlags, scheme: Scheme) -> Result<Option<WsSpec>, Co
         (
             a.streams.is_some(),
             Flag::Streams,
-            "streams are HTTP/2's and HTTP/3's; messages in flight per connection are --pipeline",
+            "a connection carries one WebSocket (over HTTP/2, one stream); messages in flight \
+             per connection are --pipeline",
         ),
-        (a.h2_window.is_some(), Flag::H2Window, "is HTTP/2's"),
+        (
+            a.h2_window.is_some() && !(a.h2c || a.http2),
+            Flag::H2Window,
+            "is HTTP/2's (WebSocket over HTTP/2: --h2c or --http2)",
+        ),
     ];
     if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {
         let message = format!("cannot be used with a ws:// or wss:// URL: {why}");

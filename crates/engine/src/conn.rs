@@ -194,6 +194,8 @@ impl Conn {
         match &self.h2 {
             None => pipeline,
             Some(h) if h.going_away() => 0,
+            // A WebSocket over HTTP/2: one stream, its messages in flight the pipeline's.
+            Some(_) if self.ws.is_some() => pipeline,
             Some(h) => streams.min(h.max_streams() as usize),
         }
     }

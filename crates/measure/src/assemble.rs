@@ -22,6 +22,7 @@ use volley_monitor::client::ClientReport;
 use volley_monitor::gc;
 use volley_monitor::procfs;
 use volley_plan::workload::{Entry, Order};
+use volley_plan::HttpVersion;
 
 /// Everything a RunResult is made of.
 pub(crate) struct Parts<'a> {
@@ -227,6 +228,12 @@ impl Parts<'_> {
         Some(WsInfo {
             message_type: if spec.binary { "binary" } else { "text" }.into(),
             message_bytes: self.cfg.load.body.len() as u64,
+            over: match self.cfg.load.http {
+                HttpVersion::H2 => "h2",
+                HttpVersion::H2c => "h2c",
+                _ => "http/1.1",
+            }
+            .into(),
             upgrades: w.upgrades,
             upgrade_mean_us: w.upgrade.as_ref().map(|h| (h.mean() * 10.0).round() / 10.0),
             server_messages: w.server_messages,

@@ -161,6 +161,9 @@ struct Stream {
     received: u64,
     /// Its response's header and body checks, as they are read (`None`: none to read).
     watch: Option<Box<StreamWatch>>,
+    /// The connection's WebSocket (RFC 8441): its DATA is the WebSocket's bytes, kept for the
+    /// caller ([`H2Conn::take_tunnel_input`]), and its 2xx head declares no content.
+    tunnel: bool,
 }
 
 /// A response's declared content length, checked against its DATA.
@@ -247,6 +250,12 @@ pub struct H2Conn {
     http1: bool,
     /// What the last recorded stream's response showed, once it ended.
     recorded: Option<Recorded>,
+    /// The server announced SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 (RFC 8441 §3).
+    connect_protocol: bool,
+    /// The WebSocket's stream, once opened ([`H2Conn::open_tunnel`]).
+    tunnel: Option<tunnel::Tunnel>,
+    /// The WebSocket's bytes received (its stream's DATA, padding excluded) and not yet taken.
+    tunnel_in: Vec<u8>,
 }
 
 impl std::fmt::Debug for H2Conn {
@@ -316,6 +325,9 @@ impl H2Conn {
             framed: false,
             http1: false,
             recorded: None,
+            connect_protocol: false,
+            tunnel: None,
+            tunnel_in: Vec::new(),
         }
     }
 
@@ -415,11 +427,29 @@ impl H2Conn {
             length: Length::None,
             received: 0,
             watch: StreamWatch::of(checks),
+            tunnel: false,
         });
         let no_body = body.as_ref().map_or(self.body.is_empty(), |b| b.is_empty());
+        self.write_block(stream, block, no_body);
+        if !no_body {
+            self.pending.push(Pending {
+                stream,
+                sent: 0,
+                window: self.peer_initial_window,
+                body,
+            });
+            self.send_bodies();
+        }
+        self.seen_len = self.out.len();
+        stream
+    }
+
+    /// Queues `block` on `stream` as HEADERS and, past the server's frame size, CONTINUATION
+    /// frames (ending the stream when `end_stream`), noted as not yet written.
+    fn write_block(&mut self, stream: u32, block: &[u8], end_stream: bool) {
         let mut chunks = block.chunks(self.max_frame).peekable();
         let first = chunks.next().unwrap_or(&[]);
-        let mut fl = if no_body { flags::END_STREAM } else { 0 };
+        let mut fl = if end_stream { flags::END_STREAM } else { 0 };
         if chunks.peek().is_none() {
             fl |= flags::END_HEADERS;
         }
@@ -434,17 +464,6 @@ impl H2Conn {
         }
         self.unwritten
             .push_back((stream, self.written + self.out.len() as u64));
-        if !no_body {
-            self.pending.push(Pending {
-                stream,
-                sent: 0,
-                window: self.peer_initial_window,
-                body,
-            });
-            self.send_bodies();
-        }
-        self.seen_len = self.out.len();
-        stream
     }
 
     /// Counts what the caller drained from `out` since this connection last touched it as
@@ -678,6 +697,9 @@ impl H2Conn {
             Some(i) => {
                 self.open.swap_remove(i);
                 self.pending.retain(|p| p.stream != stream);
+                if let Some(t) = self.tunnel.as_mut().filter(|t| t.stream == stream) {
+                    t.close();
+                }
                 true
             }
             None => false,
@@ -711,3 +733,4 @@ mod data;
 mod headers;
 #[cfg(test)]
 mod tests;
+mod tunnel;

@@ -120,6 +120,8 @@ pub(crate) mod setting {
     pub(crate) const INITIAL_WINDOW_SIZE: u16 = 0x4;
     /// SETTINGS_MAX_FRAME_SIZE.
     pub(crate) const MAX_FRAME_SIZE: u16 = 0x5;
+    /// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 §3): the server takes extended CONNECT.
+    pub(crate) const ENABLE_CONNECT_PROTOCOL: u16 = 0x8;
 }
 
 /// The largest SETTINGS_MAX_FRAME_SIZE a peer may announce (2^24 − 1).

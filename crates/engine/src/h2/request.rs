@@ -130,6 +130,50 @@ pub fn header_block(
     b
 }
 
+/// Fields of the HTTP/1.1 upgrade that an extended CONNECT must not carry (RFC 8441 §4: the
+/// key and its accept belong to the upgrade; volley sends its own version).
+const UPGRADE_ONLY: [&str; 3] = [
+    "sec-websocket-key",
+    "sec-websocket-accept",
+    "sec-websocket-version",
+];
+
+/// The header block of the extended CONNECT that opens a WebSocket over HTTP/2 (RFC 8441 §4):
+/// `:method CONNECT`, `:protocol websocket`, `:scheme`, `:authority`, `:path`,
+/// `sec-websocket-version: 13` and `headers` (names lowered; connection-specific ones and the
+/// upgrade's own left out; a `host` of theirs is the `:authority`).
+pub fn connect_block(
+    scheme: &str,
+    authority: &str,
+    path: &str,
+    headers: &[(String, String)],
+) -> Vec<u8> {
+    let authority = headers
+        .iter()
+        .rev()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(authority, |(_, v)| v.as_str());
+    let mut b = Vec::with_capacity(96 + authority.len() + path.len());
+    literal_indexed_name(&mut b, 2, "CONNECT");
+    b.push(if scheme == "https" { 0x87 } else { 0x86 });
+    literal_indexed_name(&mut b, 1, authority);
+    if path == "/" {
+        b.push(0x84);
+    } else {
+        literal_indexed_name(&mut b, 4, path);
+    }
+    literal_new_name(&mut b, ":protocol", "websocket");
+    literal_new_name(&mut b, "sec-websocket-version", "13");
+    for (name, value) in headers {
+        let name = name.to_ascii_lowercase();
+        if HOP_BY_HOP.contains(&name.as_str()) || UPGRADE_ONLY.contains(&name.as_str()) {
+            continue;
+        }
+        literal_new_name(&mut b, &name, value);
+    }
+    b
+}
+
 /// Literal header field without indexing, name from the static table (4-bit prefix).
 fn literal_indexed_name(b: &mut Vec<u8>, index: usize, value: &str) {
     let _ = encode_integer_into(index, 4, 0x00, b);
@@ -164,6 +208,41 @@ mod tests {
         })
         .unwrap();
         out
+    }
+
+    #[test]
+    fn the_extended_connect_names_the_websocket_protocol_and_the_users_headers() {
+        let headers = vec![
+            ("Origin".to_string(), "http://a".to_string()),
+            ("Connection".to_string(), "Upgrade".to_string()),
+            ("Sec-WebSocket-Key".to_string(), "x".to_string()),
+            ("Sec-WebSocket-Protocol".to_string(), "chat".to_string()),
+        ];
+        let got = decoded(&connect_block("https", "h:8443", "/ws?a=1", &headers));
+        let want: Vec<(String, String)> = [
+            (":method", "CONNECT"),
+            (":scheme", "https"),
+            (":authority", "h:8443"),
+            (":path", "/ws?a=1"),
+            (":protocol", "websocket"),
+            ("sec-websocket-version", "13"),
+            ("origin", "http://a"),
+            ("sec-websocket-protocol", "chat"),
+        ]
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .into();
+        assert_eq!(got, want);
+        // A Host of the user's is the authority; the root path is the static entry.
+        let own = decoded(&connect_block(
+            "http",
+            "h",
+            "/",
+            &[("Host".into(), "other".into())],
+        ));
+        assert_eq!(own[1], (":scheme".into(), "http".into()));
+        assert_eq!(own[2], (":authority".into(), "other".into()));
+        assert_eq!(own[3], (":path".into(), "/".into()));
+        assert_eq!(own.len(), 6, "{own:?}");
     }
 
     #[test]

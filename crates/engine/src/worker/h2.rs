@@ -22,6 +22,9 @@ impl Worker {
         let c = &mut self.conns[i];
         c.queue_as_streams(h2.out.len());
         c.h2 = Some(Box::new(h2));
+        if self.shared.ws.is_some() {
+            self.start_ws_h2(i);
+        }
     }
 
     /// Opens streams for the requests waiting on connection `i`, as far as the server allows.
@@ -93,7 +96,11 @@ impl Worker {
     /// Writes what the session has queued (new streams first opened) as far as the socket
     /// takes it.
     pub(super) fn write_h2(&mut self, i: usize, now: u64) {
-        self.open_streams(i);
+        if self.shared.ws.is_some() {
+            self.ws_h2_hand_off(i, now);
+        } else {
+            self.open_streams(i);
+        }
         loop {
             let c = &mut self.conns[i];
             if c.state != ConnState::Open {
@@ -147,6 +154,9 @@ impl Worker {
         let now = self.shared.clock.now_ns().max(now);
         self.conns[i].last_read_ns = now;
         let mut alive = true;
+        if self.conns[i].ws.is_some() {
+            alive = self.ws_h2_events(i, &mut events, now);
+        }
         for e in events.drain(..) {
             if alive {
                 alive = self.on_h2_event(i, e, now);
@@ -425,7 +435,7 @@ impl Worker {
     /// (`why`): no request was lost there, so it is a failed connect (one `connect` error,
     /// the connect's back-off, the reason in the warning) and, before any response of the
     /// run, the end of the run (exit 2).
-    fn h2_unusable(&mut self, i: usize, why: String, now: u64) {
+    pub(super) fn h2_unusable(&mut self, i: usize, why: String, now: u64) {
         self.setup_failed(|| SetupFailure::H2Unusable(why.clone()));
         self.connect_sample
             .get_or_insert_with(|| format!("HTTP/2: {why}"));
@@ -507,6 +517,10 @@ impl Worker {
     /// not end the others; a connection on which nothing arrived for `--timeout` ends with
     /// all its requests, as an HTTP/1.1 one does.
     pub(super) fn h2_timeouts(&mut self, i: usize, now: u64) {
+        if self.conns[i].ws.is_some() {
+            self.ws_h2_timeouts(i, now);
+            return;
+        }
         let timeout = self.shared.timeout_ns;
         let expired =
             move |r: &InFlight| r.write_ns > 0 && now.saturating_sub(r.write_ns) > timeout;
@@ -546,7 +560,7 @@ impl Worker {
         }
     }
 
-    fn sample_protocol(&mut self, reason: impl FnOnce() -> String) {
+    pub(super) fn sample_protocol(&mut self, reason: impl FnOnce() -> String) {
         if self.protocol_sample.is_none() {
             self.protocol_sample = Some(ProtocolSample {
                 reason: reason(),

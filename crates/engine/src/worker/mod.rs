@@ -13,6 +13,7 @@ mod ring;
 mod schedule;
 mod socket;
 mod ws;
+mod ws_h2;
 
 use std::collections::VecDeque;
 use std::io;
@@ -112,6 +113,9 @@ pub(crate) struct Worker {
     taken: u64,
     /// Room for a templated body while its length is counted.
     scratch: Vec<u8>,
+    /// A WebSocket message's payload rendered from its request (`--requests-file`), while it
+    /// is framed into `scratch`.
+    ws_body: Vec<u8>,
     /// io_uring was chosen but could not be set up on this thread (why).
     io_fallback: Option<String>,
     /// A journey's users (`None`: the workload keeps no state per user).
@@ -195,6 +199,7 @@ impl Worker {
             h2_events: Vec::new(),
             taken: 0,
             scratch: Vec::new(),
+            ws_body: Vec::new(),
             io_fallback: None,
             users: journey_users(&shared, slots.max(connections)),
             follow: VecDeque::new(),

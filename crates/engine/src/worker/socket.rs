@@ -130,11 +130,11 @@ impl Worker {
             self.drive_handshake(i, now);
             return;
         }
-        if self.shared.ws.is_some() {
+        let h2 = self.shared.http == HttpVersion::H2c;
+        if self.shared.ws.is_some() && !h2 {
             self.start_upgrade(i, now);
             return;
         }
-        let h2 = self.shared.http == HttpVersion::H2c;
         self.opened(i, now, h2);
         if self.conns[i].state == ConnState::Open {
             self.write(i, now);
@@ -267,7 +267,7 @@ impl Worker {
                     self.refused_h2(i, now, chose);
                     return;
                 }
-                if self.shared.ws.is_some() {
+                if self.shared.ws.is_some() && !h2 {
                     self.start_upgrade(i, now);
                     return;
                 }
@@ -407,10 +407,14 @@ impl Worker {
     /// response this ends the run (it does not speak HTTP/2 there); later it is a failed
     /// connect.
     fn refused_h2(&mut self, i: usize, now: u64, what: String) {
-        let reason = format!(
-            "over TLS: its handshake {what}; drop --http2 (an https:// URL speaks HTTP/2 \
-             when the server offers it, HTTP/1.1 otherwise)"
-        );
+        let reason = if self.shared.ws.is_some() {
+            format!("over TLS: its handshake {what}; drop --http2 to upgrade HTTP/1.1")
+        } else {
+            format!(
+                "over TLS: its handshake {what}; drop --http2 (an https:// URL speaks HTTP/2 \
+                 when the server offers it, HTTP/1.1 otherwise)"
+            )
+        };
         self.setup_failed(|| SetupFailure::NoH2(reason.clone()));
         self.connect_sample
             .get_or_insert_with(|| format!("HTTP/2 {reason}"));

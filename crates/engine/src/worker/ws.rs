@@ -45,27 +45,32 @@ fn write_all(s: &mut Stream, mut bytes: &[u8]) -> io::Result<()> {
 }
 
 impl Worker {
-    /// Writes `req`'s message on connection `i` as a frame with a mask of its own: the run's
-    /// message, or with `--requests-file` its request's body (templated, rendered for it).
+    /// Writes `req`'s message on connection `i` as a frame with a mask of its own
+    /// ([`Worker::ws_frame`]).
     pub(super) fn write_ws_message(&mut self, i: usize, req: &InFlight) {
+        self.ws_frame(i, req);
+        let c = &mut self.conns[i];
+        c.out.extend_from_slice(&self.scratch);
+        c.write_end += self.scratch.len() as u64;
+    }
+
+    /// Frames `req`'s message (on connection `i`) into `scratch` with a mask of its own: the
+    /// run's message, or with `--requests-file` its request's body (templated, rendered for it).
+    pub(super) fn ws_frame(&mut self, i: usize, req: &InFlight) {
         let Some(ws) = self.shared.ws.as_ref() else {
             return;
         };
         let mask = self.ws_rng.mask();
-        let payload: &[u8] = match self.shared.mix.as_deref() {
-            Some(mix) => {
-                let ids = (self.id, self.shared.threads);
-                let ctx = journey::context_for(ids, mix, i, req, self.users.as_ref(), &[]);
-                self.scratch.clear();
-                mix.requests[req.entry as usize].render_body(&ctx, &mut self.scratch);
-                &self.scratch
-            }
-            None => &ws.message,
+        self.scratch.clear();
+        let Some(mix) = self.shared.mix.as_deref() else {
+            frame::encode(&mut self.scratch, ws.opcode, &ws.message, mask);
+            return;
         };
-        let c = &mut self.conns[i];
-        let before = c.out.len();
-        frame::encode(&mut c.out, ws.opcode, payload, mask);
-        c.write_end += (c.out.len() - before) as u64;
+        let ids = (self.id, self.shared.threads);
+        let ctx = journey::context_for(ids, mix, i, req, self.users.as_ref(), &[]);
+        self.ws_body.clear();
+        mix.requests[req.entry as usize].render_body(&ctx, &mut self.ws_body);
+        frame::encode(&mut self.scratch, ws.opcode, &self.ws_body, mask);
     }
 
     /// The connection reached the server: writes the upgrade request, with a key of its own.
@@ -167,7 +172,7 @@ impl Worker {
 
     /// The server refused the upgrade or answered it wrongly: before any message was answered
     /// the run ends with `reason` (exit 2); later it is a failed connect.
-    fn upgrade_failed(&mut self, i: usize, now: u64, reason: String) {
+    pub(super) fn upgrade_failed(&mut self, i: usize, now: u64, reason: String) {
         self.setup_failed(|| SetupFailure::WebSocket(reason.clone()));
         self.connect_sample
             .get_or_insert_with(|| format!("WebSocket upgrade: the server {reason}"));
@@ -188,18 +193,28 @@ impl Worker {
 
     /// The pong of the latest ping that found the connection's writes backed up, once they
     /// have room again.
-    fn ws_pong_later(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if c.out.len() - c.out_sent >= MAX_UNWRITTEN_PONGS {
+    pub(super) fn ws_pong_later(&mut self, i: usize) {
+        if self.ws_unwritten(i) >= MAX_UNWRITTEN_PONGS {
             return;
         }
+        let c = &mut self.conns[i];
         if let Some(payload) = c.ws.as_mut().and_then(|w| w.pending_pong.take()) {
             self.ws_queue(i, frame::OP_PONG, &payload);
         }
     }
 
+    /// Bytes connection `i` holds unwritten: its own queue, or over HTTP/2 the session's and
+    /// what the server's windows hold back.
+    fn ws_unwritten(&self, i: usize) -> usize {
+        let c = &self.conns[i];
+        match c.h2.as_ref() {
+            Some(h2) => h2.out.len() + h2.tunnel_held(),
+            None => c.out.len() - c.out_sent,
+        }
+    }
+
     /// Reads the server's frames in `input`. False when the connection closed meanwhile.
-    fn ws_input(&mut self, i: usize, input: &[u8], now: u64) -> bool {
+    pub(super) fn ws_input(&mut self, i: usize, input: &[u8], now: u64) -> bool {
         let mut off = 0;
         while off < input.len() {
             let Some(ws) = self.conns[i].ws.as_mut() else {
@@ -232,10 +247,9 @@ impl Worker {
                 // A flood of pings the socket cannot take the pongs of: RFC 6455 §5.5.3 lets
                 // an endpoint answer only the latest, so while 64 KiB wait to be written the
                 // latest ping's pong waits for them ([`Worker::ws_pong_later`]).
-                let c = &mut self.conns[i];
-                if c.out.len() - c.out_sent < MAX_UNWRITTEN_PONGS {
+                if self.ws_unwritten(i) < MAX_UNWRITTEN_PONGS {
                     self.ws_queue(i, frame::OP_PONG, &payload);
-                } else if let Some(ws) = c.ws.as_mut() {
+                } else if let Some(ws) = self.conns[i].ws.as_mut() {
                     ws.pending_pong = Some(payload);
                 }
                 true
@@ -252,7 +266,7 @@ impl Worker {
                     });
                 // Its close is answered with the same code (RFC 6455 §5.5.1); 1005 is never
                 // sent, a close without one is answered without one.
-                self.ws_send_close(i, (code != 1005).then_some(code));
+                self.ws_send_close(i, (code != 1005).then_some(code), Some(now));
                 if self.conns[i].inflight.is_empty() {
                     self.close_and_replace(i, now, true);
                 } else {
@@ -279,13 +293,19 @@ impl Worker {
         self.response_done(i, 0, &[], now);
         if !self.shared.keepalive {
             // --no-keepalive: one exchange per connection, then a close.
-            self.ws_send_close(i, Some(1000));
+            self.ws_send_close(i, Some(1000), Some(now));
             self.close_and_replace(i, now, false);
             return false;
         }
         if i >= self.active && self.conns[i].inflight.is_empty() {
-            self.ws_send_close(i, Some(1000));
+            self.ws_send_close(i, Some(1000), Some(now));
             self.retire(i);
+            return false;
+        }
+        if self.conns[i].going_away() && self.conns[i].inflight.is_empty() {
+            // HTTP/2's graceful GOAWAY: the last message is answered, a new connection goes on.
+            self.ws_send_close(i, Some(1000), Some(now));
+            self.close_and_replace(i, now, true);
             return false;
         }
         // As HTTP/1.1's pipeline: the window is refilled once half of it is free.
@@ -309,12 +329,16 @@ impl Worker {
         } else {
             1002
         };
-        self.ws_send_close(i, Some(code));
+        self.ws_send_close(i, Some(code), Some(now));
         self.fail(i, ErrorKind::Protocol, now, false);
     }
 
     /// Queues a control frame (a pong) behind what the connection has to write.
     fn ws_queue(&mut self, i: usize, opcode: u8, payload: &[u8]) {
+        if self.conns[i].h2.is_some() {
+            self.ws_h2_queue(i, opcode, payload);
+            return;
+        }
         let mask = self.ws_rng.mask();
         let c = &mut self.conns[i];
         let before = c.out.len();
@@ -327,8 +351,9 @@ impl Worker {
     }
 
     /// Writes a close frame now, once, as far as the socket takes it (the connection closes
-    /// right after: what is queued before it goes first).
-    fn ws_send_close(&mut self, i: usize, code: Option<u16>) {
+    /// right after: what is queued before it goes first). Over HTTP/2, with `now`, the
+    /// messages whose first byte goes with it count as written.
+    pub(super) fn ws_send_close(&mut self, i: usize, code: Option<u16>, now: Option<u64>) {
         let mask = self.ws_rng.mask();
         let c = &mut self.conns[i];
         let (Some(s), Some(ws)) = (c.stream.as_mut(), c.ws.as_mut()) else {
@@ -339,6 +364,13 @@ impl Worker {
         }
         ws.close_sent = true;
         let payload = code.map(frame::close_payload);
+        if c.h2.is_some() {
+            let mut bytes = Vec::with_capacity(8);
+            let payload = payload.as_ref().map_or(&[][..], |p| &p[..]);
+            frame::encode(&mut bytes, frame::OP_CLOSE, payload, mask);
+            self.ws_h2_close(i, &bytes, now);
+            return;
+        }
         // What is queued goes first only as far as the frame a write began: messages not
         // begun stay unwritten (they go again elsewhere, and must not reach this server too).
         let base = c.write_pos - c.out_sent as u64;
@@ -367,7 +399,7 @@ impl Worker {
         }
         for i in 0..self.conns.len() {
             if self.conns[i].state == ConnState::Open {
-                self.ws_send_close(i, Some(1001));
+                self.ws_send_close(i, Some(1001), None);
             }
         }
     }

@@ -1,6 +1,8 @@
 //! WebSocket (RFC 6455) sans-IO: the HTTP/1.1 upgrade ([`handshake`]) and the frames
-//! ([`frame`]). The worker's side of `ws://` and `wss://` is `worker/ws.rs`: each request of
-//! the run is one message, its response the server's next message (an echo); docs/contract.md,
+//! ([`frame`]); over HTTP/2 (RFC 8441) the WebSocket is a stream of the session instead
+//! (`h2::conn`'s tunnel, opened by `h2::request::connect_block`). The worker's side of `ws://`
+//! and `wss://` is `worker/ws.rs` (`worker/ws_h2.rs` for the tunnel): each request of the run
+//! is one message, its response the server's next message (an echo); docs/contract.md,
 //! "WebSocket", says what is counted.
 
 pub mod frame;
@@ -19,6 +21,9 @@ pub const MIN_MESSAGE_LIMIT: u64 = 16 << 20;
 pub struct WsRun {
     /// The upgrade request up to its key ([`handshake::request_head`]).
     pub upgrade_head: Vec<u8>,
+    /// Over HTTP/2: the extended CONNECT's header block
+    /// ([`crate::h2::request::connect_block`]).
+    pub connect_block: Vec<u8>,
     /// Each message's payload (the run's body).
     pub message: Arc<[u8]>,
     /// [`frame::OP_TEXT`] or [`frame::OP_BINARY`].
@@ -33,6 +38,12 @@ impl WsRun {
         let t = &spec.target;
         WsRun {
             upgrade_head: handshake::request_head(&t.path, &t.host_header, &spec.headers),
+            connect_block: crate::h2::request::connect_block(
+                t.scheme.http().as_str(),
+                &t.host_header,
+                &t.path,
+                &spec.headers,
+            ),
             message: Arc::clone(&spec.body),
             opcode: if ws.binary {
                 frame::OP_BINARY
@@ -70,6 +81,24 @@ pub struct WsConn {
     pub close_sent: bool,
     /// The latest ping's payload, while the writes it would wait behind are backed up.
     pub pending_pong: Option<Vec<u8>>,
+    /// Over HTTP/2: where its tunnel is (`Http1` on an upgraded HTTP/1.1 connection).
+    pub tunnel: Tunnel,
+}
+
+/// Where a WebSocket over HTTP/2 (RFC 8441) is on its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tunnel {
+    /// Not a tunnel: the connection was upgraded from HTTP/1.1.
+    Http1,
+    /// The session waits for the server's SETTINGS (SETTINGS_ENABLE_CONNECT_PROTOCOL).
+    Settings,
+    /// The extended CONNECT went at this time (run-clock ns); its answer is awaited.
+    Asked {
+        /// When it was queued.
+        at_ns: u64,
+    },
+    /// The server answered 2xx: the stream carries the WebSocket.
+    Open,
 }
 
 impl WsConn {
@@ -81,6 +110,15 @@ impl WsConn {
             reader: frame::Reader::new(limit),
             close_sent: false,
             pending_pong: None,
+            tunnel: Tunnel::Http1,
+        }
+    }
+
+    /// A WebSocket over HTTP/2 on a fresh session, reading messages of at most `limit`.
+    pub fn tunnel(limit: u64) -> WsConn {
+        WsConn {
+            tunnel: Tunnel::Settings,
+            ..WsConn::new(String::new(), limit)
         }
     }
 }

@@ -105,6 +105,15 @@ impl LoadKey {
                 r.target.protocol.as_deref().unwrap_or("http/1.1"),
                 "http/1.1",
             )
+            // A WebSocket upgraded from HTTP/1.1 or carried on an HTTP/2 stream.
+            .push_unless(
+                "websocket_over",
+                r.target
+                    .websocket
+                    .as_ref()
+                    .map_or("http/1.1", |w| w.over.as_str()),
+                "http/1.1",
+            )
             .push_unless(
                 "h2_window",
                 r.target
@@ -201,6 +210,7 @@ fn spell(name: &str, value: &str) -> String {
         "streams" => "--streams",
         "h2_window" => "--h2-window",
         "protocol" => "--http1.1/--http2/--h2c",
+        "websocket_over" => return format!("WebSocket over {value}"),
         "users" => "--users",
         "spawn_rate" => "--spawn-rate",
         "stages" => "--stages",

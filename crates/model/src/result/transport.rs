@@ -176,9 +176,15 @@ pub struct WsInfo {
     pub message_type: String,
     /// Each message's payload, in bytes.
     pub message_bytes: u64,
-    /// Upgrades the server accepted (warm-up and reconnects included).
+    /// What carries the WebSocket: `http/1.1` (an upgraded connection), or a stream of an
+    /// HTTP/2 connection (RFC 8441's extended CONNECT): `h2` over TLS, `h2c` in cleartext.
+    /// Results written before WebSocket over HTTP/2 read as `http/1.1`.
+    #[serde(default = "http1")]
+    pub over: String,
+    /// Upgrades the server accepted: 101s, or over HTTP/2 2xx answers to the extended
+    /// CONNECT (warm-up and reconnects included).
     pub upgrades: u64,
-    /// Mean µs from the upgrade request to its 101 (null without one).
+    /// Mean µs from the upgrade request (or CONNECT) to its 101 (or 2xx); null without one.
     pub upgrade_mean_us: Option<f64>,
     /// Messages the server sent that answered none of volley's.
     pub server_messages: u64,
@@ -189,6 +195,11 @@ pub struct WsInfo {
     /// The first of them: its code and reason, e.g. `1011 (internal error)` (null: none).
     #[serde(default)]
     pub first_close: Option<String>,
+}
+
+/// What carried WebSockets before they could go over HTTP/2.
+fn http1() -> String {
+    "http/1.1".to_string()
 }
 
 /// `target.grpc`: the gRPC calls of a `--grpc` run (docs/contract.md, "gRPC"); each of the

@@ -125,7 +125,11 @@ fn tls_line(r: &RunResult) -> Option<String> {
 /// (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams 32; 3 GOAWAYs`.
 fn h2_line(r: &RunResult) -> Option<String> {
     let h = r.target.h2.as_ref()?;
-    let protocol = r.target.protocol.as_deref().unwrap_or("h2");
+    // A WebSocket over HTTP/2 names the HTTP/2 that carries it.
+    let protocol = match &r.target.websocket {
+        Some(w) => w.over.as_str(),
+        None => r.target.protocol.as_deref().unwrap_or("h2"),
+    };
     let n = h.streams_per_connection;
     let mut line = format!(
         "HTTP/2 ({protocol}): {n} stream{} per connection",
@@ -231,16 +235,26 @@ fn grpc_line(r: &RunResult) -> Option<String> {
 
 /// `WebSocket: 4 upgrades (mean 0.21 ms), text messages of 5 bytes; 12 pings answered; 3
 /// messages the server sent unasked; closed by the server: 1011 ×2 (first: 1011 (internal
-/// error))`.
+/// error))`; over HTTP/2 `WebSocket over HTTP/2 (h2c): 4 upgrades (extended CONNECT, mean
+/// 0.21 ms), …`.
 fn ws_line(r: &RunResult) -> Option<String> {
     let w = r.target.websocket.as_ref()?;
+    let over = match w.over.as_str() {
+        "http/1.1" => String::new(),
+        o => format!(" over HTTP/2 ({o})"),
+    };
     let mut line = format!(
-        "WebSocket: {} upgrade{}",
+        "WebSocket{over}: {} upgrade{}",
         thousands(w.upgrades),
         plural(w.upgrades)
     );
+    let how = if over.is_empty() {
+        ""
+    } else {
+        "extended CONNECT, "
+    };
     if let Some(us) = w.upgrade_mean_us {
-        let _ = write!(line, " (mean {:.2} ms)", us / 1000.0);
+        let _ = write!(line, " ({how}mean {:.2} ms)", us / 1000.0);
     }
     let _ = write!(line, ", {} messages", w.message_type);
     // A requests file's messages are its own, each in the table of its name.

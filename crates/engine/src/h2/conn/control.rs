@@ -36,6 +36,7 @@ impl H2Conn {
             max_streams: self.max_streams,
         });
         self.send_bodies();
+        self.send_tunnel();
         Ok(())
     }
 
@@ -76,6 +77,14 @@ impl H2Conn {
                 self.max_frame = v as usize;
                 Ok(())
             }
+            setting::ENABLE_CONNECT_PROTOCOL if v > 1 => Err(fail(
+                code::PROTOCOL_ERROR,
+                format_args!("SETTINGS_ENABLE_CONNECT_PROTOCOL {v}, not 0 or 1"),
+            )),
+            setting::ENABLE_CONNECT_PROTOCOL => {
+                self.connect_protocol = v == 1;
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -85,14 +94,15 @@ impl H2Conn {
     pub(super) fn initial_window(&mut self, v: u32) -> Result<(), H2Error> {
         let delta = i64::from(v) - self.peer_initial_window;
         self.peer_initial_window = i64::from(v);
-        for p in &mut self.pending {
-            p.window += delta;
-            if p.window > i64::from(frame::MAX_WINDOW) {
+        let tunnel = self.tunnel.as_mut().map(|t| (t.stream, &mut t.window));
+        let pending = self.pending.iter_mut().map(|p| (p.stream, &mut p.window));
+        for (stream, window) in pending.chain(tunnel) {
+            *window += delta;
+            if *window > i64::from(frame::MAX_WINDOW) {
                 return Err(fail(
                     code::FLOW_CONTROL_ERROR,
                     format_args!(
-                        "SETTINGS_INITIAL_WINDOW_SIZE {v} takes stream {}'s window over 2^31 - 1",
-                        p.stream
+                        "SETTINGS_INITIAL_WINDOW_SIZE {v} takes stream {stream}'s window over 2^31 - 1"
                     ),
                 ));
             }
@@ -168,6 +178,9 @@ impl H2Conn {
         self.goaway = true;
         self.open.retain(|s| s.id <= last_stream);
         self.pending.retain(|p| p.stream <= last_stream);
+        if let Some(t) = self.tunnel.as_mut().filter(|t| t.stream > last_stream) {
+            t.close();
+        }
         on(Event::GoAway { last_stream, code });
         Ok(())
     }
@@ -190,6 +203,8 @@ impl H2Conn {
         }
         let window = if h.stream == 0 {
             Some(&mut self.send_window)
+        } else if let Some(t) = self.tunnel.as_mut().filter(|t| t.stream == h.stream) {
+            Some(&mut t.window)
         } else {
             self.pending
                 .iter_mut()
@@ -209,6 +224,7 @@ impl H2Conn {
             }
         }
         self.send_bodies();
+        self.send_tunnel();
         Ok(())
     }
 }

@@ -95,6 +95,9 @@ impl H2Conn {
         if let Some(w) = s.watch.as_mut() {
             w.body(body);
         }
+        if s.tunnel {
+            self.tunnel_in.extend_from_slice(body);
+        }
         if !body.is_empty() {
             on(Event::Data {
                 stream: h.stream,

@@ -102,10 +102,12 @@ impl H2Conn {
         let mut d = Decoded::default();
         let mut size = 0usize;
         // The fields are kept only for a stream whose checks read them.
-        let keep = self.index(stream).is_some_and(|i| {
+        let at = self.index(stream);
+        let keep = at.is_some_and(|i| {
             let w = self.open[i].watch.as_ref();
             w.is_some_and(|w| w.reads_fields())
         });
+        let tunnel = at.is_some_and(|i| self.open[i].tunnel);
         let r = self.decoder.decode_with_cb(&self.block, |name, value| {
             size += name.len() + value.len() + 32;
             if size > MAX_HEADER_LIST {
@@ -114,6 +116,9 @@ impl H2Conn {
             match &*name {
                 b":status" => d.status = Some(parse_status(&value)),
                 b"content-length" => d.length = d.length.and(&value),
+                b"sec-websocket-extensions" if tunnel => {
+                    d.extension = Some(String::from_utf8_lossy(&value).into_owned());
+                }
                 _ => {}
             }
             if keep && !name.starts_with(b":") {
@@ -166,7 +171,8 @@ impl H2Conn {
                 s.length = match d.length {
                     // RFC 9110 §6.4.1: a HEAD, 204 or 304 response has no content, whatever
                     // its content-length says.
-                    _ if s.head_request || c == 204 || c == 304 => Length::Unchecked,
+                    // A 2xx to a WebSocket's CONNECT opens a tunnel: its DATA is not content.
+                    _ if s.head_request || s.tunnel || c == 204 || c == 304 => Length::Unchecked,
                     l => l,
                 };
                 if let Some(w) = s.watch.as_mut() {
@@ -175,6 +181,14 @@ impl H2Conn {
                             w.field(name, value);
                         }
                     }
+                }
+                if let Some(ext) = d.extension.as_ref().filter(|_| c < 300) {
+                    // volley offered none: the frames would carry what it cannot read.
+                    let why = format!(
+                        "a 2xx that chose the extension `{ext}`, which volley did not offer"
+                    );
+                    self.malformed(i, end_stream, why, on);
+                    return Ok(());
                 }
                 on(Event::Head { stream, status: c });
                 if s.length == Length::Invalid {
@@ -210,6 +224,8 @@ pub(super) struct Decoded {
     length: Length,
     /// The fields (not the pseudo-headers), for a stream whose checks read them.
     fields: Vec<(Vec<u8>, Vec<u8>)>,
+    /// A WebSocket's `sec-websocket-extensions` (kept on its tunnel's stream only).
+    extension: Option<String>,
 }
 
 impl Length {

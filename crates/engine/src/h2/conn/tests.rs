@@ -394,3 +394,189 @@ fn setting(id: u16, v: u32) -> Vec<u8> {
 mod checked;
 mod malformed;
 mod refused;
+
+/// A connection whose server takes extended CONNECT (and announced `window` per stream),
+/// with its tunnel opened and counted as written; the HEADERS stay in `out`.
+fn tunnel_with_window(window: u32) -> (H2Conn, u32) {
+    let mut c = H2Conn::new(Arc::from(&b""[..]), RECEIVE_WINDOW);
+    let settings = [
+        &[0, 8, 0, 0, 0, 1][..],
+        &[0, 4][..],
+        &window.to_be_bytes()[..],
+    ]
+    .concat();
+    events(&mut c, &Server::frame(Kind::Settings, 0, 0, &settings));
+    assert!(c.connect_protocol());
+    c.out.clear();
+    let id = c.open_tunnel(&crate::h2::request::connect_block("http", "h", "/ws", &[]));
+    c.unwritten.clear();
+    (c, id)
+}
+
+#[test]
+fn the_extended_connect_leaves_its_stream_open_and_needs_the_servers_setting() {
+    let mut plain = ready(Arc::from(&b""[..]), RECEIVE_WINDOW);
+    assert!(!plain.connect_protocol(), "not announced: not offered");
+    let (c, id) = tunnel_with_window(65_535);
+    assert_eq!(c.tunnel_stream(), Some(id));
+    let f = frames_in(&c.out);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0.kind, Kind::Headers);
+    assert!(!f[0].0.has(flags::END_STREAM), "the tunnel stays open");
+    assert!(f[0].0.has(flags::END_HEADERS));
+    let mut fields = Vec::new();
+    Decoder::new()
+        .decode_with_cb(&f[0].1, |n, v| {
+            fields.push((n.into_owned(), v.into_owned()));
+        })
+        .unwrap();
+    assert!(fields.contains(&(b":protocol".to_vec(), b"websocket".to_vec())));
+    assert!(fields.contains(&(b":method".to_vec(), b"CONNECT".to_vec())));
+    // A value other than 0 or 1 is the server's error.
+    let bad = Server::frame(Kind::Settings, 0, 0, &[0, 8, 0, 0, 0, 2]);
+    let e = plain.feed(&bad, &mut |_| {}).unwrap_err();
+    assert!(e.0.contains("SETTINGS_ENABLE_CONNECT_PROTOCOL 2"), "{e}");
+}
+
+#[test]
+fn tunnel_data_comes_back_as_bytes_in_order_and_the_2xx_declares_no_content() {
+    let (mut c, id) = tunnel_with_window(65_535);
+    let mut s = Server::new();
+    // A 200 that says content-length 0 (broken, but a tunnel's DATA is not content).
+    let head = s.hpack.encode(vec![
+        (&b":status"[..], &b"200"[..]),
+        (&b"content-length"[..], &b"0"[..]),
+    ]);
+    let mut bytes = Server::frame(Kind::Headers, flags::END_HEADERS, id, &head);
+    bytes.extend(Server::frame(Kind::Data, 0, id, b"\x81\x05hel"));
+    // Padded: the padding is not the WebSocket's.
+    bytes.extend(Server::frame(
+        Kind::Data,
+        flags::PADDED,
+        id,
+        b"\x03lo\0\0\0",
+    ));
+    let ev = events(&mut c, &bytes);
+    assert_eq!(
+        ev,
+        vec![
+            Event::Head {
+                stream: id,
+                status: 200
+            },
+            Event::Data {
+                stream: id,
+                len: 3 + 2
+            },
+            Event::Data { stream: id, len: 2 },
+        ]
+    );
+    let got = c.take_tunnel_input();
+    assert_eq!(got, b"\x81\x05hello");
+    c.restore_tunnel_input(got);
+    assert!(c.take_tunnel_input().is_empty(), "taken once");
+    // The server ends the tunnel: its stream ends like any other.
+    let ev = events(
+        &mut c,
+        &Server::frame(Kind::Data, flags::END_STREAM, id, b""),
+    );
+    assert_eq!(ev, vec![Event::End { stream: id }]);
+    assert!(!c.tunnel_send(b"late"), "nothing goes on an ended tunnel");
+}
+
+#[test]
+fn tunnel_bytes_go_as_the_windows_allow_and_wait_in_order_when_they_do_not() {
+    let (mut c, id) = tunnel_with_window(10);
+    let head = Server::new().head("200");
+    events(
+        &mut c,
+        &Server::frame(Kind::Headers, flags::END_HEADERS, id, &head),
+    );
+    c.out.clear();
+    assert!(c.tunnel_send(&[1; 6]), "framed at once");
+    assert!(c.tunnel_send(&[2; 6]), "begun: 4 bytes of window left");
+    assert!(!c.tunnel_send(&[3; 3]), "behind held bytes");
+    assert_eq!(c.tunnel_held(), 2 + 3);
+    let f = frames_in(&c.out);
+    let data: Vec<u8> = f.iter().flat_map(|(_, p)| p.clone()).collect();
+    assert_eq!(data, [vec![1; 6], vec![2; 4]].concat());
+    assert!(f
+        .iter()
+        .all(|(h, _)| h.kind == Kind::Data && h.stream == id));
+    assert!(f.iter().all(|(h, _)| !h.has(flags::END_STREAM)));
+    // The stream's window opens: the rest goes, in order.
+    c.out.clear();
+    let inc = Server::frame(Kind::WindowUpdate, 0, id, &100u32.to_be_bytes());
+    events(&mut c, &inc);
+    let data: Vec<u8> = frames_in(&c.out).into_iter().flat_map(|(_, p)| p).collect();
+    assert_eq!(data, [vec![2; 2], vec![3; 3]].concat());
+    assert_eq!(c.tunnel_held(), 0);
+    // A close goes whole, ending the stream.
+    c.out.clear();
+    c.tunnel_close(b"\x88\x82abcd\0\0");
+    let f = frames_in(&c.out);
+    assert_eq!(f.len(), 1);
+    assert!(f[0].0.has(flags::END_STREAM) && f[0].0.kind == Kind::Data);
+}
+
+#[test]
+fn a_tunnel_without_window_holds_its_bytes_and_its_close_is_a_reset() {
+    let (mut c, id) = tunnel_with_window(0);
+    let mut s = Server::new();
+    let head = s.head("200");
+    events(
+        &mut c,
+        &Server::frame(Kind::Headers, flags::END_HEADERS, id, &head),
+    );
+    c.out.clear();
+    assert!(!c.tunnel_send(b"0123456789"));
+    assert!(c.out.is_empty());
+    assert_eq!(c.tunnel_held(), 10);
+    c.tunnel_close(b"\x88\x80abcd");
+    let f = frames_in(&c.out);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0.kind, Kind::RstStream);
+    assert_eq!(f[0].1, code::CANCEL.to_be_bytes());
+    assert_eq!(c.tunnel_held(), 0, "held bytes are dropped with the stream");
+}
+
+#[test]
+fn a_reset_tunnel_is_reported_and_closed() {
+    let (mut c, id) = tunnel_with_window(65_535);
+    let ev = events(
+        &mut c,
+        &Server::frame(Kind::RstStream, 0, id, &code::CANCEL.to_be_bytes()),
+    );
+    assert_eq!(
+        ev,
+        vec![Event::Reset {
+            stream: id,
+            code: code::CANCEL
+        }]
+    );
+    assert!(!c.tunnel_send(b"x"));
+}
+
+#[test]
+fn a_2xx_that_chooses_an_extension_volley_did_not_offer_is_malformed() {
+    let (mut c, id) = tunnel_with_window(65_535);
+    c.out.clear();
+    let head = Server::new().hpack.encode(vec![
+        (&b":status"[..], &b"200"[..]),
+        (&b"sec-websocket-extensions"[..], &b"permessage-deflate"[..]),
+    ]);
+    let ev = events(
+        &mut c,
+        &Server::frame(Kind::Headers, flags::END_HEADERS, id, &head),
+    );
+    match &ev[..] {
+        [Event::Malformed { stream, reason }] => {
+            assert_eq!(*stream, id);
+            assert!(reason.contains("`permessage-deflate`"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let f = frames_in(&c.out);
+    assert_eq!(f[0].0.kind, Kind::RstStream, "the stream is reset");
+    assert!(!c.tunnel_send(b"x"));
+}
