@@ -565,6 +565,9 @@ weight = 3
         rows,
         [("join".to_string(), 100), ("message 2".to_string(), 300)]
     );
+    // The table's request is the upgrade the messages ride on.
+    assert_eq!(j["endpoints"][0]["method"], "GET", "{}", j["endpoints"]);
+    assert_eq!(j["endpoints"][0]["path"], "/chat");
     let texts = texts.lock().unwrap();
     let mut ids: Vec<u64> = texts
         .iter()

@@ -88,6 +88,8 @@ impl Requests<'_, '_> {
                 }
                 m.to_string()
             }
+            // A WebSocket's message goes on the connection its GET upgraded.
+            None if message.is_some() => "GET".to_string(),
             None => default_method(body.is_some()),
         };
         let mut own = self.checks(t, at)?;
