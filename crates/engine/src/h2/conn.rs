@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use loona_hpack::Decoder;
+use super::hpack::Hpack;
 
 use super::frame::{self, code, flags, setting, Header, Kind, HEADER_LEN};
 pub use crate::check::watch::Recorded;
@@ -205,7 +205,7 @@ pub struct H2Conn {
     /// Bytes to write to the server, in order; the caller drains what the socket took.
     pub out: Vec<u8>,
     inbuf: Vec<u8>,
-    decoder: Decoder<'static>,
+    decoder: Hpack,
     /// The request body every stream of the run sends (empty without one).
     body: Arc<[u8]>,
     max_streams: u32,
@@ -292,8 +292,7 @@ impl H2Conn {
         if window > frame::DEFAULT_WINDOW {
             frame::window_update(&mut out, 0, window - frame::DEFAULT_WINDOW);
         }
-        let mut decoder = Decoder::new();
-        decoder.set_max_allowed_table_size(HEADER_TABLE_SIZE as usize);
+        let decoder = Hpack::new(HEADER_TABLE_SIZE as usize);
         let seen_len = out.len();
         H2Conn {
             out,

@@ -1,5 +1,5 @@
 //! HTTP/2 for the engine, sans-IO like the rest of it: frames ([`frame`]), the request header
-//! block encoded once per run ([`request`]), and one connection's state machine ([`conn`]:
+//! block encoded once per run ([`request`]), the responses' blocks decoded ([`hpack`]), and one connection's state machine ([`conn`]:
 //! bytes in, events out, frames to send collected in `H2Conn::out`). The worker drives it in
 //! `worker/h2.rs`: streams take the place of the pipeline window, a request's `stream_pos` is
 //! the byte count queued before its HEADERS (so `mark_written` and the lag work as on
@@ -7,4 +7,5 @@
 
 pub mod conn;
 pub mod frame;
+pub mod hpack;
 pub mod request;

@@ -108,21 +108,27 @@ impl H2Conn {
             w.is_some_and(|w| w.reads_fields())
         });
         let tunnel = at.is_some_and(|i| self.open[i].tunnel);
-        let r = self.decoder.decode_with_cb(&self.block, |name, value| {
-            size += name.len() + value.len() + 32;
+        // Values are decoded where they are read: the head's checks read every field.
+        let want = |name: &[u8]| {
+            keep || matches!(name, b":status" | b"content-length")
+                || (tunnel && name == b"sec-websocket-extensions")
+        };
+        let r = self.decoder.decode(&self.block, want, |name, value, len| {
+            size += len + 32;
             if size > MAX_HEADER_LIST {
                 return; // refused below; the rest only keeps the table in step
             }
-            match &*name {
-                b":status" => d.status = Some(parse_status(&value)),
-                b"content-length" => d.length = d.length.and(&value),
+            let Some(value) = value else { return };
+            match name {
+                b":status" => d.status = Some(parse_status(value)),
+                b"content-length" => d.length = d.length.and(value),
                 b"sec-websocket-extensions" if tunnel => {
-                    d.extension = Some(String::from_utf8_lossy(&value).into_owned());
+                    d.extension = Some(String::from_utf8_lossy(value).into_owned());
                 }
                 _ => {}
             }
             if keep && !name.starts_with(b":") {
-                d.fields.push((name.into_owned(), value.into_owned()));
+                d.fields.push((name.to_vec(), value.to_vec()));
             }
         });
         if let Err(e) = r {
@@ -273,7 +279,7 @@ fn hpack_framed(b: &[u8]) -> Result<(), &'static str> {
         } else {
             fields += 1;
         }
-        let (index, n) = hpack_int(&b[i..], prefix).ok_or("is truncated")?;
+        let (index, n) = crate::h2::hpack::int(&b[i..], prefix).ok_or("is truncated")?;
         i += n;
         if literal {
             let strings = if index == 0 { 2 } else { 1 };
@@ -285,27 +291,9 @@ fn hpack_framed(b: &[u8]) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// An HPACK integer with a `prefix`-bit prefix: its value and length (at most 5 bytes, as
-/// the decoder accepts).
-fn hpack_int(b: &[u8], prefix: u32) -> Option<(u64, usize)> {
-    let mask = (1u64 << prefix) - 1;
-    let first = u64::from(*b.first()?) & mask;
-    if first < mask {
-        return Some((first, 1));
-    }
-    let mut value = first;
-    for (k, byte) in b.iter().enumerate().skip(1).take(4) {
-        value += u64::from(byte & 0x7f) << (7 * (k - 1));
-        if byte & 0x80 == 0 {
-            return Some((value, k + 1));
-        }
-    }
-    None
-}
-
 /// The length of an HPACK string literal that fits in `b`.
 fn hpack_string(b: &[u8]) -> Option<usize> {
-    let (len, n) = hpack_int(b, 7)?;
+    let (len, n) = crate::h2::hpack::int(b, 7)?;
     let len = usize::try_from(len).ok()?;
     (len <= b.len() - n).then_some(n + len)
 }

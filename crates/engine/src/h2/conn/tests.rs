@@ -425,7 +425,7 @@ fn the_extended_connect_leaves_its_stream_open_and_needs_the_servers_setting() {
     assert!(!f[0].0.has(flags::END_STREAM), "the tunnel stays open");
     assert!(f[0].0.has(flags::END_HEADERS));
     let mut fields = Vec::new();
-    Decoder::new()
+    loona_hpack::Decoder::new()
         .decode_with_cb(&f[0].1, |n, v| {
             fields.push((n.into_owned(), v.into_owned()));
         })
