@@ -412,22 +412,7 @@ impl H2Conn {
         head: bool,
         checks: Option<Arc<Checks>>,
     ) -> u32 {
-        self.sync_written();
-        let stream = self.next_stream;
-        self.next_stream += 2;
-        self.first_stream_at
-            .get_or_insert(self.written + self.out.len() as u64);
-        self.open.push(Stream {
-            id: stream,
-            head: false,
-            unacked: 0,
-            credit: i64::from(self.window),
-            head_request: head,
-            length: Length::None,
-            received: 0,
-            watch: StreamWatch::of(checks),
-            tunnel: false,
-        });
+        let stream = self.push_stream(head, StreamWatch::of(checks), false);
         let no_body = body.as_ref().map_or(self.body.is_empty(), |b| b.is_empty());
         self.write_block(stream, block, no_body);
         if !no_body {
@@ -440,6 +425,33 @@ impl H2Conn {
             self.send_bodies();
         }
         self.seen_len = self.out.len();
+        stream
+    }
+
+    /// A new stream, open: its id (a HEAD request's when `head_request`; a WebSocket's tunnel
+    /// when `tunnel`), its response read for `watch`.
+    fn push_stream(
+        &mut self,
+        head_request: bool,
+        watch: Option<Box<StreamWatch>>,
+        tunnel: bool,
+    ) -> u32 {
+        self.sync_written();
+        let stream = self.next_stream;
+        self.next_stream += 2;
+        self.first_stream_at
+            .get_or_insert(self.written + self.out.len() as u64);
+        self.open.push(Stream {
+            id: stream,
+            head: false,
+            unacked: 0,
+            credit: i64::from(self.window),
+            head_request,
+            length: Length::None,
+            received: 0,
+            watch,
+            tunnel,
+        });
         stream
     }
 

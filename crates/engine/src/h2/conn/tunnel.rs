@@ -70,22 +70,7 @@ impl H2Conn {
     /// ([`super::super::request::connect_block`]), which leaves the stream open; returns its
     /// id. A 2xx head opens the tunnel; its DATA is then the WebSocket's.
     pub(crate) fn open_tunnel(&mut self, block: &[u8]) -> u32 {
-        self.sync_written();
-        let stream = self.next_stream;
-        self.next_stream += 2;
-        self.first_stream_at
-            .get_or_insert(self.written + self.out.len() as u64);
-        self.open.push(Stream {
-            id: stream,
-            head: false,
-            unacked: 0,
-            credit: i64::from(self.window),
-            head_request: false,
-            length: Length::None,
-            received: 0,
-            watch: None,
-            tunnel: true,
-        });
+        let stream = self.push_stream(false, None, true);
         self.write_block(stream, block, false);
         self.tunnel = Some(Tunnel {
             stream,

@@ -421,9 +421,11 @@ mod tests {
             let n = (next() % 24) as usize;
             let block: Vec<u8> = (0..n).map(|_| next() as u8).collect();
             let mut mine = Vec::new();
-            let r = h.decode(&block, |_| true, |n, v, _| {
-                mine.push((n.to_vec(), v.unwrap_or_default().to_vec()))
-            });
+            let r = h.decode(
+                &block,
+                |_| true,
+                |n, v, _| mine.push((n.to_vec(), v.unwrap_or_default().to_vec())),
+            );
             match (r, d.decode(&block)) {
                 (Ok(()), Ok(theirs)) => assert_eq!(mine, theirs, "{block:x?}"),
                 // Once one fails, the tables may differ: start both again.
