@@ -14,6 +14,7 @@ pub mod proxy;
 pub mod ramp;
 pub mod request;
 pub(crate) mod requests;
+pub(crate) mod shape;
 pub mod shard;
 pub mod suite;
 // Thresholds are the model's (a bound on a metric); the flag and suite key are read here.
