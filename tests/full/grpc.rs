@@ -45,8 +45,21 @@ fn build_once() -> bool {
     true
 }
 
+/// The reference server, killed when dropped: a test that fails before [`stop`] leaves no
+/// server behind.
+struct Server(Option<Child>);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// The server on a free port (with TLS from `cert` and `key` when given), up.
-fn start(tls_files: Option<(&str, &str)>) -> (Child, u16) {
+fn start(tls_files: Option<(&str, &str)>) -> (Server, u16) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -59,7 +72,7 @@ fn start(tls_files: Option<(&str, &str)>) -> (Child, u16) {
     if let Some((cert, key)) = tls_files {
         cmd.env("TLS_CERT", cert).env("TLS_KEY", key);
     }
-    let child = cmd.spawn().expect("the server starts");
+    let server = Server(Some(cmd.spawn().expect("the server starts")));
     let t = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -68,11 +81,12 @@ fn start(tls_files: Option<(&str, &str)>) -> (Child, u16) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    (child, port)
+    (server, port)
 }
 
 /// Stops the server (SIGTERM): the calls it says it answered.
-fn stop(mut child: Child) -> u64 {
+fn stop(mut server: Server) -> u64 {
+    let mut child = server.0.take().expect("a running server");
     // SAFETY: kill(2) on the pid of a child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let _ = child.wait();
