@@ -58,7 +58,7 @@ pub(crate) fn json(text: &str) -> Result<JsonCheck, String> {
     } else {
         volley_plan::journey::json_path_to_pointer(field)?
     };
-    Ok(JsonCheck { pointer, equals })
+    Ok(JsonCheck::new(pointer, equals))
 }
 
 /// A status list: `200`, `200-299`, `2xx`, or several of them separated by commas

@@ -57,20 +57,23 @@ pub enum Prefix {
 }
 
 impl Prefix {
-    /// Writes the prefix of `len` bytes.
-    fn write(self, len: usize, out: &mut Vec<u8>) {
+    /// The prefix of `len` bytes: its bytes (the first of them) and how many.
+    fn bytes(self, len: usize) -> ([u8; 10], usize) {
+        let mut b = [0u8; 10];
         match self {
             Prefix::Grpc => {
-                out.push(0);
-                out.extend_from_slice(&(len as u32).to_be_bytes());
+                b[1..5].copy_from_slice(&(len as u32).to_be_bytes());
+                (b, 5)
             }
             Prefix::Varint => {
-                let mut v = len as u64;
+                let (mut v, mut n) = (len as u64, 0);
                 while v >= 0x80 {
-                    out.push((v as u8) | 0x80);
+                    b[n] = (v as u8) | 0x80;
                     v >>= 7;
+                    n += 1;
                 }
-                out.push(v as u8);
+                b[n] = v as u8;
+                (b, n + 1)
             }
         }
     }
@@ -212,9 +215,8 @@ fn render_parts(parts: &[Part], ctx: &Context, salt: u64, out: &mut Vec<u8>) {
                 // a move of a few bytes of a message (not the hot path of literal requests).
                 let start = out.len();
                 render_parts(parts, ctx, (k + 1) << 8, out);
-                let mut head = Vec::with_capacity(5);
-                prefix.write(out.len() - start, &mut head);
-                out.splice(start..start, head);
+                let (head, n) = prefix.bytes(out.len() - start);
+                out.splice(start..start, head[..n].iter().copied());
             }
         }
     }
@@ -348,18 +350,28 @@ pub struct JsonCheck {
     pub pointer: String,
     /// The value it must have: a string's text, or another value's JSON (`3`, `true`).
     pub equals: Option<String>,
+    /// `equals` read as JSON once (`None`: it is not JSON, so only a string's text equals it).
+    as_json: Option<serde_json::Value>,
 }
 
 impl JsonCheck {
+    /// The check of `pointer`, equal to `equals` when given.
+    pub fn new(pointer: String, equals: Option<String>) -> Self {
+        let as_json = equals.as_deref().and_then(|e| serde_json::from_str(e).ok());
+        JsonCheck {
+            pointer,
+            equals,
+            as_json,
+        }
+    }
+
     /// Whether `doc` passes.
     pub fn passes(&self, doc: &serde_json::Value) -> bool {
         match (doc.pointer(&self.pointer), &self.equals) {
             (None, _) => false,
             (Some(_), None) => true,
             (Some(serde_json::Value::String(s)), Some(want)) => s == want,
-            (Some(v), Some(want)) => {
-                serde_json::from_str::<serde_json::Value>(want).is_ok_and(|w| w == *v)
-            }
+            (Some(v), Some(_)) => self.as_json.as_ref() == Some(v),
         }
     }
 }

@@ -9,6 +9,7 @@
 
 mod huffman;
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -50,6 +51,8 @@ pub struct Hpack {
     max: usize,
     /// The largest maximum the server may set (what volley's SETTINGS allow).
     allowed: usize,
+    /// A wanted value that is not indexed, while its field is handed on.
+    scratch: Vec<u8>,
 }
 
 impl fmt::Debug for Hpack {
@@ -76,6 +79,7 @@ impl Hpack {
             size: 0,
             max: allowed,
             allowed,
+            scratch: Vec::new(),
         }
     }
 
@@ -111,7 +115,9 @@ impl Hpack {
     }
 
     /// A literal field at the start of `b` (with incremental indexing when `indexed`): its
-    /// length in the block.
+    /// length in the block. Nothing is allocated for a field that is neither indexed nor has
+    /// a name of its own: its name is the static table's, its value (when wanted) decoded into
+    /// the decoder's scratch.
     fn literal(
         &mut self,
         b: &[u8],
@@ -120,25 +126,38 @@ impl Hpack {
         field: &mut impl FnMut(&[u8], Option<&[u8]>, usize),
     ) -> Result<usize, HpackError> {
         let (index, mut at) = int(b, if indexed { 6 } else { 4 }).ok_or(HpackError::Truncated)?;
-        let name: Vec<u8> = if index == 0 {
-            let (raw, n) = string(&b[at..])?;
-            at += n;
-            self.text(&raw)?
-        } else {
-            self.entry(index)?.0.to_vec()
+        let name: Cow<'static, [u8]> = match index {
+            0 => {
+                let (raw, n) = string(&b[at..])?;
+                at += n;
+                let mut name = Vec::new();
+                text(&raw, &mut name)?;
+                Cow::Owned(name)
+            }
+            1..=61 => Cow::Borrowed(STATIC[index as usize - 1].0.as_bytes()),
+            _ => Cow::Owned(self.entry(index)?.0.to_vec()),
         };
         let (raw, n) = string(&b[at..])?;
         at += n;
-        if indexed || want(&name) {
-            let value = self.text(&raw)?;
+        let wanted = want(&name);
+        if indexed {
+            let mut value = Vec::new();
+            text(&raw, &mut value)?;
             field(
                 &name,
-                want(&name).then_some(&value[..]),
+                wanted.then_some(&value[..]),
                 name.len() + value.len(),
             );
-            if indexed {
-                self.insert(name, value);
+            self.insert(name.into_owned(), value);
+        } else if wanted {
+            let mut value = std::mem::take(&mut self.scratch);
+            value.clear();
+            let r = text(&raw, &mut value);
+            if r.is_ok() {
+                field(&name, Some(&value[..]), name.len() + value.len());
             }
+            self.scratch = value;
+            r?;
         } else {
             let most = if raw.huffman {
                 raw.bytes.len() * 8 / 5
@@ -148,17 +167,6 @@ impl Hpack {
             field(&name, None, name.len() + most);
         }
         Ok(at)
-    }
-
-    /// A string's octets.
-    fn text(&self, raw: &Raw) -> Result<Vec<u8>, HpackError> {
-        if raw.huffman {
-            let mut out = Vec::with_capacity(raw.bytes.len() * 8 / 5);
-            huffman::decode(raw.bytes, &mut out).map_err(|()| HpackError::Huffman)?;
-            Ok(out)
-        } else {
-            Ok(raw.bytes.to_vec())
-        }
     }
 
     /// Entry `index` of the static table, then the dynamic one.
@@ -212,6 +220,16 @@ impl Hpack {
             };
             self.size -= n.len() + v.len() + 32;
         }
+    }
+}
+
+/// A string's octets, appended to `out`.
+fn text(raw: &Raw, out: &mut Vec<u8>) -> Result<(), HpackError> {
+    if raw.huffman {
+        huffman::decode(raw.bytes, out).map_err(|()| HpackError::Huffman)
+    } else {
+        out.extend_from_slice(raw.bytes);
+        Ok(())
     }
 }
 
