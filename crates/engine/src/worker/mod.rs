@@ -166,7 +166,7 @@ impl Worker {
         if !warm {
             measured.restart(0);
         }
-        let rec = Recorder::new(id, tx, shared.t0_ns);
+        let rec = Recorder::new(id, tx, shared.t0_ns).window_ends_at(shared.end_ns);
         Ok(Worker {
             id,
             poll,

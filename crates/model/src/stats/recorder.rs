@@ -306,6 +306,10 @@ pub struct Recorder {
     tx: Sender<WorkerReport>,
     t0_ns: u64,
     bucket: u64,
+    /// The measured window's last second (a run of `-d`): what completes in the drain after
+    /// the window counts in it, so the series spans the window and no sliver of a second
+    /// trails it.
+    last_bucket: u64,
     next_boundary_ns: u64,
     latency: Hist,
     service: Hist,
@@ -331,6 +335,7 @@ impl Recorder {
             tx,
             t0_ns,
             bucket: 0,
+            last_bucket: u64::MAX,
             next_boundary_ns: t0_ns + SECOND_NS,
             latency: new_hist(),
             service: new_hist(),
@@ -342,6 +347,14 @@ impl Recorder {
             slowest: Slowest::default(),
             endpoints: Default::default(),
         }
+    }
+
+    /// The measured window ends at `end_ns` (`-d`): later events count in its last second.
+    pub fn window_ends_at(mut self, end_ns: Option<u64>) -> Self {
+        if let Some(end) = end_ns {
+            self.last_bucket = end.saturating_sub(1).saturating_sub(self.t0_ns) / SECOND_NS;
+        }
+        self
     }
 
     /// Sends a report (a closed channel only means the run is being torn down).
@@ -362,8 +375,12 @@ impl Recorder {
         if self.dirty || self.users > 0 {
             self.flush();
         }
-        self.bucket = (now_ns - self.t0_ns) / SECOND_NS;
-        self.next_boundary_ns = self.t0_ns + (self.bucket + 1) * SECOND_NS;
+        self.bucket = ((now_ns - self.t0_ns) / SECOND_NS).min(self.last_bucket);
+        self.next_boundary_ns = if self.bucket == self.last_bucket {
+            u64::MAX
+        } else {
+            self.t0_ns + (self.bucket + 1) * SECOND_NS
+        };
     }
 
     /// Sends the current interval (also the partial last one) and starts a fresh one.
@@ -480,5 +497,26 @@ mod tests {
         };
         assert!(i.latency.max() >= 599_000_000, "{}", i.latency.max());
         assert!(i.lag.max() >= 119_000_000, "{}", i.lag.max());
+    }
+
+    #[test]
+    fn what_completes_after_the_window_counts_in_its_last_second() {
+        // A 2 s window from t0 = 5 s: a response in the drain, 0.3 ms after the end, belongs
+        // to second 1, not to a second 2 of 0.3 ms.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t0 = 5 * SECOND_NS;
+        let mut r = Recorder::new(0, tx, t0).window_ends_at(Some(t0 + 2 * SECOND_NS));
+        r.response(t0 + 500_000_000, 100, 100, 200);
+        r.response(t0 + 1_500_000_000, 100, 100, 200);
+        r.response(t0 + 2 * SECOND_NS + 300_000, 100, 100, 200);
+        r.flush();
+        let buckets: Vec<(u64, u64)> = rx
+            .try_iter()
+            .map(|w| match w {
+                WorkerReport::Interval(i) => (i.bucket, i.counts.completed),
+                _ => panic!("an interval"),
+            })
+            .collect();
+        assert_eq!(buckets, [(0, 1), (1, 2)]);
     }
 }
