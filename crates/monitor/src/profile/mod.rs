@@ -12,6 +12,7 @@ pub(crate) mod jvm;
 pub(crate) mod offcpu;
 pub(crate) mod records;
 pub(crate) mod ring;
+mod spacing;
 pub(crate) mod symbols;
 pub(crate) mod unwind;
 
@@ -22,6 +23,7 @@ use std::thread::JoinHandle;
 
 use records::{Record, CONTEXT_MAX};
 use ring::Ring;
+use spacing::Spacing;
 use volley_model::result::profile::{JvmProfiling, ProfileInfo, ProfiledProcess, Unwinding};
 
 pub use offcpu::OffCpuProfile;
@@ -292,6 +294,7 @@ fn drain(
     stop: Arc<AtomicBool>,
     mut g: Gathered,
 ) -> Gathered {
+    let mut spacing = Spacing::new(rings.len());
     let mut polls: Vec<libc::pollfd> = rings
         .iter()
         .chain(&off_rings)
@@ -304,9 +307,10 @@ fn drain(
     loop {
         let done = stop.load(Ordering::SeqCst);
         let read_at = offcpu::now_ns();
-        for r in &mut rings {
+        for (cpu, r) in rings.iter_mut().enumerate() {
             r.drain(&mut |bytes| {
-                if let Some(rec) = records::parse(bytes) {
+                if let Some(mut rec) = records::parse(bytes) {
+                    spacing.weigh(cpu, &mut rec);
                     g.take(rec);
                 }
             });
