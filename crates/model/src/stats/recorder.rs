@@ -371,11 +371,13 @@ impl Recorder {
     }
 
     fn roll(&mut self, now_ns: u64) {
-        // With users active the second is reported even if nothing completed in it.
-        if self.dirty || self.users > 0 {
+        let bucket = ((now_ns - self.t0_ns) / SECOND_NS).min(self.last_bucket);
+        // With users active the second is reported even if nothing completed in it; past the
+        // window's end the last second goes on (it is sent once, at the end).
+        if bucket != self.bucket && (self.dirty || self.users > 0) {
             self.flush();
         }
-        self.bucket = ((now_ns - self.t0_ns) / SECOND_NS).min(self.last_bucket);
+        self.bucket = bucket;
         self.next_boundary_ns = if self.bucket == self.last_bucket {
             u64::MAX
         } else {
@@ -518,5 +520,19 @@ mod tests {
             })
             .collect();
         assert_eq!(buckets, [(0, 1), (1, 2)]);
+        // A 1 s window: its one second is sent once, with the drain's response in it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut r = Recorder::new(0, tx, t0).window_ends_at(Some(t0 + SECOND_NS));
+        r.response(t0 + 500_000_000, 100, 100, 200);
+        r.response(t0 + SECOND_NS + 300_000, 100, 100, 200);
+        r.flush();
+        let buckets: Vec<(u64, u64)> = rx
+            .try_iter()
+            .map(|w| match w {
+                WorkerReport::Interval(i) => (i.bucket, i.counts.completed),
+                _ => panic!("an interval"),
+            })
+            .collect();
+        assert_eq!(buckets, [(0, 2)]);
     }
 }
