@@ -66,6 +66,17 @@ pub(crate) fn tighten_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64) };
 }
 
+/// The calling thread's CPU time (user + system), ns.
+pub(crate) fn thread_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write to.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// A one-shot absolute CLOCK_MONOTONIC timer, readable through epoll when it fires.
 #[derive(Debug)]
 pub(crate) struct TimerFd {

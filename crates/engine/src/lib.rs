@@ -178,6 +178,9 @@ pub struct Shared {
     /// default, writes each at its due time. Set by `VOLLEY_BATCH_WINDOW_US` (an experiment:
     /// fewer wake-ups of client and server for lag up to the window; see BENCHMARKS.md).
     pub batch_window_ns: u64,
+    /// Open loop: the least time between two timed wake-ups for due requests once the worker
+    /// is busy most of the time (`worker::wake`). Set by `VOLLEY_WAKE_QUANTUM_US` (0: off).
+    pub wake_quantum_ns: u64,
     /// Per-request timeout.
     pub timeout_ns: u64,
     /// End of warm-up on the run clock (0 without warm-up).
@@ -304,6 +307,12 @@ impl Shared {
                 .ok()
                 .and_then(|v| v.parse::<u64>().ok())
                 .map_or(0, |us| us.saturating_mul(1000)),
+            wake_quantum_ns: std::env::var("VOLLEY_WAKE_QUANTUM_US")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .map_or(worker::DEFAULT_WAKE_QUANTUM_NS, |us| {
+                    us.saturating_mul(1000)
+                }),
             timeout_ns: spec.timeout.as_nanos() as u64,
             t0_ns,
             end_ns: spec.duration.map(|d| t0_ns + d.as_nanos() as u64),

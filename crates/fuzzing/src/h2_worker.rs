@@ -755,6 +755,7 @@ fn shared(setup: &Setup, net: &MemNet) -> Shared {
         keepalive: !setup.no_keepalive,
         open_loop: false,
         batch_window_ns: 0,
+        wake_quantum_ns: 0,
         timeout_ns: setup.timeout_ns,
         t0_ns: 0,
         end_ns: None,

@@ -12,8 +12,11 @@ mod response;
 mod ring;
 mod schedule;
 mod socket;
+mod wake;
 mod ws;
 mod ws_h2;
+
+pub(crate) use wake::DEFAULT_QUANTUM_NS as DEFAULT_WAKE_QUANTUM_NS;
 
 use std::collections::VecDeque;
 use std::io;
@@ -128,6 +131,8 @@ pub(crate) struct Worker {
     follow: VecDeque<InFlight>,
     /// A journey's mix picks so far: each worker's picks hold the weights.
     mix_turns: u64,
+    /// Open loop: how soon the next timed wake-up for due requests may come.
+    wake: wake::WakeQuantum,
     /// The `Cookie` value of the request being rendered, and its path (for the jar's match).
     cookie_buf: Vec<u8>,
     path_buf: Vec<u8>,
@@ -206,6 +211,11 @@ impl Worker {
             quic_ep: shared.quic.as_ref().map(|_| crate::quic::endpoint()),
             h3_next: None,
             mix_turns: 0,
+            wake: wake::WakeQuantum::new(if shared.open_loop {
+                shared.wake_quantum_ns
+            } else {
+                0
+            }),
             cookie_buf: Vec::new(),
             path_buf: Vec::new(),
             journey: JourneyCounts::default(),
@@ -237,6 +247,7 @@ impl Worker {
         let mut events = Vec::with_capacity(EVENTS);
         loop {
             let now = self.shared.clock.now_ns();
+            self.wake.woke(now);
             if !self.turn(now) {
                 break;
             }
@@ -476,6 +487,7 @@ impl Worker {
         if !self.is_draining() && can_send && self.requeue.is_empty() {
             // With a batch window the wake-up is for the whole batch: its last due time.
             if let Some(t) = self.pacer.batch_end(self.shared.batch_window_ns) {
+                let t = self.wake.wake_for(t);
                 if t > now && t < wake {
                     if self.poll.is_precise() {
                         wake = t;
@@ -506,6 +518,7 @@ impl Worker {
 
     /// Timeouts, connect deadlines and back-offs; also rolls the per-second interval.
     fn housekeeping(&mut self, now: u64) {
+        self.wake.review(now);
         if self.shared.ramp.is_some() && !self.is_draining() {
             self.update_users(now);
         }
