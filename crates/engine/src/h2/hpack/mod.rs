@@ -53,7 +53,14 @@ pub struct Hpack {
     allowed: usize,
     /// A wanted value that is not indexed, while its field is handed on.
     scratch: Vec<u8>,
+    /// Evicted entries' buffers, reused by the next entries: a server that indexes a field of
+    /// every response (nginx indexes `server`, `date`, `content-type` and `content-length`
+    /// each time) costs no allocation once the table is full.
+    spare: Vec<(Vec<u8>, Vec<u8>)>,
 }
+
+/// Evicted entries kept for reuse at most.
+const SPARE: usize = 16;
 
 impl fmt::Debug for Hpack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -80,6 +87,7 @@ impl Hpack {
             max: allowed,
             allowed,
             scratch: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -141,14 +149,17 @@ impl Hpack {
         at += n;
         let wanted = want(&name);
         if indexed {
-            let mut value = Vec::new();
+            let (mut entry_name, mut value) = self.spare.pop().unwrap_or_default();
+            entry_name.clear();
+            entry_name.extend_from_slice(&name);
+            value.clear();
             text(&raw, &mut value)?;
             field(
                 &name,
                 wanted.then_some(&value[..]),
                 name.len() + value.len(),
             );
-            self.insert(name.into_owned(), value);
+            self.insert(entry_name, value);
         } else if wanted {
             let mut value = std::mem::take(&mut self.scratch);
             value.clear();
@@ -219,6 +230,9 @@ impl Hpack {
                 break;
             };
             self.size -= n.len() + v.len() + 32;
+            if self.spare.len() < SPARE {
+                self.spare.push((n, v));
+            }
         }
     }
 }
