@@ -5,7 +5,7 @@
 use clap::Args;
 
 use super::ExitCode;
-use crate::engine::choose_io;
+use crate::engine::{choose_io, IoLoad};
 use crate::plan::IoChoice;
 
 /// The commit volley was built from (`git rev-parse --short=12 HEAD` at build time), or
@@ -42,7 +42,7 @@ pub struct VersionArgs {
 
 /// Prints the version; with `--json`, also whether this kernel gives io_uring to volley.
 pub(crate) fn execute(args: &VersionArgs) -> ExitCode {
-    let uring = choose_io(IoChoice::Uring, true);
+    let uring = choose_io(IoChoice::Uring, IoLoad::KeepAlive);
     if args.json {
         let v = serde_json::json!({
             "version": env!("CARGO_PKG_VERSION"),

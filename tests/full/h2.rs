@@ -107,6 +107,26 @@ fn https_speaks_h2_when_the_server_offers_it_and_http1_when_told() {
 }
 
 #[test]
+fn auto_io_takes_epoll_for_http2_over_tls_and_says_nothing_of_it() {
+    // docs/contract.md, "I/O backends": `--http2` on https:// runs on epoll under `auto`;
+    // `--io uring` still takes the ring where the kernel gives it.
+    let s = servers(128);
+    let url = format!("https://localhost:{}/", s.h2);
+    let run = |io: &str| {
+        let args = [
+            "run", &url, "--cacert", &s.cert, "--http2", "-c", "2", "-n", "100", "--io", io,
+        ];
+        let (code, j, err) = volley_json(&args, LIMIT);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(n(&j, "/requests/completed"), 100);
+        assert!(!j["warnings"].to_string().contains("io_uring"), "{j}");
+        j["client"]["io"].as_str().unwrap().to_string()
+    };
+    assert_eq!(run("auto"), "epoll");
+    assert_eq!(run("epoll"), "epoll");
+}
+
+#[test]
 fn the_servers_stream_limit_caps_streams_and_the_summary_says_so() {
     let s = servers(8);
     let url = format!("http://127.0.0.1:{}/", s.h2c);

@@ -69,7 +69,7 @@ impl Route {
             endpoint: Endpoint::Tcp(addr),
             tls: None,
             tunnel: None,
-            io: choose_io(io, true)?,
+            io: choose_io(io, IoLoad::KeepAlive)?,
             quic: None,
         })
     }
@@ -468,16 +468,32 @@ pub fn run(
     })
 }
 
+/// How a run's connections carry it, as far as the choice of backend goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoLoad {
+    /// Keep-alive connections (HTTP/1.1, h2c, HTTPS negotiating, WebSocket).
+    KeepAlive,
+    /// A connection per request (`--no-keepalive`).
+    ConnectionPerRequest,
+    /// HTTP/2 over TLS (`--http2` on `https://`).
+    TlsHttp2,
+}
+
 /// The backend for `choice` (probing io_uring takes a moment, so this runs before the clock
-/// does). `auto` wants io_uring for keep-alive loads only: with a connection per request the
-/// ring's set-up per connection (a connect poll, a multishot receive armed and torn down)
-/// costs more client CPU than its batching saves (BENCHMARKS.md, "A new connection per
-/// request"). Err: why an explicit `--io uring` cannot be had.
-pub fn choose_io(choice: IoChoice, keepalive: bool) -> Result<IoPick, String> {
+/// does). `auto` wants io_uring for keep-alive loads, except:
+/// - a connection per request: the ring's set-up per connection (a connect poll, a multishot
+///   receive armed and torn down) costs more client CPU than its batching saves
+///   (BENCHMARKS.md, "A new connection per request");
+/// - HTTP/2 over TLS: against nginx the ring's receive per arriving segment made volley and
+///   nginx both pay more a request (4.5 against epoll's 3.9 µs of client CPU, nginx serving
+///   20 % fewer requests), against h2o it was even (BENCHMARKS.md, "HTTP/2 over TLS: epoll").
+///
+/// Err: why an explicit `--io uring` cannot be had.
+pub fn choose_io(choice: IoChoice, load: IoLoad) -> Result<IoPick, String> {
     let pick = |backend, note| IoPick { backend, note };
     match choice {
         IoChoice::Epoll => Ok(pick(IoBackend::Epoll, None)),
-        IoChoice::Auto if !keepalive => Ok(pick(IoBackend::Epoll, None)),
+        IoChoice::Auto if load != IoLoad::KeepAlive => Ok(pick(IoBackend::Epoll, None)),
         IoChoice::Uring => ring::probe()
             .map(|()| pick(IoBackend::Uring, None))
             .map_err(|e| e.0),

@@ -161,7 +161,12 @@ pub fn prepare(cfg: &RunConfig) -> Result<Prepared, MeasureError> {
     } else {
         load.io
     };
-    let io = engine::choose_io(io_choice, load.keepalive).map_err(MeasureError::Io)?;
+    let io_load = match (load.keepalive, load.tls.is_some(), load.http) {
+        (false, _, _) => engine::IoLoad::ConnectionPerRequest,
+        (true, true, HttpVersion::H2) => engine::IoLoad::TlsHttp2,
+        _ => engine::IoLoad::KeepAlive,
+    };
+    let io = engine::choose_io(io_choice, io_load).map_err(MeasureError::Io)?;
     let clock = shard::check_clock(cfg)?;
     let sampler = match &cfg.monitor {
         Some(m) => {
