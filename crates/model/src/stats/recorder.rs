@@ -501,6 +501,16 @@ mod tests {
         assert!(i.lag.max() >= 119_000_000, "{}", i.lag.max());
     }
 
+    /// The (bucket, completed) of each interval sent so far.
+    fn sent_buckets(rx: &std::sync::mpsc::Receiver<WorkerReport>) -> Vec<(u64, u64)> {
+        rx.try_iter()
+            .map(|w| match w {
+                WorkerReport::Interval(i) => (i.bucket, i.counts.completed),
+                _ => panic!("an interval"),
+            })
+            .collect()
+    }
+
     #[test]
     fn what_completes_after_the_window_counts_in_its_last_second() {
         // A 2 s window from t0 = 5 s: a response in the drain, 0.3 ms after the end, belongs
@@ -512,13 +522,7 @@ mod tests {
         r.response(t0 + 1_500_000_000, 100, 100, 200);
         r.response(t0 + 2 * SECOND_NS + 300_000, 100, 100, 200);
         r.flush();
-        let buckets: Vec<(u64, u64)> = rx
-            .try_iter()
-            .map(|w| match w {
-                WorkerReport::Interval(i) => (i.bucket, i.counts.completed),
-                _ => panic!("an interval"),
-            })
-            .collect();
+        let buckets = sent_buckets(&rx);
         assert_eq!(buckets, [(0, 1), (1, 2)]);
         // A 1 s window: its one second is sent once, with the drain's response in it.
         let (tx, rx) = std::sync::mpsc::channel();
@@ -526,13 +530,7 @@ mod tests {
         r.response(t0 + 500_000_000, 100, 100, 200);
         r.response(t0 + SECOND_NS + 300_000, 100, 100, 200);
         r.flush();
-        let buckets: Vec<(u64, u64)> = rx
-            .try_iter()
-            .map(|w| match w {
-                WorkerReport::Interval(i) => (i.bucket, i.counts.completed),
-                _ => panic!("an interval"),
-            })
-            .collect();
+        let buckets = sent_buckets(&rx);
         assert_eq!(buckets, [(0, 2)]);
     }
 }
