@@ -153,6 +153,30 @@ fn auto_takes_io_uring_for_keep_alive_and_epoll_for_a_connection_per_request() {
 }
 
 #[test]
+fn a_bad_wake_quantum_names_the_variable_and_zero_turns_it_off() {
+    let run = |value: &str, url: &str| {
+        Command::new(env!("CARGO_BIN_EXE_volley"))
+            .args(["run", url, "-R", "200", "-n", "20", "-q"])
+            .env("VOLLEY_WAKE_QUANTUM_US", value)
+            .output()
+            .unwrap()
+    };
+    for bad in ["fifty", "-1", "2000000"] {
+        let out = run(bad, "http://127.0.0.1:9/");
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("VOLLEY_WAKE_QUANTUM_US variable: \"{bad}\"")),
+            "{err}"
+        );
+    }
+    let s = normal();
+    for good in ["0", "50"] {
+        assert_eq!(run(good, &s.url("/")).status.code(), Some(0), "{good}");
+    }
+}
+
+#[test]
 fn a_bad_volley_io_names_the_variable() {
     let out = Command::new(env!("CARGO_BIN_EXE_volley"))
         .args(["run", "http://127.0.0.1:9/", "-n", "1"])

@@ -77,6 +77,25 @@ fn io_choice(flag: Option<IoFlag>) -> Result<IoChoice, ConfigError> {
     }
 }
 
+/// `VOLLEY_WAKE_QUANTUM_US` (docs/contract.md, "Phases and time"), when set, must be a whole
+/// number of microseconds up to 1 s; the engine reads it as the run starts.
+fn check_wake_quantum() -> Result<(), ConfigError> {
+    let name = volley_plan::WAKE_QUANTUM_VAR;
+    match std::env::var(name) {
+        Err(_) => Ok(()),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(us) if us <= 1_000_000 => Ok(()),
+            _ => Err(ConfigError::Env {
+                name,
+                message: format!(
+                    "{v:?} is not a whole number of microseconds up to 1000000 (0 turns the \
+                     spacing of wake-ups off)"
+                ),
+            }),
+        },
+    }
+}
+
 /// What a run is: the `volley run` flags other than where its results go (wrk spellings where
 /// wrk has the flag).
 #[derive(Debug, Args, Clone)]
@@ -530,7 +549,10 @@ fn load_spec(a: &RunFlags, cores: usize) -> Result<LoadSpec, ConfigError> {
         checks,
         verify: a.verify,
         shard,
-        io: io_choice(a.io)?,
+        io: {
+            check_wake_quantum()?;
+            io_choice(a.io)?
+        },
         ws,
         grpc,
     };

@@ -58,6 +58,14 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// A variable of the environment that tunes the engine has a value that cannot be used.
+    #[error("the {name} variable: {message}")]
+    Env {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong and what would be right.
+        message: String,
+    },
     /// A file named by a flag cannot be read.
     #[error("{flag} {path}: {source}")]
     File {
@@ -104,6 +112,7 @@ impl ConfigError {
             ConfigError::File { flag, .. } => vec![*flag],
             ConfigError::Requests(_) => vec![Flag::RequestsFile],
             ConfigError::ProxyEnv { .. } => vec![Flag::Proxy],
+            ConfigError::Env { .. } => vec![Flag::Rate],
         }
     }
 }

@@ -307,11 +307,11 @@ impl Shared {
                 .ok()
                 .and_then(|v| v.parse::<u64>().ok())
                 .map_or(0, |us| us.saturating_mul(1000)),
-            wake_quantum_ns: std::env::var("VOLLEY_WAKE_QUANTUM_US")
+            wake_quantum_ns: std::env::var(volley_plan::WAKE_QUANTUM_VAR)
                 .ok()
                 .and_then(|v| v.parse::<u64>().ok())
                 .map_or(worker::DEFAULT_WAKE_QUANTUM_NS, |us| {
-                    us.saturating_mul(1000)
+                    us.min(1_000_000) * 1000
                 }),
             timeout_ns: spec.timeout.as_nanos() as u64,
             t0_ns,
@@ -486,7 +486,7 @@ pub enum IoLoad {
 ///   (BENCHMARKS.md, "A new connection per request");
 /// - HTTP/2 over TLS: against nginx the ring's receive per arriving segment made volley and
 ///   nginx both pay more a request (4.5 against epoll's 3.9 µs of client CPU, nginx serving
-///   20 % fewer requests), against h2o it was even (BENCHMARKS.md, "HTTP/2 over TLS: epoll").
+///   20 % fewer requests), against h2o it was even (BENCHMARKS.md, "HTTP/2 over TLS ahead of h2load").
 ///
 /// Err: why an explicit `--io uring` cannot be had.
 pub fn choose_io(choice: IoChoice, load: IoLoad) -> Result<IoPick, String> {

@@ -13,6 +13,10 @@ pub mod spec;
 pub mod workload;
 
 pub use pacer::{Due, Pacer};
+
+/// The variable that sets the open loop's least spacing of timed wake-ups once a worker is busy,
+/// in µs (docs/contract.md, "Phases and time"; 0: off).
+pub const WAKE_QUANTUM_VAR: &str = "VOLLEY_WAKE_QUANTUM_US";
 pub use proxy::{Proxy, ProxyMode, ProxySource};
 pub use request::{Mix, MixRequest, RequestTemplate};
 pub use spec::{
