@@ -48,7 +48,9 @@ build_rev() {
     log "building volley at git $short in $src"
     rm -rf "$src" && mkdir -p "$src"
     git -C "$ROOT" archive "$rev" | tar -x -C "$src" || die 2 "git archive $rev failed"
-    (cd "$src" && CARGO_TARGET_DIR=$TOOLS_DIR/$2-target cargo build --release --quiet) || die 2 "cargo build --release of $short failed"
+    # The archive is no checkout: its commit is given (else it would read the enclosing one's).
+    (cd "$src" && VOLLEY_BUILD_COMMIT=$(git -C "$ROOT" rev-parse --short=12 "$rev") \
+        CARGO_TARGET_DIR=$TOOLS_DIR/$2-target cargo build --release --quiet) || die 2 "cargo build --release of $short failed"
     printf '%s\n' "$TOOLS_DIR/$2-target/release/volley"
 }
 
