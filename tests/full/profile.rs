@@ -53,8 +53,10 @@ impl Drop for Reference {
 
 fn reference(program: &str, args: &[&str]) -> Reference {
     let port = nginx::free_port();
+    // In a scratch folder: Node's --perf-basic-prof leaves isolate-*-v8.log files where it runs.
     let child = Command::new(program)
         .args(args)
+        .current_dir(common::scratch("profile", &format!("reference-{port}")))
         .env("PORT", port.to_string())
         .spawn()
         .unwrap_or_else(|e| panic!("{program}: {e} (servers/install.sh builds the servers)"));
