@@ -83,13 +83,7 @@ fn a_large_block_of_small_fields_decodes_in_linear_time() {
 
 /// CPU time the calling thread has used.
 fn thread_cpu() -> std::time::Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    std::time::Duration::from_nanos(crate::clock::thread_cpu_ns().expect("a thread CPU clock"))
 }
 
 /// A connection with stream 1 open (a HEAD when `head`) after the server's SETTINGS.
