@@ -45,13 +45,16 @@ fn the_dashboard_in_a_browser() {
     // A URL whose query is markup: the page must show it, never run it.
     let hostile = "/p?q=<img/src=x/onerror=alert(1)>\"'";
     let url = server.url(hostile);
+    // Chromium starts before the run (seconds on a loaded runner): the reload below must
+    // come while the run is still live.
+    let mut b = Browser::open("about:blank");
     let mut run = Running::start(&[
         "run",
         &url,
         "-c",
         "4",
         "-d",
-        "9s",
+        "12s",
         "-R",
         "300",
         "--dashboard",
@@ -66,7 +69,10 @@ fn the_dashboard_in_a_browser() {
         })
     });
 
-    let mut b = Browser::open(&page_url);
+    b.eval(&format!(
+        "location.href = {}",
+        serde_json::to_string(&page_url).unwrap()
+    ));
     b.wait_for(
         "window.volleyLive && volleyLive.ticks >= 2",
         Duration::from_secs(15),
@@ -99,6 +105,12 @@ fn the_dashboard_in_a_browser() {
     b.wait_for(
         &format!("!window.volleyOldPage && window.volleyLive && volleyLive.ticks >= {before}"),
         Duration::from_secs(10),
+    );
+    assert_eq!(
+        b.eval("volleyLive.ended"),
+        Value::Bool(false),
+        "the run ended before the reloaded page could select a window:\n{}",
+        run.stderr_so_far()
     );
     let window = b.eval("volleyLive.select(1, 4)");
     assert_eq!(window["seconds"], 3, "{window}");

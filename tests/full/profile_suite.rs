@@ -121,6 +121,15 @@ fn a_profiled_suite_names_a_jvms_hot_method_and_a_nodes_handler() {
     );
 }
 
+/// Frames of the JIT's compiler threads: their loop, or a stack cut short inside the compiler
+/// (C2's `Compile::`, C1's `Compilation::`).
+const JIT_FRAMES: [&str; 4] = [
+    "CompileBroker::",
+    "Compile::",
+    "Compilation::",
+    "C2Compiler::",
+];
+
 /// The JVM ran with frame pointers kept and its perf map written; `burn` is its hottest
 /// function, under `handle`.
 fn assert_java(p: &Value, folded: &str) {
@@ -133,7 +142,25 @@ fn assert_java(p: &Value, folded: &str) {
         "the hottest function is not burn: {:#}",
         p["top"]
     );
-    assert!(top["self_pct"].as_f64().unwrap() >= 50.0, "{top:#}");
+    // Most of the CPU spent serving: the JIT's compiler threads, still at work after the
+    // warm-up on a slow machine (a fifth of the JVM's CPU on a loaded runner), are left out.
+    let (mut all, mut jit, mut burn) = (0u64, 0u64, 0u64);
+    for l in folded.lines() {
+        let (stack, n) = l.rsplit_once(' ').unwrap();
+        let n: u64 = n.parse().unwrap();
+        all += n;
+        if JIT_FRAMES.iter().any(|f| stack.contains(f)) {
+            jit += n;
+        }
+        if stack.rsplit(';').next().unwrap().contains("Burn.burn(") {
+            burn += n;
+        }
+    }
+    let serving = (all - jit) as f64;
+    assert!(
+        burn as f64 >= 0.5 * serving,
+        "burn has {burn} of {all} samples, {jit} of them the JIT's: {top:#}"
+    );
     // Its caller is walked through the compiled frames (PreserveFramePointer).
     let walked = folded
         .lines()

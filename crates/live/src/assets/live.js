@@ -195,6 +195,8 @@
 
   // ---- the selected window -------------------------------------------------------------------
   function select(from, to) {
+    // The report has replaced this page: its own window is selected there.
+    if (state.gone) return null;
     state.sel = (from == null) ? null : { from: Math.max(0, from), to: Math.max(from + 1, to) };
     showWindow();
     return window.volleyLive.window;
