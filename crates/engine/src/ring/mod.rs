@@ -127,6 +127,8 @@ struct Slot {
     gen: u32,
     live: bool,
     fd: RawFd,
+    /// The reap in which its receive last brought bytes.
+    fed: u32,
 }
 
 /// One thread's ring and what it owns on the kernel's behalf.
@@ -152,6 +154,8 @@ pub(crate) struct Core {
     /// Room reused by every reap: completions copied out, receives to arm again.
     batch: Vec<cqueue::Entry>,
     rearm: Vec<(u32, u32)>,
+    /// Reaps so far (wrapping): which receives brought bytes in this one.
+    reaps: u32,
     /// Events reaped while entries were pushed (the queue was full), for the next wait, and
     /// the buffers they name.
     stash: Vec<RingEvent>,
@@ -244,6 +248,7 @@ impl Core {
             waker,
             batch: Vec::with_capacity(REAP_PER_WAIT),
             rearm: Vec::new(),
+            reaps: 0,
             stash: Vec::new(),
             held: Vec::new(),
             failed: None,
@@ -316,6 +321,7 @@ impl Core {
             gen: self.next_gen,
             live: true,
             fd,
+            fed: self.reaps.wrapping_sub(1),
         };
         self.next_gen
     }
@@ -374,6 +380,7 @@ impl Core {
     fn reap_into(&mut self, out: &mut Vec<RingEvent>, mut limit: usize) {
         let mut rearm = std::mem::take(&mut self.rearm);
         let mut batch = std::mem::take(&mut self.batch);
+        self.reaps = self.reaps.wrapping_add(1);
         // The completion queue is borrowed while entries are read, so they are copied out
         // first, a batch at a time.
         loop {
@@ -390,6 +397,7 @@ impl Core {
             }
         }
         self.batch = batch;
+        self.starved_first(&mut rearm);
         for (slot, gen) in rearm.drain(..) {
             if slot == u32::MAX {
                 self.arm_wake();
@@ -399,6 +407,20 @@ impl Core {
             }
         }
         self.rearm = rearm;
+    }
+
+    /// Orders receives to arm again so that those that brought no bytes in this reap come
+    /// first. Receives are issued in queue order when submitted and pick the buffers freed
+    /// since in that order: a peer that floods refills its socket faster than a wait empties
+    /// it, so armed first it would take every buffer again, and a connection whose receive
+    /// ended out of buffers (ENOBUFS) would never get one.
+    fn starved_first(&self, rearm: &mut [(u32, u32)]) {
+        if rearm.len() > 1 {
+            let reap = self.reaps;
+            rearm.sort_by_key(|&(slot, _)| {
+                self.slots.get(slot as usize).is_some_and(|s| s.fed == reap)
+            });
+        }
     }
 
     /// One completion: an event for the worker, or (slot, gen) of a receive to arm again.
@@ -423,6 +445,7 @@ impl Core {
                     return None;
                 }
                 if let Some(addr) = bytes {
+                    self.slots[slot as usize].fed = self.reaps;
                     out.push(RingEvent::Data {
                         slot: slot as usize,
                         gen,
