@@ -73,7 +73,13 @@ fn three_shards_started_together_are_one_load() {
     assert_eq!(conns, [2, 3, 2]);
     for (i, j) in shards.iter().enumerate() {
         assert_eq!(j["load"]["rate_rps"].as_f64(), Some(500.0));
-        assert_eq!(j["requests"]["sent"].as_u64(), Some(1000), "shard {i}");
+        // Its share of the schedule exactly: 1,000 due. Three processes and the server share
+        // two cores here, so one may still be descheduled when its window closes, leaving
+        // the last one or two due unsent (counted as such).
+        let count = |k: &str| j["requests"][k].as_u64().unwrap();
+        let (sent, unsent) = (count("sent"), count("unsent"));
+        assert_eq!(sent + unsent, 1000, "shard {i}: {}", j["requests"]);
+        assert!(unsent <= 10, "shard {i}: {}", j["requests"]);
         assert_eq!(j["shard"]["index"].as_u64(), Some(i as u64));
         assert_eq!(j["shard"]["count"].as_u64(), Some(3));
         assert_eq!(j["shard"]["start_at"], at.as_str());
