@@ -16,7 +16,7 @@
 //! - A fenced block with `file=NAME` in its info string (```` ```toml file=ab.toml ````) is
 //!   written to NAME before the page's commands run.
 //! - Lines are compared by their skeleton: numbers (and the units after them) masked, the
-//!   machine a suite table names (CPU model, kernel) masked, runs of
+//!   machine a suite table names (CPU model, kernel) and a server's `Date:` masked, runs of
 //!   spaces and of dashes made one, runs of equal skeletons made one (a table or a per-second
 //!   series may have more or fewer rows).
 //! - The headlines and warnings about the machine rather than the command (`shared machine`,
@@ -629,7 +629,7 @@ fn about_the_machine(line: &str) -> bool {
 /// The line with numbers, units, alignment and rules masked.
 fn mask(line: &str) -> String {
     use std::sync::OnceLock;
-    static RES: OnceLock<[(regex::Regex, &str); 9]> = OnceLock::new();
+    static RES: OnceLock<[(regex::Regex, &str); 10]> = OnceLock::new();
     let res = RES.get_or_init(|| {
         let re = |s: &str| regex::Regex::new(s).unwrap();
         [
@@ -637,6 +637,11 @@ fn mask(line: &str) -> String {
             (
                 re(r"^.*?, (\d+) CPUs?, Linux [^;,]+"),
                 "<cpu>, $1 CPUs, Linux <kernel>",
+            ),
+            // A server's `Date:` (its day and month are words).
+            (
+                re(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\b"),
+                "<http-date>",
             ),
             (re(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?"), "N"),
             // A sign that starts a number is part of it (`+2.2%`, `-26.9%`), a hyphen
@@ -739,6 +744,10 @@ fn masks_numbers_units_and_alignment() {
         mask("Bracket 1–2 after 9 steps, 50 s.")
     );
     assert_eq!(mask("RSS 13.3 MiB"), mask("RSS 950 KiB"));
+    assert_eq!(
+        mask("  Date: Sun, 29 Nov 2026 02:45:28 GMT"),
+        mask("  Date: Mon, 30 Nov 2026 00:22:16 GMT")
+    );
     assert_eq!(mask("(p=0.012)"), mask("(p=3.5e-4)"));
     assert_eq!(
         mask("1.022   +2.2%  CI -3.1 to +4%"),
