@@ -12,6 +12,9 @@
 #   floorio-R  the same plus one GET written per due time on one keep-alive connection to
 #              the same nginx, the response read when the socket is ready (a wake-up for it
 #              too when it comes back before the next due time)
+#   zrk-R      zrk (zoxy-io/zrk, a Zig io_uring rewrite of wrk2) -t 1 -c 50 -R R: a second
+#              open-loop client on the same schedule, its CPU per request and corrected
+#              latency (it reports no service time and only the maximum schedule lag)
 #   base-R, base-closed   with BASELINE_REV (or BASELINE): volley built from that commit,
 #              the same runs, interleaved with this build's (the before/after table)
 #   perf       PERF_RATES (default 1000 20000), each volley build once under `perf stat`
@@ -32,7 +35,13 @@
 # Environment (all optional):
 #   REPS=3  DURATION=10s  CONNECTIONS=50  CLIENT_CPU=0  SERVER_CPU=1
 #   RATES="1000 5000 20000 50000"
-#   CELLS="open closed floor floorio base"   which kinds of cells to run (base needs a baseline)
+#   CELLS="open closed floor floorio base"   which kinds of cells to run (base needs a baseline;
+#                       zrk is not in the default: building it fetches Zig 0.16 from PyPI)
+#   ZRK=<path>          a zrk binary for the zrk cells, instead of building one into TOOLS_DIR:
+#   ZRK_REPO=https://github.com/zoxy-io/zrk.git  ZRK_REF=v1.4.2
+#   ZIO_REPO=https://github.com/lalinsky/zio.git  ZIO_REF=v0.17.0   (zrk's one dependency,
+#                       given to its build as a local path: the build fetches nothing)
+#   ZIG=<path>          Zig 0.16 (default: ziglang==0.16.0 from PyPI, into TOOLS_DIR)
 #   PERF_RATES="1000 20000"  PERF_DURATION=5s   (PERF_RATES= skips the perf runs)
 #   VOLLEY=<path> / VOLLEY_REV=<rev>   the build measured (default: target/release/volley)
 #   BASELINE=<path> / BASELINE_REV=<rev>   the build it is compared with
@@ -67,6 +76,10 @@ RETRIES=${RETRIES:-2}
 BATCH_WINDOW_US=${BATCH_WINDOW_US:-}
 THIS_IO=${THIS_IO:-auto}
 BASELINE_IO=${BASELINE_IO:-auto}
+ZRK_REPO=${ZRK_REPO:-https://github.com/zoxy-io/zrk.git}
+ZRK_REF=${ZRK_REF:-v1.4.2}
+ZIO_REPO=${ZIO_REPO:-https://github.com/lalinsky/zio.git}
+ZIO_REF=${ZIO_REF:-v0.17.0}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_MD=${BENCH_MD:-$ROOT/BENCHMARKS.md}
@@ -97,7 +110,7 @@ for v in DURATION PERF_DURATION; do
     [[ ${!v} =~ ^[1-9][0-9]*s$ ]] || die 2 "$v must be whole seconds like 10s, got '${!v}'"
 done
 for r in $RATES $PERF_RATES; do [[ $r =~ ^[1-9][0-9]*$ ]] || die 2 "RATES and PERF_RATES must be positive integers, got '$r'"; done
-for c in $CELLS; do [[ $c =~ ^(open|closed|floor|floorio|base)$ ]] || die 2 "unknown cell kind '$c' in CELLS (open closed floor floorio base)"; done
+for c in $CELLS; do [[ $c =~ ^(open|closed|floor|floorio|base|zrk)$ ]] || die 2 "unknown cell kind '$c' in CELLS (open closed floor floorio base zrk)"; done
 for v in THIS_IO BASELINE_IO; do [[ ${!v} =~ ^(auto|uring|epoll)$ ]] || die 2 "$v must be auto, uring or epoll"; done
 [[ -z $BATCH_WINDOW_US || $BATCH_WINDOW_US =~ ^[0-9]+$ ]] || die 2 "BATCH_WINDOW_US must be a whole number of µs"
 [[ $SECTION =~ ^[a-z0-9-]+$ ]] || die 2 "SECTION must be lower-case letters, digits and dashes"
@@ -139,7 +152,56 @@ taskset -c "$CLIENT_CPU" true 2>/dev/null || die 2 "cannot pin to CLIENT_CPU=$CL
 taskset -c "$SERVER_CPU" true 2>/dev/null || die 2 "cannot pin to SERVER_CPU=$SERVER_CPU (this machine has $ncpu CPUs)"
 [[ $CLIENT_CPU != "$SERVER_CPU" ]] || die 2 "CLIENT_CPU and SERVER_CPU must differ"
 
+# build_zrk: Zig 0.16 (from PyPI unless ZIG is set), zio and zrk from git into TOOLS_DIR, once
+# per pair of refs; zrk's build.zig.zon is pointed at the zio checkout so that nothing is
+# fetched. Sets ZRK.
+build_zrk() {
+    local zref=${ZRK_REF//[^A-Za-z0-9._-]/_} iref=${ZIO_REF//[^A-Za-z0-9._-]/_}
+    local dir=$TOOLS_DIR/zrk-$zref-zio-$iref blog=$TOOLS_DIR/zrk-build.log
+    ZRK=$dir/zrk/zig-out/bin/zrk
+    [[ -x $ZRK ]] && return 0
+    mkdir -p "$TOOLS_DIR"
+    if [[ -z ${ZIG:-} ]]; then
+        ZIG=$TOOLS_DIR/ziglang-0.16.0/ziglang/zig
+        if [[ ! -x $ZIG ]]; then
+            log "installing Zig 0.16.0 (PyPI ziglang) into $TOOLS_DIR/ziglang-0.16.0 (once)"
+            python3 -m pip install --quiet --disable-pip-version-check --target "$TOOLS_DIR/ziglang-0.16.0" \
+                ziglang==0.16.0 >>"$blog" 2>&1 || die 2 "pip install ziglang==0.16.0 failed; see $blog"
+        fi
+    fi
+    [[ -x $ZIG ]] || die 2 "ZIG=$ZIG is not executable"
+    log "building zrk $ZRK_REF (zio $ZIO_REF) with Zig $("$ZIG" version) into $dir (once)"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    {
+        git clone --quiet "$ZIO_REPO" "$dir/zio" &&
+            git -C "$dir/zio" -c advice.detachedHead=false checkout --quiet "$ZIO_REF" &&
+            git clone --quiet "$ZRK_REPO" "$dir/zrk" &&
+            git -C "$dir/zrk" -c advice.detachedHead=false checkout --quiet "$ZRK_REF" &&
+            python3 - "$dir/zrk/build.zig.zon" <<'EOF' &&
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+s, n = re.subn(r'\.zio\s*=\s*\.\{[^}]*\}', '.zio = .{ .path = "../zio" }', s)
+if n != 1:
+    sys.exit(f"{p}: no single .zio dependency to point at ../zio")
+open(p, "w").write(s)
+EOF
+            (cd "$dir/zrk" && ZIG_GLOBAL_CACHE_DIR=$dir/cache "$ZIG" build -Doptimize=ReleaseFast)
+    } >>"$blog" 2>&1 || { rm -f "$ZRK"; die 2 "building zrk $ZRK_REF failed; see $blog"; }
+    [[ -x $ZRK ]] || die 2 "zrk's build produced no $ZRK; see $blog"
+}
+
 build_volley
+ZRK_VERSION=
+if want zrk; then
+    if [[ -n ${ZRK:-} ]]; then
+        [[ -x $ZRK ]] || die 2 "ZRK=$ZRK is not executable"
+    else
+        build_zrk
+    fi
+    ZRK_VERSION="$("$ZRK" --version 2>&1 | head -n1)"
+fi
 BASELINE_NAME=
 BASELINE_VERSION=
 if [[ -n ${BASELINE_REV:-} ]]; then
@@ -159,6 +221,10 @@ TMP=$(mktemp -d -t volley-openloop.XXXXXX)
 cp "$VOLLEY" "$TMP/volley"
 VOLLEY_SRC=$VOLLEY
 VOLLEY=$TMP/volley
+if [[ -n $ZRK_VERSION ]]; then
+    cp "$ZRK" "$TMP/zrk"
+    ZRK=$TMP/zrk
+fi
 if [[ -n $BASELINE_NAME ]]; then
     cp "$BASELINE" "$TMP/volley-baseline"
     BASELINE_SRC=$BASELINE
@@ -226,6 +292,7 @@ cell_cmd() {
     open-*) CMD=("${this[@]}" run "$URL" -R "$rate" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
     base-*) CMD=("${base_[@]}" run "$URL" -R "$rate" -c "$c" -t 1 -d "$dur" --allow-shortfall --quiet --json "$base.json") ;;
     floor-*) CMD=("$FLOOR" "$rate" "${dur%s}" none) ;;
+    zrk-*) CMD=("$ZRK" -t 1 -c "$c" -d "$dur" -R "$rate" --format json -o "$base.json" "$URL") ;;
     floorio-*) CMD=("$FLOOR" "$rate" "${dur%s}" io 127.0.0.1 "$PORT") ;;
     *) die 1 "unknown cell $cell" ;;
     esac
@@ -238,6 +305,7 @@ for r in $RATES; do
     [[ -z $BASELINE_NAME ]] || ! want base || ALL+=("base-$r")
     want floor && ALL+=("floor-$r")
     want floorio && ALL+=("floorio-$r")
+    want zrk && ALL+=("zrk-$r")
 done
 ((${#ALL[@]})) || die 2 "CELLS='$CELLS' and RATES='$RATES' leave nothing to run"
 
@@ -338,6 +406,7 @@ CMD_SERVER="$(quote "${SERVER_CMD[@]}" | short)   # \$TMP/nginx.conf: $(printf '
 CMD_VOLLEY_NOTE="\$TMP/volley is a copy of $(printf '%s' "$VOLLEY_SRC" | short)"
 [[ -z $BASELINE_NAME ]] || CMD_VOLLEY_NOTE+="; \$TMP/volley-baseline of $(printf '%s' "$BASELINE_SRC" | short)"
 CMD_VOLLEY_NOTE+="; \$TMP/timed_wake: gcc -O2 -o \$TMP/timed_wake bench/floor/timed_wake.c"
+[[ -z $ZRK_VERSION ]] || CMD_VOLLEY_NOTE+="; \$TMP/zrk: zrk $ZRK_REF built with ReleaseFast (ZRK_REPO, ZIO_REF $ZIO_REF)"
 CPU_MODEL=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/^[^:]*: *//' || true)
 KERNEL=$(uname -sr)
 NCPU=$ncpu
@@ -346,12 +415,14 @@ GCC_VERSION=$(gcc --version | head -n1)
 PERF_VERSION=$( ((PERF_OK)) && perf --version 2>&1 | head -n1 || echo "")
 export CMD_SERVER CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION SERVER_VERSION GCC_VERSION \
     REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX WAIT_QUIET RETRIES RATES CELLS \
-    BASELINE_NAME BASELINE_VERSION PERF_OK PERF_VERSION PERF_DURATION BATCH_WINDOW_US THIS_IO BASELINE_IO
+    BASELINE_NAME BASELINE_VERSION PERF_OK PERF_VERSION PERF_DURATION BATCH_WINDOW_US THIS_IO BASELINE_IO \
+    ZRK_VERSION
 python3 - "$OUT_DIR/meta.json" <<'EOF'
 import json, os, sys
 keys = ("CMD_SERVER CMD_VOLLEY_NOTE CPU_MODEL KERNEL NCPU DATE VOLLEY_VERSION SERVER_VERSION GCC_VERSION "
         "REPS DURATION CONNECTIONS CLIENT_CPU SERVER_CPU BUSY_MAX OTHER_MAX WAIT_QUIET RETRIES RATES CELLS "
-        "BASELINE_NAME BASELINE_VERSION PERF_OK PERF_VERSION PERF_DURATION BATCH_WINDOW_US THIS_IO BASELINE_IO").split()
+        "BASELINE_NAME BASELINE_VERSION PERF_OK PERF_VERSION PERF_DURATION BATCH_WINDOW_US THIS_IO BASELINE_IO "
+        "ZRK_VERSION").split()
 json.dump({k: os.environ[k] for k in keys}, open(sys.argv[1], "w"), indent=2)
 EOF
 report

@@ -61,7 +61,21 @@ def run_of(seq, rep, cell, attempts):
     r = dict(seq=int(seq), rep=int(rep), cell=cell, kind=kind, rate=rate, user=u, sys=s, wall=e, rss=rss,
              vol=vol, invol=invol, server_pct=100 * server / wall, other_pct=max(0.0, 100 * other / wall),
              busy=int(read(base + ".busy").strip() or 0), notes=[])
-    if kind in ("floor", "floorio"):
+    if kind == "zrk":
+        try:
+            d = json.load(open(base + ".json"))
+        except Exception as ex:
+            fail(f"cannot read {base}.json: {ex}")
+        n = d["requests"]
+        if n <= 0:
+            fail(f"{cell} rep {rep}: no requests completed")
+        r.update(requests=n, achieved=d["achieved_rate"], lag50=None, lag99=None, lat50=d["latency_us"]["p50"],
+                 lat99=d["latency_us"]["p99"], svc50=None, svc99=None, waits=None, sat=None)
+        r["notes"].append(f"zrk's max schedule lag {d['max_schedule_lag_us']:,} µs")
+        errors = sum(v for v in (d.get("errors") or {}).values() if isinstance(v, int))
+        if errors:
+            r["notes"].append(f"errors {errors}")
+    elif kind in ("floor", "floorio"):
         d = json.loads(read(base + ".out").strip().splitlines()[-1])
         n = d["due"]
         r.update(requests=n, achieved=None, lag50=d["lag_p50_us"], lag99=d["lag_p99_us"], lat50=None, lat99=None,
@@ -129,6 +143,9 @@ def rng(rs, key, fmt="{:.1f}"):
 
 L = []
 L.append(f"Run {E['DATE']} by `REPS={REPS} DURATION={E['DURATION']} RATES=\"{E['RATES']}\""
+         + (f" CELLS=\"{E['CELLS']}\"" if E.get("CELLS", "open closed floor floorio base")
+            != "open closed floor floorio base" else "")
+         + (" ZRK_REPO=… ZIO_REPO=…" if E.get("ZRK_VERSION") else "")
          + (f" BATCH_WINDOW_US={E['BATCH_WINDOW_US']}" if E.get("BATCH_WINDOW_US") else "")
          + (f" THIS_IO={E['THIS_IO']} BASELINE_IO={E['BASELINE_IO']}" if E.get("THIS_IO", "auto") != "auto" else "")
          + (" BASELINE=… " if BASE else " ") + "bench/openloop.sh`"
@@ -144,6 +161,7 @@ L.append(f"- Machine: {E['CPU_MODEL'] or 'unknown CPU'}, {E['NCPU']} CPUs, {E['K
          f"{min(others):.0f}–{max(others):.0f} % of a core (a run above {OTHER_MAX} % is repeated, at most "
          f"{E.get('RETRIES', '?')} times)")
 L.append(f"- Versions: {E['VOLLEY_VERSION']}" + (f"; baseline {E['BASELINE_VERSION']}" if BASE else "")
+         + (f"; zrk: {E['ZRK_VERSION']}" if E.get("ZRK_VERSION") else "")
          + f"; floor built with {E['GCC_VERSION']}")
 if flagged:
     L.append(f"- **Warning:** {len(flagged)} of {len(RUNS)} runs had other work on the machine; their numbers are noisy.")
@@ -223,7 +241,28 @@ for kind, label in (("floor", "floor: epoll_pwait2 per due time, no I/O"),
         if rs:
             L.append(f"| {label} | {rate:,} | {rng(rs, 'cpu_us')} | — | — | {rng(rs, 'wake', '{:.2f}')} | "
                      f"{us(m(rs, 'lag50'))} | {us(m(rs, 'lag99'))} | — | — | — | — | — | — |")
+zrk_rows = [rate for rate in RATES if runs("zrk", rate)]
+for rate in zrk_rows:
+    rs = runs("zrk", rate)
+    cpu, ach = m(rs, "cpu_us"), m(rs, "achieved")
+    cr, fl = closed["this"], runs("floor", rate)
+    L.append(f"| zrk | {rate:,} | {rng(rs, 'cpu_us')} | {f2(cpu / m(cr, 'cpu_us') if cr else None)} | "
+             f"{f2(cpu / m(fl, 'cpu_us') if fl else None)} | {rng(rs, 'wake', '{:.2f}')} | — | — | "
+             f"{us(m(rs, 'lat50'))} | {us(m(rs, 'lat99'))} | — | — | {ach:,.1f} | {100 * (ach - rate) / rate:+.2f} % |")
 L.append("")
+if zrk_rows:
+    # The second anchor: the same schedule from another io_uring client, in the same session.
+    parts = []
+    for rate in zrk_rows:
+        z, v = runs("zrk", rate), runs("open", rate)
+        if v:
+            parts.append(f"{rate:,} req/s: volley {m(v, 'cpu_us'):.1f} µs a request against zrk's "
+                         f"{m(z, 'cpu_us'):.1f} (volley {m(z, 'cpu_us') / m(v, 'cpu_us'):.2f}× zrk's requests per CPU-second), "
+                         f"corrected p99 {us(m(v, 'lat99'))} against {us(m(z, 'lat99'))}")
+    if parts:
+        L.append(f"**Against zrk** ({E.get('ZRK_VERSION') or 'zrk'}, `-t 1 -c {E['CONNECTIONS']}`, the same "
+                 "rates, interleaved): " + "; ".join(parts) + ".")
+        L.append("")
 if verdicts:
     L.append("**Targets (this build):** " + "; ".join(verdicts) + ".")
     L.append("")
