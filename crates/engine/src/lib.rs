@@ -307,9 +307,10 @@ impl Shared {
                 .ok()
                 .and_then(|v| v.parse::<u64>().ok())
                 .map_or(0, |us| us.saturating_mul(1000)),
+            // Checked by the config as the flags are (surrounding spaces allowed there too).
             wake_quantum_ns: std::env::var(volley_plan::WAKE_QUANTUM_VAR)
                 .ok()
-                .and_then(|v| v.parse::<u64>().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
                 .map_or(worker::DEFAULT_WAKE_QUANTUM_NS, |us| {
                     us.min(1_000_000) * 1000
                 }),
