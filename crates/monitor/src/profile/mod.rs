@@ -114,6 +114,23 @@ impl Gathered {
         true
     }
 
+    /// Adds each process's unsampled CPU time (`Spacing`) to its stacks in proportion to their
+    /// weights.
+    fn spread(&mut self, unsampled: &HashMap<u32, u64>) {
+        let mut sampled: HashMap<u32, u64> = HashMap::new();
+        for ((pid, _), (_, p)) in &self.stacks {
+            *sampled.entry(*pid).or_default() += p;
+        }
+        for ((pid, _), (_, p)) in self.stacks.iter_mut() {
+            let (Some(&extra), Some(&total)) = (unsampled.get(pid), sampled.get(pid)) else {
+                continue;
+            };
+            if total > 0 {
+                *p += (*p as u128 * extra as u128 / total as u128) as u64;
+            }
+        }
+    }
+
     fn take(&mut self, r: Record) {
         match r {
             Record::Sample {
@@ -309,8 +326,8 @@ fn drain(
         let read_at = offcpu::now_ns();
         for (cpu, r) in rings.iter_mut().enumerate() {
             r.drain(&mut |bytes| {
-                if let Some(mut rec) = records::parse(bytes) {
-                    spacing.weigh(cpu, &mut rec);
+                if let Some(rec) = records::parse(bytes) {
+                    spacing.weigh(cpu, &rec);
                     g.take(rec);
                 }
             });
@@ -324,6 +341,7 @@ fn drain(
         }
         if done {
             g.off.pairer.settle(u64::MAX);
+            g.spread(&spacing.unsampled);
             return g;
         }
         g.off

@@ -1,10 +1,10 @@
 //! The perf ring buffer's records the profiler asks for, parsed from their bytes (pure):
 //! samples (`IP | TID | TIME | CPU | PERIOD | CALLCHAIN | REGS_USER | STACK_USER`), executable mappings (`MMAP2`), command
 //! names (`COMM`), process creation (`FORK`), lost records (`LOST`) and, for the off-CPU view,
-//! context switches (`SWITCH`). Layouts are the kernel's `include/uapi/linux/perf_event.h`;
-//! `sample_id_all` is off for the on-CPU event, so its side records carry no trailer; the
-//! off-CPU event's switches carry it (`pid tid, time, cpu`). Every read is bounds-checked: a
-//! short or odd record is skipped, never a panic.
+//! context switches (`SWITCH`, and `SWITCH_CPU_WIDE` of the on-CPU event, which times each
+//! sample's share of a late timer). Layouts are the kernel's `include/uapi/linux/perf_event.h`;
+//! side records carry the `sample_id_all` trailer (`pid tid, time, cpu`) after their body.
+//! Every read is bounds-checked: a short or odd record is skipped, never a panic.
 
 /// `PERF_SAMPLE_*` bits of the samples the profiler opens.
 pub(crate) const SAMPLE_TYPE: u64 = SAMPLE_IP
@@ -30,6 +30,7 @@ const RECORD_FORK: u32 = 7;
 const RECORD_SAMPLE: u32 = 9;
 const RECORD_MMAP2: u32 = 10;
 const RECORD_SWITCH: u32 = 14;
+const RECORD_SWITCH_CPU_WIDE: u32 = 15;
 /// `misc` of a SWITCH record: the thread switched out (else in).
 pub(crate) const MISC_SWITCH_OUT: u16 = 1 << 13;
 /// `misc` of a switch-out: the thread was preempted while runnable (it did not block).
@@ -83,6 +84,9 @@ pub(crate) enum Record {
         out: bool,
         preempted: bool,
     },
+    /// Process `pid` (0: idle) began (`out` false) or stopped (`out`) running on the ring's
+    /// CPU at `time` ns.
+    CpuSwitch { pid: u32, time: u64, out: bool },
 }
 
 /// A sample's user registers and the copy of its user stack from the stack pointer up.
@@ -143,6 +147,12 @@ pub(crate) fn parse(rec: &[u8]) -> Option<Record> {
             time: b.u64(16)?,
             out: misc & MISC_SWITCH_OUT != 0,
             preempted: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+        }),
+        // `NEXT_PREV_PID NEXT_PREV_TID`, then the trailer of the process it is about.
+        RECORD_SWITCH_CPU_WIDE => Some(Record::CpuSwitch {
+            pid: b.u32(16)?,
+            time: b.u64(24)?,
+            out: misc & MISC_SWITCH_OUT != 0,
         }),
         _ => None,
     }
@@ -346,6 +356,34 @@ pub(crate) mod tests {
         // Cut anywhere before the time's end: no record, no panic.
         let bytes = switch_bytes(9, 10, 3_000, MISC_SWITCH_OUT);
         for n in 0..24 {
+            assert_eq!(parse(&bytes[..n]), None, "{n} bytes");
+        }
+    }
+
+    #[test]
+    fn a_cpu_wide_switch_is_about_the_process_of_its_trailer() {
+        // NEXT_PREV_PID TID (the other side of the switch), then the trailer.
+        let mut body = [8u32, 8].map(u32::to_le_bytes).concat();
+        body.extend_from_slice(&switch_bytes(9, 10, 5_000, 0)[8..]);
+        let r = |misc| parse(&record(RECORD_SWITCH_CPU_WIDE, misc, &body));
+        assert_eq!(
+            r(MISC_SWITCH_OUT),
+            Some(Record::CpuSwitch {
+                pid: 9,
+                time: 5_000,
+                out: true
+            })
+        );
+        assert_eq!(
+            r(0),
+            Some(Record::CpuSwitch {
+                pid: 9,
+                time: 5_000,
+                out: false
+            })
+        );
+        let bytes = record(RECORD_SWITCH_CPU_WIDE, 0, &body);
+        for n in 0..32 {
             assert_eq!(parse(&bytes[..n]), None, "{n} bytes");
         }
     }

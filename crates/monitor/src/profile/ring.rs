@@ -23,6 +23,9 @@ const FLAG_TASK: u64 = 1 << 13;
 /// `wakeup_events` is a byte count (`wakeup_watermark`).
 const FLAG_WATERMARK: u64 = 1 << 14;
 const FLAG_MMAP2: u64 = 1 << 23;
+const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
+/// CPU-wide events: a `SWITCH_CPU_WIDE` record at each context switch of the CPU.
+const FLAG_CONTEXT_SWITCH: u64 = 1 << 26;
 const IOC_ENABLE: libc::c_ulong = 0x2400;
 const IOC_DISABLE: libc::c_ulong = 0x2401;
 const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
@@ -59,7 +62,9 @@ impl Ring {
                 | FLAG_FREQ
                 | FLAG_TASK
                 | FLAG_WATERMARK
-                | FLAG_MMAP2,
+                | FLAG_MMAP2
+                | FLAG_SAMPLE_ID_ALL
+                | FLAG_CONTEXT_SWITCH,
             sample_regs_user: unwind::REGS_MASK,
             sample_stack_user: unwind::STACK_BYTES,
             ..Default::default()

@@ -279,4 +279,18 @@ mod off_cpu {
         assert_eq!(p.info.top[0].name, "[unknown]");
         assert_eq!(p.info.top[0].total_samples, 2_000);
     }
+
+    #[test]
+    fn unsampled_time_is_spread_over_the_process_stacks_by_weight() {
+        let mut g = Gathered::default();
+        let key = |pid: u32, ip: u64| (pid, vec![ip].into_boxed_slice());
+        g.stacks.insert(key(7, 1), (3, 3_000));
+        g.stacks.insert(key(7, 2), (1, 1_000));
+        g.stacks.insert(key(8, 1), (1, 1_000));
+        // pid 7 left 2 ms unsampled: ¾ to the stack with ¾ of its weight; pid 8 none.
+        g.spread(&HashMap::from([(7, 2_000)]));
+        assert_eq!(g.stacks[&key(7, 1)], (3, 4_500));
+        assert_eq!(g.stacks[&key(7, 2)], (1, 1_500));
+        assert_eq!(g.stacks[&key(8, 1)], (1, 1_000));
+    }
 }
