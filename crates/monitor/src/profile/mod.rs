@@ -327,7 +327,7 @@ fn drain(
         for (cpu, r) in rings.iter_mut().enumerate() {
             r.drain(&mut |bytes| {
                 if let Some(rec) = records::parse(bytes) {
-                    spacing.weigh(cpu, &rec);
+                    spacing.follow(cpu, &rec);
                     g.take(rec);
                 }
             });

@@ -8,8 +8,8 @@ use super::records::Record;
 /// for; past it (the event stopped, the CPU offline) the kernel's nominal period is kept.
 const MAX_GAP_NS: u64 = 100_000_000;
 
-/// Counts, per process, the CPU time its late samples leave unsampled. The kernel times `cpu-clock` samples with an hrtimer and gives each
-/// the nominal period (1/499 s), but a timer that fires late by more than a period (seen on a
+/// Counts, per process, the CPU time its late samples leave unsampled. The kernel times
+/// `cpu-clock` samples with an hrtimer and gives each the nominal period (1/499 s), but a timer that fires late by more than a period (seen on a
 /// 2-CPU VM under a Node server's load, gaps of 2 to 15 periods) drops the periods it overran:
 /// 16 to 30 % of the server's CPU went unsampled. The CPU's context switches (the event's
 /// `SWITCH_CPU_WIDE` records, in the same ring, in time order) say how long the late
@@ -58,7 +58,7 @@ impl Spacing {
     }
 
     /// Follows a CPU's context switches, and counts what a late sample left unsampled.
-    pub(super) fn weigh(&mut self, cpu: usize, rec: &Record) {
+    pub(super) fn follow(&mut self, cpu: usize, rec: &Record) {
         let Some(c) = self.cpus.get_mut(cpu) else {
             return;
         };
@@ -125,12 +125,12 @@ mod tests {
 
     /// What the samples among `recs` (all of CPU 0) stood for: nominal periods, and then
     /// pid 7's time unsampled.
-    fn weigh(recs: Vec<Record>) -> Vec<u64> {
+    fn follow(recs: Vec<Record>) -> Vec<u64> {
         let mut s = Spacing::new(1);
         let mut out: Vec<u64> = recs
             .into_iter()
             .filter_map(|r| {
-                s.weigh(0, &r);
+                s.follow(0, &r);
                 match r {
                     Record::Sample { period, .. } => Some(period),
                     _ => None,
@@ -146,49 +146,40 @@ mod tests {
     fn a_late_sample_stands_for_its_process_run_in_the_gap() {
         // pid 7 runs throughout: 10 ms late, the sample stands for all 10 ms, whether its
         // switch-in was seen or only its samples were.
-        let whole = weigh(vec![switch(7, 0, false), sample(7, MS), sample(7, 11 * MS)]);
+        let whole = follow(vec![switch(7, 0, false), sample(7, MS), sample(7, 11 * MS)]);
         assert_eq!(whole, [NOMINAL, 10 * MS]);
-        let unseen = weigh(vec![sample(7, MS), sample(7, 11 * MS)]);
+        let unseen = follow(vec![sample(7, MS), sample(7, 11 * MS)]);
         assert_eq!(unseen, [NOMINAL, 10 * MS]);
-        // pid 7 idle (pid 0) for 6 ms of the gap: 4 ms of it are 7's.
-        let idle = weigh(vec![
-            switch(7, 0, false),
-            sample(7, MS),
-            switch(7, 2 * MS, true),
-            switch(0, 2 * MS, false),
-            switch(0, 8 * MS, true),
-            switch(7, 8 * MS, false),
-            sample(7, 11 * MS),
-        ]);
-        assert_eq!(idle, [NOMINAL, 4 * MS]);
-        // Another process ran in between: the same.
-        let other = weigh(vec![
-            switch(7, 0, false),
-            sample(7, MS),
-            switch(7, 2 * MS, true),
-            switch(8, 2 * MS, false),
-            switch(8, 8 * MS, true),
-            switch(7, 8 * MS, false),
-            sample(7, 11 * MS),
-        ]);
-        assert_eq!(other, [NOMINAL, 4 * MS]);
+        // Idle (pid 0), or another process, for 6 ms of the gap: 4 ms of it are 7's.
+        for between in [0, 8] {
+            let parted = follow(vec![
+                switch(7, 0, false),
+                sample(7, MS),
+                switch(7, 2 * MS, true),
+                switch(between, 2 * MS, false),
+                switch(between, 8 * MS, true),
+                switch(7, 8 * MS, false),
+                sample(7, 11 * MS),
+            ]);
+            assert_eq!(parted, [NOMINAL, 4 * MS], "pid {between} in between");
+        }
     }
 
     #[test]
     fn on_time_or_without_switches_a_sample_keeps_the_nominal_period() {
         // On time (within 1.5 periods): nominal, whoever ran.
-        let on_time = weigh(vec![sample(7, 0), sample(7, NOMINAL + MS / 2)]);
+        let on_time = follow(vec![sample(7, 0), sample(7, NOMINAL + MS / 2)]);
         assert_eq!(on_time, [NOMINAL, NOMINAL]);
-        // Late, but its process ran less than a period of the gap (or no switch was seen):
-        // never less than the nominal period.
-        let short = weigh(vec![
+        // Late, but its process ran less than a period of the gap (it switched in 1 ms before
+        // the sample): never less than the nominal period.
+        let short = follow(vec![
             sample(7, 0),
             switch(7, 9 * MS, false),
             sample(7, 10 * MS),
         ]);
         assert_eq!(short, [NOMINAL, NOMINAL]);
         // Past the bound: nominal.
-        let far = weigh(vec![
+        let far = follow(vec![
             switch(7, 0, false),
             sample(7, 0),
             sample(7, 2 * MAX_GAP_NS),
